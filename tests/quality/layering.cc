@@ -1,0 +1,166 @@
+// Copyright 2026 SMoE Lab authors.
+#include "tests/quality/layering.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace smoe::quality {
+namespace {
+
+// Project folders, most specific first; a file belongs to the first prefix that
+// matches its path.
+struct Layer {
+  const char* prefix;
+  // Project folders this layer may include ("" entries are ignored).
+  std::vector<const char*> may_include;
+};
+
+const std::vector<Layer>& Layers() {
+  static const auto* layers = new std::vector<Layer>{
+      {"common/", {"common/"}},
+      {"proto/", {"common/", "proto/"}},
+      {"store/", {"common/", "proto/", "store/"}},
+      {"kernels/", {"common/", "kernels/"}},
+      {"worker/data/", {"common/", "worker/data/"}},
+      {"worker/eval/", {"common/", "worker/eval/"}},
+      {"worker/model/", {"common/", "kernels/", "worker/model/"}},
+      {"worker/trainer/",
+       {"common/", "kernels/", "worker/model/", "worker/data/", "worker/eval/",
+        "worker/trainer/", "proto/"}},
+      {"worker/daemon/", {"common/", "proto/", "worker/daemon/"}},
+      {"coordinator/", {"common/", "store/", "proto/", "coordinator/"}},
+      {"cli/",
+       {"common/", "proto/", "cli/", "coordinator/", "worker/daemon/",
+        "worker/data/", "store/"}},
+  };
+  return *layers;
+}
+
+const char* const kProjectFolders[] = {
+    "common/", "proto/", "store/", "kernels/", "worker/", "coordinator/",
+    "cli/",    "tests/", "bench/", "web/",     "deploy/"};
+
+bool IsProjectHeader(absl::string_view header) {
+  for (const char* f : kProjectFolders) {
+    if (absl::StartsWith(header, f)) return true;
+  }
+  return false;
+}
+
+// Third-party headers restricted to some folders.
+struct Restricted {
+  const char* header_prefix;
+  std::vector<const char*> allowed_in;  // path prefixes
+  const char* why;
+};
+
+const std::vector<Restricted>& RestrictedHeaders() {
+  static const auto* r = new std::vector<Restricted>{
+      {"sqlite3.h", {"store/"}, "sqlite3.h appears only in store/"},
+      {"torch/",
+       {"worker/model/", "worker/trainer/", "bench/", "tests/"},
+       "LibTorch only in worker/model and the trainer"},
+      {"ATen/",
+       {"worker/model/", "worker/trainer/", "bench/", "tests/"},
+       "LibTorch only in worker/model and the trainer"},
+      {"c10/",
+       {"worker/model/", "worker/trainer/", "bench/", "tests/"},
+       "LibTorch only in worker/model and the trainer"},
+      {"cuda",  // cuda.h, cuda_runtime*.h, cuda_bf16.h ...
+       {"kernels/", "worker/model/", "worker/trainer/", "bench/", "tests/"},
+       "CUDA only in kernels/ and what links it"},
+      {"cublas", {"kernels/", "bench/", "tests/"}, "cuBLAS only in kernels/"},
+      {"nccl", {"kernels/", "bench/", "tests/"}, "NCCL only in kernels/"},
+      {"grpcpp/",
+       {"proto/", "coordinator/service", "coordinator/server",
+        "coordinator/grpc", "worker/daemon/", "cli/", "tests/", "bench/"},
+       "gRPC is a thin adapter: only proto/, coordinator service code, the "
+       "daemon, the CLI and tests"},
+      {"grpc/",
+       {"proto/", "coordinator/service", "coordinator/server",
+        "coordinator/grpc", "worker/daemon/", "cli/", "tests/", "bench/"},
+       "gRPC is a thin adapter"},
+  };
+  return *r;
+}
+
+bool StartsWithAny(absl::string_view s, const std::vector<const char*>& p) {
+  for (const char* x : p) {
+    if (absl::StartsWith(s, x)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, std::string>> ExtractIncludes(
+    absl::string_view source) {
+  std::vector<std::pair<int, std::string>> out;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(source, '\n')) {
+    ++line_no;
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (!absl::ConsumePrefix(&line, "#")) continue;
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (!absl::ConsumePrefix(&line, "include")) continue;
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (line.empty()) continue;
+    const char close = line[0] == '<' ? '>' : '"';
+    if (line[0] != '<' && line[0] != '"') continue;
+    const size_t end = line.find(close, 1);
+    if (end == absl::string_view::npos) continue;
+    out.emplace_back(line_no, std::string(line.substr(1, end - 1)));
+  }
+  return out;
+}
+
+std::vector<Violation> CheckFile(absl::string_view path,
+                                 absl::string_view source) {
+  std::vector<Violation> out;
+  const Layer* layer = nullptr;
+  for (const Layer& l : Layers()) {
+    if (absl::StartsWith(path, l.prefix)) {
+      layer = &l;
+      break;
+    }
+  }
+  const bool is_test = absl::StrContains(path, "_test.") ||
+                       absl::StartsWith(path, "tests/") ||
+                       absl::StartsWith(path, "bench/");
+  for (const auto& [line, header] : ExtractIncludes(source)) {
+    // Generated protobuf/gRPC types stay out of kernels, model and task code.
+    if (absl::EndsWith(header, ".pb.h") &&
+        (absl::StartsWith(path, "kernels/") ||
+         absl::StartsWith(path, "worker/model/") ||
+         absl::StartsWith(path, "worker/data/") ||
+         absl::StartsWith(path, "worker/eval/") ||
+         absl::StartsWith(path, "store/") ||
+         absl::StartsWith(path, "common/"))) {
+      out.push_back({std::string(path), line, header,
+                     "generated proto types stay out of kernels, model, "
+                     "task, store and common code"});
+      continue;
+    }
+    for (const Restricted& r : RestrictedHeaders()) {
+      if (absl::StartsWith(header, r.header_prefix) &&
+          !StartsWithAny(path, r.allowed_in)) {
+        out.push_back({std::string(path), line, header, r.why});
+      }
+    }
+    // Upward or sideways project includes. Tests of a folder may include test
+    // helpers from tests/.
+    if (layer != nullptr && IsProjectHeader(header) &&
+        !StartsWithAny(header, layer->may_include) &&
+        !(is_test && absl::StartsWith(header, "tests/"))) {
+      out.push_back(
+          {std::string(path), line, header,
+           std::string(layer->prefix) + " may not include " + header});
+    }
+  }
+  return out;
+}
+
+}  // namespace smoe::quality

@@ -1,0 +1,87 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// Enforces the dependency rule over every source file of the repository, and
+// checks that the checker itself flags each kind of violation.
+#include "tests/quality/layering.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+
+namespace smoe::quality {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(LayeringCheckerTest, ExtractsIncludes) {
+  const auto inc = ExtractIncludes(
+      "#include <a/b.h>\n  # include \"c.h\"\n// #include <no.h>\nint x;\n");
+  ASSERT_EQ(inc.size(), 2u);
+  EXPECT_EQ(inc[0].second, "a/b.h");
+  EXPECT_EQ(inc[1].first, 2);
+  EXPECT_EQ(inc[1].second, "c.h");
+}
+
+TEST(LayeringCheckerTest, FlagsEachForbiddenKind) {
+  EXPECT_EQ(CheckFile("coordinator/x.cc", "#include <sqlite3.h>\n").size(), 1u);
+  EXPECT_TRUE(
+      CheckFile("store/sqlite_store.cc", "#include <sqlite3.h>\n").empty());
+  EXPECT_EQ(CheckFile("coordinator/x.cc", "#include <torch/torch.h>\n").size(),
+            1u);
+  EXPECT_TRUE(
+      CheckFile("worker/model/m.cc", "#include <torch/torch.h>\n").empty());
+  EXPECT_EQ(CheckFile("coordinator/x.cc", "#include <cuda_runtime.h>\n").size(),
+            1u);
+  EXPECT_EQ(
+      CheckFile("worker/model/m.cc", "#include \"proto/smoe.pb.h\"\n").size(),
+      1u);
+  EXPECT_EQ(CheckFile("kernels/k.cc", "#include \"store/s.h\"\n").size(), 1u);
+  EXPECT_EQ(CheckFile("common/c.cc", "#include \"store/s.h\"\n").size(), 1u);
+  EXPECT_EQ(
+      CheckFile("coordinator/scheduler.cc", "#include <grpcpp/grpcpp.h>\n")
+          .size(),
+      1u);
+  EXPECT_TRUE(
+      CheckFile("coordinator/service_impl.cc", "#include <grpcpp/grpcpp.h>\n")
+          .empty());
+  EXPECT_EQ(CheckFile("worker/daemon/d.cc", "#include \"store/s.h\"\n").size(),
+            1u);
+}
+
+TEST(LayeringTest, RepositoryFollowsTheDependencyRule) {
+  const char* root_env = std::getenv("SMOE_SOURCE_DIR");
+  ASSERT_NE(root_env, nullptr) << "SMOE_SOURCE_DIR is set by CTest";
+  const fs::path root(root_env);
+  int files = 0;
+  std::vector<Violation> all;
+  for (auto it = fs::recursive_directory_iterator(root);
+       it != fs::recursive_directory_iterator(); ++it) {
+    const std::string name = it->path().filename().string();
+    if (it->is_directory() &&
+        (name == "node_modules" || absl::StartsWith(name, "build") ||
+         absl::StartsWith(name, "."))) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    const std::string ext = it->path().extension().string();
+    if (ext != ".h" && ext != ".cc" && ext != ".cu" && ext != ".cuh") continue;
+    const std::string rel = fs::relative(it->path(), root).generic_string();
+    std::ifstream in(it->path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    ++files;
+    for (Violation& v : CheckFile(rel, ss.str())) all.push_back(std::move(v));
+  }
+  EXPECT_GT(files, 5);
+  for (const Violation& v : all) {
+    ADD_FAILURE() << v.file << ":" << v.line << ": includes " << v.header
+                  << " (" << v.reason << ")";
+  }
+}
+
+}  // namespace
+}  // namespace smoe::quality
