@@ -1,0 +1,68 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: store/experiment_store.h
+//
+// ExperimentStore persists sweeps, trials, attempts, metrics, workers and the
+// per-trial result summary. The coordinator is its only writer; it keeps the
+// scheduling state in memory, writes every transition through Commit() before
+// acknowledging it, and reloads everything with the List*() calls on restart.
+//
+// Implementations: SqliteStore (WAL, busy timeout, foreign keys, migrations;
+// production) and InMemoryStore (tests). Both pass store_contract_test.
+//
+// Thread safety: implementations are safe for concurrent use; Commit() calls
+// are serialised.
+#ifndef SMOE_STORE_EXPERIMENT_STORE_H_
+#define SMOE_STORE_EXPERIMENT_STORE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "store/types.h"
+
+namespace smoe::store {
+
+class ExperimentStore {
+ public:
+  virtual ~ExperimentStore() = default;
+
+  // Applies every write in `batch` atomically: after a crash at any point,
+  // either all of it or none of it is visible. Returns FailedPrecondition when a
+  // row references a missing parent (a trial of an unknown sweep, an attempt or
+  // metric or result of an unknown trial); nothing is written then.
+  virtual absl::Status Commit(const WriteBatch& batch) = 0;
+
+  // Returns NotFound when there is no such sweep / trial.
+  virtual absl::StatusOr<SweepRecord> GetSweep(absl::string_view sweep_id) = 0;
+  virtual absl::StatusOr<TrialRecord> GetTrial(absl::string_view trial_id) = 0;
+
+  // Returns every sweep, oldest first.
+  virtual absl::StatusOr<std::vector<SweepRecord>> ListSweeps() = 0;
+  // Returns the trials of `sweep_id` (all sweeps when empty) by ordinal.
+  virtual absl::StatusOr<std::vector<TrialRecord>> ListTrials(
+      absl::string_view sweep_id) = 0;
+  // Returns the attempts of one trial, by attempt number.
+  virtual absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
+      absl::string_view trial_id) = 0;
+  // Returns every registered worker.
+  virtual absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() = 0;
+
+  // Returns the metric points of one trial ordered by (name, step); only those
+  // named `name` when given.
+  virtual absl::StatusOr<std::vector<MetricRecord>> ListMetrics(
+      absl::string_view trial_id, std::optional<std::string> name) = 0;
+
+  // Returns one summary row per trial of `sweep_id`, by ordinal. Cheap: reads
+  // the trials and results tables only (never the metrics table).
+  virtual absl::StatusOr<std::vector<TrialSummary>> ListSummaries(
+      absl::string_view sweep_id) = 0;
+};
+
+}  // namespace smoe::store
+
+#endif  // SMOE_STORE_EXPERIMENT_STORE_H_

@@ -1,0 +1,174 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: store/types.h
+//
+// Plain records persisted by an ExperimentStore. These are the coordinator's
+// domain types: the gRPC adapter converts them to and from proto messages, and
+// nothing here depends on protobuf.
+//
+// Identity:
+//   sweep_id  = the sweep's name ([a-z0-9][a-z0-9._-]{0,63}).
+//   trial_id  = "<sweep_id>/<16 hex digits>", the digits a hash of
+//               (kind, resolved params, seed), so re-submitting or extending a
+//               sweep never duplicates a point.
+//   attempt   = 1, 2, ... per trial; each lease starts a new attempt.
+#ifndef SMOE_STORE_TYPES_H_
+#define SMOE_STORE_TYPES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace smoe::store {
+
+// Lifecycle of one grid point.
+//   kPending -> kRunning (leased) -> kSucceeded | kFailed | kPending (retry,
+//   preemption, lost lease) ; kPending | kRunning -> kCancelled.
+enum class TrialState {
+  kPending = 0,
+  kRunning = 1,
+  kSucceeded = 2,
+  kFailed = 3,
+  kCancelled = 4,
+};
+
+// How one attempt ended.
+enum class AttemptOutcome {
+  kRunning = 0,    // still leased
+  kSucceeded = 1,  // trainer exit 0 with a result
+  kFailed = 2,     // error: consumes the error budget
+  kPreempted = 3,  // exit 75 / drain: never consumes the error budget
+  kLost = 4,       // lease expired (worker silent): consumes no error budget
+  kCancelled = 5,  // the user cancelled the sweep
+  kBadSpec = 6,    // exit 64: failed permanently, no retry
+};
+
+enum class SweepState {
+  kActive = 0,     // has pending or running trials
+  kCompleted = 1,  // every trial succeeded or failed
+  kCancelled = 2,
+};
+
+// Returns "pending", "running", ... (stable strings; stored in SQLite).
+const char* TrialStateName(TrialState s);
+const char* AttemptOutcomeName(AttemptOutcome o);
+const char* SweepStateName(SweepState s);
+// Parses the names above; InvalidArgument names the unknown value.
+absl::StatusOr<TrialState> ParseTrialState(absl::string_view name);
+absl::StatusOr<AttemptOutcome> ParseAttemptOutcome(absl::string_view name);
+absl::StatusOr<SweepState> ParseSweepState(absl::string_view name);
+
+// True for kSucceeded, kFailed, kCancelled.
+bool IsTerminal(TrialState s);
+
+struct SweepRecord {
+  std::string sweep_id;
+  std::string kind;       // "sraven" | "skillmix"
+  std::string spec_yaml;  // the sweep file as submitted (latest, after extends)
+  int priority = 0;       // higher runs first
+  int max_error_retries = 2;  // errors allowed per trial before kFailed
+  SweepState state = SweepState::kActive;
+  absl::Time created_at = absl::UnixEpoch();
+  absl::Time updated_at = absl::UnixEpoch();
+};
+
+struct TrialRecord {
+  std::string trial_id;
+  std::string sweep_id;
+  int64_t ordinal = 0;      // position in the sweep's expansion order
+  std::string params_json;  // resolved params, canonical JSON object
+  int64_t seed = 0;
+  TrialState state = TrialState::kPending;
+  int attempt = 0;          // number of the latest attempt (0 = never leased)
+  int error_count = 0;      // attempts that ended kFailed
+  int preempt_count = 0;    // attempts that ended kPreempted or kLost
+  int gpus = 0;             // GPUs one attempt needs (= ep_size for EP trials)
+  std::string worker_id;    // lease holder while kRunning, else empty
+  absl::Time lease_expires_at = absl::UnixEpoch();
+  std::string last_error;   // last failure message, for the user
+  absl::Time created_at = absl::UnixEpoch();
+  absl::Time updated_at = absl::UnixEpoch();
+};
+
+struct AttemptRecord {
+  std::string trial_id;
+  int attempt = 0;
+  std::string worker_id;
+  AttemptOutcome outcome = AttemptOutcome::kRunning;
+  int exit_code = 0;
+  std::string message;
+  absl::Time started_at = absl::UnixEpoch();
+  absl::Time ended_at = absl::UnixEpoch();  // UnixEpoch while running
+};
+
+// One metric point. Unique per (trial_id, step, name): re-sending overwrites.
+// `attempt` records which attempt wrote it (the coordinator refuses stale ones).
+struct MetricRecord {
+  std::string trial_id;
+  int64_t step = 0;
+  std::string name;
+  double value = 0;
+  int attempt = 0;
+};
+
+struct WorkerRecord {
+  std::string worker_id;
+  std::string hostname;
+  int cpus = 0;
+  int gpus = 0;
+  int slots = 1;
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> kinds;  // trial kinds it can run
+  bool draining = false;
+  absl::Time registered_at = absl::UnixEpoch();
+  absl::Time last_heartbeat_at = absl::UnixEpoch();
+};
+
+// The per-trial summary the dashboard reads: the trial's identity and params
+// plus its final result metrics (the trainer's `result` event).
+struct TrialSummary {
+  std::string trial_id;
+  std::string sweep_id;
+  std::string params_json;
+  int64_t seed = 0;
+  TrialState state = TrialState::kPending;
+  int attempt = 0;
+  std::string worker_id;
+  double duration_s = 0;  // wall time of the successful attempt
+  std::map<std::string, double> results;
+};
+
+// A set of writes applied atomically by ExperimentStore::Commit. Rows are
+// upserted by primary key:
+//   sweeps by sweep_id; trials by trial_id; attempts by (trial_id, attempt);
+//   metrics by (trial_id, step, name); workers by worker_id;
+//   results replace all result metrics of the trial (trial_id -> name -> value),
+//   along with its duration.
+struct WriteBatch {
+  std::vector<SweepRecord> sweeps;
+  std::vector<TrialRecord> trials;
+  std::vector<AttemptRecord> attempts;
+  std::vector<MetricRecord> metrics;
+  std::vector<WorkerRecord> workers;
+  struct Result {
+    std::string trial_id;
+    double duration_s = 0;
+    std::map<std::string, double> values;
+  };
+  std::vector<Result> results;
+
+  bool empty() const {
+    return sweeps.empty() && trials.empty() && attempts.empty() &&
+           metrics.empty() && workers.empty() && results.empty();
+  }
+};
+
+}  // namespace smoe::store
+
+#endif  // SMOE_STORE_TYPES_H_
