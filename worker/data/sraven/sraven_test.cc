@@ -734,15 +734,31 @@ TEST(GoldenTest, SamplesMatchTestdata) {
 }
 
 TEST(GoldenTest, OodSplitForSeed0M4IsFrozen) {
-  // The first held-out latents for seed 0, M = 4 (see testdata/README.md).
+  // The held-out latents for seed 0, M = 4: "<id>\t<r0>,<r1>,<r2>,<r3>" per
+  // line (see testdata/README.md).
   const std::string path =
       SourceDir() + "/worker/data/sraven/testdata/ood_seed0_m4.txt";
   std::ifstream in(path);
   ASSERT_TRUE(in.good()) << "missing " << path;
-  std::vector<int> want;
-  for (int id; in >> id;) want.push_back(id);
   const Generator gen = MustCreate(Config(4, 0));
-  EXPECT_EQ(gen.latent_ids(Split::kOod), want);
+  std::vector<int> ids;
+  std::vector<std::vector<int>> rules;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    std::istringstream fields(line);
+    int id = -1;
+    fields >> id;
+    std::vector<int> r;
+    for (int v; fields >> v;) {
+      r.push_back(v);
+      if (fields.peek() == ',') fields.get();
+    }
+    ids.push_back(id);
+    rules.push_back(r);
+  }
+  EXPECT_EQ(ids, gen.latent_ids(Split::kOod));
+  EXPECT_EQ(rules, gen.latents(Split::kOod));
+  EXPECT_EQ(ids.size(), 82u);
 }
 
 }  // namespace
