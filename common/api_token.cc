@@ -1,0 +1,112 @@
+// Copyright 2026 SMoE Lab authors.
+#include "common/api_token.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace smoe {
+namespace {
+
+absl::Status ErrnoError(absl::string_view what, const std::string& path) {
+  return absl::InternalError(
+      absl::StrCat(what, " '", path, "': ", std::strerror(errno)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> GenerateApiToken() {
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open", "/dev/urandom");
+  unsigned char bytes[32];
+  size_t got = 0;
+  while (got < sizeof(bytes)) {
+    ssize_t n = ::read(fd, bytes + got, sizeof(bytes) - got);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      ::close(fd);
+      return ErrnoError("read", "/dev/urandom");
+    }
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return absl::StrCat(
+      "smoe_", absl::BytesToHexString(absl::string_view(
+                   reinterpret_cast<const char*>(bytes), sizeof(bytes))));
+}
+
+absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path,
+                                                  bool* created) {
+  *created = false;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if ((st.st_mode & 077) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "token file '", path, "' is readable by group/others (mode ",
+          absl::StrCat(absl::Hex(st.st_mode & 0777)), "); chmod 600 it"));
+    }
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string token(absl::StripAsciiWhitespace(ss.str()));
+    if (token.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("token file '", path, "' is empty"));
+    }
+    return token;
+  }
+  auto token = GenerateApiToken();
+  if (!token.ok()) return token.status();
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("create", tmp);
+  const std::string line = *token + "\n";
+  if (::write(fd, line.data(), line.size()) !=
+          static_cast<ssize_t>(line.size()) ||
+      ::fsync(fd) != 0) {
+    ::close(fd);
+    return ErrnoError("write", tmp);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("rename", tmp);
+  *created = true;
+  return *token;
+}
+
+absl::StatusOr<std::string> ResolveClientToken(const std::string& token_file) {
+  const char* env = std::getenv("SMOE_TOKEN");
+  if (env != nullptr && *env != '\0') {
+    return std::string(absl::StripAsciiWhitespace(env));
+  }
+  std::ifstream in(token_file);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string token(absl::StripAsciiWhitespace(ss.str()));
+    if (!token.empty()) return token;
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no API token: set SMOE_TOKEN or create the token file '", token_file,
+      "' (the coordinator prints the token on first start)"));
+}
+
+bool TokenEquals(absl::string_view a, absl::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = a.size() < b.size() ? a.size() : b.size();
+  for (size_t i = 0; i < n; ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+}  // namespace smoe

@@ -1,0 +1,39 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: common/api_token.h
+//
+// The API token that guards the coordinator's gRPC and HTTP APIs.
+//
+// The coordinator creates it on first start (32 random bytes from the kernel,
+// hex-encoded with a "smoe_" prefix) in a file of mode 0600 and prints it once.
+// Clients (CLI, workers) read it from $SMOE_TOKEN, else from a token file.
+// The token never goes to logs or the database.
+#ifndef SMOE_COMMON_API_TOKEN_H_
+#define SMOE_COMMON_API_TOKEN_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace smoe {
+
+// Returns a new random token ("smoe_" + 64 hex digits).
+absl::StatusOr<std::string> GenerateApiToken();
+
+// Loads the token stored at `path`, or creates one there (mode 0600, created
+// atomically) when the file does not exist. Sets `*created` to whether it was
+// created. Refuses (PermissionDenied) a token file readable by group/others.
+absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path,
+                                                  bool* created);
+
+// Returns the client token: $SMOE_TOKEN when set and non-empty, else the
+// contents of `token_file` (whitespace trimmed). NotFound names both sources.
+absl::StatusOr<std::string> ResolveClientToken(const std::string& token_file);
+
+// Compares two tokens in time independent of where they differ.
+bool TokenEquals(absl::string_view a, absl::string_view b);
+
+}  // namespace smoe
+
+#endif  // SMOE_COMMON_API_TOKEN_H_

@@ -1,0 +1,73 @@
+// Copyright 2026 SMoE Lab authors.
+#include "proto/auth.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/api_token.h"
+#include "gtest/gtest.h"
+
+namespace smoe::proto {
+namespace {
+
+TEST(AuthTest, BearerCheck) {
+  const std::string token = "smoe_abc";
+  std::multimap<grpc::string_ref, grpc::string_ref> md;
+  EXPECT_EQ(CheckBearerToken(md, token).code(),
+            absl::StatusCode::kUnauthenticated);
+  const std::string good = "Bearer smoe_abc", bad = "Bearer smoe_abd",
+                    bare = "smoe_abc";
+  md.emplace(kAuthMetadataKey, bad);
+  EXPECT_EQ(CheckBearerToken(md, token).code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(CheckBearerToken(md, token).message().find("smoe_abd"),
+            std::string::npos);
+  md.clear();
+  md.emplace(kAuthMetadataKey, bare);
+  EXPECT_FALSE(CheckBearerToken(md, token).ok());
+  md.clear();
+  md.emplace(kAuthMetadataKey, good);
+  EXPECT_TRUE(CheckBearerToken(md, token).ok());
+}
+
+TEST(ApiTokenTest, CreateThenLoadWithMode0600) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("smoe-token-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "token").string();
+  bool created = false;
+  auto t1 = LoadOrCreateTokenFile(path, &created);
+  ASSERT_TRUE(t1.ok()) << t1.status();
+  EXPECT_TRUE(created);
+  EXPECT_EQ(t1->rfind("smoe_", 0), 0u);
+  EXPECT_EQ(t1->size(), 5u + 64u);
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto t2 = LoadOrCreateTokenFile(path, &created);
+  ASSERT_TRUE(t2.ok());
+  EXPECT_FALSE(created);
+  EXPECT_EQ(*t1, *t2);
+  ::chmod(path.c_str(), 0644);
+  EXPECT_EQ(LoadOrCreateTokenFile(path, &created).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  ::unsetenv("SMOE_TOKEN");
+  auto t3 = ResolveClientToken(path);
+  ASSERT_TRUE(t3.ok());
+  EXPECT_EQ(*t3, *t1);
+  ::setenv("SMOE_TOKEN", "from-env", 1);
+  EXPECT_EQ(*ResolveClientToken(path), "from-env");
+  ::unsetenv("SMOE_TOKEN");
+  EXPECT_EQ(ResolveClientToken((dir / "missing").string()).status().code(),
+            absl::StatusCode::kNotFound);
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(*GenerateApiToken(), *GenerateApiToken());
+  EXPECT_TRUE(TokenEquals("abc", "abc"));
+  EXPECT_FALSE(TokenEquals("abc", "abd"));
+  EXPECT_FALSE(TokenEquals("abc", "abcd"));
+}
+
+}  // namespace
+}  // namespace smoe::proto
