@@ -85,13 +85,13 @@ struct TrialRecord {
   std::string params_json;  // resolved params, canonical JSON object
   int64_t seed = 0;
   TrialState state = TrialState::kPending;
-  int attempt = 0;          // number of the latest attempt (0 = never leased)
-  int error_count = 0;      // attempts that ended kFailed
-  int preempt_count = 0;    // attempts that ended kPreempted or kLost
-  int gpus = 0;             // GPUs one attempt needs (= ep_size for EP trials)
-  std::string worker_id;    // lease holder while kRunning, else empty
+  int attempt = 0;        // number of the latest attempt (0 = never leased)
+  int error_count = 0;    // attempts that ended kFailed
+  int preempt_count = 0;  // attempts that ended kPreempted or kLost
+  int gpus = 0;           // GPUs one attempt needs (= ep_size for EP trials)
+  std::string worker_id;  // lease holder while kRunning, else empty
   absl::Time lease_expires_at = absl::UnixEpoch();
-  std::string last_error;   // last failure message, for the user
+  std::string last_error;  // last failure message, for the user
   absl::Time created_at = absl::UnixEpoch();
   absl::Time updated_at = absl::UnixEpoch();
 };
@@ -108,7 +108,8 @@ struct AttemptRecord {
 };
 
 // One metric point. Unique per (trial_id, step, name): re-sending overwrites.
-// `attempt` records which attempt wrote it (the coordinator refuses stale ones).
+// `attempt` records which attempt wrote it (the coordinator refuses stale
+// ones).
 struct MetricRecord {
   std::string trial_id;
   int64_t step = 0;
@@ -148,8 +149,8 @@ struct TrialSummary {
 // upserted by primary key:
 //   sweeps by sweep_id; trials by trial_id; attempts by (trial_id, attempt);
 //   metrics by (trial_id, step, name); workers by worker_id;
-//   results replace all result metrics of the trial (trial_id -> name -> value),
-//   along with its duration.
+//   results replace all result metrics of the trial (trial_id -> name ->
+//   value), along with its duration.
 struct WriteBatch {
   std::vector<SweepRecord> sweeps;
   std::vector<TrialRecord> trials;

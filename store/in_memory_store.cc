@@ -1,0 +1,223 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: store/in_memory_store.cc
+
+#include "store/in_memory_store.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "store/store_util.h"
+
+namespace smoe::store {
+namespace {
+
+using internal::Truncate;
+
+SweepRecord Normalized(SweepRecord r) {
+  r.created_at = Truncate(r.created_at);
+  r.updated_at = Truncate(r.updated_at);
+  return r;
+}
+
+TrialRecord Normalized(TrialRecord r) {
+  r.lease_expires_at = Truncate(r.lease_expires_at);
+  r.created_at = Truncate(r.created_at);
+  r.updated_at = Truncate(r.updated_at);
+  return r;
+}
+
+AttemptRecord Normalized(AttemptRecord r) {
+  r.started_at = Truncate(r.started_at);
+  r.ended_at = Truncate(r.ended_at);
+  return r;
+}
+
+WorkerRecord Normalized(WorkerRecord r) {
+  r.registered_at = Truncate(r.registered_at);
+  r.last_heartbeat_at = Truncate(r.last_heartbeat_at);
+  return r;
+}
+
+}  // namespace
+
+absl::Status InMemoryStore::Validate(const WriteBatch& batch) const {
+  std::set<absl::string_view> batch_sweeps;
+  std::set<absl::string_view> batch_trials;
+  for (const SweepRecord& s : batch.sweeps) {
+    SMOE_RETURN_IF_ERROR(internal::CheckNonEmptyId("sweep", s.sweep_id));
+    batch_sweeps.insert(s.sweep_id);
+  }
+  for (const TrialRecord& t : batch.trials) {
+    SMOE_RETURN_IF_ERROR(internal::CheckNonEmptyId("trial", t.trial_id));
+    if (batch_sweeps.count(t.sweep_id) == 0 &&
+        sweeps_.find(t.sweep_id) == sweeps_.end()) {
+      return internal::MissingSweep(t);
+    }
+    batch_trials.insert(t.trial_id);
+  }
+  auto trial_known = [&](const std::string& id) {
+    return batch_trials.count(id) > 0 || trials_.find(id) != trials_.end();
+  };
+  for (const AttemptRecord& a : batch.attempts) {
+    if (!trial_known(a.trial_id)) return internal::MissingTrial(a);
+  }
+  for (const MetricRecord& m : batch.metrics) {
+    if (!trial_known(m.trial_id)) return internal::MissingTrial(m);
+  }
+  for (const WorkerRecord& w : batch.workers) {
+    SMOE_RETURN_IF_ERROR(internal::CheckNonEmptyId("worker", w.worker_id));
+  }
+  for (const WriteBatch::Result& r : batch.results) {
+    if (!trial_known(r.trial_id)) return internal::MissingTrial(r);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryStore::Commit(const WriteBatch& batch) {
+  absl::MutexLock lock(&mu_);
+  SMOE_RETURN_IF_ERROR(Validate(batch));
+  for (const SweepRecord& s : batch.sweeps) {
+    auto it = sweeps_.find(s.sweep_id);
+    if (it == sweeps_.end()) {
+      sweeps_.emplace(s.sweep_id, StoredSweep{next_seq_++, Normalized(s)});
+    } else {
+      it->second.record = Normalized(s);
+    }
+  }
+  for (const TrialRecord& t : batch.trials) {
+    trials_[t.trial_id] = Normalized(t);
+  }
+  for (const AttemptRecord& a : batch.attempts) {
+    attempts_[{a.trial_id, a.attempt}] = Normalized(a);
+  }
+  for (const MetricRecord& m : batch.metrics) {
+    metrics_[{m.trial_id, m.name, m.step}] = m;
+  }
+  for (const WorkerRecord& w : batch.workers) {
+    workers_[w.worker_id] = Normalized(w);
+  }
+  for (const WriteBatch::Result& r : batch.results) {
+    results_[r.trial_id] = StoredResult{r.duration_s, r.values};
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SweepRecord> InMemoryStore::GetSweep(
+    absl::string_view sweep_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) {
+    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  return it->second.record;
+}
+
+absl::StatusOr<TrialRecord> InMemoryStore::GetTrial(
+    absl::string_view trial_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) {
+    return absl::NotFoundError(absl::StrCat("no trial '", trial_id, "'"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<std::vector<SweepRecord>> InMemoryStore::ListSweeps() {
+  absl::MutexLock lock(&mu_);
+  std::vector<const StoredSweep*> sorted;
+  sorted.reserve(sweeps_.size());
+  for (const auto& [id, s] : sweeps_) sorted.push_back(&s);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const StoredSweep* a, const StoredSweep* b) {
+              return std::tie(a->record.created_at, a->seq) <
+                     std::tie(b->record.created_at, b->seq);
+            });
+  std::vector<SweepRecord> out;
+  out.reserve(sorted.size());
+  for (const StoredSweep* s : sorted) out.push_back(s->record);
+  return out;
+}
+
+std::vector<const TrialRecord*> InMemoryStore::SortedTrials(
+    absl::string_view sweep_id) const {
+  std::vector<const TrialRecord*> sorted;
+  for (const auto& [id, t] : trials_) {
+    if (sweep_id.empty() || t.sweep_id == sweep_id) sorted.push_back(&t);
+  }
+  std::sort(sorted.begin(), sorted.end(),
+            [](const TrialRecord* a, const TrialRecord* b) {
+              return std::tie(a->sweep_id, a->ordinal, a->trial_id) <
+                     std::tie(b->sweep_id, b->ordinal, b->trial_id);
+            });
+  return sorted;
+}
+
+absl::StatusOr<std::vector<TrialRecord>> InMemoryStore::ListTrials(
+    absl::string_view sweep_id) {
+  absl::MutexLock lock(&mu_);
+  std::vector<TrialRecord> out;
+  for (const TrialRecord* t : SortedTrials(sweep_id)) out.push_back(*t);
+  return out;
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> InMemoryStore::ListAttempts(
+    absl::string_view trial_id) {
+  absl::MutexLock lock(&mu_);
+  std::vector<AttemptRecord> out;
+  auto it = attempts_.lower_bound(
+      {std::string(trial_id), std::numeric_limits<int>::min()});
+  for (; it != attempts_.end() && it->first.first == trial_id; ++it) {
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<WorkerRecord>> InMemoryStore::ListWorkers() {
+  absl::MutexLock lock(&mu_);
+  std::vector<WorkerRecord> out;
+  out.reserve(workers_.size());
+  for (const auto& [id, w] : workers_) out.push_back(w);
+  return out;
+}
+
+absl::StatusOr<std::vector<MetricRecord>> InMemoryStore::ListMetrics(
+    absl::string_view trial_id, std::optional<std::string> name) {
+  absl::MutexLock lock(&mu_);
+  std::vector<MetricRecord> out;
+  auto it = metrics_.lower_bound({std::string(trial_id), name.value_or(""),
+                                  std::numeric_limits<int64_t>::min()});
+  for (; it != metrics_.end() && std::get<0>(it->first) == trial_id; ++it) {
+    if (name.has_value() && std::get<1>(it->first) != *name) break;
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TrialSummary>> InMemoryStore::ListSummaries(
+    absl::string_view sweep_id) {
+  absl::MutexLock lock(&mu_);
+  std::vector<TrialSummary> out;
+  for (const TrialRecord* t : SortedTrials(sweep_id)) {
+    TrialSummary s;
+    s.trial_id = t->trial_id;
+    s.sweep_id = t->sweep_id;
+    s.params_json = t->params_json;
+    s.seed = t->seed;
+    s.state = t->state;
+    s.attempt = t->attempt;
+    s.worker_id = t->worker_id;
+    auto r = results_.find(t->trial_id);
+    if (r != results_.end()) {
+      s.duration_s = r->second.duration_s;
+      s.results = r->second.values;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace smoe::store

@@ -1,0 +1,105 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: store/migrations.cc
+
+#include "store/migrations.h"
+
+namespace smoe::store {
+namespace {
+
+// 001: sweeps, trials, attempts, metrics, workers.
+constexpr char kInitial[] = R"sql(
+CREATE TABLE sweeps (
+  sweep_id          TEXT PRIMARY KEY NOT NULL,
+  kind              TEXT NOT NULL,
+  spec_yaml         TEXT NOT NULL,
+  priority          INTEGER NOT NULL,
+  max_error_retries INTEGER NOT NULL,
+  state             TEXT NOT NULL,
+  created_at_us     INTEGER NOT NULL,
+  updated_at_us     INTEGER NOT NULL
+);
+
+CREATE TABLE trials (
+  trial_id            TEXT PRIMARY KEY NOT NULL,
+  sweep_id            TEXT NOT NULL REFERENCES sweeps (sweep_id),
+  ordinal             INTEGER NOT NULL,
+  params_json         TEXT NOT NULL,
+  seed                INTEGER NOT NULL,
+  state               TEXT NOT NULL,
+  attempt             INTEGER NOT NULL,
+  error_count         INTEGER NOT NULL,
+  preempt_count       INTEGER NOT NULL,
+  gpus                INTEGER NOT NULL,
+  worker_id           TEXT NOT NULL,
+  lease_expires_at_us INTEGER NOT NULL,
+  last_error          TEXT NOT NULL,
+  created_at_us       INTEGER NOT NULL,
+  updated_at_us       INTEGER NOT NULL
+);
+CREATE INDEX trials_by_sweep_ordinal ON trials (sweep_id, ordinal, trial_id);
+
+CREATE TABLE attempts (
+  trial_id      TEXT NOT NULL REFERENCES trials (trial_id),
+  attempt       INTEGER NOT NULL,
+  worker_id     TEXT NOT NULL,
+  outcome       TEXT NOT NULL,
+  exit_code     INTEGER NOT NULL,
+  message       TEXT NOT NULL,
+  started_at_us INTEGER NOT NULL,
+  ended_at_us   INTEGER NOT NULL,
+  PRIMARY KEY (trial_id, attempt)
+) WITHOUT ROWID;
+
+-- Unique per (trial_id, step, name); the key order (trial_id, name, step) is
+-- also ListMetrics' order, so the primary key is the metrics-by-trial index.
+CREATE TABLE metrics (
+  trial_id TEXT NOT NULL REFERENCES trials (trial_id),
+  name     TEXT NOT NULL,
+  step     INTEGER NOT NULL,
+  value    REAL,  -- NULL = NaN
+  attempt  INTEGER NOT NULL,
+  PRIMARY KEY (trial_id, name, step)
+) WITHOUT ROWID;
+
+CREATE TABLE workers (
+  worker_id            TEXT PRIMARY KEY NOT NULL,
+  hostname             TEXT NOT NULL,
+  cpus                 INTEGER NOT NULL,
+  gpus                 INTEGER NOT NULL,
+  slots                INTEGER NOT NULL,
+  labels_json          TEXT NOT NULL,  -- {"key": "value", ...}
+  kinds_json           TEXT NOT NULL,  -- ["sraven", ...]
+  draining             INTEGER NOT NULL,
+  registered_at_us     INTEGER NOT NULL,
+  last_heartbeat_at_us INTEGER NOT NULL
+);
+)sql";
+
+// 002: the per-trial result summary the dashboard reads (ListSummaries never
+// touches metrics).
+constexpr char kTrialResults[] = R"sql(
+ALTER TABLE trials ADD COLUMN duration_s REAL NOT NULL DEFAULT 0;
+
+CREATE TABLE trial_results (
+  trial_id TEXT NOT NULL REFERENCES trials (trial_id),
+  name     TEXT NOT NULL,
+  value    REAL,  -- NULL = NaN
+  PRIMARY KEY (trial_id, name)
+) WITHOUT ROWID;
+)sql";
+
+}  // namespace
+
+const std::vector<Migration>& Migrations() {
+  static const std::vector<Migration>* const kMigrations =
+      new std::vector<Migration>{
+          {1, "initial", kInitial},
+          {2, "trial_results", kTrialResults},
+      };
+  return *kMigrations;
+}
+
+int LatestSchemaVersion() { return Migrations().back().version; }
+
+}  // namespace smoe::store

@@ -1,0 +1,850 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: store/sqlite_store.cc
+//
+// The only file that includes sqlite3.h (tests/quality/layering_test).
+
+#include "store/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "store/migrations.h"
+#include "store/store_util.h"
+
+namespace smoe::store {
+namespace {
+
+using internal::MicrosToTime;
+using internal::TimeToMicros;
+
+// ---- SQL
+// ----------------------------------------------------------------------
+// Statements are cached by the address of these arrays.
+
+#define SMOE_SWEEP_COLUMNS                                          \
+  "sweep_id, kind, spec_yaml, priority, max_error_retries, state, " \
+  "created_at_us, updated_at_us"
+#define SMOE_TRIAL_COLUMNS                                             \
+  "trial_id, sweep_id, ordinal, params_json, seed, state, attempt, "   \
+  "error_count, preempt_count, gpus, worker_id, lease_expires_at_us, " \
+  "last_error, created_at_us, updated_at_us"
+#define SMOE_ATTEMPT_COLUMNS                                                   \
+  "trial_id, attempt, worker_id, outcome, exit_code, message, started_at_us, " \
+  "ended_at_us"
+#define SMOE_WORKER_COLUMNS                                           \
+  "worker_id, hostname, cpus, gpus, slots, labels_json, kinds_json, " \
+  "draining, registered_at_us, last_heartbeat_at_us"
+#define SMOE_SUMMARY_COLUMNS                                           \
+  "trial_id, sweep_id, params_json, seed, state, attempt, worker_id, " \
+  "duration_s"
+
+constexpr char kUpsertSweep[] =
+    "INSERT INTO sweeps (" SMOE_SWEEP_COLUMNS
+    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sweep_id) DO UPDATE SET "
+    "kind = excluded.kind, spec_yaml = excluded.spec_yaml, "
+    "priority = excluded.priority, "
+    "max_error_retries = excluded.max_error_retries, state = excluded.state, "
+    "created_at_us = excluded.created_at_us, "
+    "updated_at_us = excluded.updated_at_us";
+constexpr char kUpsertTrial[] =
+    "INSERT INTO trials (" SMOE_TRIAL_COLUMNS
+    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (trial_id) DO UPDATE SET "
+    "sweep_id = excluded.sweep_id, ordinal = excluded.ordinal, "
+    "params_json = excluded.params_json, seed = excluded.seed, "
+    "state = excluded.state, attempt = excluded.attempt, "
+    "error_count = excluded.error_count, "
+    "preempt_count = excluded.preempt_count, gpus = excluded.gpus, "
+    "worker_id = excluded.worker_id, "
+    "lease_expires_at_us = excluded.lease_expires_at_us, "
+    "last_error = excluded.last_error, created_at_us = excluded.created_at_us, "
+    "updated_at_us = excluded.updated_at_us";
+constexpr char kUpsertAttempt[] =
+    "INSERT INTO attempts (" SMOE_ATTEMPT_COLUMNS
+    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (trial_id, attempt) DO UPDATE SET "
+    "worker_id = excluded.worker_id, outcome = excluded.outcome, "
+    "exit_code = excluded.exit_code, message = excluded.message, "
+    "started_at_us = excluded.started_at_us, "
+    "ended_at_us = excluded.ended_at_us";
+constexpr char kUpsertMetric[] =
+    "INSERT INTO metrics (trial_id, name, step, value, attempt) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (trial_id, name, step) DO UPDATE SET "
+    "value = excluded.value, attempt = excluded.attempt";
+constexpr char kUpsertWorker[] =
+    "INSERT INTO workers (" SMOE_WORKER_COLUMNS
+    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (worker_id) DO UPDATE SET "
+    "hostname = excluded.hostname, cpus = excluded.cpus, "
+    "gpus = excluded.gpus, slots = excluded.slots, "
+    "labels_json = excluded.labels_json, kinds_json = excluded.kinds_json, "
+    "draining = excluded.draining, "
+    "registered_at_us = excluded.registered_at_us, "
+    "last_heartbeat_at_us = excluded.last_heartbeat_at_us";
+constexpr char kDeleteResults[] =
+    "DELETE FROM trial_results WHERE trial_id = ?";
+constexpr char kInsertResult[] =
+    "INSERT INTO trial_results (trial_id, name, value) VALUES (?, ?, ?)";
+constexpr char kSetDuration[] =
+    "UPDATE trials SET duration_s = ? WHERE trial_id = ?";
+
+constexpr char kSweepExists[] = "SELECT 1 FROM sweeps WHERE sweep_id = ?";
+constexpr char kTrialExists[] = "SELECT 1 FROM trials WHERE trial_id = ?";
+
+constexpr char kGetSweep[] =
+    "SELECT " SMOE_SWEEP_COLUMNS " FROM sweeps WHERE sweep_id = ?";
+constexpr char kListSweeps[] =
+    "SELECT " SMOE_SWEEP_COLUMNS " FROM sweeps ORDER BY created_at_us, rowid";
+constexpr char kGetTrial[] =
+    "SELECT " SMOE_TRIAL_COLUMNS " FROM trials WHERE trial_id = ?";
+constexpr char kListTrialsOfSweep[] =
+    "SELECT " SMOE_TRIAL_COLUMNS
+    " FROM trials WHERE sweep_id = ? ORDER BY ordinal, trial_id";
+constexpr char kListAllTrials[] =
+    "SELECT " SMOE_TRIAL_COLUMNS
+    " FROM trials ORDER BY sweep_id, ordinal, trial_id";
+constexpr char kListAttempts[] =
+    "SELECT " SMOE_ATTEMPT_COLUMNS
+    " FROM attempts WHERE trial_id = ? ORDER BY attempt";
+constexpr char kListWorkers[] =
+    "SELECT " SMOE_WORKER_COLUMNS " FROM workers ORDER BY worker_id";
+constexpr char kListMetrics[] =
+    "SELECT trial_id, name, step, value, attempt FROM metrics "
+    "WHERE trial_id = ? ORDER BY name, step";
+constexpr char kListMetricsNamed[] =
+    "SELECT trial_id, name, step, value, attempt FROM metrics "
+    "WHERE trial_id = ? AND name = ? ORDER BY step";
+constexpr char kListSummariesOfSweep[] =
+    "SELECT " SMOE_SUMMARY_COLUMNS
+    " FROM trials WHERE sweep_id = ? ORDER BY ordinal, trial_id";
+constexpr char kListAllSummaries[] =
+    "SELECT " SMOE_SUMMARY_COLUMNS
+    " FROM trials ORDER BY sweep_id, ordinal, trial_id";
+constexpr char kListResultsOfSweep[] =
+    "SELECT r.trial_id, r.name, r.value FROM trial_results AS r "
+    "JOIN trials AS t ON t.trial_id = r.trial_id WHERE t.sweep_id = ?";
+constexpr char kListAllResults[] =
+    "SELECT trial_id, name, value FROM trial_results";
+
+constexpr char kSchemaVersionTable[] =
+    "CREATE TABLE IF NOT EXISTS schema_version ("
+    "version INTEGER PRIMARY KEY NOT NULL, name TEXT NOT NULL, "
+    "applied_at_us INTEGER NOT NULL)";
+constexpr char kHasSchemaVersionTable[] =
+    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+    "name = 'schema_version'";
+constexpr char kReadSchemaVersion[] =
+    "SELECT COALESCE(MAX(version), 0) FROM schema_version";
+constexpr char kRecordMigration[] =
+    "INSERT INTO schema_version (version, name, applied_at_us) VALUES (?, ?, "
+    "?)";
+
+// ---- Errors
+// -------------------------------------------------------------------
+
+absl::StatusCode CodeFor(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+      return absl::StatusCode::kDataLoss;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::StatusCode::kUnavailable;
+    case SQLITE_FULL:
+    case SQLITE_NOMEM:
+      return absl::StatusCode::kResourceExhausted;
+    case SQLITE_CONSTRAINT:
+    case SQLITE_CANTOPEN:
+      return absl::StatusCode::kFailedPrecondition;
+    case SQLITE_PERM:
+    case SQLITE_READONLY:
+    case SQLITE_AUTH:
+      return absl::StatusCode::kPermissionDenied;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+absl::Status SqliteError(sqlite3* db, int rc, absl::string_view op,
+                         absl::string_view path) {
+  // sqlite3_errmsg describes the most recent failure on `db`, which is the one
+  // that produced `rc` (every call is made under the store's mutex).
+  const char* msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  return absl::Status(CodeFor(rc),
+                      absl::StrCat("sqlite ", op, " on '", path, "': ", msg,
+                                   " (code ", rc, ")"));
+}
+
+absl::Status Corrupt(absl::string_view what, absl::string_view detail) {
+  return absl::DataLossError(
+      absl::StrCat("store row ", what, " is corrupt: ", detail));
+}
+
+}  // namespace
+
+// ---- Statement
+// ----------------------------------------------------------------
+
+// One use of a cached prepared statement: binds parameters in order, steps,
+// reads columns, and resets the statement when it goes out of scope.
+class SqliteStore::Statement {
+ public:
+  Statement(const SqliteStore* store, sqlite3_stmt* stmt, const char* op)
+      : store_(store), stmt_(stmt), op_(op) {}
+  ~Statement() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& Text(absl::string_view v) {
+    // A null data pointer would bind SQL NULL; bind "" instead.
+    const char* data = v.data() != nullptr ? v.data() : "";
+    return Check(sqlite3_bind_text(
+        stmt_, ++index_, data, static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  Statement& Int(int64_t v) {
+    return Check(sqlite3_bind_int64(stmt_, ++index_, v));
+  }
+  // NaN is stored as NULL (SQLite turns NaN into NULL anyway).
+  Statement& Real(double v) {
+    if (std::isnan(v)) return Check(sqlite3_bind_null(stmt_, ++index_));
+    return Check(sqlite3_bind_double(stmt_, ++index_, v));
+  }
+  Statement& Time(absl::Time t) { return Int(TimeToMicros(t)); }
+
+  // Steps once: true when a row is available, false when done.
+  absl::StatusOr<bool> Step() {
+    if (bind_rc_ != SQLITE_OK) return Error(bind_rc_);
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return Error(rc);
+  }
+  // Steps a statement that returns no rows.
+  absl::Status Run() {
+    SMOE_ASSIGN_OR_RETURN(bool row, Step());
+    (void)row;
+    return absl::OkStatus();
+  }
+
+  std::string ColText(int i) const {
+    const unsigned char* p = sqlite3_column_text(stmt_, i);
+    const int n = sqlite3_column_bytes(stmt_, i);
+    if (p == nullptr) return std::string();
+    return std::string(reinterpret_cast<const char*>(p), n);
+  }
+  int64_t ColInt(int i) const { return sqlite3_column_int64(stmt_, i); }
+  double ColReal(int i) const {
+    if (sqlite3_column_type(stmt_, i) == SQLITE_NULL) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    return sqlite3_column_double(stmt_, i);
+  }
+  absl::Time ColTime(int i) const { return MicrosToTime(ColInt(i)); }
+
+ private:
+  Statement& Check(int rc) {
+    if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+    return *this;
+  }
+  absl::Status Error(int rc) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return SqliteError(store_->db_, rc, op_, store_->path_);
+  }
+
+  const SqliteStore* store_;
+  sqlite3_stmt* stmt_;
+  const char* op_;
+  int index_ = 0;
+  int bind_rc_ = SQLITE_OK;
+};
+
+namespace {
+
+// Row readers; column orders follow the SMOE_*_COLUMNS lists.
+template <typename Stmt>
+absl::StatusOr<SweepRecord> ReadSweep(const Stmt& s) {
+  SweepRecord r;
+  r.sweep_id = s.ColText(0);
+  r.kind = s.ColText(1);
+  r.spec_yaml = s.ColText(2);
+  r.priority = static_cast<int>(s.ColInt(3));
+  r.max_error_retries = static_cast<int>(s.ColInt(4));
+  auto state = ParseSweepState(s.ColText(5));
+  if (!state.ok())
+    return Corrupt("sweep " + r.sweep_id, state.status().message());
+  r.state = *state;
+  r.created_at = s.ColTime(6);
+  r.updated_at = s.ColTime(7);
+  return r;
+}
+
+template <typename Stmt>
+absl::StatusOr<TrialRecord> ReadTrial(const Stmt& s) {
+  TrialRecord r;
+  r.trial_id = s.ColText(0);
+  r.sweep_id = s.ColText(1);
+  r.ordinal = s.ColInt(2);
+  r.params_json = s.ColText(3);
+  r.seed = s.ColInt(4);
+  auto state = ParseTrialState(s.ColText(5));
+  if (!state.ok())
+    return Corrupt("trial " + r.trial_id, state.status().message());
+  r.state = *state;
+  r.attempt = static_cast<int>(s.ColInt(6));
+  r.error_count = static_cast<int>(s.ColInt(7));
+  r.preempt_count = static_cast<int>(s.ColInt(8));
+  r.gpus = static_cast<int>(s.ColInt(9));
+  r.worker_id = s.ColText(10);
+  r.lease_expires_at = s.ColTime(11);
+  r.last_error = s.ColText(12);
+  r.created_at = s.ColTime(13);
+  r.updated_at = s.ColTime(14);
+  return r;
+}
+
+template <typename Stmt>
+absl::StatusOr<AttemptRecord> ReadAttempt(const Stmt& s) {
+  AttemptRecord r;
+  r.trial_id = s.ColText(0);
+  r.attempt = static_cast<int>(s.ColInt(1));
+  r.worker_id = s.ColText(2);
+  auto outcome = ParseAttemptOutcome(s.ColText(3));
+  if (!outcome.ok()) {
+    return Corrupt(absl::StrCat("attempt ", r.attempt, " of ", r.trial_id),
+                   outcome.status().message());
+  }
+  r.outcome = *outcome;
+  r.exit_code = static_cast<int>(s.ColInt(4));
+  r.message = s.ColText(5);
+  r.started_at = s.ColTime(6);
+  r.ended_at = s.ColTime(7);
+  return r;
+}
+
+template <typename Stmt>
+absl::StatusOr<WorkerRecord> ReadWorker(const Stmt& s) {
+  WorkerRecord r;
+  r.worker_id = s.ColText(0);
+  r.hostname = s.ColText(1);
+  r.cpus = static_cast<int>(s.ColInt(2));
+  r.gpus = static_cast<int>(s.ColInt(3));
+  r.slots = static_cast<int>(s.ColInt(4));
+  const std::string what = "worker " + r.worker_id;
+  nlohmann::json labels = nlohmann::json::parse(s.ColText(5), nullptr,
+                                                /*allow_exceptions=*/false);
+  if (labels.is_discarded() || !labels.is_object()) {
+    return Corrupt(what, "labels_json is not a JSON object");
+  }
+  for (const auto& item : labels.items()) {
+    if (!item.value().is_string()) {
+      return Corrupt(what, "a label value is not a string");
+    }
+    r.labels[item.key()] = item.value().get<std::string>();
+  }
+  nlohmann::json kinds = nlohmann::json::parse(s.ColText(6), nullptr,
+                                               /*allow_exceptions=*/false);
+  if (kinds.is_discarded() || !kinds.is_array()) {
+    return Corrupt(what, "kinds_json is not a JSON array");
+  }
+  for (const auto& kind : kinds) {
+    if (!kind.is_string()) return Corrupt(what, "a kind is not a string");
+    r.kinds.push_back(kind.get<std::string>());
+  }
+  r.draining = s.ColInt(7) != 0;
+  r.registered_at = s.ColTime(8);
+  r.last_heartbeat_at = s.ColTime(9);
+  return r;
+}
+
+// Steps `s` to the end, appending read(s) for every row to `out`.
+template <typename Stmt, typename Read, typename Record>
+absl::Status ReadAll(Stmt& s, Read read, std::vector<Record>* out) {
+  while (true) {
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return absl::OkStatus();
+    SMOE_ASSIGN_OR_RETURN(Record record, read(s));
+    out->push_back(std::move(record));
+  }
+}
+
+// Serialises without throwing: invalid UTF-8 is replaced by U+FFFD.
+std::string DumpJson(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+// ---- SqliteStore
+// ----------------------------------------------------------------
+
+SqliteStore::SqliteStore(std::string path, SqliteOptions options, sqlite3* db)
+    : path_(std::move(path)), options_(std::move(options)), db_(db) {}
+
+SqliteStore::~SqliteStore() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
+  statements_.clear();
+  sqlite3_close_v2(db_);
+  db_ = nullptr;
+}
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
+    const std::string& path, const SqliteOptions& options) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+      nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status status = SqliteError(db, rc, "open", path);
+    sqlite3_close_v2(db);  // harmless on nullptr
+    return status;
+  }
+  auto store = absl::WrapUnique(new SqliteStore(path, options, db));
+  {
+    absl::MutexLock lock(&store->mu_);
+    SMOE_RETURN_IF_ERROR(store->Initialize());
+  }
+  return store;
+}
+
+absl::Status SqliteStore::Error(int rc, absl::string_view op) const {
+  return SqliteError(db_, rc, op, path_);
+}
+
+absl::Status SqliteStore::Exec(const char* sql, const char* op) {
+  char* errmsg = nullptr;
+  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &errmsg);
+  sqlite3_free(errmsg);  // sqlite3_errmsg(db_) carries the same text
+  if (rc != SQLITE_OK) return Error(rc, op);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<sqlite3_stmt*> SqliteStore::Prepare(const char* sql,
+                                                   const char* op) {
+  auto it = statements_.find(sql);
+  if (it != statements_.end()) return it->second;
+  sqlite3_stmt* stmt = nullptr;
+  const int rc = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                                    &stmt, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt);
+    return Error(rc, absl::StrCat(op, " (prepare)"));
+  }
+  statements_.emplace(sql, stmt);
+  return stmt;
+}
+
+// Declares `var`, a Statement over the cached statement for `sql`.
+#define SMOE_STATEMENT(var, sql, op)                                 \
+  SMOE_ASSIGN_OR_RETURN(sqlite3_stmt* var##_raw_, Prepare(sql, op)); \
+  Statement var(this, var##_raw_, op)
+
+absl::Status SqliteStore::Initialize() {
+  sqlite3_extended_result_codes(db_, 1);
+  if (int rc = sqlite3_busy_timeout(db_, options_.busy_timeout_ms);
+      rc != SQLITE_OK) {
+    return Error(rc, "set busy timeout");
+  }
+  // The first statement reads the file header: a file that is not a database
+  // fails here with DataLoss.
+  SMOE_ASSIGN_OR_RETURN(
+      std::vector<std::string> mode,
+      DebugQueryLocked("PRAGMA journal_mode = WAL", "set journal_mode=WAL"));
+  const std::string expected = path_ == ":memory:" ? "memory" : "wal";
+  if (mode.size() != 1 || mode[0] != expected) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sqlite on '", path_, "': could not enable WAL; ",
+                     "journal_mode is '", mode.empty() ? "" : mode[0], "'"));
+  }
+  SMOE_RETURN_IF_ERROR(
+      Exec(options_.synchronous == SqliteOptions::Synchronous::kFull
+               ? "PRAGMA synchronous = FULL"
+               : "PRAGMA synchronous = NORMAL",
+           "set synchronous"));
+  SMOE_RETURN_IF_ERROR(Exec("PRAGMA foreign_keys = ON", "enable foreign_keys"));
+  SMOE_ASSIGN_OR_RETURN(
+      std::vector<std::string> fk,
+      DebugQueryLocked("PRAGMA foreign_keys", "read foreign_keys"));
+  if (fk.size() != 1 || fk[0] != "1") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sqlite on '", path_, "': foreign keys could not be enabled"));
+  }
+  return Migrate();
+}
+
+absl::StatusOr<int> SqliteStore::SchemaVersionLocked() {
+  {
+    SMOE_STATEMENT(has_table, kHasSchemaVersionTable, "read schema_version");
+    SMOE_ASSIGN_OR_RETURN(bool row, has_table.Step());
+    if (!row || has_table.ColInt(0) == 0) return 0;
+  }
+  SMOE_STATEMENT(version, kReadSchemaVersion, "read schema_version");
+  SMOE_ASSIGN_OR_RETURN(bool row, version.Step());
+  if (!row) return 0;
+  return static_cast<int>(version.ColInt(0));
+}
+
+absl::Status SqliteStore::Migrate() {
+  const int latest = LatestSchemaVersion();
+  const int target = options_.TEST_max_schema_version > 0
+                         ? std::min(options_.TEST_max_schema_version, latest)
+                         : latest;
+  auto too_new = [&](int version) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("database '", path_, "' has schema version ", version,
+                     ", newer than the latest this build knows (", latest,
+                     "); open it with a newer smoe build"));
+  };
+  // Fast path without the write lock: already up to date.
+  SMOE_ASSIGN_OR_RETURN(int version, SchemaVersionLocked());
+  if (version > latest) return too_new(version);
+  if (version >= target) return absl::OkStatus();
+
+  SMOE_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE", "migrate: begin"));
+  absl::Status status = [&]() -> absl::Status {
+    SMOE_RETURN_IF_ERROR(Exec(kSchemaVersionTable, "create schema_version"));
+    // Another process may have migrated while we waited for the lock.
+    SMOE_ASSIGN_OR_RETURN(int current, SchemaVersionLocked());
+    if (current > latest) return too_new(current);
+    for (const Migration& m : Migrations()) {
+      if (m.version <= current || m.version > target) continue;
+      SMOE_RETURN_IF_ERROR(Exec(
+          m.sql,
+          absl::StrCat("migration ", m.version, " (", m.name, ")").c_str()));
+      SMOE_STATEMENT(record, kRecordMigration, "record migration");
+      record.Int(m.version).Text(m.name).Time(absl::Now());
+      SMOE_RETURN_IF_ERROR(record.Run());
+    }
+    return Exec("COMMIT", "migrate: commit");
+  }();
+  if (!status.ok() && sqlite3_get_autocommit(db_) == 0) {
+    Exec("ROLLBACK", "migrate: rollback").IgnoreError();
+  }
+  return status;
+}
+
+absl::StatusOr<int> SqliteStore::SchemaVersion() {
+  absl::MutexLock lock(&mu_);
+  return SchemaVersionLocked();
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteStore::DebugQuery(
+    const std::string& sql) {
+  absl::MutexLock lock(&mu_);
+  return DebugQueryLocked(sql, "debug query");
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteStore::DebugQueryLocked(
+    const std::string& sql, const char* op) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt);
+    return Error(rc, op);
+  }
+  if (stmt == nullptr) return std::vector<std::string>();  // empty SQL
+  std::vector<std::string> out;
+  absl::Status status;
+  {
+    Statement s(this, stmt, op);
+    while (true) {
+      absl::StatusOr<bool> row = s.Step();
+      if (!row.ok()) {
+        status = row.status();
+        break;
+      }
+      if (!*row) break;
+      out.push_back(s.ColText(0));
+    }
+  }
+  sqlite3_finalize(stmt);
+  if (!status.ok()) return status;
+  return out;
+}
+
+absl::StatusOr<bool> SqliteStore::Exists(const char* sql, const std::string& id,
+                                         const char* op) {
+  SMOE_STATEMENT(s, sql, op);
+  s.Text(id);
+  return s.Step();
+}
+
+absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
+  int64_t rows = 0;
+  auto row_written = [&] {
+    ++rows;
+    if (options_.TEST_after_row_written) options_.TEST_after_row_written(rows);
+  };
+  // Parents known to exist inside this transaction.
+  std::unordered_set<std::string> sweeps;
+  std::unordered_set<std::string> trials;
+  const bool track_trials = !batch.attempts.empty() || !batch.metrics.empty() ||
+                            !batch.results.empty();
+  auto trial_exists = [&](const std::string& id) -> absl::StatusOr<bool> {
+    if (trials.count(id) > 0) return true;
+    SMOE_ASSIGN_OR_RETURN(bool found,
+                          Exists(kTrialExists, id, "commit: find trial"));
+    if (found) trials.insert(id);
+    return found;
+  };
+
+  for (const SweepRecord& r : batch.sweeps) {
+    SMOE_RETURN_IF_ERROR(internal::CheckNonEmptyId("sweep", r.sweep_id));
+    SMOE_STATEMENT(s, kUpsertSweep, "commit: upsert sweep");
+    s.Text(r.sweep_id)
+        .Text(r.kind)
+        .Text(r.spec_yaml)
+        .Int(r.priority)
+        .Int(r.max_error_retries)
+        .Text(SweepStateName(r.state))
+        .Time(r.created_at)
+        .Time(r.updated_at);
+    SMOE_RETURN_IF_ERROR(s.Run());
+    sweeps.insert(r.sweep_id);
+    row_written();
+  }
+  for (const TrialRecord& r : batch.trials) {
+    SMOE_RETURN_IF_ERROR(internal::CheckNonEmptyId("trial", r.trial_id));
+    if (sweeps.count(r.sweep_id) == 0) {
+      SMOE_ASSIGN_OR_RETURN(
+          bool found, Exists(kSweepExists, r.sweep_id, "commit: find sweep"));
+      if (!found) return internal::MissingSweep(r);
+      sweeps.insert(r.sweep_id);
+    }
+    SMOE_STATEMENT(s, kUpsertTrial, "commit: upsert trial");
+    s.Text(r.trial_id)
+        .Text(r.sweep_id)
+        .Int(r.ordinal)
+        .Text(r.params_json)
+        .Int(r.seed)
+        .Text(TrialStateName(r.state))
+        .Int(r.attempt)
+        .Int(r.error_count)
+        .Int(r.preempt_count)
+        .Int(r.gpus)
+        .Text(r.worker_id)
+        .Time(r.lease_expires_at)
+        .Text(r.last_error)
+        .Time(r.created_at)
+        .Time(r.updated_at);
+    SMOE_RETURN_IF_ERROR(s.Run());
+    if (track_trials) trials.insert(r.trial_id);
+    row_written();
+  }
+  for (const AttemptRecord& r : batch.attempts) {
+    SMOE_ASSIGN_OR_RETURN(bool found, trial_exists(r.trial_id));
+    if (!found) return internal::MissingTrial(r);
+    SMOE_STATEMENT(s, kUpsertAttempt, "commit: upsert attempt");
+    s.Text(r.trial_id)
+        .Int(r.attempt)
+        .Text(r.worker_id)
+        .Text(AttemptOutcomeName(r.outcome))
+        .Int(r.exit_code)
+        .Text(r.message)
+        .Time(r.started_at)
+        .Time(r.ended_at);
+    SMOE_RETURN_IF_ERROR(s.Run());
+    row_written();
+  }
+  for (const MetricRecord& r : batch.metrics) {
+    SMOE_ASSIGN_OR_RETURN(bool found, trial_exists(r.trial_id));
+    if (!found) return internal::MissingTrial(r);
+    SMOE_STATEMENT(s, kUpsertMetric, "commit: upsert metric");
+    s.Text(r.trial_id).Text(r.name).Int(r.step).Real(r.value).Int(r.attempt);
+    SMOE_RETURN_IF_ERROR(s.Run());
+    row_written();
+  }
+  for (const WorkerRecord& r : batch.workers) {
+    SMOE_RETURN_IF_ERROR(internal::CheckNonEmptyId("worker", r.worker_id));
+    nlohmann::json labels = nlohmann::json::object();
+    for (const auto& [key, value] : r.labels) labels[key] = value;
+    nlohmann::json kinds = nlohmann::json::array();
+    for (const std::string& kind : r.kinds) kinds.push_back(kind);
+    SMOE_STATEMENT(s, kUpsertWorker, "commit: upsert worker");
+    s.Text(r.worker_id)
+        .Text(r.hostname)
+        .Int(r.cpus)
+        .Int(r.gpus)
+        .Int(r.slots)
+        .Text(DumpJson(labels))
+        .Text(DumpJson(kinds))
+        .Int(r.draining ? 1 : 0)
+        .Time(r.registered_at)
+        .Time(r.last_heartbeat_at);
+    SMOE_RETURN_IF_ERROR(s.Run());
+    row_written();
+  }
+  for (const WriteBatch::Result& r : batch.results) {
+    SMOE_ASSIGN_OR_RETURN(bool found, trial_exists(r.trial_id));
+    if (!found) return internal::MissingTrial(r);
+    {
+      SMOE_STATEMENT(s, kDeleteResults, "commit: delete results");
+      s.Text(r.trial_id);
+      SMOE_RETURN_IF_ERROR(s.Run());
+    }
+    for (const auto& [name, value] : r.values) {
+      SMOE_STATEMENT(s, kInsertResult, "commit: insert result");
+      s.Text(r.trial_id).Text(name).Real(value);
+      SMOE_RETURN_IF_ERROR(s.Run());
+    }
+    {
+      SMOE_STATEMENT(s, kSetDuration, "commit: set duration");
+      s.Real(r.duration_s).Text(r.trial_id);
+      SMOE_RETURN_IF_ERROR(s.Run());
+    }
+    row_written();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Commit(const WriteBatch& batch) {
+  if (batch.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  SMOE_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE", "commit: begin"));
+  absl::Status status = WriteAll(batch);
+  if (status.ok()) status = Exec("COMMIT", "commit");
+  // Some errors (SQLITE_FULL, IOERR, ...) roll back on their own.
+  if (!status.ok() && sqlite3_get_autocommit(db_) == 0) {
+    Exec("ROLLBACK", "commit: rollback").IgnoreError();
+  }
+  return status;
+}
+
+absl::StatusOr<SweepRecord> SqliteStore::GetSweep(absl::string_view sweep_id) {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, kGetSweep, "get sweep");
+  s.Text(sweep_id);
+  SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  return ReadSweep(s);
+}
+
+absl::StatusOr<TrialRecord> SqliteStore::GetTrial(absl::string_view trial_id) {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, kGetTrial, "get trial");
+  s.Text(trial_id);
+  SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no trial '", trial_id, "'"));
+  }
+  return ReadTrial(s);
+}
+
+absl::StatusOr<std::vector<SweepRecord>> SqliteStore::ListSweeps() {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, kListSweeps, "list sweeps");
+  std::vector<SweepRecord> out;
+  SMOE_RETURN_IF_ERROR(ReadAll(s, ReadSweep<Statement>, &out));
+  return out;
+}
+
+absl::StatusOr<std::vector<TrialRecord>> SqliteStore::ListTrials(
+    absl::string_view sweep_id) {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, sweep_id.empty() ? kListAllTrials : kListTrialsOfSweep,
+                 "list trials");
+  if (!sweep_id.empty()) s.Text(sweep_id);
+  std::vector<TrialRecord> out;
+  SMOE_RETURN_IF_ERROR(ReadAll(s, ReadTrial<Statement>, &out));
+  return out;
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListAttempts(
+    absl::string_view trial_id) {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, kListAttempts, "list attempts");
+  s.Text(trial_id);
+  std::vector<AttemptRecord> out;
+  SMOE_RETURN_IF_ERROR(ReadAll(s, ReadAttempt<Statement>, &out));
+  return out;
+}
+
+absl::StatusOr<std::vector<WorkerRecord>> SqliteStore::ListWorkers() {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, kListWorkers, "list workers");
+  std::vector<WorkerRecord> out;
+  SMOE_RETURN_IF_ERROR(ReadAll(s, ReadWorker<Statement>, &out));
+  return out;
+}
+
+absl::StatusOr<std::vector<MetricRecord>> SqliteStore::ListMetrics(
+    absl::string_view trial_id, std::optional<std::string> name) {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, name.has_value() ? kListMetricsNamed : kListMetrics,
+                 "list metrics");
+  s.Text(trial_id);
+  if (name.has_value()) s.Text(*name);
+  std::vector<MetricRecord> out;
+  while (true) {
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    MetricRecord m;
+    m.trial_id = s.ColText(0);
+    m.name = s.ColText(1);
+    m.step = s.ColInt(2);
+    m.value = s.ColReal(3);
+    m.attempt = static_cast<int>(s.ColInt(4));
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TrialSummary>> SqliteStore::ListSummaries(
+    absl::string_view sweep_id) {
+  absl::MutexLock lock(&mu_);
+  std::vector<TrialSummary> out;
+  std::unordered_map<std::string, size_t> index;
+  {
+    SMOE_STATEMENT(s,
+                   sweep_id.empty() ? kListAllSummaries : kListSummariesOfSweep,
+                   "list summaries");
+    if (!sweep_id.empty()) s.Text(sweep_id);
+    while (true) {
+      SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      TrialSummary t;
+      t.trial_id = s.ColText(0);
+      t.sweep_id = s.ColText(1);
+      t.params_json = s.ColText(2);
+      t.seed = s.ColInt(3);
+      auto state = ParseTrialState(s.ColText(4));
+      if (!state.ok()) {
+        return Corrupt("trial " + t.trial_id, state.status().message());
+      }
+      t.state = *state;
+      t.attempt = static_cast<int>(s.ColInt(5));
+      t.worker_id = s.ColText(6);
+      t.duration_s = s.ColReal(7);
+      index.emplace(t.trial_id, out.size());
+      out.push_back(std::move(t));
+    }
+  }
+  if (out.empty()) return out;
+  SMOE_STATEMENT(s, sweep_id.empty() ? kListAllResults : kListResultsOfSweep,
+                 "list results");
+  if (!sweep_id.empty()) s.Text(sweep_id);
+  while (true) {
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    auto it = index.find(s.ColText(0));
+    if (it == index.end()) continue;
+    out[it->second].results[s.ColText(1)] = s.ColReal(2);
+  }
+  return out;
+}
+
+}  // namespace smoe::store

@@ -1,0 +1,151 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: store/sqlite_store.h
+//
+// SqliteStore: the production ExperimentStore, one SQLite database file.
+//
+//   * WAL journal, a busy timeout, `PRAGMA foreign_keys=ON`, synchronous FULL
+//     by default (a committed batch survives power loss; NORMAL survives a
+//     process crash but may lose the last commits on power loss).
+//   * Schema: numbered migrations (store/migrations.h) recorded in the
+//     `schema_version` table; Open() brings an older database up to date and
+//     refuses one written by a newer build (FailedPrecondition naming both
+//     versions).
+//   * Commit() runs one `BEGIN IMMEDIATE` transaction of cached prepared
+//     statements: all of the batch or none of it, also across a crash or
+//     SIGKILL at any point. Missing parents are checked explicitly (the error
+//     names the missing id) with foreign keys as the backstop.
+//   * Every SQLite error becomes an absl::Status naming the operation, the
+//     file and SQLite's message: DataLoss for a corrupt or non-database file,
+//     Unavailable for a lock not obtained within the busy timeout,
+//     ResourceExhausted for a full disk, FailedPrecondition for constraint
+//     violations, Internal otherwise. Nothing throws.
+//
+// Several SqliteStores (and processes) may open the same file; writers queue
+// on the busy timeout.
+//
+// Thread safety: safe for concurrent use; one mutex serialises every call on
+// the connection.
+#ifndef SMOE_STORE_SQLITE_STORE_H_
+#define SMOE_STORE_SQLITE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "store/experiment_store.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace smoe::store {
+
+struct SqliteOptions {
+  // How long a call waits for another connection's write lock before failing
+  // with Unavailable.
+  int busy_timeout_ms = 5000;
+
+  enum class Synchronous { kNormal, kFull };
+  // kFull: fsync on every commit (durable across power loss). kNormal: WAL
+  // syncs at checkpoints only (durable across process crashes).
+  Synchronous synchronous = Synchronous::kFull;
+
+  // Test hooks; leave unset in production.
+  //
+  // Called inside Commit()'s transaction after each row is written, with the
+  // number of rows written so far by this Commit (1, 2, ...). A test may kill
+  // the process from here to simulate a crash mid-transaction.
+  std::function<void(int64_t rows_written)> TEST_after_row_written;
+  // When > 0, Open() applies migrations only up to this version (to build an
+  // old-schema database for upgrade tests).
+  int TEST_max_schema_version = 0;
+};
+
+class SqliteStore final : public ExperimentStore {
+ public:
+  // Opens (creating when absent) the database at `path` and migrates it to
+  // LatestSchemaVersion(). ":memory:" gives a private in-memory database
+  // (journal mode "memory"; for tests).
+  // Errors: FailedPrecondition when the file's schema is newer than this
+  // build's (the message names both versions); DataLoss when the file is not
+  // a database or is corrupt; other codes as in the file comment.
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
+      const std::string& path, const SqliteOptions& options = {});
+
+  ~SqliteStore() override;
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  absl::Status Commit(const WriteBatch& batch) override;
+  absl::StatusOr<SweepRecord> GetSweep(absl::string_view sweep_id) override;
+  absl::StatusOr<TrialRecord> GetTrial(absl::string_view trial_id) override;
+  absl::StatusOr<std::vector<SweepRecord>> ListSweeps() override;
+  absl::StatusOr<std::vector<TrialRecord>> ListTrials(
+      absl::string_view sweep_id) override;
+  absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
+      absl::string_view trial_id) override;
+  absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
+  absl::StatusOr<std::vector<MetricRecord>> ListMetrics(
+      absl::string_view trial_id, std::optional<std::string> name) override;
+  absl::StatusOr<std::vector<TrialSummary>> ListSummaries(
+      absl::string_view sweep_id) override;
+
+  // Returns the database's schema version (the highest applied migration).
+  absl::StatusOr<int> SchemaVersion();
+
+  // Diagnostics for tests and tools: runs the single statement `sql` and
+  // returns the first column of every result row as text ("" for NULL).
+  // Bypasses every invariant of the store; never use it to write records.
+  absl::StatusOr<std::vector<std::string>> DebugQuery(const std::string& sql);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  class Statement;
+
+  SqliteStore(std::string path, SqliteOptions options, sqlite3* db);
+
+  // Sets the pragmas and applies pending migrations.
+  absl::Status Initialize() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `sql` (any number of statements, no parameters).
+  absl::Status Exec(const char* sql, const char* op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Returns the cached prepared statement for `sql` (a string literal: the
+  // cache is keyed by its address).
+  absl::StatusOr<sqlite3_stmt*> Prepare(const char* sql, const char* op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Converts SQLite result code `rc` to a Status naming `op`.
+  absl::Status Error(int rc,
+                     absl::string_view op) const ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  // DebugQuery's body; also reads pragmas.
+  absl::StatusOr<std::vector<std::string>> DebugQueryLocked(
+      const std::string& sql, const char* op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes every row of `batch`; called inside the transaction.
+  absl::Status WriteAll(const WriteBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> Exists(const char* sql, const std::string& id,
+                              const char* op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int> SchemaVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string path_;
+  const SqliteOptions options_;
+  absl::Mutex mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<const char*, sqlite3_stmt*> statements_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace smoe::store
+
+#endif  // SMOE_STORE_SQLITE_STORE_H_

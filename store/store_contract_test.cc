@@ -1,0 +1,559 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: store/store_contract_test.cc
+//
+// The ExperimentStore contract, run against every implementation.
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "store/experiment_store.h"
+#include "store/in_memory_store.h"
+#include "store/sqlite_store.h"
+#include "store/store_test_util.h"
+
+namespace smoe::store {
+namespace {
+
+using ::smoe::store::testing::Dump;
+using ::smoe::store::testing::DumpAll;
+using ::smoe::store::testing::MakeAttempt;
+using ::smoe::store::testing::MakeMetric;
+using ::smoe::store::testing::MakeSweep;
+using ::smoe::store::testing::MakeTrial;
+using ::smoe::store::testing::ScopedTempDir;
+using ::smoe::store::testing::T0;
+using ::smoe::store::testing::TrialId;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+struct InMemoryFactory {
+  static absl::StatusOr<std::unique_ptr<ExperimentStore>> Make(
+      const ScopedTempDir&) {
+    return std::make_unique<InMemoryStore>();
+  }
+};
+
+struct SqliteFactory {
+  static absl::StatusOr<std::unique_ptr<ExperimentStore>> Make(
+      const ScopedTempDir& dir) {
+    auto store = SqliteStore::Open(dir.File("store.db"));
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<ExperimentStore>(std::move(*store));
+  }
+};
+
+template <typename Factory>
+class StoreContractTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = Factory::Make(dir_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+
+  // Commits `batch`, failing the test on error.
+  void MustCommit(const WriteBatch& batch) {
+    absl::Status s = store_->Commit(batch);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  // A sweep "s" with trials of ordinals 0..n-1 (committed).
+  void SeedSweep(int n, const std::string& sweep = "s") {
+    WriteBatch b;
+    b.sweeps.push_back(MakeSweep(sweep));
+    for (int i = 0; i < n; ++i) b.trials.push_back(MakeTrial(sweep, i));
+    MustCommit(b);
+  }
+
+  std::vector<std::string> Trials(const std::string& sweep) {
+    auto trials = store_->ListTrials(sweep);
+    EXPECT_TRUE(trials.ok()) << trials.status();
+    return trials.ok() ? DumpAll(*trials) : std::vector<std::string>{};
+  }
+  std::vector<std::string> Metrics(const std::string& trial,
+                                   std::optional<std::string> name) {
+    auto metrics = store_->ListMetrics(trial, name);
+    EXPECT_TRUE(metrics.ok()) << metrics.status();
+    return metrics.ok() ? DumpAll(*metrics) : std::vector<std::string>{};
+  }
+
+  // Everything visible through the interface, as text.
+  std::string Snapshot() {
+    std::string out;
+    for (const auto& s : Value(store_->ListSweeps())) out += Dump(s) + "\n";
+    for (const auto& t : Value(store_->ListTrials(""))) {
+      out += Dump(t) + "\n";
+      for (const auto& a : Value(store_->ListAttempts(t.trial_id))) {
+        out += Dump(a) + "\n";
+      }
+      for (const auto& m :
+           Value(store_->ListMetrics(t.trial_id, std::nullopt))) {
+        out += Dump(m) + "\n";
+      }
+    }
+    for (const auto& s : Value(store_->ListSummaries(""))) {
+      out += Dump(s) + "\n";
+    }
+    for (const auto& w : Value(store_->ListWorkers())) out += Dump(w) + "\n";
+    return out;
+  }
+
+  // Returns the value of `v`, or T{} after failing the test.
+  template <typename T>
+  static T Value(absl::StatusOr<T> v) {
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() ? *std::move(v) : T{};
+  }
+
+  ScopedTempDir dir_;
+  std::unique_ptr<ExperimentStore> store_;
+};
+
+using Implementations = ::testing::Types<InMemoryFactory, SqliteFactory>;
+
+class ImplementationNames {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    if (std::is_same_v<T, InMemoryFactory>) return "InMemory";
+    return "Sqlite";
+  }
+};
+
+TYPED_TEST_SUITE(StoreContractTest, Implementations, ImplementationNames);
+
+TYPED_TEST(StoreContractTest, CreatesSweepAndTrialsInOneBatch) {
+  WriteBatch b;
+  const SweepRecord sweep = MakeSweep("s");
+  b.sweeps.push_back(sweep);
+  for (int i : {2, 0, 1}) b.trials.push_back(MakeTrial("s", i));
+  this->MustCommit(b);
+
+  auto got = this->store_->GetSweep("s");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(Dump(*got), Dump(sweep));
+  auto trial = this->store_->GetTrial(TrialId("s", 2));
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(Dump(*trial), Dump(MakeTrial("s", 2)));
+  EXPECT_THAT(this->Trials("s"),
+              ElementsAre(Dump(MakeTrial("s", 0)), Dump(MakeTrial("s", 1)),
+                          Dump(MakeTrial("s", 2))));
+}
+
+TYPED_TEST(StoreContractTest, EmptyBatchIsOk) {
+  EXPECT_TRUE(this->store_->Commit(WriteBatch{}).ok());
+  EXPECT_THAT(*this->store_->ListSweeps(), IsEmpty());
+}
+
+TYPED_TEST(StoreContractTest, UpsertsOverwrite) {
+  this->SeedSweep(2);
+  SweepRecord sweep = MakeSweep("s");
+  sweep.state = SweepState::kCancelled;
+  sweep.spec_yaml = "extended";
+  sweep.updated_at = T0() + absl::Hours(1);
+  TrialRecord trial = MakeTrial("s", 1);
+  trial.state = TrialState::kRunning;
+  trial.attempt = 3;
+  trial.error_count = 1;
+  trial.preempt_count = 1;
+  trial.worker_id = "w7";
+  trial.lease_expires_at = T0() + absl::Seconds(30);
+  trial.last_error = "exit 1: \"boom\"\nline 2 \xc3\xa9";
+  WriteBatch b;
+  b.sweeps.push_back(sweep);
+  b.trials.push_back(trial);
+  this->MustCommit(b);
+
+  EXPECT_EQ(Dump(*this->store_->GetSweep("s")), Dump(sweep));
+  EXPECT_EQ(Dump(*this->store_->GetTrial(trial.trial_id)), Dump(trial));
+  EXPECT_EQ(this->store_->ListSweeps()->size(), 1u);
+  EXPECT_THAT(this->Trials("s"),
+              ElementsAre(Dump(MakeTrial("s", 0)), Dump(trial)));
+}
+
+TYPED_TEST(StoreContractTest, LastWriteOfAKeyInABatchWins) {
+  this->SeedSweep(1);
+  TrialRecord a = MakeTrial("s", 0);
+  a.state = TrialState::kRunning;
+  TrialRecord b = a;
+  b.state = TrialState::kSucceeded;
+  WriteBatch batch;
+  batch.trials = {a, b};
+  batch.metrics = {MakeMetric(a.trial_id, "loss", 1, 1.0),
+                   MakeMetric(a.trial_id, "loss", 1, 2.0)};
+  this->MustCommit(batch);
+  EXPECT_EQ(this->store_->GetTrial(a.trial_id)->state, TrialState::kSucceeded);
+  EXPECT_THAT(this->Metrics(a.trial_id, std::nullopt),
+              ElementsAre(Dump(MakeMetric(a.trial_id, "loss", 1, 2.0))));
+}
+
+TYPED_TEST(StoreContractTest, AttemptsAreKeyedByTrialAndAttempt) {
+  this->SeedSweep(2);
+  const std::string t0 = TrialId("s", 0), t1 = TrialId("s", 1);
+  WriteBatch b;
+  b.attempts = {MakeAttempt(t0, 2), MakeAttempt(t0, 1), MakeAttempt(t1, 1)};
+  this->MustCommit(b);
+
+  AttemptRecord ended = MakeAttempt(t0, 1);
+  ended.outcome = AttemptOutcome::kPreempted;
+  ended.exit_code = 75;
+  ended.message = "preempted by drain";
+  ended.ended_at = T0() + absl::Minutes(5);
+  WriteBatch b2;
+  b2.attempts = {ended};
+  this->MustCommit(b2);
+
+  auto attempts = this->store_->ListAttempts(t0);
+  ASSERT_TRUE(attempts.ok()) << attempts.status();
+  EXPECT_THAT(DumpAll(*attempts),
+              ElementsAre(Dump(ended), Dump(MakeAttempt(t0, 2))));
+  EXPECT_THAT(DumpAll(*this->store_->ListAttempts(t1)),
+              ElementsAre(Dump(MakeAttempt(t1, 1))));
+}
+
+TYPED_TEST(StoreContractTest, MetricsAreUniquePerTrialStepNameAndOrdered) {
+  this->SeedSweep(2);
+  const std::string t0 = TrialId("s", 0), t1 = TrialId("s", 1);
+  WriteBatch b;
+  b.metrics = {MakeMetric(t0, "loss", 2, 0.5), MakeMetric(t0, "loss", 1, 0.9),
+               MakeMetric(t0, "acc", 1, 0.1), MakeMetric(t1, "loss", 1, 7.0)};
+  this->MustCommit(b);
+
+  // The worker resends step 1 (e.g. after a reconnect), from attempt 2.
+  MetricRecord resent = MakeMetric(t0, "loss", 1, 0.8);
+  resent.attempt = 2;
+  WriteBatch b2;
+  b2.metrics = {resent};
+  this->MustCommit(b2);
+
+  EXPECT_THAT(this->Metrics(t0, std::nullopt),
+              ElementsAre(Dump(MakeMetric(t0, "acc", 1, 0.1)), Dump(resent),
+                          Dump(MakeMetric(t0, "loss", 2, 0.5))));
+  EXPECT_THAT(this->Metrics(t0, "loss"),
+              ElementsAre(Dump(resent), Dump(MakeMetric(t0, "loss", 2, 0.5))));
+  EXPECT_THAT(this->Metrics(t0, "acc"),
+              ElementsAre(Dump(MakeMetric(t0, "acc", 1, 0.1))));
+  EXPECT_THAT(this->Metrics(t0, "missing"), IsEmpty());
+  EXPECT_THAT(this->Metrics(t1, std::nullopt),
+              ElementsAre(Dump(MakeMetric(t1, "loss", 1, 7.0))));
+}
+
+TYPED_TEST(StoreContractTest, MetricValuesRoundTripIncludingNanAndInf) {
+  this->SeedSweep(1);
+  const std::string t = TrialId("s", 0);
+  const double inf = std::numeric_limits<double>::infinity();
+  WriteBatch b;
+  b.metrics = {MakeMetric(t, "a", -1, std::nan("")), MakeMetric(t, "b", 0, inf),
+               MakeMetric(t, "c", 1, -inf), MakeMetric(t, "d", 2, 0.1 + 0.2),
+               MakeMetric(t, "e", int64_t{1} << 40, -0.0)};
+  this->MustCommit(b);
+  auto metrics = this->store_->ListMetrics(t, std::nullopt);
+  ASSERT_TRUE(metrics.ok());
+  ASSERT_EQ(metrics->size(), 5u);
+  EXPECT_TRUE(std::isnan((*metrics)[0].value));
+  EXPECT_EQ((*metrics)[0].step, -1);
+  EXPECT_EQ((*metrics)[1].value, inf);
+  EXPECT_EQ((*metrics)[2].value, -inf);
+  EXPECT_EQ((*metrics)[3].value, 0.1 + 0.2);
+  EXPECT_EQ((*metrics)[4].step, int64_t{1} << 40);
+}
+
+TYPED_TEST(StoreContractTest, ResultsReplaceAndAppearInSummaries) {
+  this->SeedSweep(3);
+  const std::string t0 = TrialId("s", 0), t1 = TrialId("s", 1);
+  WriteBatch b;
+  b.results.push_back({t0, 10.0, {{"acc", 0.5}, {"loss", 1.25}}});
+  this->MustCommit(b);
+  WriteBatch b2;
+  TrialRecord done = MakeTrial("s", 0);
+  done.state = TrialState::kSucceeded;
+  done.attempt = 2;
+  done.worker_id = "w3";
+  b2.trials.push_back(done);
+  b2.results.push_back({t0, 12.5, {{"acc", 0.875}}});
+  b2.results.push_back({t1, 3.0, {{"nan", std::nan("")}}});
+  this->MustCommit(b2);
+
+  auto summaries = this->store_->ListSummaries("s");
+  ASSERT_TRUE(summaries.ok()) << summaries.status();
+  ASSERT_EQ(summaries->size(), 3u);
+  const TrialSummary& s0 = (*summaries)[0];
+  EXPECT_EQ(s0.trial_id, t0);
+  EXPECT_EQ(s0.sweep_id, "s");
+  EXPECT_EQ(s0.params_json, done.params_json);
+  EXPECT_EQ(s0.seed, done.seed);
+  EXPECT_EQ(s0.state, TrialState::kSucceeded);
+  EXPECT_EQ(s0.attempt, 2);
+  EXPECT_EQ(s0.worker_id, "w3");
+  EXPECT_EQ(s0.duration_s, 12.5);
+  EXPECT_EQ(s0.results, (std::map<std::string, double>{{"acc", 0.875}}));
+  const TrialSummary& s1 = (*summaries)[1];
+  EXPECT_EQ(s1.duration_s, 3.0);
+  ASSERT_EQ(s1.results.count("nan"), 1u);
+  EXPECT_TRUE(std::isnan(s1.results.at("nan")));
+  const TrialSummary& s2 = (*summaries)[2];
+  EXPECT_EQ(s2.trial_id, TrialId("s", 2));
+  EXPECT_EQ(s2.state, TrialState::kPending);
+  EXPECT_EQ(s2.duration_s, 0);
+  EXPECT_THAT(s2.results, IsEmpty());
+
+  // A later trial upsert (e.g. a retry bookkeeping change) keeps the results.
+  WriteBatch b3;
+  b3.trials.push_back(done);
+  this->MustCommit(b3);
+  EXPECT_EQ(Dump((*this->store_->ListSummaries("s"))[0]), Dump(s0));
+}
+
+TYPED_TEST(StoreContractTest, SummariesAreFilteredBySweepAndOrderedByOrdinal) {
+  WriteBatch b;
+  b.sweeps = {MakeSweep("b"), MakeSweep("a")};
+  b.trials = {MakeTrial("b", 1), MakeTrial("a", 5), MakeTrial("b", 0)};
+  this->MustCommit(b);
+  auto b_only = this->store_->ListSummaries("b");
+  ASSERT_TRUE(b_only.ok());
+  ASSERT_EQ(b_only->size(), 2u);
+  EXPECT_EQ((*b_only)[0].trial_id, TrialId("b", 0));
+  EXPECT_EQ((*b_only)[1].trial_id, TrialId("b", 1));
+  EXPECT_THAT(*this->store_->ListSummaries("nope"), IsEmpty());
+  // All sweeps: by (sweep_id, ordinal).
+  auto all = this->store_->ListSummaries("");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].trial_id, TrialId("a", 5));
+}
+
+TYPED_TEST(StoreContractTest, MissingIdsAreNotFoundAndEmptyLists) {
+  this->SeedSweep(1);
+  auto sweep = this->store_->GetSweep("nope");
+  EXPECT_EQ(sweep.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(sweep.status().message(), HasSubstr("nope"));
+  auto trial = this->store_->GetTrial("s/ffffffffffffffff");
+  EXPECT_EQ(trial.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(trial.status().message(), HasSubstr("s/ffffffffffffffff"));
+  EXPECT_THAT(*this->store_->ListTrials("nope"), IsEmpty());
+  EXPECT_THAT(*this->store_->ListAttempts("nope"), IsEmpty());
+  EXPECT_THAT(*this->store_->ListMetrics("nope", std::nullopt), IsEmpty());
+}
+
+TYPED_TEST(StoreContractTest, TrialOfUnknownSweepFailsAndWritesNothing) {
+  this->SeedSweep(2);
+  WriteBatch seed;
+  seed.metrics = {MakeMetric(TrialId("s", 0), "loss", 1, 1.0)};
+  seed.workers.push_back(WorkerRecord{});
+  seed.workers.back().worker_id = "w1";
+  this->MustCommit(seed);
+  const std::string before = this->Snapshot();
+
+  WriteBatch b;
+  b.sweeps.push_back(MakeSweep("new"));
+  b.trials.push_back(MakeTrial("new", 0));
+  TrialRecord changed = MakeTrial("s", 0);
+  changed.state = TrialState::kCancelled;
+  b.trials.push_back(changed);
+  b.trials.push_back(MakeTrial("ghost", 0));
+  b.attempts.push_back(MakeAttempt(TrialId("s", 1), 1));
+  b.metrics.push_back(MakeMetric(TrialId("s", 0), "loss", 1, 99.0));
+  b.workers.push_back(WorkerRecord{});
+  b.workers.back().worker_id = "w2";
+  b.results.push_back({TrialId("s", 0), 1.0, {{"acc", 1.0}}});
+  absl::Status s = this->store_->Commit(b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'ghost'"));
+  EXPECT_THAT(s.message(), HasSubstr(TrialId("ghost", 0)));
+  EXPECT_EQ(this->Snapshot(), before);
+  EXPECT_EQ(this->store_->GetSweep("new").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TYPED_TEST(StoreContractTest, MetricOfUnknownTrialFailsAndWritesNothing) {
+  this->SeedSweep(1);
+  const std::string before = this->Snapshot();
+  WriteBatch b;
+  TrialRecord leased = MakeTrial("s", 0);
+  leased.state = TrialState::kRunning;
+  leased.attempt = 1;
+  b.trials.push_back(leased);
+  b.attempts.push_back(MakeAttempt(leased.trial_id, 1));
+  b.metrics.push_back(MakeMetric(leased.trial_id, "loss", 1, 1.0));
+  b.metrics.push_back(MakeMetric("s/00000000deadbeef", "loss", 1, 1.0));
+  absl::Status s = this->store_->Commit(b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'s/00000000deadbeef'"));
+  EXPECT_EQ(this->Snapshot(), before);
+}
+
+TYPED_TEST(StoreContractTest, AttemptOrResultOfUnknownTrialFails) {
+  this->SeedSweep(1);
+  const std::string before = this->Snapshot();
+  WriteBatch attempt;
+  attempt.attempts.push_back(MakeAttempt("s/unknown", 1));
+  absl::Status s = this->store_->Commit(attempt);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'s/unknown'"));
+
+  WriteBatch result;
+  result.metrics.push_back(MakeMetric(TrialId("s", 0), "loss", 1, 1.0));
+  result.results.push_back({"s/unknown2", 1.0, {{"acc", 1.0}}});
+  s = this->store_->Commit(result);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'s/unknown2'"));
+  EXPECT_EQ(this->Snapshot(), before);
+}
+
+TYPED_TEST(StoreContractTest, ParentsEarlierInTheSameBatchCount) {
+  WriteBatch b;
+  b.sweeps.push_back(MakeSweep("s"));
+  b.trials.push_back(MakeTrial("s", 0));
+  b.attempts.push_back(MakeAttempt(TrialId("s", 0), 1));
+  b.metrics.push_back(MakeMetric(TrialId("s", 0), "loss", 0, 2.0));
+  b.results.push_back({TrialId("s", 0), 4.0, {{"acc", 0.25}}});
+  this->MustCommit(b);
+  EXPECT_EQ(this->store_->ListAttempts(TrialId("s", 0))->size(), 1u);
+  EXPECT_EQ(this->store_->ListSummaries("s")->at(0).results.at("acc"), 0.25);
+}
+
+TYPED_TEST(StoreContractTest, EmptyIdsAreInvalidArgument) {
+  WriteBatch b;
+  b.sweeps.push_back(MakeSweep(""));
+  EXPECT_EQ(this->store_->Commit(b).code(), absl::StatusCode::kInvalidArgument);
+  WriteBatch w;
+  w.workers.push_back(WorkerRecord{});
+  EXPECT_EQ(this->store_->Commit(w).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(*this->store_->ListSweeps(), IsEmpty());
+  EXPECT_THAT(*this->store_->ListWorkers(), IsEmpty());
+}
+
+TYPED_TEST(StoreContractTest, WorkersRoundTrip) {
+  WorkerRecord w;
+  w.worker_id = "gpu-node-7";
+  w.hostname = "node7.example";
+  w.cpus = 64;
+  w.gpus = 8;
+  w.slots = 16;
+  w.labels = {{"zone", "us-east1-b"}, {"gpu", "h100"}, {"q\"uote", "ü\\n"}};
+  w.kinds = {"sraven", "skillmix"};
+  w.draining = false;
+  w.registered_at = T0();
+  w.last_heartbeat_at = T0() + absl::Microseconds(5000001);
+  WorkerRecord bare;
+  bare.worker_id = "cpu-1";
+  WriteBatch b;
+  b.workers = {w, bare};
+  this->MustCommit(b);
+  auto workers = this->store_->ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status();
+  EXPECT_THAT(DumpAll(*workers), ElementsAre(Dump(bare), Dump(w)));
+
+  w.draining = true;
+  w.labels.erase("gpu");
+  w.kinds = {"sraven"};
+  w.last_heartbeat_at += absl::Seconds(5);
+  WriteBatch b2;
+  b2.workers = {w};
+  this->MustCommit(b2);
+  EXPECT_THAT(DumpAll(*this->store_->ListWorkers()),
+              ElementsAre(Dump(bare), Dump(w)));
+}
+
+TYPED_TEST(StoreContractTest, TimesRoundTripAtMicrosecondPrecision) {
+  SweepRecord sweep = MakeSweep("s");
+  sweep.created_at = absl::FromUnixMicros(-1);  // before the epoch
+  sweep.updated_at = absl::FromUnixMicros(4102444800000001);  // year 2100
+  TrialRecord trial = MakeTrial("s", 0);
+  trial.lease_expires_at = absl::InfiniteFuture();
+  trial.created_at = T0() + absl::Nanoseconds(999);  // truncated
+  trial.updated_at = T0() + absl::Microseconds(1);
+  AttemptRecord attempt = MakeAttempt(trial.trial_id, 1);
+  attempt.ended_at = absl::InfinitePast();
+  WriteBatch b;
+  b.sweeps = {sweep};
+  b.trials = {trial};
+  b.attempts = {attempt};
+  this->MustCommit(b);
+
+  auto got_sweep = this->store_->GetSweep("s");
+  ASSERT_TRUE(got_sweep.ok());
+  EXPECT_EQ(got_sweep->created_at, sweep.created_at);
+  EXPECT_EQ(got_sweep->updated_at, sweep.updated_at);
+  auto got_trial = this->store_->GetTrial(trial.trial_id);
+  ASSERT_TRUE(got_trial.ok());
+  EXPECT_EQ(got_trial->lease_expires_at, absl::InfiniteFuture());
+  EXPECT_EQ(got_trial->created_at, T0());
+  EXPECT_EQ(got_trial->updated_at, T0() + absl::Microseconds(1));
+  auto attempts = this->store_->ListAttempts(trial.trial_id);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].started_at, attempt.started_at);
+  EXPECT_EQ((*attempts)[0].ended_at, absl::InfinitePast());
+}
+
+TYPED_TEST(StoreContractTest, ListTrialsIsByOrdinal) {
+  WriteBatch b;
+  b.sweeps = {MakeSweep("z"), MakeSweep("a")};
+  for (int i = 9; i >= 0; --i) {
+    b.trials.push_back(MakeTrial(i % 2 ? "z" : "a", i));
+  }
+  this->MustCommit(b);
+  // Inserted later, ordered first.
+  WriteBatch b2;
+  TrialRecord early = MakeTrial("z", 100);
+  early.ordinal = -1;
+  b2.trials = {early};
+  this->MustCommit(b2);
+
+  auto z = this->store_->ListTrials("z");
+  ASSERT_TRUE(z.ok());
+  std::vector<int64_t> ordinals;
+  for (const auto& t : *z) ordinals.push_back(t.ordinal);
+  EXPECT_THAT(ordinals, ElementsAre(-1, 1, 3, 5, 7, 9));
+
+  // All sweeps: by (sweep_id, ordinal).
+  auto all = this->store_->ListTrials("");
+  ASSERT_TRUE(all.ok());
+  std::vector<std::string> order;
+  for (const auto& t : *all) {
+    order.push_back(absl::StrCat(t.sweep_id, ":", t.ordinal));
+  }
+  EXPECT_THAT(order, ElementsAre("a:0", "a:2", "a:4", "a:6", "a:8", "z:-1",
+                                 "z:1", "z:3", "z:5", "z:7", "z:9"));
+}
+
+TYPED_TEST(StoreContractTest, ListSweepsIsOldestFirst) {
+  WriteBatch b;
+  b.sweeps = {MakeSweep("late", T0() + absl::Hours(1)), MakeSweep("b", T0()),
+              MakeSweep("a", T0())};
+  this->MustCommit(b);
+  auto sweeps = this->store_->ListSweeps();
+  ASSERT_TRUE(sweeps.ok());
+  std::vector<std::string> ids;
+  for (const auto& s : *sweeps) ids.push_back(s.sweep_id);
+  // Equal creation times keep insertion order.
+  EXPECT_THAT(ids, ElementsAre("b", "a", "late"));
+}
+
+TYPED_TEST(StoreContractTest, StringsRoundTripByteForByte) {
+  SweepRecord sweep = MakeSweep("s");
+  static constexpr char kSpec[] = "a\0b\n'quoted' \"dq\" \xf0\x9f\x98\x80";
+  sweep.spec_yaml = std::string(kSpec, sizeof(kSpec) - 1);
+  TrialRecord trial = MakeTrial("s", 0);
+  trial.params_json = R"({"attention":"hyla","k":4,"lr":0.001})";
+  trial.last_error = "";
+  WriteBatch b;
+  b.sweeps = {sweep};
+  b.trials = {trial};
+  this->MustCommit(b);
+  EXPECT_EQ(this->store_->GetSweep("s")->spec_yaml, sweep.spec_yaml);
+  EXPECT_EQ(this->store_->GetTrial(trial.trial_id)->params_json,
+            trial.params_json);
+}
+
+}  // namespace
+}  // namespace smoe::store
