@@ -3,8 +3,8 @@
 
 #include <chrono>
 
-#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "common/api_token.h"
 
 namespace smoe::proto {

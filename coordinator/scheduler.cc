@@ -1,0 +1,774 @@
+// Copyright 2026 SMoE Lab authors.
+#include "coordinator/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+
+namespace smoe::coordinator {
+namespace {
+
+using store::AttemptOutcome;
+using store::AttemptRecord;
+using store::TrialRecord;
+using store::TrialState;
+using store::WriteBatch;
+
+constexpr size_t kMaxChangeLog = 200000;
+
+void Count(StateCounts* c, TrialState s, int delta) {
+  switch (s) {
+    case TrialState::kPending:
+      c->pending += delta;
+      break;
+    case TrialState::kRunning:
+      c->running += delta;
+      break;
+    case TrialState::kSucceeded:
+      c->succeeded += delta;
+      break;
+    case TrialState::kFailed:
+      c->failed += delta;
+      break;
+    case TrialState::kCancelled:
+      c->cancelled += delta;
+      break;
+  }
+}
+
+store::SweepState DerivedState(const store::SweepRecord& r,
+                               const StateCounts& c) {
+  if (r.state == store::SweepState::kCancelled) return r.state;
+  return c.pending + c.running > 0 ? store::SweepState::kActive
+                                   : store::SweepState::kCompleted;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(store::ExperimentStore* store, Clock* clock,
+                     SchedulerOptions options)
+    : store_(store), clock_(clock), options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(
+    store::ExperimentStore* store, Clock* clock, SchedulerOptions options) {
+  std::unique_ptr<Scheduler> s(new Scheduler(store, clock, std::move(options)));
+  SMOE_RETURN_IF_ERROR(s->Load());
+  return s;
+}
+
+absl::Status Scheduler::Load() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  SMOE_ASSIGN_OR_RETURN(std::vector<store::SweepRecord> sweeps,
+                        store_->ListSweeps());
+  ParseOptions unlimited;
+  unlimited.max_points = INT64_MAX;
+  for (store::SweepRecord& r : sweeps) {
+    SweepEntry e;
+    auto spec = ParseSweepYaml(r.spec_yaml, unlimited);
+    if (!spec.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("stored spec of sweep ", r.sweep_id,
+                       " does not parse: ", spec.status().message()));
+    }
+    e.spec = std::move(*spec);
+    e.record = std::move(r);
+    sweeps_.emplace(e.record.sweep_id, std::move(e));
+  }
+  SMOE_ASSIGN_OR_RETURN(std::vector<store::WorkerRecord> workers,
+                        store_->ListWorkers());
+  for (store::WorkerRecord& w : workers) {
+    // Workers reconnect on their own; give them a fresh heartbeat window.
+    w.last_heartbeat_at = now;
+    workers_[w.worker_id].record = std::move(w);
+  }
+  SMOE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials,
+                        store_->ListTrials(""));
+  for (TrialRecord& t : trials) {
+    if (t.state == TrialState::kRunning) {
+      // A fresh lease window so a worker that survived our restart keeps it.
+      t.lease_expires_at = now + options_.lease_timeout;
+    }
+    ApplyTrialLocked(t);
+  }
+  for (auto& [id, s] : sweeps_) {
+    const store::SweepState derived = DerivedState(s.record, s.counts);
+    if (derived != s.record.state) {
+      s.record.state = derived;
+      WriteBatch b;
+      b.sweeps.push_back(s.record);
+      SMOE_RETURN_IF_ERROR(store_->Commit(b));
+    }
+  }
+  SMOE_LOG(INFO) << "scheduler loaded " << sweeps_.size() << " sweeps, "
+                 << trials_.size() << " trials, " << running_.size()
+                 << " running, " << workers_.size() << " workers";
+  return absl::OkStatus();
+}
+
+void Scheduler::ApplyTrialLocked(const TrialRecord& next) {
+  auto sit = sweeps_.find(next.sweep_id);
+  if (sit == sweeps_.end()) return;  // store guarantees the parent exists
+  SweepEntry& sweep = sit->second;
+  auto it = trials_.find(next.trial_id);
+  if (it != trials_.end()) {
+    const TrialRecord& prev = it->second;
+    Count(&sweep.counts, prev.state, -1);
+    if (prev.state == TrialState::kPending) sweep.pending.erase(prev.ordinal);
+    if (prev.state == TrialState::kRunning) {
+      running_.erase(prev.trial_id);
+      auto w = workers_.find(prev.worker_id);
+      if (w != workers_.end()) w->second.leased.erase(prev.trial_id);
+    }
+  }
+  Count(&sweep.counts, next.state, +1);
+  if (next.state == TrialState::kPending) sweep.pending.insert(next.ordinal);
+  if (next.state == TrialState::kRunning) {
+    running_.insert(next.trial_id);
+    workers_[next.worker_id].leased.insert(next.trial_id);
+  }
+  if (sweep.trial_ids.size() <= static_cast<size_t>(next.ordinal)) {
+    sweep.trial_ids.resize(static_cast<size_t>(next.ordinal) + 1);
+  }
+  sweep.trial_ids[static_cast<size_t>(next.ordinal)] = next.trial_id;
+  ++sweep.version;
+  sweep.changes.emplace_back(sweep.version, next.trial_id);
+  if (sweep.changes.size() > kMaxChangeLog) sweep.changes.pop_front();
+  trials_[next.trial_id] = next;
+}
+
+absl::Status Scheduler::CommitAndApplyLocked(const WriteBatch& batch) {
+  if (batch.empty()) return absl::OkStatus();
+  SMOE_RETURN_IF_ERROR(store_->Commit(batch));
+  for (const store::SweepRecord& s : batch.sweeps) {
+    auto it = sweeps_.find(s.sweep_id);
+    if (it != sweeps_.end()) {
+      it->second.record = s;
+      ++it->second.version;
+    }
+  }
+  for (const store::WorkerRecord& w : batch.workers) {
+    workers_[w.worker_id].record = w;
+  }
+  for (const TrialRecord& t : batch.trials) ApplyTrialLocked(t);
+  // Sweep state is derived from its trials; persist it when it changes.
+  std::set<std::string> touched;
+  for (const TrialRecord& t : batch.trials) touched.insert(t.sweep_id);
+  for (const std::string& id : touched) {
+    SweepEntry& s = sweeps_.at(id);
+    const store::SweepState derived = DerivedState(s.record, s.counts);
+    if (derived != s.record.state) {
+      store::SweepRecord r = s.record;
+      r.state = derived;
+      r.updated_at = clock_->Now();
+      WriteBatch b;
+      b.sweeps.push_back(r);
+      // Derived data: recomputed on load, so a failure here loses nothing.
+      if (absl::Status st = store_->Commit(b); !st.ok()) {
+        SMOE_LOG(WARNING) << "sweep state update failed: " << st;
+        continue;
+      }
+      s.record = r;
+      ++s.version;
+    }
+  }
+  return absl::OkStatus();
+}
+
+SweepView Scheduler::ViewLocked(const SweepEntry& s) const {
+  return SweepView{s.record, s.spec, s.counts, s.version};
+}
+
+absl::Status Scheduler::AddTrialsLocked(
+    SweepEntry* sweep, const std::vector<ExpandedTrial>& points,
+    WriteBatch* batch, int* added) {
+  const absl::Time now = clock_->Now();
+  int64_t ordinal = static_cast<int64_t>(sweep->trial_ids.size());
+  for (const ExpandedTrial& p : points) {
+    if (trials_.count(p.trial_id)) continue;
+    TrialRecord t;
+    t.trial_id = p.trial_id;
+    t.sweep_id = sweep->record.sweep_id;
+    t.ordinal = ordinal++;
+    t.params_json = p.params.dump();
+    t.seed = p.seed;
+    t.state = TrialState::kPending;
+    t.gpus = sweep->spec.resources.gpus_per_trial;
+    t.created_at = now;
+    t.updated_at = now;
+    batch->trials.push_back(std::move(t));
+    ++*added;
+  }
+  return absl::OkStatus();
+}
+
+// ---- user API ---------------------------------------------------------------
+
+absl::StatusOr<SubmitResult> Scheduler::SubmitSweep(const std::string& yaml,
+                                                    bool dry_run) {
+  SMOE_ASSIGN_OR_RETURN(SweepSpec spec, ParseSweepYaml(yaml, options_.parse));
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  auto it = sweeps_.find(spec.name);
+  SubmitResult result;
+  if (it == sweeps_.end()) {
+    const std::vector<ExpandedTrial> points = ExpandGrid(spec);
+    if (dry_run) {
+      result.sweep.record.sweep_id = spec.name;
+      result.sweep.record.kind = spec.kind;
+      result.sweep.spec = spec;
+      result.sweep.counts.pending = static_cast<int>(points.size());
+      result.new_trials = static_cast<int>(points.size());
+      return result;
+    }
+    SweepEntry entry;
+    entry.record.sweep_id = spec.name;
+    entry.record.kind = spec.kind;
+    entry.record.spec_yaml = yaml;
+    entry.record.priority = spec.priority;
+    entry.record.max_error_retries = spec.retries;
+    entry.record.state = store::SweepState::kActive;
+    entry.record.created_at = now;
+    entry.record.updated_at = now;
+    entry.spec = spec;
+    WriteBatch batch;
+    batch.sweeps.push_back(entry.record);
+    int added = 0;
+    SMOE_RETURN_IF_ERROR(AddTrialsLocked(&entry, points, &batch, &added));
+    SMOE_RETURN_IF_ERROR(store_->Commit(batch));
+    SweepEntry& e = sweeps_[spec.name];
+    e = std::move(entry);
+    for (const TrialRecord& t : batch.trials) ApplyTrialLocked(t);
+    if (e.counts.total() == 0) e.record.state = store::SweepState::kCompleted;
+    result.sweep = ViewLocked(e);
+    result.new_trials = added;
+    SMOE_LOG(INFO) << "sweep " << spec.name << " submitted: " << added
+                   << " trials";
+    return result;
+  }
+  // Re-submission: merge into the existing sweep.
+  SweepEntry& e = it->second;
+  if (e.spec.kind != spec.kind) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sweep '", spec.name, "' exists with kind ", e.spec.kind,
+        "; re-submitted with kind ", spec.kind, " (use a new name)"));
+  }
+  if (e.spec.fixed != spec.fixed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sweep '", spec.name, "' exists with different fixed params (",
+        e.spec.fixed.dump(), " vs ", spec.fixed.dump(),
+        "); use a new name, or `smoe sweep extend` for axes"));
+  }
+  std::vector<std::string> old_axes, new_axes;
+  for (const Axis& a : e.spec.grid) old_axes.push_back(a.name);
+  for (const Axis& a : spec.grid) new_axes.push_back(a.name);
+  std::sort(old_axes.begin(), old_axes.end());
+  std::sort(new_axes.begin(), new_axes.end());
+  if (old_axes != new_axes) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sweep '", spec.name,
+                     "' exists with different grid axes; use a new name"));
+  }
+  SweepSpec merged = e.spec;
+  for (const Axis& a : spec.grid) {
+    SMOE_RETURN_IF_ERROR(ExtendAxis(&merged, a.name, a.values, options_.parse));
+  }
+  std::vector<nlohmann::json> seeds(spec.seeds.begin(), spec.seeds.end());
+  SMOE_RETURN_IF_ERROR(ExtendAxis(&merged, "seeds", seeds, options_.parse));
+  merged.retries = spec.retries;
+  merged.priority = spec.priority;
+  const std::vector<ExpandedTrial> points = ExpandGrid(merged);
+  WriteBatch batch;
+  int added = 0;
+  SMOE_RETURN_IF_ERROR(AddTrialsLocked(&e, points, &batch, &added));
+  result.existing_trials = static_cast<int>(points.size()) - added;
+  result.new_trials = added;
+  if (dry_run) {
+    result.sweep = ViewLocked(e);
+    return result;
+  }
+  store::SweepRecord r = e.record;
+  r.spec_yaml = SweepSpecToYaml(merged);
+  r.priority = merged.priority;
+  r.max_error_retries = merged.retries;
+  if (r.state == store::SweepState::kCompleted && added > 0) {
+    r.state = store::SweepState::kActive;
+  }
+  r.updated_at = now;
+  batch.sweeps.push_back(r);
+  SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
+  e.spec = std::move(merged);
+  result.sweep = ViewLocked(e);
+  return result;
+}
+
+std::vector<SweepView> Scheduler::ListSweeps() {
+  absl::MutexLock lock(&mu_);
+  std::vector<SweepView> out;
+  for (const auto& [id, s] : sweeps_) out.push_back(ViewLocked(s));
+  std::sort(out.begin(), out.end(), [](const SweepView& a, const SweepView& b) {
+    return a.record.created_at < b.record.created_at;
+  });
+  return out;
+}
+
+absl::StatusOr<SweepView> Scheduler::GetSweep(const std::string& sweep_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) {
+    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  return ViewLocked(it->second);
+}
+
+absl::StatusOr<std::vector<TrialRecord>> Scheduler::ListTrials(
+    const std::string& sweep_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) {
+    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  std::vector<TrialRecord> out;
+  out.reserve(it->second.trial_ids.size());
+  for (const std::string& id : it->second.trial_ids) {
+    out.push_back(trials_.at(id));
+  }
+  return out;
+}
+
+absl::StatusOr<int> Scheduler::CancelSweep(const std::string& sweep_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) {
+    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  SweepEntry& s = it->second;
+  const absl::Time now = clock_->Now();
+  WriteBatch batch;
+  int n = 0;
+  for (const std::string& id : s.trial_ids) {
+    const TrialRecord& t = trials_.at(id);
+    if (t.state == TrialState::kPending) {
+      TrialRecord u = t;
+      u.state = TrialState::kCancelled;
+      u.updated_at = now;
+      batch.trials.push_back(u);
+      ++n;
+    } else if (t.state == TrialState::kRunning) {
+      EndAttemptLocked(t, AttemptOutcome::kCancelled, TrialState::kCancelled, 0,
+                       "sweep cancelled", &batch);
+      ++n;
+    }
+  }
+  store::SweepRecord r = s.record;
+  r.state = store::SweepState::kCancelled;
+  r.updated_at = now;
+  batch.sweeps.push_back(r);
+  SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
+  SMOE_LOG(INFO) << "sweep " << sweep_id << " cancelled (" << n << " trials)";
+  return n;
+}
+
+absl::StatusOr<int> Scheduler::RetrySweep(const std::string& sweep_id,
+                                          bool include_cancelled) {
+  absl::MutexLock lock(&mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) {
+    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  SweepEntry& s = it->second;
+  const absl::Time now = clock_->Now();
+  WriteBatch batch;
+  int n = 0;
+  for (const std::string& id : s.trial_ids) {
+    const TrialRecord& t = trials_.at(id);
+    if (t.state == TrialState::kFailed ||
+        (include_cancelled && t.state == TrialState::kCancelled)) {
+      TrialRecord u = t;
+      u.state = TrialState::kPending;
+      u.error_count = 0;
+      u.preempt_count = 0;
+      u.worker_id.clear();
+      u.updated_at = now;
+      batch.trials.push_back(u);
+      ++n;
+    }
+  }
+  store::SweepRecord r = s.record;
+  r.state = n > 0 || s.counts.pending + s.counts.running > 0
+                ? store::SweepState::kActive
+                : store::SweepState::kCompleted;
+  r.updated_at = now;
+  batch.sweeps.push_back(r);
+  SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
+  return n;
+}
+
+absl::StatusOr<int> Scheduler::ExtendSweep(
+    const std::string& sweep_id, const std::string& axis,
+    const std::vector<nlohmann::json>& values) {
+  absl::MutexLock lock(&mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) {
+    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  SweepEntry& s = it->second;
+  SweepSpec next = s.spec;
+  SMOE_RETURN_IF_ERROR(ExtendAxis(&next, axis, values, options_.parse));
+  WriteBatch batch;
+  int added = 0;
+  SMOE_RETURN_IF_ERROR(AddTrialsLocked(&s, ExpandGrid(next), &batch, &added));
+  store::SweepRecord r = s.record;
+  r.spec_yaml = SweepSpecToYaml(next);
+  if (added > 0 && r.state == store::SweepState::kCompleted) {
+    r.state = store::SweepState::kActive;
+  }
+  r.updated_at = clock_->Now();
+  batch.sweeps.push_back(r);
+  SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
+  s.spec = std::move(next);
+  return added;
+}
+
+absl::StatusOr<WatchResult> Scheduler::WatchSweep(const std::string& sweep_id,
+                                                  int64_t since,
+                                                  absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) {
+    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  const SweepEntry* s = &it->second;
+  auto changed = [s, since]() { return s->version > since; };
+  WatchResult result;
+  result.timed_out = !mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
+  result.sweep = ViewLocked(*s);
+  if (result.timed_out) return result;
+  std::set<std::string> ids;
+  if (since <= 0 || s->changes.empty() ||
+      s->changes.front().first > since + 1) {
+    ids.insert(s->trial_ids.begin(), s->trial_ids.end());  // full snapshot
+  } else {
+    for (auto c = s->changes.rbegin();
+         c != s->changes.rend() && c->first > since; ++c) {
+      ids.insert(c->second);
+    }
+  }
+  for (const std::string& id : ids) result.changed.push_back(trials_.at(id));
+  std::sort(result.changed.begin(), result.changed.end(),
+            [](const TrialRecord& a, const TrialRecord& b) {
+              return a.ordinal < b.ordinal;
+            });
+  return result;
+}
+
+absl::Status Scheduler::DrainWorker(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) {
+    return absl::NotFoundError(absl::StrCat("no worker '", worker_id, "'"));
+  }
+  WriteBatch batch;
+  store::WorkerRecord w = it->second.record;
+  w.draining = true;
+  batch.workers.push_back(w);
+  return CommitAndApplyLocked(batch);
+}
+
+// ---- worker API -------------------------------------------------------------
+
+absl::StatusOr<Registration> Scheduler::Register(const WorkerInfo& info) {
+  if (info.slots < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slots: must be >= 1, got ", info.slots));
+  }
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_->Now();
+  store::WorkerRecord w;
+  auto it =
+      info.worker_id.empty() ? workers_.end() : workers_.find(info.worker_id);
+  if (it != workers_.end()) {
+    w = it->second.record;  // reconnect: keep identity and registration time
+  } else {
+    w.worker_id =
+        info.worker_id.empty()
+            ? absl::StrCat("w-", info.hostname.empty() ? "host" : info.hostname,
+                           "-", absl::Hex(absl::ToUnixMicros(now) & 0xffffff),
+                           "-", ++worker_seq_)
+            : info.worker_id;
+    w.registered_at = now;
+  }
+  w.hostname = info.hostname;
+  w.cpus = info.cpus;
+  w.gpus = info.gpus;
+  w.slots = info.slots;
+  w.labels = info.labels;
+  w.kinds =
+      info.kinds.empty() ? std::vector<std::string>{"sraven"} : info.kinds;
+  w.draining = false;
+  w.last_heartbeat_at = now;
+  WriteBatch batch;
+  batch.workers.push_back(w);
+  SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
+  SMOE_LOG(INFO) << "worker " << w.worker_id << " registered (" << w.slots
+                 << " slots, " << w.gpus << " GPUs)";
+  return Registration{w.worker_id, options_.heartbeat_interval,
+                      options_.lease_timeout};
+}
+
+absl::StatusOr<std::vector<LeaseGrant>> Scheduler::Lease(
+    const std::string& worker_id, int free_slots, int free_gpus) {
+  absl::MutexLock lock(&mu_);
+  SMOE_RETURN_IF_ERROR(ExpireLeasesLocked());
+  auto wit = workers_.find(worker_id);
+  if (wit == workers_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("unknown worker '", worker_id, "': register again"));
+  }
+  WorkerEntry& worker = wit->second;
+  const absl::Time now = clock_->Now();
+  worker.record.last_heartbeat_at = now;
+  std::vector<LeaseGrant> grants;
+  if (worker.record.draining) return grants;
+  const std::set<std::string> kinds(worker.record.kinds.begin(),
+                                    worker.record.kinds.end());
+  // Per-sweep cursor into its pending set and running count as grants accrue.
+  struct Candidate {
+    SweepEntry* sweep;
+    std::set<int64_t>::const_iterator next;
+    int running;
+  };
+  std::vector<Candidate> cands;
+  for (auto& [id, s] : sweeps_) {
+    if (s.record.state != store::SweepState::kActive || s.pending.empty() ||
+        !kinds.count(s.spec.kind)) {
+      continue;
+    }
+    cands.push_back({&s, s.pending.begin(), s.counts.running});
+  }
+  WriteBatch batch;
+  while (free_slots > 0 && !cands.empty()) {
+    auto best = cands.end();
+    for (auto c = cands.begin(); c != cands.end(); ++c) {
+      const Resources& r = c->sweep->spec.resources;
+      if (c->next == c->sweep->pending.end() || r.slots > free_slots ||
+          r.gpus_per_trial > free_gpus) {
+        continue;
+      }
+      if (best == cands.end() ||
+          c->sweep->record.priority > best->sweep->record.priority ||
+          (c->sweep->record.priority == best->sweep->record.priority &&
+           (c->running < best->running ||
+            (c->running == best->running &&
+             c->sweep->record.created_at < best->sweep->record.created_at)))) {
+        best = c;
+      }
+    }
+    if (best == cands.end()) break;
+    SweepEntry& s = *best->sweep;
+    const std::string& tid = s.trial_ids[static_cast<size_t>(*best->next)];
+    ++best->next;
+    ++best->running;
+    TrialRecord t = trials_.at(tid);
+    t.state = TrialState::kRunning;
+    t.attempt += 1;
+    t.worker_id = worker_id;
+    t.lease_expires_at = now + options_.lease_timeout;
+    t.updated_at = now;
+    AttemptRecord a;
+    a.trial_id = t.trial_id;
+    a.attempt = t.attempt;
+    a.worker_id = worker_id;
+    a.outcome = AttemptOutcome::kRunning;
+    a.started_at = now;
+    batch.trials.push_back(t);
+    batch.attempts.push_back(a);
+    grants.push_back(LeaseGrant{t.trial_id, t.sweep_id, t.attempt, s.spec.kind,
+                                t.seed, t.params_json,
+                                s.spec.resources.gpus_per_trial,
+                                s.spec.resources.ep_size, t.lease_expires_at});
+    free_slots -= s.spec.resources.slots;
+    free_gpus -= s.spec.resources.gpus_per_trial;
+  }
+  SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
+  return grants;
+}
+
+absl::StatusOr<HeartbeatReply> Scheduler::Heartbeat(
+    const std::string& worker_id, const std::vector<RunningReport>& running,
+    bool draining) {
+  absl::MutexLock lock(&mu_);
+  auto wit = workers_.find(worker_id);
+  if (wit == workers_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("unknown worker '", worker_id, "': register again"));
+  }
+  const absl::Time now = clock_->Now();
+  WorkerEntry& w = wit->second;
+  w.record.last_heartbeat_at = now;
+  if (draining && !w.record.draining) {
+    WriteBatch batch;
+    store::WorkerRecord r = w.record;
+    r.draining = true;
+    batch.workers.push_back(r);
+    SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
+  }
+  HeartbeatReply reply;
+  for (const RunningReport& r : running) {
+    auto it = trials_.find(r.trial_id);
+    if (it != trials_.end() && it->second.state == TrialState::kRunning &&
+        it->second.worker_id == worker_id && it->second.attempt == r.attempt) {
+      // Lease extensions live in memory only: a restarted coordinator grants
+      // every running lease a fresh window anyway.
+      it->second.lease_expires_at = now + options_.lease_timeout;
+    } else {
+      reply.cancel.emplace_back(r.trial_id, r.attempt);
+    }
+  }
+  reply.drain = w.record.draining;
+  return reply;
+}
+
+absl::StatusOr<TrialRecord*> Scheduler::CurrentAttemptLocked(
+    const std::string& worker_id, const std::string& trial_id, int attempt) {
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) {
+    return absl::NotFoundError(absl::StrCat("no trial '", trial_id, "'"));
+  }
+  TrialRecord& t = it->second;
+  if (t.state != TrialState::kRunning || t.attempt != attempt ||
+      t.worker_id != worker_id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "stale attempt: trial ", trial_id, " attempt ", attempt, " of worker ",
+        worker_id, " is not current (trial is ", store::TrialStateName(t.state),
+        ", attempt ", t.attempt,
+        t.worker_id.empty() ? "" : absl::StrCat(" on ", t.worker_id), ")"));
+  }
+  return &t;
+}
+
+void Scheduler::EndAttemptLocked(const TrialRecord& trial,
+                                 AttemptOutcome outcome, TrialState next_state,
+                                 int exit_code, const std::string& message,
+                                 WriteBatch* batch) {
+  const absl::Time now = clock_->Now();
+  AttemptRecord a;
+  a.trial_id = trial.trial_id;
+  a.attempt = trial.attempt;
+  a.worker_id = trial.worker_id;
+  a.outcome = outcome;
+  a.exit_code = exit_code;
+  a.message = message;
+  a.started_at = trial.updated_at;  // the lease time (set when leased)
+  a.ended_at = now;
+  TrialRecord t = trial;
+  t.state = next_state;
+  t.worker_id.clear();
+  t.updated_at = now;
+  if (outcome == AttemptOutcome::kFailed) ++t.error_count;
+  if (outcome == AttemptOutcome::kPreempted ||
+      outcome == AttemptOutcome::kLost) {
+    ++t.preempt_count;
+  }
+  if (!message.empty() && outcome != AttemptOutcome::kSucceeded) {
+    t.last_error = message;
+  }
+  batch->attempts.push_back(a);
+  batch->trials.push_back(t);
+}
+
+absl::Status Scheduler::ReportMetrics(
+    const std::string& worker_id, const std::string& trial_id, int attempt,
+    const std::vector<store::MetricRecord>& metrics) {
+  absl::MutexLock lock(&mu_);
+  SMOE_ASSIGN_OR_RETURN(TrialRecord * t,
+                        CurrentAttemptLocked(worker_id, trial_id, attempt));
+  WriteBatch batch;
+  batch.metrics.reserve(metrics.size());
+  for (store::MetricRecord m : metrics) {
+    if (m.name.empty() || m.step < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metric: name must be non-empty and step >= 0 (got name='", m.name,
+          "', step=", m.step, ")"));
+    }
+    m.trial_id = t->trial_id;
+    m.attempt = attempt;
+    batch.metrics.push_back(std::move(m));
+  }
+  return store_->Commit(batch);
+}
+
+absl::Status Scheduler::Complete(const std::string& worker_id,
+                                 const std::string& trial_id, int attempt,
+                                 const std::map<std::string, double>& results,
+                                 double duration_s) {
+  absl::MutexLock lock(&mu_);
+  SMOE_ASSIGN_OR_RETURN(TrialRecord * t,
+                        CurrentAttemptLocked(worker_id, trial_id, attempt));
+  WriteBatch batch;
+  EndAttemptLocked(*t, AttemptOutcome::kSucceeded, TrialState::kSucceeded, 0,
+                   "", &batch);
+  batch.results.push_back({trial_id, duration_s, results});
+  return CommitAndApplyLocked(batch);
+}
+
+absl::Status Scheduler::Fail(const std::string& worker_id,
+                             const std::string& trial_id, int attempt,
+                             FailReason reason, int exit_code,
+                             const std::string& message) {
+  absl::MutexLock lock(&mu_);
+  SMOE_ASSIGN_OR_RETURN(TrialRecord * t,
+                        CurrentAttemptLocked(worker_id, trial_id, attempt));
+  const SweepEntry& sweep = sweeps_.at(t->sweep_id);
+  WriteBatch batch;
+  switch (reason) {
+    case FailReason::kError: {
+      const bool exhausted = t->error_count + 1 > sweep.spec.retries;
+      EndAttemptLocked(*t, AttemptOutcome::kFailed,
+                       exhausted ? TrialState::kFailed : TrialState::kPending,
+                       exit_code, message, &batch);
+      break;
+    }
+    case FailReason::kPreempted:
+    case FailReason::kCancelled: {
+      const bool exhausted = t->preempt_count + 1 > options_.max_preemptions;
+      EndAttemptLocked(*t, AttemptOutcome::kPreempted,
+                       exhausted ? TrialState::kFailed : TrialState::kPending,
+                       exit_code, message, &batch);
+      break;
+    }
+    case FailReason::kBadSpec:
+      EndAttemptLocked(*t, AttemptOutcome::kBadSpec, TrialState::kFailed,
+                       exit_code, message, &batch);
+      break;
+  }
+  return CommitAndApplyLocked(batch);
+}
+
+absl::Status Scheduler::ExpireLeases() {
+  absl::MutexLock lock(&mu_);
+  return ExpireLeasesLocked();
+}
+
+absl::Status Scheduler::ExpireLeasesLocked() {
+  const absl::Time now = clock_->Now();
+  WriteBatch batch;
+  for (const std::string& id : running_) {
+    const TrialRecord& t = trials_.at(id);
+    if (t.lease_expires_at > now) continue;
+    const bool exhausted = t.preempt_count + 1 > options_.max_preemptions;
+    SMOE_LOG(WARNING) << "lease of " << id << " attempt " << t.attempt << " on "
+                      << t.worker_id << " expired; re-queued";
+    EndAttemptLocked(
+        t, AttemptOutcome::kLost,
+        exhausted ? TrialState::kFailed : TrialState::kPending, 0,
+        absl::StrCat("lease expired: worker ", t.worker_id, " went silent"),
+        &batch);
+  }
+  return CommitAndApplyLocked(batch);
+}
+
+}  // namespace smoe::coordinator

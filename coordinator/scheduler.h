@@ -1,0 +1,258 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: coordinator/scheduler.h
+//
+// Scheduler is the coordinator's brain: it expands sweeps into trials, leases
+// trials to workers (pull-based), tracks heartbeats and lease expiry, retries
+// with separate budgets for errors and preemptions, refuses reports from stale
+// attempts, and cancels. It is plain C++: no gRPC, no HTTP.
+//
+// Durability: every state transition is written to the ExperimentStore in one
+// Commit() *before* memory changes and before the caller is answered, so a
+// coordinator killed at any point restarts (Create() reloads the store) with
+// every acknowledged transition intact. Running leases found on restart get a
+// fresh lease timeout so their workers can reconnect and keep them.
+//
+// Time comes from the injected Clock: tests use FakeClock and never sleep.
+//
+// Thread safety: all public methods are safe to call concurrently; one mutex
+// serialises them (the store is a single writer anyway).
+#ifndef SMOE_COORDINATOR_SCHEDULER_H_
+#define SMOE_COORDINATOR_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/sweep_spec.h"
+#include "store/experiment_store.h"
+
+namespace smoe::coordinator {
+
+struct SchedulerOptions {
+  // How often workers heartbeat (told to them at registration).
+  absl::Duration heartbeat_interval = absl::Seconds(5);
+  // A lease lapses this long after its last heartbeat; its trial is re-queued.
+  absl::Duration lease_timeout = absl::Seconds(30);
+  // Preemptions + lost leases allowed per trial before it fails (a guard
+  // against a trial that kills its worker every time).
+  int max_preemptions = 100;
+  // Sweep-file limits.
+  ParseOptions parse;
+};
+
+struct StateCounts {
+  int pending = 0;
+  int running = 0;
+  int succeeded = 0;
+  int failed = 0;
+  int cancelled = 0;
+  int total() const {
+    return pending + running + succeeded + failed + cancelled;
+  }
+};
+
+struct SweepView {
+  store::SweepRecord record;
+  SweepSpec spec;
+  StateCounts counts;
+  int64_t version = 0;  // increases with every change to the sweep's trials
+};
+
+struct SubmitResult {
+  SweepView sweep;
+  int new_trials = 0;
+  int existing_trials = 0;
+};
+
+struct WorkerInfo {
+  std::string worker_id;  // empty: assign one
+  std::string hostname;
+  int cpus = 0;
+  int gpus = 0;
+  int slots = 1;
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> kinds;  // empty: {"sraven"}
+};
+
+struct Registration {
+  std::string worker_id;
+  absl::Duration heartbeat_interval;
+  absl::Duration lease_timeout;
+};
+
+struct LeaseGrant {
+  std::string trial_id;
+  std::string sweep_id;
+  int attempt = 0;
+  std::string kind;
+  int64_t seed = 0;
+  std::string params_json;
+  int gpus = 0;
+  int ep_size = 1;
+  absl::Time lease_expires_at;
+};
+
+struct RunningReport {
+  std::string trial_id;
+  int attempt = 0;
+  int64_t step = 0;
+  int64_t total = 0;
+};
+
+struct HeartbeatReply {
+  // Attempts the worker must kill: no longer leased to it (cancelled, expired
+  // and re-leased, or unknown).
+  std::vector<std::pair<std::string, int>> cancel;
+  bool drain = false;
+};
+
+enum class FailReason { kError, kPreempted, kBadSpec, kCancelled };
+
+struct WatchResult {
+  SweepView sweep;
+  std::vector<store::TrialRecord> changed;  // trials changed since `since`
+  bool timed_out = false;
+};
+
+class Scheduler {
+ public:
+  // Loads all state from `store`. Neither pointer is owned; both must outlive
+  // the scheduler.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(
+      store::ExperimentStore* store, Clock* clock, SchedulerOptions options);
+
+  // ---- user API -------------------------------------------------------------
+
+  // Parses `yaml`, expands it and creates the sweep. Re-submitting a sweep with
+  // the same name merges: points already present are kept (never duplicated),
+  // new ones are added, nothing is deleted. `dry_run` validates and counts
+  // only. InvalidArgument names the bad field; FailedPrecondition when the
+  // kind differs from the existing sweep's.
+  absl::StatusOr<SubmitResult> SubmitSweep(const std::string& yaml,
+                                           bool dry_run);
+  std::vector<SweepView> ListSweeps();
+  absl::StatusOr<SweepView> GetSweep(const std::string& sweep_id);
+  // Returns the sweep's trials by ordinal.
+  absl::StatusOr<std::vector<store::TrialRecord>> ListTrials(
+      const std::string& sweep_id);
+  // Cancels pending and running trials; running attempts are killed through
+  // the workers' next heartbeat. Returns the number of trials cancelled.
+  absl::StatusOr<int> CancelSweep(const std::string& sweep_id);
+  // Re-queues failed trials (and cancelled ones when asked) with fresh budgets.
+  absl::StatusOr<int> RetrySweep(const std::string& sweep_id,
+                                 bool include_cancelled);
+  // Adds values to an axis (or "seeds"); returns the number of new trials.
+  absl::StatusOr<int> ExtendSweep(const std::string& sweep_id,
+                                  const std::string& axis,
+                                  const std::vector<nlohmann::json>& values);
+  // Waits until the sweep changes past version `since` or `timeout` passes
+  // (real time). Returns the sweep and the trials changed since `since`.
+  absl::StatusOr<WatchResult> WatchSweep(const std::string& sweep_id,
+                                         int64_t since, absl::Duration timeout);
+  // Marks a worker draining: it gets `drain` in its next heartbeat reply.
+  absl::Status DrainWorker(const std::string& worker_id);
+
+  // ---- worker API -----------------------------------------------------------
+
+  absl::StatusOr<Registration> Register(const WorkerInfo& info);
+  // Leases up to `free_slots` trials whose kind the worker runs and whose GPU
+  // needs fit in `free_gpus`, by sweep priority, then fairness (sweeps with
+  // fewer running trials first), then ordinal. NotFound for an unknown worker
+  // (it must re-register).
+  absl::StatusOr<std::vector<LeaseGrant>> Lease(const std::string& worker_id,
+                                                int free_slots, int free_gpus);
+  // Extends the leases of the reported attempts that are still the worker's.
+  absl::StatusOr<HeartbeatReply> Heartbeat(
+      const std::string& worker_id, const std::vector<RunningReport>& running,
+      bool draining);
+  // Stores metrics of a current attempt. FailedPrecondition for a stale
+  // attempt (nothing written).
+  absl::Status ReportMetrics(const std::string& worker_id,
+                             const std::string& trial_id, int attempt,
+                             const std::vector<store::MetricRecord>& metrics);
+  absl::Status Complete(const std::string& worker_id,
+                        const std::string& trial_id, int attempt,
+                        const std::map<std::string, double>& results,
+                        double duration_s);
+  absl::Status Fail(const std::string& worker_id, const std::string& trial_id,
+                    int attempt, FailReason reason, int exit_code,
+                    const std::string& message);
+
+  // Re-queues trials whose lease lapsed. Called by the server every second and
+  // at the start of every Lease().
+  absl::Status ExpireLeases();
+
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  struct SweepEntry {
+    store::SweepRecord record;
+    SweepSpec spec;
+    std::vector<std::string> trial_ids;  // index = ordinal
+    std::set<int64_t> pending;           // ordinals of pending trials
+    StateCounts counts;
+    int64_t version = 0;
+    std::deque<std::pair<int64_t, std::string>> changes;  // (version, trial)
+  };
+  struct WorkerEntry {
+    store::WorkerRecord record;
+    std::set<std::string> leased;  // trial ids running on it
+  };
+
+  Scheduler(store::ExperimentStore* store, Clock* clock,
+            SchedulerOptions options);
+  absl::Status Load();
+
+  // Commits `batch`, then applies its sweeps/trials/workers to memory.
+  absl::Status CommitAndApplyLocked(const store::WriteBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ApplyTrialLocked(const store::TrialRecord& next)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RefreshSweepStateLocked(SweepEntry* sweep, store::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<store::TrialRecord*> CurrentAttemptLocked(
+      const std::string& worker_id, const std::string& trial_id, int attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the current attempt of `trial` with `outcome`, moving the trial to
+  // `next_state`; appends the writes to `batch`.
+  void EndAttemptLocked(const store::TrialRecord& trial,
+                        store::AttemptOutcome outcome,
+                        store::TrialState next_state, int exit_code,
+                        const std::string& message, store::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ExpireLeasesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  SweepView ViewLocked(const SweepEntry& s) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AddTrialsLocked(SweepEntry* sweep,
+                               const std::vector<ExpandedTrial>& points,
+                               store::WriteBatch* batch, int* added)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  store::ExperimentStore* const store_;
+  Clock* const clock_;
+  const SchedulerOptions options_;
+
+  absl::Mutex mu_;
+  std::map<std::string, SweepEntry> sweeps_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<std::string, store::TrialRecord> trials_
+      ABSL_GUARDED_BY(mu_);
+  std::set<std::string> running_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+  int64_t worker_seq_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace smoe::coordinator
+
+#endif  // SMOE_COORDINATOR_SCHEDULER_H_

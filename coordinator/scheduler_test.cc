@@ -1,0 +1,347 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// Scheduler unit tests on FakeClock + InMemoryStore: no sleeps, no threads
+// (except the WatchSweep wake-up test).
+#include "coordinator/scheduler.h"
+
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "store/in_memory_store.h"
+
+namespace smoe::coordinator {
+namespace {
+
+using store::TrialState;
+using ::testing::HasSubstr;
+
+std::string Sweep(const std::string& name, int m_values, int retries = 2,
+                  int priority = 0, const std::string& extra = "") {
+  std::string m = "[1";
+  for (int i = 2; i <= m_values; ++i) m += absl::StrCat(", ", i);
+  m += "]";
+  return absl::StrCat("name: ", name, "\nkind: sraven\ngrid:\n  M: ", m,
+                      "\nfixed: {steps: 10}\nretries: ", retries,
+                      "\npriority: ", priority, "\n", extra);
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Restart(); }
+
+  // Simulates a coordinator restart: a fresh Scheduler over the same store.
+  void Restart() {
+    sched_.reset();
+    SchedulerOptions opts;
+    opts.lease_timeout = absl::Seconds(30);
+    opts.max_preemptions = 3;
+    auto s = Scheduler::Create(&store_, &clock_, opts);
+    ASSERT_TRUE(s.ok()) << s.status();
+    sched_ = std::move(*s);
+  }
+
+  std::string AddWorker(int slots = 1, std::vector<std::string> kinds = {}) {
+    WorkerInfo w;
+    w.hostname = "host";
+    w.slots = slots;
+    w.kinds = std::move(kinds);
+    auto r = sched_->Register(w);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r->worker_id;
+  }
+
+  std::vector<LeaseGrant> Lease(const std::string& w, int slots = 1,
+                                int gpus = 0) {
+    auto r = sched_->Lease(w, slots, gpus);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : std::vector<LeaseGrant>{};
+  }
+
+  StateCounts Counts(const std::string& sweep) {
+    return sched_->GetSweep(sweep)->counts;
+  }
+
+  FakeClock clock_;
+  store::InMemoryStore store_;
+  std::unique_ptr<Scheduler> sched_;
+};
+
+TEST_F(SchedulerTest, EveryPointRunsExactlyOnce) {
+  auto sub = sched_->SubmitSweep(Sweep("s", 5), false);
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  EXPECT_EQ(sub->new_trials, 5);
+  const std::string w1 = AddWorker(2), w2 = AddWorker(1);
+  std::set<std::string> done;
+  for (int round = 0; round < 10 && done.size() < 5; ++round) {
+    for (const std::string& w : {w1, w2}) {
+      for (const LeaseGrant& g : Lease(w, 2)) {
+        EXPECT_EQ(g.attempt, 1);
+        EXPECT_TRUE(done.insert(g.trial_id).second) << "leased twice";
+        ASSERT_TRUE(
+            sched_->Complete(w, g.trial_id, g.attempt, {{"ood_acc", 0.5}}, 1.0)
+                .ok());
+      }
+    }
+  }
+  EXPECT_EQ(done.size(), 5u);
+  EXPECT_EQ(Counts("s").succeeded, 5);
+  EXPECT_EQ(sched_->GetSweep("s")->record.state, store::SweepState::kCompleted);
+  auto summaries = store_.ListSummaries("s");
+  ASSERT_TRUE(summaries.ok());
+  EXPECT_EQ(summaries->at(0).results.at("ood_acc"), 0.5);
+}
+
+TEST_F(SchedulerTest, ResubmitAndExtendNeverDuplicate) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2), false).ok());
+  auto again = sched_->SubmitSweep(Sweep("s", 2), false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->new_trials, 0);
+  EXPECT_EQ(again->existing_trials, 2);
+  auto bigger = sched_->SubmitSweep(Sweep("s", 3), false);
+  ASSERT_TRUE(bigger.ok()) << bigger.status();
+  EXPECT_EQ(bigger->new_trials, 1);
+  auto ext = sched_->ExtendSweep("s", "M", {3, 4});
+  ASSERT_TRUE(ext.ok()) << ext.status();
+  EXPECT_EQ(*ext, 1);
+  auto seeds = sched_->ExtendSweep("s", "seeds", {7});
+  ASSERT_TRUE(seeds.ok());
+  EXPECT_EQ(*seeds, 4);
+  EXPECT_EQ(Counts("s").total(), 8);
+  EXPECT_EQ(
+      sched_->SubmitSweep("name: s\nkind: skillmix\ngrid:\n  ept: [1]\n", false)
+          .status()
+          .code(),
+      absl::StatusCode::kFailedPrecondition);
+  auto dry = sched_->SubmitSweep(Sweep("t", 4), true);
+  ASSERT_TRUE(dry.ok());
+  EXPECT_EQ(dry->new_trials, 4);
+  EXPECT_EQ(sched_->GetSweep("t").status().code(), absl::StatusCode::kNotFound);
+  // Ordinals stay dense and stable.
+  auto trials = sched_->ListTrials("s");
+  for (size_t i = 0; i < trials->size(); ++i) {
+    EXPECT_EQ((*trials)[i].ordinal, static_cast<int64_t>(i));
+  }
+}
+
+TEST_F(SchedulerTest, SilentWorkerLosesLeaseWithoutErrorBudget) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1, /*retries=*/0), false).ok());
+  const std::string w1 = AddWorker(), w2 = AddWorker();
+  auto g = Lease(w1);
+  ASSERT_EQ(g.size(), 1u);
+  // Heartbeats keep it alive past the original lease.
+  clock_.Advance(absl::Seconds(20));
+  ASSERT_TRUE(sched_->Heartbeat(w1, {{g[0].trial_id, 1, 5, 10}}, false)
+                  ->cancel.empty());
+  clock_.Advance(absl::Seconds(20));
+  EXPECT_TRUE(Lease(w2).empty());  // still leased to w1
+  // Then w1 goes silent.
+  clock_.Advance(absl::Seconds(31));
+  auto g2 = Lease(w2);
+  ASSERT_EQ(g2.size(), 1u);
+  EXPECT_EQ(g2[0].trial_id, g[0].trial_id);
+  EXPECT_EQ(g2[0].attempt, 2);
+  auto t = sched_->ListTrials("s")->at(0);
+  EXPECT_EQ(t.error_count, 0);  // retries: 0, yet it runs again
+  EXPECT_EQ(t.preempt_count, 1);
+  // The stale attempt is refused everywhere and told to stop.
+  EXPECT_EQ(sched_->Complete(w1, g[0].trial_id, 1, {}, 1).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      sched_->ReportMetrics(w1, g[0].trial_id, 1, {{"", 1, "loss", 1}}).code(),
+      absl::StatusCode::kFailedPrecondition);
+  auto hb = sched_->Heartbeat(w1, {{g[0].trial_id, 1, 9, 10}}, false);
+  ASSERT_EQ(hb->cancel.size(), 1u);
+  EXPECT_EQ(hb->cancel[0].second, 1);
+  ASSERT_TRUE(sched_->Complete(w2, g[0].trial_id, 2, {{"acc", 1}}, 1).ok());
+  auto attempts = store_.ListAttempts(g[0].trial_id);
+  ASSERT_EQ(attempts->size(), 2u);
+  EXPECT_EQ(attempts->at(0).outcome, store::AttemptOutcome::kLost);
+  EXPECT_EQ(attempts->at(1).outcome, store::AttemptOutcome::kSucceeded);
+}
+
+TEST_F(SchedulerTest, ErrorBudgetThenFailedWhileOthersComplete) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2, /*retries=*/2), false).ok());
+  const std::string w = AddWorker();
+  const std::string bad = sched_->ListTrials("s")->at(0).trial_id;
+  int failures = 0;
+  for (int i = 0; i < 10; ++i) {
+    auto g = Lease(w);
+    if (g.empty()) break;
+    if (g[0].trial_id == bad) {
+      ASSERT_TRUE(
+          sched_->Fail(w, bad, g[0].attempt, FailReason::kError, 1, "boom")
+              .ok());
+      ++failures;
+    } else {
+      ASSERT_TRUE(sched_->Complete(w, g[0].trial_id, g[0].attempt, {}, 1).ok());
+    }
+  }
+  EXPECT_EQ(failures, 3);  // first try + 2 retries
+  auto t = *store_.GetTrial(bad);
+  EXPECT_EQ(t.state, TrialState::kFailed);
+  EXPECT_EQ(t.last_error, "boom");
+  EXPECT_EQ(Counts("s").succeeded, 1);
+  EXPECT_EQ(sched_->GetSweep("s")->record.state, store::SweepState::kCompleted);
+  // RetrySweep re-queues it with a fresh budget.
+  EXPECT_EQ(*sched_->RetrySweep("s", false), 1);
+  EXPECT_EQ(Counts("s").pending, 1);
+  EXPECT_EQ(sched_->GetSweep("s")->record.state, store::SweepState::kActive);
+}
+
+TEST_F(SchedulerTest, PreemptionsNeverConsumeErrorBudget) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1, /*retries=*/0), false).ok());
+  const std::string w = AddWorker();
+  for (int i = 1; i <= 3; ++i) {
+    auto g = Lease(w);
+    ASSERT_EQ(g.size(), 1u);
+    ASSERT_TRUE(sched_
+                    ->Fail(w, g[0].trial_id, g[0].attempt,
+                           FailReason::kPreempted, 75, "SIGTERM")
+                    .ok());
+    EXPECT_EQ(Counts("s").pending, 1) << "preemption " << i;
+  }
+  // max_preemptions = 3 in this fixture: the 4th preemption fails the trial.
+  auto g = Lease(w);
+  ASSERT_TRUE(
+      sched_
+          ->Fail(w, g[0].trial_id, g[0].attempt, FailReason::kPreempted, 75, "")
+          .ok());
+  EXPECT_EQ(Counts("s").failed, 1);
+  EXPECT_EQ(store_.GetTrial(g[0].trial_id)->error_count, 0);
+}
+
+TEST_F(SchedulerTest, BadSpecFailsPermanently) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1, /*retries=*/5), false).ok());
+  const std::string w = AddWorker();
+  auto g = Lease(w);
+  ASSERT_TRUE(sched_
+                  ->Fail(w, g[0].trial_id, 1, FailReason::kBadSpec, 64,
+                         "unknown key 'x'")
+                  .ok());
+  EXPECT_EQ(Counts("s").failed, 1);
+  EXPECT_TRUE(Lease(w).empty());
+}
+
+TEST_F(SchedulerTest, CancelReachesWorkerThroughHeartbeat) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 3), false).ok());
+  const std::string w = AddWorker();
+  auto g = Lease(w);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(*sched_->CancelSweep("s"), 3);
+  EXPECT_EQ(Counts("s").cancelled, 3);
+  auto hb = sched_->Heartbeat(w, {{g[0].trial_id, g[0].attempt, 1, 10}}, false);
+  ASSERT_EQ(hb->cancel.size(), 1u);
+  EXPECT_EQ(hb->cancel[0].first, g[0].trial_id);
+  EXPECT_TRUE(Lease(w).empty());
+  EXPECT_EQ(sched_->Complete(w, g[0].trial_id, g[0].attempt, {}, 1).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(sched_->GetSweep("s")->record.state, store::SweepState::kCancelled);
+  EXPECT_EQ(*sched_->RetrySweep("s", /*include_cancelled=*/true), 3);
+  EXPECT_EQ(Lease(w).size(), 1u);
+}
+
+TEST_F(SchedulerTest, RestartKeepsEverythingAndRunningLeases) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 3), false).ok());
+  const std::string w = AddWorker(2);
+  auto g = Lease(w, 2);
+  ASSERT_EQ(g.size(), 2u);
+  ASSERT_TRUE(sched_->Complete(w, g[0].trial_id, 1, {{"acc", 0.9}}, 2).ok());
+  ASSERT_TRUE(
+      sched_->ReportMetrics(w, g[1].trial_id, 1, {{"", 10, "loss", 0.5}}).ok());
+  clock_.Advance(absl::Seconds(25));
+  Restart();
+  EXPECT_EQ(Counts("s").succeeded, 1);
+  EXPECT_EQ(Counts("s").running, 1);
+  EXPECT_EQ(Counts("s").pending, 1);
+  // The surviving worker keeps its lease: restart granted a fresh window.
+  clock_.Advance(absl::Seconds(25));
+  auto hb = sched_->Heartbeat(w, {{g[1].trial_id, 1, 10, 10}}, false);
+  ASSERT_TRUE(hb.ok()) << hb.status();
+  EXPECT_TRUE(hb->cancel.empty());
+  ASSERT_TRUE(sched_->Complete(w, g[1].trial_id, 1, {{"acc", 0.8}}, 2).ok());
+  auto last = Lease(w);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].attempt, 1);
+  EXPECT_EQ(store_.ListMetrics(g[1].trial_id, std::nullopt)->size(), 1u);
+}
+
+TEST_F(SchedulerTest, PriorityThenFairnessAcrossSweeps) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("low-a", 4, 2, 0), false).ok());
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("low-b", 4, 2, 0), false).ok());
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("high", 2, 2, 10), false).ok());
+  const std::string w = AddWorker(6);
+  auto g = Lease(w, 6);
+  ASSERT_EQ(g.size(), 6u);
+  EXPECT_EQ(g[0].sweep_id, "high");
+  EXPECT_EQ(g[1].sweep_id, "high");
+  // Then the two equal-priority sweeps alternate.
+  std::map<std::string, int> per;
+  for (size_t i = 2; i < 6; ++i) ++per[g[i].sweep_id];
+  EXPECT_EQ(per["low-a"], 2);
+  EXPECT_EQ(per["low-b"], 2);
+}
+
+TEST_F(SchedulerTest, CapabilityMatching) {
+  ASSERT_TRUE(
+      sched_
+          ->SubmitSweep(Sweep("gpu", 1, 2, 0,
+                              "resources: {gpus_per_trial: 2, ep_size: 2}\n"),
+                        false)
+          .ok());
+  ASSERT_TRUE(sched_
+                  ->SubmitSweep(
+                      "name: sm\nkind: skillmix\ngrid:\n  ept: [1, 2]\n", false)
+                  .ok());
+  const std::string cpu_worker = AddWorker(4);
+  EXPECT_TRUE(Lease(cpu_worker, 4, /*gpus=*/0).empty());
+  EXPECT_TRUE(Lease(cpu_worker, 4, /*gpus=*/1).empty());
+  auto g = Lease(cpu_worker, 4, /*gpus=*/2);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].gpus, 2);
+  EXPECT_EQ(g[0].ep_size, 2);
+  const std::string sm = AddWorker(4, {"skillmix"});
+  auto s = Lease(sm, 4, 0);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].kind, "skillmix");
+}
+
+TEST_F(SchedulerTest, DrainAndUnknownWorker) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2), false).ok());
+  const std::string w = AddWorker();
+  EXPECT_EQ(sched_->Lease("nope", 1, 0).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(sched_->Heartbeat("nope", {}, false).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(sched_->DrainWorker(w).ok());
+  EXPECT_TRUE(sched_->Heartbeat(w, {}, false)->drain);
+  EXPECT_TRUE(Lease(w).empty());
+  // Re-registering with the same id (a restarted daemon) clears the drain.
+  WorkerInfo info;
+  info.worker_id = w;
+  ASSERT_EQ(sched_->Register(info)->worker_id, w);
+  EXPECT_EQ(Lease(w).size(), 1u);
+}
+
+TEST_F(SchedulerTest, WatchSeesChanges) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2), false).ok());
+  auto first = sched_->WatchSweep("s", 0, absl::Seconds(1));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->changed.size(), 2u);  // full snapshot
+  const int64_t v = first->sweep.version;
+  auto idle = sched_->WatchSweep("s", v, absl::Milliseconds(10));
+  EXPECT_TRUE(idle->timed_out);
+  const std::string w = AddWorker();
+  std::thread t([&] { Lease(w); });
+  auto next = sched_->WatchSweep("s", v, absl::Seconds(30));
+  t.join();
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->timed_out);
+  ASSERT_EQ(next->changed.size(), 1u);
+  EXPECT_EQ(next->changed[0].state, TrialState::kRunning);
+}
+
+}  // namespace
+}  // namespace smoe::coordinator

@@ -1,0 +1,88 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: coordinator/server.h
+//
+// CoordinatorServer wires the coordinator together: the SQLite store under a
+// data directory, the API token, the Scheduler, the gRPC services
+// (Coordinator, WorkerGateway, grpc.health.v1) and a lease-expiry thread.
+// Used by `smoe coordinator` and embedded by `smoe up` and the tests.
+//
+// Thread safety: Start/Shutdown from one thread; everything else is internal.
+#ifndef SMOE_COORDINATOR_SERVER_H_
+#define SMOE_COORDINATOR_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "coordinator/scheduler.h"
+#include "coordinator/service_impl.h"
+#include "store/sqlite_store.h"
+
+namespace smoe::coordinator {
+
+struct ServerOptions {
+  // Holds smoe.db (SQLite, WAL) and, by default, the token file.
+  std::string data_dir = "smoe-data";
+  // gRPC listen address; port 0 picks a free port (see port()).
+  std::string listen = "127.0.0.1:50051";
+  // API token file; default <data_dir>/token (created 0600 on first start).
+  std::string token_file;
+  // Optional TLS: PEM server certificate chain and private key files.
+  std::string tls_cert;
+  std::string tls_key;
+  // kFull fsyncs every commit (durable across power loss).
+  store::SqliteOptions::Synchronous synchronous =
+      store::SqliteOptions::Synchronous::kFull;
+  SchedulerOptions scheduler;
+  // How often expired leases are re-queued.
+  absl::Duration expiry_period = absl::Seconds(1);
+};
+
+class CoordinatorServer {
+ public:
+  // Opens the store, loads the scheduler and starts serving. Errors name the
+  // file or address that failed.
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
+      const ServerOptions& options);
+  ~CoordinatorServer();
+
+  // The bound gRPC port.
+  int port() const { return port_; }
+  // "127.0.0.1:<port>" style address clients can dial.
+  std::string address() const;
+  // The API token, and whether this start created it (print it once then).
+  const std::string& token() const { return token_; }
+  bool token_created() const { return token_created_; }
+  Scheduler* scheduler() { return scheduler_.get(); }
+  store::ExperimentStore* store() { return store_.get(); }
+
+  // Blocks until Shutdown().
+  void Wait();
+  // Stops serving (in-flight calls get a short grace) and joins threads.
+  void Shutdown();
+
+ private:
+  CoordinatorServer() = default;
+
+  ServerOptions options_;
+  std::string token_;
+  bool token_created_ = false;
+  int port_ = 0;
+  std::unique_ptr<store::SqliteStore> store_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<CoordinatorServiceImpl> coordinator_service_;
+  std::unique_ptr<WorkerGatewayServiceImpl> gateway_service_;
+  std::unique_ptr<grpc::Server> server_;
+  absl::Notification stop_;
+  std::thread expiry_thread_;
+  bool shut_down_ = false;
+};
+
+}  // namespace smoe::coordinator
+
+#endif  // SMOE_COORDINATOR_SERVER_H_

@@ -1,0 +1,455 @@
+// Copyright 2026 SMoE Lab authors.
+#include "coordinator/service_impl.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "proto/auth.h"
+#include "proto/rpc_status.h"
+
+namespace smoe::coordinator {
+namespace {
+
+namespace pb = smoe::v1;
+using google::protobuf::Value;
+using proto::ToGrpcStatus;
+
+int64_t Ms(absl::Time t) { return absl::ToUnixMillis(t); }
+
+// Runs `fn` after the token check, converting its status.
+template <typename Fn>
+grpc::Status Guarded(grpc::ServerContext* ctx, const std::string& token,
+                     Fn&& fn) {
+  absl::Status auth = proto::CheckBearerToken(ctx->client_metadata(), token);
+  if (!auth.ok()) return ToGrpcStatus(auth);
+  return ToGrpcStatus(fn());
+}
+
+pb::TrialState ToProto(store::TrialState s) {
+  switch (s) {
+    case store::TrialState::kPending:
+      return pb::TRIAL_STATE_PENDING;
+    case store::TrialState::kRunning:
+      return pb::TRIAL_STATE_RUNNING;
+    case store::TrialState::kSucceeded:
+      return pb::TRIAL_STATE_SUCCEEDED;
+    case store::TrialState::kFailed:
+      return pb::TRIAL_STATE_FAILED;
+    case store::TrialState::kCancelled:
+      return pb::TRIAL_STATE_CANCELLED;
+  }
+  return pb::TRIAL_STATE_UNSPECIFIED;
+}
+
+pb::SweepState ToProto(store::SweepState s) {
+  switch (s) {
+    case store::SweepState::kActive:
+      return pb::SWEEP_STATE_ACTIVE;
+    case store::SweepState::kCompleted:
+      return pb::SWEEP_STATE_COMPLETED;
+    case store::SweepState::kCancelled:
+      return pb::SWEEP_STATE_CANCELLED;
+  }
+  return pb::SWEEP_STATE_UNSPECIFIED;
+}
+
+pb::AttemptOutcome ToProto(store::AttemptOutcome o) {
+  switch (o) {
+    case store::AttemptOutcome::kRunning:
+      return pb::ATTEMPT_OUTCOME_RUNNING;
+    case store::AttemptOutcome::kSucceeded:
+      return pb::ATTEMPT_OUTCOME_SUCCEEDED;
+    case store::AttemptOutcome::kFailed:
+      return pb::ATTEMPT_OUTCOME_FAILED;
+    case store::AttemptOutcome::kPreempted:
+      return pb::ATTEMPT_OUTCOME_PREEMPTED;
+    case store::AttemptOutcome::kLost:
+      return pb::ATTEMPT_OUTCOME_LOST;
+    case store::AttemptOutcome::kCancelled:
+      return pb::ATTEMPT_OUTCOME_CANCELLED;
+    case store::AttemptOutcome::kBadSpec:
+      return pb::ATTEMPT_OUTCOME_BAD_SPEC;
+  }
+  return pb::ATTEMPT_OUTCOME_UNSPECIFIED;
+}
+
+void JsonToValue(const nlohmann::json& j, Value* v) {
+  if (j.is_string()) {
+    v->set_string_value(j.get<std::string>());
+  } else if (j.is_boolean()) {
+    v->set_bool_value(j.get<bool>());
+  } else if (j.is_number()) {
+    v->set_number_value(j.get<double>());
+  } else {
+    v->set_null_value(google::protobuf::NULL_VALUE);
+  }
+}
+
+absl::StatusOr<nlohmann::json> ValueToJson(const Value& v,
+                                           absl::string_view field) {
+  switch (v.kind_case()) {
+    case Value::kStringValue:
+      return nlohmann::json(v.string_value());
+    case Value::kBoolValue:
+      return nlohmann::json(v.bool_value());
+    case Value::kNumberValue: {
+      const double d = v.number_value();
+      // Integral numbers become integers so they match integer axes.
+      if (d == static_cast<double>(static_cast<int64_t>(d))) {
+        return nlohmann::json(static_cast<int64_t>(d));
+      }
+      return nlohmann::json(d);
+    }
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": values must be numbers, strings or bools"));
+  }
+}
+
+void SpecToProto(const SweepSpec& s, pb::SweepSpec* out) {
+  out->set_name(s.name);
+  out->set_kind(s.kind);
+  for (const Axis& a : s.grid) {
+    pb::Axis* axis = out->add_grid();
+    axis->set_name(a.name);
+    for (const auto& v : a.values) JsonToValue(v, axis->add_values());
+  }
+  for (const auto& [k, v] : s.fixed.items()) {
+    JsonToValue(v, &(*out->mutable_fixed()->mutable_fields())[k]);
+  }
+  for (int64_t seed : s.seeds) out->add_seeds(seed);
+  out->mutable_resources()->set_gpus_per_trial(s.resources.gpus_per_trial);
+  out->mutable_resources()->set_ep_size(s.resources.ep_size);
+  out->mutable_resources()->set_slots(s.resources.slots);
+  out->set_retries(s.retries);
+  out->set_priority(s.priority);
+}
+
+}  // namespace
+
+void ToProto(const SweepView& in, pb::Sweep* out) {
+  out->set_sweep_id(in.record.sweep_id);
+  out->set_kind(in.record.kind);
+  out->set_state(ToProto(in.record.state));
+  SpecToProto(in.spec, out->mutable_spec());
+  out->set_spec_yaml(in.record.spec_yaml);
+  out->set_priority(in.record.priority);
+  pb::StateCounts* c = out->mutable_counts();
+  c->set_pending(in.counts.pending);
+  c->set_running(in.counts.running);
+  c->set_succeeded(in.counts.succeeded);
+  c->set_failed(in.counts.failed);
+  c->set_cancelled(in.counts.cancelled);
+  c->set_total(in.counts.total());
+  out->set_created_ms(Ms(in.record.created_at));
+  out->set_updated_ms(Ms(in.record.updated_at));
+}
+
+void ToProto(const store::TrialRecord& in, pb::Trial* out) {
+  out->set_trial_id(in.trial_id);
+  out->set_sweep_id(in.sweep_id);
+  out->set_ordinal(in.ordinal);
+  out->set_params_json(in.params_json);
+  out->set_seed(in.seed);
+  out->set_state(ToProto(in.state));
+  out->set_attempt(in.attempt);
+  out->set_error_count(in.error_count);
+  out->set_preempt_count(in.preempt_count);
+  out->set_worker_id(in.worker_id);
+  out->set_last_error(in.last_error);
+  out->set_updated_ms(Ms(in.updated_at));
+}
+
+// ---- Coordinator ------------------------------------------------------------
+
+grpc::Status CoordinatorServiceImpl::SubmitSweep(
+    grpc::ServerContext* ctx, const pb::SubmitSweepRequest* req,
+    pb::SubmitSweepResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    SMOE_ASSIGN_OR_RETURN(
+        SubmitResult r,
+        scheduler_->SubmitSweep(req->spec_yaml(), req->dry_run()));
+    ToProto(r.sweep, resp->mutable_sweep());
+    resp->set_new_trials(r.new_trials);
+    resp->set_existing_trials(r.existing_trials);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorServiceImpl::ListSweeps(grpc::ServerContext* ctx,
+                                                const pb::ListSweepsRequest*,
+                                                pb::ListSweepsResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    for (const SweepView& v : scheduler_->ListSweeps()) {
+      ToProto(v, resp->add_sweeps());
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorServiceImpl::GetSweep(grpc::ServerContext* ctx,
+                                              const pb::GetSweepRequest* req,
+                                              pb::GetSweepResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler_->GetSweep(req->sweep_id()));
+    ToProto(v, resp->mutable_sweep());
+    if (req->include_trials()) {
+      SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialSummary> rows,
+                            store_->ListSummaries(req->sweep_id()));
+      SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialRecord> trials,
+                            scheduler_->ListTrials(req->sweep_id()));
+      std::map<std::string, const store::TrialSummary*> by_id;
+      for (const auto& r : rows) by_id[r.trial_id] = &r;
+      for (const store::TrialRecord& t : trials) {
+        pb::Trial* out = resp->add_trials();
+        ToProto(t, out);
+        auto it = by_id.find(t.trial_id);
+        if (it != by_id.end()) {
+          for (const auto& [k, v] : it->second->results) {
+            (*out->mutable_results())[k] = v;
+          }
+          out->set_duration_s(it->second->duration_s);
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorServiceImpl::CancelSweep(
+    grpc::ServerContext* ctx, const pb::CancelSweepRequest* req,
+    pb::CancelSweepResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    SMOE_ASSIGN_OR_RETURN(int n, scheduler_->CancelSweep(req->sweep_id()));
+    SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler_->GetSweep(req->sweep_id()));
+    ToProto(v, resp->mutable_sweep());
+    resp->set_cancelled_trials(n);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorServiceImpl::RetrySweep(
+    grpc::ServerContext* ctx, const pb::RetrySweepRequest* req,
+    pb::RetrySweepResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    SMOE_ASSIGN_OR_RETURN(
+        int n,
+        scheduler_->RetrySweep(req->sweep_id(), req->include_cancelled()));
+    SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler_->GetSweep(req->sweep_id()));
+    ToProto(v, resp->mutable_sweep());
+    resp->set_requeued_trials(n);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorServiceImpl::ExtendSweep(
+    grpc::ServerContext* ctx, const pb::ExtendSweepRequest* req,
+    pb::ExtendSweepResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    std::vector<nlohmann::json> values;
+    for (int i = 0; i < req->values_size(); ++i) {
+      SMOE_ASSIGN_OR_RETURN(
+          nlohmann::json v,
+          ValueToJson(req->values(i), absl::StrCat("values[", i, "]")));
+      values.push_back(std::move(v));
+    }
+    SMOE_ASSIGN_OR_RETURN(
+        int n, scheduler_->ExtendSweep(req->sweep_id(), req->axis(), values));
+    SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler_->GetSweep(req->sweep_id()));
+    ToProto(v, resp->mutable_sweep());
+    resp->set_new_trials(n);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorServiceImpl::WatchSweep(
+    grpc::ServerContext* ctx, const pb::WatchSweepRequest* req,
+    grpc::ServerWriter<pb::SweepEvent>* writer) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    const absl::Time end =
+        req->max_wait_ms() > 0
+            ? absl::Now() + absl::Milliseconds(req->max_wait_ms())
+            : absl::InfiniteFuture();
+    int64_t since = 0;
+    while (!ctx->IsCancelled() && absl::Now() < end) {
+      // Short waits so a cancelled stream or a server shutdown is noticed.
+      const absl::Duration wait = std::min(
+          absl::Seconds(1), std::max(end - absl::Now(), absl::ZeroDuration()));
+      SMOE_ASSIGN_OR_RETURN(
+          WatchResult r, scheduler_->WatchSweep(req->sweep_id(), since, wait));
+      if (r.timed_out) continue;
+      pb::SweepEvent ev;
+      ToProto(r.sweep, ev.mutable_sweep());
+      for (const auto& t : r.changed) ToProto(t, ev.add_changed());
+      if (!writer->Write(ev)) break;
+      since = r.sweep.version;
+      if (r.sweep.record.state != store::SweepState::kActive) break;
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorServiceImpl::GetTrialMetrics(
+    grpc::ServerContext* ctx, const pb::GetTrialMetricsRequest* req,
+    pb::GetTrialMetricsResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    SMOE_RETURN_IF_ERROR(store_->GetTrial(req->trial_id()).status());
+    std::optional<std::string> name;
+    if (!req->name().empty()) name = req->name();
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::MetricRecord> metrics,
+                          store_->ListMetrics(req->trial_id(), name));
+    for (const auto& m : metrics) {
+      pb::Metric* out = resp->add_metrics();
+      out->set_step(m.step);
+      out->set_name(m.name);
+      out->set_value(m.value);
+    }
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::AttemptRecord> attempts,
+                          store_->ListAttempts(req->trial_id()));
+    for (const auto& a : attempts) {
+      pb::Attempt* out = resp->add_attempts();
+      out->set_trial_id(a.trial_id);
+      out->set_attempt(a.attempt);
+      out->set_worker_id(a.worker_id);
+      out->set_outcome(ToProto(a.outcome));
+      out->set_exit_code(a.exit_code);
+      out->set_message(a.message);
+      out->set_started_ms(Ms(a.started_at));
+      out->set_ended_ms(a.ended_at == absl::UnixEpoch() ? 0 : Ms(a.ended_at));
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorServiceImpl::DrainWorker(
+    grpc::ServerContext* ctx, const pb::DrainWorkerRequest* req,
+    pb::DrainWorkerResponse*) {
+  return Guarded(ctx, token_,
+                 [&] { return scheduler_->DrainWorker(req->worker_id()); });
+}
+
+// ---- WorkerGateway ----------------------------------------------------------
+
+grpc::Status WorkerGatewayServiceImpl::Register(grpc::ServerContext* ctx,
+                                                const pb::RegisterRequest* req,
+                                                pb::RegisterResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    WorkerInfo info;
+    info.worker_id = req->worker_id();
+    info.hostname = req->hostname();
+    info.cpus = req->cpus();
+    info.gpus = req->gpus();
+    info.slots = req->slots() == 0 ? 1 : req->slots();
+    info.labels.insert(req->labels().begin(), req->labels().end());
+    info.kinds.assign(req->kinds().begin(), req->kinds().end());
+    SMOE_ASSIGN_OR_RETURN(Registration r, scheduler_->Register(info));
+    resp->set_worker_id(r.worker_id);
+    resp->set_heartbeat_interval_ms(
+        absl::ToInt64Milliseconds(r.heartbeat_interval));
+    resp->set_lease_timeout_ms(absl::ToInt64Milliseconds(r.lease_timeout));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
+                                             const pb::LeaseRequest* req,
+                                             pb::LeaseResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    SMOE_ASSIGN_OR_RETURN(std::vector<LeaseGrant> grants,
+                          scheduler_->Lease(req->worker_id(), req->free_slots(),
+                                            req->free_gpus()));
+    for (const LeaseGrant& g : grants) {
+      pb::TrialLease* l = resp->add_leases();
+      l->set_trial_id(g.trial_id);
+      l->set_sweep_id(g.sweep_id);
+      l->set_attempt(g.attempt);
+      l->set_kind(g.kind);
+      l->set_seed(g.seed);
+      l->set_params_json(g.params_json);
+      l->set_gpus(g.gpus);
+      l->set_ep_size(g.ep_size);
+      l->set_lease_expires_ms(Ms(g.lease_expires_at));
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status WorkerGatewayServiceImpl::Heartbeat(
+    grpc::ServerContext* ctx, const pb::HeartbeatRequest* req,
+    pb::HeartbeatResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    std::vector<RunningReport> running;
+    for (const auto& r : req->running()) {
+      running.push_back({r.trial_id(), r.attempt(), r.step(), r.total()});
+    }
+    SMOE_ASSIGN_OR_RETURN(
+        HeartbeatReply reply,
+        scheduler_->Heartbeat(req->worker_id(), running, req->draining()));
+    for (const auto& [trial, attempt] : reply.cancel) {
+      pb::WorkerCommand* c = resp->add_commands();
+      c->set_type(pb::WorkerCommand::TYPE_CANCEL);
+      c->set_trial_id(trial);
+      c->set_attempt(attempt);
+    }
+    resp->set_drain(reply.drain);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status WorkerGatewayServiceImpl::ReportMetrics(
+    grpc::ServerContext* ctx, const pb::ReportMetricsRequest* req,
+    pb::ReportMetricsResponse* resp) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    std::vector<store::MetricRecord> metrics;
+    metrics.reserve(static_cast<size_t>(req->metrics_size()));
+    for (const pb::Metric& m : req->metrics()) {
+      metrics.push_back(
+          {req->trial_id(), m.step(), m.name(), m.value(), req->attempt()});
+    }
+    SMOE_RETURN_IF_ERROR(scheduler_->ReportMetrics(
+        req->worker_id(), req->trial_id(), req->attempt(), metrics));
+    resp->set_accepted(static_cast<int32_t>(metrics.size()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status WorkerGatewayServiceImpl::Complete(grpc::ServerContext* ctx,
+                                                const pb::CompleteRequest* req,
+                                                pb::CompleteResponse*) {
+  return Guarded(ctx, token_, [&] {
+    std::map<std::string, double> results(req->results().begin(),
+                                          req->results().end());
+    return scheduler_->Complete(req->worker_id(), req->trial_id(),
+                                req->attempt(), results, req->duration_s());
+  });
+}
+
+grpc::Status WorkerGatewayServiceImpl::Fail(grpc::ServerContext* ctx,
+                                            const pb::FailRequest* req,
+                                            pb::FailResponse*) {
+  return Guarded(ctx, token_, [&]() -> absl::Status {
+    FailReason reason;
+    switch (req->reason()) {
+      case pb::FailRequest::REASON_ERROR:
+        reason = FailReason::kError;
+        break;
+      case pb::FailRequest::REASON_PREEMPTED:
+        reason = FailReason::kPreempted;
+        break;
+      case pb::FailRequest::REASON_BAD_SPEC:
+        reason = FailReason::kBadSpec;
+        break;
+      case pb::FailRequest::REASON_CANCELLED:
+        reason = FailReason::kCancelled;
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("reason: unknown value ", req->reason()));
+    }
+    return scheduler_->Fail(req->worker_id(), req->trial_id(), req->attempt(),
+                            reason, req->exit_code(), req->message());
+  });
+}
+
+}  // namespace smoe::coordinator

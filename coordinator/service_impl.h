@@ -1,0 +1,99 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: coordinator/service_impl.h
+//
+// The gRPC adapters: convert proto <-> domain types and absl::Status <->
+// grpc::Status, check the bearer token, and call the Scheduler. No logic here.
+//
+// Uses gRPC's synchronous API on purpose: every mutating call blocks on a
+// durable SQLite commit (fsync), which must not run on the callback API's
+// event-engine threads.
+#ifndef SMOE_COORDINATOR_SERVICE_IMPL_H_
+#define SMOE_COORDINATOR_SERVICE_IMPL_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+
+#include "coordinator/scheduler.h"
+#include "proto/smoe.grpc.pb.h"
+#include "store/experiment_store.h"
+
+namespace smoe::coordinator {
+
+// Converts domain records to proto messages.
+void ToProto(const SweepView& in, smoe::v1::Sweep* out);
+void ToProto(const store::TrialRecord& in, smoe::v1::Trial* out);
+
+class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
+ public:
+  // None of the pointers is owned.
+  CoordinatorServiceImpl(Scheduler* scheduler, store::ExperimentStore* store,
+                         std::string token)
+      : scheduler_(scheduler), store_(store), token_(std::move(token)) {}
+
+  grpc::Status SubmitSweep(grpc::ServerContext* ctx,
+                           const smoe::v1::SubmitSweepRequest* req,
+                           smoe::v1::SubmitSweepResponse* resp) override;
+  grpc::Status ListSweeps(grpc::ServerContext* ctx,
+                          const smoe::v1::ListSweepsRequest* req,
+                          smoe::v1::ListSweepsResponse* resp) override;
+  grpc::Status GetSweep(grpc::ServerContext* ctx,
+                        const smoe::v1::GetSweepRequest* req,
+                        smoe::v1::GetSweepResponse* resp) override;
+  grpc::Status CancelSweep(grpc::ServerContext* ctx,
+                           const smoe::v1::CancelSweepRequest* req,
+                           smoe::v1::CancelSweepResponse* resp) override;
+  grpc::Status RetrySweep(grpc::ServerContext* ctx,
+                          const smoe::v1::RetrySweepRequest* req,
+                          smoe::v1::RetrySweepResponse* resp) override;
+  grpc::Status ExtendSweep(grpc::ServerContext* ctx,
+                           const smoe::v1::ExtendSweepRequest* req,
+                           smoe::v1::ExtendSweepResponse* resp) override;
+  grpc::Status WatchSweep(
+      grpc::ServerContext* ctx, const smoe::v1::WatchSweepRequest* req,
+      grpc::ServerWriter<smoe::v1::SweepEvent>* writer) override;
+  grpc::Status GetTrialMetrics(
+      grpc::ServerContext* ctx, const smoe::v1::GetTrialMetricsRequest* req,
+      smoe::v1::GetTrialMetricsResponse* resp) override;
+  grpc::Status DrainWorker(grpc::ServerContext* ctx,
+                           const smoe::v1::DrainWorkerRequest* req,
+                           smoe::v1::DrainWorkerResponse* resp) override;
+
+ private:
+  Scheduler* const scheduler_;
+  store::ExperimentStore* const store_;
+  const std::string token_;
+};
+
+class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
+ public:
+  WorkerGatewayServiceImpl(Scheduler* scheduler, std::string token)
+      : scheduler_(scheduler), token_(std::move(token)) {}
+
+  grpc::Status Register(grpc::ServerContext* ctx,
+                        const smoe::v1::RegisterRequest* req,
+                        smoe::v1::RegisterResponse* resp) override;
+  grpc::Status Lease(grpc::ServerContext* ctx,
+                     const smoe::v1::LeaseRequest* req,
+                     smoe::v1::LeaseResponse* resp) override;
+  grpc::Status Heartbeat(grpc::ServerContext* ctx,
+                         const smoe::v1::HeartbeatRequest* req,
+                         smoe::v1::HeartbeatResponse* resp) override;
+  grpc::Status ReportMetrics(grpc::ServerContext* ctx,
+                             const smoe::v1::ReportMetricsRequest* req,
+                             smoe::v1::ReportMetricsResponse* resp) override;
+  grpc::Status Complete(grpc::ServerContext* ctx,
+                        const smoe::v1::CompleteRequest* req,
+                        smoe::v1::CompleteResponse* resp) override;
+  grpc::Status Fail(grpc::ServerContext* ctx, const smoe::v1::FailRequest* req,
+                    smoe::v1::FailResponse* resp) override;
+
+ private:
+  Scheduler* const scheduler_;
+  const std::string token_;
+};
+
+}  // namespace smoe::coordinator
+
+#endif  // SMOE_COORDINATOR_SERVICE_IMPL_H_

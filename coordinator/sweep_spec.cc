@@ -1,0 +1,593 @@
+// Copyright 2026 SMoE Lab authors.
+#include "coordinator/sweep_spec.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "yaml-cpp/yaml.h"
+
+namespace smoe::coordinator {
+namespace {
+
+using nlohmann::json;
+
+enum class ParamType { kInt, kNumber, kString, kBool };
+
+struct ParamSchema {
+  const char* name;
+  ParamType type;
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  std::vector<const char*> choices = {};
+};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+const std::vector<ParamSchema>& SravenSchema() {
+  static const auto* s = new std::vector<ParamSchema>{
+      {"M", ParamType::kInt, 1, 8},
+      {"top_k", ParamType::kInt, 1, 64},
+      {"num_experts", ParamType::kInt, 1, 64},
+      {"attention",
+       ParamType::kString,
+       -kInf,
+       kInf,
+       {"softmax", "linear", "hyla", "linear_rms_head", "hyla_no_rms_head",
+        "hyla_mlp_linear", "hyla_mlp_linear_no_rms_head", "softmax_hyla"}},
+      {"router", ParamType::kString, -kInf, kInf, {"topk", "soft"}},
+      {"gating",
+       ParamType::kString,
+       -kInf,
+       kInf,
+       {"topk_softmax", "softmax_then_topk"}},
+      {"steps", ParamType::kInt, 1, 1e9},
+      {"batch_size", ParamType::kInt, 1, 65536},
+      {"lr", ParamType::kNumber, 1e-9, 1},
+      {"weight_decay", ParamType::kNumber, 0, 10},
+      {"warmup", ParamType::kInt, 0, 1e9},
+      {"width", ParamType::kNumber, 1.0 / 64, 64},
+      {"depth", ParamType::kInt, 1, 128},
+      {"eval_every", ParamType::kInt, 0, 1e9},
+      {"num_eval", ParamType::kInt, 1, 1e8},
+      {"checkpoint_every", ParamType::kInt, 0, 1e9},
+      {"device", ParamType::kString, -kInf, kInf, {"cpu", "cuda"}},
+      {"bf16", ParamType::kBool},
+      {"load_balance_alpha", ParamType::kNumber, 0, 10},
+      {"num_rules", ParamType::kInt, 1, 8},
+      {"frac_ood", ParamType::kNumber, 0, 0.99},
+      {"shared_stream", ParamType::kBool},
+  };
+  return *s;
+}
+
+const std::vector<ParamSchema>& SkillMixSchema() {
+  static const auto* s = new std::vector<ParamSchema>{
+      {"model", ParamType::kString},
+      {"ept", ParamType::kInt, 1, 64},
+      {"k_skills", ParamType::kInt, 1, 10},
+      {"num_combinations", ParamType::kInt, 1, 100000},
+      {"num_generations", ParamType::kInt, 1, 16},
+      {"num_gradings", ParamType::kInt, 1, 16},
+      {"combos_seed", ParamType::kInt, 0, 1e12},
+      {"grader", ParamType::kString, -kInf, kInf, {"openai", "local"}},
+      {"grader_model", ParamType::kString},
+      {"grader_base_url", ParamType::kString},
+      {"max_new_tokens", ParamType::kInt, 1, 32768},
+      {"temperature", ParamType::kNumber, 0, 10},
+      {"top_p", ParamType::kNumber, 0, 1},
+      {"device", ParamType::kString, -kInf, kInf, {"cpu", "cuda"}},
+  };
+  return *s;
+}
+
+const std::vector<ParamSchema>* SchemaFor(absl::string_view kind) {
+  if (kind == "sraven") return &SravenSchema();
+  if (kind == "skillmix") return &SkillMixSchema();
+  return nullptr;
+}
+
+std::string Show(const json& v) { return v.dump(); }
+
+absl::Status CheckParam(const ParamSchema& p, const json& v,
+                        absl::string_view where) {
+  auto bad = [&](absl::string_view want) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ".", p.name, ": expected ", want, ", got ", Show(v)));
+  };
+  switch (p.type) {
+    case ParamType::kInt: {
+      if (!v.is_number_integer() && !v.is_number_unsigned()) {
+        return bad("an integer");
+      }
+      break;
+    }
+    case ParamType::kNumber:
+      if (!v.is_number()) return bad("a number");
+      break;
+    case ParamType::kString:
+      if (!v.is_string()) return bad("a string");
+      if (!p.choices.empty()) {
+        const std::string s = v.get<std::string>();
+        bool ok = false;
+        for (const char* c : p.choices) ok = ok || s == c;
+        if (!ok) {
+          return bad(
+              absl::StrCat("one of {", absl::StrJoin(p.choices, ", "), "}"));
+        }
+      }
+      return absl::OkStatus();
+    case ParamType::kBool:
+      if (!v.is_boolean()) return bad("true or false");
+      return absl::OkStatus();
+  }
+  const double d = v.get<double>();
+  if (!(d >= p.min && d <= p.max)) {
+    return bad(absl::StrCat("a value in [", p.min, ", ", p.max, "]"));
+  }
+  return absl::OkStatus();
+}
+
+// Converts a YAML scalar to JSON: ints, floats, bools, then strings.
+absl::StatusOr<json> ScalarToJson(const YAML::Node& node,
+                                  absl::string_view field) {
+  if (!node.IsScalar()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": expected a scalar value, got a ",
+                     node.IsSequence() ? "list" : "map"));
+  }
+  const std::string s = node.Scalar();
+  if (node.Tag() == "!") return json(s);  // quoted: always a string
+  int64_t i;
+  if (YAML::convert<int64_t>::decode(node, i) &&
+      s.find_first_of(".eE") == std::string::npos) {
+    return json(i);
+  }
+  double d;
+  if (YAML::convert<double>::decode(node, d) && !s.empty() &&
+      (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' ||
+       s[0] == '+' || s[0] == '.')) {
+    return json(d);
+  }
+  bool b;
+  if (YAML::convert<bool>::decode(node, b)) return json(b);
+  return json(s);
+}
+
+absl::StatusOr<int64_t> IntField(const YAML::Node& node,
+                                 absl::string_view field, int64_t lo,
+                                 int64_t hi) {
+  auto v = ScalarToJson(node, field);
+  if (!v.ok()) return v.status();
+  if (!v->is_number_integer()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": expected an integer, got ", Show(*v)));
+  }
+  const int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": value ", x, " out of range [", lo, ", ", hi, "]"));
+  }
+  return x;
+}
+
+bool ValidName(absl::string_view n) {
+  if (n.empty() || n.size() > 64) return false;
+  if (!absl::ascii_islower(n[0]) && !absl::ascii_isdigit(n[0])) return false;
+  for (char c : n) {
+    if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '.' ||
+          c == '_' || c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
+                           SweepSpec* spec) {
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError(
+        "sweep file: expected a YAML map at the top level");
+  }
+  static const std::set<std::string> kKeys = {"name",    "kind",    "grid",
+                                              "fixed",   "seeds",   "resources",
+                                              "retries", "priority"};
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (!kKeys.count(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown key '", key,
+                       "' (allowed: ", absl::StrJoin(kKeys, ", "), ")"));
+    }
+  }
+  if (!root["name"] || !root["name"].IsScalar()) {
+    return absl::InvalidArgumentError("name: required (a string)");
+  }
+  spec->name = root["name"].Scalar();
+  if (!ValidName(spec->name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "name: '", spec->name, "' must match [a-z0-9][a-z0-9._-]{0,63}"));
+  }
+  if (!root["kind"] || !root["kind"].IsScalar()) {
+    return absl::InvalidArgumentError("kind: required (sraven | skillmix)");
+  }
+  spec->kind = root["kind"].Scalar();
+  if (SchemaFor(spec->kind) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kind: '", spec->kind, "' is not one of {sraven, skillmix}"));
+  }
+  if (const YAML::Node grid = root["grid"]) {
+    if (!grid.IsMap()) {
+      return absl::InvalidArgumentError(
+          "grid: expected a map of axis name -> list of values");
+    }
+    for (const auto& kv : grid) {
+      Axis axis;
+      axis.name = kv.first.as<std::string>();
+      const std::string field = absl::StrCat("grid.", axis.name);
+      const YAML::Node& vals = kv.second;
+      if (vals.IsScalar()) {
+        auto v = ScalarToJson(vals, field);
+        if (!v.ok()) return v.status();
+        axis.values.push_back(*v);
+      } else if (vals.IsSequence()) {
+        for (size_t i = 0; i < vals.size(); ++i) {
+          auto v = ScalarToJson(vals[i], absl::StrCat(field, "[", i, "]"));
+          if (!v.ok()) return v.status();
+          axis.values.push_back(*v);
+        }
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ": expected a list of values"));
+      }
+      if (axis.values.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ": empty axis (give at least one value)"));
+      }
+      std::set<std::string> seen;
+      for (const json& v : axis.values) {
+        if (!seen.insert(v.dump()).second) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(field, ": duplicate value ", Show(v)));
+        }
+      }
+      for (const Axis& other : spec->grid) {
+        if (other.name == axis.name) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(field, ": axis given twice"));
+        }
+      }
+      spec->grid.push_back(std::move(axis));
+    }
+  }
+  if (const YAML::Node fixed = root["fixed"]) {
+    if (!fixed.IsMap()) {
+      return absl::InvalidArgumentError("fixed: expected a map of params");
+    }
+    for (const auto& kv : fixed) {
+      const std::string key = kv.first.as<std::string>();
+      auto v = ScalarToJson(kv.second, absl::StrCat("fixed.", key));
+      if (!v.ok()) return v.status();
+      for (const Axis& a : spec->grid) {
+        if (a.name == key) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "fixed.", key, ": also a grid axis; give it in one place"));
+        }
+      }
+      spec->fixed[key] = *v;
+    }
+  }
+  if (const YAML::Node seeds = root["seeds"]) {
+    spec->seeds.clear();
+    if (seeds.IsScalar()) {
+      auto s = IntField(seeds, "seeds", 0, std::numeric_limits<int32_t>::max());
+      if (!s.ok()) return s.status();
+      spec->seeds.push_back(*s);
+    } else if (seeds.IsSequence()) {
+      for (size_t i = 0; i < seeds.size(); ++i) {
+        auto s = IntField(seeds[i], absl::StrCat("seeds[", i, "]"), 0,
+                          std::numeric_limits<int32_t>::max());
+        if (!s.ok()) return s.status();
+        if (std::find(spec->seeds.begin(), spec->seeds.end(), *s) !=
+            spec->seeds.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("seeds[", i, "]: duplicate seed ", *s));
+        }
+        spec->seeds.push_back(*s);
+      }
+    } else {
+      return absl::InvalidArgumentError("seeds: expected a list of integers");
+    }
+    if (spec->seeds.empty()) {
+      return absl::InvalidArgumentError("seeds: empty list");
+    }
+  }
+  if (const YAML::Node res = root["resources"]) {
+    if (!res.IsMap()) {
+      return absl::InvalidArgumentError("resources: expected a map");
+    }
+    for (const auto& kv : res) {
+      const std::string key = kv.first.as<std::string>();
+      const std::string field = absl::StrCat("resources.", key);
+      int64_t* dst = nullptr;
+      int64_t v = 0;
+      if (key == "gpus_per_trial") {
+        auto r = IntField(kv.second, field, 0, 64);
+        if (!r.ok()) return r.status();
+        spec->resources.gpus_per_trial = static_cast<int>(*r);
+      } else if (key == "ep_size") {
+        auto r = IntField(kv.second, field, 1, 64);
+        if (!r.ok()) return r.status();
+        spec->resources.ep_size = static_cast<int>(*r);
+      } else if (key == "slots") {
+        auto r = IntField(kv.second, field, 1, 64);
+        if (!r.ok()) return r.status();
+        spec->resources.slots = static_cast<int>(*r);
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown key '", field,
+                         "' (allowed: gpus_per_trial, ep_size, slots)"));
+      }
+      (void)dst;
+      (void)v;
+    }
+    if (spec->resources.ep_size > 1 && spec->resources.gpus_per_trial > 0 &&
+        spec->resources.gpus_per_trial != spec->resources.ep_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "resources.gpus_per_trial: ", spec->resources.gpus_per_trial,
+          " must equal resources.ep_size (", spec->resources.ep_size,
+          ") for expert-parallel GPU trials"));
+    }
+  }
+  if (const YAML::Node r = root["retries"]) {
+    auto v = IntField(r, "retries", 0, 1000);
+    if (!v.ok()) return v.status();
+    spec->retries = static_cast<int>(*v);
+  }
+  if (const YAML::Node p = root["priority"]) {
+    auto v = IntField(p, "priority", -1000000, 1000000);
+    if (!v.ok()) return v.status();
+    spec->priority = static_cast<int>(*v);
+  }
+  const int64_t points = CountPoints(*spec);
+  if (points > options.max_points) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("grid: expands to ", points, " points, more than max ",
+                     options.max_points, " (axes x seeds)"));
+  }
+  // Validate every distinct value once against the kind's schema, then one
+  // full point (catches cross-parameter rules such as top_k <= num_experts).
+  const auto& schema = *SchemaFor(spec->kind);
+  auto find = [&](const std::string& n) -> const ParamSchema* {
+    for (const auto& p : schema) {
+      if (n == p.name) return &p;
+    }
+    return nullptr;
+  };
+  auto known = [&](const std::string& n, absl::string_view where) {
+    if (find(n) != nullptr) return absl::OkStatus();
+    std::vector<std::string> names;
+    for (const auto& p : schema) names.push_back(p.name);
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": unknown parameter '", n, "' for kind ",
+                     spec->kind, " (known: ", absl::StrJoin(names, ", "), ")"));
+  };
+  for (const Axis& a : spec->grid) {
+    if (auto s = known(a.name, absl::StrCat("grid.", a.name)); !s.ok()) {
+      return s;
+    }
+    for (const json& v : a.values) {
+      if (auto s = CheckParam(*find(a.name), v, "grid"); !s.ok()) return s;
+    }
+  }
+  for (const auto& [k, v] : spec->fixed.items()) {
+    if (auto s = known(k, absl::StrCat("fixed.", k)); !s.ok()) return s;
+    if (auto s = CheckParam(*find(k), v, "fixed"); !s.ok()) return s;
+  }
+  if (points > 0) {
+    for (const ExpandedTrial& t : ExpandGrid(*spec)) {
+      if (auto s = ValidateTrialParams(spec->kind, t.params); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
+  const auto* schema = SchemaFor(kind);
+  if (schema == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown kind '", kind, "'"));
+  }
+  for (const auto& [k, v] : params.items()) {
+    const ParamSchema* p = nullptr;
+    for (const auto& s : *schema) {
+      if (k == s.name) p = &s;
+    }
+    if (p == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("params: unknown parameter '", k, "' for kind ", kind));
+    }
+    if (auto s = CheckParam(*p, v, "params"); !s.ok()) return s;
+  }
+  if (kind == "sraven") {
+    const int64_t e = params.value("num_experts", int64_t{8});
+    const int64_t k = params.value("top_k", int64_t{2});
+    if (k > e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("params: top_k=", k, " is larger than num_experts=", e,
+                       " (point ", params.dump(), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t CountPoints(const SweepSpec& spec) {
+  int64_t n = static_cast<int64_t>(spec.seeds.size());
+  for (const Axis& a : spec.grid) {
+    const int64_t m = static_cast<int64_t>(a.values.size());
+    if (m != 0 && n > std::numeric_limits<int64_t>::max() / m) {
+      return std::numeric_limits<int64_t>::max();
+    }
+    n *= m;
+  }
+  return n;
+}
+
+std::string TrialId(absl::string_view sweep, absl::string_view kind,
+                    const json& params, int64_t seed) {
+  // nlohmann::json objects are std::map-backed: dump() sorts keys, so the
+  // text is canonical.
+  const std::string canonical = json{
+      {"kind", std::string(kind)},
+      {"params", params},
+      {"seed", seed}}.dump();
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(canonical.data(), canonical.size(), digest, &len, EVP_sha256(),
+             nullptr);
+  return absl::StrCat(sweep, "/",
+                      absl::BytesToHexString(absl::string_view(
+                          reinterpret_cast<const char*>(digest), 8)));
+}
+
+std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec) {
+  std::vector<ExpandedTrial> out;
+  const int64_t total = CountPoints(spec);
+  if (total <= 0) return out;
+  out.reserve(static_cast<size_t>(total));
+  std::vector<size_t> idx(spec.grid.size(), 0);
+  while (true) {
+    json params = spec.fixed;
+    for (size_t a = 0; a < spec.grid.size(); ++a) {
+      params[spec.grid[a].name] = spec.grid[a].values[idx[a]];
+    }
+    for (int64_t seed : spec.seeds) {
+      ExpandedTrial t;
+      t.params = params;
+      t.seed = seed;
+      t.trial_id = TrialId(spec.name, spec.kind, params, seed);
+      out.push_back(std::move(t));
+    }
+    // Odometer increment, last axis fastest.
+    int a = static_cast<int>(spec.grid.size()) - 1;
+    for (; a >= 0; --a) {
+      if (++idx[static_cast<size_t>(a)] <
+          spec.grid[static_cast<size_t>(a)].values.size()) {
+        break;
+      }
+      idx[static_cast<size_t>(a)] = 0;
+    }
+    if (a < 0) break;
+  }
+  return out;
+}
+
+absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
+                                         const ParseOptions& options) {
+  SweepSpec spec;
+  // yaml-cpp reports errors by throwing; this is the boundary where they are
+  // caught and turned into a Status.
+  try {
+    const YAML::Node root = YAML::Load(std::string(text));
+    if (!root || root.IsNull()) {
+      return absl::InvalidArgumentError("sweep file: empty document");
+    }
+    absl::Status s = ParseDocument(root, options, &spec);
+    if (!s.ok()) return s;
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sweep file: YAML error at line ", e.mark.line + 1,
+                     ", column ", e.mark.column + 1, ": ", e.msg));
+  }
+  return spec;
+}
+
+std::string SweepSpecToYaml(const SweepSpec& spec) {
+  YAML::Emitter out;
+  auto emit_value = [&out](const json& v) {
+    if (v.is_string()) {
+      out << YAML::DoubleQuoted << v.get<std::string>();
+    } else {
+      out << v.dump();
+    }
+  };
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << spec.name;
+  out << YAML::Key << "kind" << YAML::Value << spec.kind;
+  out << YAML::Key << "grid" << YAML::Value << YAML::BeginMap;
+  for (const Axis& a : spec.grid) {
+    out << YAML::Key << a.name << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const json& v : a.values) emit_value(v);
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "fixed" << YAML::Value << YAML::BeginMap;
+  for (const auto& [k, v] : spec.fixed.items()) {
+    out << YAML::Key << k << YAML::Value;
+    emit_value(v);
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "seeds" << YAML::Value << YAML::Flow << spec.seeds;
+  out << YAML::Key << "resources" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "gpus_per_trial" << YAML::Value
+      << spec.resources.gpus_per_trial;
+  out << YAML::Key << "ep_size" << YAML::Value << spec.resources.ep_size;
+  out << YAML::Key << "slots" << YAML::Value << spec.resources.slots;
+  out << YAML::EndMap;
+  out << YAML::Key << "retries" << YAML::Value << spec.retries;
+  out << YAML::Key << "priority" << YAML::Value << spec.priority;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+absl::Status ExtendAxis(SweepSpec* spec, absl::string_view axis,
+                        const std::vector<json>& values,
+                        const ParseOptions& options) {
+  SweepSpec next = *spec;
+  if (axis == "seeds") {
+    for (const json& v : values) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "seeds: expected a non-negative integer, got ", v.dump()));
+      }
+      const int64_t s = v.get<int64_t>();
+      if (std::find(next.seeds.begin(), next.seeds.end(), s) ==
+          next.seeds.end()) {
+        next.seeds.push_back(s);
+      }
+    }
+  } else {
+    Axis* a = nullptr;
+    for (Axis& x : next.grid) {
+      if (x.name == axis) a = &x;
+    }
+    if (a == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("axis '", axis, "' is not in sweep ", spec->name,
+                       " (extend an existing axis or 'seeds')"));
+    }
+    for (const json& v : values) {
+      if (std::find(a->values.begin(), a->values.end(), v) == a->values.end()) {
+        a->values.push_back(v);
+      }
+    }
+  }
+  // Round-trip through the parser: the same validation as a submitted file.
+  auto reparsed = ParseSweepYaml(SweepSpecToYaml(next), options);
+  if (!reparsed.ok()) return reparsed.status();
+  *spec = std::move(*reparsed);
+  return absl::OkStatus();
+}
+
+}  // namespace smoe::coordinator

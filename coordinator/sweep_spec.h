@@ -1,0 +1,99 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: coordinator/sweep_spec.h
+//
+// The sweep file: parsing, validation, grid expansion and trial identity.
+//
+//   name: sraven-demo            # sweep id, [a-z0-9][a-z0-9._-]{0,63}
+//   kind: sraven                 # sraven | skillmix
+//   grid:                        # axes -> value lists; cartesian product,
+//     M: [1, 2]                  #   first axis outermost
+//     top_k: [1, 2, 4, 8]
+//   fixed: {steps: 300}          # params shared by every trial
+//   seeds: [0, 1]                # default [0]; innermost
+//   resources: {gpus_per_trial: 0, ep_size: 1, slots: 1}
+//   retries: 2                   # error budget per trial (preemptions are
+//   free) priority: 0                  # higher runs first
+//
+// Every error names the field and the offending value.
+#ifndef SMOE_COORDINATOR_SWEEP_SPEC_H_
+#define SMOE_COORDINATOR_SWEEP_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+
+namespace smoe::coordinator {
+
+struct Axis {
+  std::string name;
+  std::vector<nlohmann::json> values;  // scalars: numbers, strings, bools
+};
+
+struct Resources {
+  int gpus_per_trial = 0;
+  int ep_size = 1;
+  int slots = 1;
+};
+
+struct SweepSpec {
+  std::string name;
+  std::string kind;
+  std::vector<Axis> grid;
+  nlohmann::json fixed = nlohmann::json::object();
+  std::vector<int64_t> seeds = {0};
+  Resources resources;
+  int retries = 2;
+  int priority = 0;
+};
+
+// One grid point.
+struct ExpandedTrial {
+  std::string trial_id;   // TrialId(spec.name, spec.kind, params, seed)
+  nlohmann::json params;  // fixed + this point's axis values (object)
+  int64_t seed = 0;
+};
+
+struct ParseOptions {
+  int64_t max_points = 100000;  // refuse grids that expand to more points
+};
+
+// Parses and validates a sweep file. InvalidArgument names the field and value
+// (unknown key, wrong type, empty axis, too many points, unknown parameter or
+// a parameter out of range for the kind).
+absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
+                                         const ParseOptions& options = {});
+
+// Validates one resolved parameter set against the kind's schema.
+absl::Status ValidateTrialParams(absl::string_view kind,
+                                 const nlohmann::json& params);
+
+// Returns the number of points the spec expands to (saturates at INT64_MAX).
+int64_t CountPoints(const SweepSpec& spec);
+
+// Expands the grid: axes in file order, first outermost, seeds innermost.
+std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec);
+
+// Returns "<sweep>/<16 hex>": SHA-256 of the canonical JSON of
+// {kind, params, seed}, truncated. Stable across machines and versions.
+std::string TrialId(absl::string_view sweep, absl::string_view kind,
+                    const nlohmann::json& params, int64_t seed);
+
+// Writes `spec` as a sweep file that ParseSweepYaml reads back to an equal
+// spec.
+std::string SweepSpecToYaml(const SweepSpec& spec);
+
+// Adds `values` to axis `axis` ("seeds" extends the seed list), ignoring ones
+// already present. NotFound for an unknown axis; InvalidArgument for a bad
+// value or when the result exceeds max_points.
+absl::Status ExtendAxis(SweepSpec* spec, absl::string_view axis,
+                        const std::vector<nlohmann::json>& values,
+                        const ParseOptions& options = {});
+
+}  // namespace smoe::coordinator
+
+#endif  // SMOE_COORDINATOR_SWEEP_SPEC_H_

@@ -1,0 +1,163 @@
+// Copyright 2026 SMoE Lab authors.
+#include "coordinator/sweep_spec.h"
+
+#include <set>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smoe::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kDemo[] = R"(
+name: demo
+kind: sraven
+grid:
+  M: [1, 2]
+  top_k: [1, 2, 4, 8]
+  attention: [softmax, hyla]
+fixed:
+  num_experts: 8
+  steps: 300
+  width: 0.25
+seeds: [0, 1]
+resources: {gpus_per_trial: 0, ep_size: 1, slots: 1}
+retries: 3
+priority: 5
+)";
+
+TEST(SweepSpecTest, ParsesAllFields) {
+  auto spec = ParseSweepYaml(kDemo);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name, "demo");
+  EXPECT_EQ(spec->kind, "sraven");
+  ASSERT_EQ(spec->grid.size(), 3u);
+  EXPECT_EQ(spec->grid[0].name, "M");
+  EXPECT_EQ(spec->grid[2].values[1], "hyla");
+  EXPECT_EQ(spec->fixed["width"], 0.25);
+  EXPECT_EQ(spec->fixed["steps"], 300);
+  EXPECT_EQ(spec->seeds, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(spec->retries, 3);
+  EXPECT_EQ(spec->priority, 5);
+  EXPECT_EQ(CountPoints(*spec), 2 * 4 * 2 * 2);
+}
+
+TEST(SweepSpecTest, ExpandsCartesianProductWithUniqueStableIds) {
+  auto spec = ParseSweepYaml(kDemo);
+  ASSERT_TRUE(spec.ok());
+  const auto points = ExpandGrid(*spec);
+  ASSERT_EQ(points.size(), 32u);
+  std::set<std::string> ids;
+  for (const auto& p : points) ids.insert(p.trial_id);
+  EXPECT_EQ(ids.size(), 32u);
+  // First axis outermost, seeds innermost.
+  EXPECT_EQ(points[0].params["M"], 1);
+  EXPECT_EQ(points[0].seed, 0);
+  EXPECT_EQ(points[1].seed, 1);
+  EXPECT_EQ(points[2].params["attention"], "hyla");
+  EXPECT_EQ(points[31].params["M"], 2);
+  EXPECT_EQ(points[0].params["num_experts"], 8);
+  // Identity depends only on (kind, params, seed): key order is irrelevant.
+  nlohmann::json a = {{"x", 1}, {"y", "z"}};
+  nlohmann::json b;
+  b["y"] = "z";
+  b["x"] = 1;
+  EXPECT_EQ(TrialId("s", "sraven", a, 0), TrialId("s", "sraven", b, 0));
+  EXPECT_NE(TrialId("s", "sraven", a, 0), TrialId("s", "sraven", a, 1));
+  EXPECT_NE(TrialId("s", "sraven", a, 0), TrialId("s", "skillmix", a, 0));
+  EXPECT_THAT(TrialId("s", "sraven", a, 0),
+              ::testing::MatchesRegex("s/[0-9a-f]{16}"));
+  // A different sweep file with the same points yields the same ids.
+  auto again = ParseSweepYaml(kDemo);
+  EXPECT_EQ(ExpandGrid(*again)[7].trial_id, points[7].trial_id);
+}
+
+struct BadCase {
+  const char* yaml;
+  const char* expect;  // substring of the error: names field and value
+};
+
+TEST(SweepSpecTest, RejectsBadFilesNamingFieldAndValue) {
+  const BadCase cases[] = {
+      {"name: x\nkind: sraven\ncolour: red\n", "unknown key 'colour'"},
+      {"kind: sraven\n", "name: required"},
+      {"name: Bad Name\nkind: sraven\n", "name: 'Bad Name'"},
+      {"name: x\nkind: llm\n", "kind: 'llm'"},
+      {"name: x\nkind: sraven\ngrid:\n  M: []\n", "grid.M: empty axis"},
+      {"name: x\nkind: sraven\ngrid:\n  M: [1, 1]\n",
+       "grid.M: duplicate value 1"},
+      {"name: x\nkind: sraven\ngrid:\n  M: [1, 9]\n",
+       "grid.M: expected a value in [1, 8], got 9"},
+      {"name: x\nkind: sraven\ngrid:\n  M: [two]\n",
+       "grid.M: expected an integer, got \"two\""},
+      {"name: x\nkind: sraven\ngrid:\n  topk: [1]\n",
+       "grid.topk: unknown parameter 'topk'"},
+      {"name: x\nkind: sraven\nfixed:\n  attention: cosine\n",
+       "fixed.attention: expected one of {softmax"},
+      {"name: x\nkind: sraven\nfixed: {lr: fast}\n",
+       "fixed.lr: expected a number, got \"fast\""},
+      {"name: x\nkind: sraven\nseeds: [0, x]\n",
+       "seeds[1]: expected an integer"},
+      {"name: x\nkind: sraven\nseeds: [0, 0]\n", "seeds[1]: duplicate seed 0"},
+      {"name: x\nkind: sraven\nretries: -1\n",
+       "retries: value -1 out of range"},
+      {"name: x\nkind: sraven\nresources: {gpus: 1}\n",
+       "unknown key 'resources.gpus'"},
+      {"name: x\nkind: sraven\ngrid:\n  top_k: [16]\nfixed: {num_experts: 8}\n",
+       "top_k=16 is larger than num_experts=8"},
+      {"name: x\nkind: sraven\ngrid:\n  M: [1\n", "YAML error at line"},
+      {"name: x\nkind: sraven\ngrid: [1, 2]\n", "grid: expected a map"},
+      {"- 1\n- 2\n", "expected a YAML map"},
+      {"", "empty document"},
+  };
+  for (const BadCase& c : cases) {
+    auto spec = ParseSweepYaml(c.yaml);
+    ASSERT_FALSE(spec.ok()) << c.yaml;
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(spec.status().message()), HasSubstr(c.expect))
+        << "for file:\n"
+        << c.yaml;
+  }
+}
+
+TEST(SweepSpecTest, RefusesTooManyPoints) {
+  ParseOptions opts;
+  opts.max_points = 31;
+  auto spec = ParseSweepYaml(kDemo, opts);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("expands to 32 points, more than max 31"));
+}
+
+TEST(SweepSpecTest, YamlRoundTripAndExtend) {
+  auto spec = ParseSweepYaml(kDemo);
+  ASSERT_TRUE(spec.ok());
+  auto back = ParseSweepYaml(SweepSpecToYaml(*spec));
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << SweepSpecToYaml(*spec);
+  EXPECT_EQ(ExpandGrid(*back).size(), 32u);
+  for (size_t i = 0; i < 32; ++i) {
+    EXPECT_EQ(ExpandGrid(*back)[i].trial_id, ExpandGrid(*spec)[i].trial_id);
+  }
+  SweepSpec s = *spec;
+  ASSERT_TRUE(ExtendAxis(&s, "M", {3, 2}).ok());  // 2 is ignored
+  EXPECT_EQ(CountPoints(s), 48);
+  ASSERT_TRUE(ExtendAxis(&s, "seeds", {2}).ok());
+  EXPECT_EQ(CountPoints(s), 72);
+  EXPECT_EQ(ExtendAxis(&s, "depth", {2}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ExtendAxis(&s, "M", {9}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CountPoints(s), 72);  // a failed extend changes nothing
+}
+
+TEST(SweepSpecTest, QuotedNumbersStayStrings) {
+  auto spec = ParseSweepYaml(
+      "name: q\nkind: skillmix\ngrid:\n  ept: [1, 2]\nfixed:\n  model: "
+      "\"123\"\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->fixed["model"].is_string());
+}
+
+}  // namespace
+}  // namespace smoe::coordinator
