@@ -2,5 +2,424 @@
 //
 // File: store/sqlite_store_test.cc
 //
-// SqliteStore behaviour beyond the shared contract.
+// SqliteStore behaviour beyond the shared contract: durability across reopen
+// and SIGKILL, pragmas, migrations, corrupt files, concurrency.
+
 #include "store/sqlite_store.h"
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "store/migrations.h"
+#include "store/store_test_util.h"
+
+namespace smoe::store {
+namespace {
+
+using ::smoe::store::testing::MakeAttempt;
+using ::smoe::store::testing::MakeMetric;
+using ::smoe::store::testing::MakeSweep;
+using ::smoe::store::testing::MakeTrial;
+using ::smoe::store::testing::ScopedTempDir;
+using ::smoe::store::testing::Snapshot;
+using ::smoe::store::testing::TrialId;
+using ::smoe::store::testing::Value;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::unique_ptr<SqliteStore> MustOpen(const std::string& path,
+                                      const SqliteOptions& options = {}) {
+  auto store = SqliteStore::Open(path, options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
+// A batch touching every table.
+WriteBatch FullBatch() {
+  WriteBatch b;
+  b.sweeps.push_back(MakeSweep("s"));
+  for (int i = 0; i < 4; ++i) b.trials.push_back(MakeTrial("s", i));
+  b.attempts.push_back(MakeAttempt(TrialId("s", 0), 1));
+  b.metrics.push_back(MakeMetric(TrialId("s", 0), "loss", 1, 0.5));
+  b.metrics.push_back(MakeMetric(TrialId("s", 0), "acc", 1, 0.25));
+  WorkerRecord w;
+  w.worker_id = "w1";
+  w.labels = {{"zone", "a"}};
+  w.kinds = {"sraven"};
+  b.workers.push_back(w);
+  b.results.push_back({TrialId("s", 0), 9.5, {{"acc", 0.75}}});
+  return b;
+}
+
+TEST(SqliteStoreTest, ReopenPreservesEverything) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  std::string before;
+  {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Commit(FullBatch()).ok());
+    before = Snapshot(*store);
+  }
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Snapshot(*store), before);
+  EXPECT_THAT(before, HasSubstr("acc=0.75"));
+}
+
+TEST(SqliteStoreTest, PragmasAreSet) {
+  ScopedTempDir dir;
+  auto full = MustOpen(dir.File("full.db"));
+  ASSERT_NE(full, nullptr);
+  EXPECT_THAT(Value(full->DebugQuery("PRAGMA journal_mode")),
+              ElementsAre("wal"));
+  EXPECT_THAT(Value(full->DebugQuery("PRAGMA foreign_keys")), ElementsAre("1"));
+  EXPECT_THAT(Value(full->DebugQuery("PRAGMA synchronous")),
+              ElementsAre("2"));  // FULL
+  EXPECT_THAT(Value(full->DebugQuery("PRAGMA busy_timeout")),
+              ElementsAre("5000"));
+
+  SqliteOptions options;
+  options.synchronous = SqliteOptions::Synchronous::kNormal;
+  options.busy_timeout_ms = 250;
+  auto normal = MustOpen(dir.File("normal.db"), options);
+  ASSERT_NE(normal, nullptr);
+  EXPECT_THAT(Value(normal->DebugQuery("PRAGMA synchronous")),
+              ElementsAre("1"));  // NORMAL
+  EXPECT_THAT(Value(normal->DebugQuery("PRAGMA busy_timeout")),
+              ElementsAre("250"));
+}
+
+TEST(SqliteStoreTest, ForeignKeysBackTheExplicitChecks) {
+  ScopedTempDir dir;
+  auto store = MustOpen(dir.File("store.db"));
+  ASSERT_NE(store, nullptr);
+  // Bypassing Commit's checks, SQLite itself refuses an orphan.
+  auto orphan = store->DebugQuery(
+      "INSERT INTO attempts VALUES ('nope', 1, '', 'running', 0, '', 0, 0)");
+  EXPECT_EQ(orphan.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(orphan.status().message(), HasSubstr("FOREIGN KEY"));
+}
+
+TEST(SqliteStoreTest, MigrationsAreNumberedWithoutGaps) {
+  const auto& migrations = Migrations();
+  ASSERT_FALSE(migrations.empty());
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    EXPECT_EQ(migrations[i].version, static_cast<int>(i) + 1);
+  }
+  EXPECT_EQ(LatestSchemaVersion(), migrations.back().version);
+}
+
+TEST(SqliteStoreTest, SchemaVersionIsLatestAndReopenIsIdempotent) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  for (int i = 0; i < 3; ++i) {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(Value(store->SchemaVersion()), LatestSchemaVersion());
+    std::vector<std::string> expected;
+    for (const Migration& m : Migrations()) {
+      expected.push_back(std::to_string(m.version));
+    }
+    EXPECT_EQ(Value(store->DebugQuery(
+                  "SELECT version FROM schema_version ORDER BY version")),
+              expected);
+  }
+}
+
+TEST(SqliteStoreTest, MigratesAVersion1DatabaseToLatest) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  {
+    SqliteOptions v1;
+    v1.TEST_max_schema_version = 1;
+    auto store = MustOpen(path, v1);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(Value(store->SchemaVersion()), 1);
+    WriteBatch b;
+    b.sweeps.push_back(MakeSweep("old"));
+    b.trials.push_back(MakeTrial("old", 0));
+    b.metrics.push_back(MakeMetric(TrialId("old", 0), "loss", 3, 0.125));
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Value(store->SchemaVersion()), LatestSchemaVersion());
+  EXPECT_EQ(Value(store->ListTrials("old")).size(), 1u);
+  EXPECT_EQ(Value(store->ListMetrics(TrialId("old", 0), "loss")).at(0).value,
+            0.125);
+  // Version 2's summary table and duration column work on the upgraded file.
+  WriteBatch results;
+  results.results.push_back({TrialId("old", 0), 2.0, {{"acc", 1.0}}});
+  ASSERT_TRUE(store->Commit(results).ok());
+  auto summaries = Value(store->ListSummaries("old"));
+  ASSERT_EQ(summaries.size(), 1u);
+  EXPECT_EQ(summaries[0].duration_s, 2.0);
+  EXPECT_EQ(summaries[0].results.at("acc"), 1.0);
+}
+
+TEST(SqliteStoreTest, RefusesADatabaseWithANewerSchema) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store
+                    ->DebugQuery("INSERT INTO schema_version VALUES "
+                                 "(99, 'from the future', 0)")
+                    .ok());
+  }
+  auto store = SqliteStore::Open(path, {});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 99"));
+  EXPECT_THAT(store.status().message(),
+              HasSubstr("(" + std::to_string(LatestSchemaVersion()) + ")"));
+}
+
+void WriteGarbage(const std::string& path, std::streamoff offset,
+                  size_t bytes) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(f.is_open()) << path;
+  f.seekp(offset);
+  std::string garbage(bytes, '\0');
+  for (size_t i = 0; i < bytes; ++i)
+    garbage[i] = static_cast<char>(i * 37 + 11);
+  f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+}
+
+TEST(SqliteStoreTest, AFileThatIsNotADatabaseIsDataLoss) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Commit(FullBatch()).ok());
+  }  // the last close checkpoints and removes the WAL
+  ASSERT_FALSE(std::filesystem::exists(path + "-wal"));
+  WriteGarbage(path, 0, 8192);
+  auto store = SqliteStore::Open(path, {});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss)
+      << store.status();
+  EXPECT_THAT(store.status().message(), HasSubstr(path));
+  EXPECT_THAT(store.status().message(), HasSubstr("not a database"));
+}
+
+TEST(SqliteStoreTest, CorruptPagesFailCleanly) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    WriteBatch b = FullBatch();
+    for (int i = 4; i < 2000; ++i) b.trials.push_back(MakeTrial("s", i));
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  const auto size = std::filesystem::file_size(path);
+  ASSERT_GT(size, 16384u);
+  // Keep page 1 (the header and sqlite_master), trash the rest.
+  WriteGarbage(path, 4096, size - 4096);
+  auto store = SqliteStore::Open(path, {});
+  if (!store.ok()) {
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss)
+        << store.status();
+    return;
+  }
+  auto trials = (*store)->ListTrials("s");
+  ASSERT_FALSE(trials.ok());
+  EXPECT_EQ(trials.status().code(), absl::StatusCode::kDataLoss)
+      << trials.status();
+  EXPECT_THAT(trials.status().message(), HasSubstr("list trials"));
+}
+
+TEST(SqliteStoreTest, UnopenablePathIsAnErrorNotACrash) {
+  ScopedTempDir dir;
+  auto store = SqliteStore::Open(dir.File("no/such/dir/store.db"), {});
+  ASSERT_FALSE(store.ok());
+  EXPECT_THAT(store.status().message(), HasSubstr("no/such/dir/store.db"));
+}
+
+TEST(SqliteStoreTest, InMemoryDatabaseWorks) {
+  auto store = MustOpen(":memory:");
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Commit(FullBatch()).ok());
+  EXPECT_EQ(Value(store->ListTrials("s")).size(), 4u);
+}
+
+TEST(SqliteStoreTest, AFailedCommitLeavesNoOpenTransaction) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    WriteBatch bad = FullBatch();
+    bad.metrics.push_back(MakeMetric("s/missing", "loss", 1, 1));
+    EXPECT_EQ(store->Commit(bad).code(), absl::StatusCode::kFailedPrecondition);
+    ASSERT_TRUE(store->Commit(FullBatch()).ok());
+  }
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Value(store->ListTrials("s")).size(), 4u);
+  EXPECT_THAT(Value(store->ListMetrics("s/missing", std::nullopt)), IsEmpty());
+}
+
+// The child commits kCommitted small batches, then a large one, and is killed
+// with SIGKILL between two statements of that large batch's transaction (a
+// tiny page cache makes SQLite spill the uncommitted pages into the WAL first).
+// The parent must see exactly the committed batches.
+TEST(SqliteStoreTest, ReopenAfterCrashSeesExactlyTheCommittedBatches) {
+  constexpr int kCommitted = 5;
+  constexpr int kMetricsPerBatch = 100;
+  constexpr int kLargeBatch = 20000;
+  constexpr int kKillAtRow = 15000;
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+
+  const pid_t pid = fork();
+  ASSERT_NE(pid, -1);
+  if (pid == 0) {
+    // Child: no gtest assertions; report failures through the exit code.
+    bool armed = false;
+    SqliteOptions options;
+    options.TEST_after_row_written = [&armed](int64_t rows) {
+      if (armed && rows == kKillAtRow) raise(SIGKILL);
+    };
+    auto store = SqliteStore::Open(path, options);
+    if (!store.ok()) _exit(2);
+    if (!(*store)->DebugQuery("PRAGMA cache_size = 8").ok()) _exit(3);
+    WriteBatch setup;
+    setup.sweeps.push_back(MakeSweep("s"));
+    setup.trials.push_back(MakeTrial("s", 0));
+    if (!(*store)->Commit(setup).ok()) _exit(4);
+    for (int b = 1; b < kCommitted; ++b) {
+      WriteBatch batch;
+      for (int i = 0; i < kMetricsPerBatch; ++i) {
+        batch.metrics.push_back(MakeMetric(TrialId("s", 0), "m", b * 1000 + i,
+                                           static_cast<double>(i)));
+      }
+      if (!(*store)->Commit(batch).ok()) _exit(5);
+    }
+    WriteBatch large;
+    SweepRecord cancelled = MakeSweep("s");
+    cancelled.state = SweepState::kCancelled;
+    large.sweeps.push_back(cancelled);
+    for (int i = 1; i < 50; ++i) large.trials.push_back(MakeTrial("s", i));
+    for (int i = 0; i < kLargeBatch; ++i) {
+      large.metrics.push_back(
+          MakeMetric(TrialId("s", 0), "big", i, static_cast<double>(i)));
+    }
+    large.results.push_back({TrialId("s", 0), 1.0, {{"acc", 1.0}}});
+    {
+      // Tell the parent how big the WAL was before the large batch.
+      std::ofstream size_file(path + ".walsize");
+      size_file << std::filesystem::file_size(path + "-wal");
+      if (!size_file) _exit(7);
+    }
+    armed = true;
+    (void)(*store)->Commit(large);
+    _exit(6);  // not reached: the hook kills the process
+  }
+
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(wstatus))
+      << "child exited with code " << WEXITSTATUS(wstatus);
+  ASSERT_EQ(WTERMSIG(wstatus), SIGKILL);
+  // The crash left the WAL behind, grown by the uncommitted frames.
+  ASSERT_TRUE(std::filesystem::exists(path + "-wal"));
+  uintmax_t wal_before_large_batch = 0;
+  std::ifstream(path + ".walsize") >> wal_before_large_batch;
+  ASSERT_GT(wal_before_large_batch, 0u);
+  EXPECT_GT(std::filesystem::file_size(path + "-wal"), wal_before_large_batch);
+
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Value(store->GetSweep("s")).state, SweepState::kActive);
+  EXPECT_EQ(Value(store->ListTrials("s")).size(), 1u);
+  EXPECT_EQ(Value(store->ListMetrics(TrialId("s", 0), "m")).size(),
+            static_cast<size_t>((kCommitted - 1) * kMetricsPerBatch));
+  EXPECT_THAT(Value(store->ListMetrics(TrialId("s", 0), "big")), IsEmpty());
+  EXPECT_THAT(Value(store->ListSummaries("s")).at(0).results, IsEmpty());
+  EXPECT_THAT(Value(store->DebugQuery("PRAGMA integrity_check")),
+              ElementsAre("ok"));
+  // The store is writable after recovery.
+  WriteBatch after;
+  after.metrics.push_back(MakeMetric(TrialId("s", 0), "big", 0, 1.0));
+  EXPECT_TRUE(store->Commit(after).ok());
+}
+
+// Threads commit through one store and through a second connection to the
+// same file (writers queue on the busy timeout) while a reader lists.
+TEST(SqliteStoreTest, ConcurrentCommitsAreSafe) {
+  constexpr int kThreadsPerStore = 3;
+  constexpr int kCommitsPerThread = 40;
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  SqliteOptions options;
+  options.busy_timeout_ms = 60000;  // generous: never a timing dependency
+  options.synchronous = SqliteOptions::Synchronous::kNormal;
+  auto a = MustOpen(path, options);
+  auto b = MustOpen(path, options);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  WriteBatch setup;
+  setup.sweeps.push_back(MakeSweep("s"));
+  ASSERT_TRUE(a->Commit(setup).ok());
+
+  std::atomic<int> failures{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2 * kThreadsPerStore; ++t) {
+    SqliteStore* store = t % 2 == 0 ? a.get() : b.get();
+    threads.emplace_back([store, t, &failures] {
+      for (int i = 0; i < kCommitsPerThread; ++i) {
+        const int n = t * kCommitsPerThread + i;
+        WriteBatch batch;
+        TrialRecord trial = MakeTrial("s", n);
+        trial.state = TrialState::kRunning;
+        trial.attempt = 1;
+        batch.trials.push_back(trial);
+        batch.attempts.push_back(MakeAttempt(trial.trial_id, 1));
+        batch.metrics.push_back(MakeMetric(trial.trial_id, "loss", 1, n));
+        absl::Status s = store->Commit(batch);
+        if (!s.ok()) {
+          ADD_FAILURE() << s;
+          ++failures;
+        }
+      }
+    });
+  }
+  std::thread reader([&] {
+    while (!done.load()) {
+      if (!a->ListTrials("s").ok()) ++failures;
+    }
+  });
+  for (auto& t : threads) t.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(failures.load(), 0);
+
+  const size_t total = 2 * kThreadsPerStore * kCommitsPerThread;
+  EXPECT_EQ(Value(a->ListTrials("s")).size(), total);
+  EXPECT_EQ(Value(b->ListTrials("s")).size(), total);
+  for (const auto& trial : Value(b->ListTrials("s"))) {
+    EXPECT_EQ(Value(a->ListAttempts(trial.trial_id)).size(), 1u);
+    EXPECT_EQ(Value(a->ListMetrics(trial.trial_id, std::nullopt)).size(), 1u);
+  }
+}
+
+}  // namespace
+}  // namespace smoe::store

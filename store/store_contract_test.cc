@@ -85,33 +85,7 @@ class StoreContractTest : public ::testing::Test {
     return metrics.ok() ? DumpAll(*metrics) : std::vector<std::string>{};
   }
 
-  // Everything visible through the interface, as text.
-  std::string Snapshot() {
-    std::string out;
-    for (const auto& s : Value(store_->ListSweeps())) out += Dump(s) + "\n";
-    for (const auto& t : Value(store_->ListTrials(""))) {
-      out += Dump(t) + "\n";
-      for (const auto& a : Value(store_->ListAttempts(t.trial_id))) {
-        out += Dump(a) + "\n";
-      }
-      for (const auto& m :
-           Value(store_->ListMetrics(t.trial_id, std::nullopt))) {
-        out += Dump(m) + "\n";
-      }
-    }
-    for (const auto& s : Value(store_->ListSummaries(""))) {
-      out += Dump(s) + "\n";
-    }
-    for (const auto& w : Value(store_->ListWorkers())) out += Dump(w) + "\n";
-    return out;
-  }
-
-  // Returns the value of `v`, or T{} after failing the test.
-  template <typename T>
-  static T Value(absl::StatusOr<T> v) {
-    EXPECT_TRUE(v.ok()) << v.status();
-    return v.ok() ? *std::move(v) : T{};
-  }
+  std::string Snapshot() { return testing::Snapshot(*store_); }
 
   ScopedTempDir dir_;
   std::unique_ptr<ExperimentStore> store_;

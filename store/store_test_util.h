@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "store/experiment_store.h"
 #include "store/types.h"
 
 namespace smoe::store::testing {
@@ -112,6 +114,31 @@ template <typename T>
 std::vector<std::string> DumpAll(const std::vector<T>& records) {
   std::vector<std::string> out;
   for (const T& r : records) out.push_back(Dump(r));
+  return out;
+}
+
+// Returns the value of `v`, or T{} after failing the test.
+template <typename T>
+T Value(absl::StatusOr<T> v) {
+  EXPECT_TRUE(v.ok()) << v.status();
+  return v.ok() ? *std::move(v) : T{};
+}
+
+// Everything visible through the ExperimentStore interface, as text.
+inline std::string Snapshot(ExperimentStore& store) {
+  std::string out;
+  for (const auto& s : Value(store.ListSweeps())) out += Dump(s) + "\n";
+  for (const auto& t : Value(store.ListTrials(""))) {
+    out += Dump(t) + "\n";
+    for (const auto& a : Value(store.ListAttempts(t.trial_id))) {
+      out += Dump(a) + "\n";
+    }
+    for (const auto& m : Value(store.ListMetrics(t.trial_id, std::nullopt))) {
+      out += Dump(m) + "\n";
+    }
+  }
+  for (const auto& s : Value(store.ListSummaries(""))) out += Dump(s) + "\n";
+  for (const auto& w : Value(store.ListWorkers())) out += Dump(w) + "\n";
   return out;
 }
 
