@@ -97,6 +97,10 @@ constexpr char kInsertResult[] =
 constexpr char kSetDuration[] =
     "UPDATE trials SET duration_s = ? WHERE trial_id = ?";
 
+constexpr char kBegin[] = "BEGIN IMMEDIATE";
+constexpr char kCommit[] = "COMMIT";
+constexpr char kRollback[] = "ROLLBACK";
+
 constexpr char kSweepExists[] = "SELECT 1 FROM sweeps WHERE sweep_id = ?";
 constexpr char kTrialExists[] = "SELECT 1 FROM trials WHERE trial_id = ?";
 
@@ -574,6 +578,11 @@ absl::StatusOr<std::vector<std::string>> SqliteStore::DebugQueryLocked(
   return out;
 }
 
+absl::Status SqliteStore::RunCached(const char* sql, const char* op) {
+  SMOE_STATEMENT(s, sql, op);
+  return s.Run();
+}
+
 absl::StatusOr<bool> SqliteStore::Exists(const char* sql, const std::string& id,
                                          const char* op) {
   SMOE_STATEMENT(s, sql, op);
@@ -712,12 +721,12 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
 absl::Status SqliteStore::Commit(const WriteBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  SMOE_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE", "commit: begin"));
+  SMOE_RETURN_IF_ERROR(RunCached(kBegin, "commit: begin"));
   absl::Status status = WriteAll(batch);
-  if (status.ok()) status = Exec("COMMIT", "commit");
+  if (status.ok()) status = RunCached(kCommit, "commit");
   // Some errors (SQLITE_FULL, IOERR, ...) roll back on their own.
   if (!status.ok() && sqlite3_get_autocommit(db_) == 0) {
-    Exec("ROLLBACK", "commit: rollback").IgnoreError();
+    RunCached(kRollback, "commit: rollback").IgnoreError();
   }
   return status;
 }

@@ -18,8 +18,10 @@
 //   * Every SQLite error becomes an absl::Status naming the operation, the
 //     file and SQLite's message: DataLoss for a corrupt or non-database file,
 //     Unavailable for a lock not obtained within the busy timeout,
-//     ResourceExhausted for a full disk, FailedPrecondition for constraint
-//     violations, Internal otherwise. Nothing throws.
+//     ResourceExhausted for a full disk or no memory, FailedPrecondition for
+//     constraint violations and files that cannot be opened,
+//     PermissionDenied for read-only files, Internal otherwise. Nothing
+//     throws.
 //
 // Several SqliteStores (and processes) may open the same file; writers queue
 // on the busy timeout.
@@ -122,6 +124,9 @@ class SqliteStore final : public ExperimentStore {
   // Returns the cached prepared statement for `sql` (a string literal: the
   // cache is keyed by its address).
   absl::StatusOr<sqlite3_stmt*> Prepare(const char* sql, const char* op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs the cached statement `sql` (no parameters, no rows).
+  absl::Status RunCached(const char* sql, const char* op)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Converts SQLite result code `rc` to a Status naming `op`.
   absl::Status Error(int rc,
