@@ -1,7 +1,10 @@
 // Copyright 2026 SMoE Lab authors.
 #include "coordinator/sweep_spec.h"
 
+#include <cstdlib>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -157,6 +160,31 @@ TEST(SweepSpecTest, QuotedNumbersStayStrings) {
       "\"123\"\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(spec->fixed["model"].is_string());
+}
+
+}  // namespace
+}  // namespace smoe::coordinator
+
+namespace smoe::coordinator {
+namespace {
+
+// The shipped examples must always parse.
+TEST(SweepSpecTest, ShippedExamplesParse) {
+  const char* src = std::getenv("SMOE_SOURCE_DIR");
+  ASSERT_NE(src, nullptr);
+  const std::pair<const char*, int64_t> files[] = {
+      {"examples/sraven-demo.yaml", 8},
+      {"examples/sraven-paper.yaml", 192},
+      {"examples/skillmix-mixtral.yaml", 32}};
+  for (const auto& [name, points] : files) {
+    std::ifstream in(std::string(src) + "/" + name);
+    ASSERT_TRUE(in) << name;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto spec = ParseSweepYaml(ss.str());
+    ASSERT_TRUE(spec.ok()) << name << ": " << spec.status();
+    EXPECT_EQ(CountPoints(*spec), points) << name;
+  }
 }
 
 }  // namespace
