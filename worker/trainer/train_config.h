@@ -1,0 +1,90 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: worker/trainer/train_config.h
+//
+// One SRAVEN trial's resolved configuration, parsed from TRIAL.json
+// (shared/specs/trainer-protocol.md), and the learning-rate schedule. No
+// LibTorch here.
+//
+// Accepted `params` keys (defaults in brackets; spec sraven.md 2.3 / 5):
+//   M [4] 1..8, top_k [2] 1..num_experts, num_experts [8] 1..1024,
+//   attention [softmax] (softmax, linear, hyla, linear_rms_head,
+//     hyla_no_rms_head, hyla_mlp_linear, hyla_mlp_linear_no_rms_head,
+//     softmax_hyla), router [topk] (topk, soft),
+//   gating [topk_then_softmax] (topk_then_softmax, softmax_then_topk),
+//   steps [156250] >= 1, batch_size [128] 1..65536, lr [0.001] > 0,
+//   weight_decay [0.1] >= 0, warmup [1000] >= 0, width [1] (16*width a
+//   positive integer), depth [4] 1..256, eval_every [10000] >= 1,
+//   num_eval [51200] >= 1, checkpoint_every [5000] >= 1, device [cpu]
+//   (cpu, cuda), bf16 [false] (needs device=cuda), load_balance_alpha [0]
+//   >= 0, num_rules [8] 1..8, frac_ood [0.25] [0, 1), shared_stream [false].
+// Extras: dispatch [gather] (gather, dense), soft_slots [1] 1..1024,
+//   log_every [1000] >= 1 (train/loss + progress cadence),
+//   attention_dropout [0.1] [0, 1).
+// Top level: sweep_id, trial_id (strings), attempt (int), kind ("sraven"),
+//   seed (int >= 0, default 0), params (object). Anything else is an error.
+#ifndef SMOE_WORKER_TRAINER_TRAIN_CONFIG_H_
+#define SMOE_WORKER_TRAINER_TRAIN_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "worker/model/model_config.h"
+
+namespace smoe::trainer {
+
+struct TrainConfig {
+  model::ModelConfig model;  // model.num_features is M
+  uint64_t seed = 0;
+  int64_t steps = 156250;  // S = 20M / 128
+  int64_t batch_size = 128;
+  double lr = 1e-3;
+  double weight_decay = 0.1;
+  int64_t warmup = 1000;  // W
+  int64_t eval_every = 10000;
+  int64_t num_eval = 51200;  // problems per eval split
+  int64_t checkpoint_every = 5000;
+  int64_t log_every = 1000;
+  std::string device = "cpu";
+  bool bf16 = false;
+  int num_rules = 8;
+  double frac_ood = 0.25;
+  bool shared_stream = false;
+};
+
+struct TrialSpec {
+  std::string sweep_id;
+  std::string trial_id;
+  int64_t attempt = 0;
+  std::string kind;
+  TrainConfig config;
+};
+
+// Parses TRIAL.json text. Errors: InvalidArgument naming the key and value
+// (unknown key, wrong type, out of range, bad JSON); Unimplemented for kind
+// "skillmix". Both mean "bad trial spec" (exit 64).
+absl::StatusOr<TrialSpec> ParseTrialJson(absl::string_view text);
+
+// Checks cross-field constraints; InvalidArgument naming the key.
+absl::Status ValidateTrainConfig(const TrainConfig& config);
+
+// Learning rate for the update with 0-based index `step` (optax
+// warmup_cosine_decay_schedule(0, lr, W, S - W, 0.1 lr), spec 2.3):
+//   step < W:        lr * step / W   (the first update has lr 0)
+//   W <= step:       lr * (0.1 + 0.9 * 0.5 * (1 + cos(pi * min(step - W,
+//                    S - 2W) / (S - 2W))))
+// so it reaches 0.1 lr at step S - W and stays. When S - 2W <= 0 the cosine
+// phase is empty and every step >= W gets 0.1 lr.
+double LearningRate(const TrainConfig& config, int64_t step);
+
+// Canonical JSON of every field that changes the training trajectory (not the
+// eval/log/checkpoint cadence, num_eval or device). A checkpoint only resumes
+// a run with the same fingerprint.
+std::string TrajectoryFingerprint(const TrainConfig& config);
+
+}  // namespace smoe::trainer
+
+#endif  // SMOE_WORKER_TRAINER_TRAIN_CONFIG_H_

@@ -1,0 +1,96 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/trainer/train_config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "absl/strings/match.h"
+
+namespace smoe::trainer {
+namespace {
+
+TEST(TrainConfigTest, ParsesProtocolExampleAndDefaults) {
+  auto spec = ParseTrialJson(R"({
+    "sweep_id": "sw-20261122-1", "trial_id": "sw-20261122-1/t0007",
+    "attempt": 2, "kind": "sraven", "seed": 1,
+    "params": {"M": 4, "top_k": 2, "num_experts": 8, "attention": "hyla",
+               "router": "topk", "steps": 20000, "batch_size": 128,
+               "lr": 0.001, "device": "cuda"}})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->trial_id, "sw-20261122-1/t0007");
+  EXPECT_EQ(spec->attempt, 2);
+  const TrainConfig& c = spec->config;
+  EXPECT_EQ(c.seed, 1u);
+  EXPECT_EQ(c.model.attention, model::AttentionKind::kHyla);
+  EXPECT_EQ(c.steps, 20000);
+  EXPECT_EQ(c.device, "cuda");
+  EXPECT_EQ(c.warmup, 1000);
+  EXPECT_DOUBLE_EQ(c.weight_decay, 0.1);
+  EXPECT_EQ(c.num_eval, 51200);
+  EXPECT_DOUBLE_EQ(c.model.attention_dropout, 0.1);
+}
+
+void ExpectBad(const std::string& params, const std::string& a,
+               const std::string& b) {
+  auto spec = ParseTrialJson(R"({"kind": "sraven", "params": )" + params + "}");
+  ASSERT_FALSE(spec.ok()) << params;
+  EXPECT_TRUE(absl::IsInvalidArgument(spec.status())) << spec.status();
+  EXPECT_TRUE(absl::StrContains(spec.status().message(), a))
+      << spec.status().message();
+  EXPECT_TRUE(absl::StrContains(spec.status().message(), b))
+      << spec.status().message();
+}
+
+TEST(TrainConfigTest, RejectsBadParamsNamingKeyAndValue) {
+  ExpectBad(R"({"top_kk": 2})", "top_kk", "2");
+  ExpectBad(R"({"attention": "foo"})", "attention", "foo");
+  ExpectBad(R"({"M": 9})", "M", "9");
+  ExpectBad(R"({"width": 0.3})", "width", "0.3");
+  ExpectBad(R"({"steps": "ten"})", "steps", "ten");
+  ExpectBad(R"({"top_k": 9})", "top_k", "9");
+  ExpectBad(R"({"bf16": true})", "bf16", "cpu");
+  ExpectBad(R"({"device": "tpu"})", "device", "tpu");
+  ExpectBad(R"({"frac_ood": 1.0})", "frac_ood", "1.0");
+  auto top = ParseTrialJson(R"({"kind": "sraven", "sed": 3})");
+  EXPECT_TRUE(absl::StrContains(top.status().message(), "sed"));
+  EXPECT_FALSE(ParseTrialJson("{not json").ok());
+}
+
+TEST(TrainConfigTest, SkillmixNotSupportedYet) {
+  auto spec = ParseTrialJson(R"({"kind": "skillmix"})");
+  EXPECT_TRUE(absl::IsUnimplemented(spec.status()));
+}
+
+TEST(TrainConfigTest, LearningRateSchedule) {
+  TrainConfig c;  // lr 1e-3, W 1000, S 156250
+  EXPECT_DOUBLE_EQ(LearningRate(c, 0), 0.0);
+  EXPECT_DOUBLE_EQ(LearningRate(c, 500), 5e-4);
+  EXPECT_DOUBLE_EQ(LearningRate(c, 1000), 1e-3);
+  const int64_t mid = 1000 + (156250 - 2000) / 2;
+  EXPECT_NEAR(LearningRate(c, mid), 1e-3 * (0.1 + 0.45), 1e-15);
+  EXPECT_NEAR(LearningRate(c, 156250 - 1000), 1e-4, 1e-15);
+  EXPECT_NEAR(LearningRate(c, 156250 - 1), 1e-4, 1e-15);
+  EXPECT_GT(LearningRate(c, 2000), LearningRate(c, 3000));
+  c.steps = 100;  // S - 2W < 0: no cosine phase
+  EXPECT_DOUBLE_EQ(LearningRate(c, 50), 5e-5);
+  c.warmup = 0;
+  c.steps = 10;
+  EXPECT_DOUBLE_EQ(LearningRate(c, 0), 1e-3);
+  EXPECT_NEAR(LearningRate(c, 5), 1e-3 * (0.1 + 0.45), 1e-15);
+  EXPECT_NEAR(LearningRate(c, 10), 1e-4, 1e-15);
+}
+
+TEST(TrainConfigTest, FingerprintIgnoresCadence) {
+  TrainConfig a, b;
+  b.eval_every = 7;
+  b.checkpoint_every = 3;
+  b.num_eval = 5;
+  b.device = "cuda";
+  EXPECT_EQ(TrajectoryFingerprint(a), TrajectoryFingerprint(b));
+  b.seed = 9;
+  EXPECT_NE(TrajectoryFingerprint(a), TrajectoryFingerprint(b));
+}
+
+}  // namespace
+}  // namespace smoe::trainer

@@ -1,0 +1,508 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/trainer/trainer.h"
+
+#include <ATen/autocast_mode.h>
+#include <sys/stat.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/rng.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "worker/data/sraven/sraven.h"
+#include "worker/model/transformer.h"
+#include "worker/trainer/checkpoint.h"
+
+namespace smoe::trainer {
+namespace {
+
+using json = nlohmann::json;
+using sraven::Split;
+
+constexpr uint64_t kInitStream = 0x494E4954;     // "INIT"
+constexpr uint64_t kDropoutStream = 0x44524F50;  // "DROP"
+constexpr int kCheckpointVersion = 1;
+
+class Emitter {
+ public:
+  explicit Emitter(EventSink* sink) : sink_(sink) {}
+  void Emit(const json& j) {
+    if (sink_ != nullptr) sink_->Emit(j.dump());
+  }
+  void Metric(int64_t step, const std::string& name, double value) {
+    Emit({{"event", "metric"},
+          {"step", step},
+          {"name", name},
+          {"value", value}});
+  }
+
+ private:
+  EventSink* sink_;
+};
+
+// Scoped bf16 autocast on CUDA (LibTorch 1.13 and 2.x spellings).
+class AutocastGuard {
+ public:
+  explicit AutocastGuard(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+#if TORCH_VERSION_MAJOR > 2 || \
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    previous_ = at::autocast::is_autocast_enabled(at::kCUDA);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+#else
+    previous_ = at::autocast::is_enabled();
+    at::autocast::set_enabled(true);
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+#endif
+  }
+  ~AutocastGuard() {
+    if (!enabled_) return;
+#if TORCH_VERSION_MAJOR > 2 || \
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(at::kCUDA, previous_);
+#else
+    at::autocast::set_enabled(previous_);
+#endif
+    at::autocast::clear_cache();
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool enabled_;
+  bool previous_ = false;
+};
+
+struct EvalStats {
+  int64_t problems = 0;
+  int64_t all_correct = 0;
+  int64_t tokens_correct = 0;
+  std::vector<model::RouterStats> router;  // weighted sums, then means
+
+  double acc() const {
+    return problems ? static_cast<double>(all_correct) / problems
+                    : std::numeric_limits<double>::quiet_NaN();
+  }
+  double acc_per_feature(int m) const {
+    return problems ? static_cast<double>(tokens_correct) / (problems * m)
+                    : std::numeric_limits<double>::quiet_NaN();
+  }
+};
+
+bool ShouldStop(const RunOptions& opt, int64_t step) {
+  if (opt.stop != nullptr && opt.stop->load()) return true;
+  return opt.stop_at_step >= 0 && step >= opt.stop_at_step;
+}
+
+class Batcher {
+ public:
+  Batcher(const sraven::Generator& gen, int f, torch::Device device)
+      : gen_(gen), f_(f), device_(device) {}
+
+  // Returns (inputs [n, T, F] float32, targets [n, M] int64) on the device.
+  std::pair<torch::Tensor, torch::Tensor> Get(Split split, uint64_t index,
+                                              int n) {
+    const int t = gen_.seq_len();
+    const int m = gen_.config().num_features;
+    inputs_.resize(static_cast<size_t>(n) * t * f_);
+    targets_.resize(static_cast<size_t>(n) * m);
+    gen_.SampleBatch(split, index, n, inputs_.data(), targets_.data());
+    torch::Tensor x =
+        torch::from_blob(inputs_.data(), {n, t, f_}, torch::kFloat32).clone();
+    torch::Tensor y =
+        torch::from_blob(targets_.data(), {n, m}, torch::kInt64).clone();
+    return {x.to(device_), y.to(device_)};
+  }
+
+ private:
+  const sraven::Generator& gen_;
+  int f_;
+  torch::Device device_;
+  std::vector<float> inputs_;
+  std::vector<int64_t> targets_;
+};
+
+// Evaluates num_eval problems of `split`. Cancelled if asked to stop.
+absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
+                      Split split, const TrainConfig& c, const RunOptions& opt,
+                      bool want_router, bool bf16, EvalStats* out) {
+  *out = EvalStats();
+  net->eval();
+  torch::NoGradGuard no_grad;
+  const int64_t bs = c.batch_size;
+  for (int64_t j = 0; j * bs < c.num_eval; ++j) {
+    if (opt.stop != nullptr && opt.stop->load()) {
+      return absl::CancelledError("stopped during evaluation");
+    }
+    const int n = static_cast<int>(std::min<int64_t>(bs, c.num_eval - j * bs));
+    auto [x, y] = batcher.Get(split, static_cast<uint64_t>(j), n);
+    model::ForwardOutput fo;
+    {
+      AutocastGuard autocast(bf16);
+      fo = net->forward(x, want_router);
+    }
+    auto [all, tokens] = model::SravenCorrect(fo.logits, y);
+    out->problems += n;
+    out->all_correct += all;
+    out->tokens_correct += tokens;
+    if (want_router) {
+      if (out->router.empty()) {
+        out->router.resize(fo.router_stats.size());
+        for (size_t l = 0; l < fo.router_stats.size(); ++l) {
+          out->router[l].expert_fraction.assign(
+              fo.router_stats[l].expert_fraction.size(), 0.0);
+        }
+      }
+      for (size_t l = 0; l < fo.router_stats.size(); ++l) {
+        for (size_t e = 0; e < fo.router_stats[l].expert_fraction.size(); ++e) {
+          out->router[l].expert_fraction[e] +=
+              n * fo.router_stats[l].expert_fraction[e];
+        }
+        out->router[l].entropy += n * fo.router_stats[l].entropy;
+      }
+    }
+  }
+  for (auto& r : out->router) {
+    for (double& f : r.expert_fraction) f /= out->problems;
+    r.entropy /= out->problems;
+  }
+  return absl::OkStatus();
+}
+
+struct LoopState {
+  int64_t step = 0;            // updates done
+  int64_t last_eval_step = 0;  // step of the last completed eval (0 = none)
+  double window_sum = 0;       // train loss sum since the last log
+  int64_t window_n = 0;
+  double last_train_loss = std::numeric_limits<double>::quiet_NaN();
+  json eval = json::object();  // last eval's metrics
+};
+
+uint64_t InitSeed(uint64_t seed) {
+  return Rng::ForStream(seed, {kInitStream}).Next64() >> 1;
+}
+uint64_t StepSeed(uint64_t seed, int64_t step) {
+  return Rng::ForStream(seed, {kDropoutStream, static_cast<uint64_t>(step)})
+             .Next64() >>
+         1;
+}
+
+struct Optimizer {
+  std::vector<std::string> names;
+  std::vector<torch::Tensor> params, m, v;
+  std::vector<bool> decay;
+};
+
+absl::Status SaveState(const std::string& path, const TrainConfig& c,
+                       const LoopState& s, const Optimizer& opt) {
+  Checkpoint ckpt;
+  json meta = {
+      {"version", kCheckpointVersion},
+      {"fingerprint", TrajectoryFingerprint(c)},
+      {"step", s.step},
+      {"last_eval_step", s.last_eval_step},
+      {"window_sum", s.window_sum},
+      {"window_n", s.window_n},
+      {"last_train_loss",
+       std::isnan(s.last_train_loss) ? json(nullptr) : json(s.last_train_loss)},
+      {"eval", s.eval}};
+  ckpt.meta_json = meta.dump();
+  for (size_t i = 0; i < opt.params.size(); ++i) {
+    ckpt.tensors.emplace_back("param/" + opt.names[i], opt.params[i]);
+    ckpt.tensors.emplace_back("adam_m/" + opt.names[i], opt.m[i]);
+    ckpt.tensors.emplace_back("adam_v/" + opt.names[i], opt.v[i]);
+  }
+  return WriteCheckpoint(path, ckpt);
+}
+
+absl::Status LoadState(const std::string& path, const TrainConfig& c,
+                       LoopState* s, Optimizer* opt) {
+  SMOE_ASSIGN_OR_RETURN(Checkpoint ckpt, ReadCheckpoint(path));
+  json meta = json::parse(ckpt.meta_json, nullptr, false);
+  if (meta.is_discarded() || !meta.is_object() || !meta.contains("step")) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", path, " has unreadable metadata"));
+  }
+  if (meta.value("fingerprint", std::string()) != TrajectoryFingerprint(c)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", path, " belongs to a different trial configuration (",
+        meta.value("fingerprint", std::string()), " vs ",
+        TrajectoryFingerprint(c), "); delete it or use another workdir"));
+  }
+  std::map<std::string, at::Tensor> by_name(ckpt.tensors.begin(),
+                                            ckpt.tensors.end());
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < opt->params.size(); ++i) {
+    for (auto [prefix, dst] :
+         {std::pair<const char*, torch::Tensor*>{"param/", &opt->params[i]},
+          {"adam_m/", &opt->m[i]},
+          {"adam_v/", &opt->v[i]}}) {
+      auto it = by_name.find(prefix + opt->names[i]);
+      if (it == by_name.end() || it->second.sizes() != dst->sizes()) {
+        return absl::DataLossError(absl::StrCat("checkpoint ", path,
+                                                " lacks or misshapes ", prefix,
+                                                opt->names[i]));
+      }
+      dst->copy_(it->second);
+    }
+  }
+  s->step = meta.at("step").get<int64_t>();
+  s->last_eval_step = meta.value("last_eval_step", int64_t{0});
+  s->window_sum = meta.value("window_sum", 0.0);
+  s->window_n = meta.value("window_n", int64_t{0});
+  s->last_train_loss = meta["last_train_loss"].is_number()
+                           ? meta["last_train_loss"].get<double>()
+                           : std::numeric_limits<double>::quiet_NaN();
+  s->eval = meta.value("eval", json::object());
+  return absl::OkStatus();
+}
+
+void AdamWUpdate(Optimizer& opt, const TrainConfig& c, int64_t step) {
+  torch::NoGradGuard no_grad;
+  const double lr = LearningRate(c, step);
+  const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  const double bc1 = 1.0 - std::pow(b1, static_cast<double>(step + 1));
+  const double bc2 = 1.0 - std::pow(b2, static_cast<double>(step + 1));
+  for (size_t i = 0; i < opt.params.size(); ++i) {
+    torch::Tensor& p = opt.params[i];
+    torch::Tensor g = p.grad();
+    if (!g.defined()) g = torch::zeros_like(p);
+    opt.m[i].mul_(b1).add_(g, 1.0 - b1);
+    opt.v[i].mul_(b2).addcmul_(g, g, 1.0 - b2);
+    torch::Tensor update = (opt.m[i] / bc1) / ((opt.v[i] / bc2).sqrt() + eps);
+    if (opt.decay[i] && c.weight_decay > 0) {
+      update.add_(p, c.weight_decay);
+    }
+    p.add_(update, -lr);
+  }
+}
+
+absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& c,
+                                            const RunOptions& options) {
+  SMOE_RETURN_IF_ERROR(ValidateTrainConfig(c));
+  Emitter emit(options.events);
+  const bool cuda = c.device == "cuda";
+  if (cuda && !torch::cuda::is_available()) {
+    return absl::FailedPreconditionError(
+        "device=\"cuda\" but LibTorch sees no CUDA device");
+  }
+  const torch::Device device(cuda ? torch::kCUDA : torch::kCPU);
+  sraven::SravenConfig data_cfg;
+  data_cfg.num_features = c.model.num_features;
+  data_cfg.num_values = c.model.num_values;
+  data_cfg.num_rules = c.num_rules;
+  data_cfg.frac_ood = c.frac_ood;
+  data_cfg.seed = c.seed;
+  data_cfg.shared_stream = c.shared_stream;
+  SMOE_ASSIGN_OR_RETURN(sraven::Generator gen,
+                        sraven::Generator::Create(data_cfg));
+  const bool has_ood = !gen.latents(Split::kOod).empty();
+  const int m = c.model.num_features;
+
+  if (!options.workdir.empty()) {
+    ::mkdir(options.workdir.c_str(), 0755);  // exists is fine
+  }
+  const std::string ckpt_path = CheckpointPath(options.workdir);
+
+  torch::manual_seed(InitSeed(c.seed));
+  model::SmoeTransformer net(c.model);
+  net->to(device);
+  Optimizer opt;
+  for (const auto& p : net->named_parameters()) {
+    opt.names.push_back(p.key());
+    opt.params.push_back(p.value());
+    opt.m.push_back(torch::zeros_like(p.value()));
+    opt.v.push_back(torch::zeros_like(p.value()));
+    opt.decay.push_back(model::DecayParameter(p.key(), p.value()));
+  }
+  LoopState s;
+  {
+    struct stat st;
+    if (::stat(ckpt_path.c_str(), &st) == 0) {
+      SMOE_RETURN_IF_ERROR(LoadState(ckpt_path, c, &s, &opt));
+      SMOE_LOG(INFO) << "resumed from " << ckpt_path << " at step " << s.step;
+    }
+  }
+
+  Batcher batcher(gen, c.model.num_values, device);
+  int64_t trained_here = 0;
+  double train_seconds = 0;
+  torch::Tensor window = torch::zeros(
+      {}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+  auto flush_window = [&]() {
+    double sum = s.window_sum + window.item<double>();
+    window.zero_();
+    s.window_sum = sum;
+  };
+  auto checkpoint = [&]() -> absl::Status {
+    flush_window();
+    SMOE_RETURN_IF_ERROR(SaveState(ckpt_path, c, s, opt));
+    emit.Emit({{"event", "checkpoint"}, {"step", s.step}});
+    return absl::OkStatus();
+  };
+
+  const int64_t tokens_per_step = c.batch_size * gen.seq_len();
+  while (true) {
+    const bool eval_due =
+        s.step > 0 && (s.step % c.eval_every == 0 || s.step == c.steps);
+    if (eval_due && s.last_eval_step != s.step) {
+      EvalStats test, ood;
+      absl::Status st = Evaluate(net, batcher, Split::kTest, c, options,
+                                 /*want_router=*/true, c.bf16, &test);
+      if (st.ok() && has_ood) {
+        st = Evaluate(net, batcher, Split::kOod, c, options,
+                      /*want_router=*/false, c.bf16, &ood);
+      }
+      if (absl::IsCancelled(st)) {
+        SMOE_RETURN_IF_ERROR(checkpoint());
+        return absl::CancelledError(
+            absl::StrCat("stopped at step ", s.step, "; checkpoint saved"));
+      }
+      SMOE_RETURN_IF_ERROR(st);
+      s.eval = {{"test_acc", test.acc()},
+                {"test_acc_per_feature", test.acc_per_feature(m)},
+                {"ood_acc", has_ood ? json(ood.acc()) : json(nullptr)},
+                {"ood_acc_per_feature",
+                 has_ood ? json(ood.acc_per_feature(m)) : json(nullptr)}};
+      for (auto it = s.eval.begin(); it != s.eval.end(); ++it) {
+        if (it.value().is_number()) {
+          emit.Metric(s.step, "eval/" + it.key(), it.value().get<double>());
+        }
+      }
+      for (size_t l = 0; l < test.router.size(); ++l) {
+        for (size_t e = 0; e < test.router[l].expert_fraction.size(); ++e) {
+          emit.Metric(s.step,
+                      absl::StrCat("router/layer", l, "/expert", e, "_frac"),
+                      test.router[l].expert_fraction[e]);
+        }
+        emit.Metric(s.step, absl::StrCat("router/layer", l, "/entropy"),
+                    test.router[l].entropy);
+      }
+      s.last_eval_step = s.step;
+      SMOE_LOG(INFO) << "step " << s.step << " test_acc " << test.acc()
+                     << " ood_acc " << ood.acc();
+    }
+    if (s.step >= c.steps) break;
+    if (ShouldStop(options, s.step)) {
+      SMOE_RETURN_IF_ERROR(checkpoint());
+      return absl::CancelledError(
+          absl::StrCat("stopped at step ", s.step, "; checkpoint saved"));
+    }
+
+    // One update.
+    const auto t0 = std::chrono::steady_clock::now();
+    torch::manual_seed(StepSeed(c.seed, s.step));
+    auto [x, y] = batcher.Get(Split::kTrain, static_cast<uint64_t>(s.step),
+                              static_cast<int>(c.batch_size));
+    net->train();
+    torch::Tensor loss, total;
+    {
+      AutocastGuard autocast(c.bf16);
+      model::ForwardOutput fo = net->forward(x);
+      loss = model::SravenLoss(fo.logits, y);
+      total = loss + fo.aux_loss;
+    }
+    net->zero_grad(/*set_to_none=*/true);
+    total.backward();
+    AdamWUpdate(opt, c, s.step);
+    window.add_(loss.detach().to(torch::kFloat64));
+    s.window_n += 1;
+    s.step += 1;
+    ++trained_here;
+    if (options.on_step) options.on_step(s.step, loss.item<double>());
+    if (cuda) torch::cuda::synchronize();
+    train_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+
+    if (s.step % c.log_every == 0 || s.step == c.steps) {
+      flush_window();
+      s.last_train_loss = s.window_sum / static_cast<double>(s.window_n);
+      s.window_sum = 0;
+      s.window_n = 0;
+      emit.Emit({{"event", "progress"}, {"step", s.step}, {"total", c.steps}});
+      emit.Metric(s.step, "train/loss", s.last_train_loss);
+      emit.Metric(s.step, "train/lr", LearningRate(c, s.step - 1));
+    }
+    if (s.step % c.checkpoint_every == 0 && s.step < c.steps) {
+      SMOE_RETURN_IF_ERROR(checkpoint());
+    }
+  }
+  SMOE_RETURN_IF_ERROR(checkpoint());
+
+  TrainResult r;
+  auto num = [&](const char* key) {
+    return s.eval.contains(key) && s.eval[key].is_number()
+               ? s.eval[key].get<double>()
+               : std::numeric_limits<double>::quiet_NaN();
+  };
+  r.steps = s.step;
+  r.test_acc = num("test_acc");
+  r.ood_acc = num("ood_acc");
+  r.test_acc_per_feature = num("test_acc_per_feature");
+  r.ood_acc_per_feature = num("ood_acc_per_feature");
+  r.train_loss = s.last_train_loss;
+  r.steps_per_s = train_seconds > 0 ? trained_here / train_seconds : 0.0;
+  r.tokens_per_s = r.steps_per_s * static_cast<double>(tokens_per_step);
+  auto j = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
+  emit.Emit({{"event", "result"},
+             {"metrics",
+              {{"test_acc", j(r.test_acc)},
+               {"ood_acc", j(r.ood_acc)},
+               {"test_acc_per_feature", j(r.test_acc_per_feature)},
+               {"ood_acc_per_feature", j(r.ood_acc_per_feature)},
+               {"train_loss", j(r.train_loss)},
+               {"steps", r.steps},
+               {"steps_per_s", r.steps_per_s},
+               {"tokens_per_s", r.tokens_per_s}}}});
+  return r;
+}
+
+}  // namespace
+
+void StdoutEventSink::Emit(const std::string& json_line) {
+  std::fwrite(json_line.data(), 1, json_line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+std::string CheckpointPath(const std::string& workdir) {
+  return (workdir.empty() ? std::string(".") : workdir) +
+         "/checkpoint.smoeckpt";
+}
+
+void ConfigureTorchThreads() {
+  int threads = 1;
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) threads = n;
+  }
+  at::set_num_threads(threads);
+}
+
+absl::StatusOr<TrainResult> RunTraining(const TrainConfig& config,
+                                        const RunOptions& options) {
+  try {
+    return RunTrainingImpl(config, options);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("LibTorch error: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("error: ", e.what()));
+  }
+}
+
+}  // namespace smoe::trainer

@@ -1,0 +1,373 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/trainer/trainer.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "worker/trainer/checkpoint.h"
+#include "worker/trainer/train_config.h"
+
+extern char** environ;
+
+namespace smoe::trainer {
+namespace {
+
+using json = nlohmann::json;
+
+std::string TempDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string dir = absl::StrCat(base ? base : "/tmp", "/smoe_trainer_test_",
+                                 ::getpid(), "_", name);
+  std::string cmd = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  ::mkdir(dir.c_str(), 0755);
+  return dir;
+}
+
+TrainConfig TinyConfig() {
+  TrainConfig c;
+  c.model.num_features = 2;
+  c.model.width = 0.125;
+  c.model.depth = 2;
+  c.model.num_experts = 4;
+  c.model.top_k = 2;
+  c.model.attention = model::AttentionKind::kHyla;
+  c.seed = 3;
+  c.steps = 12;
+  c.batch_size = 16;
+  c.lr = 1e-3;
+  c.warmup = 3;
+  c.eval_every = 6;
+  c.num_eval = 32;
+  c.checkpoint_every = 1000;
+  c.log_every = 4;
+  return c;
+}
+
+class CollectSink : public EventSink {
+ public:
+  void Emit(const std::string& line) override {
+    events.push_back(json::parse(line));
+  }
+  std::vector<json> events;
+};
+
+TEST(TrainerTest, ResumeReproducesUninterruptedRunExactly) {
+  ConfigureTorchThreads();
+  const TrainConfig c = TinyConfig();
+  std::map<int64_t, double> straight, resumed;
+  const std::string dir_a = TempDir("straight");
+  RunOptions a;
+  a.workdir = dir_a;
+  a.on_step = [&](int64_t s, double l) { straight[s] = l; };
+  auto ra = RunTraining(c, a);
+  ASSERT_TRUE(ra.ok()) << ra.status();
+
+  const std::string dir_b = TempDir("resumed");
+  RunOptions b;
+  b.workdir = dir_b;
+  b.stop_at_step = 5;
+  b.on_step = [&](int64_t s, double l) { resumed[s] = l; };
+  auto first = RunTraining(c, b);
+  EXPECT_TRUE(absl::IsCancelled(first.status())) << first.status();
+  EXPECT_EQ(resumed.size(), 5u);
+  b.stop_at_step = -1;
+  CollectSink sink;
+  b.events = &sink;
+  auto rb = RunTraining(c, b);
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  ASSERT_EQ(straight.size(), 12u);
+  ASSERT_EQ(resumed.size(), 12u);
+  for (const auto& [s, l] : straight) {
+    EXPECT_EQ(resumed[s], l) << "step " << s;  // bit-identical
+  }
+  EXPECT_EQ(ra->test_acc, rb->test_acc);
+  EXPECT_EQ(ra->ood_acc_per_feature, rb->ood_acc_per_feature);
+  EXPECT_EQ(ra->train_loss, rb->train_loss);
+
+  auto ca = ReadCheckpoint(CheckpointPath(dir_a));
+  auto cb = ReadCheckpoint(CheckpointPath(dir_b));
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  ASSERT_EQ(ca->tensors.size(), cb->tensors.size());
+  for (size_t i = 0; i < ca->tensors.size(); ++i) {
+    EXPECT_EQ(ca->tensors[i].first, cb->tensors[i].first);
+    EXPECT_TRUE(torch::equal(ca->tensors[i].second, cb->tensors[i].second))
+        << ca->tensors[i].first;
+  }
+  // The resumed process emits exactly one result and metrics from step 6 on.
+  int results = 0;
+  for (const json& e : sink.events) {
+    if (e["event"] == "result") ++results;
+    if (e["event"] == "metric") {
+      EXPECT_GE(e["step"].get<int64_t>(), 6);
+    }
+  }
+  EXPECT_EQ(results, 1);
+}
+
+TEST(TrainerTest, CorruptCheckpointIsAnErrorNotAFreshStart) {
+  ConfigureTorchThreads();
+  TrainConfig c = TinyConfig();
+  c.steps = 2;
+  const std::string dir = TempDir("corrupt");
+  RunOptions o;
+  o.workdir = dir;
+  ASSERT_TRUE(RunTraining(c, o).ok());
+  const std::string path = CheckpointPath(dir);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // Truncated.
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), bytes.size() / 2);
+  }
+  auto r = RunTraining(c, o);
+  EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "corrupt"));
+  // One flipped byte in the middle.
+  bytes[bytes.size() / 2] ^= 0x5a;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), bytes.size());
+  }
+  r = RunTraining(c, o);
+  EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+  // A checkpoint of another configuration.
+  bytes[bytes.size() / 2] ^= 0x5a;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), bytes.size());
+  }
+  c.lr = 2e-3;
+  r = RunTraining(c, o);
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
+}
+
+// Golden 10-step loss trace: tests/golden/tiny_smoe_losses.txt. Regenerate
+// with SMOE_UPDATE_GOLDEN=1 (see the file's header). Tolerance 1e-4 absolute
+// per step: float32 sums may differ between BLAS kernels on other CPUs.
+TEST(TrainerTest, GoldenTenStepLossTrace) {
+  ConfigureTorchThreads();
+  const char* src = std::getenv("SMOE_SOURCE_DIR");
+  const std::string path =
+      std::string(src ? src : ".") + "/tests/golden/tiny_smoe_losses.txt";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing " << path;
+  std::string line, trial;
+  std::vector<std::string> header;
+  std::map<int64_t, double> want;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "#")) {
+      header.push_back(line);
+      if (absl::StartsWith(line, "# trial: ")) trial = line.substr(9);
+      continue;
+    }
+    std::istringstream ls(line);
+    int64_t step;
+    double loss;
+    if (ls >> step >> loss) want[step] = loss;
+  }
+  auto spec = ParseTrialJson(trial);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::map<int64_t, double> got;
+  RunOptions o;
+  o.workdir = TempDir("golden");
+  o.on_step = [&](int64_t s, double l) { got[s] = l; };
+  ASSERT_TRUE(RunTraining(spec->config, o).ok());
+  ASSERT_EQ(got.size(), 10u);
+  if (std::getenv("SMOE_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream out(path, std::ios::trunc);
+    for (const std::string& h : header) out << h << "\n";
+    char buf[64];
+    for (const auto& [s, l] : got) {
+      std::snprintf(buf, sizeof(buf), "%lld %.7f\n", static_cast<long long>(s),
+                    l);
+      out << buf;
+    }
+    GTEST_SKIP() << "rewrote " << path;
+  }
+  ASSERT_EQ(want.size(), 10u);
+  for (const auto& [s, l] : want) {
+    EXPECT_NEAR(got[s], l, 1e-4) << "step " << s;
+  }
+}
+
+// M = 2: chance is 1/64 for all-correct and 1/8 per feature.
+TEST(TrainerTest, ShortCpuRunOnM2LearnsFarAboveChance) {
+  ConfigureTorchThreads();
+  TrainConfig c;
+  c.model.num_features = 2;
+  c.model.width = 0.25;
+  c.model.depth = 2;
+  c.model.num_experts = 8;
+  c.model.top_k = 2;
+  c.model.attention = model::AttentionKind::kSoftmax;
+  c.seed = 0;
+  c.steps = 400;
+  c.batch_size = 64;
+  c.lr = 3e-3;
+  c.warmup = 40;
+  c.eval_every = 400;
+  c.num_eval = 1024;
+  c.checkpoint_every = 100000;
+  c.log_every = 100;
+  RunOptions o;
+  o.workdir = TempDir("learn");
+  auto r = RunTraining(c, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::fprintf(stderr,
+               "M=2 after %lld steps: test_acc %.4f per-feature %.4f "
+               "ood_acc %.4f (%.1f steps/s)\n",
+               static_cast<long long>(r->steps), r->test_acc,
+               r->test_acc_per_feature, r->ood_acc, r->steps_per_s);
+  EXPECT_GT(r->test_acc_per_feature, 0.5);
+  EXPECT_GT(r->test_acc, 0.25);
+}
+
+// ---- The real binary, as a subprocess. ----------------------------------
+
+struct Child {
+  pid_t pid = -1;
+  FILE* out = nullptr;  // its stdout
+};
+
+Child Spawn(const std::vector<std::string>& args, const std::string& err) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  Child c;
+  EXPECT_EQ(posix_spawn(&c.pid, argv[0], &fa, nullptr, argv.data(), environ),
+            0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  c.out = ::fdopen(fds[0], "r");
+  return c;
+}
+
+bool ReadLine(FILE* f, std::string* line) {
+  char* buf = nullptr;
+  size_t cap = 0;
+  ssize_t n = ::getline(&buf, &cap, f);
+  if (n >= 0) line->assign(buf, n);
+  std::free(buf);
+  return n >= 0;
+}
+
+int Wait(Child& c) {
+  int status = 0;
+  ::waitpid(c.pid, &status, 0);
+  if (c.out) std::fclose(c.out);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+std::string WriteTrial(const std::string& dir, const std::string& params) {
+  const std::string path = dir + "/trial.json";
+  std::ofstream(path) << R"({"sweep_id": "sw", "trial_id": "sw/t0", )"
+                      << R"("attempt": 1, "kind": "sraven", "seed": 5, )"
+                      << R"("params": )" << params << "}";
+  return path;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(TrainerBinaryTest, SigtermCheckpointsAndExits75ThenResumes) {
+  const std::string dir = TempDir("sigterm");
+  const std::string trial =
+      WriteTrial(dir, R"({"M": 1, "width": 0.125, "depth": 1, "num_experts": 2,
+               "top_k": 1, "steps": 1000000, "batch_size": 8,
+               "log_every": 1, "eval_every": 1000000, "num_eval": 8,
+               "checkpoint_every": 1000000})");
+  int64_t stopped_at = -1;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Child c = Spawn({SMOE_TRAINER_BINARY, "run", "--trial", trial, "--workdir",
+                     dir + "/work"},
+                    dir + "/stderr.txt");
+    std::string line;
+    int64_t first_progress = -1;
+    int progress_lines = 0;
+    while (ReadLine(c.out, &line)) {
+      json e = json::parse(line);
+      if (e["event"] == "progress" && ++progress_lines >= 3) {
+        first_progress = e["step"].get<int64_t>() - 2;
+        break;
+      }
+    }
+    ASSERT_GE(first_progress, 1) << ReadAll(dir + "/stderr.txt");
+    if (attempt == 1) {
+      EXPECT_EQ(first_progress, stopped_at + 1);
+    }
+    ASSERT_EQ(::kill(c.pid, SIGTERM), 0);
+    int64_t ckpt_step = -1;
+    bool result = false;
+    while (ReadLine(c.out, &line)) {
+      json e = json::parse(line);
+      if (e["event"] == "checkpoint") ckpt_step = e["step"].get<int64_t>();
+      if (e["event"] == "result") result = true;
+    }
+    EXPECT_EQ(Wait(c), 75) << ReadAll(dir + "/stderr.txt");
+    EXPECT_GE(ckpt_step, first_progress + 2);
+    EXPECT_FALSE(result);
+    struct stat st;
+    EXPECT_EQ(::stat(CheckpointPath(dir + "/work").c_str(), &st), 0);
+    stopped_at = ckpt_step;
+  }
+}
+
+TEST(TrainerBinaryTest, BadTrialExits64NamingTheKey) {
+  const std::string dir = TempDir("bad");
+  for (const auto& [params, a, b] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {R"({"top_kk": 2})", "top_kk", "2"},
+           {R"({"attention": "foo"})", "attention", "foo"},
+           {R"({"lr": -1})", "lr", "-1"}}) {
+    const std::string trial = WriteTrial(dir, params);
+    Child c = Spawn({SMOE_TRAINER_BINARY, "run", "--trial", trial, "--workdir",
+                     dir + "/work"},
+                    dir + "/stderr.txt");
+    std::string line, out;
+    while (ReadLine(c.out, &line)) out += line;
+    EXPECT_EQ(Wait(c), 64);
+    EXPECT_EQ(out, "");
+    const std::string err = ReadAll(dir + "/stderr.txt");
+    EXPECT_TRUE(absl::StrContains(err, a) && absl::StrContains(err, b)) << err;
+  }
+  Child c = Spawn({SMOE_TRAINER_BINARY, "run", "--trial", dir + "/nope.json"},
+                  dir + "/stderr.txt");
+  EXPECT_EQ(Wait(c), 64);
+}
+
+}  // namespace
+}  // namespace smoe::trainer
