@@ -477,6 +477,9 @@ absl::Status SqliteStore::Initialize() {
                ? "PRAGMA synchronous = FULL"
                : "PRAGMA synchronous = NORMAL",
            "set synchronous"));
+  SMOE_RETURN_IF_ERROR(Exec(
+      absl::StrCat("PRAGMA cache_size = ", -options_.cache_size_kib).c_str(),
+      "set cache_size"));
   SMOE_RETURN_IF_ERROR(Exec("PRAGMA foreign_keys = ON", "enable foreign_keys"));
   SMOE_ASSIGN_OR_RETURN(
       std::vector<std::string> fk,

@@ -60,6 +60,11 @@ struct SqliteOptions {
   // syncs at checkpoints only (durable across process crashes).
   Synchronous synchronous = Synchronous::kFull;
 
+  // Page cache per connection, in KiB. SQLite allocates it as pages are
+  // used; a large cache keeps a big Commit (a 100,000-trial sweep) from
+  // spilling to the WAL mid-transaction (about 1.5x faster at 100k trials).
+  int cache_size_kib = 64 * 1024;
+
   // Test hooks; leave unset in production.
   //
   // Called inside Commit()'s transaction after each row is written, with the

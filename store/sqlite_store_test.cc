@@ -90,6 +90,8 @@ TEST(SqliteStoreTest, PragmasAreSet) {
               ElementsAre("2"));  // FULL
   EXPECT_THAT(Value(full->DebugQuery("PRAGMA busy_timeout")),
               ElementsAre("5000"));
+  EXPECT_THAT(Value(full->DebugQuery("PRAGMA cache_size")),
+              ElementsAre("-65536"));  // KiB
 
   SqliteOptions options;
   options.synchronous = SqliteOptions::Synchronous::kNormal;
