@@ -44,6 +44,12 @@ WorkerRecord Normalized(WorkerRecord r) {
 
 }  // namespace
 
+bool InMemoryStore::TrialKnown(
+    const std::string& id,
+    const std::set<absl::string_view>& batch_trials) const {
+  return batch_trials.count(id) > 0 || trials_.find(id) != trials_.end();
+}
+
 absl::Status InMemoryStore::Validate(const WriteBatch& batch) const {
   std::set<absl::string_view> batch_sweeps;
   std::set<absl::string_view> batch_trials;
@@ -59,20 +65,17 @@ absl::Status InMemoryStore::Validate(const WriteBatch& batch) const {
     }
     batch_trials.insert(t.trial_id);
   }
-  auto trial_known = [&](const std::string& id) {
-    return batch_trials.count(id) > 0 || trials_.find(id) != trials_.end();
-  };
   for (const AttemptRecord& a : batch.attempts) {
-    if (!trial_known(a.trial_id)) return internal::MissingTrial(a);
+    if (!TrialKnown(a.trial_id, batch_trials)) return internal::MissingTrial(a);
   }
   for (const MetricRecord& m : batch.metrics) {
-    if (!trial_known(m.trial_id)) return internal::MissingTrial(m);
+    if (!TrialKnown(m.trial_id, batch_trials)) return internal::MissingTrial(m);
   }
   for (const WorkerRecord& w : batch.workers) {
     SMOE_RETURN_IF_ERROR(internal::CheckNonEmptyId("worker", w.worker_id));
   }
   for (const WriteBatch::Result& r : batch.results) {
-    if (!trial_known(r.trial_id)) return internal::MissingTrial(r);
+    if (!TrialKnown(r.trial_id, batch_trials)) return internal::MissingTrial(r);
   }
   return absl::OkStatus();
 }

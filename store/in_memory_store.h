@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -60,6 +61,10 @@ class InMemoryStore final : public ExperimentStore {
   // Checks every parent reference of `batch` against the stored rows and the
   // batch's own sweeps/trials; writes nothing.
   absl::Status Validate(const WriteBatch& batch) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // True when trial `id` is stored or among `batch_trials`.
+  bool TrialKnown(const std::string& id,
+                  const std::set<absl::string_view>& batch_trials) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Returns the trials of `sweep_id` (all when empty) ordered like ListTrials.
   std::vector<const TrialRecord*> SortedTrials(absl::string_view sweep_id) const

@@ -503,43 +503,47 @@ absl::StatusOr<int> SqliteStore::SchemaVersionLocked() {
   return static_cast<int>(version.ColInt(0));
 }
 
+absl::Status SqliteStore::SchemaTooNew(int version) const {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "database '", path_, "' has schema version ", version,
+      ", newer than the latest this build knows (", LatestSchemaVersion(),
+      "); open it with a newer smoe build"));
+}
+
 absl::Status SqliteStore::Migrate() {
   const int latest = LatestSchemaVersion();
   const int target = options_.TEST_max_schema_version > 0
                          ? std::min(options_.TEST_max_schema_version, latest)
                          : latest;
-  auto too_new = [&](int version) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("database '", path_, "' has schema version ", version,
-                     ", newer than the latest this build knows (", latest,
-                     "); open it with a newer smoe build"));
-  };
   // Fast path without the write lock: already up to date.
   SMOE_ASSIGN_OR_RETURN(int version, SchemaVersionLocked());
-  if (version > latest) return too_new(version);
+  if (version > latest) return SchemaTooNew(version);
   if (version >= target) return absl::OkStatus();
 
   SMOE_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE", "migrate: begin"));
-  absl::Status status = [&]() -> absl::Status {
-    SMOE_RETURN_IF_ERROR(Exec(kSchemaVersionTable, "create schema_version"));
-    // Another process may have migrated while we waited for the lock.
-    SMOE_ASSIGN_OR_RETURN(int current, SchemaVersionLocked());
-    if (current > latest) return too_new(current);
-    for (const Migration& m : Migrations()) {
-      if (m.version <= current || m.version > target) continue;
-      SMOE_RETURN_IF_ERROR(Exec(
-          m.sql,
-          absl::StrCat("migration ", m.version, " (", m.name, ")").c_str()));
-      SMOE_STATEMENT(record, kRecordMigration, "record migration");
-      record.Int(m.version).Text(m.name).Time(absl::Now());
-      SMOE_RETURN_IF_ERROR(record.Run());
-    }
-    return Exec("COMMIT", "migrate: commit");
-  }();
+  absl::Status status = ApplyMigrations(target);
+  if (status.ok()) status = Exec("COMMIT", "migrate: commit");
   if (!status.ok() && sqlite3_get_autocommit(db_) == 0) {
     Exec("ROLLBACK", "migrate: rollback").IgnoreError();
   }
   return status;
+}
+
+absl::Status SqliteStore::ApplyMigrations(int target) {
+  SMOE_RETURN_IF_ERROR(Exec(kSchemaVersionTable, "create schema_version"));
+  // Another process may have migrated while we waited for the lock.
+  SMOE_ASSIGN_OR_RETURN(int current, SchemaVersionLocked());
+  if (current > LatestSchemaVersion()) return SchemaTooNew(current);
+  for (const Migration& m : Migrations()) {
+    if (m.version <= current || m.version > target) continue;
+    SMOE_RETURN_IF_ERROR(
+        Exec(m.sql,
+             absl::StrCat("migration ", m.version, " (", m.name, ")").c_str()));
+    SMOE_STATEMENT(record, kRecordMigration, "record migration");
+    record.Int(m.version).Text(m.name).Time(absl::Now());
+    SMOE_RETURN_IF_ERROR(record.Run());
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int> SqliteStore::SchemaVersion() {
@@ -593,6 +597,15 @@ absl::StatusOr<bool> SqliteStore::Exists(const char* sql, const std::string& id,
   return s.Step();
 }
 
+absl::StatusOr<bool> SqliteStore::TrialExists(
+    const std::string& id, std::unordered_set<std::string>* known) {
+  if (known->count(id) > 0) return true;
+  SMOE_ASSIGN_OR_RETURN(bool found,
+                        Exists(kTrialExists, id, "commit: find trial"));
+  if (found) known->insert(id);
+  return found;
+}
+
 absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
   int64_t rows = 0;
   auto row_written = [&] {
@@ -604,13 +617,6 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
   std::unordered_set<std::string> trials;
   const bool track_trials = !batch.attempts.empty() || !batch.metrics.empty() ||
                             !batch.results.empty();
-  auto trial_exists = [&](const std::string& id) -> absl::StatusOr<bool> {
-    if (trials.count(id) > 0) return true;
-    SMOE_ASSIGN_OR_RETURN(bool found,
-                          Exists(kTrialExists, id, "commit: find trial"));
-    if (found) trials.insert(id);
-    return found;
-  };
 
   for (const SweepRecord& r : batch.sweeps) {
     SMOE_RETURN_IF_ERROR(internal::CheckNonEmptyId("sweep", r.sweep_id));
@@ -656,7 +662,7 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
     row_written();
   }
   for (const AttemptRecord& r : batch.attempts) {
-    SMOE_ASSIGN_OR_RETURN(bool found, trial_exists(r.trial_id));
+    SMOE_ASSIGN_OR_RETURN(bool found, TrialExists(r.trial_id, &trials));
     if (!found) return internal::MissingTrial(r);
     SMOE_STATEMENT(s, kUpsertAttempt, "commit: upsert attempt");
     s.Text(r.trial_id)
@@ -671,7 +677,7 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
     row_written();
   }
   for (const MetricRecord& r : batch.metrics) {
-    SMOE_ASSIGN_OR_RETURN(bool found, trial_exists(r.trial_id));
+    SMOE_ASSIGN_OR_RETURN(bool found, TrialExists(r.trial_id, &trials));
     if (!found) return internal::MissingTrial(r);
     SMOE_STATEMENT(s, kUpsertMetric, "commit: upsert metric");
     s.Text(r.trial_id).Text(r.name).Int(r.step).Real(r.value).Int(r.attempt);
@@ -699,7 +705,7 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
     row_written();
   }
   for (const WriteBatch::Result& r : batch.results) {
-    SMOE_ASSIGN_OR_RETURN(bool found, trial_exists(r.trial_id));
+    SMOE_ASSIGN_OR_RETURN(bool found, TrialExists(r.trial_id, &trials));
     if (!found) return internal::MissingTrial(r);
     {
       SMOE_STATEMENT(s, kDeleteResults, "commit: delete results");

@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -123,6 +124,9 @@ class SqliteStore final : public ExperimentStore {
   // Sets the pragmas and applies pending migrations.
   absl::Status Initialize() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Migrate's body inside its transaction: applies migrations up to `target`.
+  absl::Status ApplyMigrations(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SchemaTooNew(int version) const;
   // Runs `sql` (any number of statements, no parameters).
   absl::Status Exec(const char* sql, const char* op)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -145,6 +149,11 @@ class SqliteStore final : public ExperimentStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> Exists(const char* sql, const std::string& id,
                               const char* op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // True when trial `id` is in `known` or in the database (then added to
+  // `known`).
+  absl::StatusOr<bool> TrialExists(const std::string& id,
+                                   std::unordered_set<std::string>* known)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int> SchemaVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
