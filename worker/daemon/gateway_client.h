@@ -1,0 +1,58 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: worker/daemon/gateway_client.h
+//
+// The daemon's view of the coordinator's WorkerGateway service, behind an
+// interface so the daemon is unit-tested with a fake. Requests and replies are
+// the smoe.v1 messages; errors are absl::Status with the gRPC code (UNAVAILABLE
+// / DEADLINE_EXCEEDED: coordinator unreachable; NOT_FOUND: unknown worker, it
+// must re-register; FAILED_PRECONDITION: stale attempt).
+#ifndef SMOE_WORKER_DAEMON_GATEWAY_CLIENT_H_
+#define SMOE_WORKER_DAEMON_GATEWAY_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/smoe.pb.h"
+
+namespace smoe::worker {
+
+// One method per WorkerGateway RPC. Implementations are thread-compatible
+// (the daemon calls them from its one loop thread).
+class GatewayClient {
+ public:
+  virtual ~GatewayClient() = default;
+
+  virtual absl::StatusOr<v1::RegisterResponse> Register(
+      const v1::RegisterRequest& req) = 0;
+  virtual absl::StatusOr<v1::LeaseResponse> Lease(
+      const v1::LeaseRequest& req) = 0;
+  virtual absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& req) = 0;
+  virtual absl::StatusOr<v1::ReportMetricsResponse> ReportMetrics(
+      const v1::ReportMetricsRequest& req) = 0;
+  virtual absl::StatusOr<v1::CompleteResponse> Complete(
+      const v1::CompleteRequest& req) = 0;
+  virtual absl::StatusOr<v1::FailResponse> Fail(const v1::FailRequest& req) = 0;
+};
+
+struct GrpcGatewayOptions {
+  std::string address = "127.0.0.1:50051";  // host:port of the coordinator
+  std::string token;                        // API token (never logged)
+  // PEM root certificates; empty = plaintext (insecure channel).
+  std::string tls_root_certs_pem;
+  absl::Duration call_timeout = absl::Seconds(10);  // deadline of every call
+};
+
+// Creates the gRPC implementation. The channel connects lazily, so this
+// succeeds while the coordinator is down (calls then fail UNAVAILABLE).
+// InvalidArgument for an empty address or token.
+absl::StatusOr<std::unique_ptr<GatewayClient>> NewGrpcGatewayClient(
+    const GrpcGatewayOptions& options);
+
+}  // namespace smoe::worker
+
+#endif  // SMOE_WORKER_DAEMON_GATEWAY_CLIENT_H_

@@ -1,0 +1,227 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/daemon/journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+
+namespace smoe::worker {
+namespace {
+
+using json = nlohmann::json;
+
+absl::Status Errno(absl::string_view what, const std::string& path) {
+  return absl::InternalError(
+      absl::StrCat(what, " '", path, "': ", strerror(errno)));
+}
+
+std::string Serialize(const OutboxEntry& e) {
+  switch (e.type) {
+    case OutboxEntry::Type::kMetrics:
+      return e.metrics.SerializeAsString();
+    case OutboxEntry::Type::kComplete:
+      return e.complete.SerializeAsString();
+    case OutboxEntry::Type::kFail:
+      return e.fail.SerializeAsString();
+  }
+  return "";
+}
+
+std::string AddLine(const OutboxEntry& e) {
+  json j = {{"op", "add"},
+            {"id", e.id},
+            {"type", e.type_name()},
+            {"trial_id", e.trial_id()},
+            {"attempt", e.attempt()},
+            {"data", absl::Base64Escape(Serialize(e))}};
+  return j.dump() + "\n";
+}
+
+// Parses an "add" record; false when malformed.
+bool ParseAdd(const json& j, OutboxEntry* e) {
+  if (!j.contains("id") || !j["id"].is_number_unsigned() ||
+      !j.contains("type") || !j["type"].is_string() || !j.contains("data") ||
+      !j["data"].is_string()) {
+    return false;
+  }
+  e->id = j["id"].get<uint64_t>();
+  std::string bytes;
+  if (!absl::Base64Unescape(j["data"].get<std::string>(), &bytes)) return false;
+  const std::string type = j["type"].get<std::string>();
+  if (type == "metrics") {
+    e->type = OutboxEntry::Type::kMetrics;
+    return e->metrics.ParseFromString(bytes);
+  }
+  if (type == "complete") {
+    e->type = OutboxEntry::Type::kComplete;
+    return e->complete.ParseFromString(bytes);
+  }
+  if (type == "fail") {
+    e->type = OutboxEntry::Type::kFail;
+    return e->fail.ParseFromString(bytes);
+  }
+  return false;
+}
+
+}  // namespace
+
+const std::string& OutboxEntry::trial_id() const {
+  switch (type) {
+    case Type::kMetrics:
+      return metrics.trial_id();
+    case Type::kComplete:
+      return complete.trial_id();
+    case Type::kFail:
+      return fail.trial_id();
+  }
+  return metrics.trial_id();
+}
+
+int OutboxEntry::attempt() const {
+  switch (type) {
+    case Type::kMetrics:
+      return metrics.attempt();
+    case Type::kComplete:
+      return complete.attempt();
+    case Type::kFail:
+      return fail.attempt();
+  }
+  return 0;
+}
+
+const char* OutboxEntry::type_name() const {
+  switch (type) {
+    case Type::kMetrics:
+      return "metrics";
+    case Type::kComplete:
+      return "complete";
+    case Type::kFail:
+      return "fail";
+  }
+  return "?";
+}
+
+absl::StatusOr<std::unique_ptr<Outbox>> Outbox::Open(const std::string& path) {
+  // Load whatever is there.
+  std::map<uint64_t, OutboxEntry> pending;
+  uint64_t max_id = 0;
+  {
+    std::ifstream in(path);
+    std::string line;
+    int line_no = 0;
+    while (std::getline(in, line)) {
+      ++line_no;
+      if (line.empty()) continue;
+      json j = json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object() || !j.contains("op") ||
+          !j["op"].is_string()) {
+        SMOE_LOG(WARNING) << "journal " << path << ":" << line_no
+                          << ": skipping unreadable line";
+        continue;
+      }
+      const std::string op = j["op"].get<std::string>();
+      if (op == "add") {
+        OutboxEntry e;
+        if (!ParseAdd(j, &e)) {
+          SMOE_LOG(WARNING) << "journal " << path << ":" << line_no
+                            << ": skipping malformed entry";
+          continue;
+        }
+        max_id = std::max(max_id, e.id);
+        pending[e.id] = std::move(e);
+      } else if (op == "ack" && j.contains("id") &&
+                 j["id"].is_number_unsigned()) {
+        pending.erase(j["id"].get<uint64_t>());
+      }
+    }
+  }
+  // Compact: write the pending entries to a new file and rename it over.
+  const std::string tmp = path + ".tmp";
+  {
+    const int fd =
+        open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return Errno("cannot create journal", tmp);
+    std::string all;
+    for (const auto& [id, e] : pending) all += AddLine(e);
+    const char* p = all.data();
+    size_t left = all.size();
+    while (left > 0) {
+      const ssize_t n = write(fd, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        close(fd);
+        return Errno("cannot write journal", tmp);
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    if (fsync(fd) != 0) {
+      close(fd);
+      return Errno("cannot fsync journal", tmp);
+    }
+    close(fd);
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return Errno("cannot rename journal over", path);
+  }
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return Errno("cannot open journal", path);
+  std::unique_ptr<Outbox> box(new Outbox(path, fd));
+  box->next_id_ = max_id + 1;
+  for (auto& [id, e] : pending) box->entries_.push_back(std::move(e));
+  if (!box->entries_.empty()) {
+    SMOE_LOG(INFO) << "journal " << path << ": " << box->entries_.size()
+                   << " unacknowledged report(s) to replay";
+  }
+  return box;
+}
+
+Outbox::~Outbox() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status Outbox::WriteLine(const std::string& line, bool sync) {
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    const ssize_t n = write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("cannot append to journal", path_);
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (sync && fdatasync(fd_) != 0) return Errno("cannot fsync journal", path_);
+  return absl::OkStatus();
+}
+
+absl::Status Outbox::Add(OutboxEntry entry) {
+  entry.id = next_id_++;
+  SMOE_RETURN_IF_ERROR(WriteLine(AddLine(entry), /*sync=*/true));
+  entries_.push_back(std::move(entry));
+  return absl::OkStatus();
+}
+
+absl::Status Outbox::PopFront() {
+  const uint64_t id = entries_.front().id;
+  entries_.pop_front();
+  if (entries_.empty()) {
+    // Nothing pending: start the file afresh (O_APPEND writes go to the end).
+    if (ftruncate(fd_, 0) != 0) return Errno("cannot truncate journal", path_);
+    return absl::OkStatus();
+  }
+  return WriteLine(json({{"op", "ack"}, {"id", id}}).dump() + "\n",
+                   /*sync=*/false);
+}
+
+}  // namespace smoe::worker

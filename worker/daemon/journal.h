@@ -1,0 +1,81 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: worker/daemon/journal.h
+//
+// The daemon's outbox: reports (metric batches, Complete, Fail) waiting for
+// the coordinator's acknowledgement, kept in order in memory and in an
+// append-only JSON Lines file so that nothing finished is lost when the
+// coordinator is unreachable or the daemon restarts.
+//
+// File format, one object per line:
+//   {"op":"add","id":7,"type":"complete","trial_id":"s/t1","attempt":2,
+//    "data":"<base64 of the serialized request>"}
+//   {"op":"ack","id":7}
+// Adds are fsync'd before Add() returns; acks are not (a lost ack only causes a
+// harmless resend: metrics overwrite, a stale Complete/Fail is refused and
+// dropped). Lines that do not parse (a torn last write) are skipped. Open()
+// compacts the file to the unacknowledged entries.
+#ifndef SMOE_WORKER_DAEMON_JOURNAL_H_
+#define SMOE_WORKER_DAEMON_JOURNAL_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/smoe.pb.h"
+
+namespace smoe::worker {
+
+// One report to deliver. Exactly one of the requests is meaningful, chosen by
+// `type`.
+struct OutboxEntry {
+  enum class Type { kMetrics, kComplete, kFail };
+  uint64_t id = 0;  // assigned by Outbox::Add
+  Type type = Type::kMetrics;
+  v1::ReportMetricsRequest metrics;
+  v1::CompleteRequest complete;
+  v1::FailRequest fail;
+
+  const std::string& trial_id() const;
+  int attempt() const;
+  // "metrics" | "complete" | "fail".
+  const char* type_name() const;
+};
+
+// FIFO of unacknowledged reports backed by the journal file. Not thread-safe.
+class Outbox {
+ public:
+  // Opens (creating if needed) the journal at `path` and loads its
+  // unacknowledged entries, oldest first. Errors: the file cannot be read,
+  // written or fsync'd.
+  static absl::StatusOr<std::unique_ptr<Outbox>> Open(const std::string& path);
+  ~Outbox();
+
+  // Appends `entry` (its id is assigned) durably, then queues it.
+  absl::Status Add(OutboxEntry entry);
+  // The oldest unacknowledged entry. REQUIRES: !empty().
+  const OutboxEntry& front() const { return entries_.front(); }
+  // Acknowledges (removes) the oldest entry. When the queue becomes empty the
+  // file is truncated. REQUIRES: !empty().
+  absl::Status PopFront();
+
+  bool empty() const { return entries_.empty(); }
+  size_t size() const { return entries_.size(); }
+  const std::deque<OutboxEntry>& entries() const { return entries_; }
+
+ private:
+  Outbox(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  absl::Status WriteLine(const std::string& line, bool sync);
+
+  std::string path_;
+  int fd_ = -1;
+  uint64_t next_id_ = 1;
+  std::deque<OutboxEntry> entries_;
+};
+
+}  // namespace smoe::worker
+
+#endif  // SMOE_WORKER_DAEMON_JOURNAL_H_

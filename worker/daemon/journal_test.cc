@@ -1,0 +1,97 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/daemon/journal.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace smoe::worker {
+namespace {
+
+std::string NewPath() {
+  static std::atomic<int> n{0};
+  return absl::StrCat(::testing::TempDir(), "/journal_test_", getpid(), "_",
+                      n++, ".jsonl");
+}
+
+OutboxEntry Complete(const std::string& trial, double acc) {
+  OutboxEntry e;
+  e.type = OutboxEntry::Type::kComplete;
+  e.complete.set_worker_id("w");
+  e.complete.set_trial_id(trial);
+  e.complete.set_attempt(1);
+  (*e.complete.mutable_results())["acc"] = acc;
+  return e;
+}
+
+TEST(OutboxTest, PersistsUnacknowledgedEntriesInOrder) {
+  const std::string path = NewPath();
+  {
+    auto box = Outbox::Open(path);
+    ASSERT_TRUE(box.ok()) << box.status();
+    EXPECT_TRUE((*box)->empty());
+    ASSERT_TRUE((*box)->Add(Complete("a", 1)).ok());
+    OutboxEntry m;
+    m.type = OutboxEntry::Type::kMetrics;
+    m.metrics.set_trial_id("b");
+    m.metrics.add_metrics()->set_name("train/loss");
+    ASSERT_TRUE((*box)->Add(m).ok());
+    OutboxEntry f;
+    f.type = OutboxEntry::Type::kFail;
+    f.fail.set_trial_id("c");
+    f.fail.set_reason(v1::FailRequest::REASON_PREEMPTED);
+    ASSERT_TRUE((*box)->Add(f).ok());
+    ASSERT_TRUE((*box)->PopFront().ok());  // "a" acknowledged
+  }
+  auto box = Outbox::Open(path);
+  ASSERT_TRUE(box.ok());
+  ASSERT_EQ((*box)->size(), 2u);
+  EXPECT_EQ((*box)->front().type, OutboxEntry::Type::kMetrics);
+  EXPECT_EQ((*box)->front().trial_id(), "b");
+  EXPECT_EQ((*box)->front().metrics.metrics(0).name(), "train/loss");
+  EXPECT_EQ((*box)->entries()[1].fail.reason(),
+            v1::FailRequest::REASON_PREEMPTED);
+  // New ids continue after the loaded ones.
+  ASSERT_TRUE((*box)->Add(Complete("d", 2)).ok());
+  EXPECT_GT((*box)->entries()[2].id, (*box)->entries()[1].id);
+}
+
+TEST(OutboxTest, EmptyQueueTruncatesTheFile) {
+  const std::string path = NewPath();
+  auto box = Outbox::Open(path);
+  ASSERT_TRUE(box.ok());
+  ASSERT_TRUE((*box)->Add(Complete("a", 1)).ok());
+  ASSERT_TRUE((*box)->PopFront().ok());
+  std::ifstream in(path);
+  std::string content((std::istreambuf_iterator<char>(in)),
+                      std::istreambuf_iterator<char>());
+  EXPECT_TRUE(content.empty());
+}
+
+TEST(OutboxTest, SkipsTornAndGarbageLines) {
+  const std::string path = NewPath();
+  {
+    auto box = Outbox::Open(path);
+    ASSERT_TRUE(box.ok());
+    ASSERT_TRUE((*box)->Add(Complete("a", 0.5)).ok());
+  }
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "not json\n{\"op\":\"add\",\"id\":9,\"type\":\"complete\",\"da";
+  }
+  auto box = Outbox::Open(path);
+  ASSERT_TRUE(box.ok()) << box.status();
+  ASSERT_EQ((*box)->size(), 1u);
+  EXPECT_DOUBLE_EQ((*box)->front().complete.results().at("acc"), 0.5);
+}
+
+TEST(OutboxTest, UnwritableDirectoryIsAnError) {
+  EXPECT_FALSE(Outbox::Open("/nonexistent-dir/journal.jsonl").ok());
+}
+
+}  // namespace
+}  // namespace smoe::worker

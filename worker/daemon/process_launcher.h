@@ -1,0 +1,119 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: worker/daemon/process_launcher.h
+//
+// Starting and supervising child processes (the trainer), behind an interface
+// so the daemon's logic is tested with a fake and never forks in unit tests.
+//
+//   ProcessLauncher::Start(spec) -> Process
+//   Process: stdout lines (drained by the caller), the last stderr lines,
+//            Signal() to its whole process group, Poll()/Wait() for its exit.
+//
+// PosixProcessLauncher puts every child in its own process group (setpgid), so
+// signalling the group also reaches the trainer's own children; it reaps every
+// child it starts (no zombies), and kills stragglers left in the group once the
+// group leader has exited.
+#ifndef SMOE_WORKER_DAEMON_PROCESS_LAUNCHER_H_
+#define SMOE_WORKER_DAEMON_PROCESS_LAUNCHER_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace smoe::worker {
+
+// What to run.
+struct ProcessSpec {
+  // argv[0] is the program path (absolute or relative to the daemon's cwd; no
+  // PATH search). REQUIRES: non-empty.
+  std::vector<std::string> argv;
+  // Variables set in the child on top of the daemon's own environment (a key
+  // given here replaces the inherited value; an empty value is kept as empty).
+  std::map<std::string, std::string> env;
+  // The child's working directory; empty = the daemon's.
+  std::string working_dir;
+};
+
+// How a process ended.
+struct ExitInfo {
+  bool signaled = false;  // killed by a signal
+  int exit_code = 0;      // exit status when !signaled
+  int signal = 0;         // the signal when signaled
+
+  // The code reported to the coordinator: exit status, or 128 + signal.
+  int ReportedCode() const { return signaled ? 128 + signal : exit_code; }
+};
+
+// A running (or finished) child. Not copyable. Thread-compatible: one owner
+// thread calls the methods (the implementation's own reader threads are
+// internal). Destroying a Process that is still running kills its process
+// group with SIGKILL and reaps it.
+class Process {
+ public:
+  virtual ~Process() = default;
+
+  // The child's pid (also its process-group id).
+  virtual int pid() const = 0;
+
+  // Returns the complete stdout lines (without '\n') read since the last call,
+  // oldest first. After the process has ended (Poll() returned a value) the
+  // final unterminated line, if any, is returned as well.
+  virtual std::vector<std::string> TakeStdoutLines() = 0;
+
+  // Returns the last stderr lines (at most the implementation's limit, ~50),
+  // oldest first.
+  virtual std::vector<std::string> StderrTail() = 0;
+
+  // Sends `sig` to the child's process group. A no-op (OK) once the child has
+  // been reaped.
+  virtual absl::Status Signal(int sig) = 0;
+
+  // Returns how the child ended once it has exited, been reaped and its output
+  // has been fully read; nullopt while it runs. Never blocks.
+  virtual std::optional<ExitInfo> Poll() = 0;
+
+  // Like Poll(), but waits up to `timeout` (real time) for the end.
+  virtual std::optional<ExitInfo> Wait(absl::Duration timeout) = 0;
+};
+
+// Starts processes.
+class ProcessLauncher {
+ public:
+  virtual ~ProcessLauncher() = default;
+
+  // Starts `spec`. Errors: InvalidArgument for an empty argv, NotFound /
+  // PermissionDenied / Internal when the program cannot be executed (the
+  // child is reaped before returning), Internal for fork/pipe failures.
+  virtual absl::StatusOr<std::unique_ptr<Process>> Start(
+      const ProcessSpec& spec) = 0;
+};
+
+// fork/execve implementation for Linux/POSIX.
+//
+// The child: its own process group, stdin from /dev/null, stdout/stderr piped
+// to the daemon, default signal dispositions and an empty signal mask, no
+// inherited descriptors besides 0-2 (all daemon descriptors that matter are
+// close-on-exec). One reader thread per child drains both pipes, so a chatty
+// child never blocks on a full pipe.
+class PosixProcessLauncher final : public ProcessLauncher {
+ public:
+  // `stderr_tail_lines`: how many trailing stderr lines each Process keeps.
+  explicit PosixProcessLauncher(int stderr_tail_lines = 50)
+      : stderr_tail_lines_(stderr_tail_lines) {}
+
+  absl::StatusOr<std::unique_ptr<Process>> Start(
+      const ProcessSpec& spec) override;
+
+ private:
+  int stderr_tail_lines_;
+};
+
+}  // namespace smoe::worker
+
+#endif  // SMOE_WORKER_DAEMON_PROCESS_LAUNCHER_H_

@@ -1,0 +1,202 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/daemon/process_launcher.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smoe::worker {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kWait = absl::Seconds(20);
+
+std::unique_ptr<Process> StartShell(ProcessLauncher& launcher,
+                                    const std::string& script,
+                                    std::map<std::string, std::string> env = {},
+                                    std::string cwd = "") {
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", script};
+  spec.env = std::move(env);
+  spec.working_dir = std::move(cwd);
+  auto p = launcher.Start(spec);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *std::move(p) : nullptr;
+}
+
+// True when this process has a child that is a zombie (or any child at all).
+bool HasChildren() {
+  // waitid with WNOWAIT|WNOHANG on any child: ECHILD when there are none.
+  siginfo_t info;
+  return waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+// True when `pid` exists and is not a zombie.
+bool IsAlive(int pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat;
+  if (!std::getline(in, stat)) return false;
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() &&
+         stat[paren + 2] != 'Z' && stat[paren + 2] != 'X';
+}
+
+TEST(PosixProcessLauncherTest, CapturesStdoutLinesAndExitCode) {
+  PosixProcessLauncher launcher;
+  auto p = StartShell(
+      launcher,
+      R"(echo '{"event":"result","metrics":{}}'; printf 'a\nb\npartial'; exit 0)");
+  ASSERT_NE(p, nullptr);
+  auto exit = p->Wait(kWait);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_FALSE(exit->signaled);
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(exit->ReportedCode(), 0);
+  EXPECT_THAT(
+      p->TakeStdoutLines(),
+      ElementsAre(R"({"event":"result","metrics":{}})", "a", "b", "partial"));
+  EXPECT_TRUE(p->TakeStdoutLines().empty());
+  p.reset();
+  EXPECT_FALSE(HasChildren());
+}
+
+TEST(PosixProcessLauncherTest, ExitCodesAndStderrTail) {
+  PosixProcessLauncher launcher(/*stderr_tail_lines=*/3);
+  auto p = StartShell(launcher,
+                      "for i in 1 2 3 4 5; do echo err$i >&2; done; exit 75");
+  ASSERT_NE(p, nullptr);
+  auto exit = p->Wait(kWait);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 75);
+  EXPECT_THAT(p->StderrTail(), ElementsAre("err3", "err4", "err5"));
+}
+
+TEST(PosixProcessLauncherTest, EnvAndWorkingDirectory) {
+  PosixProcessLauncher launcher;
+  auto p = StartShell(launcher,
+                      "echo \"[$CUDA_VISIBLE_DEVICES][$SMOE_X]\"; pwd; exit 64",
+                      {{"CUDA_VISIBLE_DEVICES", ""}, {"SMOE_X", "y"}}, "/tmp");
+  ASSERT_NE(p, nullptr);
+  auto exit = p->Wait(kWait);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 64);
+  EXPECT_THAT(p->TakeStdoutLines(), ElementsAre("[][y]", "/tmp"));
+}
+
+TEST(PosixProcessLauncherTest, SignalReachesProcessGroupAndIsReported) {
+  PosixProcessLauncher launcher;
+  // The shell starts a grandchild; both must die with the group.
+  auto p = StartShell(launcher, "sleep 300 & echo $!; wait");
+  ASSERT_NE(p, nullptr);
+  EXPECT_FALSE(p->Poll().has_value());
+  // Wait for the child to be running.
+  std::vector<std::string> lines;
+  for (int i = 0; i < 200 && lines.empty(); ++i) {
+    lines = p->TakeStdoutLines();
+    if (lines.empty()) p->Wait(absl::Milliseconds(50));
+  }
+  ASSERT_EQ(lines.size(), 1u);
+  const int grandchild = std::stoi(lines[0]);
+  EXPECT_EQ(getpgid(p->pid()), p->pid());
+  EXPECT_EQ(getpgid(grandchild), p->pid());
+  ASSERT_TRUE(p->Signal(SIGTERM).ok());
+  auto exit = p->Wait(kWait);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->signaled);
+  EXPECT_EQ(exit->signal, SIGTERM);
+  EXPECT_EQ(exit->ReportedCode(), 128 + SIGTERM);
+  // Signalling after the end is a harmless no-op.
+  EXPECT_TRUE(p->Signal(SIGKILL).ok());
+  // The grandchild died with the group (gone, or a zombie awaiting init).
+  for (int i = 0; i < 100 && IsAlive(grandchild); ++i) {
+    p->Wait(absl::Milliseconds(20));  // a bounded pause, not a busy loop
+  }
+  EXPECT_FALSE(IsAlive(grandchild));
+  p.reset();
+  EXPECT_FALSE(HasChildren());
+}
+
+TEST(PosixProcessLauncherTest, SigtermHandlerCanExit75) {
+  PosixProcessLauncher launcher;
+  auto p = StartShell(launcher,
+                      "trap 'echo checkpoint; exit 75' TERM; echo ready; "
+                      "while :; do sleep 0.05; done");
+  ASSERT_NE(p, nullptr);
+  std::vector<std::string> lines;
+  for (int i = 0; i < 200 && lines.empty(); ++i) {
+    lines = p->TakeStdoutLines();
+    if (lines.empty()) p->Wait(absl::Milliseconds(50));
+  }
+  ASSERT_THAT(lines, ElementsAre("ready"));
+  ASSERT_TRUE(p->Signal(SIGTERM).ok());
+  auto exit = p->Wait(kWait);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 75);
+  EXPECT_THAT(p->TakeStdoutLines(), ElementsAre("checkpoint"));
+}
+
+TEST(PosixProcessLauncherTest, WaitTimesOutWhileRunningAndDestructorKills) {
+  PosixProcessLauncher launcher;
+  auto p = StartShell(launcher, "exec sleep 300");
+  ASSERT_NE(p, nullptr);
+  EXPECT_FALSE(p->Wait(absl::Milliseconds(100)).has_value());
+  const int pid = p->pid();
+  p.reset();  // SIGKILL + reap
+  EXPECT_EQ(kill(pid, 0), -1);
+  EXPECT_FALSE(HasChildren());
+}
+
+TEST(PosixProcessLauncherTest, MissingProgramIsNotFound) {
+  PosixProcessLauncher launcher;
+  ProcessSpec spec;
+  spec.argv = {"/nonexistent/smoe-trainer", "run"};
+  auto p = launcher.Start(spec);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(p.status().message(), HasSubstr("/nonexistent/smoe-trainer"));
+  EXPECT_FALSE(HasChildren());
+}
+
+TEST(PosixProcessLauncherTest, EmptyArgvIsInvalid) {
+  PosixProcessLauncher launcher;
+  EXPECT_EQ(launcher.Start(ProcessSpec()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PosixProcessLauncherTest, DoesNotLeakDescriptorsToChildren) {
+  PosixProcessLauncher launcher;
+  // Keep another child's pipes open while starting this one.
+  auto other = StartShell(launcher, "exec sleep 300");
+  auto p = StartShell(launcher, "ls /proc/self/fd | wc -l");
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p->Wait(kWait).has_value());
+  auto lines = p->TakeStdoutLines();
+  ASSERT_EQ(lines.size(), 1u);
+  // 0, 1, 2 and the fd `ls` opens on /proc/self/fd.
+  EXPECT_LE(std::stoi(lines[0]), 4);
+}
+
+TEST(PosixProcessLauncherTest, ManyLinesAreNotLost) {
+  PosixProcessLauncher launcher;
+  auto p = StartShell(launcher,
+                      "i=0; while [ $i -lt 20000 ]; do echo line$i; "
+                      "i=$((i+1)); done");
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p->Wait(absl::Seconds(60)).has_value());
+  auto lines = p->TakeStdoutLines();
+  ASSERT_EQ(lines.size(), 20000u);
+  EXPECT_EQ(lines.back(), "line19999");
+}
+
+}  // namespace
+}  // namespace smoe::worker

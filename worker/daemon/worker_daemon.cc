@@ -1,0 +1,713 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/daemon/worker_daemon.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+
+namespace smoe::worker {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr size_t kMaxFailMessage = 8192;
+
+absl::Status MakeDirs(const std::string& path) {
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!cur.empty() && mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+        return absl::InternalError(absl::StrCat("cannot create directory '",
+                                                cur, "': ", strerror(errno)));
+      }
+    }
+    if (i < path.size()) cur.push_back(path[i]);
+  }
+  return absl::OkStatus();
+}
+
+// Writes `text` to `path` atomically (temp file + rename).
+absl::Status WriteFileAtomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      return absl::InternalError(absl::StrCat("cannot write '", tmp, "'"));
+    }
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename '", tmp, "' to '",
+                                            path, "': ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// Returns a TCP port on 127.0.0.1 that was free a moment ago; 0 on failure.
+int PickFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr;
+  memset(&addr, 0, sizeof(addr));
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  int port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+bool IsTransient(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kUnauthenticated:  // token rotated: keep trying
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnimplemented:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string FailMessage(const std::string& head,
+                        const std::vector<std::string>& stderr_tail) {
+  std::string msg = head;
+  if (!stderr_tail.empty()) {
+    absl::StrAppend(&msg, "\n", absl::StrJoin(stderr_tail, "\n"));
+  }
+  if (msg.size() > kMaxFailMessage) {
+    // Keep the end: the last lines usually say what went wrong.
+    msg =
+        absl::StrCat(head, "\n...",
+                     msg.substr(msg.size() - (kMaxFailMessage - head.size())));
+  }
+  return msg;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Create(
+    GatewayClient* gateway, ProcessLauncher* launcher, Clock* clock,
+    WorkerDaemonOptions options) {
+  if (gateway == nullptr || launcher == nullptr || clock == nullptr) {
+    return absl::InvalidArgumentError("WorkerDaemon: null dependency");
+  }
+  if (options.work_dir.empty()) {
+    return absl::InvalidArgumentError("WorkerDaemon: work_dir is empty");
+  }
+  if (options.trainer_path.empty()) {
+    return absl::InvalidArgumentError("WorkerDaemon: trainer_path is empty");
+  }
+  if (options.slots < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("WorkerDaemon: slots must be >= 1, got ", options.slots));
+  }
+  SMOE_RETURN_IF_ERROR(MakeDirs(options.work_dir + "/trials"));
+  if (options.worker_id.empty()) {
+    std::ifstream in(options.work_dir + "/worker_id");
+    std::string id;
+    if (in && std::getline(in, id)) {
+      options.worker_id = std::string(absl::StripAsciiWhitespace(id));
+    }
+  }
+  SMOE_ASSIGN_OR_RETURN(std::unique_ptr<Outbox> outbox,
+                        Outbox::Open(options.work_dir + "/journal.jsonl"));
+  return std::unique_ptr<WorkerDaemon>(new WorkerDaemon(
+      gateway, launcher, clock, std::move(options), std::move(outbox)));
+}
+
+WorkerDaemon::WorkerDaemon(GatewayClient* gateway, ProcessLauncher* launcher,
+                           Clock* clock, WorkerDaemonOptions options,
+                           std::unique_ptr<Outbox> outbox)
+    : gateway_(gateway),
+      launcher_(launcher),
+      clock_(clock),
+      options_(std::move(options)),
+      outbox_(std::move(outbox)),
+      rng_(options_.jitter_seed != 0 ? options_.jitter_seed
+                                     : std::random_device{}()),
+      worker_id_(options_.worker_id) {
+  for (int g : options_.gpu_indices) gpu_busy_[g] = false;
+}
+
+WorkerDaemon::~WorkerDaemon() {
+  // Processes are killed and reaped by their destructors.
+}
+
+std::string WorkerDaemon::TrialDir(const std::string& trial_id) const {
+  return absl::StrCat(options_.work_dir, "/trials/",
+                      absl::StrReplaceAll(trial_id, {{"/", "_"}}));
+}
+
+absl::Status WorkerDaemon::Run() {
+  while (!done_) {
+    SMOE_RETURN_IF_ERROR(RunOnce());
+    if (!done_) clock_->SleepFor(options_.tick);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WorkerDaemon::RunOnce() {
+  if (done_) return absl::OkStatus();
+  if (drain_requested_.load() && !draining_) BeginDrain("SIGTERM");
+
+  if (!registered_ && RpcAllowed()) TryRegister();
+
+  // Trainer output and exits.
+  const absl::Time now = clock_->Now();
+  std::vector<std::string> finished;
+  for (auto& [id, t] : trials_) {
+    ConsumeOutput(&t);
+    if (CheckExits(&t)) {
+      finished.push_back(id);
+      continue;
+    }
+    if (t.term_sent && !t.kill_sent && now >= t.kill_at) {
+      SMOE_LOG(WARNING) << "trial " << id << " attempt " << t.lease.attempt()
+                        << " did not exit after SIGTERM; sending SIGKILL";
+      SignalTrial(&t, SIGKILL);
+      t.kill_sent = true;
+    }
+    if (static_cast<int>(t.metrics.size()) >= options_.metrics_flush_count ||
+        (!t.metrics.empty() &&
+         now - t.last_flush >= options_.metrics_flush_interval)) {
+      SMOE_RETURN_IF_ERROR(FlushMetrics(&t));
+    }
+  }
+  for (const std::string& id : finished) {
+    auto it = trials_.find(id);
+    SMOE_RETURN_IF_ERROR(FinishTrial(&it->second));
+    trials_.erase(it);
+  }
+
+  if (registered_ && RpcAllowed() && clock_->Now() >= next_heartbeat_) {
+    Heartbeat();
+  }
+  if (drain_requested_.load() && !draining_) BeginDrain("SIGTERM");
+  if (registered_ && RpcAllowed()) SMOE_RETURN_IF_ERROR(DeliverOutbox());
+  if (registered_ && RpcAllowed() && !draining_ &&
+      clock_->Now() >= next_lease_ && FreeSlots() > 0) {
+    LeaseMore();
+    // Leases refused locally (bad spec, no resources) are reported at once.
+    if (registered_ && RpcAllowed()) SMOE_RETURN_IF_ERROR(DeliverOutbox());
+  }
+
+  if (draining_ && trials_.empty()) {
+    if (drain_flush_deadline_ == absl::InfiniteFuture()) {
+      drain_flush_deadline_ = clock_->Now() + options_.drain_flush_timeout;
+    }
+    if (outbox_->empty()) {
+      SMOE_LOG(INFO) << "drain complete; every report acknowledged";
+      done_ = true;
+    } else if (clock_->Now() >= drain_flush_deadline_) {
+      SMOE_LOG(WARNING) << "drain: " << outbox_->size()
+                        << " report(s) not acknowledged; kept in the journal "
+                           "for the next start";
+      done_ = true;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- coordinator calls ----------------------------------------------------
+
+bool WorkerDaemon::RpcAllowed() const { return clock_->Now() >= next_rpc_; }
+
+void WorkerDaemon::OnRpcOk() {
+  backoff_ = absl::ZeroDuration();
+  next_rpc_ = absl::InfinitePast();
+}
+
+WorkerDaemon::RpcOutcome WorkerDaemon::OnRpcError(const absl::Status& status,
+                                                  absl::string_view what) {
+  const absl::StatusCode code = status.code();
+  if (code == absl::StatusCode::kNotFound) {
+    SMOE_LOG(WARNING) << what << ": coordinator does not know worker "
+                      << worker_id_ << " (" << status.message()
+                      << "); re-registering";
+    registered_ = false;
+    return RpcOutcome::kRetry;
+  }
+  if (code == absl::StatusCode::kFailedPrecondition ||
+      code == absl::StatusCode::kInvalidArgument ||
+      code == absl::StatusCode::kOutOfRange ||
+      code == absl::StatusCode::kAlreadyExists) {
+    return RpcOutcome::kDrop;
+  }
+  if (!IsTransient(code)) return RpcOutcome::kDrop;
+  backoff_ = backoff_ == absl::ZeroDuration()
+                 ? options_.backoff_initial
+                 : std::min(backoff_ * 2, options_.backoff_max);
+  std::uniform_real_distribution<double> jitter(0.5, 1.0);
+  const absl::Duration wait = backoff_ * jitter(rng_);
+  next_rpc_ = clock_->Now() + wait;
+  SMOE_LOG(WARNING) << what << " failed (" << status << "); retrying in "
+                    << wait;
+  return RpcOutcome::kRetry;
+}
+
+void WorkerDaemon::SaveWorkerId() {
+  absl::Status s =
+      WriteFileAtomic(options_.work_dir + "/worker_id", worker_id_ + "\n");
+  if (!s.ok()) SMOE_LOG(WARNING) << "cannot save worker id: " << s;
+}
+
+void WorkerDaemon::TryRegister() {
+  v1::RegisterRequest req;
+  req.set_worker_id(worker_id_);
+  req.set_hostname(options_.hostname);
+  req.set_cpus(options_.cpus);
+  req.set_gpus(static_cast<int>(options_.gpu_indices.size()));
+  req.set_slots(options_.slots);
+  for (const auto& [k, v] : options_.labels) (*req.mutable_labels())[k] = v;
+  for (const std::string& k : options_.kinds) req.add_kinds(k);
+  absl::StatusOr<v1::RegisterResponse> resp = gateway_->Register(req);
+  if (!resp.ok()) {
+    // NotFound cannot mean "unknown worker" here; treat every error as one to
+    // retry after a backoff.
+    backoff_ = backoff_ == absl::ZeroDuration()
+                   ? options_.backoff_initial
+                   : std::min(backoff_ * 2, options_.backoff_max);
+    std::uniform_real_distribution<double> jitter(0.5, 1.0);
+    const absl::Duration wait = backoff_ * jitter(rng_);
+    next_rpc_ = clock_->Now() + wait;
+    SMOE_LOG(WARNING) << "register with the coordinator failed ("
+                      << resp.status() << "); retrying in " << wait;
+    return;
+  }
+  OnRpcOk();
+  const bool changed = resp->worker_id() != worker_id_;
+  if (!resp->worker_id().empty()) worker_id_ = resp->worker_id();
+  if (changed) SaveWorkerId();
+  heartbeat_interval_ = resp->heartbeat_interval_ms() > 0
+                            ? absl::Milliseconds(resp->heartbeat_interval_ms())
+                            : absl::Seconds(5);
+  registered_ = true;
+  next_heartbeat_ = absl::InfinitePast();  // heartbeat right away
+  next_lease_ = absl::InfinitePast();
+  SMOE_LOG(INFO) << "registered as worker " << worker_id_ << " (slots "
+                 << options_.slots << ", gpus " << options_.gpu_indices.size()
+                 << ", heartbeat " << heartbeat_interval_ << ")";
+}
+
+void WorkerDaemon::Heartbeat() {
+  v1::HeartbeatRequest req;
+  req.set_worker_id(worker_id_);
+  req.set_draining(draining_);
+  for (const auto& [id, t] : trials_) {
+    v1::RunningAttempt* r = req.add_running();
+    r->set_trial_id(id);
+    r->set_attempt(t.lease.attempt());
+    r->set_step(t.step);
+    r->set_total(t.total);
+  }
+  absl::StatusOr<v1::HeartbeatResponse> resp = gateway_->Heartbeat(req);
+  if (!resp.ok()) {
+    OnRpcError(resp.status(), "heartbeat");
+    if (resp.status().code() != absl::StatusCode::kNotFound &&
+        !IsTransient(resp.status().code())) {
+      next_heartbeat_ = clock_->Now() + heartbeat_interval_;
+    }
+    return;
+  }
+  OnRpcOk();
+  next_heartbeat_ = clock_->Now() + heartbeat_interval_;
+  for (const v1::WorkerCommand& cmd : resp->commands()) {
+    if (cmd.type() != v1::WorkerCommand::TYPE_CANCEL) continue;
+    auto it = trials_.find(cmd.trial_id());
+    if (it == trials_.end() || it->second.lease.attempt() != cmd.attempt()) {
+      continue;  // already ended; its report will be refused as stale
+    }
+    Trial& t = it->second;
+    if (t.cancel_requested) continue;
+    SMOE_LOG(INFO) << "coordinator cancelled trial " << cmd.trial_id()
+                   << " attempt " << cmd.attempt();
+    t.cancel_requested = true;
+    TerminateTrial(&t, options_.cancel_grace);
+  }
+  if (resp->drain() && !draining_) BeginDrain("coordinator asked to drain");
+}
+
+void WorkerDaemon::LeaseMore() {
+  v1::LeaseRequest req;
+  req.set_worker_id(worker_id_);
+  req.set_free_slots(FreeSlots());
+  req.set_free_gpus(static_cast<int>(FreeGpus().size()));
+  absl::StatusOr<v1::LeaseResponse> resp = gateway_->Lease(req);
+  next_lease_ = clock_->Now() + options_.lease_interval;
+  if (!resp.ok()) {
+    OnRpcError(resp.status(), "lease");
+    return;
+  }
+  OnRpcOk();
+  for (const v1::TrialLease& lease : resp->leases()) {
+    absl::Status s = Launch(lease);
+    if (!s.ok()) SMOE_LOG(ERROR) << "trial " << lease.trial_id() << ": " << s;
+  }
+}
+
+absl::Status WorkerDaemon::DeliverOutbox() {
+  int budget = 64;  // keep the loop responsive
+  while (!outbox_->empty() && registered_ && RpcAllowed() && budget-- > 0) {
+    const OutboxEntry& e = outbox_->front();
+    absl::Status s;
+    switch (e.type) {
+      case OutboxEntry::Type::kMetrics:
+        s = gateway_->ReportMetrics(e.metrics).status();
+        break;
+      case OutboxEntry::Type::kComplete:
+        s = gateway_->Complete(e.complete).status();
+        break;
+      case OutboxEntry::Type::kFail:
+        s = gateway_->Fail(e.fail).status();
+        break;
+    }
+    const std::string what = absl::StrCat(e.type_name(), " for ", e.trial_id(),
+                                          " attempt ", e.attempt());
+    if (s.ok()) {
+      OnRpcOk();
+      SMOE_LOG(DEBUG) << what << " acknowledged";
+      SMOE_RETURN_IF_ERROR(outbox_->PopFront());
+      continue;
+    }
+    RpcOutcome outcome = OnRpcError(s, what);
+    if (s.code() == absl::StatusCode::kNotFound) {
+      // A second NotFound for the same report after re-registering: the
+      // coordinator does not know the trial; nothing to deliver it to.
+      if (not_found_entry_ == e.id) {
+        outcome = RpcOutcome::kDrop;
+        registered_ = true;
+      } else {
+        not_found_entry_ = e.id;
+      }
+    }
+    if (outcome == RpcOutcome::kDrop) {
+      SMOE_LOG(WARNING) << what << " refused (" << s
+                        << "); treating as acknowledged";
+      SMOE_RETURN_IF_ERROR(outbox_->PopFront());
+      continue;
+    }
+    break;  // retry later, in order
+  }
+  return absl::OkStatus();
+}
+
+// ---- trials ---------------------------------------------------------------
+
+int WorkerDaemon::FreeSlots() const {
+  return std::max(0, options_.slots - static_cast<int>(trials_.size()));
+}
+
+std::vector<int> WorkerDaemon::FreeGpus() const {
+  std::vector<int> out;
+  for (const auto& [g, busy] : gpu_busy_) {
+    if (!busy) out.push_back(g);
+  }
+  return out;
+}
+
+absl::Status WorkerDaemon::FailLease(const v1::TrialLease& lease,
+                                     v1::FailRequest::Reason reason,
+                                     int exit_code,
+                                     const std::string& message) {
+  OutboxEntry e;
+  e.type = OutboxEntry::Type::kFail;
+  e.fail.set_worker_id(worker_id_);
+  e.fail.set_trial_id(lease.trial_id());
+  e.fail.set_attempt(lease.attempt());
+  e.fail.set_reason(reason);
+  e.fail.set_exit_code(exit_code);
+  e.fail.set_message(message);
+  return outbox_->Add(std::move(e));
+}
+
+absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
+  if (trials_.count(lease.trial_id()) > 0) {
+    return absl::AlreadyExistsError("trial already running on this worker");
+  }
+  const std::vector<int> free_gpus = FreeGpus();
+  if (FreeSlots() < 1 || static_cast<int>(free_gpus.size()) < lease.gpus()) {
+    SMOE_LOG(WARNING) << "trial " << lease.trial_id()
+                      << ": leased beyond capacity; returning it";
+    return FailLease(lease, v1::FailRequest::REASON_PREEMPTED, 0,
+                     "worker has no free slot or GPU for this trial");
+  }
+  json params = json::parse(lease.params_json(), nullptr, false);
+  if (params.is_discarded() || !params.is_object()) {
+    return FailLease(lease, v1::FailRequest::REASON_BAD_SPEC, 64,
+                     "params_json is not a JSON object");
+  }
+  const std::string dir = TrialDir(lease.trial_id());
+  absl::Status s = MakeDirs(dir);
+  const std::string trial_json = dir + "/TRIAL.json";
+  if (s.ok()) {
+    json trial = {
+        {"sweep_id", lease.sweep_id()}, {"trial_id", lease.trial_id()},
+        {"attempt", lease.attempt()},   {"kind", lease.kind()},
+        {"seed", lease.seed()},         {"params", params}};
+    s = WriteFileAtomic(trial_json, trial.dump(2) + "\n");
+  }
+  if (!s.ok()) {
+    return FailLease(
+        lease, v1::FailRequest::REASON_ERROR, 0,
+        absl::StrCat("worker cannot prepare the trial: ", s.message()));
+  }
+
+  Trial t;
+  t.lease = lease;
+  t.gpus.assign(free_gpus.begin(), free_gpus.begin() + lease.gpus());
+  t.started = clock_->Now();
+  t.last_flush = t.started;
+  const int world = std::max(1, lease.ep_size());
+  const int port = world > 1 ? PickFreePort() : 0;
+  for (int rank = 0; rank < world; ++rank) {
+    ProcessSpec spec;
+    spec.argv = {options_.trainer_path, "run", "--trial", trial_json,
+                 "--workdir",           dir};
+    spec.working_dir = dir;
+    // One GPU slice per rank when there are enough; else every rank sees all.
+    std::vector<int> visible = t.gpus;
+    if (world > 1 && static_cast<int>(t.gpus.size()) >= world) {
+      const size_t per = t.gpus.size() / world;
+      visible.assign(t.gpus.begin() + rank * per,
+                     t.gpus.begin() + (rank + 1) * per);
+    }
+    spec.env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(visible, ",");
+    if (world > 1) {
+      spec.env["SMOE_RANK"] = absl::StrCat(rank);
+      spec.env["SMOE_WORLD_SIZE"] = absl::StrCat(world);
+      spec.env["SMOE_RENDEZVOUS"] = absl::StrCat("127.0.0.1:", port);
+    }
+    absl::StatusOr<std::unique_ptr<Process>> p = launcher_->Start(spec);
+    if (!p.ok()) {
+      for (auto& r : t.ranks) r->Signal(SIGKILL).IgnoreError();
+      t.ranks.clear();  // destructors reap
+      return FailLease(lease, v1::FailRequest::REASON_ERROR, 0,
+                       absl::StrCat("worker cannot start the trainer: ",
+                                    p.status().message()));
+    }
+    t.ranks.push_back(*std::move(p));
+  }
+  t.exits.resize(t.ranks.size());
+  for (int g : t.gpus) gpu_busy_[g] = true;
+  SMOE_LOG(INFO) << "started trial " << lease.trial_id() << " attempt "
+                 << lease.attempt() << " (pid " << t.ranks[0]->pid()
+                 << (world > 1 ? absl::StrCat(", ", world, " ranks") : "")
+                 << ", gpus [" << absl::StrJoin(t.gpus, ",") << "])";
+  trials_.emplace(lease.trial_id(), std::move(t));
+  return absl::OkStatus();
+}
+
+void WorkerDaemon::SignalTrial(Trial* t, int sig) {
+  for (size_t r = 0; r < t->ranks.size(); ++r) {
+    if (t->exits[r].has_value()) continue;
+    absl::Status s = t->ranks[r]->Signal(sig);
+    if (!s.ok()) SMOE_LOG(WARNING) << "signal " << sig << ": " << s;
+  }
+}
+
+void WorkerDaemon::TerminateTrial(Trial* t, absl::Duration grace) {
+  if (!t->term_sent) {
+    SignalTrial(t, SIGTERM);
+    t->term_sent = true;
+  }
+  t->kill_at = std::min(t->kill_at, clock_->Now() + grace);
+}
+
+void WorkerDaemon::BeginDrain(absl::string_view why) {
+  SMOE_LOG(INFO) << "draining (" << why << "): " << trials_.size()
+                 << " trial(s) get SIGTERM, grace " << options_.grace;
+  draining_ = true;
+  drain_requested_.store(true);
+  for (auto& [id, t] : trials_) TerminateTrial(&t, options_.grace);
+  next_heartbeat_ = absl::InfinitePast();  // tell the coordinator now
+}
+
+void WorkerDaemon::ConsumeOutput(Trial* t) {
+  for (size_t r = 0; r < t->ranks.size(); ++r) {
+    std::vector<std::string> lines = t->ranks[r]->TakeStdoutLines();
+    if (r != 0) continue;  // only rank 0 reports
+    for (const std::string& line : lines) HandleEvent(t, line);
+  }
+}
+
+void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
+  if (absl::StripAsciiWhitespace(line).empty()) return;
+  json ev = json::parse(line, nullptr, false);
+  if (ev.is_discarded() || !ev.is_object() || !ev.contains("event") ||
+      !ev["event"].is_string()) {
+    SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id()
+                    << ": ignoring non-event stdout line";
+    return;
+  }
+  const std::string event = ev["event"].get<std::string>();
+  auto get_int = [&ev](const char* key, int64_t* out) {
+    if (ev.contains(key) && ev[key].is_number()) {
+      *out = ev[key].get<int64_t>();
+      return true;
+    }
+    return false;
+  };
+  if (event == "progress") {
+    get_int("step", &t->step);
+    get_int("total", &t->total);
+  } else if (event == "metric") {
+    int64_t step = 0;
+    if (!get_int("step", &step) || !ev.contains("name") ||
+        !ev["name"].is_string() || !ev.contains("value") ||
+        !ev["value"].is_number()) {
+      SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()
+                        << ": malformed metric event ignored";
+      return;
+    }
+    v1::Metric m;
+    m.set_step(step);
+    m.set_name(ev["name"].get<std::string>());
+    m.set_value(ev["value"].get<double>());
+    t->metrics.push_back(std::move(m));
+  } else if (event == "result") {
+    std::map<std::string, double> results;
+    if (ev.contains("metrics") && ev["metrics"].is_object()) {
+      for (const auto& [k, v] : ev["metrics"].items()) {
+        if (v.is_number()) results[k] = v.get<double>();
+      }
+    }
+    t->result = std::move(results);
+  } else if (event == "checkpoint") {
+    int64_t step = 0;
+    get_int("step", &step);
+    SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id() << " checkpoint at step "
+                    << step;
+  }
+}
+
+bool WorkerDaemon::CheckExits(Trial* t) {
+  bool all = true;
+  for (size_t r = 0; r < t->ranks.size(); ++r) {
+    if (!t->exits[r].has_value()) {
+      t->exits[r] = t->ranks[r]->Poll();
+      if (t->exits[r].has_value() && r == 0) {
+        // The last lines may have arrived together with the exit.
+        for (const std::string& line : t->ranks[0]->TakeStdoutLines()) {
+          HandleEvent(t, line);
+        }
+      }
+      if (t->exits[r].has_value() && t->ranks.size() > 1) {
+        // One rank ended: the others cannot go on without it.
+        TerminateTrial(t, options_.grace);
+      }
+    }
+    if (!t->exits[r].has_value()) all = false;
+  }
+  return all;
+}
+
+absl::Status WorkerDaemon::FlushMetrics(Trial* t) {
+  t->last_flush = clock_->Now();
+  if (t->metrics.empty()) return absl::OkStatus();
+  OutboxEntry e;
+  e.type = OutboxEntry::Type::kMetrics;
+  e.metrics.set_worker_id(worker_id_);
+  e.metrics.set_trial_id(t->lease.trial_id());
+  e.metrics.set_attempt(t->lease.attempt());
+  for (v1::Metric& m : t->metrics) *e.metrics.add_metrics() = std::move(m);
+  t->metrics.clear();
+  return outbox_->Add(std::move(e));
+}
+
+absl::Status WorkerDaemon::FinishTrial(Trial* t) {
+  SMOE_RETURN_IF_ERROR(FlushMetrics(t));
+  for (int g : t->gpus) gpu_busy_[g] = false;
+  next_lease_ = absl::InfinitePast();  // a slot is free: ask for work now
+
+  // The exit that decides: rank 0's, unless it succeeded and another rank
+  // did not.
+  size_t decisive = 0;
+  for (size_t r = 1; r < t->exits.size(); ++r) {
+    const ExitInfo& e0 = *t->exits[decisive];
+    if (!e0.signaled && e0.exit_code == 0 &&
+        (t->exits[r]->signaled || t->exits[r]->exit_code != 0)) {
+      decisive = r;
+    }
+  }
+  const ExitInfo exit = *t->exits[decisive];
+  const int code = exit.ReportedCode();
+  const std::vector<std::string> tail = t->ranks[decisive]->StderrTail();
+  const std::string& id = t->lease.trial_id();
+  const double duration_s = absl::ToDoubleSeconds(clock_->Now() - t->started);
+
+  const bool success = !exit.signaled && exit.exit_code == 0;
+  if (success && t->result.has_value()) {
+    OutboxEntry e;
+    e.type = OutboxEntry::Type::kComplete;
+    e.complete.set_worker_id(worker_id_);
+    e.complete.set_trial_id(id);
+    e.complete.set_attempt(t->lease.attempt());
+    for (const auto& [k, v] : *t->result)
+      (*e.complete.mutable_results())[k] = v;
+    e.complete.set_duration_s(duration_s);
+    SMOE_LOG(INFO) << "trial " << id << " attempt " << t->lease.attempt()
+                   << " succeeded in " << duration_s << " s";
+    return outbox_->Add(std::move(e));
+  }
+
+  v1::FailRequest::Reason reason;
+  std::string head;
+  const std::string how = exit.signaled
+                              ? absl::StrCat("killed by signal ", exit.signal)
+                              : absl::StrCat("exit code ", exit.exit_code);
+  if (t->cancel_requested) {
+    reason = v1::FailRequest::REASON_CANCELLED;
+    head = absl::StrCat("cancelled by the coordinator; trainer ", how);
+  } else if (!exit.signaled && exit.exit_code == 75) {
+    reason = v1::FailRequest::REASON_PREEMPTED;
+    head = "trainer interrupted (exit 75); checkpoint saved";
+  } else if (!exit.signaled && exit.exit_code == 64) {
+    reason = v1::FailRequest::REASON_BAD_SPEC;
+    head = "bad trial spec (exit 64)";
+  } else if (draining_ && t->term_sent) {
+    reason = v1::FailRequest::REASON_PREEMPTED;
+    head = absl::StrCat("worker draining; trainer ", how);
+  } else if (success) {
+    reason = v1::FailRequest::REASON_ERROR;
+    head = "trainer exited 0 without a result event (no result event)";
+  } else {
+    reason = v1::FailRequest::REASON_ERROR;
+    head = absl::StrCat("trainer failed: ", how);
+  }
+  SMOE_LOG(INFO) << "trial " << id << " attempt " << t->lease.attempt()
+                 << " ended: " << head;
+  return FailLease(t->lease, reason, code, FailMessage(head, tail));
+}
+
+}  // namespace smoe::worker

@@ -1,0 +1,204 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: worker/daemon/worker_daemon.h
+//
+// The per-host worker daemon's logic, free of gRPC, fork and real time: it
+// takes a GatewayClient (the coordinator), a ProcessLauncher (the trainer
+// processes) and a Clock, so unit tests drive it step by step with fakes.
+//
+// One loop iteration (RunOnce) does, in order:
+//   1. (re-)register when not registered (same worker_id after a NotFound);
+//   2. read every trainer's JSONL stdout (trainer-protocol.md): `metric`
+//      events are batched, `progress` goes into heartbeats, `result` is kept
+//      for Complete; reap trainers that exited and turn the exit into a report:
+//        result + exit 0 -> Complete(duration)      exit 75 -> Fail(PREEMPTED)
+//        exit 64 -> Fail(BAD_SPEC)                   after CANCEL ->
+//        Fail(CANCELLED) other/signal -> Fail(ERROR, 128+sig, stderr tail) exit
+//        0 without result -> Fail(ERROR, "no result event") while draining, any
+//        error exit -> Fail(PREEMPTED)
+//      SIGKILLs trainers whose SIGTERM grace has passed;
+//   3. flushes metric batches (every metrics_flush_interval or
+//      metrics_flush_count metrics, and always before the attempt's
+//      Complete/Fail);
+//   4. heartbeats when due (interval from Register, default 5 s) and obeys the
+//      reply: CANCEL -> SIGTERM, SIGKILL after cancel_grace; drain -> Drain;
+//   5. delivers the outbox (journal.h) in order until acknowledged; a
+//      FAILED_PRECONDITION or INVALID_ARGUMENT reply counts as acknowledged
+//      (the attempt is stale; dropped with a warning);
+//   6. leases up to the free slots/GPUs when not draining.
+// An UNAVAILABLE / DEADLINE_EXCEEDED (or other transient) reply pauses all
+// calls for an exponential backoff with jitter (backoff_initial doubling up to
+// backoff_max); trainers keep running meanwhile. NOT_FOUND means the
+// coordinator forgot this worker: re-register with the same id.
+//
+// Drain (SIGTERM to the daemon, or the coordinator's drain): lease nothing
+// more, heartbeat with draining=true, SIGTERM every trainer, SIGKILL those
+// still alive after `grace`, report them, try to deliver the outbox for up to
+// drain_flush_timeout (what is left stays journaled for the next start), then
+// done() becomes true and Run() returns.
+//
+// Trial directory: <work_dir>/trials/<trial_id with '/' -> '_'>, reused by
+// every attempt (the trainer resumes from its checkpoint there); TRIAL.json is
+// rewritten for each attempt.
+//
+// Expert parallelism: a lease with ep_size > 1 starts ep_size processes with
+// SMOE_RANK, SMOE_WORLD_SIZE and SMOE_RENDEZVOUS=127.0.0.1:<free port>. Only
+// rank 0's events are used; the attempt ends when every rank has exited (the
+// others get SIGTERM once one rank fails).
+#ifndef SMOE_WORKER_DAEMON_WORKER_DAEMON_H_
+#define SMOE_WORKER_DAEMON_WORKER_DAEMON_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "proto/smoe.pb.h"
+#include "worker/daemon/gateway_client.h"
+#include "worker/daemon/journal.h"
+#include "worker/daemon/process_launcher.h"
+
+namespace smoe::worker {
+
+struct WorkerDaemonOptions {
+  // Worker id to register with; empty = reuse <work_dir>/worker_id if present,
+  // else let the coordinator assign one (then saved to <work_dir>/worker_id).
+  std::string worker_id;
+  std::string hostname;
+  int cpus = 1;
+  std::vector<int> gpu_indices;  // GPUs this worker may hand out
+  int slots = 1;                 // concurrent trials (each takes one slot)
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> kinds = {"sraven"};
+  std::string trainer_path;  // REQUIRES: non-empty (not checked for existence)
+  std::string work_dir;      // REQUIRES: non-empty; created if missing
+  absl::Duration grace = absl::Seconds(30);  // drain: SIGTERM -> SIGKILL
+  absl::Duration cancel_grace =
+      absl::Seconds(10);  // CANCEL: SIGTERM -> SIGKILL
+  absl::Duration lease_interval = absl::Seconds(1);  // lease polling when idle
+  absl::Duration metrics_flush_interval = absl::Seconds(1);
+  int metrics_flush_count = 256;
+  absl::Duration backoff_initial = absl::Milliseconds(200);
+  absl::Duration backoff_max = absl::Seconds(10);
+  absl::Duration drain_flush_timeout = absl::Seconds(10);
+  absl::Duration tick = absl::Milliseconds(100);  // Run(): pause between steps
+  uint64_t jitter_seed = 0;                       // 0 = random
+};
+
+class WorkerDaemon {
+ public:
+  // Creates the work directory and opens the journal (<work_dir>/journal.jsonl)
+  // whose unacknowledged reports will be replayed. The pointers must outlive
+  // the daemon. Errors: InvalidArgument for missing options, Internal/
+  // PermissionDenied for the work directory or journal.
+  static absl::StatusOr<std::unique_ptr<WorkerDaemon>> Create(
+      GatewayClient* gateway, ProcessLauncher* launcher, Clock* clock,
+      WorkerDaemonOptions options);
+  ~WorkerDaemon();
+
+  // Runs RunOnce() and sleeps `tick` on the clock until done(). Returns OK
+  // after a drain; an error only for a local failure that stops the daemon
+  // (the journal cannot be written).
+  absl::Status Run();
+
+  // One step of the loop (see the file comment). Never sleeps; blocks only in
+  // gateway calls (each has a deadline). Returns a local, fatal error only.
+  absl::Status RunOnce();
+
+  // Starts a drain at the next step. Thread- and async-signal-safe.
+  void RequestDrain() { drain_requested_.store(true); }
+
+  // True once a drain has finished (every trainer reported).
+  bool done() const { return done_; }
+  bool draining() const { return draining_; }
+  bool registered() const { return registered_; }
+  const std::string& worker_id() const { return worker_id_; }
+  // Attempts whose trainer is still running.
+  int running_count() const { return static_cast<int>(trials_.size()); }
+  // Reports not yet acknowledged by the coordinator.
+  size_t pending_reports() const { return outbox_->size(); }
+  // Directory of a trial's attempts.
+  std::string TrialDir(const std::string& trial_id) const;
+
+ private:
+  struct Trial {
+    v1::TrialLease lease;
+    std::vector<std::unique_ptr<Process>> ranks;  // index = rank
+    std::vector<std::optional<ExitInfo>> exits;   // per rank, once ended
+    std::vector<int> gpus;
+    absl::Time started;
+    int64_t step = 0;
+    int64_t total = 0;
+    std::vector<v1::Metric> metrics;  // not yet flushed
+    absl::Time last_flush;
+    std::optional<std::map<std::string, double>> result;
+    bool cancel_requested = false;
+    bool term_sent = false;
+    bool kill_sent = false;
+    absl::Time kill_at = absl::InfiniteFuture();
+  };
+  enum class RpcOutcome { kOk, kRetry, kDrop };
+
+  WorkerDaemon(GatewayClient* gateway, ProcessLauncher* launcher, Clock* clock,
+               WorkerDaemonOptions options, std::unique_ptr<Outbox> outbox);
+
+  void BeginDrain(absl::string_view why);
+  void TryRegister();
+  void Heartbeat();
+  void LeaseMore();
+  absl::Status Launch(const v1::TrialLease& lease);
+  absl::Status FailLease(const v1::TrialLease& lease,
+                         v1::FailRequest::Reason reason, int exit_code,
+                         const std::string& message);
+  void ConsumeOutput(Trial* t);
+  void HandleEvent(Trial* t, const std::string& line);
+  // Returns true when every rank of `t` has exited.
+  bool CheckExits(Trial* t);
+  absl::Status FinishTrial(Trial* t);
+  void SignalTrial(Trial* t, int sig);
+  void TerminateTrial(Trial* t, absl::Duration grace);
+  absl::Status FlushMetrics(Trial* t);
+  absl::Status DeliverOutbox();
+  // Classifies a failed call: backs off for transient errors, schedules a
+  // re-registration on NotFound. `what` names the call in logs.
+  RpcOutcome OnRpcError(const absl::Status& status, absl::string_view what);
+  void OnRpcOk();
+  bool RpcAllowed() const;
+  int FreeSlots() const;
+  std::vector<int> FreeGpus() const;
+  void SaveWorkerId();
+
+  GatewayClient* const gateway_;
+  ProcessLauncher* const launcher_;
+  Clock* const clock_;
+  const WorkerDaemonOptions options_;
+  std::unique_ptr<Outbox> outbox_;
+  std::mt19937_64 rng_;
+
+  std::atomic<bool> drain_requested_{false};
+  bool draining_ = false;
+  bool done_ = false;
+  bool registered_ = false;
+  std::string worker_id_;
+  absl::Duration heartbeat_interval_ = absl::Seconds(5);
+  absl::Time next_heartbeat_ = absl::InfinitePast();
+  absl::Time next_lease_ = absl::InfinitePast();
+  absl::Time next_rpc_ = absl::InfinitePast();  // backoff gate
+  absl::Duration backoff_ = absl::ZeroDuration();
+  absl::Time drain_flush_deadline_ = absl::InfiniteFuture();
+  uint64_t not_found_entry_ = 0;         // outbox id that got NOT_FOUND once
+  std::map<std::string, Trial> trials_;  // key: trial_id
+  std::map<int, bool> gpu_busy_;         // gpu index -> allocated
+};
+
+}  // namespace smoe::worker
+
+#endif  // SMOE_WORKER_DAEMON_WORKER_DAEMON_H_

@@ -1,0 +1,556 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/daemon/worker_daemon.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/daemon/daemon_test_util.h"
+
+namespace smoe::worker {
+namespace {
+
+using ::smoe::worker::testing::FakeGatewayClient;
+using ::smoe::worker::testing::FakeProcessLauncher;
+using ::smoe::worker::testing::FakeProcessState;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string NewTempDir() {
+  static std::atomic<int> counter{0};
+  std::string dir = absl::StrCat(::testing::TempDir(), "/daemon_test_",
+                                 getpid(), "_", counter++);
+  return dir;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class WorkerDaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.hostname = "host-a";
+    options_.cpus = 2;
+    options_.slots = 1;
+    options_.trainer_path = "/opt/smoe-trainer";
+    options_.work_dir = NewTempDir();
+    options_.jitter_seed = 42;
+  }
+
+  void MakeDaemon() {
+    auto d = WorkerDaemon::Create(&gateway_, &launcher_, &clock_, options_);
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = *std::move(d);
+  }
+
+  void Step() { ASSERT_TRUE(daemon_->RunOnce().ok()); }
+
+  // Registers, leases `trial` and returns its process.
+  std::shared_ptr<FakeProcessState> StartOne(const std::string& trial,
+                                             int attempt = 1) {
+    gateway_.AddLease(trial, attempt);
+    Step();
+    EXPECT_EQ(launcher_.started.size() >= 1, true);
+    return launcher_.started.back();
+  }
+
+  FakeClock clock_;
+  FakeGatewayClient gateway_;
+  FakeProcessLauncher launcher_;
+  WorkerDaemonOptions options_;
+  std::unique_ptr<WorkerDaemon> daemon_;
+};
+
+TEST_F(WorkerDaemonTest, LeaseLaunchMetricsBatchedThenComplete) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t0001", 2);
+  ASSERT_EQ(gateway_.registers.size(), 1u);
+  EXPECT_EQ(gateway_.registers[0].hostname(), "host-a");
+  EXPECT_EQ(gateway_.registers[0].slots(), 1);
+  EXPECT_EQ(daemon_->worker_id(), "w-1");
+  ASSERT_EQ(gateway_.leases.size(), 1u);
+  EXPECT_EQ(gateway_.leases[0].free_slots(), 1);
+  EXPECT_EQ(gateway_.leases[0].worker_id(), "w-1");
+
+  // Invocation per trainer-protocol.md.
+  const std::string dir = daemon_->TrialDir("sw1/t0001");
+  EXPECT_THAT(dir, HasSubstr("/trials/sw1_t0001"));
+  EXPECT_THAT(p->spec.argv, ElementsAre("/opt/smoe-trainer", "run", "--trial",
+                                        dir + "/TRIAL.json", "--workdir", dir));
+  EXPECT_EQ(p->spec.env.at("CUDA_VISIBLE_DEVICES"), "");
+  EXPECT_EQ(p->spec.env.count("SMOE_RANK"), 0u);
+  auto trial =
+      nlohmann::json::parse(ReadFile(dir + "/TRIAL.json"), nullptr, false);
+  ASSERT_FALSE(trial.is_discarded());
+  EXPECT_EQ(trial["trial_id"], "sw1/t0001");
+  EXPECT_EQ(trial["sweep_id"], "sw1");
+  EXPECT_EQ(trial["attempt"], 2);
+  EXPECT_EQ(trial["kind"], "sraven");
+  EXPECT_EQ(trial["seed"], 7);
+  EXPECT_EQ(trial["params"]["M"], 2);
+
+  // Metrics wait for the flush interval.
+  p->Emit(R"({"event":"progress","step":3,"total":10})");
+  for (int i = 1; i <= 3; ++i) {
+    p->Emit(absl::StrCat(R"({"event":"metric","step":)", i,
+                         R"(,"name":"train/loss","value":0.5})"));
+  }
+  Step();
+  EXPECT_TRUE(gateway_.metrics.empty());
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  ASSERT_EQ(gateway_.metrics.size(), 1u);
+  EXPECT_EQ(gateway_.metrics[0].metrics_size(), 3);
+  EXPECT_EQ(gateway_.metrics[0].attempt(), 2);
+  EXPECT_EQ(gateway_.metrics[0].metrics(2).step(), 3);
+
+  // ...or for 256 metrics, whichever first.
+  for (int i = 0; i < 300; ++i) {
+    p->Emit(absl::StrCat(R"({"event":"metric","step":)", 10 + i,
+                         R"(,"name":"train/loss","value":0.1})"));
+  }
+  Step();
+  EXPECT_EQ(gateway_.metrics.size(), 2u);
+  EXPECT_EQ(gateway_.TotalMetrics(), 303);
+
+  // Heartbeats carry progress.
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  ASSERT_GE(gateway_.heartbeats.size(), 2u);
+  const auto& hb = gateway_.heartbeats.back();
+  ASSERT_EQ(hb.running_size(), 1);
+  EXPECT_EQ(hb.running(0).trial_id(), "sw1/t0001");
+  EXPECT_EQ(hb.running(0).attempt(), 2);
+  EXPECT_EQ(hb.running(0).step(), 3);
+  EXPECT_EQ(hb.running(0).total(), 10);
+
+  // The last metric is flushed before Complete.
+  p->Emit(R"({"event":"metric","step":400,"name":"eval/ood_acc","value":0.4})");
+  p->Emit(R"({"event":"result","metrics":{"test_acc":0.9,"ood_acc":0.5}})");
+  p->Exit(0);
+  clock_.Advance(absl::Seconds(2));
+  Step();
+  ASSERT_EQ(gateway_.completes.size(), 1u);
+  const auto& c = gateway_.completes[0];
+  EXPECT_EQ(c.trial_id(), "sw1/t0001");
+  EXPECT_EQ(c.attempt(), 2);
+  EXPECT_EQ(c.worker_id(), "w-1");
+  EXPECT_DOUBLE_EQ(c.results().at("test_acc"), 0.9);
+  EXPECT_DOUBLE_EQ(c.results().at("ood_acc"), 0.5);
+  EXPECT_DOUBLE_EQ(c.duration_s(), 8.0);
+  EXPECT_EQ(gateway_.TotalMetrics(), 304);
+  EXPECT_THAT(gateway_.order,
+              ElementsAre("metrics:sw1/t0001", "metrics:sw1/t0001",
+                          "metrics:sw1/t0001", "complete:sw1/t0001"));
+  EXPECT_EQ(daemon_->running_count(), 0);
+  EXPECT_EQ(daemon_->pending_reports(), 0u);
+  EXPECT_TRUE(gateway_.fails.empty());
+}
+
+TEST_F(WorkerDaemonTest, CrashReportsErrorWithExitCodeAndStderrTail) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  p->stderr_tail = {"loading data", "Segfault in step 3"};
+  p->Exit(1);
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_ERROR);
+  EXPECT_EQ(gateway_.fails[0].exit_code(), 1);
+  EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("exit code 1"));
+  EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("Segfault in step 3"));
+}
+
+TEST_F(WorkerDaemonTest, KilledBySignalReports128PlusSignal) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  p->Kill(SIGSEGV);
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_ERROR);
+  EXPECT_EQ(gateway_.fails[0].exit_code(), 128 + SIGSEGV);
+}
+
+TEST_F(WorkerDaemonTest, Exit75IsPreempted) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  p->Exit(75);
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_PREEMPTED);
+  EXPECT_EQ(gateway_.fails[0].exit_code(), 75);
+}
+
+TEST_F(WorkerDaemonTest, Exit64IsBadSpec) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  p->stderr_tail = {"unknown key 'foo'"};
+  p->Exit(64);
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_BAD_SPEC);
+  EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("unknown key 'foo'"));
+}
+
+TEST_F(WorkerDaemonTest, ExitZeroWithoutResultIsError) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  p->Exit(0);
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_ERROR);
+  EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("no result event"));
+  EXPECT_TRUE(gateway_.completes.empty());
+}
+
+TEST_F(WorkerDaemonTest, BadParamsJsonIsBadSpecWithoutLaunching) {
+  MakeDaemon();
+  gateway_.AddLease("sw1/t1", 1, "[1,2");
+  Step();
+  EXPECT_TRUE(launcher_.started.empty());
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_BAD_SPEC);
+}
+
+TEST_F(WorkerDaemonTest, TrainerThatCannotStartIsReportedAsError) {
+  MakeDaemon();
+  launcher_.start_errors.push_back(absl::NotFoundError("no such file"));
+  gateway_.AddLease("sw1/t1", 1);
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_ERROR);
+  EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("no such file"));
+}
+
+TEST_F(WorkerDaemonTest, CancelCommandTerminatesThenKillsAndReportsCancelled) {
+  options_.cancel_grace = absl::Seconds(10);
+  MakeDaemon();
+  auto p = StartOne("sw1/t1", 3);
+  v1::HeartbeatResponse hb;
+  v1::WorkerCommand* cmd = hb.add_commands();
+  cmd->set_type(v1::WorkerCommand::TYPE_CANCEL);
+  cmd->set_trial_id("sw1/t1");
+  cmd->set_attempt(3);
+  gateway_.heartbeat_responses.push_back(hb);
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  EXPECT_THAT(p->signals, ElementsAre(SIGTERM));
+  EXPECT_TRUE(gateway_.fails.empty());
+  // The trainer ignores SIGTERM: SIGKILL after the grace.
+  clock_.Advance(absl::Seconds(9));
+  Step();
+  EXPECT_THAT(p->signals, ElementsAre(SIGTERM));
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  EXPECT_THAT(p->signals, ElementsAre(SIGTERM, SIGKILL));
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_CANCELLED);
+  EXPECT_EQ(gateway_.fails[0].attempt(), 3);
+  EXPECT_EQ(gateway_.fails[0].exit_code(), 128 + SIGKILL);
+}
+
+TEST_F(WorkerDaemonTest, CancelForAnotherAttemptIsIgnored) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1", 3);
+  v1::HeartbeatResponse hb;
+  v1::WorkerCommand* cmd = hb.add_commands();
+  cmd->set_type(v1::WorkerCommand::TYPE_CANCEL);
+  cmd->set_trial_id("sw1/t1");
+  cmd->set_attempt(2);
+  gateway_.heartbeat_responses.push_back(hb);
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  EXPECT_TRUE(p->signals.empty());
+}
+
+TEST_F(WorkerDaemonTest, UnreachableCoordinatorJournalsAndReplaysExactlyOnce) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  gateway_.fail_all = absl::UnavailableError("connection refused");
+  p->Emit(R"({"event":"metric","step":1,"name":"train/loss","value":1})");
+  p->Emit(R"({"event":"result","metrics":{"test_acc":1}})");
+  p->Exit(0);
+  Step();
+  EXPECT_EQ(daemon_->pending_reports(), 2u);  // metrics + complete
+  EXPECT_EQ(daemon_->running_count(), 0);
+  // Backoff: far fewer calls than steps while unreachable.
+  const int refused_before = gateway_.calls_refused;
+  for (int i = 0; i < 100; ++i) {
+    clock_.Advance(absl::Milliseconds(100));
+    Step();
+  }
+  const int refused = gateway_.calls_refused - refused_before;
+  EXPECT_GE(refused, 2);
+  EXPECT_LE(refused, 20);
+  EXPECT_TRUE(gateway_.completes.empty());
+  // No new leases while the results are undelivered? Leasing is allowed, but
+  // the fake refuses it; the trial is not re-run.
+  EXPECT_EQ(launcher_.started.size(), 1u);
+
+  gateway_.fail_all = absl::OkStatus();
+  clock_.Advance(absl::Seconds(11));
+  Step();
+  EXPECT_EQ(daemon_->pending_reports(), 0u);
+  ASSERT_EQ(gateway_.completes.size(), 1u);
+  EXPECT_EQ(gateway_.TotalMetrics(), 1);
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    Step();
+  }
+  EXPECT_EQ(gateway_.completes.size(), 1u);
+  EXPECT_EQ(gateway_.metrics.size(), 1u);
+  EXPECT_THAT(gateway_.order, ElementsAre("metrics:sw1/t1", "complete:sw1/t1"));
+}
+
+TEST_F(WorkerDaemonTest, JournalSurvivesDaemonRestartWithSameWorkerId) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  gateway_.fail_all = absl::UnavailableError("down");
+  p->Emit(R"({"event":"result","metrics":{"test_acc":0.75}})");
+  p->Exit(0);
+  Step();
+  ASSERT_EQ(daemon_->pending_reports(), 1u);
+  daemon_.reset();
+
+  // A new daemon (and a coordinator that answers) on the same work dir.
+  FakeGatewayClient gateway2;
+  gateway2.assigned_id = "w-other";
+  auto d = WorkerDaemon::Create(&gateway2, &launcher_, &clock_, options_);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)->pending_reports(), 1u);
+  ASSERT_TRUE((*d)->RunOnce().ok());
+  ASSERT_EQ(gateway2.registers.size(), 1u);
+  EXPECT_EQ(gateway2.registers[0].worker_id(), "w-1");
+  ASSERT_EQ(gateway2.completes.size(), 1u);
+  EXPECT_EQ(gateway2.completes[0].worker_id(), "w-1");
+  EXPECT_DOUBLE_EQ(gateway2.completes[0].results().at("test_acc"), 0.75);
+  EXPECT_EQ((*d)->pending_reports(), 0u);
+  d->reset();
+
+  // A third start replays nothing.
+  FakeGatewayClient gateway3;
+  auto d3 = WorkerDaemon::Create(&gateway3, &launcher_, &clock_, options_);
+  ASSERT_TRUE(d3.ok());
+  EXPECT_EQ((*d3)->pending_reports(), 0u);
+  ASSERT_TRUE((*d3)->RunOnce().ok());
+  EXPECT_TRUE(gateway3.completes.empty());
+}
+
+TEST_F(WorkerDaemonTest, StaleAttemptReplyCountsAsAcknowledged) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  gateway_.complete_errors.push_back(
+      absl::FailedPreconditionError("attempt 1 is stale"));
+  p->Emit(R"({"event":"result","metrics":{}})");
+  p->Exit(0);
+  Step();
+  EXPECT_EQ(daemon_->pending_reports(), 0u);
+  EXPECT_TRUE(gateway_.completes.empty());
+  clock_.Advance(absl::Seconds(30));
+  Step();
+  EXPECT_TRUE(gateway_.completes.empty());
+  EXPECT_EQ(gateway_.complete_errors.size(), 0u);
+}
+
+TEST_F(WorkerDaemonTest, DrainSignalsTrainersReportsPreemptedAndLeasesNothing) {
+  options_.slots = 2;
+  options_.grace = absl::Seconds(30);
+  MakeDaemon();
+  gateway_.AddLease("sw1/a", 1);
+  Step();
+  gateway_.AddLease("sw1/b", 1);
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  ASSERT_EQ(launcher_.started.size(), 2u);
+  auto a = launcher_.started[0];
+  auto b = launcher_.started[1];
+  a->exit_on_sigterm = 75;  // checkpoints and exits 75
+  // b ignores SIGTERM.
+  const size_t leases_before = gateway_.leases.size();
+
+  daemon_->RequestDrain();
+  Step();
+  EXPECT_TRUE(daemon_->draining());
+  EXPECT_THAT(a->signals, ElementsAre(SIGTERM));
+  EXPECT_THAT(b->signals, ElementsAre(SIGTERM));
+  ASSERT_FALSE(gateway_.heartbeats.empty());
+  EXPECT_TRUE(gateway_.heartbeats.back().draining());
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].trial_id(), "sw1/a");
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_PREEMPTED);
+  EXPECT_FALSE(daemon_->done());
+
+  clock_.Advance(absl::Seconds(30));
+  Step();  // SIGKILL b
+  EXPECT_THAT(b->signals, ElementsAre(SIGTERM, SIGKILL));
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 2u);
+  EXPECT_EQ(gateway_.fails[1].trial_id(), "sw1/b");
+  EXPECT_EQ(gateway_.fails[1].reason(), v1::FailRequest::REASON_PREEMPTED);
+  EXPECT_TRUE(daemon_->done());
+  EXPECT_EQ(gateway_.leases.size(), leases_before);
+  EXPECT_TRUE(daemon_->Run().ok());  // returns at once when done
+}
+
+TEST_F(WorkerDaemonTest, CoordinatorDrainCommandDrains) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  p->exit_on_sigterm = 75;
+  v1::HeartbeatResponse hb;
+  hb.set_drain(true);
+  gateway_.heartbeat_responses.push_back(hb);
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  EXPECT_TRUE(daemon_->draining());
+  EXPECT_THAT(p->signals, ElementsAre(SIGTERM));
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_PREEMPTED);
+  EXPECT_TRUE(daemon_->done());
+}
+
+TEST_F(WorkerDaemonTest, DrainGivesUpOnUnreachableCoordinatorButKeepsJournal) {
+  options_.drain_flush_timeout = absl::Seconds(10);
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  p->exit_on_sigterm = 75;
+  gateway_.fail_all = absl::UnavailableError("down");
+  daemon_->RequestDrain();
+  Step();
+  Step();
+  EXPECT_FALSE(daemon_->done());
+  EXPECT_EQ(daemon_->pending_reports(), 1u);
+  clock_.Advance(absl::Seconds(11));
+  Step();
+  EXPECT_TRUE(daemon_->done());
+  EXPECT_THAT(ReadFile(options_.work_dir + "/journal.jsonl"),
+              HasSubstr("\"type\":\"fail\""));
+}
+
+TEST_F(WorkerDaemonTest, ReRegistersWithSameIdOnNotFound) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  gateway_.heartbeat_errors.push_back(absl::NotFoundError("unknown worker"));
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  EXPECT_FALSE(daemon_->registered());
+  Step();
+  ASSERT_EQ(gateway_.registers.size(), 2u);
+  EXPECT_EQ(gateway_.registers[1].worker_id(), "w-1");
+  EXPECT_TRUE(daemon_->registered());
+  EXPECT_TRUE(p->signals.empty());  // the trial kept running
+  ASSERT_GE(gateway_.heartbeats.size(), 3u);
+  EXPECT_EQ(gateway_.heartbeats.back().running_size(), 1);
+}
+
+TEST_F(WorkerDaemonTest, RegisterRetriesWithBackoff) {
+  gateway_.register_errors = {absl::UnavailableError("down"),
+                              absl::UnavailableError("down")};
+  MakeDaemon();
+  Step();
+  EXPECT_FALSE(daemon_->registered());
+  Step();
+  EXPECT_EQ(gateway_.registers.size(), 1u);  // backing off
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  EXPECT_TRUE(daemon_->registered());
+  EXPECT_EQ(gateway_.registers.size(), 3u);
+}
+
+TEST_F(WorkerDaemonTest, AllocatesGpusPerTrial) {
+  options_.gpu_indices = {0, 1};
+  options_.slots = 2;
+  MakeDaemon();
+  gateway_.AddLease("sw1/a", 1, R"({"M":1})", /*gpus=*/1);
+  Step();
+  ASSERT_EQ(gateway_.leases.size(), 1u);
+  EXPECT_EQ(gateway_.leases[0].free_gpus(), 2);
+  EXPECT_EQ(gateway_.registers[0].gpus(), 2);
+  gateway_.AddLease("sw1/b", 1, R"({"M":1})", /*gpus=*/1);
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  ASSERT_EQ(launcher_.started.size(), 2u);
+  EXPECT_EQ(gateway_.leases[1].free_gpus(), 1);
+  EXPECT_EQ(launcher_.started[0]->spec.env.at("CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(launcher_.started[1]->spec.env.at("CUDA_VISIBLE_DEVICES"), "1");
+  // Full: no lease calls.
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  EXPECT_EQ(gateway_.leases.size(), 2u);
+  // GPU 0 frees up and is handed out again.
+  launcher_.started[0]->Exit(75);
+  gateway_.AddLease("sw1/c", 1, R"({"M":1})", /*gpus=*/1);
+  Step();
+  ASSERT_EQ(launcher_.started.size(), 3u);
+  EXPECT_EQ(launcher_.started[2]->spec.env.at("CUDA_VISIBLE_DEVICES"), "0");
+}
+
+TEST_F(WorkerDaemonTest, ExpertParallelStartsOneProcessPerRank) {
+  options_.gpu_indices = {0, 1};
+  MakeDaemon();
+  gateway_.AddLease("sw1/ep", 1, R"({"M":1})", /*gpus=*/2, /*ep_size=*/2);
+  Step();
+  ASSERT_EQ(launcher_.started.size(), 2u);
+  auto r0 = launcher_.started[0];
+  auto r1 = launcher_.started[1];
+  EXPECT_EQ(r0->spec.env.at("SMOE_RANK"), "0");
+  EXPECT_EQ(r1->spec.env.at("SMOE_RANK"), "1");
+  EXPECT_EQ(r0->spec.env.at("SMOE_WORLD_SIZE"), "2");
+  EXPECT_EQ(r0->spec.env.at("SMOE_RENDEZVOUS"),
+            r1->spec.env.at("SMOE_RENDEZVOUS"));
+  EXPECT_THAT(r0->spec.env.at("SMOE_RENDEZVOUS"), HasSubstr("127.0.0.1:"));
+  EXPECT_EQ(r0->spec.env.at("CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(r1->spec.env.at("CUDA_VISIBLE_DEVICES"), "1");
+  // Rank 1 crashes: rank 0 is terminated; the attempt fails with rank 1's code.
+  r1->stderr_tail = {"NCCL error"};
+  r1->Exit(3);
+  r0->exit_on_sigterm = 0;
+  Step();
+  EXPECT_THAT(r0->signals, ElementsAre(SIGTERM));
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].exit_code(), 3);
+  EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("NCCL error"));
+}
+
+TEST_F(WorkerDaemonTest, TrialDirIsReusedAcrossAttempts) {
+  MakeDaemon();
+  auto p1 = StartOne("sw1/t1", 1);
+  p1->Exit(75);
+  gateway_.AddLease("sw1/t1", 2);
+  Step();
+  ASSERT_EQ(launcher_.started.size(), 2u);
+  EXPECT_EQ(launcher_.started[0]->spec.working_dir,
+            launcher_.started[1]->spec.working_dir);
+  auto trial = nlohmann::json::parse(
+      ReadFile(daemon_->TrialDir("sw1/t1") + "/TRIAL.json"), nullptr, false);
+  EXPECT_EQ(trial["attempt"], 2);
+}
+
+TEST_F(WorkerDaemonTest, CreateRejectsBadOptions) {
+  options_.slots = 0;
+  EXPECT_FALSE(
+      WorkerDaemon::Create(&gateway_, &launcher_, &clock_, options_).ok());
+  options_.slots = 1;
+  options_.trainer_path = "";
+  EXPECT_FALSE(
+      WorkerDaemon::Create(&gateway_, &launcher_, &clock_, options_).ok());
+}
+
+}  // namespace
+}  // namespace smoe::worker
