@@ -135,6 +135,45 @@ absl::Status CheckParam(const ParamSchema& p, const json& v,
   return absl::OkStatus();
 }
 
+// Returns the offset of the first byte that is not well-formed UTF-8, or -1.
+int64_t InvalidUtf8Offset(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return static_cast<int64_t>(i);
+    }
+    for (size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return static_cast<int64_t>(i);
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return static_cast<int64_t>(i);
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are invalid.
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+        (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return static_cast<int64_t>(i);
+    }
+    i += n + 1;
+  }
+  return -1;
+}
+
 // Converts a YAML scalar to JSON: ints, floats, bools, then strings.
 absl::StatusOr<json> ScalarToJson(const YAML::Node& node,
                                   absl::string_view field) {
@@ -144,6 +183,10 @@ absl::StatusOr<json> ScalarToJson(const YAML::Node& node,
                      node.IsSequence() ? "list" : "map"));
   }
   const std::string s = node.Scalar();
+  if (InvalidUtf8Offset(s) >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": value is not valid UTF-8"));
+  }
   if (node.Tag() == "!") return json(s);  // quoted: always a string
   int64_t i;
   if (YAML::convert<int64_t>::decode(node, i) &&
@@ -496,6 +539,20 @@ std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec) {
 absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
                                          const ParseOptions& options) {
   SweepSpec spec;
+  if (const int64_t bad = InvalidUtf8Offset(text); bad >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sweep file: not valid UTF-8 at byte ", bad, " (0x",
+        absl::Hex(static_cast<unsigned char>(text[static_cast<size_t>(bad)])),
+        ")"));
+  }
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sweep file: control character 0x", absl::Hex(c),
+                       " at byte ", i, " (YAML allows only tab, LF and CR)"));
+    }
+  }
   // yaml-cpp reports errors by throwing; this is the boundary where they are
   // caught and turned into a Status.
   try {

@@ -189,3 +189,65 @@ TEST(SweepSpecTest, ShippedExamplesParse) {
 
 }  // namespace
 }  // namespace smoe::coordinator
+
+namespace smoe::coordinator {
+namespace {
+
+// Regression (found by tests/fuzz): a value with invalid UTF-8 made JSON
+// serialisation throw. It must be a clean InvalidArgument.
+TEST(SweepSpecTest, InvalidUtf8IsRejected) {
+  const std::string bad =
+      std::string("name: x\nkind: sraven\nfixed: {attention: ") + "\xD2\x28" +
+      "}\n";
+  auto spec = ParseSweepYaml(bad);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              ::testing::HasSubstr("not valid UTF-8 at byte"));
+  EXPECT_TRUE(ParseSweepYaml(
+                  "name: x\nkind: skillmix\nfixed: {model: \"caf\xC3\xA9\"}\n")
+                  .ok());
+  EXPECT_FALSE(ParseSweepYaml("name: x\nkind: sraven\n# \xED\xA0\x80\n")
+                   .ok());  // surrogate
+  EXPECT_FALSE(
+      ParseSweepYaml("name: x\nkind: sraven\n# \xC0\xAF\n").ok());  // overlong
+  const char* src = std::getenv("SMOE_SOURCE_DIR");
+  ASSERT_NE(src, nullptr);
+  std::ifstream in(std::string(src) +
+                   "/tests/fuzz/regressions/invalid_utf8.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ASSERT_FALSE(ss.str().empty());
+  EXPECT_EQ(ParseSweepYaml(ss.str()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace smoe::coordinator
+
+namespace smoe::coordinator {
+namespace {
+
+// Regression (found by tests/fuzz): a NUL byte inside a flow sequence made
+// yaml-cpp mis-decode the stream and JSON serialisation throw.
+TEST(SweepSpecTest, ControlCharactersAreRejected) {
+  static constexpr char kBad[] =
+      "name: x\nkind: sraven\ngrid:\n  M: [1, 8\0_]\n";
+  const std::string bad(kBad, sizeof(kBad) - 1);
+  auto spec = ParseSweepYaml(bad);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              ::testing::HasSubstr("control character 0x0 at byte"));
+  const char* src = std::getenv("SMOE_SOURCE_DIR");
+  std::ifstream in(std::string(src) + "/tests/fuzz/regressions/nul_byte.yaml",
+                   std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ASSERT_FALSE(ss.str().empty());
+  EXPECT_EQ(ParseSweepYaml(ss.str()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // CR LF line ends are fine.
+  EXPECT_TRUE(ParseSweepYaml("name: x\r\nkind: sraven\r\n").ok());
+}
+
+}  // namespace
+}  // namespace smoe::coordinator

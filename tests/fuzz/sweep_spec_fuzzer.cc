@@ -1,0 +1,32 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// libFuzzer target for the sweep-file parser: any byte string must give either
+// a valid spec or an InvalidArgument status, never a crash, hang or exception.
+// Valid specs must survive a YAML round trip with identical trial ids.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "coordinator/sweep_spec.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  smoe::coordinator::ParseOptions opts;
+  opts.max_points = 64;  // keep expansions cheap
+  auto spec = smoe::coordinator::ParseSweepYaml(text, opts);
+  if (!spec.ok()) {
+    if (spec.status().code() != absl::StatusCode::kInvalidArgument) abort();
+    return 0;
+  }
+  auto again = smoe::coordinator::ParseSweepYaml(
+      smoe::coordinator::SweepSpecToYaml(*spec), opts);
+  if (!again.ok()) abort();
+  const auto a = smoe::coordinator::ExpandGrid(*spec);
+  const auto b = smoe::coordinator::ExpandGrid(*again);
+  if (a.size() != b.size()) abort();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].trial_id != b[i].trial_id) abort();
+  }
+  return 0;
+}
