@@ -1,0 +1,212 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// The real wiring end to end inside one process: an in-process WorkerGateway
+// gRPC server (bearer-token checked), GrpcGatewayClient, PosixProcessLauncher
+// running a /bin/sh "trainer", the real clock.
+#include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/auth.h"
+#include "proto/smoe.grpc.pb.h"
+#include "worker/daemon/gateway_client.h"
+#include "worker/daemon/worker_daemon.h"
+
+namespace smoe::worker {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kToken[] = "smoe_test_token";
+
+class TestGateway final : public v1::WorkerGateway::Service {
+ public:
+  grpc::Status Register(grpc::ServerContext* ctx,
+                        const v1::RegisterRequest* req,
+                        v1::RegisterResponse* resp) override {
+    if (auto s = Auth(ctx); !s.ok()) return s;
+    resp->set_worker_id(req->worker_id().empty() ? "w-grpc" : req->worker_id());
+    resp->set_heartbeat_interval_ms(100);
+    return grpc::Status::OK;
+  }
+  grpc::Status Lease(grpc::ServerContext* ctx, const v1::LeaseRequest* req,
+                     v1::LeaseResponse* resp) override {
+    if (auto s = Auth(ctx); !s.ok()) return s;
+    absl::MutexLock lock(&mu);
+    if (!leased && req->free_slots() > 0) {
+      leased = true;
+      v1::TrialLease* l = resp->add_leases();
+      l->set_trial_id("sw/t1");
+      l->set_sweep_id("sw");
+      l->set_attempt(1);
+      l->set_kind("sraven");
+      l->set_params_json(R"({"M":2})");
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest*,
+                         v1::HeartbeatResponse* resp) override {
+    if (auto s = Auth(ctx); !s.ok()) return s;
+    absl::MutexLock lock(&mu);
+    resp->set_drain(completes > 0);  // done after one trial
+    return grpc::Status::OK;
+  }
+  grpc::Status ReportMetrics(grpc::ServerContext* ctx,
+                             const v1::ReportMetricsRequest* req,
+                             v1::ReportMetricsResponse*) override {
+    if (auto s = Auth(ctx); !s.ok()) return s;
+    absl::MutexLock lock(&mu);
+    metrics += req->metrics_size();
+    return grpc::Status::OK;
+  }
+  grpc::Status Complete(grpc::ServerContext* ctx,
+                        const v1::CompleteRequest* req,
+                        v1::CompleteResponse*) override {
+    if (auto s = Auth(ctx); !s.ok()) return s;
+    absl::MutexLock lock(&mu);
+    ++completes;
+    last_results = std::map<std::string, double>(req->results().begin(),
+                                                 req->results().end());
+    return grpc::Status::OK;
+  }
+  grpc::Status Fail(grpc::ServerContext* ctx, const v1::FailRequest* req,
+                    v1::FailResponse*) override {
+    if (auto s = Auth(ctx); !s.ok()) return s;
+    absl::MutexLock lock(&mu);
+    fail_messages.push_back(req->message());
+    return grpc::Status::OK;
+  }
+
+  absl::Mutex mu;
+  bool leased = false;
+  int metrics = 0;
+  int completes = 0;
+  std::map<std::string, double> last_results;
+  std::vector<std::string> fail_messages;
+
+ private:
+  grpc::Status Auth(grpc::ServerContext* ctx) {
+    absl::Status s = proto::CheckBearerToken(ctx->client_metadata(), kToken);
+    if (s.ok()) return grpc::Status::OK;
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        std::string(s.message()));
+  }
+};
+
+class GrpcGatewayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                       &port_);
+    b.RegisterService(&service_);
+    server_ = b.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port_, 0);
+  }
+  void TearDown() override { server_->Shutdown(); }
+
+  std::unique_ptr<GatewayClient> Client(const std::string& token) {
+    GrpcGatewayOptions o;
+    o.address = absl::StrCat("127.0.0.1:", port_);
+    o.token = token;
+    o.call_timeout = absl::Seconds(5);
+    auto c = NewGrpcGatewayClient(o);
+    EXPECT_TRUE(c.ok());
+    return *std::move(c);
+  }
+
+  TestGateway service_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+TEST_F(GrpcGatewayTest, TokenIsAttachedAndChecked) {
+  auto good = Client(kToken);
+  auto r = good->Register(v1::RegisterRequest());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->worker_id(), "w-grpc");
+  auto bad = Client("smoe_wrong");
+  EXPECT_EQ(bad->Register(v1::RegisterRequest()).status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
+TEST(GrpcGatewayClientTest, UnreachableCoordinatorFailsWithinTheDeadline) {
+  GrpcGatewayOptions o;
+  o.address = "127.0.0.1:1";  // nothing listens on port 1
+  o.token = kToken;
+  o.call_timeout = absl::Seconds(2);
+  auto c = NewGrpcGatewayClient(o);
+  ASSERT_TRUE(c.ok());
+  const absl::Time start = absl::Now();
+  auto s = (*c)->Lease(v1::LeaseRequest()).status();
+  EXPECT_TRUE(s.code() == absl::StatusCode::kUnavailable ||
+              s.code() == absl::StatusCode::kDeadlineExceeded)
+      << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST(GrpcGatewayClientTest, RejectsEmptyOptions) {
+  GrpcGatewayOptions o;
+  o.token = "";
+  EXPECT_FALSE(NewGrpcGatewayClient(o).ok());
+}
+
+TEST_F(GrpcGatewayTest, DaemonRunsATrialEndToEndAndDrains) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/grpc_daemon_", getpid());
+  mkdir(dir.c_str(), 0755);
+  const std::string trainer = dir + "/trainer.sh";
+  {
+    std::ofstream out(trainer);
+    out << "#!/bin/sh\n"
+           "[ \"$1\" = run ] || exit 64\n"
+           "grep -q '\"M\": 2' \"$3\" || exit 64\n"
+           "echo '{\"event\":\"progress\",\"step\":1,\"total\":1}'\n"
+           "echo '{\"event\":\"metric\",\"step\":1,\"name\":\"train/loss\","
+           "\"value\":0.5}'\n"
+           "echo '{\"event\":\"result\",\"metrics\":{\"test_acc\":0.875}}'\n";
+  }
+  chmod(trainer.c_str(), 0755);
+  auto client = Client(kToken);
+  PosixProcessLauncher launcher;
+  WorkerDaemonOptions opt;
+  opt.hostname = "h";
+  opt.trainer_path = trainer;
+  opt.work_dir = dir + "/work";
+  opt.tick = absl::Milliseconds(10);
+  opt.lease_interval = absl::Milliseconds(50);
+  auto daemon =
+      WorkerDaemon::Create(client.get(), &launcher, Clock::Real(), opt);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  // A watchdog: the daemon must be done well within this.
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 300 && !finished.load(); ++i) {
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    if (!finished.load()) (*daemon)->RequestDrain();
+  });
+  absl::Status s = (*daemon)->Run();
+  finished.store(true);
+  watchdog.join();
+  ASSERT_TRUE(s.ok()) << s;
+  absl::MutexLock lock(&service_.mu);
+  EXPECT_TRUE(service_.fail_messages.empty()) << service_.fail_messages.front();
+  ASSERT_EQ(service_.completes, 1);
+  EXPECT_DOUBLE_EQ(service_.last_results.at("test_acc"), 0.875);
+  EXPECT_EQ(service_.metrics, 1);
+  EXPECT_EQ((*daemon)->pending_reports(), 0u);
+}
+
+}  // namespace
+}  // namespace smoe::worker
