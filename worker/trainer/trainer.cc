@@ -357,7 +357,8 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& c,
   const int64_t tokens_per_step = c.batch_size * gen.seq_len();
   while (true) {
     const bool eval_due =
-        s.step > 0 && (s.step % c.eval_every == 0 || s.step == c.steps);
+        s.step > 0 &&
+        (s.step == 1 || s.step % c.eval_every == 0 || s.step == c.steps);
     if (eval_due && s.last_eval_step != s.step) {
       EvalStats test, ood;
       absl::Status st = Evaluate(net, batcher, Split::kTest, c, options,

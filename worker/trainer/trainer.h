@@ -25,8 +25,9 @@
 //             the test-set eval forward passes)
 //   checkpoint every checkpoint_every updates, at the end, and on stop
 //   result     exactly once, after the final eval (emitted by RunTraining)
-// Evaluation runs after update s when s % eval_every == 0 and when s ==
-// steps, on num_eval problems of the test and of the OOD split (eval mode: no
+// Evaluation runs after the first update (the original's "step 0" eval,
+// spec 1.7), after update s when s % eval_every == 0, and when s == steps, on
+// num_eval problems of the test and of the OOD split (eval mode: no
 // dropout; Soft MoE uses Algorithm 1 when top_k < num_experts).
 #ifndef SMOE_WORKER_TRAINER_TRAINER_H_
 #define SMOE_WORKER_TRAINER_TRAINER_H_
