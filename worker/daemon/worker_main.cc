@@ -69,8 +69,8 @@ std::string SelfDir() {
 
 absl::Status BadFlag(absl::string_view flag, absl::string_view value,
                      absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "smoe worker: bad value for ", flag, ": '", value, "' (", why, ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("bad value for ", flag, ": '", value, "' (", why, ")"));
 }
 
 absl::StatusOr<absl::Duration> ParseSeconds(absl::string_view flag,
@@ -138,7 +138,7 @@ absl::StatusOr<WorkerFlags> ParseWorkerFlags(
     }
     if (!absl::StartsWith(arg, "--")) {
       return absl::InvalidArgumentError(
-          absl::StrCat("smoe worker: unexpected argument '", arg, "'"));
+          absl::StrCat("unexpected argument '", arg, "'"));
     }
     std::string name = arg, value;
     const size_t eq = arg.find('=');
@@ -154,11 +154,11 @@ absl::StatusOr<WorkerFlags> ParseWorkerFlags(
       for (const char* k : kKnown) known = known || name == k;
       if (!known) {
         return absl::InvalidArgumentError(
-            absl::StrCat("smoe worker: unknown flag '", name, "'"));
+            absl::StrCat("unknown flag '", name, "'"));
       }
       if (i + 1 >= args.size()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("smoe worker: flag ", name, " needs a value"));
+            absl::StrCat("flag ", name, " needs a value"));
       }
       value = args[++i];
     }
@@ -227,7 +227,7 @@ absl::StatusOr<WorkerFlags> ParseWorkerFlags(
       f.worker_id = value;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("smoe worker: unknown flag '", name, "'"));
+          absl::StrCat("unknown flag '", name, "'"));
     }
   }
   if (!token_set) {
@@ -268,6 +268,10 @@ std::vector<int> DetectGpus() {
 }
 
 int RunWorker(const WorkerFlags& flags) {
+  if (flags.help) {
+    std::cout << WorkerUsage();
+    return 0;
+  }
   // Token.
   absl::StatusOr<std::string> token = ResolveClientToken(flags.token_file);
   if (!token.ok()) {

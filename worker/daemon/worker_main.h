@@ -45,7 +45,8 @@ struct WorkerFlags {
 };
 
 // Parses the arguments after `smoe worker` (both `--flag value` and
-// `--flag=value`). InvalidArgument names the flag and the bad value (unknown
+// `--flag=value`). InvalidArgument (message without a "smoe worker:" prefix;
+// the caller adds it) names the flag and the bad value (unknown
 // flag, missing value, non-numeric or out-of-range number, malformed label,
 // unknown kind).
 absl::StatusOr<WorkerFlags> ParseWorkerFlags(
@@ -59,10 +60,13 @@ std::string WorkerUsage();
 // at most 10 s).
 std::vector<int> DetectGpus();
 
-// Runs the daemon until it is drained (SIGTERM/SIGINT, or the coordinator's
+// Prints WorkerUsage() and returns 0 when flags.help. Otherwise runs the
+// daemon until it is drained (SIGTERM/SIGINT, or the coordinator's
 // drain). Returns the process exit code: 0 after a clean drain, 1 for a
 // runtime failure, 2 for a configuration error (no token, trainer not found,
 // work directory in use by another daemon); the reason goes to stderr.
+// Blocks SIGTERM/SIGINT in the calling thread while it runs (a dedicated
+// thread takes them): call it from the main thread before other threads exist.
 int RunWorker(const WorkerFlags& flags);
 
 }  // namespace smoe::worker
