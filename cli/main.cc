@@ -1,22 +1,264 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// The `smoe` command line. Subcommands are added by the orchestration and
-// SRAVEN issues; until then `smoe up` names what is missing.
-#include <cstdio>
-#include <cstring>
+// The `smoe` command line (CLI11). Exit codes follow sysexits.h; see
+// cli/client.h.
+#include <signal.h>
+#include <unistd.h>
 
-int main(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    std::printf(
-        "usage: smoe <command>\n  up    run a local sweep + dashboard\n");
-    return argc < 2 ? 64 : 0;
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "cli/client.h"
+#include "cli/sraven_cmd.h"
+#include "cli/sweep_cmds.h"
+#include "cli/up.h"
+#include "coordinator/server.h"
+#include "worker/daemon/worker_main.h"
+
+namespace smoe::cli {
+namespace {
+
+// Prints a newly created token once, and only to a terminal: when stdout is a
+// file or a pipe (a log), it names the token file instead.
+void PrintNewToken(const coordinator::CoordinatorServer& server,
+                   const std::string& token_file) {
+  if (!server.token_created()) return;
+  if (::isatty(STDOUT_FILENO)) {
+    std::cout << "API token (shown once; stored in " << token_file
+              << ", mode 0600): " << server.token() << std::endl;
+  } else {
+    std::cout << "API token created in " << token_file
+              << " (mode 0600; not printed: stdout is not a terminal)"
+              << std::endl;
   }
-  if (std::strcmp(argv[1], "up") == 0) {
-    std::fprintf(stderr,
-                 "smoe up: not built yet: the coordinator, worker daemon and "
-                 "SRAVEN trainer (issues 3 and 4)\n");
-    return 69;  // EX_UNAVAILABLE
-  }
-  std::fprintf(stderr, "smoe: unknown command '%s'\n", argv[1]);
-  return 64;
 }
+
+int RunCoordinator(const coordinator::ServerOptions& options,
+                   const std::string& port_file) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  auto server = coordinator::CoordinatorServer::Start(options);
+  if (!server.ok()) return ReportError(server.status());
+  std::cout << "smoe coordinator listening on " << (*server)->address()
+            << std::endl;
+  if (!port_file.empty()) {
+    // Written atomically so a watcher never reads a partial number.
+    const std::string tmp = port_file + ".tmp";
+    std::ofstream(tmp) << (*server)->port() << "\n";
+    std::rename(tmp.c_str(), port_file.c_str());
+  }
+  PrintNewToken(**server, options.token_file.empty()
+                              ? options.data_dir + "/token"
+                              : options.token_file);
+  int sig = 0;
+  sigwait(&set, &sig);
+  std::cout << "smoe coordinator: signal " << sig << ", shutting down"
+            << std::endl;
+  (*server)->Shutdown();
+  return kExitOk;
+}
+
+std::unique_ptr<CoordinatorClient> MakeClient(const ClientOptions& options,
+                                              int* rc) {
+  auto client = CoordinatorClient::Create(options);
+  if (!client.ok()) {
+    *rc = ReportError(client.status());
+    return nullptr;
+  }
+  return std::move(*client);
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  // `smoe sraven ...` and `smoe worker ...` parse their own flags.
+  if (argc >= 2 && std::string(argv[1]) == "sraven") {
+    return RunSravenCommand({argv + 2, argv + argc}, std::cout, std::cerr);
+  }
+  if (argc >= 2 && std::string(argv[1]) == "worker") {
+    auto flags = worker::ParseWorkerFlags({argv + 2, argv + argc});
+    if (!flags.ok()) {
+      std::cerr << "smoe worker: " << flags.status().message() << "\n";
+      return kExitUsage;
+    }
+    return worker::RunWorker(*flags);
+  }
+
+  CLI::App app{"SMoE Lab: sparse Mixture-of-Experts sparsity studies at scale",
+               "smoe"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for all subcommands");
+
+  ClientOptions client_opts;
+  if (const char* env = std::getenv("SMOE_COORDINATOR")) {
+    client_opts.address = env;
+  }
+  double timeout_s = 30;
+  auto add_client_flags = [&](CLI::App* cmd) {
+    cmd->add_option("--coordinator", client_opts.address,
+                    "Coordinator address host:port ($SMOE_COORDINATOR)")
+        ->capture_default_str();
+    cmd->add_option("--token-file", client_opts.token_file,
+                    "API token file (default ./smoe-data/token, else "
+                    "~/.smoe/token; $SMOE_TOKEN wins)");
+    cmd->add_option("--tls-ca", client_opts.tls_ca,
+                    "PEM root certificates: use TLS");
+    cmd->add_option("--timeout", timeout_s, "RPC deadline in seconds")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+  };
+
+  // smoe coordinator
+  coordinator::ServerOptions server_opts;
+  double lease_timeout_s = 30, heartbeat_s = 5, restart_grace_s = 45;
+  std::string port_file;
+  CLI::App* coord = app.add_subcommand("coordinator", "Run the coordinator");
+  coord->add_option("--listen", server_opts.listen, "gRPC listen address")
+      ->capture_default_str();
+  coord
+      ->add_option("--data-dir", server_opts.data_dir,
+                   "Directory for smoe.db and the token")
+      ->capture_default_str();
+  coord->add_option("--token-file", server_opts.token_file,
+                    "API token file (default <data-dir>/token)");
+  coord->add_option("--port-file", port_file,
+                    "Write the bound port here (useful with --listen :0)");
+  coord->add_option("--tls-cert", server_opts.tls_cert,
+                    "PEM certificate chain");
+  coord->add_option("--tls-key", server_opts.tls_key, "PEM private key");
+  coord
+      ->add_option("--lease-timeout", lease_timeout_s,
+                   "Seconds without heartbeat before a lease lapses")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  coord
+      ->add_option("--heartbeat-interval", heartbeat_s,
+                   "Seconds between worker heartbeats")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  coord
+      ->add_option("--restart-grace", restart_grace_s,
+                   "Seconds running leases survive a coordinator restart "
+                   "without a heartbeat")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  coord
+      ->add_option("--max-points", server_opts.scheduler.parse.max_points,
+                   "Refuse sweeps that expand to more points")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+
+  // smoe up
+  UpOptions up_opts;
+  CLI::App* up = app.add_subcommand(
+      "up", "Local lab: coordinator + workers + a demo SRAVEN sweep");
+  up->add_option("--sweep", up_opts.sweep_file, "Sweep file to run")
+      ->capture_default_str();
+  up->add_option("--workers", up_opts.workers, "Local worker processes")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  up->add_option("--slots", up_opts.slots_per_worker, "Trials per worker")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  up->add_option("--data-dir", up_opts.data_dir, "Data directory")
+      ->capture_default_str();
+  up->add_option("--listen", up_opts.listen, "gRPC listen address")
+      ->capture_default_str();
+  up->add_option("--trainer", up_opts.trainer,
+                 "Trainer binary (default: smoe-trainer next to smoe)");
+  up->add_flag("--exit-when-done", up_opts.exit_when_done,
+               "Exit when the sweep finishes instead of serving");
+
+  // smoe sweep ...
+  CLI::App* sweep = app.add_subcommand("sweep", "Submit and manage sweeps");
+  sweep->require_subcommand(1);
+  std::string file, sweep_id, axis, format = "table";
+  std::vector<std::string> values;
+  bool watch = false, dry_run = false, trials = false,
+       include_cancelled = false;
+  CLI::App* submit = sweep->add_subcommand("submit", "Submit a sweep file");
+  submit->add_option("FILE", file, "Sweep file (YAML)")->required();
+  submit->add_flag("--watch", watch, "Show progress until it finishes");
+  submit->add_flag("--dry-run", dry_run, "Validate and count points only");
+  CLI::App* ls = sweep->add_subcommand("ls", "List sweeps");
+  CLI::App* show = sweep->add_subcommand("show", "Show one sweep");
+  show->add_option("SWEEP", sweep_id)->required();
+  show->add_flag("--trials", trials, "List its trials");
+  CLI::App* cancel = sweep->add_subcommand("cancel", "Cancel a sweep");
+  cancel->add_option("SWEEP", sweep_id)->required();
+  CLI::App* retry =
+      sweep->add_subcommand("retry", "Re-queue failed (and cancelled) points");
+  retry->add_option("SWEEP", sweep_id)->required();
+  retry->add_flag("--include-cancelled", include_cancelled,
+                  "Also re-queue cancelled points");
+  CLI::App* extend = sweep->add_subcommand("extend", "Add values to an axis");
+  extend->add_option("SWEEP", sweep_id)->required();
+  extend->add_option("--axis", axis, "Axis name, or 'seeds'")->required();
+  extend->add_option("--values", values, "Values to add (comma separated)")
+      ->required()
+      ->delimiter(',');
+  CLI::App* watch_cmd = sweep->add_subcommand("watch", "Show progress");
+  watch_cmd->add_option("SWEEP", sweep_id)->required();
+  for (CLI::App* c : {submit, ls, show, cancel, retry, extend, watch_cmd}) {
+    add_client_flags(c);
+  }
+
+  // smoe results
+  CLI::App* results = app.add_subcommand("results", "Print a sweep's results");
+  results->add_option("SWEEP", sweep_id)->required();
+  results->add_option("--format", format, "table | csv | json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "csv", "json"}));
+  add_client_flags(results);
+
+  app.add_subcommand("worker", "Run a worker daemon (see smoe worker --help)");
+  app.add_subcommand("sraven", "SRAVEN data tools (see smoe sraven --help)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 reports through exceptions; this is the one place they are caught.
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  client_opts.timeout = absl::Seconds(timeout_s);
+
+  if (coord->parsed()) {
+    server_opts.scheduler.lease_timeout = absl::Seconds(lease_timeout_s);
+    server_opts.scheduler.heartbeat_interval = absl::Seconds(heartbeat_s);
+    server_opts.scheduler.restart_grace = absl::Seconds(restart_grace_s);
+    return RunCoordinator(server_opts, port_file);
+  }
+  if (up->parsed()) return RunUp(up_opts);
+  int rc = kExitOk;
+  auto client = MakeClient(client_opts, &rc);
+  if (!client) return rc;
+  if (submit->parsed()) {
+    return SubmitSweepCmd(*client, file, watch, dry_run, std::cout);
+  }
+  if (ls->parsed()) return ListSweepsCmd(*client, std::cout);
+  if (show->parsed()) return ShowSweepCmd(*client, sweep_id, trials, std::cout);
+  if (cancel->parsed()) return CancelSweepCmd(*client, sweep_id, std::cout);
+  if (retry->parsed()) {
+    return RetrySweepCmd(*client, sweep_id, include_cancelled, std::cout);
+  }
+  if (extend->parsed()) {
+    return ExtendSweepCmd(*client, sweep_id, axis, values, std::cout);
+  }
+  if (watch_cmd->parsed()) return WatchSweepCmd(*client, sweep_id, std::cout);
+  if (results->parsed())
+    return ResultsCmd(*client, sweep_id, format, std::cout);
+  return kExitUsage;
+}
+
+}  // namespace smoe::cli
+
+int main(int argc, char** argv) { return smoe::cli::Main(argc, argv); }

@@ -43,7 +43,7 @@ function(smoe_cc_test name)
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
       DISCOVERY_MODE PRE_TEST
       PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-                 ENVIRONMENT "SMOE_SOURCE_DIR=${PROJECT_SOURCE_DIR};SMOE_BINARY_DIR=${PROJECT_BINARY_DIR}")
+                 ENVIRONMENT "SMOE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()
 
 # GPU tests: compiled when CUDA is enabled, labelled `gpu`; each test calls

@@ -89,8 +89,9 @@ absl::Status Scheduler::Load() {
                         store_->ListTrials(""));
   for (TrialRecord& t : trials) {
     if (t.state == TrialState::kRunning) {
-      // A fresh lease window so a worker that survived our restart keeps it.
-      t.lease_expires_at = now + options_.lease_timeout;
+      // A fresh window so a worker that survived our restart keeps its lease.
+      t.lease_expires_at =
+          now + std::max(options_.lease_timeout, options_.restart_grace);
     }
     ApplyTrialLocked(t);
   }

@@ -45,6 +45,10 @@ struct SchedulerOptions {
   absl::Duration heartbeat_interval = absl::Seconds(5);
   // A lease lapses this long after its last heartbeat; its trial is re-queued.
   absl::Duration lease_timeout = absl::Seconds(30);
+  // Running leases found when the coordinator (re)starts are kept this long
+  // without a heartbeat: workers in reconnect backoff (capped near 10 s) must
+  // not lose finished attempts because the coordinator restarted.
+  absl::Duration restart_grace = absl::Seconds(45);
   // Preemptions + lost leases allowed per trial before it fails (a guard
   // against a trial that kills its worker every time).
   int max_preemptions = 100;

@@ -38,6 +38,7 @@ class SchedulerTest : public ::testing::Test {
     SchedulerOptions opts;
     opts.lease_timeout = absl::Seconds(30);
     opts.max_preemptions = 3;
+    opts.restart_grace = absl::Seconds(45);
     auto s = Scheduler::Create(&store_, &clock_, opts);
     ASSERT_TRUE(s.ok()) << s.status();
     sched_ = std::move(*s);
@@ -256,8 +257,11 @@ TEST_F(SchedulerTest, RestartKeepsEverythingAndRunningLeases) {
   EXPECT_EQ(Counts("s").succeeded, 1);
   EXPECT_EQ(Counts("s").running, 1);
   EXPECT_EQ(Counts("s").pending, 1);
-  // The surviving worker keeps its lease: restart granted a fresh window.
-  clock_.Advance(absl::Seconds(25));
+  // The surviving worker keeps its lease: restart granted a grace window
+  // longer than the lease timeout (workers may be in reconnect backoff).
+  clock_.Advance(absl::Seconds(40));
+  ASSERT_TRUE(sched_->ExpireLeases().ok());
+  EXPECT_EQ(Counts("s").running, 1);
   auto hb = sched_->Heartbeat(w, {{g[1].trial_id, 1, 10, 10}}, false);
   ASSERT_TRUE(hb.ok()) << hb.status();
   EXPECT_TRUE(hb->cancel.empty());

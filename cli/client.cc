@@ -1,0 +1,87 @@
+// Copyright 2026 SMoE Lab authors.
+#include "cli/client.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/api_token.h"
+#include "proto/auth.h"
+
+namespace smoe::cli {
+
+std::string DefaultTokenFile() {
+  if (std::filesystem::exists("smoe-data/token")) return "smoe-data/token";
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home ? home : ".", "/.smoe/token");
+}
+
+absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Create(
+    const ClientOptions& options) {
+  auto c = std::unique_ptr<CoordinatorClient>(new CoordinatorClient());
+  c->options_ = options;
+  if (c->options_.token_file.empty())
+    c->options_.token_file = DefaultTokenFile();
+  auto token = ResolveClientToken(c->options_.token_file);
+  if (!token.ok()) {
+    return absl::UnauthenticatedError(token.status().message());
+  }
+  c->token_ = *token;
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (!options.tls_ca.empty()) {
+    std::ifstream in(options.tls_ca);
+    if (!in) {
+      return absl::NotFoundError(
+          absl::StrCat("--tls-ca: cannot read '", options.tls_ca, "'"));
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ss.str();
+    creds = grpc::SslCredentials(ssl);
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  c->channel_ = grpc::CreateChannel(options.address, creds);
+  c->stub_ = smoe::v1::Coordinator::NewStub(c->channel_);
+  return c;
+}
+
+void CoordinatorClient::Prepare(grpc::ClientContext* ctx) const {
+  Prepare(ctx, options_.timeout);
+}
+
+void CoordinatorClient::Prepare(grpc::ClientContext* ctx,
+                                absl::Duration timeout) const {
+  proto::PrepareClientContext(ctx, token_, timeout);
+}
+
+int ReportError(const absl::Status& status) {
+  std::cerr << "smoe: " << status.message() << "\n";
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return kExitOk;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kOutOfRange:
+      return kExitDataErr;
+    case absl::StatusCode::kNotFound:
+      return kExitNoInput;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      std::cerr << "smoe: is the coordinator running? (--coordinator, "
+                   "$SMOE_COORDINATOR)\n";
+      return kExitUnavailable;
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+      return kExitNoPerm;
+    default:
+      return kExitSoftware;
+  }
+}
+
+}  // namespace smoe::cli

@@ -1,0 +1,65 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: cli/client.h
+//
+// A small client for the Coordinator service: resolves the address and token,
+// attaches both plus a deadline to every call, and converts statuses.
+#ifndef SMOE_CLI_CLIENT_H_
+#define SMOE_CLI_CLIENT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/smoe.grpc.pb.h"
+
+namespace smoe::cli {
+
+struct ClientOptions {
+  std::string address = "127.0.0.1:50051";  // --coordinator / $SMOE_COORDINATOR
+  std::string token_file;                   // default: see DefaultTokenFile()
+  std::string tls_ca;                       // PEM roots; empty = plaintext
+  absl::Duration timeout = absl::Seconds(30);
+};
+
+// Returns ./smoe-data/token when it exists, else ~/.smoe/token.
+std::string DefaultTokenFile();
+
+class CoordinatorClient {
+ public:
+  // Resolves the token ($SMOE_TOKEN or the token file) and creates a channel.
+  static absl::StatusOr<std::unique_ptr<CoordinatorClient>> Create(
+      const ClientOptions& options);
+
+  smoe::v1::Coordinator::Stub* stub() { return stub_.get(); }
+  // Prepares a context with the token and the default (or given) deadline.
+  void Prepare(grpc::ClientContext* ctx) const;
+  void Prepare(grpc::ClientContext* ctx, absl::Duration timeout) const;
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  ClientOptions options_;
+  std::string token_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<smoe::v1::Coordinator::Stub> stub_;
+};
+
+// Exit codes a shell user can rely on (sysexits.h).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;       // e.g. the sweep had failed trials
+inline constexpr int kExitUsage = 64;        // bad command line
+inline constexpr int kExitDataErr = 65;      // invalid sweep file / input
+inline constexpr int kExitNoInput = 66;      // file or sweep not found
+inline constexpr int kExitUnavailable = 69;  // coordinator unreachable
+inline constexpr int kExitSoftware = 70;     // internal error
+inline constexpr int kExitNoPerm = 77;       // missing/invalid token
+
+// Maps a status to an exit code and prints "smoe: <message>" to stderr.
+int ReportError(const absl::Status& status);
+
+}  // namespace smoe::cli
+
+#endif  // SMOE_CLI_CLIENT_H_

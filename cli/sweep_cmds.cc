@@ -1,0 +1,387 @@
+// Copyright 2026 SMoE Lab authors.
+#include "cli/sweep_cmds.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "proto/rpc_status.h"
+
+namespace smoe::cli {
+namespace {
+
+namespace pb = smoe::v1;
+using nlohmann::json;
+
+int Check(const grpc::Status& s) {
+  return s.ok() ? kExitOk : ReportError(proto::FromGrpcStatus(s));
+}
+
+const char* StateName(pb::TrialState s) {
+  switch (s) {
+    case pb::TRIAL_STATE_PENDING:
+      return "pending";
+    case pb::TRIAL_STATE_RUNNING:
+      return "running";
+    case pb::TRIAL_STATE_SUCCEEDED:
+      return "succeeded";
+    case pb::TRIAL_STATE_FAILED:
+      return "failed";
+    case pb::TRIAL_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "?";
+  }
+}
+
+const char* SweepStateName(pb::SweepState s) {
+  switch (s) {
+    case pb::SWEEP_STATE_ACTIVE:
+      return "active";
+    case pb::SWEEP_STATE_COMPLETED:
+      return "completed";
+    case pb::SWEEP_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "?";
+  }
+}
+
+std::string FormatValue(const google::protobuf::Value& v) {
+  switch (v.kind_case()) {
+    case google::protobuf::Value::kStringValue:
+      return v.string_value();
+    case google::protobuf::Value::kBoolValue:
+      return v.bool_value() ? "true" : "false";
+    case google::protobuf::Value::kNumberValue:
+      return absl::StrCat(v.number_value());
+    default:
+      return "null";
+  }
+}
+
+// Prints rows as an aligned text table.
+void PrintTable(const std::vector<std::string>& header,
+                const std::vector<std::vector<std::string>>& rows,
+                std::ostream& out) {
+  std::vector<size_t> w(header.size());
+  for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) {
+      w[i] = std::max(w[i], r[i].size());
+    }
+  }
+  auto line = [&](const std::vector<std::string>& r) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      out << std::left << std::setw(static_cast<int>(w[i])) << r[i]
+          << (i + 1 < r.size() ? "  " : "\n");
+    }
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+}
+
+std::string CsvEscape(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+json ParseValue(const std::string& s) {
+  int64_t i;
+  double d;
+  if (absl::SimpleAtoi(s, &i)) return i;
+  if (absl::SimpleAtod(s, &d)) return d;
+  if (s == "true") return true;
+  if (s == "false") return false;
+  return s;
+}
+
+void PrintSweepSummary(const pb::Sweep& s, std::ostream& out) {
+  out << "sweep " << s.sweep_id() << " (" << s.kind() << ", "
+      << SweepStateName(s.state()) << ", priority " << s.priority() << ")\n";
+  for (const auto& a : s.spec().grid()) {
+    std::vector<std::string> vals;
+    for (const auto& v : a.values()) vals.push_back(FormatValue(v));
+    out << "  " << a.name() << ": [" << absl::StrJoin(vals, ", ") << "]\n";
+  }
+  out << "  seeds: [" << absl::StrJoin(s.spec().seeds(), ", ") << "]\n";
+  out << "  " << ProgressLine(s.counts(), 30) << "\n";
+}
+
+}  // namespace
+
+std::string ProgressLine(const pb::StateCounts& c, int width) {
+  const int finished = c.succeeded() + c.failed() + c.cancelled();
+  const int total = std::max(c.total(), 1);
+  const int filled = finished * width / total;
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.append(static_cast<size_t>(width - filled), '-');
+  return absl::StrFormat(
+      "[%s] %d/%d  pending %d  running %d  succeeded %d  failed %d  cancelled "
+      "%d",
+      bar, finished, c.total(), c.pending(), c.running(), c.succeeded(),
+      c.failed(), c.cancelled());
+}
+
+int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,
+                   bool watch, bool dry_run, std::ostream& out) {
+  std::ifstream in(file);
+  if (!in) {
+    std::cerr << "smoe: cannot read sweep file '" << file << "'\n";
+    return kExitNoInput;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  pb::SubmitSweepRequest req;
+  req.set_spec_yaml(ss.str());
+  req.set_dry_run(dry_run);
+  pb::SubmitSweepResponse resp;
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx);
+  grpc::Status st = client.stub()->SubmitSweep(&ctx, req, &resp);
+  if (!st.ok()) {
+    std::cerr << "smoe: " << file << ": ";
+    return ReportError(proto::FromGrpcStatus(st));
+  }
+  out << (dry_run ? "dry run: sweep " : "submitted sweep ")
+      << resp.sweep().sweep_id() << ": " << resp.new_trials() << " new trials";
+  if (resp.existing_trials() > 0) {
+    out << ", " << resp.existing_trials() << " already present";
+  }
+  out << "\n";
+  if (watch && !dry_run)
+    return WatchSweepCmd(client, resp.sweep().sweep_id(), out);
+  return kExitOk;
+}
+
+int ListSweepsCmd(CoordinatorClient& client, std::ostream& out) {
+  pb::ListSweepsResponse resp;
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx);
+  if (int rc = Check(client.stub()->ListSweeps(&ctx, {}, &resp))) return rc;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : resp.sweeps()) {
+    const auto& c = s.counts();
+    rows.push_back({s.sweep_id(), s.kind(), SweepStateName(s.state()),
+                    absl::StrCat(c.total()), absl::StrCat(c.pending()),
+                    absl::StrCat(c.running()), absl::StrCat(c.succeeded()),
+                    absl::StrCat(c.failed()), absl::StrCat(c.cancelled())});
+  }
+  PrintTable({"SWEEP", "KIND", "STATE", "TOTAL", "PENDING", "RUNNING",
+              "SUCCEEDED", "FAILED", "CANCELLED"},
+             rows, out);
+  return kExitOk;
+}
+
+int ShowSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
+                 bool trials, std::ostream& out) {
+  pb::GetSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  req.set_include_trials(trials);
+  pb::GetSweepResponse resp;
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx);
+  if (int rc = Check(client.stub()->GetSweep(&ctx, req, &resp))) return rc;
+  PrintSweepSummary(resp.sweep(), out);
+  if (trials) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& t : resp.trials()) {
+      rows.push_back({absl::StrCat(t.ordinal()), t.trial_id(),
+                      StateName(t.state()), absl::StrCat(t.attempt()),
+                      t.worker_id(), t.params_json(), t.last_error()});
+    }
+    PrintTable({"#", "TRIAL", "STATE", "ATTEMPT", "WORKER", "PARAMS", "ERROR"},
+               rows, out);
+  }
+  return kExitOk;
+}
+
+int CancelSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
+                   std::ostream& out) {
+  pb::CancelSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  pb::CancelSweepResponse resp;
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx);
+  if (int rc = Check(client.stub()->CancelSweep(&ctx, req, &resp))) return rc;
+  out << "cancelled " << resp.cancelled_trials() << " trials of " << sweep_id
+      << "\n";
+  return kExitOk;
+}
+
+int RetrySweepCmd(CoordinatorClient& client, const std::string& sweep_id,
+                  bool include_cancelled, std::ostream& out) {
+  pb::RetrySweepRequest req;
+  req.set_sweep_id(sweep_id);
+  req.set_include_cancelled(include_cancelled);
+  pb::RetrySweepResponse resp;
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx);
+  if (int rc = Check(client.stub()->RetrySweep(&ctx, req, &resp))) return rc;
+  out << "re-queued " << resp.requeued_trials() << " trials of " << sweep_id
+      << "\n";
+  return kExitOk;
+}
+
+int ExtendSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
+                   const std::string& axis,
+                   const std::vector<std::string>& values, std::ostream& out) {
+  pb::ExtendSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  req.set_axis(axis);
+  for (const std::string& v : values) {
+    const json j = ParseValue(v);
+    auto* pv = req.add_values();
+    if (j.is_string()) {
+      pv->set_string_value(j.get<std::string>());
+    } else if (j.is_boolean()) {
+      pv->set_bool_value(j.get<bool>());
+    } else {
+      pv->set_number_value(j.get<double>());
+    }
+  }
+  pb::ExtendSweepResponse resp;
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx);
+  if (int rc = Check(client.stub()->ExtendSweep(&ctx, req, &resp))) return rc;
+  out << "extended " << sweep_id << "." << axis << ": " << resp.new_trials()
+      << " new trials (" << resp.sweep().counts().total() << " in total)\n";
+  return kExitOk;
+}
+
+int WatchSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
+                  std::ostream& out) {
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  pb::WatchSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  // A watch is long but bounded: one day, then the user re-runs watch.
+  const absl::Duration limit = absl::Hours(24);
+  req.set_max_wait_ms(absl::ToInt64Milliseconds(limit));
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx, limit + absl::Minutes(1));
+  auto reader = client.stub()->WatchSweep(&ctx, req);
+  pb::SweepEvent ev;
+  pb::Sweep last;
+  std::string last_line;
+  while (reader->Read(&ev)) {
+    last = ev.sweep();
+    for (const auto& t : ev.changed()) {
+      if (t.state() == pb::TRIAL_STATE_FAILED) {
+        if (tty) std::cerr << "\r\033[K";
+        std::cerr << "trial " << t.trial_id() << " failed: " << t.last_error()
+                  << "\n";
+      }
+    }
+    const std::string line = ProgressLine(last.counts(), 30);
+    if (line != last_line) {
+      if (tty) {
+        std::cerr << "\r\033[K" << line << std::flush;
+      } else {
+        std::cerr << line << "\n";
+      }
+      last_line = line;
+    }
+  }
+  if (tty) std::cerr << "\n";
+  grpc::Status st = reader->Finish();
+  if (!st.ok()) return ReportError(proto::FromGrpcStatus(st));
+  out << "sweep " << sweep_id << " " << SweepStateName(last.state()) << ": "
+      << last.counts().succeeded() << " succeeded, " << last.counts().failed()
+      << " failed, " << last.counts().cancelled() << " cancelled\n";
+  if (last.state() == pb::SWEEP_STATE_ACTIVE) return kExitUnavailable;
+  return last.counts().failed() + last.counts().cancelled() == 0 ? kExitOk
+                                                                 : kExitFailure;
+}
+
+int ResultsCmd(CoordinatorClient& client, const std::string& sweep_id,
+               const std::string& format, std::ostream& out) {
+  if (format != "table" && format != "csv" && format != "json") {
+    std::cerr << "smoe: --format: '" << format
+              << "' is not one of table, csv, json\n";
+    return kExitUsage;
+  }
+  pb::GetSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  req.set_include_trials(true);
+  pb::GetSweepResponse resp;
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx, absl::Minutes(2));
+  if (int rc = Check(client.stub()->GetSweep(&ctx, req, &resp))) return rc;
+  std::vector<std::string> axes;
+  for (const auto& a : resp.sweep().spec().grid()) axes.push_back(a.name());
+  std::set<std::string> metric_names;
+  for (const auto& t : resp.trials()) {
+    for (const auto& [k, v] : t.results()) metric_names.insert(k);
+  }
+  if (format == "json") {
+    json arr = json::array();
+    for (const auto& t : resp.trials()) {
+      json row;
+      row["trial_id"] = t.trial_id();
+      row["state"] = StateName(t.state());
+      row["params"] = json::parse(t.params_json(), nullptr, false);
+      row["seed"] = t.seed();
+      row["attempts"] = t.attempt();
+      row["duration_s"] = t.duration_s();
+      row["results"] = json::object();
+      for (const auto& [k, v] : t.results()) row["results"][k] = v;
+      arr.push_back(std::move(row));
+    }
+    out << arr.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::vector<std::string> header = {"trial", "state"};
+  header.insert(header.end(), axes.begin(), axes.end());
+  header.insert(header.end(), {"seed", "attempts", "duration_s"});
+  header.insert(header.end(), metric_names.begin(), metric_names.end());
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : resp.trials()) {
+    const json params = json::parse(t.params_json(), nullptr, false);
+    std::vector<std::string> row = {t.trial_id(), StateName(t.state())};
+    for (const std::string& a : axes) {
+      const json& v =
+          params.is_object() && params.contains(a) ? params[a] : json();
+      row.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+    }
+    row.push_back(absl::StrCat(t.seed()));
+    row.push_back(absl::StrCat(t.attempt()));
+    row.push_back(absl::StrFormat("%.1f", t.duration_s()));
+    for (const std::string& m : metric_names) {
+      auto it = t.results().find(m);
+      row.push_back(
+          it == t.results().end() ? "" : absl::StrFormat("%.6g", it->second));
+    }
+    rows.push_back(std::move(row));
+  }
+  if (format == "csv") {
+    std::vector<std::string> esc;
+    for (const auto& h : header) esc.push_back(CsvEscape(h));
+    out << absl::StrJoin(esc, ",") << "\n";
+    for (const auto& r : rows) {
+      esc.clear();
+      for (const auto& c : r) esc.push_back(CsvEscape(c));
+      out << absl::StrJoin(esc, ",") << "\n";
+    }
+    return kExitOk;
+  }
+  PrintTable(header, rows, out);
+  return kExitOk;
+}
+
+}  // namespace smoe::cli

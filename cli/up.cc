@@ -1,0 +1,209 @@
+// Copyright 2026 SMoE Lab authors.
+#include "cli/up.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/client.h"
+#include "cli/sweep_cmds.h"
+#include "common/logging.h"
+#include "coordinator/server.h"
+#include "coordinator/service_impl.h"
+#include "nlohmann/json.hpp"
+
+namespace smoe::cli {
+namespace {
+
+// Starts `argv` as a child in its own process group; returns its pid or -1.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::setpgid(0, 0);
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    ::close(fd);
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ::execv(args[0], args.data());
+  std::fprintf(stderr, "exec %s failed: %s\n", args[0], std::strerror(errno));
+  ::_exit(127);
+}
+
+// Prints mean result per (grid point without seed) and the best top_k per M.
+void PrintSummary(coordinator::Scheduler* sched, store::ExperimentStore* store,
+                  const std::string& sweep_id, std::ostream& out) {
+  auto rows = store->ListSummaries(sweep_id);
+  if (!rows.ok()) return;
+  // (M, attention) -> top_k -> (sum ood_acc, n)
+  std::map<std::pair<int64_t, std::string>,
+           std::map<int64_t, std::pair<double, int>>>
+      acc;
+  for (const auto& r : *rows) {
+    if (r.state != store::TrialState::kSucceeded) continue;
+    const auto p = nlohmann::json::parse(r.params_json, nullptr, false);
+    auto it = r.results.find("ood_acc");
+    if (!p.is_object() || it == r.results.end()) continue;
+    const int64_t m = p.value("M", int64_t{4});
+    const int64_t k = p.value("top_k", int64_t{2});
+    const std::string att = p.value("attention", std::string("softmax"));
+    auto& cell = acc[{m, att}][k];
+    cell.first += it->second;
+    cell.second += 1;
+  }
+  if (acc.empty()) return;
+  out << "\nOOD accuracy (mean over seeds) by difficulty M and active experts "
+         "k:\n";
+  for (const auto& [key, by_k] : acc) {
+    out << absl::StrFormat("  M=%d %-8s", key.first, key.second);
+    int64_t best_k = 0;
+    double best = -1;
+    for (const auto& [k, sum] : by_k) {
+      const double mean = sum.first / sum.second;
+      out << absl::StrFormat("  k=%d: %.3f", k, mean);
+      if (mean > best) {
+        best = mean;
+        best_k = k;
+      }
+    }
+    out << absl::StrFormat("   -> best k = %d\n", best_k);
+  }
+  (void)sched;
+}
+
+}  // namespace
+
+std::string SelfDir() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  return std::filesystem::path(buf).parent_path().string();
+}
+
+int RunUp(const UpOptions& options) {
+  // Block the shutdown signals before any thread starts; sigwait below.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  std::ifstream in(options.sweep_file);
+  if (!in) {
+    std::cerr << "smoe up: cannot read sweep file '" << options.sweep_file
+              << "' (run from the repository root or pass --sweep)\n";
+    return kExitNoInput;
+  }
+  std::stringstream yaml;
+  yaml << in.rdbuf();
+  const std::string self = SelfDir() + "/smoe";
+  const std::string trainer =
+      options.trainer.empty() ? SelfDir() + "/smoe-trainer" : options.trainer;
+  if (!std::filesystem::exists(trainer)) {
+    std::cerr << "smoe up: trainer '" << trainer
+              << "' not found: build it (LibTorch) or pass --trainer\n";
+    return kExitUnavailable;
+  }
+
+  coordinator::ServerOptions so;
+  so.data_dir = options.data_dir;
+  so.listen = options.listen;
+  auto server = coordinator::CoordinatorServer::Start(so);
+  if (!server.ok()) return ReportError(server.status());
+  const std::string addr = (*server)->address();
+  std::cout << "coordinator: " << addr << " (data in " << options.data_dir
+            << "/)\n";
+  if ((*server)->token_created() && ::isatty(STDOUT_FILENO)) {
+    std::cout << "API token (shown once; also in " << options.data_dir
+              << "/token, mode 0600): " << (*server)->token() << "\n";
+  } else {
+    std::cout << "API token: in " << options.data_dir << "/token\n";
+  }
+  std::cout << "dashboard: not built yet (issue 6); use `smoe results` and "
+               "`smoe sweep show`\n";
+
+  std::vector<pid_t> workers;
+  for (int i = 0; i < options.workers; ++i) {
+    const std::string dir = absl::StrCat(options.data_dir, "/worker-", i);
+    std::filesystem::create_directories(dir);
+    workers.push_back(
+        Spawn({self, "worker", "--coordinator", addr, "--token-file",
+               options.data_dir + "/token", "--work-dir", dir, "--slots",
+               absl::StrCat(options.slots_per_worker), "--trainer", trainer,
+               "--worker-id", absl::StrCat("local-", i)},
+              dir + "/worker.log"));
+  }
+  std::cout << "workers: " << options.workers << " local (logs in "
+            << options.data_dir << "/worker-*/worker.log)\n";
+
+  auto sub = (*server)->scheduler()->SubmitSweep(yaml.str(), false);
+  int rc = kExitOk;
+  if (!sub.ok()) {
+    std::cerr << "smoe up: " << options.sweep_file << ": ";
+    rc = ReportError(sub.status());
+  } else {
+    const std::string id = sub->sweep.record.sweep_id;
+    std::cout << "sweep " << id << ": " << sub->new_trials << " new trials, "
+              << sub->existing_trials << " already present\n";
+    const bool tty = ::isatty(STDERR_FILENO) != 0;
+    int64_t since = 0;
+    std::string last;
+    while (true) {
+      auto w = (*server)->scheduler()->WatchSweep(id, since, absl::Seconds(1));
+      if (!w.ok()) break;
+      since = w->sweep.version;
+      smoe::v1::Sweep pb;
+      coordinator::ToProto(w->sweep, &pb);
+      const std::string line = ProgressLine(pb.counts(), 30);
+      if (line != last) {
+        std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n")
+                  << std::flush;
+        last = line;
+      }
+      if (w->sweep.record.state != store::SweepState::kActive) break;
+      struct timespec zero = {0, 0};
+      if (sigtimedwait(&set, nullptr, &zero) > 0) {
+        rc = kExitFailure;
+        break;
+      }
+    }
+    if (tty) std::cerr << "\n";
+    PrintSummary((*server)->scheduler(), (*server)->store(), id, std::cout);
+    std::cout << "\nfull results: smoe results " << id
+              << " --format table|csv|json\n";
+  }
+  if (!options.exit_when_done && rc == kExitOk) {
+    std::cout << "serving on " << addr << "; Ctrl-C to stop\n";
+    int sig = 0;
+    sigwait(&set, &sig);
+  }
+  std::cout << "stopping workers...\n";
+  for (pid_t p : workers) ::kill(p, SIGTERM);
+  for (pid_t p : workers) {
+    int status;
+    ::waitpid(p, &status, 0);
+  }
+  (*server)->Shutdown();
+  return rc;
+}
+
+}  // namespace smoe::cli

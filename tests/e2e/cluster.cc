@@ -1,0 +1,239 @@
+// Copyright 2026 SMoE Lab authors.
+#include "tests/e2e/cluster.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "proto/rpc_status.h"
+
+extern char** environ;
+
+namespace smoe::e2e {
+namespace fs = std::filesystem;
+
+std::unique_ptr<Process> Process::Start(
+    const std::vector<std::string>& argv,
+    const std::map<std::string, std::string>& env,
+    const std::string& log_path) {
+  auto p = std::make_unique<Process>();
+  p->pid_ = ::fork();
+  if (p->pid_ == 0) {
+    ::setpgid(0, 0);
+    const int fd =
+        ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      ::close(fd);
+    }
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  return p;
+}
+
+Process::~Process() {
+  if (pid_ > 0 && !reaped_) {
+    KillGroup();
+    Wait(absl::Seconds(10));
+  }
+}
+
+void Process::Signal(int sig) {
+  if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+}
+
+void Process::KillGroup() {
+  if (pid_ > 0) ::kill(-pid_, SIGKILL);
+}
+
+int Process::Wait(absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (!reaped_) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      reaped_ = true;
+      status_ =
+          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    if (absl::Now() > end) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return status_;
+}
+
+bool Process::running() { return Wait(absl::ZeroDuration()) == -1; }
+
+std::pair<int, std::string> RunCommand(
+    const std::vector<std::string>& argv,
+    const std::map<std::string, std::string>& env, absl::Duration timeout) {
+  const std::string log = fs::temp_directory_path() /
+                          absl::StrCat("smoe-cmd-", ::getpid(), "-",
+                                       absl::ToUnixNanos(absl::Now()), ".log");
+  auto p = Process::Start(argv, env, log);
+  int rc = p->Wait(timeout);
+  if (rc == -1) {
+    p->KillGroup();
+    rc = p->Wait(absl::Seconds(5));
+  }
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  fs::remove(log);
+  return {rc, ss.str()};
+}
+
+Cluster::Cluster(const std::string& name, const std::string& plan) {
+  dir_ = (fs::temp_directory_path() /
+          absl::StrCat("smoe-e2e-", name, "-", ::getpid()))
+             .string();
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+  plan_path_ = WriteFile("plan.json", plan);
+}
+
+Cluster::~Cluster() {
+  workers_.clear();
+  coordinator_.reset();
+  if (std::getenv("SMOE_KEEP_E2E") == nullptr) fs::remove_all(dir_);
+}
+
+std::string Cluster::smoe() const {
+  return std::string(SMOE_BIN_DIR) + "/smoe";
+}
+
+std::string Cluster::address() const {
+  return absl::StrCat("127.0.0.1:", port_);
+}
+
+void Cluster::StartCoordinator() {
+  const std::string port_file = dir_ + "/port";
+  fs::remove(port_file);
+  const std::string listen =
+      port_ == 0 ? "127.0.0.1:0" : absl::StrCat("127.0.0.1:", port_);
+  coordinator_ = Process::Start(
+      {smoe(), "coordinator", "--data-dir", dir_ + "/coord", "--listen", listen,
+       "--port-file", port_file, "--lease-timeout", "3", "--heartbeat-interval",
+       "0.5", "--restart-grace", "20"},
+      {}, dir_ + "/coordinator.log");
+  const absl::Time end = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < end && !fs::exists(port_file)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::ifstream in(port_file);
+  in >> port_;
+  client_.reset();
+}
+
+Process* Cluster::StartWorker(int i, int slots) {
+  const std::string wdir = absl::StrCat(dir_, "/worker-", i);
+  fs::create_directories(wdir);
+  workers_[i] = Process::Start(
+      {smoe(), "worker", "--coordinator", address(), "--token-file",
+       dir_ + "/coord/token", "--work-dir", wdir, "--slots",
+       absl::StrCat(slots), "--trainer",
+       std::string(SMOE_BIN_DIR) + "/smoe-fake-trainer", "--worker-id",
+       absl::StrCat("e2e-", i), "--grace", "10"},
+      {{"SMOE_FAKE_TRAINER_PLAN", plan_path_}}, wdir + "/worker.log");
+  return workers_[i].get();
+}
+
+std::pair<int, std::string> Cluster::Smoe(
+    const std::vector<std::string>& args,
+    const std::map<std::string, std::string>& env) {
+  std::vector<std::string> argv = {smoe()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--coordinator", address(), "--token-file",
+                           dir_ + "/coord/token"});
+  return RunCommand(argv, env, absl::Seconds(120));
+}
+
+std::string Cluster::WriteFile(const std::string& name,
+                               const std::string& text) {
+  const std::string path = dir_ + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+cli::CoordinatorClient* Cluster::client() {
+  if (!client_) {
+    cli::ClientOptions o;
+    o.address = address();
+    o.token_file = dir_ + "/coord/token";
+    o.timeout = absl::Seconds(10);
+    auto c = cli::CoordinatorClient::Create(o);
+    if (!c.ok()) return nullptr;
+    client_ = std::move(*c);
+  }
+  return client_.get();
+}
+
+absl::StatusOr<smoe::v1::GetSweepResponse> Cluster::GetSweep(
+    const std::string& id) {
+  if (client() == nullptr) return absl::UnavailableError("no client");
+  smoe::v1::GetSweepRequest req;
+  req.set_sweep_id(id);
+  req.set_include_trials(true);
+  smoe::v1::GetSweepResponse resp;
+  grpc::ClientContext ctx;
+  client()->Prepare(&ctx);
+  grpc::Status st = client()->stub()->GetSweep(&ctx, req, &resp);
+  if (!st.ok()) return proto::FromGrpcStatus(st);
+  return resp;
+}
+
+bool Cluster::WaitFor(
+    const std::string& sweep_id,
+    const std::function<bool(const smoe::v1::GetSweepResponse&)>& pred,
+    absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (absl::Now() < end) {
+    auto s = GetSweep(sweep_id);
+    if (s.ok() && pred(*s)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+absl::StatusOr<smoe::v1::GetTrialMetricsResponse> Cluster::Metrics(
+    const std::string& trial_id) {
+  smoe::v1::GetTrialMetricsRequest req;
+  req.set_trial_id(trial_id);
+  smoe::v1::GetTrialMetricsResponse resp;
+  grpc::ClientContext ctx;
+  client()->Prepare(&ctx);
+  grpc::Status st = client()->stub()->GetTrialMetrics(&ctx, req, &resp);
+  if (!st.ok()) return proto::FromGrpcStatus(st);
+  return resp;
+}
+
+int Cluster::TrainerStarts(const std::string& trial_id) {
+  const std::string hash = trial_id.substr(trial_id.find('/') + 1);
+  int n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+    if (e.path().filename() != "attempts.log") continue;
+    if (!absl::StrContains(e.path().parent_path().string(), hash)) continue;
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) n += !line.empty();
+  }
+  return n;
+}
+
+}  // namespace smoe::e2e

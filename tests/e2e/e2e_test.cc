@@ -1,0 +1,281 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// End-to-end tests (ctest label `e2e`): a real coordinator and real worker
+// daemons on 127.0.0.1 running the fake trainer (tests/fake_trainer), killed
+// and restarted the way clusters fail.
+#include <signal.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/e2e/cluster.h"
+
+namespace smoe::e2e {
+namespace {
+
+namespace pb = smoe::v1;
+using ::testing::HasSubstr;
+
+std::string SweepYaml(const std::string& name, const std::string& m_values,
+                      int retries = 2) {
+  return absl::StrCat("name: ", name, "\nkind: sraven\ngrid:\n  M: [", m_values,
+                      "]\n  top_k: [1, 2]\nfixed: {steps: 10}\n",
+                      "retries: ", retries, "\n");
+}
+
+std::string Plan(int steps, int step_ms, const std::string& rules = "") {
+  return absl::StrCat(R"({"default": {"mode": "succeed", "steps": )", steps,
+                      R"(, "step_ms": )", step_ms, R"(}, "rules": [)", rules,
+                      "]}");
+}
+
+bool Done(const pb::GetSweepResponse& s) {
+  return s.sweep().state() != pb::SWEEP_STATE_ACTIVE;
+}
+
+// Every (step, name) of train/loss appears once and covers 0..steps-1.
+void ExpectCompleteLossCurve(Cluster& c, const std::string& trial, int steps) {
+  auto m = c.Metrics(trial);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::set<int64_t> loss_steps;
+  std::set<std::pair<int64_t, std::string>> keys;
+  for (const auto& x : m->metrics()) {
+    EXPECT_TRUE(keys.insert({x.step(), x.name()}).second)
+        << "duplicate metric " << x.name() << "@" << x.step();
+    if (x.name() == "train/loss") loss_steps.insert(x.step());
+  }
+  EXPECT_EQ(static_cast<int>(loss_steps.size()), steps) << trial;
+}
+
+TEST(E2eTest, EveryPointDoneExactlyOnce) {
+  Cluster c("once", Plan(5, 20));
+  c.StartCoordinator();
+  c.StartWorker(0, 2);
+  c.StartWorker(1, 2);
+  const std::string file =
+      c.WriteFile("s.yaml", SweepYaml("once", "1, 2, 3, 4"));
+  auto [rc, out] = c.Smoe({"sweep", "submit", file, "--watch"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr("submitted sweep once: 8 new trials"));
+  auto s = c.GetSweep("once");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->sweep().counts().succeeded(), 8);
+  for (const auto& t : s->trials()) {
+    EXPECT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED);
+    EXPECT_EQ(t.attempt(), 1);
+    EXPECT_EQ(c.TrainerStarts(t.trial_id()), 1) << t.trial_id();
+    EXPECT_TRUE(t.results().count("ood_acc")) << t.trial_id();
+    ExpectCompleteLossCurve(c, t.trial_id(), 5);
+  }
+  // Re-submitting the same file adds nothing and runs nothing again.
+  auto [rc2, out2] = c.Smoe({"sweep", "submit", file});
+  EXPECT_EQ(rc2, 0);
+  EXPECT_THAT(out2, HasSubstr("0 new trials, 8 already present"));
+  auto [rc3, csv] = c.Smoe({"results", "once", "--format", "csv"});
+  EXPECT_EQ(rc3, 0);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9) << csv;
+  EXPECT_THAT(csv, HasSubstr("trial,state,M,top_k,seed,attempts"));
+}
+
+TEST(E2eTest, KilledWorkerTrialIsReleasedAndCompletedWithoutDuplicates) {
+  Cluster c("killworker", Plan(30, 100));
+  c.StartCoordinator();
+  c.StartWorker(0, 2);
+  const std::string file = c.WriteFile("s.yaml", SweepYaml("kw", "1"));
+  ASSERT_EQ(c.Smoe({"sweep", "submit", file}).first, 0);
+  ASSERT_TRUE(c.WaitFor(
+      "kw",
+      [](const pb::GetSweepResponse& s) {
+        return s.sweep().counts().running() == 2;
+      },
+      absl::Seconds(30)));
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // some metrics flow
+  c.worker(0)->KillGroup();  // kill -9 the daemon and its trainers
+  c.worker(0)->Wait(absl::Seconds(10));
+  c.StartWorker(1, 2);
+  ASSERT_TRUE(c.WaitFor("kw", Done, absl::Seconds(60)));
+  auto s = c.GetSweep("kw");
+  EXPECT_EQ(s->sweep().counts().succeeded(), 2);
+  for (const auto& t : s->trials()) {
+    EXPECT_EQ(t.attempt(), 2) << t.trial_id();
+    EXPECT_EQ(t.error_count(), 0) << "a lost lease is not an error";
+    EXPECT_EQ(t.preempt_count(), 1);
+    ExpectCompleteLossCurve(c, t.trial_id(), 30);
+    auto m = c.Metrics(t.trial_id());
+    ASSERT_EQ(m->attempts_size(), 2);
+    EXPECT_EQ(m->attempts(0).outcome(), pb::ATTEMPT_OUTCOME_LOST);
+    EXPECT_EQ(m->attempts(1).outcome(), pb::ATTEMPT_OUTCOME_SUCCEEDED);
+  }
+}
+
+TEST(E2eTest, KilledCoordinatorRestartsAndSweepCompletes) {
+  Cluster c("killcoord", Plan(15, 100));
+  c.StartCoordinator();
+  c.StartWorker(0, 1);
+  c.StartWorker(1, 1);
+  const std::string file = c.WriteFile("s.yaml", SweepYaml("kc", "1, 2, 3"));
+  ASSERT_EQ(c.Smoe({"sweep", "submit", file}).first, 0);
+  ASSERT_TRUE(c.WaitFor(
+      "kc",
+      [](const pb::GetSweepResponse& s) {
+        return s.sweep().counts().succeeded() >= 1 &&
+               s.sweep().counts().running() >= 1;
+      },
+      absl::Seconds(60)));
+  auto before = c.GetSweep("kc");
+  std::map<std::string, double> done_before;
+  for (const auto& t : before->trials()) {
+    if (t.state() == pb::TRIAL_STATE_SUCCEEDED) {
+      done_before[t.trial_id()] = t.results().at("ood_acc");
+    }
+  }
+  c.coordinator()->KillGroup();
+  c.coordinator()->Wait(absl::Seconds(10));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // workers see it gone
+  c.StartCoordinator();
+  ASSERT_TRUE(c.WaitFor("kc", Done, absl::Seconds(90)));
+  auto s = c.GetSweep("kc");
+  EXPECT_EQ(s->sweep().counts().succeeded(), 6);
+  for (const auto& t : s->trials()) {
+    auto it = done_before.find(t.trial_id());
+    if (it != done_before.end()) {
+      EXPECT_EQ(t.results().at("ood_acc"), it->second);
+      EXPECT_EQ(t.attempt(), 1) << "finished before the crash: never re-run";
+    }
+    ExpectCompleteLossCurve(c, t.trial_id(), 15);
+  }
+}
+
+TEST(E2eTest, SigtermedWorkerRequeuesWithoutErrorBudget) {
+  Cluster c("sigterm", Plan(60, 100));
+  c.StartCoordinator();
+  c.StartWorker(0, 1);
+  const std::string file = c.WriteFile("s.yaml",
+                                       "name: st\nkind: sraven\ngrid:\n  M: "
+                                       "[1]\nfixed: {steps: 10}\nretries: 0\n");
+  ASSERT_EQ(c.Smoe({"sweep", "submit", file}).first, 0);
+  ASSERT_TRUE(c.WaitFor(
+      "st",
+      [](const pb::GetSweepResponse& s) {
+        return s.sweep().counts().running() == 1;
+      },
+      absl::Seconds(30)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  c.worker(0)->Signal(SIGTERM);
+  EXPECT_EQ(c.worker(0)->Wait(absl::Seconds(30)), 0) << "drain exits cleanly";
+  auto s = c.GetSweep("st");
+  ASSERT_EQ(s->trials_size(), 1);
+  const auto& t = s->trials(0);
+  EXPECT_EQ(t.state(), pb::TRIAL_STATE_PENDING) << "re-queued immediately";
+  EXPECT_EQ(t.error_count(), 0);
+  EXPECT_EQ(t.preempt_count(), 1);
+  auto m = c.Metrics(t.trial_id());
+  ASSERT_EQ(m->attempts_size(), 1);
+  EXPECT_EQ(m->attempts(0).outcome(), pb::ATTEMPT_OUTCOME_PREEMPTED);
+  EXPECT_EQ(m->attempts(0).exit_code(), 75);
+  // retries: 0, yet the preempted point still completes on another worker.
+  c.StartWorker(1, 1);
+  ASSERT_TRUE(c.WaitFor("st", Done, absl::Seconds(60)));
+  EXPECT_EQ(c.GetSweep("st")->sweep().counts().succeeded(), 1);
+}
+
+TEST(E2eTest, AlwaysFailingPointFailsAfterBudgetOthersComplete) {
+  Cluster c("fail", Plan(3, 10, R"({"match": {"M": 3}, "mode": "crash"})"));
+  c.StartCoordinator();
+  c.StartWorker(0, 2);
+  const std::string file =
+      c.WriteFile("s.yaml", SweepYaml("fl", "1, 2, 3", /*retries=*/1));
+  auto [rc, out] = c.Smoe({"sweep", "submit", file, "--watch"});
+  EXPECT_EQ(rc, 1) << "failed trials make --watch exit 1\n" << out;
+  EXPECT_THAT(out, HasSubstr("4 succeeded, 2 failed"));
+  auto s = c.GetSweep("fl");
+  for (const auto& t : s->trials()) {
+    const auto p = nlohmann::json::parse(t.params_json());
+    if (p["M"] == 3) {
+      EXPECT_EQ(t.state(), pb::TRIAL_STATE_FAILED);
+      EXPECT_EQ(t.error_count(), 2);  // first try + 1 retry
+      EXPECT_EQ(c.TrainerStarts(t.trial_id()), 2);
+      EXPECT_FALSE(t.last_error().empty());
+    } else {
+      EXPECT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED);
+    }
+  }
+  // `smoe sweep retry` re-queues exactly the failed points.
+  auto [rc2, out2] = c.Smoe({"sweep", "retry", "fl"});
+  EXPECT_EQ(rc2, 0);
+  EXPECT_THAT(out2, HasSubstr("re-queued 2 trials"));
+}
+
+TEST(E2eTest, MalformedSweepFilesAreRejectedNamingTheField) {
+  Cluster c("malformed", Plan(1, 1));
+  c.StartCoordinator();
+  const std::pair<const char*, const char*> cases[] = {
+      {"name: a\nkind: sraven\nbogus: 1\n", "unknown key 'bogus'"},
+      {"name: b\nkind: sraven\ngrid:\n  M: [1, 99]\n", "grid.M"},
+      {"name: c\nkind: sraven\ngrid:\n  M: []\n", "grid.M: empty axis"},
+      {"name: d\nkind: sraven\nfixed: {lr: high}\n", "fixed.lr"},
+      {"name: e\nkind: sraven\ngrid: {M: [1, 2\n", "YAML error"},
+  };
+  int i = 0;
+  for (const auto& [yaml, expect] : cases) {
+    const std::string f = c.WriteFile(absl::StrCat("bad", i++, ".yaml"), yaml);
+    auto [rc, out] = c.Smoe({"sweep", "submit", f});
+    EXPECT_EQ(rc, 65) << out;
+    EXPECT_THAT(out, HasSubstr(expect));
+  }
+  auto [rc, out] = c.Smoe({"sweep", "submit", c.dir() + "/missing.yaml"});
+  EXPECT_EQ(rc, 66) << out;
+  auto [rc2, ls] = c.Smoe({"sweep", "ls"});
+  EXPECT_EQ(rc2, 0);
+  EXPECT_EQ(std::count(ls.begin(), ls.end(), '\n'), 1) << "nothing created\n"
+                                                       << ls;
+}
+
+TEST(E2eTest, WrongOrMissingTokenIsRefusedAndTokenNeverLeaks) {
+  Cluster c("token", Plan(2, 10));
+  c.StartCoordinator();
+  c.StartWorker(0, 1);
+  auto [rc, out] = c.Smoe({"sweep", "ls"}, {{"SMOE_TOKEN", "smoe_wrong"}});
+  EXPECT_EQ(rc, 77) << out;
+  EXPECT_THAT(out, HasSubstr("invalid API token"));
+  auto [rc2, out2] =
+      RunCommand({c.smoe(), "sweep", "ls", "--coordinator", c.address(),
+                  "--token-file", c.dir() + "/nope"},
+                 {{"SMOE_TOKEN", ""}, {"HOME", c.dir()}}, absl::Seconds(30));
+  EXPECT_EQ(rc2, 77) << out2;
+  EXPECT_THAT(out2, HasSubstr("no API token"));
+  // A raw call without metadata gets UNAUTHENTICATED.
+  auto channel =
+      grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials());
+  auto stub = pb::Coordinator::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  pb::ListSweepsResponse resp;
+  EXPECT_EQ(stub->ListSweeps(&ctx, {}, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  // The token never lands in logs or the database.
+  const std::string file = c.WriteFile("s.yaml", SweepYaml("tk", "1"));
+  ASSERT_EQ(c.Smoe({"sweep", "submit", file, "--watch"}).first, 0);
+  std::ifstream tf(c.dir() + "/coord/token");
+  std::string token;
+  tf >> token;
+  ASSERT_GT(token.size(), 10u);
+  for (const std::string& f :
+       {c.dir() + "/coordinator.log", c.dir() + "/coord/smoe.db",
+        c.dir() + "/coord/smoe.db-wal", c.dir() + "/worker-0/worker.log"}) {
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_FALSE(absl::StrContains(ss.str(), token)) << "token found in " << f;
+  }
+}
+
+}  // namespace
+}  // namespace smoe::e2e
