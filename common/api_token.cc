@@ -78,7 +78,8 @@ absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path,
     return ErrnoError("write", tmp);
   }
   ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("rename", tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return ErrnoError("rename", tmp);
   *created = true;
   return *token;
 }

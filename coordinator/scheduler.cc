@@ -141,9 +141,70 @@ void Scheduler::ApplyTrialLocked(const TrialRecord& next) {
   trials_[next.trial_id] = next;
 }
 
+absl::Status Scheduler::EnqueueLocked(const WriteBatch& batch) {
+  if (batch.empty()) return absl::OkStatus();
+  if (!options_.group_commit) return store_->Commit(batch);
+  queue_.push_back(batch);
+  ++last_ticket_;
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::WaitDurable(uint64_t ticket) {
+  absl::MutexLock lock(&commit_mu_);
+  while (true) {
+    if (!failed_.ok()) return failed_;
+    if (durable_ticket_ >= ticket) return absl::OkStatus();
+    if (leader_active_) {
+      commit_cv_.Wait(&commit_mu_);
+      continue;
+    }
+    // Become the leader: commit everything queued so far in one transaction.
+    leader_active_ = true;
+    commit_mu_.Unlock();
+    std::vector<WriteBatch> batches;
+    uint64_t upto = 0;
+    {
+      absl::MutexLock state_lock(&mu_);
+      batches.swap(queue_);
+      upto = last_ticket_;
+    }
+    WriteBatch merged;
+    for (WriteBatch& b : batches) {
+      auto move_into = [](auto& dst, auto& src) {
+        dst.insert(dst.end(), std::make_move_iterator(src.begin()),
+                   std::make_move_iterator(src.end()));
+      };
+      move_into(merged.sweeps, b.sweeps);
+      move_into(merged.trials, b.trials);
+      move_into(merged.attempts, b.attempts);
+      move_into(merged.metrics, b.metrics);
+      move_into(merged.workers, b.workers);
+      move_into(merged.results, b.results);
+    }
+    const absl::Status st =
+        merged.empty() ? absl::OkStatus() : store_->Commit(merged);
+    commit_mu_.Lock();
+    leader_active_ = false;
+    ++group_commits_;
+    if (st.ok()) {
+      durable_ticket_ = std::max(durable_ticket_, upto);
+    } else {
+      // Memory is ahead of the store now: stop accepting work until a restart
+      // reloads the store (fail-stop; nothing acknowledged is lost).
+      failed_ = absl::UnavailableError(absl::StrCat(
+          "coordinator store commit failed (restart the coordinator): ",
+          st.message()));
+      failed_flag_.store(true);
+      SMOE_LOG(ERROR) << failed_;
+    }
+    commit_cv_.SignalAll();
+  }
+}
+
 absl::Status Scheduler::CommitAndApplyLocked(const WriteBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
-  SMOE_RETURN_IF_ERROR(store_->Commit(batch));
+  // Synchronous mode commits here; group mode queues it for WaitDurable().
+  SMOE_RETURN_IF_ERROR(EnqueueLocked(batch));
   for (const store::SweepRecord& s : batch.sweeps) {
     auto it = sweeps_.find(s.sweep_id);
     if (it != sweeps_.end()) {
@@ -168,7 +229,7 @@ absl::Status Scheduler::CommitAndApplyLocked(const WriteBatch& batch) {
       WriteBatch b;
       b.sweeps.push_back(r);
       // Derived data: recomputed on load, so a failure here loses nothing.
-      if (absl::Status st = store_->Commit(b); !st.ok()) {
+      if (absl::Status st = EnqueueLocked(b); !st.ok()) {
         SMOE_LOG(WARNING) << "sweep state update failed: " << st;
         continue;
       }
@@ -208,10 +269,9 @@ absl::Status Scheduler::AddTrialsLocked(
 
 // ---- user API ---------------------------------------------------------------
 
-absl::StatusOr<SubmitResult> Scheduler::SubmitSweep(const std::string& yaml,
-                                                    bool dry_run) {
+absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
+    const std::string& yaml, bool dry_run) {
   SMOE_ASSIGN_OR_RETURN(SweepSpec spec, ParseSweepYaml(yaml, options_.parse));
-  absl::MutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
   auto it = sweeps_.find(spec.name);
   SubmitResult result;
@@ -239,7 +299,7 @@ absl::StatusOr<SubmitResult> Scheduler::SubmitSweep(const std::string& yaml,
     batch.sweeps.push_back(entry.record);
     int added = 0;
     SMOE_RETURN_IF_ERROR(AddTrialsLocked(&entry, points, &batch, &added));
-    SMOE_RETURN_IF_ERROR(store_->Commit(batch));
+    SMOE_RETURN_IF_ERROR(EnqueueLocked(batch));
     SweepEntry& e = sweeps_[spec.name];
     e = std::move(entry);
     for (const TrialRecord& t : batch.trials) ApplyTrialLocked(t);
@@ -340,8 +400,7 @@ absl::StatusOr<std::vector<TrialRecord>> Scheduler::ListTrials(
   return out;
 }
 
-absl::StatusOr<int> Scheduler::CancelSweep(const std::string& sweep_id) {
-  absl::MutexLock lock(&mu_);
+absl::StatusOr<int> Scheduler::CancelSweepLocked(const std::string& sweep_id) {
   auto it = sweeps_.find(sweep_id);
   if (it == sweeps_.end()) {
     return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
@@ -373,9 +432,8 @@ absl::StatusOr<int> Scheduler::CancelSweep(const std::string& sweep_id) {
   return n;
 }
 
-absl::StatusOr<int> Scheduler::RetrySweep(const std::string& sweep_id,
-                                          bool include_cancelled) {
-  absl::MutexLock lock(&mu_);
+absl::StatusOr<int> Scheduler::RetrySweepLocked(const std::string& sweep_id,
+                                                bool include_cancelled) {
   auto it = sweeps_.find(sweep_id);
   if (it == sweeps_.end()) {
     return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
@@ -408,10 +466,9 @@ absl::StatusOr<int> Scheduler::RetrySweep(const std::string& sweep_id,
   return n;
 }
 
-absl::StatusOr<int> Scheduler::ExtendSweep(
+absl::StatusOr<int> Scheduler::ExtendSweepLocked(
     const std::string& sweep_id, const std::string& axis,
     const std::vector<nlohmann::json>& values) {
-  absl::MutexLock lock(&mu_);
   auto it = sweeps_.find(sweep_id);
   if (it == sweeps_.end()) {
     return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
@@ -466,8 +523,7 @@ absl::StatusOr<WatchResult> Scheduler::WatchSweep(const std::string& sweep_id,
   return result;
 }
 
-absl::Status Scheduler::DrainWorker(const std::string& worker_id) {
-  absl::MutexLock lock(&mu_);
+absl::Status Scheduler::DrainWorkerLocked(const std::string& worker_id) {
   auto it = workers_.find(worker_id);
   if (it == workers_.end()) {
     return absl::NotFoundError(absl::StrCat("no worker '", worker_id, "'"));
@@ -481,12 +537,11 @@ absl::Status Scheduler::DrainWorker(const std::string& worker_id) {
 
 // ---- worker API -------------------------------------------------------------
 
-absl::StatusOr<Registration> Scheduler::Register(const WorkerInfo& info) {
+absl::StatusOr<Registration> Scheduler::RegisterLocked(const WorkerInfo& info) {
   if (info.slots < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("slots: must be >= 1, got ", info.slots));
   }
-  absl::MutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
   store::WorkerRecord w;
   auto it =
@@ -520,9 +575,8 @@ absl::StatusOr<Registration> Scheduler::Register(const WorkerInfo& info) {
                       options_.lease_timeout};
 }
 
-absl::StatusOr<std::vector<LeaseGrant>> Scheduler::Lease(
+absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
     const std::string& worker_id, int free_slots, int free_gpus) {
-  absl::MutexLock lock(&mu_);
   SMOE_RETURN_IF_ERROR(ExpireLeasesLocked());
   auto wit = workers_.find(worker_id);
   if (wit == workers_.end()) {
@@ -598,10 +652,9 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::Lease(
   return grants;
 }
 
-absl::StatusOr<HeartbeatReply> Scheduler::Heartbeat(
+absl::StatusOr<HeartbeatReply> Scheduler::HeartbeatLocked(
     const std::string& worker_id, const std::vector<RunningReport>& running,
     bool draining) {
-  absl::MutexLock lock(&mu_);
   auto wit = workers_.find(worker_id);
   if (wit == workers_.end()) {
     return absl::NotFoundError(
@@ -681,10 +734,9 @@ void Scheduler::EndAttemptLocked(const TrialRecord& trial,
   batch->trials.push_back(t);
 }
 
-absl::Status Scheduler::ReportMetrics(
+absl::Status Scheduler::ReportMetricsLocked(
     const std::string& worker_id, const std::string& trial_id, int attempt,
     const std::vector<store::MetricRecord>& metrics) {
-  absl::MutexLock lock(&mu_);
   SMOE_ASSIGN_OR_RETURN(TrialRecord * t,
                         CurrentAttemptLocked(worker_id, trial_id, attempt));
   WriteBatch batch;
@@ -699,14 +751,12 @@ absl::Status Scheduler::ReportMetrics(
     m.attempt = attempt;
     batch.metrics.push_back(std::move(m));
   }
-  return store_->Commit(batch);
+  return EnqueueLocked(batch);
 }
 
-absl::Status Scheduler::Complete(const std::string& worker_id,
-                                 const std::string& trial_id, int attempt,
-                                 const std::map<std::string, double>& results,
-                                 double duration_s) {
-  absl::MutexLock lock(&mu_);
+absl::Status Scheduler::CompleteLocked(
+    const std::string& worker_id, const std::string& trial_id, int attempt,
+    const std::map<std::string, double>& results, double duration_s) {
   SMOE_ASSIGN_OR_RETURN(TrialRecord * t,
                         CurrentAttemptLocked(worker_id, trial_id, attempt));
   WriteBatch batch;
@@ -716,11 +766,10 @@ absl::Status Scheduler::Complete(const std::string& worker_id,
   return CommitAndApplyLocked(batch);
 }
 
-absl::Status Scheduler::Fail(const std::string& worker_id,
-                             const std::string& trial_id, int attempt,
-                             FailReason reason, int exit_code,
-                             const std::string& message) {
-  absl::MutexLock lock(&mu_);
+absl::Status Scheduler::FailLocked(const std::string& worker_id,
+                                   const std::string& trial_id, int attempt,
+                                   FailReason reason, int exit_code,
+                                   const std::string& message) {
   SMOE_ASSIGN_OR_RETURN(TrialRecord * t,
                         CurrentAttemptLocked(worker_id, trial_id, attempt));
   const SweepEntry& sweep = sweeps_.at(t->sweep_id);
@@ -750,8 +799,9 @@ absl::Status Scheduler::Fail(const std::string& worker_id,
 }
 
 absl::Status Scheduler::ExpireLeases() {
-  absl::MutexLock lock(&mu_);
-  return ExpireLeasesLocked();
+  return Mutate<absl::Status>([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ExpireLeasesLocked();
+  });
 }
 
 absl::Status Scheduler::ExpireLeasesLocked() {
@@ -770,6 +820,97 @@ absl::Status Scheduler::ExpireLeasesLocked() {
         &batch);
   }
   return CommitAndApplyLocked(batch);
+}
+
+// ---- public wrappers: run under mu_, then wait until durable ---------------
+
+absl::StatusOr<SubmitResult> Scheduler::SubmitSweep(const std::string& yaml,
+                                                    bool dry_run) {
+  return Mutate<absl::StatusOr<SubmitResult>>(
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return SubmitSweepLocked(yaml, dry_run);
+      });
+}
+
+absl::StatusOr<int> Scheduler::CancelSweep(const std::string& sweep_id) {
+  return Mutate<absl::StatusOr<int>>([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return CancelSweepLocked(sweep_id);
+  });
+}
+
+absl::StatusOr<int> Scheduler::RetrySweep(const std::string& sweep_id,
+                                          bool include_cancelled) {
+  return Mutate<absl::StatusOr<int>>([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return RetrySweepLocked(sweep_id, include_cancelled);
+  });
+}
+
+absl::StatusOr<int> Scheduler::ExtendSweep(
+    const std::string& sweep_id, const std::string& axis,
+    const std::vector<nlohmann::json>& values) {
+  return Mutate<absl::StatusOr<int>>([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ExtendSweepLocked(sweep_id, axis, values);
+  });
+}
+
+absl::Status Scheduler::DrainWorker(const std::string& worker_id) {
+  return Mutate<absl::Status>([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return DrainWorkerLocked(worker_id);
+  });
+}
+
+absl::StatusOr<Registration> Scheduler::Register(const WorkerInfo& info) {
+  return Mutate<absl::StatusOr<Registration>>(
+      [&]()
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return RegisterLocked(info); });
+}
+
+absl::StatusOr<std::vector<LeaseGrant>> Scheduler::Lease(
+    const std::string& worker_id, int free_slots, int free_gpus) {
+  return Mutate<absl::StatusOr<std::vector<LeaseGrant>>>(
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return LeaseLocked(worker_id, free_slots, free_gpus);
+      });
+}
+
+absl::StatusOr<HeartbeatReply> Scheduler::Heartbeat(
+    const std::string& worker_id, const std::vector<RunningReport>& running,
+    bool draining) {
+  return Mutate<absl::StatusOr<HeartbeatReply>>(
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return HeartbeatLocked(worker_id, running, draining);
+      });
+}
+
+absl::Status Scheduler::ReportMetrics(
+    const std::string& worker_id, const std::string& trial_id, int attempt,
+    const std::vector<store::MetricRecord>& metrics) {
+  return Mutate<absl::Status>([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return ReportMetricsLocked(worker_id, trial_id, attempt, metrics);
+  });
+}
+
+absl::Status Scheduler::Complete(const std::string& worker_id,
+                                 const std::string& trial_id, int attempt,
+                                 const std::map<std::string, double>& results,
+                                 double duration_s) {
+  return Mutate<absl::Status>([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return CompleteLocked(worker_id, trial_id, attempt, results, duration_s);
+  });
+}
+
+absl::Status Scheduler::Fail(const std::string& worker_id,
+                             const std::string& trial_id, int attempt,
+                             FailReason reason, int exit_code,
+                             const std::string& message) {
+  return Mutate<absl::Status>([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return FailLocked(worker_id, trial_id, attempt, reason, exit_code, message);
+  });
+}
+
+int64_t Scheduler::group_commits() {
+  absl::MutexLock lock(&commit_mu_);
+  return group_commits_;
 }
 
 }  // namespace smoe::coordinator

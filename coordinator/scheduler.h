@@ -7,11 +7,17 @@
 // with separate budgets for errors and preemptions, refuses reports from stale
 // attempts, and cancels. It is plain C++: no gRPC, no HTTP.
 //
-// Durability: every state transition is written to the ExperimentStore in one
-// Commit() *before* memory changes and before the caller is answered, so a
-// coordinator killed at any point restarts (Create() reloads the store) with
-// every acknowledged transition intact. Running leases found on restart get a
-// fresh lease timeout so their workers can reconnect and keep them.
+// Durability: every public call returns only after its state transitions are
+// committed to the ExperimentStore, so a coordinator killed at any point
+// restarts (Create() reloads the store) with every acknowledged transition
+// intact. With `group_commit` (the default) a transition is applied in memory
+// under the lock and queued; callers then wait outside the lock while one of
+// them (the leader) commits everything queued in a single transaction. Batches
+// commit in order, so no reply depends on state that is not yet durable. If a
+// commit fails, memory is ahead of the store: the scheduler fails stop and
+// answers Unavailable until it is restarted from the store. Running leases
+// found on restart get a fresh lease timeout so their workers can reconnect and
+// keep them.
 //
 // Time comes from the injected Clock: tests use FakeClock and never sleep.
 //
@@ -20,6 +26,7 @@
 #ifndef SMOE_COORDINATOR_SCHEDULER_H_
 #define SMOE_COORDINATOR_SCHEDULER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -54,6 +61,10 @@ struct SchedulerOptions {
   int max_preemptions = 100;
   // Sweep-file limits.
   ParseOptions parse;
+  // Commit concurrent transitions together (see the file comment). false
+  // commits each transition on its own under the lock (the benchmark's
+  // baseline).
+  bool group_commit = true;
 };
 
 struct StateCounts {
@@ -199,6 +210,8 @@ class Scheduler {
   absl::Status ExpireLeases();
 
   const SchedulerOptions& options() const { return options_; }
+  // Number of group commits so far (for benchmarks).
+  int64_t group_commits();
 
  private:
   struct SweepEntry {
@@ -218,6 +231,70 @@ class Scheduler {
   Scheduler(store::ExperimentStore* store, Clock* clock,
             SchedulerOptions options);
   absl::Status Load();
+
+  // Runs `fn` under mu_, then waits until everything it queued is durable.
+  // R is absl::Status or absl::StatusOr<T>.
+  template <typename R, typename Fn>
+  R Mutate(Fn&& fn) ABSL_LOCKS_EXCLUDED(mu_, commit_mu_) {
+    if (failed_flag_.load()) {
+      absl::MutexLock lock(&commit_mu_);
+      return failed_;
+    }
+    uint64_t ticket = 0;
+    R result = [&]() {
+      absl::MutexLock lock(&mu_);
+      R r = fn();
+      ticket = last_ticket_;
+      return r;
+    }();
+    absl::Status durable = WaitDurable(ticket);
+    if (!durable.ok()) return durable;
+    return result;
+  }
+  // Commits `batch` now (group_commit off) or queues it (on).
+  absl::Status EnqueueLocked(const store::WriteBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Returns once every batch up to `ticket` is committed (leading the commit
+  // when no one else is), or the failure that stopped the scheduler.
+  absl::Status WaitDurable(uint64_t ticket)
+      ABSL_LOCKS_EXCLUDED(mu_, commit_mu_);
+
+  absl::StatusOr<SubmitResult> SubmitSweepLocked(const std::string& yaml,
+                                                 bool dry_run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int> CancelSweepLocked(const std::string& sweep_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int> RetrySweepLocked(const std::string& sweep_id,
+                                       bool include_cancelled)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int> ExtendSweepLocked(
+      const std::string& sweep_id, const std::string& axis,
+      const std::vector<nlohmann::json>& values)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status DrainWorkerLocked(const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Registration> RegisterLocked(const WorkerInfo& info)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<LeaseGrant>> LeaseLocked(
+      const std::string& worker_id, int free_slots, int free_gpus)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<HeartbeatReply> HeartbeatLocked(
+      const std::string& worker_id, const std::vector<RunningReport>& running,
+      bool draining) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReportMetricsLocked(
+      const std::string& worker_id, const std::string& trial_id, int attempt,
+      const std::vector<store::MetricRecord>& metrics)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CompleteLocked(const std::string& worker_id,
+                              const std::string& trial_id, int attempt,
+                              const std::map<std::string, double>& results,
+                              double duration_s)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FailLocked(const std::string& worker_id,
+                          const std::string& trial_id, int attempt,
+                          FailReason reason, int exit_code,
+                          const std::string& message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Commits `batch`, then applies its sweeps/trials/workers to memory.
   absl::Status CommitAndApplyLocked(const store::WriteBatch& batch)
@@ -255,6 +332,17 @@ class Scheduler {
   std::set<std::string> running_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
   int64_t worker_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Group commit: batches applied in memory, not yet committed, in order.
+  std::vector<store::WriteBatch> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t last_ticket_ ABSL_GUARDED_BY(mu_) = 0;
+
+  absl::Mutex commit_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  absl::CondVar commit_cv_;
+  uint64_t durable_ticket_ ABSL_GUARDED_BY(commit_mu_) = 0;
+  bool leader_active_ ABSL_GUARDED_BY(commit_mu_) = false;
+  int64_t group_commits_ ABSL_GUARDED_BY(commit_mu_) = 0;
+  absl::Status failed_ ABSL_GUARDED_BY(commit_mu_);
+  std::atomic<bool> failed_flag_{false};
 };
 
 }  // namespace smoe::coordinator

@@ -4,6 +4,7 @@
 // (except the WatchSweep wake-up test).
 #include "coordinator/scheduler.h"
 
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -28,7 +29,8 @@ std::string Sweep(const std::string& name, int m_values, int retries = 2,
                       "\npriority: ", priority, "\n", extra);
 }
 
-class SchedulerTest : public ::testing::Test {
+// Every scenario runs with group commit on and off (GetParam()).
+class SchedulerTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { Restart(); }
 
@@ -39,6 +41,7 @@ class SchedulerTest : public ::testing::Test {
     opts.lease_timeout = absl::Seconds(30);
     opts.max_preemptions = 3;
     opts.restart_grace = absl::Seconds(45);
+    opts.group_commit = GetParam();
     auto s = Scheduler::Create(&store_, &clock_, opts);
     ASSERT_TRUE(s.ok()) << s.status();
     sched_ = std::move(*s);
@@ -70,7 +73,7 @@ class SchedulerTest : public ::testing::Test {
   std::unique_ptr<Scheduler> sched_;
 };
 
-TEST_F(SchedulerTest, EveryPointRunsExactlyOnce) {
+TEST_P(SchedulerTest, EveryPointRunsExactlyOnce) {
   auto sub = sched_->SubmitSweep(Sweep("s", 5), false);
   ASSERT_TRUE(sub.ok()) << sub.status();
   EXPECT_EQ(sub->new_trials, 5);
@@ -95,7 +98,7 @@ TEST_F(SchedulerTest, EveryPointRunsExactlyOnce) {
   EXPECT_EQ(summaries->at(0).results.at("ood_acc"), 0.5);
 }
 
-TEST_F(SchedulerTest, ResubmitAndExtendNeverDuplicate) {
+TEST_P(SchedulerTest, ResubmitAndExtendNeverDuplicate) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2), false).ok());
   auto again = sched_->SubmitSweep(Sweep("s", 2), false);
   ASSERT_TRUE(again.ok());
@@ -127,7 +130,7 @@ TEST_F(SchedulerTest, ResubmitAndExtendNeverDuplicate) {
   }
 }
 
-TEST_F(SchedulerTest, SilentWorkerLosesLeaseWithoutErrorBudget) {
+TEST_P(SchedulerTest, SilentWorkerLosesLeaseWithoutErrorBudget) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1, /*retries=*/0), false).ok());
   const std::string w1 = AddWorker(), w2 = AddWorker();
   auto g = Lease(w1);
@@ -163,7 +166,7 @@ TEST_F(SchedulerTest, SilentWorkerLosesLeaseWithoutErrorBudget) {
   EXPECT_EQ(attempts->at(1).outcome, store::AttemptOutcome::kSucceeded);
 }
 
-TEST_F(SchedulerTest, ErrorBudgetThenFailedWhileOthersComplete) {
+TEST_P(SchedulerTest, ErrorBudgetThenFailedWhileOthersComplete) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2, /*retries=*/2), false).ok());
   const std::string w = AddWorker();
   const std::string bad = sched_->ListTrials("s")->at(0).trial_id;
@@ -192,7 +195,7 @@ TEST_F(SchedulerTest, ErrorBudgetThenFailedWhileOthersComplete) {
   EXPECT_EQ(sched_->GetSweep("s")->record.state, store::SweepState::kActive);
 }
 
-TEST_F(SchedulerTest, PreemptionsNeverConsumeErrorBudget) {
+TEST_P(SchedulerTest, PreemptionsNeverConsumeErrorBudget) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1, /*retries=*/0), false).ok());
   const std::string w = AddWorker();
   for (int i = 1; i <= 3; ++i) {
@@ -214,7 +217,7 @@ TEST_F(SchedulerTest, PreemptionsNeverConsumeErrorBudget) {
   EXPECT_EQ(store_.GetTrial(g[0].trial_id)->error_count, 0);
 }
 
-TEST_F(SchedulerTest, BadSpecFailsPermanently) {
+TEST_P(SchedulerTest, BadSpecFailsPermanently) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1, /*retries=*/5), false).ok());
   const std::string w = AddWorker();
   auto g = Lease(w);
@@ -226,7 +229,7 @@ TEST_F(SchedulerTest, BadSpecFailsPermanently) {
   EXPECT_TRUE(Lease(w).empty());
 }
 
-TEST_F(SchedulerTest, CancelReachesWorkerThroughHeartbeat) {
+TEST_P(SchedulerTest, CancelReachesWorkerThroughHeartbeat) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 3), false).ok());
   const std::string w = AddWorker();
   auto g = Lease(w);
@@ -244,7 +247,7 @@ TEST_F(SchedulerTest, CancelReachesWorkerThroughHeartbeat) {
   EXPECT_EQ(Lease(w).size(), 1u);
 }
 
-TEST_F(SchedulerTest, RestartKeepsEverythingAndRunningLeases) {
+TEST_P(SchedulerTest, RestartKeepsEverythingAndRunningLeases) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 3), false).ok());
   const std::string w = AddWorker(2);
   auto g = Lease(w, 2);
@@ -272,7 +275,7 @@ TEST_F(SchedulerTest, RestartKeepsEverythingAndRunningLeases) {
   EXPECT_EQ(store_.ListMetrics(g[1].trial_id, std::nullopt)->size(), 1u);
 }
 
-TEST_F(SchedulerTest, PriorityThenFairnessAcrossSweeps) {
+TEST_P(SchedulerTest, PriorityThenFairnessAcrossSweeps) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("low-a", 4, 2, 0), false).ok());
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("low-b", 4, 2, 0), false).ok());
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("high", 2, 2, 10), false).ok());
@@ -288,7 +291,7 @@ TEST_F(SchedulerTest, PriorityThenFairnessAcrossSweeps) {
   EXPECT_EQ(per["low-b"], 2);
 }
 
-TEST_F(SchedulerTest, CapabilityMatching) {
+TEST_P(SchedulerTest, CapabilityMatching) {
   ASSERT_TRUE(
       sched_
           ->SubmitSweep(Sweep("gpu", 1, 2, 0,
@@ -312,7 +315,7 @@ TEST_F(SchedulerTest, CapabilityMatching) {
   EXPECT_EQ(s[0].kind, "skillmix");
 }
 
-TEST_F(SchedulerTest, DrainAndUnknownWorker) {
+TEST_P(SchedulerTest, DrainAndUnknownWorker) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2), false).ok());
   const std::string w = AddWorker();
   EXPECT_EQ(sched_->Lease("nope", 1, 0).status().code(),
@@ -329,7 +332,7 @@ TEST_F(SchedulerTest, DrainAndUnknownWorker) {
   EXPECT_EQ(Lease(w).size(), 1u);
 }
 
-TEST_F(SchedulerTest, WatchSeesChanges) {
+TEST_P(SchedulerTest, WatchSeesChanges) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2), false).ok());
   auto first = sched_->WatchSweep("s", 0, absl::Seconds(1));
   ASSERT_TRUE(first.ok());
@@ -345,6 +348,120 @@ TEST_F(SchedulerTest, WatchSeesChanges) {
   EXPECT_FALSE(next->timed_out);
   ASSERT_EQ(next->changed.size(), 1u);
   EXPECT_EQ(next->changed[0].state, TrialState::kRunning);
+}
+
+// Many threads leasing and completing concurrently: every point runs once and
+// the store (what a restart would see) matches memory.
+TEST_P(SchedulerTest, ConcurrentWorkersEveryPointOnceAndDurable) {
+  ASSERT_TRUE(
+      sched_
+          ->SubmitSweep("name: c\nkind: sraven\ngrid:\n  M: [1, 2, 3, "
+                        "4, 5, 6, 7, 8]\n  top_k: [1, 2, 3, 4, 5, 6, 7, "
+                        "8]\nfixed: {num_experts: 8}\nseeds: [0, 1, 2, "
+                        "3]\n",
+                        false)
+          .ok());
+  constexpr int kWorkers = 8;
+  std::vector<std::string> ids;
+  for (int i = 0; i < kWorkers; ++i) ids.push_back(AddWorker(2));
+  std::atomic<int> completed{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWorkers; ++i) {
+    threads.emplace_back([&, i] {
+      while (true) {
+        auto g = sched_->Lease(ids[i], 2, 0);
+        ASSERT_TRUE(g.ok()) << g.status();
+        if (g->empty()) break;
+        for (const LeaseGrant& l : *g) {
+          ASSERT_TRUE(sched_
+                          ->ReportMetrics(ids[i], l.trial_id, l.attempt,
+                                          {{"", 1, "loss", 0.5}})
+                          .ok());
+          ASSERT_TRUE(
+              sched_->Complete(ids[i], l.trial_id, l.attempt, {{"acc", 1}}, 1)
+                  .ok());
+          ++completed;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(completed.load(), 256);
+  EXPECT_EQ(Counts("c").succeeded, 256);
+  // Reload from the store: identical state.
+  Restart();
+  EXPECT_EQ(Counts("c").succeeded, 256);
+  auto attempts = store_.ListAttempts(sched_->ListTrials("c")->at(17).trial_id);
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ(attempts->at(0).outcome, store::AttemptOutcome::kSucceeded);
+}
+
+INSTANTIATE_TEST_SUITE_P(GroupCommit, SchedulerTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Group" : "Sync";
+                         });
+
+// A store whose commits fail on demand (test-only fake over InMemoryStore).
+class FailingStore : public store::ExperimentStore {
+ public:
+  absl::Status Commit(const store::WriteBatch& batch) override {
+    if (fail_) return absl::InternalError("disk full");
+    return inner_.Commit(batch);
+  }
+  absl::StatusOr<store::SweepRecord> GetSweep(absl::string_view id) override {
+    return inner_.GetSweep(id);
+  }
+  absl::StatusOr<store::TrialRecord> GetTrial(absl::string_view id) override {
+    return inner_.GetTrial(id);
+  }
+  absl::StatusOr<std::vector<store::SweepRecord>> ListSweeps() override {
+    return inner_.ListSweeps();
+  }
+  absl::StatusOr<std::vector<store::TrialRecord>> ListTrials(
+      absl::string_view id) override {
+    return inner_.ListTrials(id);
+  }
+  absl::StatusOr<std::vector<store::AttemptRecord>> ListAttempts(
+      absl::string_view id) override {
+    return inner_.ListAttempts(id);
+  }
+  absl::StatusOr<std::vector<store::WorkerRecord>> ListWorkers() override {
+    return inner_.ListWorkers();
+  }
+  absl::StatusOr<std::vector<store::MetricRecord>> ListMetrics(
+      absl::string_view id, std::optional<std::string> name) override {
+    return inner_.ListMetrics(id, std::move(name));
+  }
+  absl::StatusOr<std::vector<store::TrialSummary>> ListSummaries(
+      absl::string_view id) override {
+    return inner_.ListSummaries(id);
+  }
+  bool fail_ = false;
+
+ private:
+  store::InMemoryStore inner_;
+};
+
+TEST(SchedulerFailStopTest, CommitFailureStopsAcceptingWork) {
+  FakeClock clock;
+  FailingStore store;
+  auto sched = Scheduler::Create(&store, &clock, SchedulerOptions{});
+  ASSERT_TRUE(sched.ok());
+  ASSERT_TRUE((*sched)->SubmitSweep(Sweep("s", 2), false).ok());
+  WorkerInfo w;
+  auto reg = (*sched)->Register(w);
+  ASSERT_TRUE(reg.ok());
+  store.fail_ = true;
+  auto lease = (*sched)->Lease(reg->worker_id, 1, 0);
+  EXPECT_EQ(lease.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(lease.status().message()), HasSubstr("disk full"));
+  store.fail_ = false;  // even once the disk recovers: restart required
+  EXPECT_EQ((*sched)->Lease(reg->worker_id, 1, 0).status().code(),
+            absl::StatusCode::kUnavailable);
+  // The store never saw the lease; a restarted scheduler starts clean.
+  auto again = Scheduler::Create(&store, &clock, SchedulerOptions{});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->GetSweep("s")->counts.pending, 2);
 }
 
 }  // namespace
