@@ -251,3 +251,42 @@ TEST(SweepSpecTest, ControlCharactersAreRejected) {
 
 }  // namespace
 }  // namespace smoe::coordinator
+
+namespace smoe::coordinator {
+namespace {
+
+// The coordinator validates trial params before anything runs; its schema must
+// accept every parameter name the trainer accepts (worker/trainer).
+TEST(SweepSpecTest, SravenSchemaAcceptsTrainerParams) {
+  const nlohmann::json params = {{"M", 4},
+                                 {"top_k", 2},
+                                 {"num_experts", 8},
+                                 {"attention", "hyla"},
+                                 {"router", "soft"},
+                                 {"gating", "topk_then_softmax"},
+                                 {"steps", 10},
+                                 {"batch_size", 8},
+                                 {"lr", 0.001},
+                                 {"weight_decay", 0.1},
+                                 {"warmup", 1},
+                                 {"width", 0.25},
+                                 {"depth", 2},
+                                 {"eval_every", 5},
+                                 {"num_eval", 64},
+                                 {"checkpoint_every", 5},
+                                 {"device", "cpu"},
+                                 {"bf16", false},
+                                 {"load_balance_alpha", 0.01},
+                                 {"num_rules", 8},
+                                 {"frac_ood", 0.25},
+                                 {"shared_stream", false},
+                                 {"dispatch", "dense"},
+                                 {"soft_slots", 2},
+                                 {"attention_dropout", 0.1},
+                                 {"log_every", 100}};
+  EXPECT_TRUE(ValidateTrialParams("sraven", params).ok())
+      << ValidateTrialParams("sraven", params);
+}
+
+}  // namespace
+}  // namespace smoe::coordinator
