@@ -16,6 +16,7 @@
 #include "cli/client.h"
 #include "cli/sraven_cmd.h"
 #include "cli/sweep_cmds.h"
+#include "cli/train_cmd.h"
 #include "cli/up.h"
 #include "coordinator/server.h"
 #include "worker/daemon/worker_main.h"
@@ -219,6 +220,49 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "csv", "json"}));
   add_client_flags(results);
 
+  // smoe train sraven
+  CLI::App* train = app.add_subcommand("train", "One local training run");
+  train->require_subcommand(1);
+  CLI::App* train_sraven =
+      train->add_subcommand("sraven", "Train an SMoE transformer on SRAVEN");
+  TrainOptions train_opts;
+  int64_t t_m = 4, t_top_k = 2, t_experts = 8, t_steps = 2000, t_batch = 128,
+          t_depth = 4;
+  double t_width = 1, t_lr = 0.001;
+  std::string t_attention = "softmax", t_router = "topk", t_device = "cpu";
+  std::vector<std::string> t_extra;
+  train_sraven->add_option("--M", t_m, "Difficulty: rules per problem (1..8)")
+      ->capture_default_str();
+  train_sraven->add_option("--top-k", t_top_k, "Active experts per token")
+      ->capture_default_str();
+  train_sraven->add_option("--num-experts", t_experts, "Experts per layer")
+      ->capture_default_str();
+  train_sraven
+      ->add_option("--attention", t_attention,
+                   "softmax | linear | hyla | (ablations)")
+      ->capture_default_str();
+  train_sraven->add_option("--router", t_router, "topk | soft")
+      ->capture_default_str();
+  train_sraven->add_option("--steps", t_steps, "Training steps")
+      ->capture_default_str();
+  train_sraven->add_option("--batch-size", t_batch, "Problems per step")
+      ->capture_default_str();
+  train_sraven->add_option("--width", t_width, "Width multiplier (0.25 = tiny)")
+      ->capture_default_str();
+  train_sraven->add_option("--depth", t_depth, "Layers")->capture_default_str();
+  train_sraven->add_option("--lr", t_lr, "Peak learning rate")
+      ->capture_default_str();
+  train_sraven->add_option("--device", t_device, "cpu | cuda")
+      ->capture_default_str();
+  train_sraven->add_option("--seed", train_opts.seed, "Run seed")
+      ->capture_default_str();
+  train_sraven->add_option("--param", t_extra,
+                           "Any other trainer param as key=value (repeatable)");
+  train_sraven->add_option("--workdir", train_opts.workdir,
+                           "Work dir (checkpoints; resume by re-using it)");
+  train_sraven->add_option("--trainer", train_opts.trainer,
+                           "Trainer binary (default: next to smoe)");
+
   app.add_subcommand("worker", "Run a worker daemon (see smoe worker --help)");
   app.add_subcommand("sraven", "SRAVEN data tools (see smoe sraven --help)");
 
@@ -238,6 +282,31 @@ int Main(int argc, char** argv) {
     return RunCoordinator(server_opts, port_file);
   }
   if (up->parsed()) return RunUp(up_opts);
+  if (train_sraven->parsed()) {
+    nlohmann::json& p = train_opts.params;
+    p = {{"M", t_m},
+         {"top_k", t_top_k},
+         {"num_experts", t_experts},
+         {"attention", t_attention},
+         {"router", t_router},
+         {"steps", t_steps},
+         {"batch_size", t_batch},
+         {"width", t_width},
+         {"depth", t_depth},
+         {"lr", t_lr},
+         {"device", t_device}};
+    for (const std::string& kv : t_extra) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "smoe train: --param '" << kv << "' is not key=value\n";
+        return kExitUsage;
+      }
+      const std::string key = kv.substr(0, eq), val = kv.substr(eq + 1);
+      auto parsed = nlohmann::json::parse(val, nullptr, false);
+      p[key] = parsed.is_discarded() ? nlohmann::json(val) : parsed;
+    }
+    return RunTrainCommand(train_opts, std::cout);
+  }
   int rc = kExitOk;
   auto client = MakeClient(client_opts, &rc);
   if (!client) return rc;

@@ -277,5 +277,48 @@ TEST(E2eTest, WrongOrMissingTokenIsRefusedAndTokenNeverLeaks) {
   }
 }
 
+// `smoe train sraven` runs the real trainer as a child and summarises it.
+TEST(E2eTest, TrainCommandRunsTheRealTrainer) {
+  const std::string bin = SMOE_BIN_DIR;
+  if (!std::ifstream(bin + "/smoe-trainer")) {
+    GTEST_SKIP() << "smoe-trainer not built (LibTorch missing)";
+  }
+  const std::string dir = ::testing::TempDir() + "smoe-train-e2e";
+  auto [rc, out] = RunCommand({bin + "/smoe",
+                               "train",
+                               "sraven",
+                               "--M",
+                               "2",
+                               "--top-k",
+                               "2",
+                               "--attention",
+                               "hyla",
+                               "--width",
+                               "0.25",
+                               "--depth",
+                               "1",
+                               "--steps",
+                               "6",
+                               "--batch-size",
+                               "8",
+                               "--param",
+                               "num_eval=16",
+                               "--param",
+                               "eval_every=3",
+                               "--workdir",
+                               dir},
+                              {{"OMP_NUM_THREADS", "1"}}, absl::Seconds(120));
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr("SRAVEN run finished"));
+  EXPECT_THAT(out, HasSubstr("ood_acc"));
+  EXPECT_THAT(out, HasSubstr("step 6/6"));
+  auto [rc2, out2] =
+      RunCommand({bin + "/smoe", "train", "sraven", "--steps", "2", "--param",
+                  "bogus=1", "--workdir", dir + "-bad"},
+                 {}, absl::Seconds(60));
+  EXPECT_EQ(rc2, 64) << out2;
+  EXPECT_THAT(out2, HasSubstr("bogus"));
+}
+
 }  // namespace
 }  // namespace smoe::e2e

@@ -1,0 +1,33 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: cli/train_cmd.h
+//
+// `smoe train sraven --M 4 --top-k 2 --attention hyla ...`: one local training
+// run outside any sweep. Writes a TRIAL.json, runs `smoe-trainer run` (the
+// trainer contract, docs/trainer-protocol.md) as a child process, draws a
+// progress bar from its JSON Lines, and prints a final summary. The CLI never
+// links LibTorch: the trainer does the work.
+#ifndef SMOE_CLI_TRAIN_CMD_H_
+#define SMOE_CLI_TRAIN_CMD_H_
+
+#include <ostream>
+#include <string>
+
+#include "nlohmann/json.hpp"
+
+namespace smoe::cli {
+
+struct TrainOptions {
+  nlohmann::json params = nlohmann::json::object();  // trainer params
+  int64_t seed = 0;
+  std::string workdir;  // default: a new directory under /tmp
+  std::string trainer;  // default: smoe-trainer next to `smoe`
+};
+
+// Returns the trainer's exit code (0 ok, 64 bad params, 75 interrupted), or
+// 69 when the trainer cannot be started.
+int RunTrainCommand(const TrainOptions& options, std::ostream& out);
+
+}  // namespace smoe::cli
+
+#endif  // SMOE_CLI_TRAIN_CMD_H_
