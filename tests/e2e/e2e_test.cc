@@ -277,6 +277,46 @@ TEST(E2eTest, WrongOrMissingTokenIsRefusedAndTokenNeverLeaks) {
   }
 }
 
+// A worker frozen past its lease (a long GC pause, a network partition) loses
+// the trial; when it wakes it is told to cancel, and the trial's next attempt
+// lands on the same host and resumes from its checkpoint. The earlier
+// attempt's metrics were refused as stale, yet the series stays complete: the
+// daemon re-sends the trial's metric history under the new attempt.
+TEST(E2eTest, FrozenWorkerResumesTrialWithCompleteMetricHistory) {
+  Cluster c("frozen", Plan(40, 200));
+  c.StartCoordinator();
+  Process* w = c.StartWorker(0, 1);
+  const std::string file = c.WriteFile(
+      "s.yaml",
+      "name: fz\nkind: sraven\ngrid:\n  M: [1]\nfixed: {steps: 10}\n");
+  ASSERT_EQ(c.Smoe({"sweep", "submit", file}).first, 0);
+  ASSERT_TRUE(c.WaitFor(
+      "fz",
+      [](const pb::GetSweepResponse& s) {
+        return s.sweep().counts().running() == 1;
+      },
+      absl::Seconds(30)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  w->Signal(SIGSTOP);
+  // Lease timeout 3 s + expiry tick: the coordinator re-queues the trial.
+  ASSERT_TRUE(c.WaitFor(
+      "fz",
+      [](const pb::GetSweepResponse& s) {
+        return s.sweep().counts().pending() == 1;
+      },
+      absl::Seconds(20)));
+  w->Signal(SIGCONT);
+  ASSERT_TRUE(c.WaitFor("fz", Done, absl::Seconds(60)));
+  auto s = c.GetSweep("fz");
+  ASSERT_EQ(s->trials_size(), 1);
+  const auto& t = s->trials(0);
+  EXPECT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED);
+  EXPECT_EQ(t.attempt(), 2);
+  EXPECT_EQ(t.error_count(), 0);
+  EXPECT_GT(t.results().at("start_step"), 0) << "attempt 2 resumed";
+  ExpectCompleteLossCurve(c, t.trial_id(), 40);
+}
+
 // `smoe train sraven` runs the real trainer as a child and summarises it.
 TEST(E2eTest, TrainCommandRunsTheRealTrainer) {
   const std::string bin = SMOE_BIN_DIR;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
@@ -45,6 +46,49 @@ absl::Status MakeDirs(const std::string& path) {
 }
 
 // Writes `text` to `path` atomically (temp file + rename).
+// The trial dir's record of every metric this host flushed for the trial, in
+// order (JSON Lines {"step","name","value"}). A later attempt on this host
+// resumes from the trial's checkpoint and does not re-emit the steps before it;
+// re-sending this history under the new attempt keeps the trial's series
+// complete even when the earlier attempt's own reports were refused as stale.
+constexpr char kMetricHistory[] = "metrics.jsonl";
+
+std::vector<v1::Metric> ReadMetricHistory(const std::string& dir) {
+  std::map<std::pair<int64_t, std::string>, double> last;  // (step, name)
+  std::ifstream in(dir + "/" + kMetricHistory);
+  std::string line;
+  while (std::getline(in, line)) {
+    const json m = json::parse(line, nullptr, false);
+    if (!m.is_object() || !m.contains("step") || !m["step"].is_number() ||
+        !m.contains("name") || !m["name"].is_string() || !m.contains("value") ||
+        !m["value"].is_number()) {
+      continue;  // a torn last line after a crash
+    }
+    last[{m["step"].get<int64_t>(), m["name"].get<std::string>()}] =
+        m["value"].get<double>();
+  }
+  std::vector<v1::Metric> out;
+  out.reserve(last.size());
+  for (const auto& [key, value] : last) {
+    v1::Metric m;
+    m.set_step(key.first);
+    m.set_name(key.second);
+    m.set_value(value);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+void AppendMetricHistory(const std::string& dir,
+                         const std::vector<v1::Metric>& metrics) {
+  std::ofstream out(dir + "/" + kMetricHistory, std::ios::app);
+  for (const v1::Metric& m : metrics) {
+    out << json{{"step", m.step()}, {"name", m.name()}, {"value", m.value()}}
+               .dump()
+        << "\n";
+  }
+}
+
 absl::Status WriteFileAtomic(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
@@ -485,6 +529,14 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
 
   Trial t;
   t.lease = lease;
+  t.dir = dir;
+  // A re-leased attempt on this host: re-send what earlier attempts reported.
+  t.metrics = ReadMetricHistory(dir);
+  if (!t.metrics.empty()) {
+    SMOE_LOG(INFO) << "trial " << lease.trial_id() << " attempt "
+                   << lease.attempt() << ": re-sending " << t.metrics.size()
+                   << " metrics recorded by earlier attempts";
+  }
   t.gpus.assign(free_gpus.begin(), free_gpus.begin() + lease.gpus());
   t.started = clock_->Now();
   t.last_flush = t.started;
@@ -640,6 +692,7 @@ absl::Status WorkerDaemon::FlushMetrics(Trial* t) {
   e.metrics.set_worker_id(worker_id_);
   e.metrics.set_trial_id(t->lease.trial_id());
   e.metrics.set_attempt(t->lease.attempt());
+  if (!t->dir.empty()) AppendMetricHistory(t->dir, t->metrics);
   for (v1::Metric& m : t->metrics) *e.metrics.add_metrics() = std::move(m);
   t->metrics.clear();
   return outbox_->Add(std::move(e));

@@ -138,6 +138,7 @@ class WorkerDaemon {
     int64_t step = 0;
     int64_t total = 0;
     std::vector<v1::Metric> metrics;  // not yet flushed
+    std::string dir;                  // the trial's work dir (all attempts)
     absl::Time last_flush;
     std::optional<std::map<std::string, double>> result;
     bool cancel_requested = false;
