@@ -14,6 +14,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/client.h"
+#include "cli/deploy_cmd.h"
 #include "cli/sraven_cmd.h"
 #include "cli/sweep_cmds.h"
 #include "cli/train_cmd.h"
@@ -263,6 +264,10 @@ int Main(int argc, char** argv) {
   train_sraven->add_option("--trainer", train_opts.trainer,
                            "Trainer binary (default: next to smoe)");
 
+  // smoe deploy render (cli/deploy_cmd.h)
+  DeployRenderOptions deploy_opts;
+  CLI::App* deploy_render = AddDeployCommand(&app, &deploy_opts);
+
   app.add_subcommand("worker", "Run a worker daemon (see smoe worker --help)");
   app.add_subcommand("sraven", "SRAVEN data tools (see smoe sraven --help)");
 
@@ -282,6 +287,9 @@ int Main(int argc, char** argv) {
     return RunCoordinator(server_opts, port_file);
   }
   if (up->parsed()) return RunUp(up_opts);
+  if (deploy_render->parsed()) {
+    return RunDeployRender(deploy_opts, std::cout, std::cerr);
+  }
   if (train_sraven->parsed()) {
     nlohmann::json& p = train_opts.params;
     p = {{"M", t_m},

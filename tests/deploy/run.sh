@@ -132,7 +132,7 @@ case "$mode" in
     [[ "$(stat -c %a "$token")" == 600 ]] || { echo "token file not 0600"; exit 1; }
     [[ "$(stat -c %a "$tmp/render.yaml")" == 600 ]] || { echo "output not 0600"; exit 1; }
     want=$(base64 -w0 <"$token")
-    grep -q "token: $want" "$tmp/render.yaml" || { echo "rendered Secret does not hold the token"; exit 1; }
+    tr -d ' \n' <"$tmp/render.yaml" | grep -qF "token:|$want" || { echo "rendered Secret does not hold the token"; exit 1; }
     node "$here/validate-k8s.mjs" "$tmp/render.yaml"
     node "$here/check-policy.mjs" --expect-workers 3 --expect-gpus 2 \
       --expect-image-tag 9.9.9-test "$tmp/render.yaml"

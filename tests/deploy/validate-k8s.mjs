@@ -105,6 +105,12 @@ export async function validateObject(obj) {
   if (typeof obj.apiVersion !== "string" || typeof obj.kind !== "string") {
     return ["missing apiVersion or kind"];
   }
+  // Go's base64 decoder (what the API server uses for `format: byte`) skips
+  // line breaks, and kustomize wraps long Secret values: drop them first.
+  if (obj.kind === "Secret" && obj.data && typeof obj.data === "object") {
+    obj = { ...obj, data: Object.fromEntries(Object.entries(obj.data).map(
+        ([k, v]) => [k, typeof v === "string" ? v.replace(/[\r\n]/g, "") : v])) };
+  }
   const errors = await schemaValidate(obj);
   const cls = modelClass(obj.apiVersion, obj.kind);
   if (!cls) {
