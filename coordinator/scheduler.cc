@@ -641,10 +641,10 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
     a.started_at = now;
     batch.trials.push_back(t);
     batch.attempts.push_back(a);
-    grants.push_back(LeaseGrant{t.trial_id, t.sweep_id, t.attempt, s.spec.kind,
-                                t.seed, t.params_json,
-                                s.spec.resources.gpus_per_trial,
-                                s.spec.resources.ep_size, t.lease_expires_at});
+    grants.push_back(LeaseGrant{
+        t.trial_id, t.sweep_id, t.attempt, s.spec.kind, t.seed, t.params_json,
+        s.spec.resources.gpus_per_trial, s.spec.resources.ep_size,
+        t.lease_expires_at, s.spec.resources.slots});
     free_slots -= s.spec.resources.slots;
     free_gpus -= s.spec.resources.gpus_per_trial;
   }

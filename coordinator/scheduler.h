@@ -117,6 +117,7 @@ struct LeaseGrant {
   int gpus = 0;
   int ep_size = 1;
   absl::Time lease_expires_at;
+  int slots = 1;  // worker slots the attempt occupies (resources.slots)
 };
 
 struct RunningReport {

@@ -309,10 +309,24 @@ TEST_P(SchedulerTest, CapabilityMatching) {
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(g[0].gpus, 2);
   EXPECT_EQ(g[0].ep_size, 2);
+  EXPECT_EQ(g[0].slots, 1);
   const std::string sm = AddWorker(4, {"skillmix"});
   auto s = Lease(sm, 4, 0);
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].kind, "skillmix");
+}
+
+TEST_P(SchedulerTest, MultiSlotTrialsUseTheirSlots) {
+  ASSERT_TRUE(
+      sched_
+          ->SubmitSweep(Sweep("big", 3, 2, 0, "resources: {slots: 2}\n"), false)
+          .ok());
+  const std::string w = AddWorker(5);
+  auto g = Lease(w, 5, 0);
+  ASSERT_EQ(g.size(), 2u);  // 2 + 2 slots fit in 5; a third needs 2 more
+  EXPECT_EQ(g[0].slots, 2);
+  EXPECT_EQ(Lease(w, 1, 0).size(), 0u);
+  EXPECT_EQ(Lease(w, 2, 0).size(), 1u);
 }
 
 TEST_P(SchedulerTest, DrainAndUnknownWorker) {

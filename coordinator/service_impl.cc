@@ -370,6 +370,7 @@ grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
       l->set_gpus(g.gpus);
       l->set_ep_size(g.ep_size);
       l->set_lease_expires_ms(Ms(g.lease_expires_at));
+      l->set_slots(g.slots);
     }
     return absl::OkStatus();
   });

@@ -469,7 +469,9 @@ absl::Status WorkerDaemon::DeliverOutbox() {
 // ---- trials ---------------------------------------------------------------
 
 int WorkerDaemon::FreeSlots() const {
-  return std::max(0, options_.slots - static_cast<int>(trials_.size()));
+  int used = 0;
+  for (const auto& [id, t] : trials_) used += std::max(1, t.lease.slots());
+  return std::max(0, options_.slots - used);
 }
 
 std::vector<int> WorkerDaemon::FreeGpus() const {
@@ -500,7 +502,8 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
     return absl::AlreadyExistsError("trial already running on this worker");
   }
   const std::vector<int> free_gpus = FreeGpus();
-  if (FreeSlots() < 1 || static_cast<int>(free_gpus.size()) < lease.gpus()) {
+  if (FreeSlots() < std::max(1, lease.slots()) ||
+      static_cast<int>(free_gpus.size()) < lease.gpus()) {
     SMOE_LOG(WARNING) << "trial " << lease.trial_id()
                       << ": leased beyond capacity; returning it";
     return FailLease(lease, v1::FailRequest::REASON_PREEMPTED, 0,

@@ -554,3 +554,34 @@ TEST_F(WorkerDaemonTest, CreateRejectsBadOptions) {
 
 }  // namespace
 }  // namespace smoe::worker
+
+namespace smoe::worker {
+namespace {
+
+// A trial whose sweep asks for 2 slots occupies 2 of the worker's 3 slots: the
+// next lease request offers only 1.
+TEST(WorkerDaemonSlotsTest, MultiSlotTrialOccupiesItsSlots) {
+  FakeClock clock;
+  FakeGatewayClient gateway;
+  FakeProcessLauncher launcher;
+  WorkerDaemonOptions options;
+  options.hostname = "host-a";
+  options.slots = 3;
+  options.trainer_path = "/opt/smoe-trainer";
+  options.work_dir = NewTempDir();
+  auto d = WorkerDaemon::Create(&gateway, &launcher, &clock, options);
+  ASSERT_TRUE(d.ok()) << d.status();
+  gateway.AddLease("sw1/big", 1);
+  gateway.lease_responses.back().mutable_leases(0)->set_slots(2);
+  ASSERT_TRUE((*d)->RunOnce().ok());
+  ASSERT_EQ(launcher.started.size(), 1u);
+  ASSERT_EQ(gateway.leases.size(), 1u);
+  EXPECT_EQ(gateway.leases[0].free_slots(), 3);
+  clock.Advance(absl::Seconds(10));
+  ASSERT_TRUE((*d)->RunOnce().ok());
+  ASSERT_GE(gateway.leases.size(), 2u);
+  EXPECT_EQ(gateway.leases.back().free_slots(), 1);
+}
+
+}  // namespace
+}  // namespace smoe::worker
