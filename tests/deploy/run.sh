@@ -22,7 +22,10 @@ shift
 need_node_modules() {
   if [[ ! -d "$here/node_modules/kubernetes-models" ]]; then
     echo "run.sh: tests/deploy/node_modules missing; running npm ci"
-    if ! (cd "$here" && npm ci --no-audit --no-fund >/dev/null 2>&1); then
+    # ctest runs these tests in parallel: one npm ci at a time.
+    if ! (cd "$here" && flock "${TMPDIR:-/tmp}/smoe-deploy-npm.lock" \
+            sh -c '[ -d node_modules/kubernetes-models ] || npm ci --no-audit --no-fund' \
+            >/dev/null 2>&1); then
       echo "SKIP: npm ci in tests/deploy failed (no npm or no registry);" \
            "run scripts/install-deps"
       exit 77
