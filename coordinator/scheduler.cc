@@ -602,6 +602,13 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
         !kinds.count(s.spec.kind)) {
       continue;
     }
+    bool labels_match = true;
+    for (const auto& [key, value] : s.spec.resources.labels) {
+      auto it = worker.record.labels.find(key);
+      labels_match = labels_match && it != worker.record.labels.end() &&
+                     it->second == value;
+    }
+    if (!labels_match) continue;
     cands.push_back({&s, s.pending.begin(), s.counts.running});
   }
   WriteBatch batch;

@@ -329,6 +329,27 @@ TEST_P(SchedulerTest, MultiSlotTrialsUseTheirSlots) {
   EXPECT_EQ(Lease(w, 2, 0).size(), 1u);
 }
 
+TEST_P(SchedulerTest, LabelMatching) {
+  ASSERT_TRUE(sched_
+                  ->SubmitSweep(Sweep("h100", 2, 2, 0,
+                                      "resources: {labels: {gpu: h100}}\n"),
+                                false)
+                  .ok());
+  WorkerInfo a100;
+  a100.labels = {{"gpu", "a100"}};
+  a100.slots = 2;
+  const std::string wa = sched_->Register(a100)->worker_id;
+  EXPECT_TRUE(Lease(wa, 2).empty());
+  WorkerInfo h100;
+  h100.labels = {{"gpu", "h100"}, {"zone", "eu"}};
+  h100.slots = 2;
+  const std::string wh = sched_->Register(h100)->worker_id;
+  EXPECT_EQ(Lease(wh, 2).size(), 2u);
+  // Labels survive the stored spec (restart).
+  Restart();
+  EXPECT_EQ(sched_->GetSweep("h100")->spec.resources.labels.at("gpu"), "h100");
+}
+
 TEST_P(SchedulerTest, DrainAndUnknownWorker) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2), false).ok());
   const std::string w = AddWorker();

@@ -377,10 +377,26 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
         auto r = IntField(kv.second, field, 1, 64);
         if (!r.ok()) return r.status();
         spec->resources.slots = static_cast<int>(*r);
+      } else if (key == "labels") {
+        if (!kv.second.IsMap()) {
+          return absl::InvalidArgumentError(
+              "resources.labels: expected a map of label -> value");
+        }
+        for (const auto& l : kv.second) {
+          const std::string name = l.first.as<std::string>();
+          auto v = ScalarToJson(l.second, absl::StrCat(field, ".", name));
+          if (!v.ok()) return v.status();
+          if (name.empty() || InvalidUtf8Offset(name) >= 0) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(field, ": invalid label name"));
+          }
+          spec->resources.labels[name] =
+              v->is_string() ? v->get<std::string>() : v->dump();
+        }
       } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unknown key '", field,
-                         "' (allowed: gpus_per_trial, ep_size, slots)"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unknown key '", field,
+            "' (allowed: gpus_per_trial, ep_size, slots, labels)"));
       }
       (void)dst;
       (void)v;
@@ -605,6 +621,13 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
       << spec.resources.gpus_per_trial;
   out << YAML::Key << "ep_size" << YAML::Value << spec.resources.ep_size;
   out << YAML::Key << "slots" << YAML::Value << spec.resources.slots;
+  if (!spec.resources.labels.empty()) {
+    out << YAML::Key << "labels" << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : spec.resources.labels) {
+      out << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   out << YAML::Key << "retries" << YAML::Value << spec.retries;
   out << YAML::Key << "priority" << YAML::Value << spec.priority;

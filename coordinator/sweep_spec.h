@@ -11,7 +11,7 @@
 //     top_k: [1, 2, 4, 8]
 //   fixed: {steps: 300}          # params shared by every trial
 //   seeds: [0, 1]                # default [0]; innermost
-//   resources: {gpus_per_trial: 0, ep_size: 1, slots: 1}
+//   resources: {gpus_per_trial: 0, ep_size: 1, slots: 1, labels: {gpu: h100}}
 //   retries: 2                   # error budget per trial (preemptions are
 //   free) priority: 0                  # higher runs first
 //
@@ -20,6 +20,7 @@
 #define SMOE_COORDINATOR_SWEEP_SPEC_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct Resources {
   int gpus_per_trial = 0;
   int ep_size = 1;
   int slots = 1;
+  // Worker labels a trial requires: every key must be present on the worker
+  // with the same value (e.g. {gpu: h100, zone: eu}).
+  std::map<std::string, std::string> labels;
 };
 
 struct SweepSpec {
