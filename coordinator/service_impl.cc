@@ -122,6 +122,9 @@ void SpecToProto(const SweepSpec& s, pb::SweepSpec* out) {
   out->mutable_resources()->set_gpus_per_trial(s.resources.gpus_per_trial);
   out->mutable_resources()->set_ep_size(s.resources.ep_size);
   out->mutable_resources()->set_slots(s.resources.slots);
+  for (const auto& [k, v] : s.resources.labels) {
+    (*out->mutable_resources()->mutable_labels())[k] = v;
+  }
   out->set_retries(s.retries);
   out->set_priority(s.priority);
 }
