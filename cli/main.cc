@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "cli/analyze_cmd.h"
 #include "cli/client.h"
 #include "cli/deploy_cmd.h"
 #include "cli/sraven_cmd.h"
@@ -51,6 +52,9 @@ int RunCoordinator(const coordinator::ServerOptions& options,
   if (!server.ok()) return ReportError(server.status());
   std::cout << "smoe coordinator listening on " << (*server)->address()
             << std::endl;
+  if (!(*server)->http_url().empty()) {
+    std::cout << "dashboard: " << (*server)->http_url() << std::endl;
+  }
   if (!port_file.empty()) {
     // Written atomically so a watcher never reads a partial number.
     const std::string tmp = port_file + ".tmp";
@@ -131,6 +135,11 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   coord->add_option("--token-file", server_opts.token_file,
                     "API token file (default <data-dir>/token)");
+  CLI::Option* http_listen_opt =
+      coord
+          ->add_option("--http-listen", server_opts.http_listen,
+                       "Dashboard (HTTP) listen address; '' turns it off")
+          ->capture_default_str();
   coord->add_option("--port-file", port_file,
                     "Write the bound port here (useful with --listen :0)");
   coord->add_option("--tls-cert", server_opts.tls_cert,
@@ -176,6 +185,10 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   up->add_option("--trainer", up_opts.trainer,
                  "Trainer binary (default: smoe-trainer next to smoe)");
+  up->add_option("--http-port", up_opts.http_port,
+                 "Dashboard port on 127.0.0.1 (0: any free port; -1: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 65535));
   up->add_flag("--exit-when-done", up_opts.exit_when_done,
                "Exit when the sweep finishes instead of serving");
 
@@ -264,6 +277,27 @@ int Main(int argc, char** argv) {
   train_sraven->add_option("--trainer", train_opts.trainer,
                            "Trainer binary (default: next to smoe)");
 
+  // smoe analyze
+  AnalyzeFlags analyze_flags;
+  CLI::App* analyze = app.add_subcommand(
+      "analyze", "Optimal k per difficulty (bootstrap CI) and the E(k,N) fit");
+  analyze->add_option("SWEEP", sweep_id)->required();
+  analyze->add_option("--metric", analyze_flags.metric, "Result metric")
+      ->capture_default_str();
+  analyze->add_option("--x", analyze_flags.x, "Parameter on the x axis")
+      ->capture_default_str();
+  analyze->add_option("--series", analyze_flags.series, "One line per value")
+      ->capture_default_str();
+  analyze->add_option("--facet", analyze_flags.facet, "One panel per value")
+      ->capture_default_str();
+  analyze->add_option("--bootstrap", analyze_flags.bootstrap, "Resamples")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  analyze->add_option("--format", analyze_flags.format, "table | json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json"}));
+  add_client_flags(analyze);
+
   // smoe deploy render (cli/deploy_cmd.h)
   DeployRenderOptions deploy_opts;
   CLI::App* deploy_render = AddDeployCommand(&app, &deploy_opts);
@@ -284,6 +318,7 @@ int Main(int argc, char** argv) {
     server_opts.scheduler.lease_timeout = absl::Seconds(lease_timeout_s);
     server_opts.scheduler.heartbeat_interval = absl::Seconds(heartbeat_s);
     server_opts.scheduler.restart_grace = absl::Seconds(restart_grace_s);
+    server_opts.http_required = http_listen_opt->count() > 0;
     return RunCoordinator(server_opts, port_file);
   }
   if (up->parsed()) return RunUp(up_opts);
@@ -333,6 +368,9 @@ int Main(int argc, char** argv) {
   if (watch_cmd->parsed()) return WatchSweepCmd(*client, sweep_id, std::cout);
   if (results->parsed())
     return ResultsCmd(*client, sweep_id, format, std::cout);
+  if (analyze->parsed()) {
+    return AnalyzeCmd(*client, sweep_id, analyze_flags, std::cout);
+  }
   return kExitUsage;
 }
 

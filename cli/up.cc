@@ -125,6 +125,10 @@ int RunUp(const UpOptions& options) {
   coordinator::ServerOptions so;
   so.data_dir = options.data_dir;
   so.listen = options.listen;
+  so.http_listen = options.http_port < 0
+                       ? ""
+                       : absl::StrCat("127.0.0.1:", options.http_port);
+  so.http_required = false;  // a busy port: keep going, say so below
   auto server = coordinator::CoordinatorServer::Start(so);
   if (!server.ok()) return ReportError(server.status());
   const std::string addr = (*server)->address();
@@ -136,8 +140,13 @@ int RunUp(const UpOptions& options) {
   } else {
     std::cout << "API token: in " << options.data_dir << "/token\n";
   }
-  std::cout << "dashboard: not built yet (issue 6); use `smoe results` and "
-               "`smoe sweep show`\n";
+  if (!(*server)->http_url().empty()) {
+    std::cout << "dashboard: " << (*server)->http_url()
+              << " (sign in with the API token)\n";
+  } else {
+    std::cout << "dashboard: off (--http-port -1, or port " << options.http_port
+              << " is taken: pass --http-port 0 for any free port)\n";
+  }
 
   std::vector<pid_t> workers;
   for (int i = 0; i < options.workers; ++i) {

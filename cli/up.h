@@ -20,6 +20,7 @@ struct UpOptions {
   int workers = 2;           // local worker processes
   int slots_per_worker = 1;  // trials per worker
   std::string trainer;       // default: smoe-trainer next to this binary
+  int http_port = 8080;      // dashboard on 127.0.0.1; 0 = any, -1 = off
   bool exit_when_done = false;
 };
 

@@ -76,6 +76,19 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
         "cannot listen on '", options.listen, "' (address in use or invalid)"));
   }
   s->server_->GetHealthCheckService()->SetServingStatus(true);
+  if (!options.http_listen.empty()) {
+    HttpServerOptions http = options.http;
+    http.listen = options.http_listen;
+    auto h = HttpServer::Start(s->scheduler_.get(), s->store_.get(), s->token_,
+                               http);
+    if (h.ok()) {
+      s->http_ = std::move(*h);
+    } else if (options.http_required) {
+      return h.status();
+    } else {
+      SMOE_LOG(WARNING) << "dashboard off: " << h.status().message();
+    }
+  }
   CoordinatorServer* raw = s.get();
   s->expiry_thread_ = std::thread([raw] {
     while (!raw->stop_.WaitForNotificationWithTimeout(
@@ -105,6 +118,7 @@ void CoordinatorServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (http_) http_->Shutdown();
   if (expiry_thread_.joinable()) expiry_thread_.join();
   if (server_) {
     server_->GetHealthCheckService()->SetServingStatus(false);

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
+#include "coordinator/http_server.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/service_impl.h"
 #include "store/sqlite_store.h"
@@ -41,6 +42,13 @@ struct ServerOptions {
   SchedulerOptions scheduler;
   // How often expired leases are re-queued.
   absl::Duration expiry_period = absl::Seconds(1);
+  // Dashboard (HTTP) listen address; empty = no dashboard; port 0 = any.
+  std::string http_listen = "127.0.0.1:8080";
+  // When false, an HTTP address that cannot be bound only logs a warning
+  // (the default port may be taken; gRPC still serves). The CLI sets it when
+  // the user named the address.
+  bool http_required = false;
+  HttpServerOptions http;
 };
 
 class CoordinatorServer {
@@ -59,6 +67,9 @@ class CoordinatorServer {
   const std::string& token() const { return token_; }
   bool token_created() const { return token_created_; }
   Scheduler* scheduler() { return scheduler_.get(); }
+  // The dashboard's URL ("http://127.0.0.1:8080/"), or "" when it is off.
+  std::string http_url() const { return http_ ? http_->url() : ""; }
+  int http_port() const { return http_ ? http_->port() : 0; }
   store::ExperimentStore* store() { return store_.get(); }
 
   // Blocks until Shutdown().
@@ -78,6 +89,7 @@ class CoordinatorServer {
   std::unique_ptr<CoordinatorServiceImpl> coordinator_service_;
   std::unique_ptr<WorkerGatewayServiceImpl> gateway_service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpServer> http_;
   absl::Notification stop_;
   std::thread expiry_thread_;
   bool shut_down_ = false;

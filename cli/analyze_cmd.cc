@@ -1,0 +1,64 @@
+// Copyright 2026 SMoE Lab authors.
+#include "cli/analyze_cmd.h"
+
+#include <iostream>
+#include <vector>
+
+#include "coordinator/analysis.h"
+#include "proto/rpc_status.h"
+#include "proto/smoe.pb.h"
+
+namespace smoe::cli {
+
+namespace pb = smoe::v1;
+namespace an = smoe::coordinator::analysis;
+
+int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
+               const AnalyzeFlags& flags, std::ostream& out) {
+  if (flags.format != "table" && flags.format != "json") {
+    std::cerr << "smoe: --format: '" << flags.format
+              << "' is not one of table, json\n";
+    return kExitUsage;
+  }
+  pb::GetSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  req.set_include_trials(true);
+  pb::GetSweepResponse resp;
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx, absl::Minutes(2));
+  const grpc::Status st = client.stub()->GetSweep(&ctx, req, &resp);
+  if (!st.ok()) return ReportError(proto::FromGrpcStatus(st));
+  std::vector<an::TrialPoint> trials;
+  trials.reserve(resp.trials_size());
+  for (const pb::Trial& t : resp.trials()) {
+    an::TrialPoint p;
+    p.trial_id = t.trial_id();
+    p.params = nlohmann::json::parse(t.params_json(), nullptr, false);
+    if (!p.params.is_object()) p.params = nlohmann::json::object();
+    p.seed = t.seed();
+    p.state = t.state() == pb::TRIAL_STATE_SUCCEEDED
+                  ? store::TrialState::kSucceeded
+                  : store::TrialState::kPending;  // only "succeeded" matters
+    p.results.insert(t.results().begin(), t.results().end());
+    trials.push_back(std::move(p));
+  }
+  an::AggregateOptions o;
+  o.kind = resp.sweep().kind();
+  o.metric = flags.metric;
+  o.x = flags.x;
+  o.series = flags.series;
+  o.facet = flags.facet;
+  o.bootstrap_samples = flags.bootstrap;
+  o.seed = flags.seed;
+  const nlohmann::json a = an::AnalyzeSweep(trials, o);
+  if (flags.format == "json") {
+    out << a.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+        << "\n";
+  } else {
+    out << "sweep " << sweep_id << " (" << resp.sweep().kind() << ")\n"
+        << an::FormatAnalysisTable(a);
+  }
+  return kExitOk;
+}
+
+}  // namespace smoe::cli

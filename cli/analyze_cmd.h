@@ -1,0 +1,36 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: cli/analyze_cmd.h
+//
+// `smoe analyze SWEEP`: fetches the sweep's trials over gRPC and prints the
+// optimal k per difficulty (argmax of the mean over seeds, bootstrap CI of the
+// argmax, smallest k within one s.e.) and the fit of the paper's total error
+// E(k, N) = a*N^2/k + b*sqrt(N*k/m*log(T/k)) with its predicted k*
+// (coordinator/analysis.h does the work).
+#ifndef SMOE_CLI_ANALYZE_CMD_H_
+#define SMOE_CLI_ANALYZE_CMD_H_
+
+#include <ostream>
+#include <string>
+
+#include "cli/client.h"
+
+namespace smoe::cli {
+
+struct AnalyzeFlags {
+  std::string metric = "ood_acc";
+  std::string x = "top_k";
+  std::string series = "M";
+  std::string facet = "attention";
+  std::string format = "table";  // table | json
+  int bootstrap = 1000;
+  uint64_t seed = 0;
+};
+
+// Returns a process exit code (cli/client.h).
+int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
+               const AnalyzeFlags& flags, std::ostream& out);
+
+}  // namespace smoe::cli
+
+#endif  // SMOE_CLI_ANALYZE_CMD_H_

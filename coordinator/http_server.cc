@@ -1,0 +1,878 @@
+// Copyright 2026 SMoE Lab authors.
+#include "coordinator/http_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "common/api_token.h"
+#include "common/logging.h"
+#include "coordinator/analysis.h"
+#include "coordinator/http_server_assets.h"
+#include "nlohmann/json.hpp"
+
+namespace smoe::coordinator {
+namespace {
+
+using nlohmann::json;
+
+// Content types chosen so cpp-httplib does not compress them on the fly
+// (it compresses exact "application/json" and every "text/*" except
+// event-stream, with brotli at its slowest quality): JSON over loopback is
+// cheap to send and expensive to compress.
+constexpr char kJson[] = "application/json; charset=utf-8";
+constexpr char kCookieName[] = "smoe_token";
+
+std::string Dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+int64_t ToUnixMs(absl::Time t) { return absl::ToUnixMillis(t); }
+
+json CountsJson(const StateCounts& c) {
+  return {{"pending", c.pending},     {"running", c.running},
+          {"succeeded", c.succeeded}, {"failed", c.failed},
+          {"cancelled", c.cancelled}, {"total", c.total()}};
+}
+
+json SweepJson(const SweepView& v) {
+  json axes = json::array();
+  for (const Axis& a : v.spec.grid) {
+    axes.push_back({{"name", a.name}, {"values", a.values}});
+  }
+  return {{"sweep_id", v.record.sweep_id},
+          {"kind", v.record.kind},
+          {"state", store::SweepStateName(v.record.state)},
+          {"priority", v.record.priority},
+          {"counts", CountsJson(v.counts)},
+          {"version", v.version},
+          {"axes", axes},
+          {"fixed", v.spec.fixed},
+          {"seeds", v.spec.seeds},
+          {"created_ms", ToUnixMs(v.record.created_at)},
+          {"updated_ms", ToUnixMs(v.record.updated_at)}};
+}
+
+// The parsed summary table of one sweep at one version.
+struct Snapshot {
+  int64_t version = -1;
+  std::string kind;
+  std::vector<analysis::TrialPoint> points;  // by ordinal
+  struct Extra {
+    int attempt = 0;
+    std::string worker;
+    double duration_s = 0;
+    std::string search;  // lower-case trial id, worker, params
+  };
+  std::vector<Extra> extra;
+  std::unordered_map<std::string, size_t> index;  // trial id -> position
+  std::vector<std::string> metrics;               // result names, sorted
+};
+
+json RowJson(const Snapshot& s, size_t i,
+             const std::vector<std::string>& axes) {
+  const analysis::TrialPoint& p = s.points[i];
+  const Snapshot::Extra& e = s.extra[i];
+  json params = json::object();
+  for (const std::string& a : axes) {
+    auto it = p.params.find(a);
+    if (it != p.params.end()) params[a] = *it;
+  }
+  json results = json::object();
+  for (const auto& [k, v] : p.results) {
+    results[k] = std::isfinite(v) ? json(v) : json();
+  }
+  return {{"trial_id", p.trial_id},
+          {"ordinal", i},
+          {"state", store::TrialStateName(p.state)},
+          {"attempt", e.attempt},
+          {"worker", e.worker},
+          {"duration_s", e.duration_s},
+          {"seed", p.seed},
+          {"params", params},
+          {"results", results}};
+}
+
+std::string Lower(absl::string_view s) { return absl::AsciiStrToLower(s); }
+
+std::string ParamLabel(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d == std::floor(d) && std::fabs(d) < 1e15) {
+      return absl::StrCat(static_cast<int64_t>(d));
+    }
+  }
+  return v.dump();
+}
+
+const char kLoginPage[] = R"(<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>SMoE Lab - sign in</title>
+<link rel="icon" href="data:,">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font:15px system-ui,sans-serif;margin:0;display:flex;min-height:100vh;
+align-items:center;justify-content:center;background:#f5f6f8;color:#1d2330}
+form{background:#fff;padding:28px 32px;border-radius:10px;box-shadow:0 2px 12px #0002;
+width:380px}h1{font-size:20px;margin:0 0 6px}p{color:#5b6473;margin:0 0 18px}
+input{width:100%;box-sizing:border-box;padding:9px;font:inherit;border:1px solid #c5cad3;
+border-radius:6px}button{margin-top:14px;padding:9px 18px;font:inherit;border:0;
+border-radius:6px;background:#2857d6;color:#fff;cursor:pointer}.err{color:#b3261e}</style>
+</head><body><form method="post" action="/login">
+<h1>SMoE Lab dashboard</h1>
+<p>Paste the API token (<code>smoe-data/token</code>, printed by <code>smoe up</code>).</p>
+<!--ERROR-->
+<input id="token" name="token" type="password" autocomplete="current-password"
+ placeholder="smoe_..." autofocus required>
+<button type="submit">Sign in</button></form></body></html>
+)";
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(
+    const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address '", listen, "' is not host:port"));
+  }
+  std::string host = listen.substr(0, colon);
+  int port = 0;
+  if (!absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address '", listen, "' has a bad port"));
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) host = "0.0.0.0";
+  return std::make_pair(host, port);
+}
+
+struct HttpServer::Impl {
+  Scheduler* scheduler = nullptr;
+  store::ExperimentStore* store = nullptr;
+  std::string token;
+  HttpServerOptions options;
+  std::string host;
+  int port = 0;
+  httplib::Server server;
+  std::thread thread;
+  std::atomic<bool> stopping{false};
+  std::atomic<int> streams{0};
+  bool shut_down = false;
+
+  absl::Mutex mu;
+  std::map<std::string, std::shared_ptr<const Snapshot>> snapshots
+      ABSL_GUARDED_BY(mu);
+  // (sweep, query) -> (version, body)
+  std::map<std::string, std::pair<int64_t, std::shared_ptr<const std::string>>>
+      responses ABSL_GUARDED_BY(mu);
+  // Serialises snapshot builds (one reload per version, not one per request).
+  absl::Mutex build_mu;
+
+  // ---- auth
+  // -------------------------------------------------------------------
+
+  bool Authorized(const httplib::Request& req) const {
+    const std::string auth = req.get_header_value("Authorization");
+    absl::string_view a(auth);
+    if (absl::ConsumePrefix(&a, "Bearer ")) {
+      return TokenEquals(absl::StripAsciiWhitespace(a), token);
+    }
+    const std::string cookies = req.get_header_value("Cookie");
+    for (absl::string_view c : absl::StrSplit(cookies, ';')) {
+      c = absl::StripAsciiWhitespace(c);
+      if (absl::ConsumePrefix(&c, kCookieName) &&
+          absl::ConsumePrefix(&c, "=")) {
+        return TokenEquals(c, token);
+      }
+    }
+    return false;
+  }
+
+  // ---- snapshots
+  // ----------------------------------------------------------------
+
+  // Returns the sweep's current view and a snapshot at (or after) its version.
+  absl::StatusOr<std::pair<SweepView, std::shared_ptr<const Snapshot>>>
+  GetSnapshot(const std::string& sweep_id) {
+    absl::StatusOr<SweepView> view = scheduler->GetSweep(sweep_id);
+    if (!view.ok()) return view.status();
+    {
+      absl::MutexLock lock(&mu);
+      auto it = snapshots.find(sweep_id);
+      if (it != snapshots.end() && it->second->version >= view->version) {
+        return std::make_pair(*std::move(view), it->second);
+      }
+    }
+    absl::MutexLock build(&build_mu);
+    {
+      absl::MutexLock lock(&mu);
+      auto it = snapshots.find(sweep_id);
+      if (it != snapshots.end() && it->second->version >= view->version) {
+        return std::make_pair(*std::move(view), it->second);
+      }
+    }
+    auto rows = store->ListSummaries(sweep_id);
+    if (!rows.ok()) return rows.status();
+    auto snap = std::make_shared<Snapshot>();
+    snap->kind = view->record.kind;
+    snap->points = analysis::FromSummaries(*rows);
+    snap->extra.resize(rows->size());
+    std::map<std::string, int> metric_names;
+    int succeeded = 0;
+    for (size_t i = 0; i < rows->size(); ++i) {
+      const store::TrialSummary& r = (*rows)[i];
+      Snapshot::Extra& e = snap->extra[i];
+      e.attempt = r.attempt;
+      e.worker = r.worker_id;
+      e.duration_s = r.duration_s;
+      e.search =
+          Lower(absl::StrCat(r.trial_id, " ", r.worker_id, " ", r.params_json,
+                             " ", store::TrialStateName(r.state)));
+      snap->index[r.trial_id] = i;
+      for (const auto& [k, v] : r.results) ++metric_names[k];
+      if (r.state == store::TrialState::kSucceeded) ++succeeded;
+    }
+    for (const auto& [k, n] : metric_names) snap->metrics.push_back(k);
+    // The scheduler applies a transition in memory before it is durable: a
+    // store read can trail the version. Only a consistent snapshot is kept
+    // under that version; an inconsistent one is used once and rebuilt.
+    const bool consistent =
+        succeeded == view->counts.succeeded &&
+        static_cast<int>(rows->size()) == view->counts.total();
+    snap->version = consistent ? view->version : -1;
+    std::shared_ptr<const Snapshot> out = snap;
+    if (consistent) {
+      absl::MutexLock lock(&mu);
+      snapshots[sweep_id] = out;
+    }
+    return std::make_pair(*std::move(view), out);
+  }
+
+  // Runs `fn` (producing a JSON body) once per (sweep version, key).
+  template <typename Fn>
+  std::shared_ptr<const std::string> Cached(const std::string& key,
+                                            int64_t version, Fn&& fn) {
+    if (version >= 0) {
+      absl::MutexLock lock(&mu);
+      auto it = responses.find(key);
+      if (it != responses.end() && it->second.first == version) {
+        return it->second.second;
+      }
+    }
+    auto body = std::make_shared<const std::string>(fn());
+    if (version >= 0) {
+      absl::MutexLock lock(&mu);
+      if (responses.size() > 512) responses.clear();
+      responses[key] = {version, body};
+    }
+    return body;
+  }
+
+  // ---- handlers
+  // -------------------------------------------------------------------
+
+  static void Error(httplib::Response& res, int status,
+                    const std::string& message) {
+    res.status = status;
+    res.set_content(Dump({{"error", message}}), kJson);
+  }
+
+  static int HttpStatus(const absl::Status& s) {
+    switch (s.code()) {
+      case absl::StatusCode::kNotFound:
+        return 404;
+      case absl::StatusCode::kInvalidArgument:
+        return 400;
+      case absl::StatusCode::kUnavailable:
+        return 503;
+      default:
+        return 500;
+    }
+  }
+
+  static void StatusError(httplib::Response& res, const absl::Status& s) {
+    Error(res, HttpStatus(s), std::string(s.message()));
+  }
+
+  static std::string Param(const httplib::Request& req, const char* name,
+                           const std::string& fallback) {
+    return req.has_param(name) ? req.get_param_value(name) : fallback;
+  }
+
+  static int IntParam(const httplib::Request& req, const char* name,
+                      int fallback, int lo, int hi) {
+    int v = fallback;
+    if (req.has_param(name) &&
+        !absl::SimpleAtoi(req.get_param_value(name), &v)) {
+      v = fallback;
+    }
+    return std::clamp(v, lo, hi);
+  }
+
+  void ListSweeps(const httplib::Request&, httplib::Response& res) {
+    json out = json::array();
+    for (const SweepView& v : scheduler->ListSweeps()) {
+      json j = SweepJson(v);
+      j.erase("fixed");
+      out.push_back(std::move(j));
+    }
+    res.set_content(Dump({{"sweeps", out}}), kJson);
+  }
+
+  void GetSweepPage(const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    auto snap_or = GetSnapshot(id);
+    if (!snap_or.ok()) return StatusError(res, snap_or.status());
+    const auto& [view, snap] = *snap_or;
+    std::vector<std::string> axes;
+    for (const Axis& a : view.spec.grid) axes.push_back(a.name);
+
+    // Filter: state list, and q = space-separated terms; "name=value" matches
+    // a parameter's value, anything else is a substring of the row's text.
+    std::vector<std::string> states;
+    if (req.has_param("state") && !req.get_param_value("state").empty()) {
+      states = absl::StrSplit(Lower(req.get_param_value("state")), ',');
+    }
+    std::vector<std::pair<std::string, std::string>> param_terms;
+    std::vector<std::string> text_terms;
+    for (absl::string_view t :
+         absl::StrSplit(Param(req, "q", ""), ' ', absl::SkipEmpty())) {
+      const size_t eq = t.find('=');
+      if (eq != absl::string_view::npos && eq > 0) {
+        param_terms.emplace_back(std::string(t.substr(0, eq)),
+                                 std::string(t.substr(eq + 1)));
+      } else {
+        text_terms.push_back(Lower(t));
+      }
+    }
+    std::vector<size_t> idx;
+    idx.reserve(snap->points.size());
+    for (size_t i = 0; i < snap->points.size(); ++i) {
+      const analysis::TrialPoint& p = snap->points[i];
+      if (!states.empty() &&
+          std::find(states.begin(), states.end(),
+                    store::TrialStateName(p.state)) == states.end()) {
+        continue;
+      }
+      bool ok = true;
+      for (const auto& [name, value] : param_terms) {
+        auto it = p.params.find(name);
+        if (it == p.params.end() || ParamLabel(*it) != value) {
+          ok = false;
+          break;
+        }
+      }
+      for (const std::string& t : text_terms) {
+        if (!ok) break;
+        ok = absl::StrContains(snap->extra[i].search, t);
+      }
+      if (ok) idx.push_back(i);
+    }
+
+    // Sort: trial | state | attempt | worker | duration | seed | p.<param> |
+    // r.<result>; '-' prefix = descending. Missing values sort last.
+    std::string sort = Param(req, "sort", "");
+    const bool desc = !sort.empty() && sort[0] == '-';
+    if (desc) sort.erase(0, 1);
+    if (!sort.empty() && sort != "ordinal") {
+      struct Key {
+        bool missing = true;
+        double num = 0;
+        std::string str;
+      };
+      std::vector<Key> keys(snap->points.size());
+      for (size_t i : idx) {
+        const analysis::TrialPoint& p = snap->points[i];
+        const Snapshot::Extra& e = snap->extra[i];
+        Key& k = keys[i];
+        k.missing = false;
+        absl::string_view s(sort);
+        if (sort == "trial") {
+          k.str = p.trial_id;
+        } else if (sort == "state") {
+          k.str = store::TrialStateName(p.state);
+        } else if (sort == "attempt") {
+          k.num = e.attempt;
+        } else if (sort == "worker") {
+          k.str = e.worker;
+        } else if (sort == "duration") {
+          k.num = e.duration_s;
+        } else if (sort == "seed") {
+          k.num = static_cast<double>(p.seed);
+        } else if (absl::ConsumePrefix(&s, "p.")) {
+          auto it = p.params.find(std::string(s));
+          if (it == p.params.end()) {
+            k.missing = true;
+          } else if (it->is_number()) {
+            k.num = it->get<double>();
+          } else {
+            k.str = ParamLabel(*it);
+          }
+        } else if (absl::ConsumePrefix(&s, "r.")) {
+          auto it = p.results.find(std::string(s));
+          if (it == p.results.end() || std::isnan(it->second)) {
+            k.missing = true;
+          } else {
+            k.num = it->second;
+          }
+        } else {
+          return Error(res, 400, "unknown sort key '" + sort + "'");
+        }
+      }
+      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+        const Key& x = keys[a];
+        const Key& y = keys[b];
+        if (x.missing != y.missing) return y.missing;
+        if (x.missing) return false;
+        if (x.str != y.str) return desc ? y.str < x.str : x.str < y.str;
+        if (x.num != y.num) return desc ? y.num < x.num : x.num < y.num;
+        return false;
+      });
+    } else if (desc) {
+      std::reverse(idx.begin(), idx.end());
+    }
+    const int offset = IntParam(req, "offset", 0, 0, 1 << 30);
+    const int limit = IntParam(req, "limit", 100, 0, 5000);
+    json rows = json::array();
+    for (size_t j = offset;
+         j < idx.size() &&
+         j < static_cast<size_t>(offset) + static_cast<size_t>(limit);
+         ++j) {
+      rows.push_back(RowJson(*snap, idx[j], axes));
+    }
+    json sweep = SweepJson(view);
+    sweep["spec_yaml"] = view.record.spec_yaml;
+    res.set_content(
+        Dump({{"sweep", sweep},
+              {"columns", {{"params", axes}, {"results", snap->metrics}}},
+              {"total", snap->points.size()},
+              {"matched", idx.size()},
+              {"offset", offset},
+              {"limit", limit},
+              {"rows", rows}}),
+        kJson);
+  }
+
+  analysis::AggregateOptions AggOptions(const httplib::Request& req,
+                                        const Snapshot& snap) const {
+    analysis::AggregateOptions o;
+    o.kind = snap.kind;
+    o.metric = Param(req, "metric", "ood_acc");
+    o.x = Param(req, "x", "top_k");
+    o.series = Param(req, "series", "M");
+    o.facet = Param(req, "facet", "attention");
+    o.bootstrap_samples =
+        IntParam(req, "bootstrap", options.bootstrap_samples, 0, 10000);
+    return o;
+  }
+
+  static std::string QueryKey(const std::string& route, const std::string& id,
+                              const analysis::AggregateOptions& o) {
+    return absl::StrCat(route, "\x1f", id, "\x1f", o.metric, "\x1f", o.x,
+                        "\x1f", o.series, "\x1f", o.facet, "\x1f",
+                        o.bootstrap_samples);
+  }
+
+  void GetCurves(const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    auto snap_or = GetSnapshot(id);
+    if (!snap_or.ok()) return StatusError(res, snap_or.status());
+    const auto& snap = snap_or->second;
+    const analysis::AggregateOptions o = AggOptions(req, *snap);
+    auto body = Cached(QueryKey("curves", id, o), snap->version, [&] {
+      const analysis::Curves c = analysis::AggregateCurves(snap->points, o);
+      json j = analysis::ToJson(c);
+      json opt = json::array();
+      for (const auto& k : analysis::ComputeOptimalK(c)) {
+        opt.push_back(analysis::ToJson(k));
+      }
+      j["optimal"] = std::move(opt);
+      j["version"] = snap->version;
+      return Dump(j);
+    });
+    res.set_content(*body, kJson);
+  }
+
+  void GetAnalysis(const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    auto snap_or = GetSnapshot(id);
+    if (!snap_or.ok()) return StatusError(res, snap_or.status());
+    const auto& snap = snap_or->second;
+    const analysis::AggregateOptions o = AggOptions(req, *snap);
+    auto body = Cached(QueryKey("analysis", id, o), snap->version, [&] {
+      json j = analysis::AnalyzeSweep(snap->points, o);
+      j["version"] = snap->version;
+      return Dump(j);
+    });
+    res.set_content(*body, kJson);
+  }
+
+  void GetSkillMix(const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    auto snap_or = GetSnapshot(id);
+    if (!snap_or.ok()) return StatusError(res, snap_or.status());
+    const auto& snap = snap_or->second;
+    const std::string rows = Param(req, "rows", "ept");
+    const std::string cols = Param(req, "cols", "k_skills");
+    auto body =
+        Cached(absl::StrCat("skillmix\x1f", id, "\x1f", rows, "\x1f", cols),
+               snap->version, [&] {
+                 json tables = json::array();
+                 for (const auto& t :
+                      analysis::SkillMixTables(snap->points, rows, cols)) {
+                   tables.push_back(analysis::ToJson(t));
+                 }
+                 return Dump({{"rows", rows},
+                              {"cols", cols},
+                              {"tables", tables},
+                              {"version", snap->version}});
+               });
+    res.set_content(*body, kJson);
+  }
+
+  void GetTrialMetrics(const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    auto trial = store->GetTrial(id);
+    if (!trial.ok()) return StatusError(res, trial.status());
+    std::optional<std::string> name;
+    if (req.has_param("name") && !req.get_param_value("name").empty()) {
+      name = req.get_param_value("name");
+    }
+    const int max_points = IntParam(req, "max_points", 2000, 2, 100000);
+    auto metrics = store->ListMetrics(id, name);
+    if (!metrics.ok()) return StatusError(res, metrics.status());
+    // Ordered by (name, step): cut into runs per name, then stride-downsample
+    // each run to max_points (first and last point kept).
+    json series = json::object();
+    size_t i = 0;
+    const auto& m = *metrics;
+    while (i < m.size()) {
+      size_t j = i;
+      while (j < m.size() && m[j].name == m[i].name) ++j;
+      const size_t n = j - i;
+      const double stride = n <= static_cast<size_t>(max_points)
+                                ? 1.0
+                                : static_cast<double>(n - 1) / (max_points - 1);
+      json steps = json::array(), values = json::array();
+      size_t last = SIZE_MAX;
+      for (double f = 0; f < static_cast<double>(n) - 0.5; f += stride) {
+        const size_t k = i + static_cast<size_t>(std::llround(f));
+        if (k == last || k >= j) continue;
+        last = k;
+        steps.push_back(m[k].step);
+        values.push_back(std::isfinite(m[k].value) ? json(m[k].value) : json());
+      }
+      if (last != j - 1) {
+        steps.push_back(m[j - 1].step);
+        values.push_back(std::isfinite(m[j - 1].value) ? json(m[j - 1].value)
+                                                       : json());
+      }
+      series[m[i].name] = {{"steps", steps}, {"values", values}, {"count", n}};
+      i = j;
+    }
+    res.set_content(
+        Dump({{"trial_id", id},
+              {"state", store::TrialStateName(trial->state)},
+              {"params", json::parse(trial->params_json, nullptr, false)},
+              {"seed", trial->seed},
+              {"metrics", series}}),
+        kJson);
+  }
+
+  void Events(const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    auto view = scheduler->GetSweep(id);
+    if (!view.ok()) return StatusError(res, view.status());
+    if (streams.fetch_add(1) >= options.max_event_streams) {
+      streams.fetch_sub(1);
+      return Error(res, 503, "too many event streams; retry later");
+    }
+    struct State {
+      int64_t since = 0;
+      bool hello_sent = false;
+      absl::Time last_write = absl::Now();
+    };
+    auto st = std::make_shared<State>();
+    st->since = view->version;
+    res.set_header("Cache-Control", "no-store");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, id, st](size_t, httplib::DataSink& sink) -> bool {
+          if (stopping.load()) return false;
+          auto write = [&](const std::string& s) {
+            st->last_write = absl::Now();
+            return sink.write(s.data(), s.size());
+          };
+          if (!st->hello_sent) {
+            st->hello_sent = true;
+            return write(absl::StrCat("retry: 2000\nevent: hello\ndata: ",
+                                      Dump({{"version", st->since}}), "\n\n"));
+          }
+          auto w = scheduler->WatchSweep(id, st->since, options.event_poll);
+          if (stopping.load() || !w.ok()) return false;
+          if (w->timed_out) {
+            if (absl::Now() - st->last_write >= options.event_keepalive) {
+              return write(": keepalive\n\n");
+            }
+            return sink.is_writable();
+          }
+          st->since = w->sweep.version;
+          json ev = {{"version", w->sweep.version},
+                     {"state", store::SweepStateName(w->sweep.record.state)},
+                     {"counts", CountsJson(w->sweep.counts)}};
+          if (w->changed.size() > 500) {
+            ev["reset"] = true;  // too many: the client reloads
+          } else {
+            std::vector<std::string> axes;
+            for (const Axis& a : w->sweep.spec.grid) axes.push_back(a.name);
+            // The change may be in memory before it is durable: give the
+            // store a moment to catch up so the rows carry their results.
+            std::shared_ptr<const Snapshot> snap;
+            for (int i = 0; i < 25 && !stopping.load(); ++i) {
+              auto s = GetSnapshot(id);
+              if (s.ok()) snap = s->second;
+              if (snap && snap->version >= w->sweep.version) break;
+              absl::SleepFor(absl::Milliseconds(20));
+            }
+            json rows = json::array();
+            for (const store::TrialRecord& t : w->changed) {
+              json row = {{"trial_id", t.trial_id}, {"ordinal", t.ordinal}};
+              if (snap) {
+                auto it = snap->index.find(t.trial_id);
+                if (it != snap->index.end()) {
+                  row = RowJson(*snap, it->second, axes);
+                }
+              }
+              // The scheduler's state is the freshest.
+              row["state"] = store::TrialStateName(t.state);
+              row["attempt"] = t.attempt;
+              row["worker"] = t.worker_id;
+              rows.push_back(std::move(row));
+            }
+            ev["changed"] = std::move(rows);
+          }
+          return write(absl::StrCat("id: ", w->sweep.version,
+                                    "\nevent: sweep\ndata: ", Dump(ev),
+                                    "\n\n"));
+        },
+        [this](bool) { streams.fetch_sub(1); });
+  }
+
+  void Login(const httplib::Request& req, httplib::Response& res) {
+    std::string given;
+    const bool is_json = absl::StartsWith(req.get_header_value("Content-Type"),
+                                          "application/json");
+    if (is_json) {
+      const json body = json::parse(req.body, nullptr, false);
+      if (body.is_object() && body.contains("token") &&
+          body["token"].is_string()) {
+        given = body["token"].get<std::string>();
+      }
+    } else if (req.has_param("token")) {
+      given = req.get_param_value("token");
+    }
+    given = std::string(absl::StripAsciiWhitespace(given));
+    if (given.empty() || !TokenEquals(given, token)) {
+      // Slow down guessing a little; the token has 256 random bits anyway.
+      absl::SleepFor(absl::Milliseconds(200));
+      res.status = 401;
+      if (is_json) {
+        res.set_content(Dump({{"error", "wrong token"}}), kJson);
+      } else {
+        std::string page = kLoginPage;
+        page.replace(page.find("<!--ERROR-->"), 12,
+                     "<p class=\"err\">That token is not right.</p>");
+        res.set_content(page, "text/html; charset=utf-8");
+      }
+      return;
+    }
+    res.set_header("Set-Cookie",
+                   absl::StrCat(kCookieName, "=", token,
+                                "; Path=/; HttpOnly; SameSite=Strict"));
+    if (is_json) {
+      res.status = 204;
+    } else {
+      res.status = 303;
+      res.set_header("Location", "/");
+    }
+  }
+
+  void ServeAsset(const httplib::Request& req, httplib::Response& res) {
+    std::string path = req.path;
+    if (path == "/" || path.empty()) path = "/index.html";
+    const EmbeddedAsset* a = FindEmbeddedAsset(path.c_str());
+    if (a == nullptr) return Error(res, 404, "not found");
+    res.set_content(reinterpret_cast<const char*>(a->data), a->size, a->mime);
+    res.set_header("Cache-Control", absl::StartsWith(path, "/assets/")
+                                        ? "public, max-age=31536000, immutable"
+                                        : "no-cache");
+  }
+
+  void Routes() {
+    using httplib::Request;
+    using httplib::Response;
+    server.set_pre_routing_handler([this](const Request& req, Response& res) {
+      if (absl::StartsWith(req.path, "/api/") && !Authorized(req)) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        Error(res, 401, "missing or wrong API token (see /login)");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    server.set_post_routing_handler([](const Request& req, Response& res) {
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("X-Frame-Options", "DENY");
+      res.set_header("Referrer-Policy", "no-referrer");
+      res.set_header("Content-Security-Policy",
+                     "default-src 'self'; img-src 'self' data: blob:; "
+                     "style-src 'self' 'unsafe-inline'; frame-ancestors "
+                     "'none'");
+      if (absl::StartsWith(req.path, "/api/") &&
+          !res.has_header("Cache-Control")) {
+        res.set_header("Cache-Control", "no-store");
+      }
+    });
+    server.set_exception_handler(
+        [](const Request&, Response& res, std::exception_ptr) {
+          // Library exceptions end here (our code does not throw).
+          Error(res, 500, "internal error");
+        });
+    server.Get("/healthz", [](const Request&, Response& res) {
+      res.set_content("ok\n", "text/plain; charset=utf-8");
+    });
+    server.Get("/login", [](const Request&, Response& res) {
+      std::string page = kLoginPage;
+      page.replace(page.find("<!--ERROR-->"), 12, "");
+      res.set_content(page, "text/html; charset=utf-8");
+    });
+    server.Post("/login",
+                [this](const Request& req, Response& res) { Login(req, res); });
+    server.Post("/logout", [](const Request&, Response& res) {
+      res.set_header("Set-Cookie",
+                     absl::StrCat(kCookieName,
+                                  "=; Path=/; HttpOnly; SameSite=Strict; "
+                                  "Max-Age=0"));
+      res.status = 204;
+    });
+    constexpr char kSweep[] = "([a-z0-9][a-z0-9._-]{0,63})";
+    server.Get("/api/sweeps", [this](const Request& req, Response& res) {
+      ListSweeps(req, res);
+    });
+    server.Get(
+        absl::StrCat("/api/sweeps/", kSweep),
+        [this](const Request& req, Response& res) { GetSweepPage(req, res); });
+    server.Get(
+        absl::StrCat("/api/sweeps/", kSweep, "/curves"),
+        [this](const Request& req, Response& res) { GetCurves(req, res); });
+    server.Get(
+        absl::StrCat("/api/sweeps/", kSweep, "/analysis"),
+        [this](const Request& req, Response& res) { GetAnalysis(req, res); });
+    server.Get(
+        absl::StrCat("/api/sweeps/", kSweep, "/skillmix"),
+        [this](const Request& req, Response& res) { GetSkillMix(req, res); });
+    server.Get(absl::StrCat("/api/sweeps/", kSweep, "/events"),
+               [this](const Request& req, Response& res) { Events(req, res); });
+    server.Get("/api/trials/([a-z0-9][a-z0-9._-]{0,63}/[0-9a-f]{16})/metrics",
+               [this](const Request& req, Response& res) {
+                 GetTrialMetrics(req, res);
+               });
+    server.Get("/api/.*", [](const Request&, Response& res) {
+      Error(res, 404, "no such API route");
+    });
+    server.Get("/.*", [this](const Request& req, Response& res) {
+      ServeAsset(req, res);
+    });
+  }
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    Scheduler* scheduler, store::ExperimentStore* store, std::string token,
+    const HttpServerOptions& options) {
+  auto addr = ParseListenAddress(options.listen);
+  if (!addr.ok()) return addr.status();
+  if (token.empty()) {
+    return absl::InvalidArgumentError("the HTTP server needs the API token");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->scheduler = scheduler;
+  impl->store = store;
+  impl->token = std::move(token);
+  impl->options = options;
+  impl->options.threads = std::max(4, options.threads);
+  impl->options.max_event_streams =
+      std::clamp(options.max_event_streams, 1, impl->options.threads - 3);
+  impl->host = addr->first;
+  const int threads = impl->options.threads;
+  impl->server.new_task_queue = [threads] {
+    return new httplib::ThreadPool(threads);
+  };
+  impl->server.set_keep_alive_max_count(1000);
+  impl->server.set_keep_alive_timeout(2);
+  impl->server.set_read_timeout(10, 0);
+  impl->server.set_write_timeout(10, 0);
+  impl->server.set_payload_max_length(1 << 20);
+  impl->Routes();
+  if (addr->second == 0) {
+    impl->port = impl->server.bind_to_any_port(addr->first);
+  } else if (impl->server.bind_to_port(addr->first, addr->second)) {
+    impl->port = addr->second;
+  } else {
+    impl->port = -1;
+  }
+  if (impl->port <= 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen for HTTP on '", options.listen,
+        "' (address in use or invalid; --http-listen '' turns it off)"));
+  }
+  Impl* raw = impl.get();
+  impl->thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  std::unique_ptr<HttpServer> s(new HttpServer(std::move(impl)));
+  SMOE_LOG(INFO) << "dashboard serving on " << s->url()
+                 << (EmbeddedAssetsAreFallback()
+                         ? " (web app not built: npm missing at build time)"
+                         : "");
+  return s;
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+std::string HttpServer::url() const {
+  std::string host = impl_->host;
+  if (host == "0.0.0.0" || host == "::" || host.empty()) host = "127.0.0.1";
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return absl::StrCat("http://", host, ":", impl_->port, "/");
+}
+
+void HttpServer::Shutdown() {
+  if (impl_->shut_down) return;
+  impl_->shut_down = true;
+  impl_->stopping.store(true);
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+HttpServer::~HttpServer() { Shutdown(); }
+
+}  // namespace smoe::coordinator

@@ -1,0 +1,96 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: coordinator/http_server.h
+//
+// The dashboard's HTTP server (cpp-httplib): the embedded web app and a
+// read-only JSON API over the Scheduler and the ExperimentStore.
+//
+//   GET  /login                     login page (public)
+//   POST /login                     token=... (form) or {"token": ...} (JSON):
+//                                   sets the HttpOnly SameSite=Strict cookie
+//   POST /logout                    clears it
+//   GET  /healthz                   "ok" (public)
+//   GET  /, /index.html, /assets/*  the embedded web app (public; it holds no
+//                                   data)
+//   GET  /api/sweeps                sweeps with counts and axes
+//   GET  /api/sweeps/{id}           sweep + one page of the trials table:
+//                                   ?offset=0&limit=100&sort=-r.ood_acc
+//                                   &state=succeeded,failed&q=M=2 hyla
+//   GET  /api/sweeps/{id}/curves    ?metric=ood_acc&x=top_k&series=M
+//                                   &facet=attention : mean, s.e.m. and
+//                                   bootstrap CI over seeds + optimal k
+//   GET  /api/sweeps/{id}/analysis  ?metric=ood_acc : curves, optimal k, the
+//                                   E(k, N) fit (coordinator/analysis.h)
+//   GET  /api/sweeps/{id}/skillmix  ?rows=ept&cols=k_skills : tables
+//   GET  /api/sweeps/{id}/events    Server-Sent Events: `sweep` events with
+//                                   the counts and the changed trials' rows
+//   GET  /api/trials/{id}/metrics   ?name=&max_points=2000 : metric series
+//
+// Auth: every /api/ route needs the API token, as `Authorization: Bearer T`
+// or the cookie set by POST /login; compared in constant time; 401 otherwise.
+// The token is never logged or echoed.
+//
+// Speed: aggregation runs on a per-sweep snapshot of ExperimentStore::
+// ListSummaries (parsed once per sweep version) and responses of the
+// aggregation routes are cached per (sweep version, query), so repeated
+// requests against a 100k-trial sweep cost a lookup.
+//
+// Thread safety: Start/Shutdown from one thread; requests are served by a
+// fixed thread pool. SSE streams wait in bounded steps and end on client
+// disconnect or Shutdown().
+#ifndef SMOE_COORDINATOR_HTTP_SERVER_H_
+#define SMOE_COORDINATOR_HTTP_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/scheduler.h"
+#include "store/experiment_store.h"
+
+namespace smoe::coordinator {
+
+struct HttpServerOptions {
+  // host:port; port 0 picks a free port (see HttpServer::port()).
+  std::string listen = "127.0.0.1:8080";
+  // Worker threads (each open SSE stream holds one).
+  int threads = 24;
+  // Concurrent SSE streams allowed (503 beyond); at most threads - 4.
+  int max_event_streams = 16;
+  // SSE: how long one wait for a change lasts, and the keep-alive period.
+  absl::Duration event_poll = absl::Milliseconds(500);
+  absl::Duration event_keepalive = absl::Seconds(10);
+  // Bootstrap resamples for the curves and the optimal-k CI.
+  int bootstrap_samples = 1000;
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving. Neither pointer is owned; both must outlive
+  // the server. Unavailable when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
+      Scheduler* scheduler, store::ExperimentStore* store, std::string token,
+      const HttpServerOptions& options);
+  ~HttpServer();
+
+  int port() const;
+  // "http://127.0.0.1:<port>/" (a wildcard host becomes 127.0.0.1).
+  std::string url() const;
+  // Stops accepting, ends SSE streams, joins the threads. Idempotent.
+  void Shutdown();
+
+  struct Impl;
+
+ private:
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Splits "host:port" (IPv6 as "[::1]:port"). InvalidArgument when malformed.
+absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(
+    const std::string& listen);
+
+}  // namespace smoe::coordinator
+
+#endif  // SMOE_COORDINATOR_HTTP_SERVER_H_

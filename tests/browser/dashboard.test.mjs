@@ -1,0 +1,237 @@
+// Browser end-to-end test of the dashboard (ctest: dashboard_browser, label
+// `browser`). Starts a real `smoe coordinator`, seeds a sweep through
+// smoe-dashboard-fixture (a gRPC worker), drives Debian's chromium headless
+// with playwright-core and checks what the user sees:
+//   login -> sweeps list -> sweep page: the headline charts have one line per
+//   M with one point per k, the optimal-k markers sit at the argmax of the
+//   seed means, a trial completing updates the page live (SSE), CSV and PNG
+//   export download real files, the trial page draws learning curves and
+//   router load, and the Skill-Mix tables have EPT x k_skills cells.
+// Screenshots go to $SMOE_ARTIFACTS. Exit 77 = skipped (and why).
+import { spawn, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const bin = process.env.SMOE_BIN_DIR;
+const artifacts = process.env.SMOE_ARTIFACTS || path.join(os.tmpdir(), 'smoe-browser-artifacts');
+const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+
+function skip(why) {
+  console.log(`SKIP: ${why}`);
+  process.exit(77);
+}
+function fail(why) {
+  console.error(`FAIL: ${why}`);
+  process.exitCode = 1;
+  throw new Error(why);
+}
+function check(cond, why) {
+  if (!cond) fail(why);
+  console.log(`ok - ${why}`);
+}
+
+if (!bin || !fs.existsSync(path.join(bin, 'smoe'))) skip(`no smoe binary in ${bin}`);
+if (!fs.existsSync(chromiumPath)) skip(`${chromiumPath} not installed (scripts/install-deps --browser)`);
+let chromium;
+try {
+  const require = createRequire(path.join(process.env.SMOE_NODE_MODULES || path.join(here, '../../web/node_modules'), 'x.js'));
+  ({ chromium } = require('playwright-core'));
+} catch (e) {
+  skip(`playwright-core not installed (the web build's npm install did not run): ${e.message}`);
+}
+
+// Chromium's flags for this sandboxed, offline machine (see
+// .library/env/machines/cpp.md).
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--disable-dev-shm-usage'];
+
+// Mirrors tests/browser/fixture.cc.
+function ood(p, seed) {
+  const best = Math.min(2 * p.M, p.num_experts ?? 8);
+  const soft = p.attention === 'softmax' ? (0.02 * p.M) / 4 : 0;
+  return 0.9 - 0.06 * Math.abs(Math.log2(p.top_k) - Math.log2(best)) + 0.01 * ((seed % 3) - 1) - soft;
+}
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'smoe-browser-'));
+fs.mkdirSync(artifacts, { recursive: true });
+let coord = null;
+let browser = null;
+
+async function waitFor(fn, what, ms = 20000) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  fail(`timed out waiting for ${what} (last: ${last})`);
+}
+
+function fixture(args) {
+  const r = spawnSync(path.join(bin, 'smoe-dashboard-fixture'), args, { encoding: 'utf8', timeout: 120000 });
+  if (r.status !== 0) fail(`fixture ${args[0]} failed: ${r.stdout}${r.stderr}`);
+  return r.stdout;
+}
+
+async function main() {
+  // 1. Coordinator with gRPC and HTTP on free ports.
+  let out = '';
+  coord = spawn(path.join(bin, 'smoe'), ['coordinator', '--data-dir', path.join(work, 'data'),
+    '--listen', '127.0.0.1:0', '--http-listen', '127.0.0.1:0',
+    '--port-file', path.join(work, 'port')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  coord.stdout.on('data', (d) => { out += d; });
+  coord.stderr.on('data', (d) => { out += d; });
+  const url = await waitFor(() => out.match(/dashboard: (http:\/\/\S+)/)?.[1], 'the dashboard URL');
+  const port = await waitFor(() => fs.existsSync(path.join(work, 'port')) && fs.readFileSync(path.join(work, 'port'), 'utf8').trim(), 'the port file');
+  const grpc = `127.0.0.1:${port}`;
+  const tokenFile = path.join(work, 'data', 'token');
+  const token = fs.readFileSync(tokenFile, 'utf8').trim();
+  check(!out.includes(token), 'the coordinator never prints the token to a pipe');
+
+  const home = await fetch(url).then((r) => r.text());
+  if (home.includes('was not built into this binary')) {
+    skip('the binary embeds the how-to-build page (npm was missing at build time)');
+  }
+
+  // 2. Seed: 72 trials, the last (hyla, M=3, k=8, seed 2) left pending.
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-fixture.yaml'), '--leave', '1']);
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'skillmix-fixture.yaml')]);
+
+  // 3. Browser: the API refuses us until we sign in.
+  browser = await chromium.launch({ executablePath: chromiumPath, args: FLAGS, headless: true });
+  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1500, height: 1000 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('response', (r) => r.status() >= 400 && r.status() !== 401 && errors.push(`${r.status()} ${r.url()}`));
+  // 401s before signing in are expected; anything else is a failure.
+  page.on('console', (m) => m.type() === 'error' && !/status of 401/.test(m.text()) && errors.push(m.text()));
+  const anon = await page.request.get(url + 'api/sweeps');
+  check(anon.status() === 401, 'the API answers 401 without the token');
+  await page.goto(url + '#/sweep/fixture');
+  await page.waitForURL(/\/login$/);
+  await page.fill('#token', 'smoe_wrong');
+  await Promise.all([page.waitForLoadState(), page.click('button[type=submit]')]);
+  check((await page.content()).includes('not right'), 'a wrong token is refused');
+  await page.fill('#token', token);
+  await Promise.all([page.waitForURL(/#\/sweep\/fixture/), page.click('button[type=submit]')]);
+  const cookies = await context.cookies();
+  const c = cookies.find((x) => x.name === 'smoe_token');
+  check(c && c.httpOnly && c.sameSite === 'Strict', 'login sets an HttpOnly SameSite=Strict cookie and returns to the shared URL');
+
+  // 4. The sweep page.
+  await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
+  await page.screenshot({ path: path.join(artifacts, 'sweep.png'), fullPage: true });
+  const charts = await page.evaluate(() => window.__smoe.charts);
+  for (const metric of ['ood_acc', 'test_acc']) {
+    for (const att of ['softmax', 'hyla']) {
+      const ch = charts[`headline-${metric}-${att}`];
+      check(!!ch, `headline chart ${metric} / ${att} is drawn`);
+      const lines = ch.series.filter((s) => !s.overlay);
+      check(lines.length === 3, `${metric}/${att}: one line per M (3), got ${lines.length}`);
+      check(lines.every((s) => s.points === 4), `${metric}/${att}: 4 points per line (k = 1, 2, 4, 8)`);
+      // Optimal-k markers at the argmax of the seed means.
+      for (const M of [1, 2, 3]) {
+        let best = null;
+        let bestMean = -1;
+        for (const k of [1, 2, 4, 8]) {
+          const seeds = [0, 1, 2].filter((s) => !(att === 'hyla' && M === 3 && k === 8 && s === 2));
+          const mean = seeds.reduce((a, s) => a + ood({ M, top_k: k, attention: att }, s), 0) / seeds.length;
+          if (mean > bestMean + 1e-12) { bestMean = mean; best = k; }
+        }
+        const marker = ch.markers.find((m) => m.series === `k* ${M}`);
+        check(marker && marker.x === best, `${metric}/${att}: optimal-k marker for M=${M} at k=${best} (got ${marker && marker.x})`);
+      }
+      if (metric === 'ood_acc') {
+        check(ch.series.filter((s) => s.overlay).length === 3, `${att}: theory overlay drawn for 3 values of M`);
+      }
+    }
+  }
+  check(!!charts['optimal-hyla'] && !!charts['residuals-hyla'], 'optimal-k-vs-M and fit-residual charts are drawn');
+  const pending = await page.locator('tr[data-trial] .badge.pending').count();
+  const counts = await page.locator('#sweep-progress .counts').textContent();
+  check(counts.startsWith('71/72'), `progress shows 71/72 (${counts})`);
+  check(pending >= 0, 'trials table rendered');
+
+  // 5. Live: one trial completes; the page follows without a reload.
+  const before = await page.evaluate(() => window.__smoe.trialsUsed);
+  check(before === 71, `71 trials counted before (${before})`);
+  await page.evaluate(() => { window.__smoe.noReload = true; });
+  fixture(['complete', '--coordinator', grpc, '--token-file', tokenFile, '--count', '1']);
+  await waitFor(() => page.evaluate(() => window.__smoe.trialsUsed === 72 && window.__smoe.charts['headline-ood_acc-hyla']), 'the live update');
+  const stillSame = await page.evaluate(() => window.__smoe.noReload === true);
+  check(stillSame, 'the charts updated live without reloading the page (SSE)');
+  const state = await page.locator('#sweep-state').textContent();
+  check(state === 'completed', `sweep state is live: ${state}`);
+  check((await page.locator('#sweep-progress .counts').textContent()).startsWith('72/72'), 'progress is live: 72/72');
+  await page.screenshot({ path: path.join(artifacts, 'sweep-live.png'), fullPage: true });
+
+  // 6. Export: CSV and PNG of the headline chart.
+  const cardSel = '[data-chart="headline-ood_acc-hyla"]';
+  const [csvDl] = await Promise.all([page.waitForEvent('download'), page.click(`${cardSel} button.csv`)]);
+  const csv = fs.readFileSync(await csvDl.path(), 'utf8');
+  const lines = csv.trim().split('\n');
+  check(lines[0].startsWith('top_k,') && lines[0].includes('M=1') && lines[0].includes('k* 3'), `CSV header names the series (${lines[0].slice(0, 80)}…)`);
+  check(lines.length === 1 + 8, `CSV has a row per x (k = 1..8 with the theory overlay): ${lines.length - 1}`);
+  const [pngDl] = await Promise.all([page.waitForEvent('download'), page.click(`${cardSel} button.png`)]);
+  const png = fs.readFileSync(await pngDl.path());
+  check(png.length > 2000 && png.subarray(1, 4).toString() === 'PNG', `PNG export is an image (${png.length} bytes)`);
+  fs.writeFileSync(path.join(artifacts, 'export-headline.png'), png);
+  fs.writeFileSync(path.join(artifacts, 'export-headline.csv'), csv);
+
+  // 7. Table: sort by OOD accuracy, descending, and filter.
+  await page.click('th.sortable:text-is("ood_acc")');
+  await page.click('th.sortable:text-is("ood_acc")');
+  await waitFor(async () => (await page.locator('#table th.desc').count()) === 1, 'descending sort');
+  const headers = await page.locator('#table thead th').allTextContents();
+  const col = headers.findIndex((h) => h.trim() === 'ood_acc');
+  const firstOod = Number(await page.locator('#table tbody tr:first-child td').nth(col).textContent());
+  check(firstOod > 0.85, `sorted table starts with the best trial (${firstOod})`);
+  check(page.url().includes('sort=-r.ood_acc'), 'the sort is in the shareable URL');
+
+  // 8. A trial page: learning curves and router load.
+  const trialHref = await page.locator('#table tbody tr:first-child a').getAttribute('href');
+  await page.goto(url + trialHref);
+  await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
+  const tcharts = await page.evaluate(() => window.__smoe.charts);
+  check(tcharts['trial-loss']?.series[0]?.points === 50, 'learning curve has the 50 loss points');
+  check(tcharts['trial-router-0']?.series.length === 8, 'router load: one line per expert (8)');
+  await page.screenshot({ path: path.join(artifacts, 'trial.png'), fullPage: true });
+
+  // 9. Skill-Mix tables.
+  await page.goto(url + '#/sweep/fixture-skillmix');
+  await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
+  const sm = await page.evaluate(() => window.__smoe.charts);
+  const full = sm['skillmix-ratio_full_marks'];
+  check(full && full.rows === 4 && full.cols === 3 && full.cells === 12, 'Ratio of Full Marks: EPT (4) x k_skills (3) table');
+  check(!!sm['skillmix-skill_fraction'], 'Skill Fraction table');
+  const cell = await page.locator('[data-chart="skillmix-ratio_full_marks"] tbody tr:nth-child(2) td:nth-child(2)').textContent();
+  check(cell === '0.10 ± 0.050', `cell EPT=2, k=2 reads 0.10 ± 0.050 (${cell})`);
+  await page.screenshot({ path: path.join(artifacts, 'skillmix.png'), fullPage: true });
+
+  check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
+}
+
+try {
+  await main();
+  console.log(`browser tests passed; screenshots in ${artifacts}`);
+} catch (e) {
+  if (!process.exitCode) process.exitCode = 1;
+  console.error(e);
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  if (coord) coord.kill('SIGTERM');
+  fs.rmSync(work, { recursive: true, force: true });
+}

@@ -1,0 +1,256 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// smoe-dashboard-fixture: fills a running coordinator with a sweep whose
+// results are known, acting as a worker over the real gRPC API (the
+// coordinator stays the only writer of its store). Used by the browser tests
+// and the dashboard benchmark.
+//
+//   smoe-dashboard-fixture seed --coordinator H:P --token-file F
+//       --sweep FILE [--leave N] [--points 50]
+//     submits FILE, then leases and completes every trial but the last N
+//     (left pending), each with `--points` metric points per series.
+//   smoe-dashboard-fixture complete --coordinator H:P --token-file F
+//       [--count 1] [--kind sraven]
+//     leases and completes up to `count` pending trials.
+//
+// Results (kind sraven): ood_acc = 0.9 - 0.06*|log2 k - log2(2M)| +
+// 0.01*(seed % 3 - 1) - 0.02*[attention == softmax]*M/4, test_acc = ood_acc +
+// 0.05: the best k is 2M for every M and attention (capped at num_experts);
+// tests/browser/dashboard.test.mjs mirrors this formula.
+// Results (kind skillmix): ratio_full_marks = 0.1*ept/k_skills (capped at 1),
+// its _se 0.05, skill_fraction = min(1, 0.2*ept/k_skills + 0.3).
+#include <grpcpp/grpcpp.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/api_token.h"
+#include "nlohmann/json.hpp"
+#include "proto/auth.h"
+#include "proto/smoe.grpc.pb.h"
+
+namespace {
+
+namespace pb = smoe::v1;
+using nlohmann::json;
+
+struct Flags {
+  std::string cmd, coordinator, token_file, sweep;
+  int leave = 0, points = 50, count = 1;
+  std::string kind = "sraven";
+};
+
+int Usage() {
+  std::cerr << "usage: smoe-dashboard-fixture seed|complete --coordinator "
+               "H:P --token-file F [--sweep FILE] [--leave N] [--points N] "
+               "[--count N] [--kind K]\n";
+  return 64;
+}
+
+double Ood(const json& p, int64_t seed) {
+  const double m = p.value("M", 4);
+  const double k = p.value("top_k", 2);
+  const double e = p.value("num_experts", 8);
+  const double best = std::min(2 * m, e);
+  const double soft = p.value("attention", std::string("softmax")) == "softmax"
+                          ? 0.02 * m / 4
+                          : 0.0;
+  return 0.9 - 0.06 * std::fabs(std::log2(k) - std::log2(best)) +
+         0.01 * static_cast<double>(seed % 3 - 1) - soft;
+}
+
+class Fixture {
+ public:
+  Fixture(const Flags& f, std::string token) : flags_(f), token_(token) {
+    auto ch =
+        grpc::CreateChannel(f.coordinator, grpc::InsecureChannelCredentials());
+    coord_ = pb::Coordinator::NewStub(ch);
+    gw_ = pb::WorkerGateway::NewStub(ch);
+  }
+
+  bool Ok(const grpc::Status& s, const char* what) {
+    if (!s.ok()) std::cerr << what << ": " << s.error_message() << "\n";
+    return s.ok();
+  }
+  void Prep(grpc::ClientContext* ctx) {
+    smoe::proto::PrepareClientContext(ctx, token_, absl::Seconds(60));
+  }
+
+  bool Submit(const std::string& yaml, int* total) {
+    pb::SubmitSweepRequest req;
+    req.set_spec_yaml(yaml);
+    pb::SubmitSweepResponse resp;
+    grpc::ClientContext ctx;
+    Prep(&ctx);
+    if (!Ok(coord_->SubmitSweep(&ctx, req, &resp), "SubmitSweep")) return false;
+    *total = resp.sweep().counts().total();
+    return true;
+  }
+
+  bool Register(const std::string& kind) {
+    pb::RegisterRequest req;
+    req.set_hostname("fixture");
+    req.set_slots(100000);
+    req.set_gpus(64);
+    req.add_kinds(kind);
+    pb::RegisterResponse resp;
+    grpc::ClientContext ctx;
+    Prep(&ctx);
+    if (!Ok(gw_->Register(&ctx, req, &resp), "Register")) return false;
+    worker_ = resp.worker_id();
+    return true;
+  }
+
+  // Leases up to n trials and completes them.
+  bool Run(int n) {
+    while (n > 0) {
+      pb::LeaseRequest req;
+      req.set_worker_id(worker_);
+      req.set_free_slots(std::min(n, 500));
+      req.set_free_gpus(64 * 500);
+      pb::LeaseResponse resp;
+      grpc::ClientContext ctx;
+      Prep(&ctx);
+      if (!Ok(gw_->Lease(&ctx, req, &resp), "Lease")) return false;
+      if (resp.leases_size() == 0) return true;
+      for (const pb::TrialLease& l : resp.leases()) {
+        if (!Finish(l)) return false;
+        --n;
+      }
+    }
+    return true;
+  }
+
+  bool Finish(const pb::TrialLease& l) {
+    const json p = json::parse(l.params_json(), nullptr, false);
+    std::map<std::string, double> results;
+    pb::ReportMetricsRequest mr;
+    mr.set_worker_id(worker_);
+    mr.set_trial_id(l.trial_id());
+    mr.set_attempt(l.attempt());
+    if (l.kind() == "skillmix") {
+      const double r = static_cast<double>(p.value("ept", 1)) /
+                       std::max(1, p.value("k_skills", 1));
+      results = {{"ratio_full_marks", std::min(1.0, 0.1 * r)},
+                 {"ratio_full_marks_se", 0.05},
+                 {"skill_fraction", std::min(1.0, 0.2 * r + 0.3)}};
+    } else {
+      const double ood = Ood(p, l.seed());
+      results = {{"ood_acc", ood},
+                 {"test_acc", ood + 0.05},
+                 {"train_loss", 0.2 + (1 - ood)},
+                 {"steps_per_s", 40}};
+      const int steps = flags_.points;
+      const int experts = p.value("num_experts", 8);
+      for (int i = 0; i < steps; ++i) {
+        const int64_t step = static_cast<int64_t>(i + 1) * 10;
+        const double f = static_cast<double>(i + 1) / steps;
+        auto add = [&](const std::string& name, double v) {
+          pb::Metric* m = mr.add_metrics();
+          m->set_step(step);
+          m->set_name(name);
+          m->set_value(v);
+        };
+        add("train/loss", 2.3 * std::exp(-3 * f) + (1 - ood));
+        if (i % 10 == 9) {
+          add("eval/ood_acc", ood * f);
+          add("eval/test_acc", (ood + 0.05) * f);
+          for (int e = 0; e < experts && e < 8; ++e) {
+            add(absl::StrCat("router/layer0/expert", e, "_frac"),
+                (1.0 + 0.5 * std::sin(e + f)) / experts);
+          }
+          add("router/layer0/entropy", std::log(experts) * (1 - 0.2 * f));
+        }
+      }
+    }
+    pb::ReportMetricsResponse mresp;
+    grpc::ClientContext c1;
+    Prep(&c1);
+    if (mr.metrics_size() > 0 &&
+        !Ok(gw_->ReportMetrics(&c1, mr, &mresp), "ReportMetrics")) {
+      return false;
+    }
+    pb::CompleteRequest cr;
+    cr.set_worker_id(worker_);
+    cr.set_trial_id(l.trial_id());
+    cr.set_attempt(l.attempt());
+    cr.set_duration_s(12.5);
+    for (const auto& [k, v] : results) (*cr.mutable_results())[k] = v;
+    pb::CompleteResponse cresp;
+    grpc::ClientContext c2;
+    Prep(&c2);
+    return Ok(gw_->Complete(&c2, cr, &cresp), "Complete");
+  }
+
+ private:
+  Flags flags_;
+  std::string token_;
+  std::string worker_;
+  std::unique_ptr<pb::Coordinator::Stub> coord_;
+  std::unique_ptr<pb::WorkerGateway::Stub> gw_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return Usage();
+  Flags f;
+  f.cmd = argv[1];
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--coordinator") {
+      f.coordinator = v;
+    } else if (k == "--token-file") {
+      f.token_file = v;
+    } else if (k == "--sweep") {
+      f.sweep = v;
+    } else if (k == "--kind") {
+      f.kind = v;
+    } else if ((k == "--leave" && absl::SimpleAtoi(v, &f.leave)) ||
+               (k == "--points" && absl::SimpleAtoi(v, &f.points)) ||
+               (k == "--count" && absl::SimpleAtoi(v, &f.count))) {
+    } else {
+      return Usage();
+    }
+  }
+  if (f.coordinator.empty() || f.token_file.empty()) return Usage();
+  auto token = smoe::ResolveClientToken(f.token_file);
+  if (!token.ok()) {
+    std::cerr << token.status().message() << "\n";
+    return 77;
+  }
+  Fixture fx(f, *token);
+  if (f.cmd == "seed") {
+    std::ifstream in(f.sweep);
+    std::stringstream yaml;
+    yaml << in.rdbuf();
+    if (!in || yaml.str().empty()) {
+      std::cerr << "cannot read " << f.sweep << "\n";
+      return 66;
+    }
+    const std::string text = yaml.str();
+    const std::string kind = text.find("kind: skillmix") != std::string::npos
+                                 ? "skillmix"
+                                 : "sraven";
+    int total = 0;
+    if (!fx.Submit(text, &total) || !fx.Register(kind)) return 1;
+    if (!fx.Run(total - f.leave)) return 1;
+    std::cout << "seeded " << (total - f.leave) << " of " << total
+              << " trials\n";
+    return 0;
+  }
+  if (f.cmd == "complete") {
+    if (!fx.Register(f.kind) || !fx.Run(f.count)) return 1;
+    std::cout << "completed up to " << f.count << " trials\n";
+    return 0;
+  }
+  return Usage();
+}

@@ -1,0 +1,513 @@
+// SMoE Lab dashboard: hash-routed pages over the coordinator's JSON API.
+//   #/                         sweeps with progress
+//   #/sweep/<id>?x=&series=&facet=&band=&theory=&q=&state=&sort=&page=
+//   #/trial/<sweep>/<hex>      learning curves + router telemetry
+import './style.css';
+import { api, toLogin, watchSweep } from './api.js';
+import { PALETTE, card, download, heatTable, lineChart, toCsv } from './chart.js';
+
+const app = document.getElementById('app');
+const crumbs = document.getElementById('crumbs');
+const live = document.getElementById('live');
+let cleanup = [];
+
+const METRIC_NAMES = {
+  ood_acc: 'OOD accuracy',
+  test_acc: 'test accuracy',
+  ratio_full_marks: 'Ratio of Full Marks',
+  ratio_all_skills: 'Ratio of All Skills',
+  skill_fraction: 'Skill Fraction',
+};
+const metricName = (m) => METRIC_NAMES[m] || m;
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'class') el.className = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) el.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+  }
+  return el;
+}
+
+function parseHash() {
+  const raw = location.hash.replace(/^#/, '') || '/';
+  const [path, query] = raw.split('?');
+  return { parts: path.split('/').filter(Boolean).map(decodeURIComponent), q: new URLSearchParams(query || '') };
+}
+
+function setQuery(q) {
+  const { parts } = parseHash();
+  const path = '#/' + parts.map(encodeURIComponent).join('/');
+  const s = q.toString();
+  history.replaceState(null, '', path + (s ? '?' + s : ''));
+}
+
+function setLive(on) {
+  live.textContent = on ? '● live' : '○ reconnecting';
+  live.className = 'live ' + (on ? 'on' : 'off');
+}
+
+function progress(counts) {
+  const total = counts.total || 0;
+  const done = counts.succeeded + counts.failed + counts.cancelled;
+  const pct = total ? (100 * done) / total : 0;
+  const bar = h('div', { class: 'bar', title: `${done}/${total} finished` },
+    h('span', { class: 'ok', style: `width:${total ? (100 * counts.succeeded) / total : 0}%` }),
+    h('span', { class: 'bad', style: `width:${total ? (100 * (counts.failed + counts.cancelled)) / total : 0}%` }),
+    h('span', { class: 'run', style: `width:${total ? (100 * counts.running) / total : 0}%` }));
+  return h('div', { class: 'progress' }, bar,
+    h('span', { class: 'counts' },
+      `${done}/${total} (${pct.toFixed(0)}%) · running ${counts.running} · pending ${counts.pending} · failed ${counts.failed}`));
+}
+
+function fmt(v, d = 4) {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(d);
+  return String(v);
+}
+
+function fmtTime(ms) {
+  return ms ? new Date(ms).toLocaleString() : '';
+}
+
+// ---- sweeps list ---------------------------------------------------------------
+
+async function renderSweeps() {
+  crumbs.textContent = '';
+  app.replaceChildren(h('h2', {}, 'Sweeps'), h('div', { id: 'sweeps' }, h('p', { class: 'muted' }, 'Loading…')));
+  const draw = async () => {
+    const { sweeps } = await api('sweeps');
+    const box = document.getElementById('sweeps');
+    if (!box) return;
+    if (!sweeps.length) {
+      box.replaceChildren(h('p', { class: 'muted' }, 'No sweeps yet. Submit one: smoe sweep submit examples/sraven-demo.yaml'));
+      return;
+    }
+    box.replaceChildren(h('table', { class: 'grid sweeps' },
+      h('thead', {}, h('tr', {}, ['sweep', 'kind', 'state', 'progress', 'axes', 'updated'].map((c) => h('th', {}, c)))),
+      h('tbody', {}, sweeps.map((s) => h('tr', {},
+        h('td', {}, h('a', { href: '#/sweep/' + encodeURIComponent(s.sweep_id) }, s.sweep_id)),
+        h('td', {}, s.kind),
+        h('td', {}, h('span', { class: 'badge ' + s.state }, s.state)),
+        h('td', {}, progress(s.counts)),
+        h('td', { class: 'muted' }, s.axes.map((a) => `${a.name} ∈ {${a.values.join(', ')}}`).join(' × ') + ` × ${s.seeds.length} seed(s)`),
+        h('td', { class: 'muted' }, fmtTime(s.updated_ms)))))));
+  };
+  await draw();
+  const timer = setInterval(() => draw().catch(() => {}), 5000);
+  cleanup.push(() => clearInterval(timer));
+}
+
+// ---- sweep page ------------------------------------------------------------------
+
+function seriesFromCurves(facet, xs, band, optimal, palette) {
+  const out = [];
+  facet.series.forEach((s, i) => {
+    const color = palette[i % palette.length];
+    const byX = new Map(s.points.map((p) => [p.x, p]));
+    const pick = (f) => xs.map((x) => (byX.has(x) ? f(byX.get(x)) : null));
+    out.push({
+      label: `${s.label}`,
+      color,
+      values: pick((p) => p.mean),
+      lo: pick((p) => (band === 'sem' ? p.mean - p.sem : p.ci_lo)),
+      hi: pick((p) => (band === 'sem' ? p.mean + p.sem : p.ci_hi)),
+    });
+    const o = optimal.find((o) => o.facet_label === facet.label && o.series_label === s.label);
+    if (o) {
+      out.push({
+        label: `k* ${s.label}`,
+        color,
+        markers: true,
+        values: xs.map((x) => (x === o.best ? o.best_mean : null)),
+      });
+    }
+  });
+  return out;
+}
+
+function numericXs(facets, extra = []) {
+  const set = new Set(extra);
+  for (const f of facets) for (const s of f.series) for (const p of s.points) set.add(p.x);
+  return [...set].sort((a, b) => (typeof a === 'number' && typeof b === 'number' ? a - b : String(a).localeCompare(String(b))));
+}
+
+function headlineCharts(box, curves, optimal, fits, st) {
+  const metric = curves.metric;
+  if (!curves.facets.length) {
+    box.appendChild(h('p', { class: 'muted empty' }, `No succeeded trials with ${metric} yet.`));
+    return;
+  }
+  for (const facet of curves.facets) {
+    const fit = fits.find((f) => f.facet_label === facet.label && f.ok);
+    const theory = st.theory && fit ? fit.k_star : [];
+    let xs = numericXs([facet], theory.flatMap((k) => k.curve.map((c) => c[0])));
+    const categorical = xs.some((x) => typeof x !== 'number');
+    const tick = categorical ? xs.map(String) : null;
+    const xsPlot = categorical ? xs.map((_, i) => i) : xs;
+    const series = seriesFromCurves(facet, xs, st.band, optimal, PALETTE);
+    for (const s of series) if (!s.markers) s.label = `${curves.series}=${s.label}`;
+    theory.forEach((k) => {
+      const idx = facet.series.findIndex((s) => Number(s.key) === k.N);
+      const color = PALETTE[(idx < 0 ? 7 : idx) % PALETTE.length];
+      const byK = new Map(k.curve.map(([kk, e]) => [kk, e === null ? null : 1 - e]));
+      series.push({ label: `theory ${curves.series}=${k.N}`, color, dash: [6, 4], width: 1.5,
+        values: xs.map((x) => (byK.has(x) ? byK.get(x) : null)) });
+    });
+    const title = `${metricName(metric)} vs ${curves.x}` + (curves.facet ? ` — ${curves.facet}=${facet.label}` : '');
+    const positive = !categorical && xs.every((x) => x > 0);
+    const chart = lineChart(box, `headline-${metric}-${facet.label}`, title, {
+      xs: xsPlot, xTickLabels: tick, series, xLog2: positive && st.log,
+      xLabel: curves.x, yLabel: metricName(metric),
+    }, `band: ${st.band === 'sem' ? 'mean ± s.e.m.' : `${Math.round(curves.ci_level * 100)}% bootstrap CI`} over seeds; big dots: optimal ${curves.x}` +
+      (theory.length ? '; dashed: fitted E(k,N) as 1 − E' : ''));
+    st.charts.push(chart.u);
+  }
+}
+
+function optimalCharts(box, analysis, st) {
+  const byFacet = new Map();
+  for (const o of analysis.optimal) {
+    if (!byFacet.has(o.facet_label)) byFacet.set(o.facet_label, []);
+    byFacet.get(o.facet_label).push(o);
+  }
+  for (const [facet, rows] of byFacet) {
+    const numeric = rows.every((o) => typeof o.series === 'number');
+    const xs = numeric ? rows.map((o) => o.series) : rows.map((_, i) => i);
+    const fit = analysis.fits.find((f) => f.facet_label === facet && f.ok);
+    const series = [
+      { label: `best ${analysis.x} (argmax)`, color: PALETTE[0], values: rows.map((o) => o.best),
+        lo: rows.map((o) => o.ci_lo), hi: rows.map((o) => o.ci_hi) },
+      { label: 'smallest within 1 s.e.', color: PALETTE[2], dash: [4, 3], values: rows.map((o) => o.one_se) },
+    ];
+    if (fit) {
+      const ks = new Map(fit.k_star.map((k) => [k.N, k.k_star]));
+      series.push({ label: 'theory k*', color: PALETTE[1], dash: [8, 4], values: rows.map((o) => ks.get(o.series) ?? null) });
+    }
+    const chart = lineChart(box, `optimal-${facet}`, `Optimal ${analysis.x} vs ${analysis.series}` + (analysis.facet ? ` — ${analysis.facet}=${facet}` : ''), {
+      xs, xTickLabels: numeric ? null : rows.map((o) => o.series_label), series,
+      xLabel: analysis.series, yLabel: analysis.x, height: 240,
+    }, `${metricName(analysis.metric)}; band: ${Math.round(analysis.curves.ci_level * 100)}% bootstrap CI of the argmax over seeds`);
+    st.charts.push(chart.u);
+  }
+}
+
+function fitSection(box, analysis, st) {
+  for (const f of analysis.fits) {
+    if (!f.ok) {
+      box.appendChild(h('p', { class: 'muted' }, `Theory fit (${analysis.facet}=${f.facet_label}): ${f.message}`));
+      continue;
+    }
+    const ns = [...new Set(f.points.map((p) => p.N))].sort((a, b) => a - b);
+    const xs = [...new Set(f.points.map((p) => p.k))].sort((a, b) => a - b);
+    const series = ns.map((n, i) => ({
+      label: `${analysis.series}=${n}`, color: PALETTE[i % PALETTE.length],
+      values: xs.map((k) => f.points.find((p) => p.k === k && p.N === n)?.residual ?? null),
+    }));
+    const c = lineChart(box, `residuals-${f.facet_label}`,
+      `E(k,N) fit residuals (measured − fitted error) — ${analysis.facet}=${f.facet_label}`,
+      { xs, series, xLog2: xs.every((x) => x > 0), xLabel: analysis.x, yLabel: 'residual', height: 200 },
+      `a = ${f.a.toPrecision(4)}, b = ${f.b.toPrecision(4)}, R² = ${f.r2.toFixed(3)}, predicted k*: ` +
+      f.k_star.map((k) => `N=${k.N}→${k.k_star}`).join(', '));
+    st.charts.push(c.u);
+  }
+}
+
+function optimalTable(box, analysis) {
+  const c = card(box, `Optimal ${analysis.x} per ${analysis.series} (${metricName(analysis.metric)})`, { id: 'optimal-table' });
+  const header = [analysis.facet || '-', analysis.series, `best ${analysis.x}`, 'mean', 's.e.m.', 'P(best)', 'CI', '1-s.e. rule'];
+  const rows = analysis.optimal.map((o) => [o.facet_label, o.series_label, o.best, o.best_mean, o.best_sem, o.best_freq, `[${o.ci_lo}, ${o.ci_hi}]`, o.one_se]);
+  c.body.appendChild(h('table', { class: 'grid compact' },
+    h('thead', {}, h('tr', {}, header.map((x) => h('th', {}, x)))),
+    h('tbody', {}, rows.map((r) => h('tr', {}, r.map((x) => h('td', {}, fmt(x, 4))))))));
+  c.tool('CSV', () => download('optimal-k.csv', new Blob([toCsv(header, rows)], { type: 'text/csv' })), 'csv');
+}
+
+function trialTable(box, page, st, onChange) {
+  const cols = page.columns;
+  const resultCols = cols.results.filter((r) => !r.endsWith('_per_feature'));
+  const head = [
+    ['trial', 'trial'], ['state', 'state'], ['attempt', 'attempt'], ['worker', 'worker'],
+    ['duration', 'duration (s)'], ['seed', 'seed'],
+    ...cols.params.map((p) => ['p.' + p, p]), ...resultCols.map((r) => ['r.' + r, r]),
+  ];
+  const c = card(box, `Trials (${page.matched} of ${page.total})`, { id: 'trials' });
+  const q = h('input', { type: 'search', placeholder: 'filter: M=2 hyla worker…', value: st.q || '', class: 'filter' });
+  const state = h('select', { class: 'filter' }, ['', 'succeeded', 'running', 'pending', 'failed', 'cancelled']
+    .map((s) => h('option', { value: s, selected: s === (st.state || '') ? '' : null }, s || 'any state')));
+  let t;
+  q.addEventListener('input', () => { clearTimeout(t); t = setTimeout(() => onChange({ q: q.value, page: 0 }), 300); });
+  state.addEventListener('change', () => onChange({ state: state.value, page: 0 }));
+  const start = page.offset + 1;
+  const end = page.offset + page.rows.length;
+  const pager = h('span', { class: 'pager' },
+    h('button', { type: 'button', disabled: page.offset === 0 ? '' : null, onclick: () => onChange({ page: st.page - 1 }) }, '‹'),
+    ` ${page.rows.length ? start : 0}–${end} of ${page.matched} `,
+    h('button', { type: 'button', disabled: end >= page.matched ? '' : null, onclick: () => onChange({ page: st.page + 1 }) }, '›'));
+  c.body.appendChild(h('div', { class: 'table-tools' }, q, state, pager));
+  const sortKey = (st.sort || '').replace(/^-/, '');
+  const desc = (st.sort || '').startsWith('-');
+  const table = h('table', { class: 'grid trials' },
+    h('thead', {}, h('tr', {}, head.map(([k, label]) => h('th', {
+      class: 'sortable' + (k === sortKey ? (desc ? ' desc' : ' asc') : ''),
+      onclick: () => onChange({ sort: k === sortKey && !desc ? '-' + k : k, page: 0 }),
+    }, label)))),
+    h('tbody', {}, page.rows.map((r) => h('tr', { 'data-trial': r.trial_id },
+      h('td', {}, h('a', { href: '#/trial/' + r.trial_id }, r.trial_id.split('/')[1])),
+      h('td', {}, h('span', { class: 'badge ' + r.state }, r.state)),
+      h('td', {}, r.attempt), h('td', {}, r.worker || ''), h('td', {}, r.duration_s ? r.duration_s.toFixed(1) : ''),
+      h('td', {}, r.seed),
+      cols.params.map((p) => h('td', {}, fmt(r.params?.[p]))),
+      resultCols.map((m) => h('td', {}, fmt(r.results?.[m])))))));
+  c.body.appendChild(h('div', { class: 'scroll' }, table));
+  c.tool('CSV', () => download('trials.csv', new Blob([toCsv(head.map((x) => x[1]), page.rows.map((r) => [
+    r.trial_id, r.state, r.attempt, r.worker, r.duration_s, r.seed,
+    ...cols.params.map((p) => r.params?.[p]), ...resultCols.map((m) => r.results?.[m]),
+  ]))], { type: 'text/csv' })), 'csv');
+}
+
+async function renderSweep(id, q) {
+  const st = {
+    x: q.get('x') || 'top_k', series: q.get('series') || 'M', facet: q.get('facet') ?? 'attention',
+    band: q.get('band') || 'ci', theory: q.get('theory') !== '0', log: q.get('log') !== '0',
+    q: q.get('q') || '', state: q.get('state') || '', sort: q.get('sort') || '',
+    page: Number(q.get('page') || 0), charts: [],
+  };
+  const pageSize = 50;
+  crumbs.replaceChildren(h('a', { href: '#/' }, 'sweeps'), ' / ', h('b', {}, id));
+  const head = h('div', { class: 'sweep-head' });
+  const controls = h('div', { class: 'controls' });
+  const charts = h('div', { class: 'charts', id: 'charts' });
+  const tableBox = h('div', { id: 'table' });
+  app.replaceChildren(head, controls, charts, tableBox);
+
+  let sweep = null;
+  const drawHead = (sw) => {
+    head.replaceChildren(h('h2', {}, sw.sweep_id, ' ', h('span', { class: 'badge ' + sw.state, id: 'sweep-state' }, sw.state)),
+      h('div', { class: 'muted' }, `${sw.kind} · ` + sw.axes.map((a) => `${a.name} ∈ {${a.values.join(', ')}}`).join(' × ') + ` × seeds {${sw.seeds.join(', ')}}`),
+      h('div', { id: 'sweep-progress' }, progress(sw.counts)));
+  };
+  const saveQuery = () => {
+    const nq = new URLSearchParams();
+    const defaults = { x: 'top_k', series: 'M', facet: 'attention', band: 'ci', theory: true, log: true, q: '', state: '', sort: '', page: 0 };
+    for (const k of Object.keys(defaults)) {
+      if (st[k] !== defaults[k]) nq.set(k, typeof st[k] === 'boolean' ? (st[k] ? '1' : '0') : st[k]);
+    }
+    setQuery(nq);
+  };
+  const loadTable = async () => {
+    const page = await api('sweeps/' + encodeURIComponent(id), {
+      offset: st.page * pageSize, limit: pageSize, sort: st.sort, q: st.q, state: st.state,
+    });
+    sweep = page.sweep;
+    drawHead(sweep);
+    tableBox.replaceChildren();
+    trialTable(tableBox, page, st, (change) => {
+      Object.assign(st, change);
+      saveQuery();
+      loadTable().catch(showError);
+    });
+    return page;
+  };
+  const loadCharts = async () => {
+    const params = { x: st.x, series: st.series, facet: st.facet };
+    let blocks;
+    if (sweep.kind === 'skillmix') {
+      const sm = await api(`sweeps/${encodeURIComponent(id)}/skillmix`);
+      blocks = [h('h3', { class: 'section' }, 'Skill-Mix: EPT × k_skills')];
+      const box = h('div', { class: 'grid-charts' });
+      for (const t of sm.tables) {
+        heatTable(box, `skillmix-${t.metric}`, `${metricName(t.metric)} (mean ± s.e.)`,
+          { ...t, rowName: sm.rows, colName: sm.cols });
+      }
+      if (!sm.tables.length) box.appendChild(h('p', { class: 'muted empty' }, 'No finished Skill-Mix trials yet.'));
+      blocks.push(box);
+    } else {
+      const [ood, test] = await Promise.all([
+        api(`sweeps/${encodeURIComponent(id)}/analysis`, { ...params, metric: 'ood_acc' }),
+        api(`sweeps/${encodeURIComponent(id)}/curves`, { ...params, metric: 'test_acc' }),
+      ]);
+      st.charts.forEach((u) => u.destroy());
+      st.charts = [];
+      window.__smoe.charts = {};
+      const headBox = h('div', { class: 'grid-charts', id: 'headline' });
+      const optBox = h('div', { class: 'grid-charts', id: 'optimal' });
+      const fitBox = h('div', { class: 'grid-charts', id: 'fit' });
+      blocks = [h('h3', { class: 'section' }, `Accuracy vs ${st.x}: one line per ${st.series}` + (st.facet ? `, a panel per ${st.facet}` : '')), headBox,
+        h('h3', { class: 'section' }, `Optimal ${st.x}`), optBox,
+        h('h3', { class: 'section' }, 'Theory: E(k,N) = a·N²/k + b·√(N·k/m·log(T/k))'), fitBox];
+      charts.replaceChildren(...blocks);
+      headlineCharts(headBox, ood.curves, ood.optimal, ood.fits, st);
+      headlineCharts(headBox, test, test.optimal, [], st);
+      if (ood.optimal.length) {
+        optimalCharts(optBox, ood, st);
+        optimalTable(optBox, ood);
+      } else {
+        optBox.appendChild(h('p', { class: 'muted empty' }, 'Needs succeeded trials.'));
+      }
+      if (ood.fits.length) fitSection(fitBox, ood, st);
+      window.__smoe.version = ood.version;
+      window.__smoe.trialsUsed = ood.curves.trials_used;
+      return;
+    }
+    charts.replaceChildren(...blocks);
+  };
+  const axisNames = () => (sweep ? sweep.axes.map((a) => a.name) : []);
+  const drawControls = () => {
+    const names = ['', ...new Set([...axisNames(), 'top_k', 'M', 'attention', 'ept', 'k_skills'])];
+    const sel = (key, label, opts) => h('label', {}, label + ' ', h('select', {
+      onchange: (e) => { st[key] = e.target.value; saveQuery(); loadCharts().catch(showError); },
+    }, opts.map(([v, l]) => h('option', { value: v, selected: v === String(st[key]) ? '' : null }, l))));
+    const check = (key, label) => h('label', {}, h('input', {
+      type: 'checkbox', checked: st[key] ? '' : null,
+      onchange: (e) => { st[key] = e.target.checked; saveQuery(); loadCharts().catch(showError); },
+    }), ' ' + label);
+    if (sweep.kind === 'skillmix') {
+      controls.replaceChildren();
+      return;
+    }
+    controls.replaceChildren(
+      sel('x', 'x', names.filter(Boolean).map((n) => [n, n])),
+      sel('series', 'lines', names.map((n) => [n, n || '(none)'])),
+      sel('facet', 'panels', names.map((n) => [n, n || '(none)'])),
+      sel('band', 'band', [['ci', 'bootstrap CI'], ['sem', '± s.e.m.']]),
+      check('theory', 'theory overlay'), check('log', 'log₂ x'));
+  };
+
+  await loadTable();
+  drawControls();
+  await loadCharts();
+  window.__smoe.ready = true;
+  window.__smoe.firstRenderMs = performance.now();
+
+  // Live updates: counts at once; charts and table at most every ~1 s.
+  let pending = null;
+  let last = 0;
+  const refresh = () => {
+    if (pending) return;
+    const wait = Math.max(250, 1000 - (Date.now() - last));
+    pending = setTimeout(async () => {
+      pending = null;
+      last = Date.now();
+      try {
+        await loadTable();
+        await loadCharts();
+        window.__smoe.updates = (window.__smoe.updates || 0) + 1;
+      } catch (e) {
+        showError(e);
+      }
+    }, wait);
+  };
+  const close = watchSweep(id, (ev) => {
+    if (sweep) {
+      sweep.counts = ev.counts;
+      sweep.state = ev.state;
+      drawHead(sweep);
+    }
+    for (const r of ev.changed || []) {
+      const row = document.querySelector(`tr[data-trial="${CSS.escape(r.trial_id)}"] .badge`);
+      if (row) {
+        row.textContent = r.state;
+        row.className = 'badge ' + r.state;
+      }
+    }
+    refresh();
+  }, setLive);
+  cleanup.push(close, () => pending && clearTimeout(pending), () => st.charts.forEach((u) => u.destroy()));
+}
+
+// ---- trial page -------------------------------------------------------------------
+
+function alignSeries(metrics, names) {
+  const steps = new Set();
+  for (const n of names) metrics[n].steps.forEach((s) => steps.add(s));
+  const xs = [...steps].sort((a, b) => a - b);
+  const idx = new Map(xs.map((s, i) => [s, i]));
+  return {
+    xs,
+    values: names.map((n) => {
+      const out = new Array(xs.length).fill(null);
+      metrics[n].steps.forEach((s, i) => { out[idx.get(s)] = metrics[n].values[i]; });
+      return out;
+    }),
+  };
+}
+
+async function renderTrial(trialId) {
+  const sweepId = trialId.split('/')[0];
+  crumbs.replaceChildren(h('a', { href: '#/' }, 'sweeps'), ' / ',
+    h('a', { href: '#/sweep/' + encodeURIComponent(sweepId) }, sweepId), ' / ', h('b', {}, trialId.split('/')[1] || ''));
+  const t = await api(`trials/${trialId}/metrics`);
+  const box = h('div', { class: 'grid-charts' });
+  app.replaceChildren(h('h2', {}, trialId, ' ', h('span', { class: 'badge ' + t.state }, t.state)),
+    h('p', { class: 'muted' }, `seed ${t.seed} · ` + Object.entries(t.params || {}).map(([k, v]) => `${k}=${v}`).join(' · ')), box);
+  const names = Object.keys(t.metrics);
+  const charts = [];
+  const draw = (id, title, list, yLabel, note) => {
+    const present = list.filter((n) => t.metrics[n]);
+    if (!present.length) return;
+    const { xs, values } = alignSeries(t.metrics, present);
+    charts.push(lineChart(box, id, title, {
+      xs, xLabel: 'step', yLabel,
+      series: present.map((n, i) => ({ label: n.replace(/^router\/layer\d+\//, ''), color: PALETTE[i % PALETTE.length], values: values[i] })),
+    }, note).u);
+  };
+  draw('trial-loss', 'Training loss', names.filter((n) => /loss/.test(n)), 'loss');
+  draw('trial-acc', 'Accuracy', names.filter((n) => /^eval\//.test(n)), 'accuracy');
+  const layers = [...new Set(names.map((n) => n.match(/^router\/layer(\d+)\//)?.[1]).filter(Boolean))].sort((a, b) => a - b);
+  for (const l of layers) {
+    const experts = names.filter((n) => n.startsWith(`router/layer${l}/expert`) && n.endsWith('_frac'))
+      .sort((a, b) => Number(a.match(/expert(\d+)/)[1]) - Number(b.match(/expert(\d+)/)[1]));
+    draw(`trial-router-${l}`, `Router expert load — layer ${l}`, experts, 'fraction of tokens',
+      'Share of routed tokens per expert; uniform load is 1/num_experts × top_k');
+  }
+  draw('trial-entropy', 'Router entropy per layer', names.filter((n) => /^router\/layer\d+\/entropy$/.test(n)), 'entropy (nats)');
+  const rest = names.filter((n) => !/loss|^eval\/|^router\//.test(n));
+  if (rest.length) draw('trial-other', 'Other metrics', rest, 'value');
+  if (!names.length) box.appendChild(h('p', { class: 'muted empty' }, 'No metrics reported yet.'));
+  window.__smoe.ready = true;
+  cleanup.push(() => charts.forEach((u) => u.destroy()));
+}
+
+// ---- router --------------------------------------------------------------------------
+
+function showError(e) {
+  if (e && e.status === 401) return;
+  app.prepend(h('div', { class: 'error' }, String(e && e.message ? e.message : e)));
+}
+
+async function route() {
+  cleanup.forEach((f) => f());
+  cleanup = [];
+  window.__smoe.ready = false;
+  window.__smoe.charts = {};
+  live.textContent = '';
+  const { parts, q } = parseHash();
+  try {
+    if (parts[0] === 'sweep' && parts[1]) await renderSweep(parts[1], q);
+    else if (parts[0] === 'trial' && parts.length >= 3) await renderTrial(parts[1] + '/' + parts[2]);
+    else await renderSweeps();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+document.getElementById('logout').addEventListener('click', async () => {
+  await fetch('/logout', { method: 'POST' });
+  toLogin();
+});
+window.addEventListener('hashchange', route);
+// Back from /login: return to the route that needed the sign-in (the
+// hashchange renders it).
+const next = sessionStorage.getItem('smoe.next');
+sessionStorage.removeItem('smoe.next');
+if (next && next !== '#/' && (!location.hash || location.hash === '#/')) {
+  location.hash = next;
+} else {
+  route();
+}
