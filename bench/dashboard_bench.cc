@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
 
   httplib::Client client("127.0.0.1", port);
   client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);  // as browsers and curl do
   client.set_read_timeout(60, 0);
   const httplib::Headers auth = {{"Authorization", "Bearer " + token}};
   const std::string some_trial = sub->sweep.record.sweep_id + "/" + [&] {
