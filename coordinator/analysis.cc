@@ -529,8 +529,11 @@ std::vector<SkillMixTable> SkillMixTables(const std::vector<TrialPoint>& trials,
 // ---------------------------------------------------------------------
 
 json ToJson(const GroupKey& k) {
-  if (k.numeric) return k.number;
-  return k.label;
+  if (!k.numeric) return k.label;
+  if (k.number == std::floor(k.number) && std::fabs(k.number) < 1e15) {
+    return static_cast<int64_t>(k.number);
+  }
+  return k.number;
 }
 
 json ToJson(const Curves& c) {
