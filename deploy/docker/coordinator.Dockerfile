@@ -4,23 +4,26 @@
 # Build from the repository root (see deploy/README.md):
 #   docker build -f deploy/docker/coordinator.Dockerfile -t smoe-coordinator:0.1.0 .
 
+# Node.js for the dashboard build (Vite 7 needs Node >= 20.19; Debian 12 has 18).
+FROM node:22.12.0-bookworm-slim AS node
+
 FROM debian:12.11-slim AS build
 # The service subset of scripts/install-deps: no LibTorch, CUDA or test
 # packages (tests/deploy checks every -dev package here is in install-deps).
-# Node.js + npm build the dashboard that is embedded into the binary.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config ca-certificates \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev \
       libcpp-httplib-dev libcli11-dev libcurl4-openssl-dev libssl-dev \
-      nodejs npm \
  && rm -rf /var/lib/apt/lists/*
+# node and npm (npm lives in /usr/local/lib/node_modules, linked from bin).
+COPY --from=node /usr/local/ /usr/local/
 WORKDIR /src
 COPY . .
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DSMOE_WITH_CUDA=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON \
-      -DSMOE_BUILD_TESTS=OFF -DSMOE_BUILD_BENCHMARKS=OFF \
+      -DSMOE_WEB=ON -DSMOE_BUILD_TESTS=OFF -DSMOE_BUILD_BENCHMARKS=OFF \
  && cmake --build build --target smoe \
  && strip build/bin/smoe \
  && deploy/docker/runtime-packages.sh build/bin/smoe > build/runtime-packages

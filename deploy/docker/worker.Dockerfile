@@ -20,7 +20,6 @@ RUN apt-get update \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev \
       libcpp-httplib-dev libcli11-dev libcurl4-openssl-dev libssl-dev \
-      nodejs npm \
  && rm -rf /var/lib/apt/lists/*
 RUN curl -fsSL -o /tmp/libtorch.zip "${LIBTORCH_URL}" \
  && if [ -n "${LIBTORCH_SHA256}" ]; then echo "${LIBTORCH_SHA256}  /tmp/libtorch.zip" | sha256sum -c -; fi \
@@ -31,7 +30,7 @@ COPY . .
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DSMOE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES}" \
       -DCMAKE_PREFIX_PATH=/opt/libtorch \
-      -DSMOE_BUILD_TESTS=OFF -DSMOE_BUILD_BENCHMARKS=OFF \
+      -DSMOE_WEB=OFF -DSMOE_BUILD_TESTS=OFF -DSMOE_BUILD_BENCHMARKS=OFF \
  && cmake --build build --target smoe smoe-trainer \
  && strip build/bin/smoe \
  && deploy/docker/runtime-packages.sh build/bin/smoe build/bin/smoe-trainer > build/runtime-packages
