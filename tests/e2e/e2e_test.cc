@@ -5,7 +5,9 @@
 // and restarted the way clusters fail.
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/e2e/cluster.h"
@@ -317,13 +320,100 @@ TEST(E2eTest, FrozenWorkerResumesTrialWithCompleteMetricHistory) {
   ExpectCompleteLossCurve(c, t.trial_id(), 40);
 }
 
+// TLS end to end: a coordinator with --tls-cert/--tls-key serves a CLI and a
+// worker that trust its CA (--tls-ca); a plaintext client cannot connect.
+// The grpc.health.v1 service answers without a token (Kubernetes probes).
+TEST(E2eTest, TlsAndHealthCheck) {
+  Cluster c("tls", Plan(2, 10));
+  const std::string cert = c.dir() + "/cert.pem", key = c.dir() + "/key.pem";
+  auto [orc, oout] = RunCommand(
+      {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+       "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+       "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"},
+      {}, absl::Seconds(60));
+  ASSERT_EQ(orc, 0) << oout;
+  const std::string port_file = c.dir() + "/port";
+  auto coord =
+      Process::Start({c.smoe(), "coordinator", "--data-dir", c.dir() + "/coord",
+                      "--listen", "127.0.0.1:0", "--port-file", port_file,
+                      "--tls-cert", cert, "--tls-key", key},
+                     {}, c.dir() + "/coordinator.log");
+  for (int i = 0; i < 300 && !std::ifstream(port_file); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  int port = 0;
+  std::ifstream(port_file) >> port;
+  ASSERT_GT(port, 0);
+  const std::string addr = absl::StrCat("127.0.0.1:", port);
+  const std::string token_file = c.dir() + "/coord/token";
+  auto [rc, out] = RunCommand({c.smoe(), "sweep", "ls", "--coordinator", addr,
+                               "--token-file", token_file, "--tls-ca", cert},
+                              {}, absl::Seconds(30));
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr("SWEEP"));
+  auto [rc2, out2] = RunCommand({c.smoe(), "sweep", "ls", "--coordinator", addr,
+                                 "--token-file", token_file, "--timeout", "3"},
+                                {}, absl::Seconds(30));
+  EXPECT_EQ(rc2, 69) << "plaintext client vs TLS server\n" << out2;
+  // A worker over TLS runs a sweep to completion.
+  const std::string wdir = c.dir() + "/worker-0";
+  std::filesystem::create_directories(wdir);
+  auto worker = Process::Start(
+      {c.smoe(), "worker", "--coordinator", addr, "--token-file", token_file,
+       "--tls-ca", cert, "--work-dir", wdir, "--trainer",
+       std::string(SMOE_BIN_DIR) + "/smoe-fake-trainer"},
+      {{"SMOE_FAKE_TRAINER_PLAN", c.dir() + "/plan.json"}},
+      wdir + "/worker.log");
+  const std::string file =
+      c.WriteFile("s.yaml", "name: tl\nkind: sraven\ngrid:\n  M: [1, 2]\n");
+  auto [rc3, out3] =
+      RunCommand({c.smoe(), "sweep", "submit", file, "--watch", "--coordinator",
+                  addr, "--token-file", token_file, "--tls-ca", cert},
+                 {}, absl::Seconds(60));
+  EXPECT_EQ(rc3, 0) << out3;
+  EXPECT_THAT(out3, HasSubstr("2 succeeded"));
+  // grpc.health.v1.Health/Check with an empty request and no token: the
+  // reply is HealthCheckResponse{status: SERVING (1)} = bytes 08 01.
+  grpc::SslCredentialsOptions ssl;
+  std::ifstream cin(cert);
+  std::stringstream pem;
+  pem << cin.rdbuf();
+  ssl.pem_root_certs = pem.str();
+  auto channel = grpc::CreateChannel(addr, grpc::SslCredentials(ssl));
+  grpc::GenericStub generic(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::ByteBuffer request, response;
+  grpc::Slice empty("");
+  request = grpc::ByteBuffer(&empty, 1);
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
+                    &request, &response,
+                    [&done](grpc::Status s) { done.set_value(s); });
+  grpc::Status hs = done.get_future().get();
+  ASSERT_TRUE(hs.ok()) << hs.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& sl : slices) {
+    bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  }
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+  worker->Signal(SIGTERM);
+  EXPECT_EQ(worker->Wait(absl::Seconds(30)), 0);
+}
+
 // `smoe train sraven` runs the real trainer as a child and summarises it.
 TEST(E2eTest, TrainCommandRunsTheRealTrainer) {
   const std::string bin = SMOE_BIN_DIR;
   if (!std::ifstream(bin + "/smoe-trainer")) {
     GTEST_SKIP() << "smoe-trainer not built (LibTorch missing)";
   }
-  const std::string dir = ::testing::TempDir() + "smoe-train-e2e";
+  // A fresh dir: an existing checkpoint there would (correctly) be resumed.
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "smoe-train-e2e-", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir + "-bad");
   auto [rc, out] = RunCommand({bin + "/smoe",
                                "train",
                                "sraven",
@@ -358,6 +448,8 @@ TEST(E2eTest, TrainCommandRunsTheRealTrainer) {
                  {}, absl::Seconds(60));
   EXPECT_EQ(rc2, 64) << out2;
   EXPECT_THAT(out2, HasSubstr("bogus"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir + "-bad");
 }
 
 }  // namespace
