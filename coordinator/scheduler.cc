@@ -201,6 +201,15 @@ absl::Status Scheduler::WaitDurable(uint64_t ticket) {
   }
 }
 
+absl::StatusOr<Scheduler::SweepEntry*> Scheduler::FindSweepLocked(
+    const std::string& sweep_id) {
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) {
+    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  return &it->second;
+}
+
 absl::Status Scheduler::CommitAndApplyLocked(const WriteBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
   // Synchronous mode commits here; group mode queues it for WaitDurable().
@@ -378,34 +387,25 @@ std::vector<SweepView> Scheduler::ListSweeps() {
 
 absl::StatusOr<SweepView> Scheduler::GetSweep(const std::string& sweep_id) {
   absl::MutexLock lock(&mu_);
-  auto it = sweeps_.find(sweep_id);
-  if (it == sweeps_.end()) {
-    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
-  }
-  return ViewLocked(it->second);
+  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindSweepLocked(sweep_id));
+  return ViewLocked(*sweep);
 }
 
 absl::StatusOr<std::vector<TrialRecord>> Scheduler::ListTrials(
     const std::string& sweep_id) {
   absl::MutexLock lock(&mu_);
-  auto it = sweeps_.find(sweep_id);
-  if (it == sweeps_.end()) {
-    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
-  }
+  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindSweepLocked(sweep_id));
   std::vector<TrialRecord> out;
-  out.reserve(it->second.trial_ids.size());
-  for (const std::string& id : it->second.trial_ids) {
+  out.reserve(sweep->trial_ids.size());
+  for (const std::string& id : sweep->trial_ids) {
     out.push_back(trials_.at(id));
   }
   return out;
 }
 
 absl::StatusOr<int> Scheduler::CancelSweepLocked(const std::string& sweep_id) {
-  auto it = sweeps_.find(sweep_id);
-  if (it == sweeps_.end()) {
-    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
-  }
-  SweepEntry& s = it->second;
+  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindSweepLocked(sweep_id));
+  SweepEntry& s = *sweep;
   const absl::Time now = clock_->Now();
   WriteBatch batch;
   int n = 0;
@@ -434,11 +434,8 @@ absl::StatusOr<int> Scheduler::CancelSweepLocked(const std::string& sweep_id) {
 
 absl::StatusOr<int> Scheduler::RetrySweepLocked(const std::string& sweep_id,
                                                 bool include_cancelled) {
-  auto it = sweeps_.find(sweep_id);
-  if (it == sweeps_.end()) {
-    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
-  }
-  SweepEntry& s = it->second;
+  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindSweepLocked(sweep_id));
+  SweepEntry& s = *sweep;
   const absl::Time now = clock_->Now();
   WriteBatch batch;
   int n = 0;
@@ -469,11 +466,8 @@ absl::StatusOr<int> Scheduler::RetrySweepLocked(const std::string& sweep_id,
 absl::StatusOr<int> Scheduler::ExtendSweepLocked(
     const std::string& sweep_id, const std::string& axis,
     const std::vector<nlohmann::json>& values) {
-  auto it = sweeps_.find(sweep_id);
-  if (it == sweeps_.end()) {
-    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
-  }
-  SweepEntry& s = it->second;
+  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindSweepLocked(sweep_id));
+  SweepEntry& s = *sweep;
   SweepSpec next = s.spec;
   SMOE_RETURN_IF_ERROR(ExtendAxis(&next, axis, values, options_.parse));
   WriteBatch batch;
@@ -495,11 +489,8 @@ absl::StatusOr<WatchResult> Scheduler::WatchSweep(const std::string& sweep_id,
                                                   int64_t since,
                                                   absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  auto it = sweeps_.find(sweep_id);
-  if (it == sweeps_.end()) {
-    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
-  }
-  const SweepEntry* s = &it->second;
+  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindSweepLocked(sweep_id));
+  const SweepEntry* s = sweep;
   auto changed = [s, since]() { return s->version > since; };
   WatchResult result;
   result.timed_out = !mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);

@@ -298,6 +298,9 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Commits `batch`, then applies its sweeps/trials/workers to memory.
+  // Returns the sweep, or NotFound naming it.
+  absl::StatusOr<SweepEntry*> FindSweepLocked(const std::string& sweep_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CommitAndApplyLocked(const store::WriteBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyTrialLocked(const store::TrialRecord& next)
