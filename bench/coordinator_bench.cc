@@ -114,8 +114,6 @@ struct RoundTrips {
 RoundTrips RunWorkers(CoordinatorServer& s, int workers, double seconds) {
   std::atomic<int64_t> done{0};
   std::atomic<bool> go{false};
-  const absl::Time end_of_setup = absl::Now();
-  (void)end_of_setup;
   std::vector<std::thread> threads;
   absl::Time end;
   for (int w = 0; w < workers; ++w) {

@@ -363,8 +363,6 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
     for (const auto& kv : res) {
       const std::string key = kv.first.as<std::string>();
       const std::string field = absl::StrCat("resources.", key);
-      int64_t* dst = nullptr;
-      int64_t v = 0;
       if (key == "gpus_per_trial") {
         auto r = IntField(kv.second, field, 0, 64);
         if (!r.ok()) return r.status();
@@ -398,8 +396,6 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
             "unknown key '", field,
             "' (allowed: gpus_per_trial, ep_size, slots, labels)"));
       }
-      (void)dst;
-      (void)v;
     }
     if (spec->resources.ep_size > 1 && spec->resources.gpus_per_trial > 0 &&
         spec->resources.gpus_per_trial != spec->resources.ep_size) {
