@@ -155,7 +155,9 @@ function headlineCharts(box, curves, optimal, fits, st) {
     theory.forEach((k) => {
       const idx = facet.series.findIndex((s) => Number(s.key) === k.N);
       const color = PALETTE[(idx < 0 ? 7 : idx) % PALETTE.length];
-      const byK = new Map(k.curve.map(([kk, e]) => [kk, e === null ? null : 1 - e]));
+      // Accuracy is 1 − E, shown within [0, 1]: a fit on sparse data can predict
+      // E > 1, which is not an accuracy.
+      const byK = new Map(k.curve.map(([kk, e]) => [kk, e === null ? null : Math.min(1, Math.max(0, 1 - e))]));
       series.push({ label: `theory ${curves.series}=${k.N}`, color, dash: [6, 4], width: 1.5,
         values: xs.map((x) => (byK.has(x) ? byK.get(x) : null)) });
     });
@@ -165,7 +167,7 @@ function headlineCharts(box, curves, optimal, fits, st) {
       xs: xsPlot, xTickLabels: tick, series, xLog2: positive && st.log,
       xLabel: curves.x, yLabel: metricName(metric),
     }, `band: ${st.band === 'sem' ? 'mean ± s.e.m.' : `${Math.round(curves.ci_level * 100)}% bootstrap CI`} over seeds; big dots: optimal ${curves.x}` +
-      (theory.length ? '; dashed: fitted E(k,N) as 1 − E' : ''));
+      (theory.length ? '; dashed: fitted E(k,N) as 1 − E, clipped to [0, 1]' : ''));
     st.charts.push(chart.u);
   }
 }
