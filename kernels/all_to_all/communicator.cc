@@ -1,0 +1,77 @@
+// Copyright 2026 SMoE Lab authors.
+#include "kernels/all_to_all/communicator.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace smoe::kernels {
+
+size_t DataTypeSize(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32:
+    case DataType::kInt32:
+      return 4;
+    case DataType::kFloat64:
+    case DataType::kInt64:
+      return 8;
+    case DataType::kBFloat16:
+    case DataType::kFloat16:
+      return 2;
+  }
+  return 0;
+}
+
+const char* DataTypeName(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return "float32";
+    case DataType::kFloat64:
+      return "float64";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kFloat16:
+      return "float16";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+  }
+  return "unknown";
+}
+
+int64_t TotalCount(const int64_t* counts, int n) {
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) total += counts[i];
+  return total;
+}
+
+absl::Status ValidateAllToAllVArgs(int world_size, const void* send,
+                                   const int64_t* send_counts, const void* recv,
+                                   const int64_t* recv_counts) {
+  if (send_counts == nullptr || recv_counts == nullptr) {
+    return absl::InvalidArgumentError(
+        "AllToAllV: send_counts and recv_counts must be non-null");
+  }
+  for (int j = 0; j < world_size; ++j) {
+    if (send_counts[j] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "AllToAllV: send_counts[", j, "]=", send_counts[j], " is negative"));
+    }
+    if (recv_counts[j] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "AllToAllV: recv_counts[", j, "]=", recv_counts[j], " is negative"));
+    }
+  }
+  if (send == nullptr && TotalCount(send_counts, world_size) > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AllToAllV: send is null but sum(send_counts)=",
+                     TotalCount(send_counts, world_size)));
+  }
+  if (recv == nullptr && TotalCount(recv_counts, world_size) > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AllToAllV: recv is null but sum(recv_counts)=",
+                     TotalCount(recv_counts, world_size)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace smoe::kernels
