@@ -106,6 +106,44 @@ struct CellKey {
 
 json NumOrNull(double v) { return std::isfinite(v) ? json(v) : json(); }
 
+// (facet, series, x) -> (T = num_experts, m = steps * batch_size) of the
+// cell's first trial.
+using CellParams = std::map<CellKey, std::pair<double, double>>;
+
+// (T, m) of one trial.
+std::pair<double, double> TrialTm(const TrialPoint& t, const json& defaults) {
+  return {ParamNumber(t, "num_experts", defaults, 8),
+          ParamNumber(t, "steps", defaults, 0) *
+              ParamNumber(t, "batch_size", defaults, 0)};
+}
+
+// The cell of one trial.
+CellKey CellOf(const TrialPoint& t, const AggregateOptions& opt,
+               const json& defaults) {
+  return CellKey{KeyOf(ParamOf(t, opt.facet, defaults)),
+                 KeyOf(ParamOf(t, opt.series, defaults)),
+                 KeyOf(ParamOf(t, opt.x, defaults))};
+}
+
+// The aggregate of one cell from its (seed, value) pairs (any order).
+CurvePoint MakeCurvePoint(const AggregateOptions& options, const CellKey& key,
+                          std::vector<std::pair<int64_t, double>> vals) {
+  std::sort(vals.begin(), vals.end());
+  CurvePoint p;
+  p.x = key.x;
+  for (const auto& [seed, v] : vals) {
+    p.seeds.push_back(seed);
+    p.values.push_back(v);
+  }
+  p.stats = Summarize(p.values);
+  const Rng rng = Rng::ForStream(
+      options.seed,
+      {Fnv1a(key.facet.label), Fnv1a(key.series.label), Fnv1a(key.x.label)});
+  std::tie(p.stats.ci_lo, p.stats.ci_hi) = BootstrapMeanCi(
+      p.values, options.bootstrap_samples, options.ci_level, rng);
+  return p;
+}
+
 }  // namespace
 
 bool GroupKey::operator<(const GroupKey& o) const {
@@ -186,10 +224,7 @@ Curves AggregateCurves(const std::vector<TrialPoint>& trials,
     }
     auto it = t.results.find(options.metric);
     if (it == t.results.end() || !std::isfinite(it->second)) continue;
-    CellKey key{KeyOf(ParamOf(t, options.facet, defaults)),
-                KeyOf(ParamOf(t, options.series, defaults)),
-                KeyOf(ParamOf(t, options.x, defaults))};
-    cells[key].emplace_back(t.seed, it->second);
+    cells[CellOf(t, options, defaults)].emplace_back(t.seed, it->second);
     ++out.trials_used;
   }
   for (auto& [key, vals] : cells) {
@@ -200,20 +235,7 @@ Curves AggregateCurves(const std::vector<TrialPoint>& trials,
     if (f.series.empty() || !(f.series.back().key == key.series)) {
       f.series.push_back(Series{key.series, {}});
     }
-    std::sort(vals.begin(), vals.end());
-    CurvePoint p;
-    p.x = key.x;
-    for (const auto& [seed, v] : vals) {
-      p.seeds.push_back(seed);
-      p.values.push_back(v);
-    }
-    p.stats = Summarize(p.values);
-    const Rng rng = Rng::ForStream(
-        options.seed,
-        {Fnv1a(key.facet.label), Fnv1a(key.series.label), Fnv1a(key.x.label)});
-    std::tie(p.stats.ci_lo, p.stats.ci_hi) = BootstrapMeanCi(
-        p.values, options.bootstrap_samples, options.ci_level, rng);
-    f.series.back().points.push_back(std::move(p));
+    f.series.back().points.push_back(MakeCurvePoint(options, key, vals));
   }
   return out;
 }
@@ -223,103 +245,114 @@ bool IsMaximized(const std::string& metric) {
          !absl::StrContains(metric, "error");
 }
 
-std::vector<OptimalK> ComputeOptimalK(const Curves& curves) {
-  std::vector<OptimalK> out;
-  const bool maximize = IsMaximized(curves.options.metric);
+namespace {
+
+// The optimal x of one series (ComputeOptimalK's per-series step).
+// REQUIRES: s.points non-empty.
+OptimalK OptimalForSeries(const AggregateOptions& options,
+                          const GroupKey& facet, const Series& s) {
+  const bool maximize = IsMaximized(options.metric);
   auto better = [maximize](double a, double b) {
     return maximize ? a > b : a < b;
   };
+  OptimalK o;
+  o.facet = facet;
+  o.series = s.key;
+  o.maximize = maximize;
+  size_t best = 0;
+  for (size_t i = 1; i < s.points.size(); ++i) {
+    if (better(s.points[i].stats.mean, s.points[best].stats.mean)) best = i;
+  }
+  o.best = s.points[best].x;
+  o.best_mean = s.points[best].stats.mean;
+  o.best_sem = s.points[best].stats.sem;
+  for (const CurvePoint& p : s.points) {  // ascending x: first is smallest
+    const bool within = maximize ? p.stats.mean >= o.best_mean - o.best_sem
+                                 : p.stats.mean <= o.best_mean + o.best_sem;
+    if (within) {
+      o.one_se = p.x;
+      break;
+    }
+  }
+  // Paired bootstrap over the union of seeds.
+  std::set<int64_t> seed_set;
+  for (const CurvePoint& p : s.points) {
+    seed_set.insert(p.seeds.begin(), p.seeds.end());
+  }
+  const std::vector<int64_t> seeds(seed_set.begin(), seed_set.end());
+  const size_t ns = seeds.size();
+  // value[x][seed index] (NaN when missing)
+  std::vector<std::vector<double>> value(
+      s.points.size(),
+      std::vector<double>(ns, std::numeric_limits<double>::quiet_NaN()));
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const CurvePoint& p = s.points[i];
+    for (size_t j = 0; j < p.seeds.size(); ++j) {
+      const size_t idx =
+          std::lower_bound(seeds.begin(), seeds.end(), p.seeds[j]) -
+          seeds.begin();
+      value[i][idx] = p.values[j];
+    }
+  }
+  const int samples = std::max(0, options.bootstrap_samples);
+  o.bootstrap_samples = samples;
+  std::vector<int> wins(s.points.size(), 0);
+  std::vector<double> winners;
+  Rng rng = Rng::ForStream(
+      options.seed,
+      {Fnv1a(facet.label), Fnv1a(s.key.label), 0x6f70745f6bULL /* "opt_k" */});
+  std::vector<int> counts(ns);
+  for (int b = 0; b < samples; ++b) {
+    std::fill(counts.begin(), counts.end(), 0);
+    for (size_t j = 0; j < ns; ++j) ++counts[rng.UniformInt(ns)];
+    int arg = -1;
+    double arg_mean = 0;
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      double sum = 0;
+      int w = 0;
+      for (size_t j = 0; j < ns; ++j) {
+        if (counts[j] == 0 || std::isnan(value[i][j])) continue;
+        sum += counts[j] * value[i][j];
+        w += counts[j];
+      }
+      if (w == 0) continue;
+      const double m = sum / w;
+      if (arg < 0 || better(m, arg_mean)) {
+        arg = static_cast<int>(i);
+        arg_mean = m;
+      }
+    }
+    if (arg < 0) continue;
+    ++wins[arg];
+    winners.push_back(s.points[arg].x.number);
+  }
+  const double total = static_cast<double>(winners.size());
+  if (total > 0) {
+    o.best_freq = wins[best] / total;
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      if (wins[i] > 0) o.argmax_freq[s.points[i].x.label] = wins[i] / total;
+    }
+    std::sort(winners.begin(), winners.end());
+    const double alpha = (1 - options.ci_level) / 2;
+    const double n1 = total - 1;
+    o.ci_lo = winners[static_cast<size_t>(std::floor(alpha * n1))];
+    o.ci_hi = winners[static_cast<size_t>(std::ceil((1 - alpha) * n1))];
+  } else {
+    o.best_freq = 1;
+    o.argmax_freq[o.best.label] = 1;
+    o.ci_lo = o.ci_hi = o.best.number;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::vector<OptimalK> ComputeOptimalK(const Curves& curves) {
+  std::vector<OptimalK> out;
   for (const Facet& f : curves.facets) {
     for (const Series& s : f.series) {
       if (s.points.empty()) continue;
-      OptimalK o;
-      o.facet = f.key;
-      o.series = s.key;
-      o.maximize = maximize;
-      size_t best = 0;
-      for (size_t i = 1; i < s.points.size(); ++i) {
-        if (better(s.points[i].stats.mean, s.points[best].stats.mean)) best = i;
-      }
-      o.best = s.points[best].x;
-      o.best_mean = s.points[best].stats.mean;
-      o.best_sem = s.points[best].stats.sem;
-      for (const CurvePoint& p : s.points) {  // ascending x: first is smallest
-        const bool within = maximize ? p.stats.mean >= o.best_mean - o.best_sem
-                                     : p.stats.mean <= o.best_mean + o.best_sem;
-        if (within) {
-          o.one_se = p.x;
-          break;
-        }
-      }
-      // Paired bootstrap over the union of seeds.
-      std::set<int64_t> seed_set;
-      for (const CurvePoint& p : s.points) {
-        seed_set.insert(p.seeds.begin(), p.seeds.end());
-      }
-      const std::vector<int64_t> seeds(seed_set.begin(), seed_set.end());
-      const size_t ns = seeds.size();
-      // value[x][seed index] (NaN when missing)
-      std::vector<std::vector<double>> value(
-          s.points.size(),
-          std::vector<double>(ns, std::numeric_limits<double>::quiet_NaN()));
-      for (size_t i = 0; i < s.points.size(); ++i) {
-        const CurvePoint& p = s.points[i];
-        for (size_t j = 0; j < p.seeds.size(); ++j) {
-          const size_t idx =
-              std::lower_bound(seeds.begin(), seeds.end(), p.seeds[j]) -
-              seeds.begin();
-          value[i][idx] = p.values[j];
-        }
-      }
-      const int samples = std::max(0, curves.options.bootstrap_samples);
-      o.bootstrap_samples = samples;
-      std::vector<int> wins(s.points.size(), 0);
-      std::vector<double> winners;
-      Rng rng = Rng::ForStream(curves.options.seed,
-                               {Fnv1a(f.key.label), Fnv1a(s.key.label),
-                                0x6f70745f6bULL /* "opt_k" */});
-      std::vector<int> counts(ns);
-      for (int b = 0; b < samples; ++b) {
-        std::fill(counts.begin(), counts.end(), 0);
-        for (size_t j = 0; j < ns; ++j) ++counts[rng.UniformInt(ns)];
-        int arg = -1;
-        double arg_mean = 0;
-        for (size_t i = 0; i < s.points.size(); ++i) {
-          double sum = 0;
-          int w = 0;
-          for (size_t j = 0; j < ns; ++j) {
-            if (counts[j] == 0 || std::isnan(value[i][j])) continue;
-            sum += counts[j] * value[i][j];
-            w += counts[j];
-          }
-          if (w == 0) continue;
-          const double m = sum / w;
-          if (arg < 0 || better(m, arg_mean)) {
-            arg = static_cast<int>(i);
-            arg_mean = m;
-          }
-        }
-        if (arg < 0) continue;
-        ++wins[arg];
-        winners.push_back(s.points[arg].x.number);
-      }
-      const double total = static_cast<double>(winners.size());
-      if (total > 0) {
-        o.best_freq = wins[best] / total;
-        for (size_t i = 0; i < s.points.size(); ++i) {
-          if (wins[i] > 0) o.argmax_freq[s.points[i].x.label] = wins[i] / total;
-        }
-        std::sort(winners.begin(), winners.end());
-        const double alpha = (1 - curves.options.ci_level) / 2;
-        const double n1 = total - 1;
-        o.ci_lo = winners[static_cast<size_t>(std::floor(alpha * n1))];
-        o.ci_hi = winners[static_cast<size_t>(std::ceil((1 - alpha) * n1))];
-      } else {
-        o.best_freq = 1;
-        o.argmax_freq[o.best.label] = 1;
-        o.ci_lo = o.ci_hi = o.best.number;
-      }
-      out.push_back(std::move(o));
+      out.push_back(OptimalForSeries(curves.options, f.key, s));
     }
   }
   return out;
@@ -370,26 +403,32 @@ std::pair<double, double> Nnls2(const std::vector<double>& f1,
   return best;
 }
 
+namespace {
+
+std::vector<TheoryFit> FitWithCellParams(const Curves& curves,
+                                         const CellParams& tm);
+
+}  // namespace
+
 std::vector<TheoryFit> FitTotalError(const Curves& curves,
                                      const std::vector<TrialPoint>& trials) {
   const AggregateOptions& opt = curves.options;
   const json& defaults = KindDefaults(opt.kind);
-  const bool accuracy = IsMaximized(opt.metric);
-  // (facet, series, x) -> (T, m) from the first matching trial.
-  std::map<CellKey, std::pair<double, double>> tm;
+  CellParams tm;
   for (const TrialPoint& t : trials) {
     if (opt.succeeded_only && t.state != store::TrialState::kSucceeded) {
       continue;
     }
-    CellKey key{KeyOf(ParamOf(t, opt.facet, defaults)),
-                KeyOf(ParamOf(t, opt.series, defaults)),
-                KeyOf(ParamOf(t, opt.x, defaults))};
-    if (tm.count(key)) continue;
-    const double experts = ParamNumber(t, "num_experts", defaults, 8);
-    const double m = ParamNumber(t, "steps", defaults, 0) *
-                     ParamNumber(t, "batch_size", defaults, 0);
-    tm[key] = {experts, m};
+    tm.try_emplace(CellOf(t, opt, defaults), TrialTm(t, defaults));
   }
+  return FitWithCellParams(curves, tm);
+}
+
+namespace {
+
+std::vector<TheoryFit> FitWithCellParams(const Curves& curves,
+                                         const CellParams& tm) {
+  const bool accuracy = IsMaximized(curves.options.metric);
   std::vector<TheoryFit> out;
   for (const Facet& f : curves.facets) {
     TheoryFit fit;
@@ -468,6 +507,8 @@ std::vector<TheoryFit> FitTotalError(const Curves& curves,
   }
   return out;
 }
+
+}  // namespace
 
 std::vector<SkillMixTable> SkillMixTables(const std::vector<TrialPoint>& trials,
                                           const std::string& row_param,
@@ -644,18 +685,29 @@ json ToJson(const SkillMixTable& t) {
       {"metric", t.metric}, {"rows", rows}, {"cols", cols}, {"cells", cells}};
 }
 
+namespace {
+json AnalysisJson(const AggregateOptions& options, const Curves& curves,
+                  const std::vector<OptimalK>& optimal_k,
+                  const std::vector<TheoryFit>& theory);
+}  // namespace
+
 json AnalyzeSweep(const std::vector<TrialPoint>& trials,
                   const AggregateOptions& options) {
   const Curves curves = AggregateCurves(trials, options);
+  std::vector<TheoryFit> fits;
+  if (IsMaximized(options.metric)) fits = FitTotalError(curves, trials);
+  return AnalysisJson(options, curves, ComputeOptimalK(curves), fits);
+}
+
+namespace {
+
+json AnalysisJson(const AggregateOptions& options, const Curves& curves,
+                  const std::vector<OptimalK>& optimal_k,
+                  const std::vector<TheoryFit>& theory) {
   json optimal = json::array();
-  for (const OptimalK& o : ComputeOptimalK(curves))
-    optimal.push_back(ToJson(o));
+  for (const OptimalK& o : optimal_k) optimal.push_back(ToJson(o));
   json fits = json::array();
-  if (IsMaximized(options.metric)) {
-    for (const TheoryFit& f : FitTotalError(curves, trials)) {
-      fits.push_back(ToJson(f));
-    }
-  }
+  for (const TheoryFit& f : theory) fits.push_back(ToJson(f));
   return {{"metric", options.metric},
           {"x", options.x},
           {"series", options.series},
@@ -666,6 +718,168 @@ json AnalyzeSweep(const std::vector<TrialPoint>& trials,
           {"model",
            "E(k,N) = a*N^2/k + b*sqrt(N*k/m*log(T/k)); error = 1 - metric; "
            "k = top_k, N = M, T = num_experts, m = steps*batch_size"}};
+}
+
+}  // namespace
+
+// ---- CurveAggregator
+// ------------------------------------------------------------
+
+struct CurveAggregator::Impl {
+  explicit Impl(AggregateOptions o)
+      : options(std::move(o)), defaults(KindDefaults(options.kind)) {}
+
+  struct Entry {
+    bool has_value = false;
+    int64_t seed = 0;
+    double value = 0;
+    std::pair<double, double> tm;  // (T, m)
+  };
+  struct Cell {
+    std::map<int64_t, Entry> entries;  // by position
+    int values = 0;                    // entries with has_value
+    bool dirty = true;
+    CurvePoint point;
+  };
+  using SeriesKey = std::pair<GroupKey, GroupKey>;  // (facet, series)
+
+  AggregateOptions options;
+  const json& defaults;
+  std::map<CellKey, Cell> cells;
+  // position -> the cell it contributes to (absent: filtered out).
+  std::unordered_map<int64_t, CellKey> where;
+  std::set<int64_t> positions;  // every position ever Set
+  std::set<SeriesKey> dirty_series;
+  std::map<SeriesKey, OptimalK> optimal_by_series;
+  bool curves_dirty = true;
+  bool optimal_dirty = true;
+  Curves curves;
+  std::vector<OptimalK> optimal;
+  int64_t cells_computed = 0;
+
+  void Touch(const CellKey& key) {
+    dirty_series.insert({key.facet, key.series});
+    curves_dirty = true;
+    optimal_dirty = true;
+  }
+
+  void Set(int64_t position, const TrialPoint& t) {
+    positions.insert(position);
+    if (auto w = where.find(position); w != where.end()) {
+      auto c = cells.find(w->second);
+      auto e = c->second.entries.find(position);
+      if (e->second.has_value) --c->second.values;
+      c->second.entries.erase(e);
+      c->second.dirty = true;
+      Touch(c->first);
+      if (c->second.entries.empty()) cells.erase(c);
+      where.erase(w);
+    }
+    if (options.succeeded_only && t.state != store::TrialState::kSucceeded) {
+      curves_dirty = true;  // trials_total may have changed
+      return;
+    }
+    const CellKey key = CellOf(t, options, defaults);
+    Entry e;
+    e.seed = t.seed;
+    e.tm = TrialTm(t, defaults);
+    auto r = t.results.find(options.metric);
+    e.has_value = r != t.results.end() && std::isfinite(r->second);
+    if (e.has_value) e.value = r->second;
+    Cell& c = cells[key];
+    c.entries[position] = e;
+    if (e.has_value) ++c.values;
+    c.dirty = true;
+    where[position] = key;
+    Touch(key);
+  }
+
+  const Curves& GetCurves() {
+    if (!curves_dirty) return curves;
+    curves = Curves();
+    curves.options = options;
+    curves.trials_total = static_cast<int>(positions.size());
+    for (auto& [key, cell] : cells) {
+      if (cell.values == 0) continue;
+      if (cell.dirty) {
+        std::vector<std::pair<int64_t, double>> vals;
+        vals.reserve(cell.values);
+        for (const auto& [pos, e] : cell.entries) {
+          if (e.has_value) vals.emplace_back(e.seed, e.value);
+        }
+        cell.point = MakeCurvePoint(options, key, std::move(vals));
+        cell.dirty = false;
+        ++cells_computed;
+      }
+      curves.trials_used += cell.values;
+      if (curves.facets.empty() || !(curves.facets.back().key == key.facet)) {
+        curves.facets.push_back(Facet{key.facet, {}});
+      }
+      Facet& f = curves.facets.back();
+      if (f.series.empty() || !(f.series.back().key == key.series)) {
+        f.series.push_back(Series{key.series, {}});
+      }
+      f.series.back().points.push_back(cell.point);
+    }
+    curves_dirty = false;
+    return curves;
+  }
+
+  const std::vector<OptimalK>& GetOptimal() {
+    const Curves& c = GetCurves();
+    if (!optimal_dirty) return optimal;
+    optimal.clear();
+    std::map<SeriesKey, OptimalK> next;
+    for (const Facet& f : c.facets) {
+      for (const Series& s : f.series) {
+        if (s.points.empty()) continue;
+        const SeriesKey key{f.key, s.key};
+        auto old = optimal_by_series.find(key);
+        if (old != optimal_by_series.end() && !dirty_series.count(key)) {
+          next.emplace(key, std::move(old->second));
+        } else {
+          next.emplace(key, OptimalForSeries(options, f.key, s));
+        }
+        optimal.push_back(next.at(key));
+      }
+    }
+    optimal_by_series = std::move(next);
+    dirty_series.clear();
+    optimal_dirty = false;
+    return optimal;
+  }
+
+  json GetAnalysis() {
+    const Curves& c = GetCurves();
+    const std::vector<OptimalK>& o = GetOptimal();
+    std::vector<TheoryFit> fits;
+    if (IsMaximized(options.metric)) {
+      CellParams tm;
+      for (const auto& [key, cell] : cells) {
+        tm.emplace(key, cell.entries.begin()->second.tm);
+      }
+      fits = FitWithCellParams(c, tm);
+    }
+    return AnalysisJson(options, c, o, fits);
+  }
+};
+
+CurveAggregator::CurveAggregator(AggregateOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+CurveAggregator::~CurveAggregator() = default;
+const AggregateOptions& CurveAggregator::options() const {
+  return impl_->options;
+}
+void CurveAggregator::Set(int64_t position, const TrialPoint& trial) {
+  impl_->Set(position, trial);
+}
+const Curves& CurveAggregator::curves() { return impl_->GetCurves(); }
+const std::vector<OptimalK>& CurveAggregator::optimal() {
+  return impl_->GetOptimal();
+}
+json CurveAggregator::Analysis() { return impl_->GetAnalysis(); }
+int64_t CurveAggregator::cells_computed() const {
+  return impl_->cells_computed;
 }
 
 namespace {

@@ -471,6 +471,10 @@ class FailingStore : public store::ExperimentStore {
       absl::string_view id) override {
     return inner_.ListSummaries(id);
   }
+  absl::StatusOr<std::vector<store::TrialSummary>> ListSummariesOf(
+      absl::string_view id, const std::vector<std::string>& ids) override {
+    return inner_.ListSummariesOf(id, ids);
+  }
   bool fail_ = false;
 
  private:

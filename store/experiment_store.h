@@ -61,6 +61,12 @@ class ExperimentStore {
   // the trials and results tables only (never the metrics table).
   virtual absl::StatusOr<std::vector<TrialSummary>> ListSummaries(
       absl::string_view sweep_id) = 0;
+  // Returns the summary rows of the given trials of `sweep_id` (ids of other
+  // sweeps and unknown ids are skipped), by ordinal. Costs O(ids), so callers
+  // can refresh a few changed rows of a large sweep.
+  virtual absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
+      absl::string_view sweep_id,
+      const std::vector<std::string>& trial_ids) = 0;
 };
 
 }  // namespace smoe::store

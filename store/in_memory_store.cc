@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -205,22 +206,51 @@ absl::StatusOr<std::vector<TrialSummary>> InMemoryStore::ListSummaries(
   absl::MutexLock lock(&mu_);
   std::vector<TrialSummary> out;
   for (const TrialRecord* t : SortedTrials(sweep_id)) {
-    TrialSummary s;
-    s.trial_id = t->trial_id;
-    s.sweep_id = t->sweep_id;
-    s.params_json = t->params_json;
-    s.seed = t->seed;
-    s.state = t->state;
-    s.attempt = t->attempt;
-    s.worker_id = t->worker_id;
-    auto r = results_.find(t->trial_id);
-    if (r != results_.end()) {
-      s.duration_s = r->second.duration_s;
-      s.results = r->second.values;
-    }
-    out.push_back(std::move(s));
+    out.push_back(SummaryLocked(*t));
   }
   return out;
+}
+
+absl::StatusOr<std::vector<TrialSummary>> InMemoryStore::ListSummariesOf(
+    absl::string_view sweep_id, const std::vector<std::string>& trial_ids) {
+  absl::MutexLock lock(&mu_);
+  std::vector<const TrialRecord*> found;
+  for (const std::string& id : trial_ids) {
+    auto it = trials_.find(id);
+    if (it != trials_.end() && it->second.sweep_id == sweep_id) {
+      found.push_back(&it->second);
+    }
+  }
+  std::sort(found.begin(), found.end(),
+            [](const TrialRecord* a, const TrialRecord* b) {
+              return std::tie(a->ordinal, a->trial_id) <
+                     std::tie(b->ordinal, b->trial_id);
+            });
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  std::vector<TrialSummary> out;
+  for (const TrialRecord* t : found) out.push_back(SummaryLocked(*t));
+  return out;
+}
+
+TrialSummary InMemoryStore::SummaryLocked(const TrialRecord& t) const {
+  TrialSummary s;
+  s.trial_id = t.trial_id;
+  s.sweep_id = t.sweep_id;
+  s.params_json = t.params_json;
+  s.seed = t.seed;
+  s.state = t.state;
+  s.attempt = t.attempt;
+  s.worker_id = t.worker_id;
+  if (s.worker_id.empty()) {
+    auto a = attempts_.find({t.trial_id, t.attempt});
+    if (a != attempts_.end()) s.worker_id = a->second.worker_id;
+  }
+  auto r = results_.find(t.trial_id);
+  if (r != results_.end()) {
+    s.duration_s = r->second.duration_s;
+    s.results = r->second.values;
+  }
+  return s;
 }
 
 }  // namespace smoe::store

@@ -48,6 +48,9 @@ class InMemoryStore final : public ExperimentStore {
       absl::string_view trial_id, std::optional<std::string> name) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummaries(
       absl::string_view sweep_id) override;
+  absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
+      absl::string_view sweep_id,
+      const std::vector<std::string>& trial_ids) override;
 
  private:
   struct StoredSweep {
@@ -68,6 +71,9 @@ class InMemoryStore final : public ExperimentStore {
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Returns the trials of `sweep_id` (all when empty) ordered like ListTrials.
   std::vector<const TrialRecord*> SortedTrials(absl::string_view sweep_id) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Returns the summary row of `t`.
+  TrialSummary SummaryLocked(const TrialRecord& t) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;

@@ -8,8 +8,11 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 
@@ -43,9 +46,13 @@ using internal::TimeToMicros;
 #define SMOE_WORKER_COLUMNS                                           \
   "worker_id, hostname, cpus, gpus, slots, labels_json, kinds_json, " \
   "draining, registered_at_us, last_heartbeat_at_us"
-#define SMOE_SUMMARY_COLUMNS                                           \
-  "trial_id, sweep_id, params_json, seed, state, attempt, worker_id, " \
-  "duration_s"
+// A finished trial's worker is its latest attempt's (trials.worker_id is the
+// lease holder and is cleared when the attempt ends).
+#define SMOE_SUMMARY_COLUMNS                                            \
+  "t.trial_id, t.sweep_id, t.params_json, t.seed, t.state, t.attempt, " \
+  "CASE WHEN t.worker_id != '' THEN t.worker_id ELSE COALESCE((SELECT " \
+  "a.worker_id FROM attempts AS a WHERE a.trial_id = t.trial_id AND "   \
+  "a.attempt = t.attempt), '') END, t.duration_s"
 
 constexpr char kUpsertSweep[] =
     "INSERT INTO sweeps (" SMOE_SWEEP_COLUMNS
@@ -129,10 +136,15 @@ constexpr char kListMetricsNamed[] =
     "WHERE trial_id = ? AND name = ? ORDER BY step";
 constexpr char kListSummariesOfSweep[] =
     "SELECT " SMOE_SUMMARY_COLUMNS
-    " FROM trials WHERE sweep_id = ? ORDER BY ordinal, trial_id";
+    " FROM trials AS t WHERE t.sweep_id = ? ORDER BY t.ordinal, t.trial_id";
 constexpr char kListAllSummaries[] =
     "SELECT " SMOE_SUMMARY_COLUMNS
-    " FROM trials ORDER BY sweep_id, ordinal, trial_id";
+    " FROM trials AS t ORDER BY t.sweep_id, t.ordinal, t.trial_id";
+constexpr char kGetSummary[] = "SELECT " SMOE_SUMMARY_COLUMNS
+                               ", t.ordinal FROM trials AS t WHERE "
+                               "t.trial_id = ? AND t.sweep_id = ?";
+constexpr char kListResultsOfTrial[] =
+    "SELECT name, value FROM trial_results WHERE trial_id = ?";
 constexpr char kListResultsOfSweep[] =
     "SELECT r.trial_id, r.name, r.value FROM trial_results AS r "
     "JOIN trials AS t ON t.trial_id = r.trial_id WHERE t.sweep_id = ?";
@@ -862,6 +874,51 @@ absl::StatusOr<std::vector<TrialSummary>> SqliteStore::ListSummaries(
     if (it == index.end()) continue;
     out[it->second].results[s.ColText(1)] = s.ColReal(2);
   }
+  return out;
+}
+
+absl::StatusOr<std::vector<TrialSummary>> SqliteStore::ListSummariesOf(
+    absl::string_view sweep_id, const std::vector<std::string>& trial_ids) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::pair<int64_t, TrialSummary>> rows;
+  std::set<std::string> seen;
+  for (const std::string& id : trial_ids) {
+    if (!seen.insert(id).second) continue;
+    SMOE_STATEMENT(s, kGetSummary, "get summary");
+    s.Text(id);
+    s.Text(sweep_id);
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) continue;
+    TrialSummary t;
+    t.trial_id = s.ColText(0);
+    t.sweep_id = s.ColText(1);
+    t.params_json = s.ColText(2);
+    t.seed = s.ColInt(3);
+    auto state = ParseTrialState(s.ColText(4));
+    if (!state.ok()) {
+      return Corrupt("trial " + t.trial_id, state.status().message());
+    }
+    t.state = *state;
+    t.attempt = static_cast<int>(s.ColInt(5));
+    t.worker_id = s.ColText(6);
+    t.duration_s = s.ColReal(7);
+    const int64_t ordinal = s.ColInt(8);
+    SMOE_STATEMENT(r, kListResultsOfTrial, "list trial results");
+    r.Text(id);
+    while (true) {
+      SMOE_ASSIGN_OR_RETURN(bool more, r.Step());
+      if (!more) break;
+      t.results[r.ColText(0)] = r.ColReal(1);
+    }
+    rows.emplace_back(ordinal, std::move(t));
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second.trial_id) <
+           std::tie(b.first, b.second.trial_id);
+  });
+  std::vector<TrialSummary> out;
+  out.reserve(rows.size());
+  for (auto& [ordinal, t] : rows) out.push_back(std::move(t));
   return out;
 }
 

@@ -105,6 +105,9 @@ class SqliteStore final : public ExperimentStore {
       absl::string_view trial_id, std::optional<std::string> name) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummaries(
       absl::string_view sweep_id) override;
+  absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
+      absl::string_view sweep_id,
+      const std::vector<std::string>& trial_ids) override;
 
   // Returns the database's schema version (the highest applied migration).
   absl::StatusOr<int> SchemaVersion();

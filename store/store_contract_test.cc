@@ -304,6 +304,48 @@ TYPED_TEST(StoreContractTest, SummariesAreFilteredBySweepAndOrderedByOrdinal) {
   EXPECT_EQ((*all)[0].trial_id, TrialId("a", 5));
 }
 
+TYPED_TEST(StoreContractTest, SummariesOfSelectedTrials) {
+  WriteBatch b;
+  b.sweeps = {MakeSweep("a"), MakeSweep("b")};
+  b.trials = {MakeTrial("a", 0), MakeTrial("a", 1), MakeTrial("a", 2),
+              MakeTrial("b", 0)};
+  this->MustCommit(b);
+  // A finished trial (lease holder cleared) shows its last attempt's worker.
+  TrialRecord done = MakeTrial("a", 2);
+  done.state = TrialState::kSucceeded;
+  done.attempt = 1;
+  done.worker_id = "";
+  AttemptRecord attempt;
+  attempt.trial_id = done.trial_id;
+  attempt.attempt = 1;
+  attempt.worker_id = "w7";
+  attempt.outcome = AttemptOutcome::kSucceeded;
+  WriteBatch b2;
+  b2.trials.push_back(done);
+  b2.attempts.push_back(attempt);
+  b2.results.push_back({done.trial_id, 4.0, {{"acc", 0.25}}});
+  this->MustCommit(b2);
+
+  // Unknown ids and other sweeps' ids are skipped; duplicates collapse; the
+  // result is by ordinal whatever the order asked.
+  auto some = this->store_->ListSummariesOf(
+      "a", {TrialId("a", 2), "a/nope", TrialId("b", 0), TrialId("a", 0),
+            TrialId("a", 2)});
+  ASSERT_TRUE(some.ok()) << some.status();
+  ASSERT_EQ(some->size(), 2u);
+  EXPECT_EQ((*some)[0].trial_id, TrialId("a", 0));
+  EXPECT_EQ((*some)[1].trial_id, TrialId("a", 2));
+  EXPECT_EQ((*some)[1].worker_id, "w7");
+  EXPECT_EQ((*some)[1].duration_s, 4.0);
+  EXPECT_EQ((*some)[1].results, (std::map<std::string, double>{{"acc", 0.25}}));
+  // The same rows as the full listing.
+  auto all = this->store_->ListSummaries("a");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(Dump((*some)[0]), Dump((*all)[0]));
+  EXPECT_EQ(Dump((*some)[1]), Dump((*all)[2]));
+  EXPECT_THAT(*this->store_->ListSummariesOf("a", {}), IsEmpty());
+}
+
 TYPED_TEST(StoreContractTest, MissingIdsAreNotFoundAndEmptyLists) {
   this->SeedSweep(1);
   auto sweep = this->store_->GetSweep("nope");
