@@ -69,26 +69,93 @@ json SweepJson(const SweepView& v) {
           {"updated_ms", ToUnixMs(v.record.updated_at)}};
 }
 
-// The parsed summary table of one sweep at one version.
+// One parsed summary row. Immutable once built: snapshots share unchanged
+// rows, so a new snapshot copies pointers, and pointer inequality between
+// two snapshots' rows at a position means "changed".
+struct Row {
+  analysis::TrialPoint point;
+  int attempt = 0;
+  std::string worker;
+  double duration_s = 0;
+  std::string search;  // lower-case trial id, worker, params, state
+};
+
+// The parsed summary table of one sweep. Built in full once, then refreshed
+// incrementally from the scheduler's change log (only changed rows are read
+// from the store).
 struct Snapshot {
+  // The scheduler version this snapshot reflects. When the store trailed the
+  // scheduler (a transition applied in memory, not yet committed) the rows
+  // are as fresh as the store, `consistent` is false and `version` stays at
+  // the base it was refreshed from, so the next request re-reads the changes.
   int64_t version = -1;
+  bool consistent = false;
   std::string kind;
-  std::vector<analysis::TrialPoint> points;  // by ordinal
-  struct Extra {
-    int attempt = 0;
-    std::string worker;
-    double duration_s = 0;
-    std::string search;  // lower-case trial id, worker, params
-  };
-  std::vector<Extra> extra;
-  std::unordered_map<std::string, size_t> index;  // trial id -> position
-  std::vector<std::string> metrics;               // result names, sorted
+  std::vector<std::shared_ptr<const Row>> rows;  // by ordinal
+  std::shared_ptr<const std::unordered_map<std::string, size_t>>
+      index;                                // trial id -> position
+  std::map<std::string, int> metric_count;  // result name -> trials with it
+  int succeeded = 0;
+
+  // The version responses may be cached under (-1: do not cache).
+  int64_t cache_version() const { return consistent ? version : -1; }
+  std::vector<std::string> metrics() const {
+    std::vector<std::string> out;
+    for (const auto& [k, n] : metric_count) {
+      if (n > 0) out.push_back(k);
+    }
+    return out;
+  }
+  void Count(const Row& r, int sign) {
+    for (const auto& [k, v] : r.point.results) metric_count[k] += sign;
+    if (r.point.state == store::TrialState::kSucceeded) succeeded += sign;
+  }
+};
+
+std::shared_ptr<const Row> MakeRow(const store::TrialSummary& r,
+                                   analysis::TrialPoint point) {
+  auto row = std::make_shared<Row>();
+  row->point = std::move(point);
+  row->attempt = r.attempt;
+  row->worker = r.worker_id;
+  row->duration_s = r.duration_s;
+  row->search = absl::AsciiStrToLower(
+      absl::StrCat(r.trial_id, " ", r.worker_id, " ", r.params_json, " ",
+                   store::TrialStateName(r.state)));
+  return row;
+}
+
+// Keeps a CurveAggregator in step with the snapshots it is asked about.
+struct AggregatorEntry {
+  absl::Mutex mu;
+  std::shared_ptr<const Snapshot> seen ABSL_GUARDED_BY(mu);
+  std::unique_ptr<analysis::CurveAggregator> agg ABSL_GUARDED_BY(mu);
+
+  // Brings the aggregator to `snap`: Set()s the rows that differ from the
+  // last snapshot it saw (pointer comparison), or all rows the first time.
+  analysis::CurveAggregator& At(const std::shared_ptr<const Snapshot>& snap,
+                                const analysis::AggregateOptions& o)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (agg == nullptr || seen == nullptr ||
+        seen->rows.size() > snap->rows.size()) {
+      agg = std::make_unique<analysis::CurveAggregator>(o);
+      seen = nullptr;
+    }
+    for (size_t i = 0; i < snap->rows.size(); ++i) {
+      if (seen == nullptr || i >= seen->rows.size() ||
+          seen->rows[i] != snap->rows[i]) {
+        agg->Set(static_cast<int64_t>(i), snap->rows[i]->point);
+      }
+    }
+    seen = snap;
+    return *agg;
+  }
 };
 
 json RowJson(const Snapshot& s, size_t i,
              const std::vector<std::string>& axes) {
-  const analysis::TrialPoint& p = s.points[i];
-  const Snapshot::Extra& e = s.extra[i];
+  const analysis::TrialPoint& p = s.rows[i]->point;
+  const Row& e = *s.rows[i];
   json params = json::object();
   for (const std::string& a : axes) {
     auto it = p.params.find(a);
@@ -184,7 +251,11 @@ struct HttpServer::Impl {
   // (sweep, query) -> (version, body)
   std::map<std::string, std::pair<int64_t, std::shared_ptr<const std::string>>>
       responses ABSL_GUARDED_BY(mu);
-  // Serialises snapshot builds (one reload per version, not one per request).
+  // (sweep, query) -> incremental aggregation state.
+  static constexpr size_t kMaxAggregators = 64;
+  std::map<std::string, std::shared_ptr<AggregatorEntry>> aggregators
+      ABSL_GUARDED_BY(mu);
+  // Serialises snapshot builds (one refresh per version, not one per request).
   absl::Mutex build_mu;
 
   // ---- auth
@@ -210,61 +281,116 @@ struct HttpServer::Impl {
   // ---- snapshots
   // ----------------------------------------------------------------
 
-  // Returns the sweep's current view and a snapshot at (or after) its version.
+  // Returns the sweep's current view and a snapshot at (or after) its version
+  // (or as fresh as the store when the store trails the scheduler).
   absl::StatusOr<std::pair<SweepView, std::shared_ptr<const Snapshot>>>
   GetSnapshot(const std::string& sweep_id) {
     absl::StatusOr<SweepView> view = scheduler->GetSweep(sweep_id);
     if (!view.ok()) return view.status();
-    {
+    auto current = [&]() -> std::shared_ptr<const Snapshot> {
       absl::MutexLock lock(&mu);
       auto it = snapshots.find(sweep_id);
       if (it != snapshots.end() && it->second->version >= view->version) {
-        return std::make_pair(*std::move(view), it->second);
+        return it->second;
       }
-    }
+      return nullptr;
+    };
+    if (auto snap = current()) return std::make_pair(*std::move(view), snap);
     absl::MutexLock build(&build_mu);
+    if (auto snap = current()) return std::make_pair(*std::move(view), snap);
+    std::shared_ptr<const Snapshot> base;
     {
       absl::MutexLock lock(&mu);
       auto it = snapshots.find(sweep_id);
-      if (it != snapshots.end() && it->second->version >= view->version) {
-        return std::make_pair(*std::move(view), it->second);
-      }
+      if (it != snapshots.end()) base = it->second;
     }
+    absl::StatusOr<std::shared_ptr<const Snapshot>> snap = nullptr;
+    if (base != nullptr) snap = Refresh(sweep_id, base);
+    if (!snap.ok()) return snap.status();
+    if (*snap == nullptr) snap = Reload(sweep_id);
+    if (!snap.ok()) return snap.status();
+    {
+      absl::MutexLock lock(&mu);
+      snapshots[sweep_id] = *snap;
+    }
+    return std::make_pair(*std::move(view), *std::move(snap));
+  }
+
+  // Marks `snap` consistent with the scheduler's view `v` (every row as the
+  // scheduler has it) and stamps it with v's version; else keeps `base`.
+  static void Stamp(Snapshot& snap, const SweepView& v, int64_t base) {
+    snap.consistent = snap.succeeded == v.counts.succeeded &&
+                      static_cast<int>(snap.rows.size()) == v.counts.total();
+    snap.version = snap.consistent ? v.version : base;
+  }
+
+  // Reads the sweep's whole summary table.
+  absl::StatusOr<std::shared_ptr<const Snapshot>> Reload(
+      const std::string& sweep_id) {
+    // The view first: rows read after it are at least as new.
+    absl::StatusOr<SweepView> view = scheduler->GetSweep(sweep_id);
+    if (!view.ok()) return view.status();
     auto rows = store->ListSummaries(sweep_id);
     if (!rows.ok()) return rows.status();
     auto snap = std::make_shared<Snapshot>();
     snap->kind = view->record.kind;
-    snap->points = analysis::FromSummaries(*rows);
-    snap->extra.resize(rows->size());
-    std::map<std::string, int> metric_names;
-    int succeeded = 0;
+    std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
+    auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
+    snap->rows.reserve(rows->size());
     for (size_t i = 0; i < rows->size(); ++i) {
-      const store::TrialSummary& r = (*rows)[i];
-      Snapshot::Extra& e = snap->extra[i];
-      e.attempt = r.attempt;
-      e.worker = r.worker_id;
-      e.duration_s = r.duration_s;
-      e.search =
-          Lower(absl::StrCat(r.trial_id, " ", r.worker_id, " ", r.params_json,
-                             " ", store::TrialStateName(r.state)));
-      snap->index[r.trial_id] = i;
-      for (const auto& [k, v] : r.results) ++metric_names[k];
-      if (r.state == store::TrialState::kSucceeded) ++succeeded;
+      snap->rows.push_back(MakeRow((*rows)[i], std::move(points[i])));
+      snap->Count(*snap->rows.back(), +1);
+      (*index)[(*rows)[i].trial_id] = i;
     }
-    for (const auto& [k, n] : metric_names) snap->metrics.push_back(k);
-    // The scheduler applies a transition in memory before it is durable: a
-    // store read can trail the version. Only a consistent snapshot is kept
-    // under that version; an inconsistent one is used once and rebuilt.
-    const bool consistent =
-        succeeded == view->counts.succeeded &&
-        static_cast<int>(rows->size()) == view->counts.total();
-    snap->version = consistent ? view->version : -1;
-    std::shared_ptr<const Snapshot> out = snap;
-    if (consistent) {
-      absl::MutexLock lock(&mu);
-      snapshots[sweep_id] = out;
+    snap->index = std::move(index);
+    Stamp(*snap, *view, -1);
+    return snap;
+  }
+
+  // Applies the trials changed since `base` (the scheduler's change log) to a
+  // copy of it, reading only those rows from the store. Returns nullptr when
+  // a full reload is cheaper or required (log trimmed, new trials).
+  absl::StatusOr<std::shared_ptr<const Snapshot>> Refresh(
+      const std::string& sweep_id,
+      const std::shared_ptr<const Snapshot>& base) {
+    if (base->version < 0) return nullptr;
+    auto w =
+        scheduler->WatchSweep(sweep_id, base->version, absl::ZeroDuration());
+    if (!w.ok()) return w.status();
+    if (w->timed_out) return base;
+    if (w->changed.size() > base->rows.size() / 4 + 64) return nullptr;
+    std::vector<std::string> ids;
+    for (const store::TrialRecord& t : w->changed) {
+      if (!base->index->count(t.trial_id)) return nullptr;  // new trials
+      ids.push_back(t.trial_id);
     }
-    return std::make_pair(*std::move(view), out);
+    auto rows = store->ListSummariesOf(sweep_id, ids);
+    if (!rows.ok()) return rows.status();
+    auto snap = std::make_shared<Snapshot>(*base);  // shares the rows
+    std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
+    for (size_t i = 0; i < rows->size(); ++i) {
+      const size_t pos = snap->index->at((*rows)[i].trial_id);
+      snap->Count(*snap->rows[pos], -1);
+      snap->rows[pos] = MakeRow((*rows)[i], std::move(points[i]));
+      snap->Count(*snap->rows[pos], +1);
+    }
+    Stamp(*snap, w->sweep, base->version);
+    return std::shared_ptr<const Snapshot>(std::move(snap));
+  }
+
+  // The aggregator for (sweep, query), created on first use. At most
+  // kMaxAggregators are kept; beyond that all are dropped and rebuilt.
+  std::shared_ptr<AggregatorEntry> Aggregator(const std::string& key) {
+    absl::MutexLock lock(&mu);
+    auto& slot = aggregators[key];
+    if (slot == nullptr) {
+      if (aggregators.size() > kMaxAggregators) {
+        aggregators.clear();
+        return aggregators[key] = std::make_shared<AggregatorEntry>();
+      }
+      slot = std::make_shared<AggregatorEntry>();
+    }
+    return slot;
   }
 
   // Runs `fn` (producing a JSON body) once per (sweep version, key).
@@ -365,9 +491,9 @@ struct HttpServer::Impl {
       }
     }
     std::vector<size_t> idx;
-    idx.reserve(snap->points.size());
-    for (size_t i = 0; i < snap->points.size(); ++i) {
-      const analysis::TrialPoint& p = snap->points[i];
+    idx.reserve(snap->rows.size());
+    for (size_t i = 0; i < snap->rows.size(); ++i) {
+      const analysis::TrialPoint& p = snap->rows[i]->point;
       if (!states.empty() &&
           std::find(states.begin(), states.end(),
                     store::TrialStateName(p.state)) == states.end()) {
@@ -383,7 +509,7 @@ struct HttpServer::Impl {
       }
       for (const std::string& t : text_terms) {
         if (!ok) break;
-        ok = absl::StrContains(snap->extra[i].search, t);
+        ok = absl::StrContains(snap->rows[i]->search, t);
       }
       if (ok) idx.push_back(i);
     }
@@ -399,10 +525,10 @@ struct HttpServer::Impl {
         double num = 0;
         std::string str;
       };
-      std::vector<Key> keys(snap->points.size());
+      std::vector<Key> keys(snap->rows.size());
       for (size_t i : idx) {
-        const analysis::TrialPoint& p = snap->points[i];
-        const Snapshot::Extra& e = snap->extra[i];
+        const analysis::TrialPoint& p = snap->rows[i]->point;
+        const Row& e = *snap->rows[i];
         Key& k = keys[i];
         k.missing = false;
         absl::string_view s(sort);
@@ -463,8 +589,8 @@ struct HttpServer::Impl {
     sweep["spec_yaml"] = view.record.spec_yaml;
     res.set_content(
         Dump({{"sweep", sweep},
-              {"columns", {{"params", axes}, {"results", snap->metrics}}},
-              {"total", snap->points.size()},
+              {"columns", {{"params", axes}, {"results", snap->metrics()}}},
+              {"total", snap->rows.size()},
               {"matched", idx.size()},
               {"offset", offset},
               {"limit", limit},
@@ -498,13 +624,14 @@ struct HttpServer::Impl {
     if (!snap_or.ok()) return StatusError(res, snap_or.status());
     const auto& snap = snap_or->second;
     const analysis::AggregateOptions o = AggOptions(req, *snap);
-    auto body = Cached(QueryKey("curves", id, o), snap->version, [&] {
-      const analysis::Curves c = analysis::AggregateCurves(snap->points, o);
-      json j = analysis::ToJson(c);
+    const std::string key = QueryKey("curves", id, o);
+    auto body = Cached(key, snap->cache_version(), [&] {
+      std::shared_ptr<AggregatorEntry> entry = Aggregator(key);
+      absl::MutexLock lock(&entry->mu);
+      analysis::CurveAggregator& agg = entry->At(snap, o);
+      json j = analysis::ToJson(agg.curves());
       json opt = json::array();
-      for (const auto& k : analysis::ComputeOptimalK(c)) {
-        opt.push_back(analysis::ToJson(k));
-      }
+      for (const auto& k : agg.optimal()) opt.push_back(analysis::ToJson(k));
       j["optimal"] = std::move(opt);
       j["version"] = snap->version;
       return Dump(j);
@@ -518,8 +645,12 @@ struct HttpServer::Impl {
     if (!snap_or.ok()) return StatusError(res, snap_or.status());
     const auto& snap = snap_or->second;
     const analysis::AggregateOptions o = AggOptions(req, *snap);
-    auto body = Cached(QueryKey("analysis", id, o), snap->version, [&] {
-      json j = analysis::AnalyzeSweep(snap->points, o);
+    // Shares the curves query's aggregator (same cells, same bootstraps).
+    const std::string key = QueryKey("curves", id, o);
+    auto body = Cached(QueryKey("analysis", id, o), snap->cache_version(), [&] {
+      std::shared_ptr<AggregatorEntry> entry = Aggregator(key);
+      absl::MutexLock lock(&entry->mu);
+      json j = entry->At(snap, o).Analysis();
       j["version"] = snap->version;
       return Dump(j);
     });
@@ -533,19 +664,21 @@ struct HttpServer::Impl {
     const auto& snap = snap_or->second;
     const std::string rows = Param(req, "rows", "ept");
     const std::string cols = Param(req, "cols", "k_skills");
-    auto body =
-        Cached(absl::StrCat("skillmix\x1f", id, "\x1f", rows, "\x1f", cols),
-               snap->version, [&] {
-                 json tables = json::array();
-                 for (const auto& t :
-                      analysis::SkillMixTables(snap->points, rows, cols)) {
-                   tables.push_back(analysis::ToJson(t));
-                 }
-                 return Dump({{"rows", rows},
-                              {"cols", cols},
-                              {"tables", tables},
-                              {"version", snap->version}});
-               });
+    auto body = Cached(
+        absl::StrCat("skillmix\x1f", id, "\x1f", rows, "\x1f", cols),
+        snap->cache_version(), [&] {
+          std::vector<analysis::TrialPoint> points;
+          points.reserve(snap->rows.size());
+          for (const auto& r : snap->rows) points.push_back(r->point);
+          json tables = json::array();
+          for (const auto& t : analysis::SkillMixTables(points, rows, cols)) {
+            tables.push_back(analysis::ToJson(t));
+          }
+          return Dump({{"rows", rows},
+                       {"cols", cols},
+                       {"tables", tables},
+                       {"version", snap->version}});
+        });
     res.set_content(*body, kJson);
   }
 
@@ -658,15 +791,15 @@ struct HttpServer::Impl {
             for (const store::TrialRecord& t : w->changed) {
               json row = {{"trial_id", t.trial_id}, {"ordinal", t.ordinal}};
               if (snap) {
-                auto it = snap->index.find(t.trial_id);
-                if (it != snap->index.end()) {
+                auto it = snap->index->find(t.trial_id);
+                if (it != snap->index->end()) {
                   row = RowJson(*snap, it->second, axes);
                 }
               }
               // The scheduler's state is the freshest.
               row["state"] = store::TrialStateName(t.state);
               row["attempt"] = t.attempt;
-              row["worker"] = t.worker_id;
+              if (!t.worker_id.empty()) row["worker"] = t.worker_id;
               rows.push_back(std::move(row));
             }
             ev["changed"] = std::move(rows);

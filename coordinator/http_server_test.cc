@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/analysis.h"
 #include "coordinator/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -194,7 +195,8 @@ TEST_F(HttpServerTest, SweepsAndTrialTable) {
   EXPECT_EQ(top["params"]["top_k"], 4);
   EXPECT_EQ(top["seed"], 2);
   EXPECT_EQ(top["state"], "succeeded");
-  EXPECT_EQ(top["worker"], "");  // the lease holder: only while running
+  // A finished trial shows the worker of its last attempt.
+  EXPECT_EQ(top["worker"], worker_);
   EXPECT_DOUBLE_EQ(top["duration_s"].get<double>(), 12.5);
   EXPECT_NEAR(top["results"]["ood_acc"].get<double>(), Ood(1, 4, 2), 1e-12);
   for (size_t i = 1; i < page["rows"].size(); ++i) {
@@ -285,6 +287,41 @@ TEST_F(HttpServerTest, AnalysisAndTrialMetrics) {
   EXPECT_EQ(steps[0], 0);
   EXPECT_EQ(steps.back(), 100);
   GetJson("/api/trials/demo/ffffffffffffffff/metrics", 404);
+}
+
+// After a change the snapshot is refreshed from the change log and the
+// aggregation recomputes the changed cell: the answer must equal the
+// from-scratch analysis of the store's rows, before and after.
+TEST_F(HttpServerTest, AnalysisFollowsChangesIncrementally) {
+  auto from_scratch = [&] {
+    analysis::AggregateOptions o;
+    o.bootstrap_samples = 200;
+    auto rows = store_->ListSummaries("demo");
+    EXPECT_TRUE(rows.ok());
+    json j = analysis::AnalyzeSweep(analysis::FromSummaries(*rows), o);
+    return j;
+  };
+  json before = GetJson("/api/sweeps/demo/analysis?metric=ood_acc");
+  const int64_t v0 = before["version"].get<int64_t>();
+  before.erase("version");
+  EXPECT_EQ(before, from_scratch());
+  EXPECT_EQ(before["curves"]["trials_used"], 17);
+
+  Finish(last_);
+  json after = GetJson("/api/sweeps/demo/analysis?metric=ood_acc");
+  EXPECT_GT(after["version"].get<int64_t>(), v0);
+  after.erase("version");
+  EXPECT_EQ(after["curves"]["trials_used"], 18);
+  EXPECT_EQ(after, from_scratch());
+  // The curves route shares the aggregator and agrees.
+  const json curves = GetJson("/api/sweeps/demo/curves?metric=ood_acc");
+  EXPECT_EQ(curves["facets"], after["curves"]["facets"]);
+  // The table row of the finished trial is fresh too.
+  const json page = GetJson("/api/sweeps/demo?limit=1&sort=-ordinal");
+  ASSERT_EQ(page["rows"].size(), 1u);
+  EXPECT_EQ(page["rows"][0]["trial_id"], last_.trial_id);
+  EXPECT_EQ(page["rows"][0]["state"], "succeeded");
+  EXPECT_EQ(page["rows"][0]["worker"], worker_);
 }
 
 TEST_F(HttpServerTest, SkillMixTables) {
