@@ -3,6 +3,7 @@
 // the browser tests can check what was drawn.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { toCsv } from './data.js';
 
 export const PALETTE = [
   '#1f5fd1', '#d1491f', '#1d9a5b', '#8a3fd1', '#c79a00', '#00a3b4', '#d12f8a',
@@ -26,16 +27,6 @@ export function download(name, blob) {
     URL.revokeObjectURL(a.href);
     a.remove();
   }, 1000);
-}
-
-export function csvEscape(v) {
-  if (v === null || v === undefined || (typeof v === 'number' && !isFinite(v))) return '';
-  const s = String(v);
-  return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
-}
-
-export function toCsv(header, rows) {
-  return [header, ...rows].map((r) => r.map(csvEscape).join(',')).join('\n') + '\n';
 }
 
 function slug(s) {

@@ -4,21 +4,13 @@
 //   #/trial/<sweep>/<hex>      learning curves + router telemetry
 import './style.css';
 import { api, toLogin, watchSweep } from './api.js';
-import { PALETTE, card, download, heatTable, lineChart, toCsv } from './chart.js';
+import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
+import { alignSeries, fmt, metricName, numericXs, seriesFromCurves, theoryAccuracy, toCsv } from './data.js';
 
 const app = document.getElementById('app');
 const crumbs = document.getElementById('crumbs');
 const live = document.getElementById('live');
 let cleanup = [];
-
-const METRIC_NAMES = {
-  ood_acc: 'OOD accuracy',
-  test_acc: 'test accuracy',
-  ratio_full_marks: 'Ratio of Full Marks',
-  ratio_all_skills: 'Ratio of All Skills',
-  skill_fraction: 'Skill Fraction',
-};
-const metricName = (m) => METRIC_NAMES[m] || m;
 
 function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -65,12 +57,6 @@ function progress(counts) {
       `${done}/${total} (${pct.toFixed(0)}%) · running ${counts.running} · pending ${counts.pending} · failed ${counts.failed}`));
 }
 
-function fmt(v, d = 4) {
-  if (v === null || v === undefined) return '';
-  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(d);
-  return String(v);
-}
-
 function fmtTime(ms) {
   return ms ? new Date(ms).toLocaleString() : '';
 }
@@ -105,38 +91,6 @@ async function renderSweeps() {
 
 // ---- sweep page ------------------------------------------------------------------
 
-function seriesFromCurves(facet, xs, band, optimal, palette) {
-  const out = [];
-  facet.series.forEach((s, i) => {
-    const color = palette[i % palette.length];
-    const byX = new Map(s.points.map((p) => [p.x, p]));
-    const pick = (f) => xs.map((x) => (byX.has(x) ? f(byX.get(x)) : null));
-    out.push({
-      label: `${s.label}`,
-      color,
-      values: pick((p) => p.mean),
-      lo: pick((p) => (band === 'sem' ? p.mean - p.sem : p.ci_lo)),
-      hi: pick((p) => (band === 'sem' ? p.mean + p.sem : p.ci_hi)),
-    });
-    const o = optimal.find((o) => o.facet_label === facet.label && o.series_label === s.label);
-    if (o) {
-      out.push({
-        label: `k* ${s.label}`,
-        color,
-        markers: true,
-        values: xs.map((x) => (x === o.best ? o.best_mean : null)),
-      });
-    }
-  });
-  return out;
-}
-
-function numericXs(facets, extra = []) {
-  const set = new Set(extra);
-  for (const f of facets) for (const s of f.series) for (const p of s.points) set.add(p.x);
-  return [...set].sort((a, b) => (typeof a === 'number' && typeof b === 'number' ? a - b : String(a).localeCompare(String(b))));
-}
-
 function headlineCharts(box, curves, optimal, fits, st) {
   const metric = curves.metric;
   if (!curves.facets.length) {
@@ -155,11 +109,8 @@ function headlineCharts(box, curves, optimal, fits, st) {
     theory.forEach((k) => {
       const idx = facet.series.findIndex((s) => Number(s.key) === k.N);
       const color = PALETTE[(idx < 0 ? 7 : idx) % PALETTE.length];
-      // Accuracy is 1 − E, shown within [0, 1]: a fit on sparse data can predict
-      // E > 1, which is not an accuracy.
-      const byK = new Map(k.curve.map(([kk, e]) => [kk, e === null ? null : Math.min(1, Math.max(0, 1 - e))]));
       series.push({ label: `theory ${curves.series}=${k.N}`, color, dash: [6, 4], width: 1.5,
-        values: xs.map((x) => (byK.has(x) ? byK.get(x) : null)) });
+        values: theoryAccuracy(k, xs) });
     });
     const title = `${metricName(metric)} vs ${curves.x}` + (curves.facet ? ` — ${curves.facet}=${facet.label}` : '');
     const positive = !categorical && xs.every((x) => x > 0);
@@ -424,21 +375,6 @@ async function renderSweep(id, q) {
 }
 
 // ---- trial page -------------------------------------------------------------------
-
-function alignSeries(metrics, names) {
-  const steps = new Set();
-  for (const n of names) metrics[n].steps.forEach((s) => steps.add(s));
-  const xs = [...steps].sort((a, b) => a - b);
-  const idx = new Map(xs.map((s, i) => [s, i]));
-  return {
-    xs,
-    values: names.map((n) => {
-      const out = new Array(xs.length).fill(null);
-      metrics[n].steps.forEach((s, i) => { out[idx.get(s)] = metrics[n].values[i]; });
-      return out;
-    }),
-  };
-}
 
 async function renderTrial(trialId) {
   const sweepId = trialId.split('/')[0];
