@@ -1,0 +1,154 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: kernels/common/bench.h
+//
+// Shared machinery of the `*_bench.cu` binaries (style rule 5): CUDA-event
+// timing with warmups and an L2 flush between repetitions, and the two
+// ceilings every kernel is reported against, measured on the same device in
+// the same run:
+//   * copy bandwidth: cudaMemcpy device-to-device of 1 GiB, counted as
+//     read + write bytes (2 x size), i.e. the achievable HBM rate;
+//   * dense bf16 GEMM rate: cublasGemmEx 8192^3, bf16 in/out, fp32 compute.
+// Header-only host code; include only from `.cu` benchmark files.
+#ifndef SMOE_KERNELS_COMMON_BENCH_H_
+#define SMOE_KERNELS_COMMON_BENCH_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+namespace smoe::kernels::bench {
+
+// Aborts the benchmark with file:line on a CUDA error (benchmarks are
+// binaries, not library code; there is no caller to return a status to).
+#define SMOE_BENCH_CUDA(expr)                                            \
+  do {                                                                   \
+    const cudaError_t e_ = (expr);                                       \
+    if (e_ != cudaSuccess) {                                             \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, \
+                   cudaGetErrorString(e_));                              \
+      std::exit(1);                                                      \
+    }                                                                    \
+  } while (false)
+
+#define SMOE_BENCH_CUBLAS(expr)                                          \
+  do {                                                                   \
+    const cublasStatus_t s_ = (expr);                                    \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, \
+                   cublasGetStatusString(s_));                           \
+      std::exit(1);                                                      \
+    }                                                                    \
+  } while (false)
+
+// Owns a 256 MiB buffer (5x the H100's 50 MB L2) that Flush() overwrites so
+// that the next timed launch starts with a cold L2.
+class L2Flusher {
+ public:
+  L2Flusher() { SMOE_BENCH_CUDA(cudaMalloc(&buf_, kBytes)); }
+  ~L2Flusher() { cudaFree(buf_); }
+  L2Flusher(const L2Flusher&) = delete;
+  L2Flusher& operator=(const L2Flusher&) = delete;
+  void Flush(cudaStream_t stream) {
+    SMOE_BENCH_CUDA(cudaMemsetAsync(buf_, 0, kBytes, stream));
+  }
+
+ private:
+  static constexpr size_t kBytes = size_t{256} << 20;
+  void* buf_ = nullptr;
+};
+
+// Runs `fn` `warmup` times, then `reps` times with an L2 flush before each,
+// timing each repetition with CUDA events. Returns the median in microseconds.
+inline double TimeMedianUs(const std::function<void(cudaStream_t)>& fn,
+                           cudaStream_t stream, int warmup = 3, int reps = 20) {
+  static L2Flusher* flusher = new L2Flusher();
+  cudaEvent_t start, stop;
+  SMOE_BENCH_CUDA(cudaEventCreate(&start));
+  SMOE_BENCH_CUDA(cudaEventCreate(&stop));
+  for (int i = 0; i < warmup; ++i) fn(stream);
+  std::vector<float> ms(reps);
+  for (int i = 0; i < reps; ++i) {
+    flusher->Flush(stream);
+    SMOE_BENCH_CUDA(cudaEventRecord(start, stream));
+    fn(stream);
+    SMOE_BENCH_CUDA(cudaEventRecord(stop, stream));
+    SMOE_BENCH_CUDA(cudaEventSynchronize(stop));
+    SMOE_BENCH_CUDA(cudaEventElapsedTime(&ms[i], start, stop));
+  }
+  SMOE_BENCH_CUDA(cudaGetLastError());
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return 1e3 * ms[reps / 2];
+}
+
+// Returns the measured device-to-device copy rate in GB/s (1e9 B/s), counting
+// read + write bytes of a 1 GiB cudaMemcpyAsync.
+inline double MeasureCopyGBps(cudaStream_t stream) {
+  const size_t bytes = size_t{1} << 30;
+  void* a = nullptr;
+  void* b = nullptr;
+  SMOE_BENCH_CUDA(cudaMalloc(&a, bytes));
+  SMOE_BENCH_CUDA(cudaMalloc(&b, bytes));
+  SMOE_BENCH_CUDA(cudaMemsetAsync(a, 1, bytes, stream));
+  const double us = TimeMedianUs(
+      [&](cudaStream_t s) {
+        SMOE_BENCH_CUDA(
+            cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+      },
+      stream, 2, 10);
+  cudaFree(a);
+  cudaFree(b);
+  return 2.0 * bytes / (us * 1e3);
+}
+
+// Returns the measured dense bf16 GEMM rate (TFLOP/s) of cublasGemmEx at
+// m = n = k = `size`, bf16 inputs and output, fp32 accumulation.
+inline double MeasureDenseBf16Tflops(cublasHandle_t handle, cudaStream_t stream,
+                                     int size = 8192) {
+  const size_t elems = static_cast<size_t>(size) * size;
+  void *a = nullptr, *b = nullptr, *c = nullptr;
+  SMOE_BENCH_CUDA(cudaMalloc(&a, 2 * elems));
+  SMOE_BENCH_CUDA(cudaMalloc(&b, 2 * elems));
+  SMOE_BENCH_CUDA(cudaMalloc(&c, 2 * elems));
+  SMOE_BENCH_CUDA(cudaMemsetAsync(a, 0, 2 * elems, stream));
+  SMOE_BENCH_CUDA(cudaMemsetAsync(b, 0, 2 * elems, stream));
+  SMOE_BENCH_CUBLAS(cublasSetStream(handle, stream));
+  const float alpha = 1.0f, beta = 0.0f;
+  const double us = TimeMedianUs(
+      [&](cudaStream_t) {
+        SMOE_BENCH_CUBLAS(cublasGemmEx(
+            handle, CUBLAS_OP_N, CUBLAS_OP_N, size, size, size, &alpha, a,
+            CUDA_R_16BF, size, b, CUDA_R_16BF, size, &beta, c, CUDA_R_16BF,
+            size, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      },
+      stream, 3, 10);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+  return 2.0 * size * size * static_cast<double>(size) / (us * 1e6);
+}
+
+// Fills `n` floats at device pointer `p` with uniform values in [lo, hi)
+// from a fixed host-side LCG (seeded), copied synchronously.
+inline void FillUniform(float* p, size_t n, unsigned seed, float lo = -1.0f,
+                        float hi = 1.0f) {
+  std::vector<float> h(n);
+  unsigned long long s = 0x9E3779B97F4A7C15ull ^ seed;
+  for (size_t i = 0; i < n; ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    h[i] = lo + (hi - lo) * static_cast<float>(s >> 40) / 16777216.0f;
+  }
+  SMOE_BENCH_CUDA(
+      cudaMemcpy(p, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+}  // namespace smoe::kernels::bench
+
+#endif  // SMOE_KERNELS_COMMON_BENCH_H_

@@ -1,0 +1,53 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// Host wrappers of the grouped GEMM: validate, call cuBLAS, convert errors.
+#include "kernels/grouped_gemm/grouped_gemm.h"
+
+#include "common/status_macros.h"
+#include "kernels/common/cuda_status.h"
+#include "kernels/grouped_gemm/grouped_gemm_launch.h"
+
+namespace smoe::kernels {
+namespace {
+
+absl::Status ToStatus(const GemmLaunchResult& r, const char* what) {
+  SMOE_RETURN_IF_ERROR(CudaStatus(r.cuda, what));
+  return CublasStatus(r.cublas, what);
+}
+
+}  // namespace
+
+size_t GroupedGemmWorkspaceBytes(int num_experts) {
+  return sizeof(void*) * 3 * static_cast<size_t>(num_experts);
+}
+
+absl::Status GroupedGemm(cublasHandle_t handle, const void* a, const void* b,
+                         void* c, DType dtype, const int64_t* expert_offsets,
+                         int num_experts, int64_t k, int64_t n, bool trans_b,
+                         GroupedGemmVariant variant, void* workspace,
+                         cudaStream_t stream) {
+  SMOE_RETURN_IF_ERROR(
+      ValidateGroupedGemmArgs(expert_offsets, num_experts, k, n));
+  return ToStatus(
+      LaunchGroupedGemm(handle, a, b, c, static_cast<int>(dtype),
+                        expert_offsets, num_experts, k, n, trans_b ? 1 : 0,
+                        static_cast<int>(variant), workspace, stream),
+      "GroupedGemm");
+}
+
+absl::Status GroupedGemmWeightGrad(cublasHandle_t handle, const void* a,
+                                   const void* dc, void* db, DType dtype,
+                                   const int64_t* expert_offsets,
+                                   int num_experts, int64_t k, int64_t n,
+                                   GroupedGemmVariant variant, void* workspace,
+                                   cudaStream_t stream) {
+  SMOE_RETURN_IF_ERROR(
+      ValidateGroupedGemmArgs(expert_offsets, num_experts, k, n));
+  return ToStatus(
+      LaunchGroupedGemm(handle, a, dc, db, static_cast<int>(dtype),
+                        expert_offsets, num_experts, k, n, /*mode=*/2,
+                        static_cast<int>(variant), workspace, stream),
+      "GroupedGemmWeightGrad");
+}
+
+}  // namespace smoe::kernels

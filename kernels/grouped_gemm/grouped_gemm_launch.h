@@ -1,0 +1,34 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: kernels/grouped_gemm/grouped_gemm_launch.h
+//
+// cuBLAS calls behind grouped_gemm.h, defined in grouped_gemm.cu (no absl, no
+// torch). A failure reports which library failed; grouped_gemm.cc turns it
+// into absl::Status.
+#ifndef SMOE_KERNELS_GROUPED_GEMM_GROUPED_GEMM_LAUNCH_H_
+#define SMOE_KERNELS_GROUPED_GEMM_GROUPED_GEMM_LAUNCH_H_
+
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace smoe::kernels {
+
+struct GemmLaunchResult {
+  cudaError_t cuda = cudaSuccess;
+  cublasStatus_t cublas = CUBLAS_STATUS_SUCCESS;
+};
+
+// mode: 0 = forward, 1 = forward with trans_b, 2 = weight grad.
+// variant: 0 = grouped batched, 1 = per-expert loop. dtype: 0 f32, 1 bf16.
+GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
+                                   const void* b, void* c, int dtype,
+                                   const int64_t* expert_offsets,
+                                   int num_experts, int64_t k, int64_t n,
+                                   int mode, int variant, void* workspace,
+                                   cudaStream_t stream);
+
+}  // namespace smoe::kernels
+
+#endif  // SMOE_KERNELS_GROUPED_GEMM_GROUPED_GEMM_LAUNCH_H_
