@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -113,6 +114,7 @@ preempted (re-queued without using the error budget), then it exits 0.
   --tls-ca PATH            PEM root certificates: use TLS (default plaintext)
   --slots N                concurrent trials (default: one per GPU, 1 on CPU)
   --gpus N                 GPUs to use, 0..N-1 (default: from nvidia-smi)
+  --gpu-ids I,J            exactly these GPU indices (e.g. 4,5,6,7)
   --labels k=v,k=v         labels matched against sweeps' requirements
   --kinds K,K              trial kinds to run: sraven, skillmix (default sraven)
   --trainer PATH           trainer binary (default: smoe-trainer next to this
@@ -149,7 +151,8 @@ absl::StatusOr<WorkerFlags> ParseWorkerFlags(
       static const char* const kKnown[] = {
           "--coordinator", "--token-file", "--tls-ca",    "--slots",
           "--gpus",        "--labels",     "--kinds",     "--trainer",
-          "--work-dir",    "--grace",      "--worker-id", "--rpc-timeout"};
+          "--work-dir",    "--grace",      "--worker-id", "--rpc-timeout",
+          "--gpu-ids"};
       bool known = false;
       for (const char* k : kKnown) known = known || name == k;
       if (!known) {
@@ -182,6 +185,17 @@ absl::StatusOr<WorkerFlags> ParseWorkerFlags(
       auto n = ParseInt(name, value, 0);
       if (!n.ok()) return n.status();
       f.gpus = *n;
+    } else if (name == "--gpu-ids") {
+      f.gpu_ids.clear();
+      for (absl::string_view id : absl::StrSplit(value, ',')) {
+        auto n = ParseInt(name, id, 0);
+        if (!n.ok()) return BadFlag(name, value, "expected indices like 0,2,3");
+        if (std::find(f.gpu_ids.begin(), f.gpu_ids.end(), *n) !=
+            f.gpu_ids.end()) {
+          return BadFlag(name, value, absl::StrCat("index ", *n, " repeated"));
+        }
+        f.gpu_ids.push_back(*n);
+      }
     } else if (name == "--labels") {
       f.labels.clear();
       for (absl::string_view kv :
@@ -237,6 +251,10 @@ absl::StatusOr<WorkerFlags> ParseWorkerFlags(
       const char* home = getenv("HOME");
       f.token_file = absl::StrCat(home ? home : ".", "/.smoe/token");
     }
+  }
+  if (!f.gpu_ids.empty() && f.gpus >= 0) {
+    return absl::InvalidArgumentError(
+        "--gpus and --gpu-ids exclude each other: give a count or the indices");
   }
   if (!work_dir_set) f.work_dir = absl::StrCat("smoe-data/worker-", Hostname());
   return f;
@@ -327,7 +345,9 @@ int RunWorker(const WorkerFlags& flags) {
   opt.worker_id = flags.worker_id;
   opt.hostname = Hostname();
   opt.cpus = std::max(1u, std::thread::hardware_concurrency());
-  if (flags.gpus >= 0) {
+  if (!flags.gpu_ids.empty()) {
+    opt.gpu_indices = flags.gpu_ids;
+  } else if (flags.gpus >= 0) {
     for (int i = 0; i < flags.gpus; ++i) opt.gpu_indices.push_back(i);
   } else {
     opt.gpu_indices = DetectGpus();

@@ -31,6 +31,9 @@ struct WorkerFlags {
   std::string token_file;
   int slots = 0;  // --slots N (>= 1); 0 = one per GPU, 1 on a CPU-only host
   int gpus = -1;  // --gpus N (>= 0) overrides nvidia-smi; -1 = detect
+  // --gpu-ids 1,3: exactly these device indices (distinct, >= 0); excludes
+  // --gpus. Trials see them through CUDA_VISIBLE_DEVICES.
+  std::vector<int> gpu_ids;
   std::map<std::string, std::string> labels;    // --labels k=v,k=v
   std::vector<std::string> kinds = {"sraven"};  // --kinds sraven,skillmix
   // --trainer PATH; empty = smoe-trainer next to the running binary (or in

@@ -60,6 +60,13 @@ TEST(ParseWorkerFlagsTest, AllFlagsBothSyntaxes) {
   EXPECT_EQ(f->rpc_timeout, absl::Seconds(3));
 }
 
+TEST(ParseWorkerFlagsTest, GpuIdsPickDevices) {
+  auto f = ParseWorkerFlags({"--gpu-ids", "4,5,7"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(f->gpu_ids, ElementsAre(4, 5, 7));
+  EXPECT_EQ(f->gpus, -1);
+}
+
 TEST(ParseWorkerFlagsTest, BadValuesNameFlagAndValue) {
   struct Case {
     std::vector<std::string> args;
@@ -69,6 +76,10 @@ TEST(ParseWorkerFlagsTest, BadValuesNameFlagAndValue) {
       {{"--slots", "zero"}, "--slots: 'zero'"},
       {{"--slots", "0"}, "--slots: '0'"},
       {{"--gpus=-1"}, "--gpus: '-1'"},
+      {{"--gpu-ids", "0,x"}, "--gpu-ids: '0,x'"},
+      {{"--gpu-ids", "1,1"}, "index 1 repeated"},
+      {{"--gpu-ids=", "--slots=1"}, "--gpu-ids: ''"},
+      {{"--gpus=2", "--gpu-ids=0,1"}, "exclude each other"},
       {{"--grace", "soon"}, "--grace: 'soon'"},
       {{"--labels", "zone"}, "--labels: 'zone'"},
       {{"--kinds", "sraven,imagenet"}, "imagenet"},
