@@ -106,16 +106,21 @@ torch::Tensor SmoeLayerImpl::TopKForward(const torch::Tensor& flat,
                                          RouterStats* stats) {
   const int k = config_.top_k;
   TopKRouting r = RouteTopK(RouterLogits(flat), k, config_.gating);
-  torch::Tensor y = config_.dispatch == Dispatch::kGather
-                        ? GatherDispatch(flat, r)
-                        : DenseDispatch(flat, r);
+  torch::Tensor y =
+      dispatcher_ != nullptr ? dispatcher_->Dispatch(*this, flat, r)
+      : config_.dispatch == Dispatch::kGather ? GatherDispatch(flat, r)
+                                              : DenseDispatch(flat, r);
   const bool want_aux = aux_loss != nullptr && config_.load_balance_alpha > 0;
   if (want_aux || stats != nullptr) {
-    torch::Tensor frac =
+    torch::Tensor counts =
         torch::zeros({experts_}, r.probs.options())
             .index_add(0, r.indices.reshape({-1}),
-                       torch::ones({r.indices.numel()}, r.probs.options())) /
-        static_cast<double>(r.indices.numel());
+                       torch::ones({r.indices.numel()}, r.probs.options()));
+    // Expert parallel: f_i over the global batch (P_i stays local; averaging
+    // the gradients over ranks then gives the global loss's gradient).
+    if (dispatcher_ != nullptr)
+      counts = dispatcher_->GlobalExpertCounts(counts);
+    torch::Tensor frac = counts / counts.sum().clamp_min(1.0);
     if (want_aux) {
       *aux_loss = config_.load_balance_alpha * static_cast<double>(experts_) *
                   (frac.detach() * r.probs.mean(0)).sum();

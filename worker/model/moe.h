@@ -36,6 +36,8 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "worker/model/model_config.h"
@@ -66,6 +68,24 @@ TopKRouting RouteTopK(const torch::Tensor& logits, int k, Gating gating);
 // `scores` [B, E] (ties -> lower index).
 torch::Tensor TopKMask(const torch::Tensor& scores, int k);
 
+class SmoeLayerImpl;
+
+// Expert-parallel hook (worker/model/expert_parallel.h). When a layer has a
+// dispatcher, its top-k path (E > 1) sends tokens through it instead of the
+// gather/dense dispatch, and the load-balancing f_i uses global counts.
+class ExpertDispatcher {
+ public:
+  virtual ~ExpertDispatcher() = default;
+  // Returns [N, D]: row n = sum_j routing.gates[n, j] * expert
+  // routing.indices[n, j] applied to flat[n] (flat [N, D]), wherever that
+  // expert lives. Collective: every rank calls it once per forward.
+  virtual torch::Tensor Dispatch(const SmoeLayerImpl& layer,
+                                 const torch::Tensor& flat,
+                                 const TopKRouting& routing) = 0;
+  // Returns per-expert assignment counts [E] summed over ranks (collective).
+  virtual torch::Tensor GlobalExpertCounts(const torch::Tensor& counts) = 0;
+};
+
 class SmoeLayerImpl : public torch::nn::Module {
  public:
   explicit SmoeLayerImpl(const ModelConfig& config);
@@ -89,6 +109,12 @@ class SmoeLayerImpl : public torch::nn::Module {
 
   void set_dispatch(Dispatch d) { config_.dispatch = d; }
 
+  // Installs (or, with nullptr, removes) the expert-parallel dispatcher.
+  void set_expert_dispatcher(std::shared_ptr<ExpertDispatcher> d) {
+    dispatcher_ = std::move(d);
+  }
+  const ModelConfig& config() const { return config_; }
+
   torch::Tensor expert_w1, expert_b1, expert_w2, expert_b2;
   torch::Tensor router_w;              // kTopK with E > 1
   torch::Tensor soft_phi, soft_scale;  // kSoft
@@ -104,6 +130,7 @@ class SmoeLayerImpl : public torch::nn::Module {
 
   ModelConfig config_;
   int64_t d_model_, mlp_, experts_;
+  std::shared_ptr<ExpertDispatcher> dispatcher_;
 };
 TORCH_MODULE(SmoeLayer);
 

@@ -1,0 +1,313 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/model/expert_parallel.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "worker/model/moe.h"
+
+namespace smoe::model {
+namespace {
+
+using kernels::Communicator;
+using kernels::DataType;
+using kernels::MemorySpace;
+
+kernels::DataType ToDataType(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat32:
+      return DataType::kFloat32;
+    case torch::kFloat64:
+      return DataType::kFloat64;
+    case torch::kBFloat16:
+      return DataType::kBFloat16;
+    case torch::kFloat16:
+      return DataType::kFloat16;
+    case torch::kInt32:
+      return DataType::kInt32;
+    case torch::kInt64:
+      return DataType::kInt64;
+    default:
+      TORCH_CHECK(false, "expert parallel: unsupported dtype ", t);
+  }
+  return DataType::kFloat32;
+}
+
+// Moves `t` to where `comm` wants its buffers (contiguous).
+torch::Tensor ToCommMemory(const torch::Tensor& t, const Communicator& comm) {
+  if (comm.memory_space() == MemorySpace::kHost) {
+    return t.to(torch::kCPU).contiguous();
+  }
+  return (t.is_cuda() ? t : t.to(torch::kCUDA)).contiguous();
+}
+
+void Check(const absl::Status& s) {
+  TORCH_CHECK(s.ok(), "expert parallel: ", s.ToString());
+}
+
+// Non-differentiable all-to-all of the rows of x [n, D].
+torch::Tensor ExchangeRaw(const torch::Tensor& x,
+                          const std::vector<int64_t>& send_rows,
+                          const std::vector<int64_t>& recv_rows,
+                          Communicator* comm) {
+  TORCH_CHECK(x.dim() == 2, "AllToAllRows: x must be [n, D], got ", x.sizes());
+  const int w = comm->world_size();
+  TORCH_CHECK(static_cast<int>(send_rows.size()) == w &&
+                  static_cast<int>(recv_rows.size()) == w,
+              "AllToAllRows: counts must have world_size entries");
+  const int64_t d = x.size(1);
+  int64_t rows_out = 0, rows_in = 0;
+  std::vector<int64_t> send(w), recv(w);
+  for (int j = 0; j < w; ++j) {
+    send[j] = send_rows[j] * d;
+    recv[j] = recv_rows[j] * d;
+    rows_in += send_rows[j];
+    rows_out += recv_rows[j];
+  }
+  TORCH_CHECK(rows_in == x.size(0), "AllToAllRows: sum(send_rows)=", rows_in,
+              " but x has ", x.size(0), " rows");
+  torch::Tensor src = ToCommMemory(x, *comm);
+  torch::Tensor out = torch::empty({rows_out, d}, src.options());
+  Check(comm->AllToAllV(src.numel() > 0 ? src.data_ptr() : nullptr, send.data(),
+                        out.numel() > 0 ? out.data_ptr() : nullptr, recv.data(),
+                        ToDataType(x.scalar_type())));
+  return out.to(x.device());
+}
+
+class AllToAllFunction : public torch::autograd::Function<AllToAllFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& x,
+                               std::vector<int64_t> send_rows,
+                               std::vector<int64_t> recv_rows,
+                               int64_t comm_address) {
+    ctx->saved_data["send"] = send_rows;
+    ctx->saved_data["recv"] = recv_rows;
+    ctx->saved_data["comm"] = comm_address;
+    return ExchangeRaw(x, send_rows, recv_rows,
+                       reinterpret_cast<Communicator*>(comm_address));
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grads) {
+    // Reverse all-to-all: gradient rows go back where their inputs came from.
+    const std::vector<int64_t> send = ctx->saved_data["send"].toIntVector();
+    const std::vector<int64_t> recv = ctx->saved_data["recv"].toIntVector();
+    auto* comm =
+        reinterpret_cast<Communicator*>(ctx->saved_data["comm"].toInt());
+    torch::Tensor g = ExchangeRaw(grads[0].contiguous(), recv, send, comm);
+    return {g, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+class EpDispatcher : public ExpertDispatcher {
+ public:
+  EpDispatcher(Communicator* comm, int64_t num_experts)
+      : comm_(comm), experts_(num_experts) {}
+
+  torch::Tensor Dispatch(const SmoeLayerImpl& layer, const torch::Tensor& flat,
+                         const TopKRouting& r) override {
+    const int w = comm_->world_size();
+    const int me = comm_->rank();
+    const int64_t k = r.indices.size(1);
+    const int64_t local = experts_ / w;
+    // 1. Pairs sorted by expert (stable) == grouped by owning rank.
+    torch::Tensor expert_of = r.indices.reshape({-1});
+    torch::Tensor order = std::get<1>(
+        expert_of.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
+    torch::Tensor sorted_expert = expert_of.index_select(0, order);
+    torch::Tensor token = torch::div(order, k, "floor");
+    torch::Tensor gate = r.gates.reshape({-1}).index_select(0, order);
+    torch::Tensor dest = torch::div(sorted_expert, local, "floor");
+    torch::Tensor send_t =
+        torch::bincount(dest, {}, w).to(torch::kCPU, torch::kInt64);
+    std::vector<int64_t> send(send_t.data_ptr<int64_t>(),
+                              send_t.data_ptr<int64_t>() + w);
+    std::vector<int64_t> recv(w, 0);
+    // 2. Counts first, then the rows and their expert ids (dispatch).
+    Check(comm_->AllToAllCounts(send.data(), recv.data()));
+    torch::Tensor xr =
+        AllToAllRows(flat.index_select(0, token), send, recv, comm_);
+    torch::Tensor er =
+        ExchangeRaw(sorted_expert.unsqueeze(1).contiguous(), send, recv, comm_)
+            .squeeze(1) -
+        me * local;
+    // 3. Local experts on the received rows, grouped by local expert.
+    torch::Tensor ord2 =
+        std::get<1>(er.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
+    torch::Tensor cnt2 =
+        torch::bincount(er, {}, local).to(torch::kCPU, torch::kInt64);
+    torch::Tensor xg = xr.index_select(0, ord2);
+    std::vector<torch::Tensor> outs;
+    int64_t offset = 0;
+    for (int64_t e = 0; e < local; ++e) {
+      const int64_t c = cnt2.data_ptr<int64_t>()[e];
+      if (c == 0) continue;
+      outs.push_back(layer.Expert(e, xg.narrow(0, offset, c)));
+      offset += c;
+    }
+    // NOTE: with no rows the result must still hang off xr, so that this
+    // rank's backward reaches the reverse all-to-all like its peers' do.
+    torch::Tensor yg = outs.empty() ? xg * 0.0 : torch::cat(outs, 0);
+    torch::Tensor inv = torch::empty_like(ord2).scatter_(
+        0, ord2, torch::arange(ord2.numel(), ord2.options()));
+    // 4. Back to the tokens' ranks (combine), gate-weighted sum per token.
+    torch::Tensor ys = AllToAllRows(yg.index_select(0, inv), recv, send, comm_);
+    return torch::zeros_like(flat).index_add(0, token, ys * gate.unsqueeze(1));
+  }
+
+  torch::Tensor GlobalExpertCounts(const torch::Tensor& counts) override {
+    std::vector<double> v(static_cast<size_t>(counts.numel()));
+    torch::Tensor c =
+        counts.detach().to(torch::kCPU, torch::kFloat64).contiguous();
+    std::memcpy(v.data(), c.data_ptr<double>(), v.size() * sizeof(double));
+    Check(AllReduceSum(&v, comm_));
+    return torch::from_blob(v.data(), {counts.numel()}, torch::kFloat64)
+        .clone()
+        .to(counts.device(), counts.scalar_type());
+  }
+
+ private:
+  Communicator* comm_;
+  const int64_t experts_;
+};
+
+}  // namespace
+
+torch::Tensor AllToAllRows(const torch::Tensor& x,
+                           const std::vector<int64_t>& send_rows,
+                           const std::vector<int64_t>& recv_rows,
+                           kernels::Communicator* comm) {
+  return AllToAllFunction::apply(x.contiguous(), send_rows, recv_rows,
+                                 reinterpret_cast<int64_t>(comm));
+}
+
+bool IsExpertParameter(const std::string& name) {
+  for (const char* s : {"expert_w1", "expert_b1", "expert_w2", "expert_b2"}) {
+    if (absl::EndsWith(name, s)) return true;
+  }
+  return false;
+}
+
+torch::Tensor ExpertShard(const torch::Tensor& full, int rank, int world) {
+  const int64_t local = full.size(0) / world;
+  return full.narrow(0, rank * local, local);
+}
+
+std::pair<int64_t, int64_t> SliceRows(int64_t n, int rank, int world) {
+  return {n * rank / world, n * (rank + 1) / world};
+}
+
+absl::Status EnableExpertParallel(SmoeTransformerImpl& net,
+                                  kernels::Communicator* comm) {
+  const ModelConfig& c = net.config();
+  const int w = comm->world_size();
+  if (c.router != RouterKind::kTopK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("router=", RouterKindName(c.router),
+                     ": expert parallelism needs router=topk"));
+  }
+  if (c.num_experts % w != 0 || (c.num_experts == 1 && w > 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ep_size=", w, " must divide num_experts=", c.num_experts,
+                     " (and num_experts > 1 for ep_size > 1)"));
+  }
+  torch::NoGradGuard no_grad;
+  auto dispatcher = std::make_shared<EpDispatcher>(comm, c.num_experts);
+  for (Block& b : net.blocks) {
+    SmoeLayerImpl& moe = *b->moe;
+    for (torch::Tensor* p :
+         {&moe.expert_w1, &moe.expert_b1, &moe.expert_w2, &moe.expert_b2}) {
+      p->set_data(ExpertShard(*p, comm->rank(), w).clone());
+    }
+    if (c.num_experts > 1) moe.set_expert_dispatcher(dispatcher);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AllReduceSum(std::vector<double>* values,
+                          kernels::Communicator* comm) {
+  if (values->empty()) return comm->Barrier();
+  torch::Tensor t =
+      torch::from_blob(values->data(), {static_cast<int64_t>(values->size())},
+                       torch::kFloat64)
+          .clone();
+  torch::Tensor buf = ToCommMemory(t, *comm);
+  if (absl::Status s =
+          comm->AllReduceSum(buf.data_ptr(), buf.numel(), DataType::kFloat64);
+      !s.ok()) {
+    return s;
+  }
+  torch::Tensor back = buf.to(torch::kCPU).contiguous();
+  std::memcpy(values->data(), back.data_ptr<double>(),
+              values->size() * sizeof(double));
+  return absl::OkStatus();
+}
+
+absl::Status SyncGradients(torch::nn::Module& net,
+                           kernels::Communicator* comm) {
+  const int w = comm->world_size();
+  if (w == 1) return absl::OkStatus();
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> replicated;
+  for (const auto& item : net.named_parameters()) {
+    torch::Tensor p = item.value();
+    if (IsExpertParameter(item.key())) {
+      if (p.grad().defined()) p.mutable_grad().div_(static_cast<double>(w));
+      continue;
+    }
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    replicated.push_back(p);
+  }
+  if (replicated.empty()) return absl::OkStatus();
+  // One reduction for all replicated gradients, summed in float64.
+  std::vector<torch::Tensor> flat;
+  for (const torch::Tensor& p : replicated) {
+    flat.push_back(p.grad().reshape({-1}).to(torch::kFloat64));
+  }
+  torch::Tensor buf = ToCommMemory(torch::cat(flat), *comm);
+  if (absl::Status s =
+          comm->AllReduceSum(buf.data_ptr(), buf.numel(), DataType::kFloat64);
+      !s.ok()) {
+    return s;
+  }
+  buf.div_(static_cast<double>(w));
+  int64_t offset = 0;
+  for (torch::Tensor& p : replicated) {
+    const int64_t n = p.numel();
+    p.mutable_grad().copy_(buf.narrow(0, offset, n).view_as(p));
+    offset += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<torch::Tensor> GatherExpertShards(const torch::Tensor& shard,
+                                                 kernels::Communicator* comm) {
+  const int w = comm->world_size();
+  const int64_t n = shard.numel();
+  std::vector<int64_t> send(w, 0), recv(w, 0);
+  send[0] = n;
+  if (comm->rank() == 0) std::fill(recv.begin(), recv.end(), n);
+  torch::Tensor src = ToCommMemory(shard.detach().reshape({-1}), *comm);
+  torch::Tensor out =
+      torch::empty({comm->rank() == 0 ? n * w : 0}, src.options());
+  if (absl::Status s = comm->AllToAllV(
+          src.numel() > 0 ? src.data_ptr() : nullptr, send.data(),
+          out.numel() > 0 ? out.data_ptr() : nullptr, recv.data(),
+          ToDataType(shard.scalar_type()));
+      !s.ok()) {
+    return s;
+  }
+  if (comm->rank() != 0) return torch::Tensor();
+  std::vector<int64_t> sizes = shard.sizes().vec();
+  sizes[0] *= w;
+  return out.to(torch::kCPU).view(sizes);
+}
+
+}  // namespace smoe::model
