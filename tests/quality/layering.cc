@@ -83,6 +83,9 @@ const std::vector<Restricted>& RestrictedHeaders() {
        {"proto/", "coordinator/service", "coordinator/server",
         "coordinator/grpc", "worker/daemon/", "cli/", "tests/", "bench/"},
        "gRPC is a thin adapter"},
+      {"curl/",
+       {"worker/eval/skillmix/openai_grader", "tests/", "bench/"},
+       "libcurl only in the Skill-Mix grader client (smoe_skillmix_http)"},
   };
   return *r;
 }

@@ -50,6 +50,13 @@ TEST(LayeringCheckerTest, FlagsEachForbiddenKind) {
           .empty());
   EXPECT_EQ(CheckFile("worker/daemon/d.cc", "#include \"store/s.h\"\n").size(),
             1u);
+  EXPECT_EQ(
+      CheckFile("worker/eval/skillmix/pipeline.cc", "#include <curl/curl.h>\n")
+          .size(),
+      1u);
+  EXPECT_TRUE(CheckFile("worker/eval/skillmix/openai_grader.cc",
+                        "#include <curl/curl.h>\n")
+                  .empty());
 }
 
 TEST(LayeringTest, RepositoryFollowsTheDependencyRule) {
