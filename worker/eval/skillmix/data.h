@@ -97,6 +97,11 @@ absl::StatusOr<std::vector<Combination>> DrawCombinations(
 absl::StatusOr<std::vector<Combination>> ParseCombosJson(absl::string_view json,
                                                          int n, int k);
 
+// The released 10 skills and 10 topics (testdata/skills.json, topics.json),
+// compiled into the library so workers need no data files.
+absl::string_view ReleasedSkillsJson();
+absl::string_view ReleasedTopicsJson();
+
 // Reads a whole file; NotFound naming the path on failure.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 

@@ -33,6 +33,20 @@ TEST(SkillsTest, JsonKeepsStringsVerbatim) {
             absl::StatusCode::kNotFound);
 }
 
+TEST(SkillsTest, BuiltInReleaseEqualsTestdata) {
+  auto file = LoadSkills(TestdataPath("skills.json"));
+  auto built_in = ParseSkillsJson(ReleasedSkillsJson());
+  ASSERT_TRUE(file.ok() && built_in.ok());
+  ASSERT_EQ(built_in->skills().size(), file->skills().size());
+  for (size_t i = 0; i < file->skills().size(); ++i) {
+    EXPECT_EQ(built_in->skills()[i].definition, file->skills()[i].definition);
+    EXPECT_EQ(built_in->skills()[i].example, file->skills()[i].example);
+  }
+  auto topics = ParseTopicsJson(ReleasedTopicsJson());
+  ASSERT_TRUE(topics.ok());
+  EXPECT_EQ(*topics, *LoadTopics(TestdataPath("topics.json")));
+}
+
 TEST(SkillsTest, ReleaseCsvEqualsJsonAndDropsRemovedRows) {
   auto json = LoadSkills(TestdataPath("skills.json"));
   auto csv = LoadSkills(TestdataPath("skills_release_format.csv"));
