@@ -397,20 +397,28 @@ struct HttpServer::Impl {
   template <typename Fn>
   std::shared_ptr<const std::string> Cached(const std::string& key,
                                             int64_t version, Fn&& fn) {
-    if (version >= 0) {
-      absl::MutexLock lock(&mu);
-      auto it = responses.find(key);
-      if (it != responses.end() && it->second.first == version) {
-        return it->second.second;
-      }
-    }
+    if (auto hit = CacheGet(key, version)) return hit;
     auto body = std::make_shared<const std::string>(fn());
-    if (version >= 0) {
-      absl::MutexLock lock(&mu);
-      if (responses.size() > 512) responses.clear();
-      responses[key] = {version, body};
-    }
+    CachePut(key, version, body);
     return body;
+  }
+  // The body cached for (key, version); null when none (or version < 0).
+  std::shared_ptr<const std::string> CacheGet(const std::string& key,
+                                              int64_t version) {
+    if (version < 0) return nullptr;
+    absl::MutexLock lock(&mu);
+    auto it = responses.find(key);
+    if (it != responses.end() && it->second.first == version) {
+      return it->second.second;
+    }
+    return nullptr;
+  }
+  void CachePut(const std::string& key, int64_t version,
+                std::shared_ptr<const std::string> body) {
+    if (version < 0) return;
+    absl::MutexLock lock(&mu);
+    if (responses.size() > 512) responses.clear();
+    responses[key] = {version, std::move(body)};
   }
 
   // ---- handlers
@@ -469,6 +477,15 @@ struct HttpServer::Impl {
     auto snap_or = GetSnapshot(id);
     if (!snap_or.ok()) return StatusError(res, snap_or.status());
     const auto& [view, snap] = *snap_or;
+    // Sorting and filtering 100k rows costs ~100 ms: pages are cached per
+    // (sweep version, query) like the aggregation routes.
+    const std::string cache_key = absl::StrCat(
+        "page\x1f", id, "\x1f", Param(req, "state", ""), "\x1f",
+        Param(req, "q", ""), "\x1f", Param(req, "sort", ""), "\x1f",
+        Param(req, "offset", ""), "\x1f", Param(req, "limit", ""));
+    if (auto hit = CacheGet(cache_key, snap->cache_version())) {
+      return res.set_content(*hit, kJson);
+    }
     std::vector<std::string> axes;
     for (const Axis& a : view.spec.grid) axes.push_back(a.name);
 
@@ -587,15 +604,16 @@ struct HttpServer::Impl {
     }
     json sweep = SweepJson(view);
     sweep["spec_yaml"] = view.record.spec_yaml;
-    res.set_content(
+    auto body = std::make_shared<const std::string>(
         Dump({{"sweep", sweep},
               {"columns", {{"params", axes}, {"results", snap->metrics()}}},
               {"total", snap->rows.size()},
               {"matched", idx.size()},
               {"offset", offset},
               {"limit", limit},
-              {"rows", rows}}),
-        kJson);
+              {"rows", rows}}));
+    res.set_content(*body, kJson);
+    CachePut(cache_key, snap->cache_version(), std::move(body));
   }
 
   analysis::AggregateOptions AggOptions(const httplib::Request& req,
