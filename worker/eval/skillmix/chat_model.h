@@ -11,6 +11,7 @@
 #ifndef SMOE_WORKER_EVAL_SKILLMIX_CHAT_MODEL_H_
 #define SMOE_WORKER_EVAL_SKILLMIX_CHAT_MODEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,12 +44,17 @@ using Conversation = std::vector<ChatMessage>;
 //     samples and the same call repeated gives the same replies (for local
 //     models; hosted APIs only forward the seed as a hint).
 //   max_new_tokens: per reply.
+//   cancel: optional flag (not owned; may be null), e.g. the trainer's SIGTERM
+//     flag. A model should poll it between decoding steps or requests and
+//     return absl::CancelledError soon after it is set; the caller then
+//     discards the whole batch.
 struct SamplingParams {
   double temperature = 0.7;
   int top_k = 0;
   double top_p = 1.0;
   uint64_t seed = 0;
   int max_new_tokens = 512;
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // A chat model: completes a batch of conversations.

@@ -33,6 +33,7 @@ struct OpenAiChatModel::Request {
   Json body;              // the request body (no credentials)
   std::string cache_key;  // hex SHA-512 of the cache identity
   int n = 1;              // choices expected
+  const std::atomic<bool>* cancel = nullptr;  // SamplingParams::cancel
 };
 
 namespace {
@@ -69,6 +70,26 @@ size_t WriteHeader(char* ptr, size_t size, size_t nitems, void* userdata) {
     }
   }
   return size * nitems;
+}
+
+bool Cancelled(const std::atomic<bool>* cancel) {
+  return cancel != nullptr && cancel->load();
+}
+
+// libcurl progress callback: a non-zero return aborts the transfer.
+int AbortIfCancelled(void* clientp, curl_off_t, curl_off_t, curl_off_t,
+                     curl_off_t) {
+  return Cancelled(static_cast<const std::atomic<bool>*>(clientp)) ? 1 : 0;
+}
+
+// Sleeps `d` in short slices; false if cancelled meanwhile.
+bool SleepUnlessCancelled(absl::Duration d, const std::atomic<bool>* cancel) {
+  const absl::Time end = absl::Now() + d;
+  while (absl::Now() < end) {
+    if (Cancelled(cancel)) return false;
+    absl::SleepFor(std::min(end - absl::Now(), absl::Milliseconds(50)));
+  }
+  return !Cancelled(cancel);
 }
 
 void GlobalInit() {
@@ -224,6 +245,10 @@ absl::StatusOr<std::vector<std::string>> OpenAiChatModel::SendOnce(
       curl, CURLOPT_TIMEOUT_MS,
       static_cast<long>(absl::ToInt64Milliseconds(options_.request_timeout)));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &AbortIfCancelled);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA,
+                   const_cast<std::atomic<bool>*>(request.cancel));
   const CURLcode rc = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, http_code);
   curl_slist_free_all(headers);
@@ -231,6 +256,9 @@ absl::StatusOr<std::vector<std::string>> OpenAiChatModel::SendOnce(
   // Scrub the header copy of the key from memory we still own.
   std::fill(auth.begin(), auth.end(), '\0');
 
+  if (rc == CURLE_ABORTED_BY_CALLBACK) {
+    return absl::CancelledError("grader request cancelled");
+  }
   if (rc != CURLE_OK) {
     *retryable = true;
     const std::string msg =
@@ -300,6 +328,9 @@ absl::StatusOr<std::vector<std::string>> OpenAiChatModel::Send(
   absl::Status last;
   for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
     if (attempt > 0) ++retries_;
+    if (Cancelled(request.cancel)) {
+      return absl::CancelledError("grader request cancelled");
+    }
     WaitForRateLimit();
     ++requests_sent_;
     long code = 0;
@@ -320,7 +351,9 @@ absl::StatusOr<std::vector<std::string>> OpenAiChatModel::Send(
     SMOE_LOG(WARNING) << "grader request failed (" << last.message()
                       << "); retry " << attempt + 1 << "/"
                       << options_.max_retries << " in " << wait;
-    absl::SleepFor(wait);
+    if (!SleepUnlessCancelled(wait, request.cancel)) {
+      return absl::CancelledError("grader request cancelled");
+    }
   }
   return last;
 }
@@ -366,6 +399,7 @@ absl::StatusOr<std::vector<std::string>> OpenAiChatModel::Complete(
   for (size_t g = 0; g < groups.size(); ++g) {
     Request req;
     req.n = static_cast<int>(groups[g].size());
+    req.cancel = params.cancel;
     const std::string conv_key = Dump(group_messages[g]);
     const int copy = copies[conv_key]++;
     req.body = {{"model", options_.model},

@@ -291,6 +291,29 @@ TEST_F(OpenAiGraderTest, CreateValidates) {
               HasSubstr("role 'robot'"));
 }
 
+TEST_F(OpenAiGraderTest, CancelFlagStopsRetriesAndSlowRequests) {
+  options_.initial_backoff = absl::Seconds(30);  // would hang if not honoured
+  options_.max_backoff = absl::Seconds(30);
+  auto model = OpenAiChatModel::Create(options_);
+  ASSERT_TRUE(model.ok());
+  std::atomic<bool> cancel{false};
+  SamplingParams params;
+  params.cancel = &cancel;
+  server_.Script({"500"});
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel.store(true);
+  });
+  auto r = (*model)->Complete({Conv("q")}, params);
+  canceller.join();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(server_.requests(), 1);
+  // Already cancelled: nothing is sent.
+  auto again = (*model)->Complete({Conv("q2")}, params);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(server_.requests(), 1);
+}
+
 // Request starts are spaced by the client-side limit (a lower bound only).
 TEST_F(OpenAiGraderTest, RateLimitSpacesRequests) {
   options_.max_requests_per_second = 20;

@@ -254,6 +254,11 @@ absl::StatusOr<std::vector<std::string>> CompleteChecked(
     ChatModel& model, const std::vector<Conversation>& convs,
     const SamplingParams& params, absl::string_view who) {
   auto replies = model.Complete(convs, params);
+  if (!replies.ok() && absl::IsCancelled(replies.status())) {
+    return absl::AbortedError(absl::StrCat("skillmix: preempted (", who,
+                                           " call cancelled; finished "
+                                           "combinations are checkpointed)"));
+  }
   if (!replies.ok()) {
     return absl::Status(replies.status().code(),
                         absl::StrCat(who, ": ", replies.status().message()));

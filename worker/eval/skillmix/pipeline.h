@@ -106,7 +106,9 @@ using ProgressCallback = std::function<void(const SkillMixProgress&)>;
 // `progress` (may be empty) is called once after loading the checkpoint and
 // after every finished combination. `should_stop` (may be empty) is polled
 // before each combination; when it returns true the run stops with
-// Aborted("preempted ...") and the finished combinations stay checkpointed.
+// Aborted("preempted ...") and the finished combinations stay checkpointed;
+// a model call that returns Cancelled (SamplingParams::cancel) also ends the
+// run with Aborted, discarding the combination in flight.
 // REQUIRES: combos.size() == config.num_combinations, every combination has
 // config.k_skills skills known to `catalog`.
 // Errors: InvalidArgument (config/combos), FailedPrecondition (checkpoint of

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -240,6 +242,32 @@ TEST_F(PipelineTest, ResumesWithoutRedoingFinishedCombinations) {
   auto refused = RunSkillMix(other, catalog_, combos_, s3, g3);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(), HasSubstr("num_gradings"));
+  std::remove(config_.checkpoint_path.c_str());
+}
+
+// A model that returns Cancelled (SIGTERM mid-call) ends the run as
+// preempted; the combination in flight is not recorded.
+TEST_F(PipelineTest, CancelledModelCallIsPreemption) {
+  class Cancelling : public ChatModel {
+   public:
+    absl::StatusOr<std::vector<std::string>> Complete(
+        const std::vector<Conversation>&, const SamplingParams& p) override {
+      if (p.cancel == nullptr || !p.cancel->load()) {
+        return absl::InternalError("expected the cancel flag to be passed");
+      }
+      return absl::CancelledError("stop");
+    }
+  } cancelling;
+  std::atomic<bool> stop{true};
+  config_.student_sampling.cancel = &stop;
+  config_.checkpoint_path = dir_ + ".jsonl";
+  FakeGrader grader;
+  auto r = RunSkillMix(config_, catalog_, combos_, cancelling, grader);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(r.status().message(), HasSubstr("preempted"));
+  auto text = ReadFileToString(config_.checkpoint_path);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(std::count(text->begin(), text->end(), '\n'), 1);  // header only
   std::remove(config_.checkpoint_path.c_str());
 }
 
