@@ -74,6 +74,13 @@ const std::vector<Restricted>& RestrictedHeaders() {
        "CUDA only in kernels/ and what links it"},
       {"cublas", {"kernels/", "bench/", "tests/"}, "cuBLAS only in kernels/"},
       {"nccl", {"kernels/", "bench/", "tests/"}, "NCCL only in kernels/"},
+      // Debian's libsentencepiece bundles protobuf 3.14 (clashes with
+      // LibTorch's libprotobuf) and declares absl::string_view (clashes with
+      // Abseil): only the dlopen'ed module may include it.
+      {"sentencepiece",
+       {"worker/model/mixtral/sentencepiece_module.cc", "tests/", "bench/"},
+       "sentencepiece headers only in worker/model/mixtral/"
+       "sentencepiece_module.cc (see sentencepiece_module.h)"},
       {"grpcpp/",
        {"proto/", "coordinator/service", "coordinator/server",
         "coordinator/grpc", "worker/daemon/", "cli/", "tests/", "bench/"},
