@@ -68,6 +68,7 @@ const std::vector<ParamSchema>& SravenSchema() {
       {"num_rules", ParamType::kInt, 1, 8},
       {"frac_ood", ParamType::kNumber, 0, 0.99},
       {"shared_stream", ParamType::kBool},
+      {"ep_size", ParamType::kInt, 1, 64},
   };
   return *s;
 }
@@ -486,6 +487,12 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
       return absl::InvalidArgumentError(
           absl::StrCat("params: top_k=", k, " is larger than num_experts=", e,
                        " (point ", params.dump(), ")"));
+    }
+    const int64_t ep = params.value("ep_size", int64_t{1});
+    if (ep > 1 && e % ep != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "params: ep_size=", ep, " does not divide num_experts=", e,
+          " (point ", params.dump(), ")"));
     }
   }
   return absl::OkStatus();

@@ -283,7 +283,8 @@ TEST(SweepSpecTest, SravenSchemaAcceptsTrainerParams) {
                                  {"dispatch", "dense"},
                                  {"soft_slots", 2},
                                  {"attention_dropout", 0.1},
-                                 {"log_every", 100}};
+                                 {"log_every", 100},
+                                 {"ep_size", 2}};
   EXPECT_TRUE(ValidateTrialParams("sraven", params).ok())
       << ValidateTrialParams("sraven", params);
 }

@@ -153,6 +153,7 @@ absl::Status ApplyParam(const std::string& key, const json& v, TrainConfig* c) {
   if (key == "soft_slots") {
     return GetInt32(key, v, 1, 1024, &m.soft_slots_per_expert);
   }
+  if (key == "ep_size") return GetInt32(key, v, 1, 64, &c->ep_size);
   if (key == "attention_dropout") {
     SMOE_RETURN_IF_ERROR(GetDouble(key, v, &m.attention_dropout));
     return m.attention_dropout >= 0 && m.attention_dropout < 1
@@ -225,6 +226,25 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   if (c.bf16 && c.device != "cuda") {
     return absl::InvalidArgumentError(absl::StrCat(
         "bf16=true: requires device=\"cuda\" (device=\"", c.device, "\")"));
+  }
+  if (c.ep_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ep_size=", c.ep_size, ": must be >= 1"));
+  }
+  if (c.ep_size > 1) {
+    if (c.model.num_experts % c.ep_size != 0 || c.model.num_experts < 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ep_size=", c.ep_size, ": must divide num_experts=",
+                       c.model.num_experts, " (and num_experts >= 2)"));
+    }
+    if (c.batch_size % c.ep_size != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ep_size=", c.ep_size, ": must divide batch_size=", c.batch_size));
+    }
+    if (c.model.router != model::RouterKind::kTopK) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ep_size=", c.ep_size, ": needs router=\"topk\""));
+    }
   }
   if (c.steps < 1 || c.batch_size < 1 || c.eval_every < 1 || c.num_eval < 1 ||
       c.checkpoint_every < 1 || c.log_every < 1 || c.warmup < 0) {

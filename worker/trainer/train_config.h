@@ -20,7 +20,8 @@
 //   >= 0, num_rules [8] 1..8, frac_ood [0.25] [0, 1), shared_stream [false].
 // Extras: dispatch [gather] (gather, dense), soft_slots [1] 1..1024,
 //   log_every [1000] >= 1 (train/loss + progress cadence),
-//   attention_dropout [0.1] [0, 1).
+//   attention_dropout [0.1] [0, 1), ep_size [1] 1..64 (dividing num_experts
+//   and batch_size; router topk; when absent, SMOE_WORLD_SIZE decides).
 // Top level: sweep_id, trial_id (strings), attempt (int), kind ("sraven"),
 //   seed (int >= 0, default 0), params (object). Anything else is an error.
 #ifndef SMOE_WORKER_TRAINER_TRAIN_CONFIG_H_
@@ -53,6 +54,13 @@ struct TrainConfig {
   int num_rules = 8;
   double frac_ood = 0.25;
   bool shared_stream = false;
+  // Expert-parallel ranks (worker/model/expert_parallel.h). 1 = single
+  // process. > 1: this process is one of ep_size ranks (SMOE_RANK,
+  // SMOE_WORLD_SIZE, SMOE_RENDEZVOUS); the global batch of batch_size rows is
+  // split evenly. Not part of the trajectory fingerprint: the math is the
+  // single-process run's (up to float rounding), so a checkpoint resumes at
+  // any ep_size.
+  int ep_size = 1;
 };
 
 struct TrialSpec {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,8 +21,11 @@
 #include "common/logging.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
+#include "kernels/all_to_all/nccl_communicator.h"
 #include "nlohmann/json.hpp"
 #include "worker/data/sraven/sraven.h"
+#include "worker/model/expert_parallel.h"
+#include "worker/model/gloo_communicator.h"
 #include "worker/model/transformer.h"
 #include "worker/trainer/checkpoint.h"
 
@@ -136,19 +140,45 @@ class Batcher {
 };
 
 // Evaluates num_eval problems of `split`. Cancelled if asked to stop.
+// Returns whether any rank asked to stop (one all-reduce; `local` alone when
+// `comm` is null).
+absl::StatusOr<bool> AgreeStop(bool local, kernels::Communicator* comm) {
+  if (comm == nullptr || comm->world_size() == 1) return local;
+  std::vector<double> v = {local ? 1.0 : 0.0};
+  SMOE_RETURN_IF_ERROR(model::AllReduceSum(&v, comm));
+  return v[0] > 0;
+}
+
+// With expert parallelism (`comm` set) every rank evaluates its SliceRows of
+// each eval batch and the counts are summed over ranks.
 absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
                       Split split, const TrainConfig& c, const RunOptions& opt,
-                      bool want_router, bool bf16, EvalStats* out) {
+                      bool want_router, bool bf16, EvalStats* out,
+                      kernels::Communicator* comm) {
   *out = EvalStats();
   net->eval();
   torch::NoGradGuard no_grad;
   const int64_t bs = c.batch_size;
-  for (int64_t j = 0; j * bs < c.num_eval; ++j) {
-    if (opt.stop != nullptr && opt.stop->load()) {
-      return absl::CancelledError("stopped during evaluation");
+  const int rank = comm != nullptr ? comm->rank() : 0;
+  const int world = comm != nullptr ? comm->world_size() : 1;
+  if (want_router && world > 1) {
+    out->router.resize(static_cast<size_t>(c.model.depth));
+    for (auto& r : out->router) {
+      r.expert_fraction.assign(static_cast<size_t>(c.model.num_experts), 0.0);
     }
-    const int n = static_cast<int>(std::min<int64_t>(bs, c.num_eval - j * bs));
+  }
+  for (int64_t j = 0; j * bs < c.num_eval; ++j) {
+    SMOE_ASSIGN_OR_RETURN(
+        bool stop, AgreeStop(opt.stop != nullptr && opt.stop->load(), comm));
+    if (stop) return absl::CancelledError("stopped during evaluation");
+    int n = static_cast<int>(std::min<int64_t>(bs, c.num_eval - j * bs));
     auto [x, y] = batcher.Get(split, static_cast<uint64_t>(j), n);
+    if (world > 1) {
+      auto [lo, hi] = model::SliceRows(n, rank, world);
+      x = x.slice(0, lo, hi);
+      y = y.slice(0, lo, hi);
+      n = static_cast<int>(hi - lo);
+    }
     model::ForwardOutput fo;
     {
       AutocastGuard autocast(bf16);
@@ -158,7 +188,7 @@ absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
     out->problems += n;
     out->all_correct += all;
     out->tokens_correct += tokens;
-    if (want_router) {
+    if (want_router && n > 0) {
       if (out->router.empty()) {
         out->router.resize(fo.router_stats.size());
         for (size_t l = 0; l < fo.router_stats.size(); ++l) {
@@ -173,6 +203,24 @@ absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
         }
         out->router[l].entropy += n * fo.router_stats[l].entropy;
       }
+    }
+  }
+  if (world > 1) {
+    std::vector<double> v = {static_cast<double>(out->problems),
+                             static_cast<double>(out->all_correct),
+                             static_cast<double>(out->tokens_correct)};
+    for (const auto& r : out->router) {
+      v.insert(v.end(), r.expert_fraction.begin(), r.expert_fraction.end());
+      v.push_back(r.entropy);
+    }
+    SMOE_RETURN_IF_ERROR(model::AllReduceSum(&v, comm));
+    out->problems = static_cast<int64_t>(v[0] + 0.5);
+    out->all_correct = static_cast<int64_t>(v[1] + 0.5);
+    out->tokens_correct = static_cast<int64_t>(v[2] + 0.5);
+    size_t i = 3;
+    for (auto& r : out->router) {
+      for (double& f : r.expert_fraction) f = v[i++];
+      r.entropy = v[i++];
     }
   }
   for (auto& r : out->router) {
@@ -194,8 +242,15 @@ struct LoopState {
 uint64_t InitSeed(uint64_t seed) {
   return Rng::ForStream(seed, {kInitStream}).Next64() >> 1;
 }
-uint64_t StepSeed(uint64_t seed, int64_t step) {
-  return Rng::ForStream(seed, {kDropoutStream, static_cast<uint64_t>(step)})
+uint64_t StepSeed(uint64_t seed, int64_t step, int rank, int world) {
+  if (world == 1) {
+    return Rng::ForStream(seed, {kDropoutStream, static_cast<uint64_t>(step)})
+               .Next64() >>
+           1;
+  }
+  // Expert parallel: each rank's slice gets its own dropout stream.
+  return Rng::ForStream(seed, {kDropoutStream, static_cast<uint64_t>(step),
+                               static_cast<uint64_t>(rank)})
              .Next64() >>
          1;
 }
@@ -206,8 +261,28 @@ struct Optimizer {
   std::vector<bool> decay;
 };
 
+// Expert parallel: the expert shards (and their Adam moments) are gathered to
+// rank 0, which alone writes the full checkpoint, in the single-process
+// format (so any ep_size can resume it); then all ranks meet at a barrier.
 absl::Status SaveState(const std::string& path, const TrainConfig& c,
-                       const LoopState& s, const Optimizer& opt) {
+                       const LoopState& s, const Optimizer& opt,
+                       kernels::Communicator* comm) {
+  if (comm != nullptr && comm->world_size() > 1) {
+    Optimizer full = opt;
+    for (size_t i = 0; i < opt.params.size(); ++i) {
+      if (!model::IsExpertParameter(opt.names[i])) continue;
+      SMOE_ASSIGN_OR_RETURN(full.params[i],
+                            model::GatherExpertShards(opt.params[i], comm));
+      SMOE_ASSIGN_OR_RETURN(full.m[i],
+                            model::GatherExpertShards(opt.m[i], comm));
+      SMOE_ASSIGN_OR_RETURN(full.v[i],
+                            model::GatherExpertShards(opt.v[i], comm));
+    }
+    absl::Status written = absl::OkStatus();
+    if (comm->rank() == 0) written = SaveState(path, c, s, full, nullptr);
+    absl::Status met = comm->Barrier();
+    return written.ok() ? met : written;
+  }
   Checkpoint ckpt;
   json meta = {
       {"version", kCheckpointVersion},
@@ -229,7 +304,10 @@ absl::Status SaveState(const std::string& path, const TrainConfig& c,
 }
 
 absl::Status LoadState(const std::string& path, const TrainConfig& c,
-                       LoopState* s, Optimizer* opt) {
+                       LoopState* s, Optimizer* opt,
+                       kernels::Communicator* comm) {
+  const int rank = comm != nullptr ? comm->rank() : 0;
+  const int world = comm != nullptr ? comm->world_size() : 1;
   SMOE_ASSIGN_OR_RETURN(Checkpoint ckpt, ReadCheckpoint(path));
   json meta = json::parse(ckpt.meta_json, nullptr, false);
   if (meta.is_discarded() || !meta.is_object() || !meta.contains("step")) {
@@ -251,12 +329,19 @@ absl::Status LoadState(const std::string& path, const TrainConfig& c,
           {"adam_m/", &opt->m[i]},
           {"adam_v/", &opt->v[i]}}) {
       auto it = by_name.find(prefix + opt->names[i]);
-      if (it == by_name.end() || it->second.sizes() != dst->sizes()) {
+      torch::Tensor src;
+      if (it != by_name.end()) {
+        src = world > 1 && model::IsExpertParameter(opt->names[i]) &&
+                      it->second.size(0) % world == 0
+                  ? model::ExpertShard(it->second, rank, world)
+                  : it->second;
+      }
+      if (!src.defined() || src.sizes() != dst->sizes()) {
         return absl::DataLossError(absl::StrCat("checkpoint ", path,
                                                 " lacks or misshapes ", prefix,
                                                 opt->names[i]));
       }
-      dst->copy_(it->second);
+      dst->copy_(src);
     }
   }
   s->step = meta.at("step").get<int64_t>();
@@ -290,10 +375,23 @@ void AdamWUpdate(Optimizer& opt, const TrainConfig& c, int64_t step) {
   }
 }
 
-absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& c,
+absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
                                             const RunOptions& options) {
+  SMOE_RETURN_IF_ERROR(ValidateTrainConfig(config));
+  // Expert parallelism: ep_size from the trial, else from the daemon's
+  // SMOE_WORLD_SIZE (resources.ep_size); the two must agree.
+  SMOE_ASSIGN_OR_RETURN(model::RendezvousInfo rdv, model::RendezvousFromEnv());
+  TrainConfig c = config;
+  if (c.ep_size == 1 && rdv.world_size > 1) c.ep_size = rdv.world_size;
+  if (c.ep_size != rdv.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ep_size=", c.ep_size, " but SMOE_WORLD_SIZE=", rdv.world_size,
+        " (set resources.ep_size to ep_size in the sweep)"));
+  }
   SMOE_RETURN_IF_ERROR(ValidateTrainConfig(c));
-  Emitter emit(options.events);
+  const int rank = rdv.rank;
+  const int world = rdv.world_size;
+  Emitter emit(rank == 0 ? options.events : nullptr);
   const bool cuda = c.device == "cuda";
   if (cuda && !torch::cuda::is_available()) {
     return absl::FailedPreconditionError(
@@ -317,8 +415,27 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& c,
   }
   const std::string ckpt_path = CheckpointPath(options.workdir);
 
+  std::unique_ptr<kernels::Communicator> comm;
+  if (world > 1) {
+    kernels::CommunicatorOptions copt;  // kDefaultCommOpTimeoutMs per call
+    absl::StatusOr<std::unique_ptr<kernels::Communicator>> made =
+        cuda && kernels::BuiltWithNccl()
+            ? model::CreateNcclCommunicator(rdv, /*device=*/0, copt)
+            : model::CreateGlooCommunicator(rdv, copt);
+    if (!made.ok()) {
+      return absl::UnavailableError(absl::StrCat(
+          "expert-parallel rendezvous failed: ", made.status().ToString()));
+    }
+    comm = *std::move(made);
+    SMOE_LOG(INFO) << "expert parallel: rank " << rank << " of " << world
+                   << " over " << comm->name();
+  }
+  kernels::Communicator* cm = comm.get();
+
   torch::manual_seed(InitSeed(c.seed));
   model::SmoeTransformer net(c.model);
+  if (cm != nullptr)
+    SMOE_RETURN_IF_ERROR(model::EnableExpertParallel(*net, cm));
   net->to(device);
   Optimizer opt;
   for (const auto& p : net->named_parameters()) {
@@ -332,7 +449,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& c,
   {
     struct stat st;
     if (::stat(ckpt_path.c_str(), &st) == 0) {
-      SMOE_RETURN_IF_ERROR(LoadState(ckpt_path, c, &s, &opt));
+      SMOE_RETURN_IF_ERROR(LoadState(ckpt_path, c, &s, &opt, cm));
       SMOE_LOG(INFO) << "resumed from " << ckpt_path << " at step " << s.step;
     }
   }
@@ -349,7 +466,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& c,
   };
   auto checkpoint = [&]() -> absl::Status {
     flush_window();
-    SMOE_RETURN_IF_ERROR(SaveState(ckpt_path, c, s, opt));
+    SMOE_RETURN_IF_ERROR(SaveState(ckpt_path, c, s, opt, cm));
     emit.Emit({{"event", "checkpoint"}, {"step", s.step}});
     return absl::OkStatus();
   };
@@ -362,10 +479,10 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& c,
     if (eval_due && s.last_eval_step != s.step) {
       EvalStats test, ood;
       absl::Status st = Evaluate(net, batcher, Split::kTest, c, options,
-                                 /*want_router=*/true, c.bf16, &test);
+                                 /*want_router=*/true, c.bf16, &test, cm);
       if (st.ok() && has_ood) {
         st = Evaluate(net, batcher, Split::kOod, c, options,
-                      /*want_router=*/false, c.bf16, &ood);
+                      /*want_router=*/false, c.bf16, &ood, cm);
       }
       if (absl::IsCancelled(st)) {
         SMOE_RETURN_IF_ERROR(checkpoint());
@@ -397,7 +514,9 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& c,
                      << " ood_acc " << ood.acc();
     }
     if (s.step >= c.steps) break;
-    if (ShouldStop(options, s.step)) {
+    SMOE_ASSIGN_OR_RETURN(bool stop_now,
+                          AgreeStop(ShouldStop(options, s.step), cm));
+    if (stop_now) {
       SMOE_RETURN_IF_ERROR(checkpoint());
       return absl::CancelledError(
           absl::StrCat("stopped at step ", s.step, "; checkpoint saved"));
@@ -405,9 +524,14 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& c,
 
     // One update.
     const auto t0 = std::chrono::steady_clock::now();
-    torch::manual_seed(StepSeed(c.seed, s.step));
+    torch::manual_seed(StepSeed(c.seed, s.step, rank, world));
     auto [x, y] = batcher.Get(Split::kTrain, static_cast<uint64_t>(s.step),
                               static_cast<int>(c.batch_size));
+    if (world > 1) {  // this rank's slice of the global batch
+      auto [lo, hi] = model::SliceRows(c.batch_size, rank, world);
+      x = x.slice(0, lo, hi);
+      y = y.slice(0, lo, hi);
+    }
     net->train();
     torch::Tensor loss, total;
     {
@@ -418,6 +542,13 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& c,
     }
     net->zero_grad(/*set_to_none=*/true);
     total.backward();
+    if (cm != nullptr) {
+      SMOE_RETURN_IF_ERROR(model::SyncGradients(*net, cm));
+      // The reported loss is the global batch's: the mean of the ranks'.
+      std::vector<double> global = {loss.item<double>() / world};
+      SMOE_RETURN_IF_ERROR(model::AllReduceSum(&global, cm));
+      loss = torch::full({}, global[0], loss.options());
+    }
     AdamWUpdate(opt, c, s.step);
     window.add_(loss.detach().to(torch::kFloat64));
     s.window_n += 1;
