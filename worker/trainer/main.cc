@@ -3,6 +3,8 @@
 // smoe-trainer: runs one trial (shared/specs/trainer-protocol.md).
 //
 //   smoe-trainer run --trial TRIAL.json --workdir DIR
+//   smoe-trainer make-random-model --out DIR ...   (mixtral_tools.h)
+//   smoe-trainer mixtral-logits --model DIR ...     (mixtral_tools.h)
 //
 // JSON Lines events on stdout, logs on stderr. Exit codes: 0 done (a result
 // was emitted), 75 interrupted by SIGTERM/SIGINT with a checkpoint saved, 64
@@ -18,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "common/logging.h"
+#include "worker/trainer/mixtral_tools.h"
 #include "worker/trainer/train_config.h"
 #include "worker/trainer/trainer.h"
 
@@ -43,6 +46,13 @@ int Usage(const char* why) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Mixtral runtime tools (worker/trainer/mixtral_tools.h).
+  if (argc >= 2 && std::strcmp(argv[1], "make-random-model") == 0) {
+    return smoe::trainer::RunMakeRandomModel(argc - 1, argv + 1);
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "mixtral-logits") == 0) {
+    return smoe::trainer::RunMixtralLogits(argc - 1, argv + 1);
+  }
   if (argc < 2 || std::strcmp(argv[1], "run") != 0) {
     return Usage("expected the `run` command");
   }

@@ -1,0 +1,99 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/trainer/mixtral_chat_model.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace smoe::trainer {
+
+using model::mixtral::MixtralChatTurn;
+using model::mixtral::MixtralGenerationOptions;
+using model::mixtral::MixtralModel;
+using model::mixtral::MixtralTokenizer;
+
+// Greedy below this temperature (the ChatModel contract).
+constexpr double kGreedyTemperature = 1e-5;
+
+absl::StatusOr<std::unique_ptr<MixtralChatModel>> MixtralChatModel::Create(
+    const Options& options) {
+  if (options.max_batch < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch must be >= 1, got ", options.max_batch));
+  }
+  SMOE_ASSIGN_OR_RETURN(std::unique_ptr<MixtralModel> model,
+                        MixtralModel::Load(options.model_dir, options.load));
+  SMOE_ASSIGN_OR_RETURN(
+      std::unique_ptr<MixtralTokenizer> tokenizer,
+      MixtralTokenizer::Load(options.model_dir + "/tokenizer.model"));
+  if (tokenizer->vocab_size() > model->config().vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.model_dir, ": tokenizer.model has ", tokenizer->vocab_size(),
+        " pieces but config.json vocab_size is ", model->config().vocab_size));
+  }
+  if (options.experts_per_token != 0) {
+    SMOE_RETURN_IF_ERROR(model->SetExpertsPerToken(options.experts_per_token));
+  }
+  return std::make_unique<MixtralChatModel>(
+      std::move(model), std::move(tokenizer), options.max_batch);
+}
+
+MixtralChatModel::MixtralChatModel(std::unique_ptr<MixtralModel> model,
+                                   std::unique_ptr<MixtralTokenizer> tokenizer,
+                                   int64_t max_batch)
+    : model_(std::move(model)),
+      tokenizer_(std::move(tokenizer)),
+      max_batch_(max_batch) {}
+
+absl::StatusOr<std::vector<std::string>> MixtralChatModel::Complete(
+    const std::vector<skillmix::Conversation>& conversations,
+    const skillmix::SamplingParams& params) {
+  std::vector<std::vector<int32_t>> prompts;
+  prompts.reserve(conversations.size());
+  for (size_t i = 0; i < conversations.size(); ++i) {
+    const skillmix::Conversation& c = conversations[i];
+    if (c.empty() || c.back().role != "user") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("conversation ", i,
+                       " must be non-empty and end with a user message"));
+    }
+    std::vector<MixtralChatTurn> turns;
+    for (const skillmix::ChatMessage& m : c)
+      turns.push_back({m.role, m.content});
+    auto ids = tokenizer_->ApplyChatTemplate(turns);
+    if (!ids.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("conversation ", i, ": ", ids.status().message()));
+    }
+    prompts.push_back(*std::move(ids));
+  }
+  MixtralGenerationOptions gen;
+  gen.max_new_tokens = params.max_new_tokens;
+  gen.temperature =
+      params.temperature <= kGreedyTemperature ? 0.0 : params.temperature;
+  gen.top_k = params.top_k;
+  gen.top_p = params.top_p;
+  gen.seed = params.seed;
+  std::vector<std::string> replies;
+  replies.reserve(prompts.size());
+  for (size_t begin = 0; begin < prompts.size();
+       begin += static_cast<size_t>(max_batch_)) {
+    const size_t end =
+        std::min(prompts.size(), begin + static_cast<size_t>(max_batch_));
+    gen.first_stream = begin;
+    SMOE_ASSIGN_OR_RETURN(
+        std::vector<std::vector<int32_t>> out,
+        model_->Generate(std::vector<std::vector<int32_t>>(
+                             prompts.begin() + begin, prompts.begin() + end),
+                         gen));
+    for (const auto& ids : out) {
+      SMOE_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(ids));
+      replies.push_back(std::move(text));
+    }
+  }
+  return replies;
+}
+
+}  // namespace smoe::trainer
