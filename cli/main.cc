@@ -16,6 +16,7 @@
 #include "cli/analyze_cmd.h"
 #include "cli/client.h"
 #include "cli/deploy_cmd.h"
+#include "cli/model_cmd.h"
 #include "cli/sraven_cmd.h"
 #include "cli/sweep_cmds.h"
 #include "cli/train_cmd.h"
@@ -96,6 +97,11 @@ int Main(int argc, char** argv) {
       return kExitUsage;
     }
     return worker::RunWorker(*flags);
+  }
+
+  // `smoe model make-random ...` forwards to smoe-trainer (cli/model_cmd.h).
+  if (argc >= 2 && std::string(argv[1]) == "model") {
+    return RunModelCommand({argv + 2, argv + argc}, std::cerr);
   }
 
   CLI::App app{"SMoE Lab: sparse Mixture-of-Experts sparsity studies at scale",
