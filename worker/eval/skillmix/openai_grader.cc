@@ -2,6 +2,7 @@
 #include "worker/eval/skillmix/openai_grader.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -129,8 +130,10 @@ absl::Status WriteCacheAtomic(const std::string& path,
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(),
                                       ec);
-  const std::string tmp = absl::StrCat(
-      path, ".tmp.", std::hash<std::thread::id>()(std::this_thread::get_id()));
+  // Unique per process and thread: trials may share one cache directory.
+  const std::string tmp =
+      absl::StrCat(path, ".tmp.", ::getpid(), ".",
+                   std::hash<std::thread::id>()(std::this_thread::get_id()));
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f << Dump(Json{{"choices", choices}});
