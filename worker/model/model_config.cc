@@ -104,12 +104,21 @@ const char* GatingName(Gating gating) {
 absl::StatusOr<Dispatch> ParseDispatch(absl::string_view name) {
   if (name == "gather") return Dispatch::kGather;
   if (name == "dense") return Dispatch::kDense;
+  if (name == "ops") return Dispatch::kOps;
   return absl::InvalidArgumentError(
-      absl::StrCat("dispatch=\"", name, "\": must be gather or dense"));
+      absl::StrCat("dispatch=\"", name, "\": must be gather, dense or ops"));
 }
 
 const char* DispatchName(Dispatch dispatch) {
-  return dispatch == Dispatch::kGather ? "gather" : "dense";
+  switch (dispatch) {
+    case Dispatch::kGather:
+      return "gather";
+    case Dispatch::kDense:
+      return "dense";
+    case Dispatch::kOps:
+      return "ops";
+  }
+  return "?";
 }
 
 absl::Status ValidateModelConfig(const ModelConfig& c) {

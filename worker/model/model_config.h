@@ -61,6 +61,9 @@ enum class Gating {
 enum class Dispatch {
   kGather,  // [gather] sort tokens by expert, run each expert on its tokens
   kDense,   // [dense] run every expert on every token, mask by the gates
+  kOps,     // [ops] worker/model/ops: router/permute/grouped-GEMM/combine
+            // autograd ops over kernels/ (CUDA kernels on GPU, the CPU
+            // references on CPU); gate weights applied in the combine
 };
 
 absl::StatusOr<AttentionKind> ParseAttentionKind(absl::string_view name);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "worker/model/attention.h"
+#include "worker/model/ops/moe_ops.h"
 
 namespace smoe::model {
 namespace {
@@ -105,17 +106,30 @@ torch::Tensor SmoeLayerImpl::TopKForward(const torch::Tensor& flat,
                                          torch::Tensor* aux_loss,
                                          RouterStats* stats) {
   const int k = config_.top_k;
-  TopKRouting r = RouteTopK(RouterLogits(flat), k, config_.gating);
-  torch::Tensor y =
-      dispatcher_ != nullptr ? dispatcher_->Dispatch(*this, flat, r)
-      : config_.dispatch == Dispatch::kGather ? GatherDispatch(flat, r)
-                                              : DenseDispatch(flat, r);
   const bool want_aux = aux_loss != nullptr && config_.load_balance_alpha > 0;
+  torch::Tensor logits = RouterLogits(flat);
+  torch::Tensor y, probs, counts;
+  if (dispatcher_ == nullptr && config_.dispatch == Dispatch::kOps) {
+    ops::RouterOutput route;
+    y = OpsDispatch(flat, logits, &route);
+    if (want_aux || stats != nullptr) {
+      probs = torch::softmax(logits, -1);
+      counts = route.num_tokens_per_expert.to(probs.scalar_type());
+    }
+  } else {
+    TopKRouting r = RouteTopK(logits, k, config_.gating);
+    y = dispatcher_ != nullptr ? dispatcher_->Dispatch(*this, flat, r)
+        : config_.dispatch == Dispatch::kGather ? GatherDispatch(flat, r)
+                                                : DenseDispatch(flat, r);
+    probs = r.probs;
+    if (want_aux || stats != nullptr) {
+      counts =
+          torch::zeros({experts_}, probs.options())
+              .index_add(0, r.indices.reshape({-1}),
+                         torch::ones({r.indices.numel()}, probs.options()));
+    }
+  }
   if (want_aux || stats != nullptr) {
-    torch::Tensor counts =
-        torch::zeros({experts_}, r.probs.options())
-            .index_add(0, r.indices.reshape({-1}),
-                       torch::ones({r.indices.numel()}, r.probs.options()));
     // Expert parallel: f_i over the global batch (P_i stays local; averaging
     // the gradients over ranks then gives the global loss's gradient).
     if (dispatcher_ != nullptr)
@@ -123,14 +137,30 @@ torch::Tensor SmoeLayerImpl::TopKForward(const torch::Tensor& flat,
     torch::Tensor frac = counts / counts.sum().clamp_min(1.0);
     if (want_aux) {
       *aux_loss = config_.load_balance_alpha * static_cast<double>(experts_) *
-                  (frac.detach() * r.probs.mean(0)).sum();
+                  (frac.detach() * probs.mean(0)).sum();
     }
     if (stats != nullptr) {
       stats->expert_fraction = ToVector(frac);
-      stats->entropy = MeanEntropy(r.probs);
+      stats->entropy = MeanEntropy(probs);
     }
   }
   return y;
+}
+
+torch::Tensor SmoeLayerImpl::OpsDispatch(const torch::Tensor& flat,
+                                         const torch::Tensor& logits,
+                                         ops::RouterOutput* route) const {
+  const kernels::RouterGating gating =
+      config_.gating == Gating::kTopKThenSoftmax
+          ? kernels::RouterGating::kRenormalized
+          : kernels::RouterGating::kNoRenorm;
+  absl::StatusOr<torch::Tensor> y =
+      ops::MoeForward(flat, logits, config_.top_k, gating, expert_w1, expert_b1,
+                      expert_w2, expert_b2, route);
+  // NOTE: the config was validated; a failure here is a broken invariant and
+  // surfaces as c10::Error like any LibTorch op (trainer entry points catch).
+  TORCH_CHECK(y.ok(), "SMoE ops dispatch: ", y.status().ToString());
+  return *std::move(y);
 }
 
 torch::Tensor SmoeLayerImpl::GatherDispatch(const torch::Tensor& flat,

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "worker/model/model_config.h"
+#include "worker/model/ops/moe_ops.h"
 
 namespace smoe::model {
 
@@ -127,6 +128,12 @@ class SmoeLayerImpl : public torch::nn::Module {
                                const TopKRouting& r) const;
   torch::Tensor DenseDispatch(const torch::Tensor& flat,
                               const TopKRouting& r) const;
+  // Dispatch::kOps: route, permute, expert MLPs and combine through
+  // worker/model/ops (gates applied in the combine); `route` receives the
+  // router output.
+  torch::Tensor OpsDispatch(const torch::Tensor& flat,
+                            const torch::Tensor& logits,
+                            ops::RouterOutput* route) const;
 
   ModelConfig config_;
   int64_t d_model_, mlp_, experts_;

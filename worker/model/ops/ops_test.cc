@@ -1,0 +1,458 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// Tests of worker/model/ops (CPU; label unit). Three families:
+//  * forward of each op equals the kernels' CPU references (the float32 CPU
+//    path calls them; the generic torch path, used for float64, must agree),
+//    integer outputs exactly;
+//  * gradients of the float64 path against central finite differences, and
+//    the float32 reference backward against the float64 analytic gradient;
+//  * the SMoE layer with Dispatch::kOps against Dispatch::kGather (outputs and
+//    every parameter gradient), ties, zero-token experts and k = E.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kernels/grouped_gemm/grouped_gemm.h"
+#include "kernels/router_topk/router_topk.h"
+#include "worker/model/model_config.h"
+#include "worker/model/moe.h"
+#include "worker/model/ops/moe_ops.h"
+
+namespace smoe::model::ops {
+namespace {
+
+using kernels::RouterGating;
+
+constexpr RouterGating kGatings[] = {RouterGating::kRenormalized,
+                                     RouterGating::kNoRenorm};
+
+torch::Tensor F64(const torch::Tensor& t) { return t.to(torch::kFloat64); }
+
+// Max |a - b| (0 for empty tensors).
+double MaxDiff(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.numel() == 0) return 0.0;
+  return (F64(a) - F64(b)).abs().max().item<double>();
+}
+
+// Central finite differences of sum(f(inputs) * probe) w.r.t. inputs[i],
+// compared with torch::autograd::grad. float64 throughout; h = 1e-6 gives
+// O(h^2) ~ 1e-12 truncation and ~1e-10 rounding, so 1e-7 is a safe bound
+// for O(1) values (a wrong formula is off by O(1)).
+void ExpectGradsMatchFiniteDifferences(
+    const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& f,
+    std::vector<torch::Tensor> inputs, const std::string& what) {
+  for (auto& t : inputs) t = t.detach().clone().set_requires_grad(true);
+  torch::Tensor out = f(inputs);
+  torch::Tensor probe = torch::randn(out.sizes(), out.options());
+  std::vector<torch::Tensor> analytic =
+      torch::autograd::grad({(out * probe).sum()}, inputs);
+  const double h = 1e-6;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    torch::Tensor base = inputs[i].detach().clone();
+    torch::Tensor flat = base.view({-1});
+    for (int64_t j = 0; j < flat.numel(); ++j) {
+      std::vector<torch::Tensor> in;
+      for (auto& t : inputs) in.push_back(t.detach());
+      const double v = flat[j].item<double>();
+      torch::NoGradGuard ng;
+      flat[j] = v + h;
+      in[i] = base.clone();
+      const double up = (f(in) * probe).sum().item<double>();
+      flat[j] = v - h;
+      in[i] = base.clone();
+      const double down = (f(in) * probe).sum().item<double>();
+      flat[j] = v;
+      const double fd = (up - down) / (2 * h);
+      EXPECT_NEAR(analytic[i].view({-1})[j].item<double>(), fd, 1e-7)
+          << what << ": input " << i << " element " << j;
+    }
+  }
+}
+
+torch::Tensor Unwrap(absl::StatusOr<torch::Tensor> t) {
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : torch::Tensor();
+}
+
+// ---- Router -----------------------------------------------------------------
+
+TEST(OpsRouterTest, ForwardEqualsReferenceAndGenericPath) {
+  torch::manual_seed(1);
+  for (int e : {1, 8}) {
+    for (int k : {1, 2, e}) {
+      if (k > e) continue;
+      for (RouterGating g : kGatings) {
+        torch::Tensor logits = torch::randn({37, e});
+        auto f32 = RouterTopK(logits, k, g);
+        auto f64 = RouterTopK(F64(logits), k, g);
+        ASSERT_TRUE(f32.ok() && f64.ok());
+        // Reference called directly.
+        std::vector<int32_t> idx(37 * k), counts(e), offsets(e + 1);
+        std::vector<float> w(37 * k);
+        kernels::RouterTopKRef(logits.data_ptr<float>(), 37, e, k, g,
+                               idx.data(), w.data(), counts.data(),
+                               offsets.data());
+        torch::Tensor ref_idx = torch::tensor(idx).view({37, k});
+        EXPECT_TRUE(torch::equal(f32->topk_idx, ref_idx));
+        EXPECT_TRUE(torch::equal(f64->topk_idx, ref_idx));
+        EXPECT_TRUE(
+            torch::equal(f64->num_tokens_per_expert, torch::tensor(counts)));
+        EXPECT_TRUE(torch::equal(f64->expert_offsets, torch::tensor(offsets)));
+        EXPECT_TRUE(
+            torch::equal(f32->num_tokens_per_expert, torch::tensor(counts)));
+        // Float outputs: the f32 path is the reference itself (exact); the
+        // f64 path differs by the f32 rounding of exp/sum (~1e-7 relative).
+        EXPECT_EQ(MaxDiff(f32->topk_weights, torch::tensor(w).view({37, k})),
+                  0.0);
+        EXPECT_LT(MaxDiff(f32->topk_weights, f64->topk_weights), 1e-6);
+        // Same selection and gates as the model's RouteTopK.
+        auto old = RouteTopK(F64(logits), k,
+                             g == RouterGating::kRenormalized
+                                 ? Gating::kTopKThenSoftmax
+                                 : Gating::kSoftmaxThenTopK);
+        EXPECT_TRUE(torch::equal(old.indices, f64->topk_idx.to(torch::kInt64)));
+        EXPECT_LT(MaxDiff(old.gates, f64->topk_weights), 1e-15);
+      }
+    }
+  }
+}
+
+TEST(OpsRouterTest, TiesRouteToLowerIndex) {
+  // Rows: all equal; a tie between experts 1 and 2 at the top; a tie for the
+  // second place between experts 0 and 3.
+  torch::Tensor logits = torch::tensor(
+      {{0.f, 0.f, 0.f, 0.f}, {1.f, 3.f, 3.f, 1.f}, {2.f, 5.f, 0.f, 2.f}});
+  const std::vector<std::vector<int>> want3 = {{0, 1, 2}, {1, 2, 0}, {1, 0, 3}};
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    auto r = RouterTopK(logits.to(dtype), 3, RouterGating::kRenormalized);
+    ASSERT_TRUE(r.ok());
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        EXPECT_EQ(r->topk_idx[i][j].item<int>(), want3[i][j])
+            << "row " << i << " rank " << j << " dtype " << dtype;
+      }
+    }
+  }
+}
+
+TEST(OpsRouterTest, GradientsMatchFiniteDifferences) {
+  torch::manual_seed(2);
+  for (RouterGating g : kGatings) {
+    for (int k : {1, 2, 5}) {
+      torch::Tensor logits = torch::randn({4, 5}, torch::kFloat64);
+      ExpectGradsMatchFiniteDifferences(
+          [&](const std::vector<torch::Tensor>& in) {
+            return RouterTopK(in[0], k, g)->topk_weights;
+          },
+          {logits}, "router k=" + std::to_string(k));
+      // The f32 reference backward equals the f64 analytic gradient
+      // (f32 rounding of O(1) values: 1e-6).
+      torch::Tensor probe = torch::randn({4, k}, torch::kFloat64);
+      torch::Tensor l64 = logits.clone().set_requires_grad(true);
+      torch::Tensor l32 = logits.to(torch::kFloat32).set_requires_grad(true);
+      auto g64 = torch::autograd::grad(
+          {(RouterTopK(l64, k, g)->topk_weights * probe).sum()}, {l64});
+      auto g32 = torch::autograd::grad(
+          {(RouterTopK(l32, k, g)->topk_weights * probe.to(torch::kFloat32))
+               .sum()},
+          {l32});
+      EXPECT_LT(MaxDiff(g64[0], g32[0]), 1e-6);
+    }
+  }
+}
+
+TEST(OpsRouterTest, BadInputNamesTheField) {
+  auto r = RouterTopK(torch::randn({3, 4}), 5, RouterGating::kRenormalized);
+  ASSERT_TRUE(absl::IsInvalidArgument(r.status()));
+  EXPECT_NE(r.status().message().find("top_k"), std::string::npos);
+  r = RouterTopK(torch::ones({3, 4}, torch::kInt32), 1,
+                 RouterGating::kRenormalized);
+  EXPECT_NE(r.status().message().find("logits"), std::string::npos);
+}
+
+// ---- Plan, permute, combine ------------------------------------------------
+
+TEST(OpsPermuteTest, PlanIsStableSortAndRejectsBadIndices) {
+  torch::Tensor idx = torch::tensor({{2, 0}, {0, 2}, {2, 1}}, torch::kInt32);
+  auto p = BuildPermutePlan(idx, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  // Expert 0: pairs 1, 2; expert 1: pair 5; expert 2: pairs 0, 3, 4;
+  // expert 3: none (a zero-token expert).
+  EXPECT_TRUE(torch::equal(p->sorted_idx,
+                           torch::tensor({1, 2, 5, 0, 3, 4}, torch::kInt32)));
+  EXPECT_TRUE(torch::equal(p->dest_idx,
+                           torch::tensor({3, 0, 1, 4, 5, 2}, torch::kInt32)));
+  EXPECT_EQ(p->host_offsets, (std::vector<int64_t>{0, 2, 3, 6, 6}));
+  auto p64 = BuildPermutePlan(idx.to(torch::kInt64), 4);
+  ASSERT_TRUE(p64.ok());
+  EXPECT_TRUE(torch::equal(p64->sorted_idx, p->sorted_idx));
+  auto bad = BuildPermutePlan(torch::tensor({{0, 4}}, torch::kInt32), 4);
+  ASSERT_TRUE(absl::IsInvalidArgument(bad.status()));
+  EXPECT_NE(bad.status().message().find("topk_idx[0, 1] = 4"),
+            std::string::npos)
+      << bad.status();
+}
+
+TEST(OpsPermuteTest, ForwardEqualsReferenceAndBruteForce) {
+  torch::manual_seed(3);
+  const int64_t n = 23, d = 7;
+  const int e = 5, k = 3;
+  auto r = RouterTopK(torch::randn({n, e}), k, RouterGating::kNoRenorm);
+  ASSERT_TRUE(r.ok());
+  auto plan = BuildPermutePlan(r->topk_idx, e);
+  ASSERT_TRUE(plan.ok());
+  torch::Tensor x = torch::randn({n, d});
+  torch::Tensor buf32 = Unwrap(Permute(x, *plan));
+  torch::Tensor buf64 = Unwrap(Permute(F64(x), *plan));
+  // Copies are exact in both paths.
+  for (int64_t p = 0; p < n * k; ++p) {
+    const int64_t t = plan->sorted_idx[p].item<int>() / k;
+    EXPECT_TRUE(torch::equal(buf32[p], x[t])) << p;
+  }
+  EXPECT_TRUE(torch::equal(F64(buf32), buf64));
+  // Combine: brute force in f64 from the definition.
+  torch::Tensor y = torch::randn({n * k, d});
+  torch::Tensor w = r->topk_weights;
+  torch::Tensor out32 = Unwrap(Combine(y, w, *plan));
+  torch::Tensor out64 = Unwrap(Combine(F64(y), F64(w), *plan));
+  torch::Tensor want = torch::zeros({n, d}, torch::kFloat64);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int j = 0; j < k; ++j) {
+      const int64_t row = plan->dest_idx[t * k + j].item<int>();
+      want[t] += F64(w)[t][j] * F64(y)[row];
+    }
+  }
+  EXPECT_LT(MaxDiff(out64, want), 1e-14);
+  // f32 reference: k products of O(1) terms, f32 accumulation: 1e-6.
+  EXPECT_LT(MaxDiff(out32, want), 1e-6);
+}
+
+TEST(OpsPermuteTest, GradientsMatchFiniteDifferences) {
+  torch::manual_seed(4);
+  const int64_t n = 5, d = 3;
+  const int e = 4, k = 2;
+  torch::Tensor idx = torch::tensor({{3, 0}, {3, 1}, {0, 3}, {1, 0}, {3, 0}},
+                                    torch::kInt32);  // 2: empty
+  auto plan = BuildPermutePlan(idx, e);
+  ASSERT_TRUE(plan.ok());
+  ExpectGradsMatchFiniteDifferences(
+      [&](const std::vector<torch::Tensor>& in) {
+        return Unwrap(Permute(in[0], *plan));
+      },
+      {torch::randn({n, d}, torch::kFloat64)}, "permute");
+  ExpectGradsMatchFiniteDifferences(
+      [&](const std::vector<torch::Tensor>& in) {
+        return Unwrap(Combine(in[0], in[1], *plan));
+      },
+      {torch::randn({n * k, d}, torch::kFloat64),
+       torch::rand({n, k}, torch::kFloat64)},
+      "combine");
+  // f32 references (PermuteBackwardRef, CombineBackwardRef) vs f64 analytic.
+  torch::Tensor y = torch::randn({n * k, d}, torch::kFloat64);
+  torch::Tensor w = torch::rand({n, k}, torch::kFloat64);
+  torch::Tensor probe = torch::randn({n, d}, torch::kFloat64);
+  auto grads = [&](torch::ScalarType dt) {
+    torch::Tensor yy = y.to(dt).set_requires_grad(true);
+    torch::Tensor ww = w.to(dt).set_requires_grad(true);
+    torch::Tensor x = yy.narrow(0, 0, n);  // reuse as a permute input
+    torch::Tensor out = Unwrap(Combine(yy, ww, *plan)) +
+                        Unwrap(Permute(x, *plan)).narrow(0, 0, n);
+    return torch::autograd::grad({(out * probe.to(dt)).sum()}, {yy, ww});
+  };
+  auto g32 = grads(torch::kFloat32);
+  auto g64 = grads(torch::kFloat64);
+  EXPECT_LT(MaxDiff(g32[0], g64[0]), 1e-6);
+  EXPECT_LT(MaxDiff(g32[1], g64[1]), 1e-5);  // dot products over d
+}
+
+// ---- Grouped linear / expert MLP -------------------------------------------
+
+TEST(OpsGroupedLinearTest, EqualsGroupedGemmReference) {
+  torch::manual_seed(5);
+  torch::Tensor idx = torch::tensor({{0}, {2}, {2}, {0}, {2}, {3}, {2}},
+                                    torch::kInt32);  // expert 1 empty
+  auto plan = BuildPermutePlan(idx, 4);
+  ASSERT_TRUE(plan.ok());
+  const int64_t rows = 7, kin = 6, nout = 5;
+  torch::Tensor a = torch::randn({rows, kin}).set_requires_grad(true);
+  torch::Tensor w = torch::randn({4, kin, nout}).set_requires_grad(true);
+  torch::Tensor b = torch::randn({4, nout}).set_requires_grad(true);
+  torch::Tensor out = Unwrap(GroupedLinear(a, w, b, *plan));
+  torch::Tensor dc = torch::randn({rows, nout});
+  auto g = torch::autograd::grad({(out * dc).sum()}, {a, w, b});
+  // References (f32 loops): forward, dgrad (trans_b) and wgrad.
+  std::vector<int64_t> off = plan->host_offsets;
+  torch::Tensor ad = a.detach(), wd = w.detach();
+  torch::Tensor c = torch::empty({rows, nout});
+  kernels::GroupedGemmRef(ad.data_ptr<float>(), wd.data_ptr<float>(),
+                          c.data_ptr<float>(), off.data(), 4, kin, nout,
+                          /*trans_b=*/false);
+  torch::Tensor expert = torch::tensor({0, 0, 2, 2, 2, 2, 3});
+  c += b.detach().index_select(0, expert);
+  torch::Tensor da = torch::empty({rows, kin});
+  kernels::GroupedGemmRef(dc.data_ptr<float>(), wd.data_ptr<float>(),
+                          da.data_ptr<float>(), off.data(), 4, nout, kin,
+                          /*trans_b=*/true);
+  torch::Tensor dw = torch::empty({4, kin, nout});
+  kernels::GroupedGemmWeightGradRef(ad.data_ptr<float>(), dc.data_ptr<float>(),
+                                    dw.data_ptr<float>(), off.data(), 4, kin,
+                                    nout);
+  // Sums of <= 6 f32 products of O(1) values, BLAS vs loop order: 1e-5.
+  EXPECT_LT(MaxDiff(out, c), 1e-5);
+  EXPECT_LT(MaxDiff(g[0], da), 1e-5);
+  EXPECT_LT(MaxDiff(g[1], dw), 1e-5);
+  EXPECT_EQ(g[1][1].abs().sum().item<float>(), 0.0f);  // empty expert
+  EXPECT_EQ(g[2][1].abs().sum().item<float>(), 0.0f);
+  EXPECT_LT(MaxDiff(g[2], torch::zeros({4, nout}).index_add(0, expert, dc)),
+            1e-5);
+}
+
+TEST(OpsGroupedLinearTest, ExpertMlpGradientsMatchFiniteDifferences) {
+  torch::manual_seed(6);
+  torch::Tensor idx = torch::tensor({{1, 0}, {1, 2}, {0, 1}}, torch::kInt32);
+  auto plan = BuildPermutePlan(idx, 4);  // expert 3 empty
+  ASSERT_TRUE(plan.ok());
+  const int64_t d = 3, mlp = 4;
+  auto o = torch::kFloat64;
+  ExpectGradsMatchFiniteDifferences(
+      [&](const std::vector<torch::Tensor>& in) {
+        return Unwrap(ExpertMlp(in[0], in[1], in[2], in[3], in[4], *plan));
+      },
+      {torch::randn({6, d}, o), torch::randn({4, d, mlp}, o),
+       torch::randn({4, mlp}, o), torch::randn({4, mlp, d}, o),
+       torch::randn({4, d}, o)},
+      "expert mlp");
+}
+
+// ---- The SMoE layer --------------------------------------------------------
+
+ModelConfig TinyLayer(int experts, int k, Gating g) {
+  ModelConfig c;
+  c.num_features = 1;  // T = 9
+  c.width = 0.125;     // D = 16, mlp = 32
+  c.depth = 1;
+  c.num_experts = experts;
+  c.top_k = k;
+  c.gating = g;
+  c.load_balance_alpha = 0.01;
+  return c;
+}
+
+struct LayerRun {
+  torch::Tensor y, aux;
+  std::vector<torch::Tensor> grads;
+  RouterStats stats;
+};
+
+LayerRun RunLayer(SmoeLayer& layer, Dispatch d, const torch::Tensor& x) {
+  layer->set_dispatch(d);
+  layer->zero_grad();
+  LayerRun r;
+  torch::Tensor xx = x.clone().set_requires_grad(true);
+  r.y = layer->forward(xx, &r.aux, &r.stats);
+  torch::Tensor probe =
+      torch::cos(torch::arange(r.y.numel(), r.y.options())).view(r.y.sizes());
+  ((r.y * probe).sum() + 3.0 * r.aux).backward();
+  r.grads.push_back(xx.grad().clone());
+  for (const auto& p : layer->parameters()) r.grads.push_back(p.grad().clone());
+  return r;
+}
+
+// float64: the two paths differ only in summation order (combine sums over j
+// vs index_add in expert order; router softmax over k vs E), so 1e-12 on O(1)
+// values; float32: the same reorderings at f32 rounding (~1e-7 relative per
+// op, a few ops deep), so 2e-5.
+TEST(OpsLayerTest, OpsDispatchEqualsGatherOutputsAndGradients) {
+  for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    const double tol = dtype == torch::kFloat64 ? 1e-12 : 2e-5;
+    for (Gating g : {Gating::kTopKThenSoftmax, Gating::kSoftmaxThenTopK}) {
+      for (int k : {1, 2, 3, 8}) {
+        torch::manual_seed(10 + k);
+        SmoeLayer layer(TinyLayer(8, k, g));
+        layer->to(dtype);
+        torch::Tensor x = torch::randn({3, 9, 16}, dtype);
+        LayerRun a = RunLayer(layer, Dispatch::kGather, x);
+        LayerRun b = RunLayer(layer, Dispatch::kOps, x);
+        const std::string what = std::string(c10::toString(dtype)) + " " +
+                                 GatingName(g) + " k=" + std::to_string(k);
+        EXPECT_LT(MaxDiff(a.y, b.y), tol) << what;
+        EXPECT_LT(MaxDiff(a.aux, b.aux), tol) << what;
+        EXPECT_EQ(a.stats.expert_fraction, b.stats.expert_fraction) << what;
+        EXPECT_NEAR(a.stats.entropy, b.stats.entropy, tol) << what;
+        ASSERT_EQ(a.grads.size(), b.grads.size());
+        for (size_t i = 0; i < a.grads.size(); ++i) {
+          EXPECT_LT(MaxDiff(a.grads[i], b.grads[i]), tol)
+              << what << " grad " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(OpsLayerTest, ZeroTokenExpertsAndAllTokensToOneExpert) {
+  torch::manual_seed(20);
+  SmoeLayer layer(TinyLayer(4, 1, Gating::kTopKThenSoftmax));
+  layer->to(torch::kFloat64);
+  {
+    // Router column 2 dominates: every token goes to expert 2.
+    torch::NoGradGuard ng;
+    layer->router_w.zero_();
+    layer->router_w.select(1, 2).fill_(1.0);
+  }
+  torch::Tensor x = torch::rand({2, 9, 16}, torch::kFloat64) + 0.1;
+  LayerRun a = RunLayer(layer, Dispatch::kGather, x);
+  LayerRun b = RunLayer(layer, Dispatch::kOps, x);
+  EXPECT_EQ(b.stats.expert_fraction, (std::vector<double>{0, 0, 1, 0}));
+  EXPECT_LT(MaxDiff(a.y, b.y), 1e-12);
+  // expert_w1 is parameter 0 (grads[1]): experts 0, 1, 3 got no tokens.
+  for (int e : {0, 1, 3}) {
+    EXPECT_EQ(b.grads[1][e].abs().sum().item<double>(), 0.0) << e;
+  }
+  for (size_t i = 0; i < a.grads.size(); ++i) {
+    EXPECT_LT(MaxDiff(a.grads[i], b.grads[i]), 1e-12) << i;
+  }
+}
+
+TEST(OpsLayerTest, KEqualsEIsTheDenseSoftmaxMixture) {
+  torch::manual_seed(21);
+  ModelConfig c = TinyLayer(4, 4, Gating::kTopKThenSoftmax);
+  SmoeLayer layer(c);
+  layer->to(torch::kFloat64);
+  layer->set_dispatch(Dispatch::kOps);
+  torch::Tensor x = torch::randn({2, 9, 16}, torch::kFloat64);
+  torch::NoGradGuard ng;
+  torch::Tensor flat = x.reshape({-1, 16});
+  torch::Tensor p = torch::softmax(layer->RouterLogits(flat), -1);
+  torch::Tensor want = torch::zeros_like(flat);
+  for (int e = 0; e < 4; ++e) {
+    want += p.select(1, e).unsqueeze(1) * layer->Expert(e, flat);
+  }
+  torch::Tensor got = layer->forward(x, nullptr, nullptr).reshape({-1, 16});
+  EXPECT_LT(MaxDiff(got, want), 1e-12);
+}
+
+TEST(OpsLayerTest, NoTokens) {
+  torch::manual_seed(22);
+  auto o = torch::kFloat32;
+  torch::Tensor w1 = torch::randn({4, 16, 32}, o).set_requires_grad(true);
+  torch::Tensor b1 = torch::zeros({4, 32}, o),
+                w2 = torch::randn({4, 32, 16}, o);
+  torch::Tensor b2 = torch::zeros({4, 16}, o);
+  torch::Tensor x = torch::zeros({0, 16}, o).set_requires_grad(true);
+  torch::Tensor logits = torch::zeros({0, 4}, o);
+  RouterOutput r;
+  auto y =
+      MoeForward(x, logits, 2, RouterGating::kRenormalized, w1, b1, w2, b2, &r);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->sizes(), x.sizes());
+  EXPECT_TRUE(torch::equal(r.expert_offsets, torch::zeros({5}, torch::kInt32)));
+  auto g = torch::autograd::grad({y->sum()}, {w1});
+  EXPECT_EQ(g[0].abs().sum().item<float>(), 0.0f);
+}
+
+}  // namespace
+}  // namespace smoe::model::ops
