@@ -48,7 +48,7 @@ const std::vector<ParamSchema>& SravenSchema() {
        -kInf,
        kInf,
        {"topk_then_softmax", "softmax_then_topk"}},
-      {"dispatch", ParamType::kString, -kInf, kInf, {"gather", "dense"}},
+      {"dispatch", ParamType::kString, -kInf, kInf, {"gather", "dense", "ops"}},
       {"soft_slots", ParamType::kInt, 1, 1024},
       {"attention_dropout", ParamType::kNumber, 0, 0.99},
       {"log_every", ParamType::kInt, 1, 1e9},
