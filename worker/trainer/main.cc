@@ -6,6 +6,9 @@
 //   smoe-trainer make-random-model --out DIR ...   (mixtral_tools.h)
 //   smoe-trainer mixtral-logits --model DIR ...     (mixtral_tools.h)
 //
+// Kinds: "sraven" (training, worker/trainer/trainer.h) and "skillmix"
+// (Skill-Mix evaluation, worker/trainer/skillmix_trial.h).
+//
 // JSON Lines events on stdout, logs on stderr. Exit codes: 0 done (a result
 // was emitted), 75 interrupted by SIGTERM/SIGINT with a checkpoint saved, 64
 // bad trial spec or usage, 1 any other error.
@@ -14,6 +17,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -21,6 +25,9 @@
 #include "absl/status/status.h"
 #include "common/logging.h"
 #include "worker/trainer/mixtral_tools.h"
+#include "worker/trainer/skillmix_config.h"
+#include "worker/trainer/skillmix_local_model.h"
+#include "worker/trainer/skillmix_trial.h"
 #include "worker/trainer/train_config.h"
 #include "worker/trainer/trainer.h"
 
@@ -34,6 +41,47 @@ constexpr int kExitInterrupted = 75;
 std::atomic<bool> g_stop{false};
 
 void OnSignal(int) { g_stop.store(true); }
+
+// Maps a trial's final status to the exit code of the contract.
+int ExitCodeFor(const absl::Status& status) {
+  if (status.ok()) return kExitOk;
+  if (absl::IsCancelled(status) || absl::IsAborted(status)) {
+    SMOE_LOG(INFO) << status.message();
+    return kExitInterrupted;
+  }
+  SMOE_LOG(ERROR) << status.ToString();
+  if (absl::IsInvalidArgument(status)) return kExitUsage;
+  return kExitError;
+}
+
+// kind "skillmix": one Skill-Mix evaluation (worker/trainer/skillmix_trial.h).
+int RunSkillMix(const std::string& trial_path, const std::string& text,
+                const std::string& workdir) {
+  absl::StatusOr<smoe::trainer::SkillMixTrialConfig> config =
+      smoe::trainer::ParseSkillMixTrialJson(text);
+  if (!config.ok()) {
+    std::fprintf(stderr, "smoe-trainer: bad trial spec %s: %s\n",
+                 trial_path.c_str(),
+                 std::string(config.status().message()).c_str());
+    return kExitUsage;
+  }
+  smoe::trainer::StdoutEventSink sink;
+  smoe::trainer::SkillMixRunOptions options;
+  options.workdir = workdir;
+  options.emit = [&sink](const std::string& line) { sink.Emit(line); };
+  options.stop = &g_stop;
+  options.model_factory = smoe::trainer::LocalChatModelFactory();
+  SMOE_LOG(INFO) << "trial " << config->trial_id << " attempt "
+                 << config->attempt << " (skillmix) starting in " << workdir;
+  smoe::trainer::ConfigureTorchThreads();
+  try {
+    return ExitCodeFor(
+        smoe::trainer::RunSkillMixTrial(*config, options).status());
+  } catch (const std::exception& e) {  // LibTorch (c10::Error) and std
+    SMOE_LOG(ERROR) << "skillmix: " << e.what();
+    return kExitError;
+  }
+}
 
 int Usage(const char* why) {
   std::fprintf(stderr,
@@ -79,6 +127,18 @@ int main(int argc, char** argv) {
   }
   std::stringstream text;
   text << in.rdbuf();
+
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+
+  absl::StatusOr<std::string> kind = smoe::trainer::TrialKind(text.str());
+  if (kind.ok() && *kind == "skillmix") {
+    return RunSkillMix(trial_path, text.str(), workdir);
+  }
   absl::StatusOr<smoe::trainer::TrialSpec> spec =
       smoe::trainer::ParseTrialJson(text.str());
   if (!spec.ok()) {
@@ -87,13 +147,6 @@ int main(int argc, char** argv) {
                  std::string(spec.status().message()).c_str());
     return kExitUsage;
   }
-
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
 
   smoe::trainer::ConfigureTorchThreads();
   smoe::trainer::StdoutEventSink sink;
@@ -105,12 +158,5 @@ int main(int argc, char** argv) {
                  << " starting in " << workdir;
   absl::StatusOr<smoe::trainer::TrainResult> result =
       smoe::trainer::RunTraining(spec->config, options);
-  if (result.ok()) return kExitOk;
-  if (absl::IsCancelled(result.status())) {
-    SMOE_LOG(INFO) << result.status().message();
-    return kExitInterrupted;
-  }
-  SMOE_LOG(ERROR) << result.status().ToString();
-  if (absl::IsInvalidArgument(result.status())) return kExitUsage;
-  return kExitError;
+  return ExitCodeFor(result.status());
 }

@@ -1,0 +1,43 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/trainer/skillmix_local_model.h"
+
+#include <torch/torch.h>
+
+#include <exception>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "worker/trainer/mixtral_chat_model.h"
+
+namespace smoe::trainer {
+
+ChatModelFactory LocalChatModelFactory() {
+  return [](const ChatModelSpec& spec)
+             -> absl::StatusOr<std::unique_ptr<skillmix::ChatModel>> {
+    try {
+      MixtralChatModel::Options o;
+      o.model_dir = spec.model_dir;
+      o.experts_per_token = spec.ept;
+      if (spec.device == "cuda") {
+        if (!torch::cuda::is_available()) {
+          return absl::FailedPreconditionError(
+              "device=cuda: no CUDA device is visible to smoe-trainer");
+        }
+        o.load.device = torch::Device(torch::kCUDA, 0);
+        o.load.dtype = torch::kBFloat16;
+      } else {
+        o.load.device = torch::kCPU;
+        o.load.dtype = torch::kFloat32;
+      }
+      auto m = MixtralChatModel::Create(o);
+      if (!m.ok()) return m.status();
+      return std::unique_ptr<skillmix::ChatModel>(std::move(*m));
+    } catch (const std::exception& e) {
+      return absl::InternalError(
+          absl::StrCat("loading '", spec.model_dir, "': ", e.what()));
+    }
+  };
+}
+
+}  // namespace smoe::trainer
