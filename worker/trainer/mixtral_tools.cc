@@ -161,12 +161,13 @@ absl::Status MakeRandomModel(int argc, char** argv) {
                                 : model::mixtral::ExpertLayout::kClassic;
   SMOE_RETURN_IF_ERROR(model::mixtral::ValidateMixtralConfig(c));
   std::fprintf(stderr,
-               "writing %s: %lld layers, hidden %lld, %lld experts, %.3f B "
+               "writing %s: %lld layers, hidden %lld, %lld experts, %lld "
                "parameters, %s\n",
                f["out"].c_str(), static_cast<long long>(c.num_hidden_layers),
                static_cast<long long>(c.hidden_size),
                static_cast<long long>(c.num_local_experts),
-               c.TotalParameters() / 1e9, c.torch_dtype.c_str());
+               static_cast<long long>(c.TotalParameters()),
+               c.torch_dtype.c_str());
   SMOE_RETURN_IF_ERROR(
       model::mixtral::WriteRandomMixtralCheckpoint(f["out"], c, o));
   if (f.count("no-tokenizer") == 0) {

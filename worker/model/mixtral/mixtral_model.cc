@@ -451,15 +451,13 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> MixtralModel::Generate(
   if (options.max_new_tokens == 0) return out;
 
   std::vector<int64_t> pad(batch);
-  torch::Tensor tokens =
-      torch::full({batch, longest}, config_.bos_token_id, torch::kInt64);
+  std::vector<int64_t> flat(batch * longest, config_.bos_token_id);
   for (int64_t i = 0; i < batch; ++i) {
-    const int64_t n = static_cast<int64_t>(prompts[i].size());
-    pad[i] = longest - n;
-    for (int64_t j = 0; j < n; ++j) {
-      tokens[i][pad[i] + j] = static_cast<int64_t>(prompts[i][j]);
-    }
+    pad[i] = longest - static_cast<int64_t>(prompts[i].size());
+    std::copy(prompts[i].begin(), prompts[i].end(),
+              flat.begin() + i * longest + pad[i]);
   }
+  const torch::Tensor tokens = torch::tensor(flat).view({batch, longest});
   SMOE_ASSIGN_OR_RETURN(MixtralKvCache cache,
                         NewCache(batch, longest + options.max_new_tokens, pad));
   try {
@@ -470,7 +468,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> MixtralModel::Generate(
     for (int64_t i = 0; i < batch; ++i) {
       gens.push_back(at::detail::createCPUGenerator(
           Rng::ForStream(options.seed,
-                          {options.first_stream + static_cast<uint64_t>(i)})
+                         {options.first_stream + static_cast<uint64_t>(i)})
               .Next64()));
     }
     std::vector<bool> done(batch, false);
