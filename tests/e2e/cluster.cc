@@ -141,16 +141,33 @@ void Cluster::StartCoordinator() {
   client_.reset();
 }
 
-Process* Cluster::StartWorker(int i, int slots) {
+Process* Cluster::StartWorker(int i, int slots, const std::string& trainer,
+                              const std::vector<std::string>& extra,
+                              const std::map<std::string, std::string>& env) {
   const std::string wdir = absl::StrCat(dir_, "/worker-", i);
   fs::create_directories(wdir);
-  workers_[i] = Process::Start(
-      {smoe(), "worker", "--coordinator", address(), "--token-file",
-       dir_ + "/coord/token", "--work-dir", wdir, "--slots",
-       absl::StrCat(slots), "--trainer",
-       std::string(SMOE_BIN_DIR) + "/smoe-fake-trainer", "--worker-id",
-       absl::StrCat("e2e-", i), "--grace", "10"},
-      {{"SMOE_FAKE_TRAINER_PLAN", plan_path_}}, wdir + "/worker.log");
+  std::vector<std::string> argv = {
+      smoe(),
+      "worker",
+      "--coordinator",
+      address(),
+      "--token-file",
+      dir_ + "/coord/token",
+      "--work-dir",
+      wdir,
+      "--slots",
+      absl::StrCat(slots),
+      "--trainer",
+      trainer.empty() ? std::string(SMOE_BIN_DIR) + "/smoe-fake-trainer"
+                      : trainer,
+      "--worker-id",
+      absl::StrCat("e2e-", i),
+      "--grace",
+      "10"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  std::map<std::string, std::string> all_env = env;
+  all_env["SMOE_FAKE_TRAINER_PLAN"] = plan_path_;
+  workers_[i] = Process::Start(argv, all_env, wdir + "/worker.log");
   return workers_[i].get();
 }
 

@@ -68,8 +68,11 @@ class Cluster {
   // answers. Lease timeout is short (3 s) so expiry tests are quick.
   void StartCoordinator();
   Process* coordinator() { return coordinator_.get(); }
-  // Starts worker `i` with `slots` slots.
-  Process* StartWorker(int i, int slots = 1);
+  // Starts worker `i` with `slots` slots running `trainer` (empty: the fake
+  // trainer), with `extra` flags (e.g. --kinds skillmix) and `env` added.
+  Process* StartWorker(int i, int slots = 1, const std::string& trainer = "",
+                       const std::vector<std::string>& extra = {},
+                       const std::map<std::string, std::string>& env = {});
   Process* worker(int i) { return workers_.at(i).get(); }
 
   // Runs `smoe <args>` against this cluster; returns (exit code, output).
