@@ -17,6 +17,7 @@
 #include "cli/client.h"
 #include "cli/deploy_cmd.h"
 #include "cli/model_cmd.h"
+#include "cli/skillmix_cmd.h"
 #include "cli/sraven_cmd.h"
 #include "cli/sweep_cmds.h"
 #include "cli/train_cmd.h"
@@ -283,6 +284,10 @@ int Main(int argc, char** argv) {
   train_sraven->add_option("--trainer", train_opts.trainer,
                            "Trainer binary (default: next to smoe)");
 
+  // smoe skillmix run (cli/skillmix_cmd.h)
+  SkillMixRunFlags skillmix_flags;
+  CLI::App* skillmix_run = AddSkillMixCommand(&app, &skillmix_flags);
+
   // smoe analyze
   AnalyzeFlags analyze_flags;
   CLI::App* analyze = app.add_subcommand(
@@ -355,6 +360,10 @@ int Main(int argc, char** argv) {
       p[key] = parsed.is_discarded() ? nlohmann::json(val) : parsed;
     }
     return RunTrainCommand(train_opts, std::cout);
+  }
+  if (skillmix_run->parsed()) {
+    if (!SkillMixParamsFromFlags(&skillmix_flags, std::cerr)) return kExitUsage;
+    return RunSkillMixCommand(skillmix_flags.run, std::cout);
   }
   int rc = kExitOk;
   auto client = MakeClient(client_opts, &rc);

@@ -89,6 +89,25 @@ const std::vector<ParamSchema>& SkillMixSchema() {
       {"temperature", ParamType::kNumber, 0, 10},
       {"top_p", ParamType::kNumber, 0, 1},
       {"device", ParamType::kString, -kInf, kInf, {"cpu", "cuda"}},
+      // worker/trainer/skillmix_config.h (a test keeps the lists in sync).
+      {"exp_path", ParamType::kString},
+      {"generation_prompt",
+       ParamType::kString,
+       -kInf,
+       kInf,
+       {"default", "llama_k_greater_2"}},
+      {"grader_api_key_env", ParamType::kString},
+      {"grader_prompt_kind", ParamType::kString, -kInf, kInf, {"gpt", "llama"}},
+      {"grader_max_new_tokens", ParamType::kInt, 1, 32768},
+      {"grader_temperature", ParamType::kNumber, 0, 10},
+      {"grader_ept", ParamType::kInt, 0, 64},
+      {"grader_requests_per_second", ParamType::kNumber},
+      {"grader_cache_dir", ParamType::kString},
+      {"top_k", ParamType::kInt, 0, 1 << 20},
+      {"filter_explicit_name", ParamType::kBool},
+      {"skills_path", ParamType::kString},
+      {"topics_path", ParamType::kString},
+      {"student_system_prompt", ParamType::kString},
   };
   return *s;
 }

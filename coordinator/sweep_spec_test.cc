@@ -289,5 +289,41 @@ TEST(SweepSpecTest, SravenSchemaAcceptsTrainerParams) {
       << ValidateTrialParams("sraven", params);
 }
 
+// Same for kind skillmix (worker/trainer/skillmix_config.h).
+TEST(SweepSpecTest, SkillMixSchemaAcceptsTrainerParams) {
+  const nlohmann::json params = {{"model", "/models/m"},
+                                 {"ept", 2},
+                                 {"k_skills", 3},
+                                 {"num_combinations", 100},
+                                 {"num_generations", 3},
+                                 {"num_gradings", 3},
+                                 {"combos_seed", 10},
+                                 {"exp_path", "test"},
+                                 {"generation_prompt", "default"},
+                                 {"grader", "openai"},
+                                 {"grader_model", "gpt-4"},
+                                 {"grader_base_url", "https://x/v1"},
+                                 {"grader_api_key_env", "OPENAI_API_KEY"},
+                                 {"grader_prompt_kind", "gpt"},
+                                 {"grader_max_new_tokens", 512},
+                                 {"grader_temperature", 1.0},
+                                 {"grader_ept", 0},
+                                 {"grader_requests_per_second", 2.0},
+                                 {"grader_cache_dir", "/cache"},
+                                 {"max_new_tokens", 512},
+                                 {"temperature", 0.7},
+                                 {"top_k", 50},
+                                 {"top_p", 1.0},
+                                 {"device", "cuda"},
+                                 {"filter_explicit_name", false},
+                                 {"skills_path", ""},
+                                 {"topics_path", ""},
+                                 {"student_system_prompt", ""}};
+  EXPECT_TRUE(ValidateTrialParams("skillmix", params).ok())
+      << ValidateTrialParams("skillmix", params);
+  EXPECT_FALSE(
+      ValidateTrialParams("skillmix", {{"grader_prompt_kind", "claude"}}).ok());
+}
+
 }  // namespace
 }  // namespace smoe::coordinator

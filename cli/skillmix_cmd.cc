@@ -1,0 +1,229 @@
+// Copyright 2026 SMoE Lab authors.
+#include "cli/skillmix_cmd.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "cli/client.h"
+#include "cli/up.h"
+
+namespace smoe::cli {
+namespace {
+
+std::string Bar(int64_t step, int64_t total, int width) {
+  const int filled =
+      total > 0 ? static_cast<int>(step * width / std::max<int64_t>(total, 1))
+                : 0;
+  const int f = std::min(filled, width);
+  return std::string(static_cast<size_t>(f), '#') +
+         std::string(static_cast<size_t>(width - f), '-');
+}
+
+}  // namespace
+
+CLI::App* AddSkillMixCommand(CLI::App* app, SkillMixRunFlags* f) {
+  CLI::App* sm = app->add_subcommand("skillmix", "Skill-Mix evaluation tools");
+  sm->require_subcommand(1);
+  CLI::App* run = sm->add_subcommand(
+      "run", "One local Skill-Mix evaluation of a Mixtral-format model");
+  run->add_option("--model", f->model, "Student model directory")->required();
+  run->add_option("--k-skills", f->k_skills, "Skills per item (1..10)")
+      ->capture_default_str();
+  run->add_option("--ept", f->ept,
+                  "Experts per token (0 = the model's default)")
+      ->capture_default_str();
+  run->add_option("--num-combinations", f->num_combinations,
+                  "Items (skills, topic) to evaluate")
+      ->capture_default_str();
+  run->add_option("--num-generations", f->num_generations,
+                  "Student generation rounds per item (max is taken)")
+      ->capture_default_str();
+  run->add_option("--num-gradings", f->num_gradings,
+                  "Grading rounds per answer (majority vote)")
+      ->capture_default_str();
+  run->add_option("--combos-seed", f->combos_seed,
+                  "Sampler seed (reference: 10)")
+      ->capture_default_str();
+  run->add_option("--grader", f->grader, "openai | local")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"openai", "local"}));
+  run->add_option("--grader-model", f->grader_model,
+                  "API model name (openai) or model directory (local)")
+      ->capture_default_str();
+  run->add_option("--grader-base-url", f->grader_base_url,
+                  "OpenAI-compatible endpoint prefix")
+      ->capture_default_str();
+  run->add_option("--grader-api-key-env", f->grader_api_key_env,
+                  "Environment variable holding the API key")
+      ->capture_default_str();
+  run->add_option("--grader-prompt", f->grader_prompt_kind, "gpt | llama")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gpt", "llama"}));
+  run->add_option("--device", f->device, "cpu | cuda")->capture_default_str();
+  run->add_option("--max-new-tokens", f->max_new_tokens,
+                  "Student tokens per turn")
+      ->capture_default_str();
+  run->add_option("--temperature", f->temperature, "Student temperature")
+      ->capture_default_str();
+  run->add_option("--seed", f->run.seed, "Sampling seed")
+      ->capture_default_str();
+  run->add_option("--param", f->extra,
+                  "Any other trainer param as key=value (repeatable)");
+  run->add_option(
+      "--workdir", f->run.workdir,
+      "Work dir (checkpoint + grader cache; resume by re-using it)");
+  run->add_option("--trainer", f->run.trainer,
+                  "Trainer binary (default: next to smoe)");
+  return run;
+}
+
+bool SkillMixParamsFromFlags(SkillMixRunFlags* f, std::ostream& err) {
+  nlohmann::json& p = f->run.params;
+  p = {{"model", f->model},
+       {"ept", f->ept},
+       {"k_skills", f->k_skills},
+       {"num_combinations", f->num_combinations},
+       {"num_generations", f->num_generations},
+       {"num_gradings", f->num_gradings},
+       {"combos_seed", f->combos_seed},
+       {"grader", f->grader},
+       {"grader_model", f->grader_model},
+       {"grader_base_url", f->grader_base_url},
+       {"grader_api_key_env", f->grader_api_key_env},
+       {"grader_prompt_kind", f->grader_prompt_kind},
+       {"device", f->device},
+       {"max_new_tokens", f->max_new_tokens},
+       {"temperature", f->temperature}};
+  for (const std::string& kv : f->extra) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      err << "smoe skillmix run: --param '" << kv << "' is not key=value\n";
+      return false;
+    }
+    const std::string key = kv.substr(0, eq), val = kv.substr(eq + 1);
+    auto parsed = nlohmann::json::parse(val, nullptr, false);
+    p[key] = parsed.is_discarded() ? nlohmann::json(val) : parsed;
+  }
+  return true;
+}
+
+int RunSkillMixCommand(const SkillMixRunOptions& options, std::ostream& out) {
+  namespace fs = std::filesystem;
+  std::string workdir = options.workdir;
+  if (workdir.empty()) {
+    char tmpl[] = "/tmp/smoe-skillmix-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) {
+      std::cerr << "smoe skillmix run: cannot create a work dir: "
+                << std::strerror(errno) << "\n";
+      return kExitSoftware;
+    }
+    workdir = tmpl;
+  }
+  std::error_code ec;
+  fs::create_directories(workdir, ec);
+  const std::string trainer =
+      options.trainer.empty() ? SelfDir() + "/smoe-trainer" : options.trainer;
+  if (!fs::exists(trainer)) {
+    std::cerr << "smoe skillmix run: trainer '" << trainer
+              << "' not found (build smoe-trainer, or pass --trainer)\n";
+    return kExitUnavailable;
+  }
+  const nlohmann::json trial = {
+      {"sweep_id", "local"},  {"trial_id", "local/skillmix"},
+      {"attempt", 1},         {"kind", "skillmix"},
+      {"seed", options.seed}, {"params", options.params}};
+  const std::string trial_path = workdir + "/TRIAL.json";
+  std::ofstream(trial_path) << trial.dump(2) << "\n";
+
+  int fds[2];
+  if (::pipe(fds) != 0) return kExitSoftware;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::execl(trainer.c_str(), trainer.c_str(), "run", "--trial",
+            trial_path.c_str(), "--workdir", workdir.c_str(),
+            static_cast<char*>(nullptr));
+    std::fprintf(stderr, "exec %s: %s\n", trainer.c_str(),
+                 std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  FILE* in = ::fdopen(fds[0], "r");
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  nlohmann::json result;
+  double full_marks = NAN;
+  int64_t step = 0, total = 0;
+  char* line = nullptr;
+  size_t cap = 0;
+  std::string last_drawn;
+  while (::getline(&line, &cap, in) > 0) {
+    const auto ev = nlohmann::json::parse(line, nullptr, false);
+    if (!ev.is_object()) continue;
+    const std::string kind = ev.value("event", "");
+    if (kind == "progress") {
+      step = ev.value("step", int64_t{0});
+      total = ev.value("total", int64_t{0});
+    } else if (kind == "metric" &&
+               ev.value("name", "") == "skillmix/ratio_full_marks" &&
+               ev.contains("value") && ev["value"].is_number()) {
+      full_marks = ev["value"].get<double>();
+    } else if (kind == "result") {
+      result = ev.value("metrics", nlohmann::json::object());
+    }
+    const std::string drawn = absl::StrFormat(
+        "[%s] %d/%d combinations%s", Bar(step, total, 30), step, total,
+        std::isnan(full_marks)
+            ? ""
+            : absl::StrFormat("  full marks %.3f", full_marks));
+    if (drawn != last_drawn) {
+      std::cerr << (tty ? "\r\033[K" : "") << drawn << (tty ? "" : "\n")
+                << std::flush;
+      last_drawn = drawn;
+    }
+  }
+  std::free(line);
+  std::fclose(in);
+  if (tty) std::cerr << "\n";
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const int rc =
+      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (rc == 0 && result.is_object()) {
+    out << "Skill-Mix run finished (work dir " << workdir << ")\n";
+    out << absl::StrFormat("  %-20s %s\n", "metric", "mean ± s.e.");
+    for (const auto& [k, v] : result.items()) {
+      if (!v.is_number() || (k.size() > 3 && k.substr(k.size() - 3) == "_se")) {
+        continue;
+      }
+      auto se = result.find(k + "_se");
+      out << absl::StrFormat("  %-20s %.4f%s\n", k, v.get<double>(),
+                             se != result.end() && se->is_number()
+                                 ? absl::StrFormat(" ± %.4f", se->get<double>())
+                                 : "");
+    }
+  } else if (rc == 64) {
+    std::cerr << "smoe skillmix run: the trainer rejected the parameters (see "
+                 "above)\n";
+  } else if (rc == 75) {
+    std::cerr << "smoe skillmix run: interrupted; finished combinations are in "
+              << workdir << " (re-run with --workdir " << workdir
+              << " to resume)\n";
+  } else {
+    std::cerr << "smoe skillmix run: trainer exited with " << rc << "\n";
+  }
+  return rc;
+}
+
+}  // namespace smoe::cli

@@ -1,0 +1,257 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// End to end: smoe-trainer kind "skillmix" on a tiny random Mixtral (made by
+// `smoe-trainer make-random-model`), graded by a fake OpenAI-compatible
+// server on 127.0.0.1 that checks the bearer key. Checks the events and exit
+// codes of the trainer contract, resume without new grader requests, SIGTERM
+// -> exit 75, and that the key is in no file and no log.
+#include <httplib.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kKey[] = "sk-e2e-SECRET-42";
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `cmd` through the shell; returns its exit status.
+int Shell(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+class FakeGrader {
+ public:
+  FakeGrader() {
+    server_.Post("/v1/chat/completions", [this](const httplib::Request& req,
+                                                httplib::Response& res) {
+      ++requests_;
+      if (req.get_header_value("Authorization") !=
+          absl::StrCat("Bearer ", kKey)) {
+        res.status = 401;
+        return;
+      }
+      if (delay_ms_ > 0) {
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(delay_ms_.load()));
+      }
+      const json body = json::parse(req.body);
+      json choices = json::array();
+      for (int i = 0; i < body.value("n", 1); ++i) {
+        choices.push_back({{"index", i},
+                           {"message",
+                            {{"role", "assistant"},
+                             {"content",
+                              "Here's the grading table:\n| Criteria | Points "
+                              "Earned |\n|---|---|\n| s1 | 1 |\n| s2 | 1 |\n"
+                              "| topic | 1 |\n| sense | 1 |\n| length | 1 |\n"
+                              "| Total Points Earned | 5 |\n"}}}});
+      }
+      res.set_content(json{{"choices", choices}}.dump(), "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ~FakeGrader() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const {
+    return absl::StrCat("http://127.0.0.1:", port_, "/v1");
+  }
+  int requests() const { return requests_.load(); }
+  void set_delay_ms(int ms) { delay_ms_ = ms; }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::atomic<int> requests_{0};
+  std::atomic<int> delay_ms_{0};
+};
+
+class SkillMixE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(::testing::TempDir() + "skillmix_e2e_" +
+                           std::to_string(::getpid()));
+    std::filesystem::remove_all(*dir_);
+    std::filesystem::create_directories(*dir_);
+    const int rc = Shell(
+        absl::StrCat(SMOE_TRAINER_BINARY, " make-random-model --out ", *dir_,
+                     "/model --shape tiny --max-position 4096 --seed 3 > ",
+                     *dir_, "/make.log 2>&1"));
+    ASSERT_EQ(rc, 0) << ReadAll(*dir_ + "/make.log");
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
+
+  // Writes TRIAL.json into `workdir` and returns its path.
+  std::string WriteTrial(const std::string& workdir, const std::string& url,
+                         int num_combinations) {
+    std::filesystem::create_directories(workdir);
+    const json trial = {{"sweep_id", "e2e"},
+                        {"trial_id", "e2e/skillmix"},
+                        {"attempt", 1},
+                        {"kind", "skillmix"},
+                        {"seed", 5},
+                        {"params",
+                         {{"model", *dir_ + "/model"},
+                          {"ept", 1},
+                          {"k_skills", 2},
+                          {"num_combinations", num_combinations},
+                          {"num_generations", 2},
+                          {"num_gradings", 3},
+                          {"max_new_tokens", 6},
+                          {"device", "cpu"},
+                          {"grader", "openai"},
+                          {"grader_base_url", url},
+                          {"grader_api_key_env", "SMOE_E2E_GRADER_KEY"},
+                          {"grader_requests_per_second", 0}}}};
+    const std::string path = workdir + "/TRIAL.json";
+    std::ofstream(path) << trial.dump();
+    return path;
+  }
+
+  static std::vector<json> Events(const std::string& path) {
+    std::vector<json> out;
+    for (absl::string_view line : absl::StrSplit(ReadAll(path), '\n')) {
+      if (line.empty()) continue;
+      json j = json::parse(line, nullptr, false);
+      if (!j.is_discarded()) out.push_back(j);
+    }
+    return out;
+  }
+
+  static std::string* dir_;
+};
+
+std::string* SkillMixE2eTest::dir_ = nullptr;
+
+TEST_F(SkillMixE2eTest, RunsResumesAndNeverLeaksTheKey) {
+  FakeGrader grader;
+  ::setenv("SMOE_E2E_GRADER_KEY", kKey, 1);
+  const std::string work = *dir_ + "/run";
+  const std::string trial = WriteTrial(work, grader.url(), 2);
+  const std::string run = absl::StrCat(SMOE_TRAINER_BINARY, " run --trial ",
+                                       trial, " --workdir ", work);
+  ASSERT_EQ(Shell(run + " > " + work + "/out1.jsonl 2> " + work + "/err1.txt"),
+            0)
+      << ReadAll(work + "/err1.txt");
+  const std::vector<json> ev = Events(work + "/out1.jsonl");
+  ASSERT_FALSE(ev.empty());
+  EXPECT_EQ(ev.back()["event"], "result");
+  EXPECT_DOUBLE_EQ(ev.back()["metrics"]["total_skill_score"].get<double>(),
+                   2.0);  // the fake grader gives both skill points
+  int progress = 0;
+  for (const json& e : ev) progress += e["event"] == "progress";
+  EXPECT_EQ(progress, 3);
+  // 2 combinations x 2 generations, one n=3 request each.
+  EXPECT_EQ(grader.requests(), 4);
+
+  // Second attempt: everything is checkpointed; no model call, no request.
+  ASSERT_EQ(Shell(run + " > " + work + "/out2.jsonl 2> " + work + "/err2.txt"),
+            0)
+      << ReadAll(work + "/err2.txt");
+  EXPECT_EQ(grader.requests(), 4);
+  EXPECT_EQ(Events(work + "/out2.jsonl").back()["event"], "result");
+
+  for (const auto& e : std::filesystem::recursive_directory_iterator(work)) {
+    if (!e.is_regular_file()) continue;
+    EXPECT_THAT(ReadAll(e.path().string()), Not(HasSubstr("SECRET")))
+        << e.path();
+  }
+}
+
+TEST_F(SkillMixE2eTest, SigtermExitsWith75AndResumes) {
+  FakeGrader grader;
+  grader.set_delay_ms(400);
+  ::setenv("SMOE_E2E_GRADER_KEY", kKey, 1);
+  const std::string work = *dir_ + "/term";
+  const std::string trial = WriteTrial(work, grader.url(), 6);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string out = work + "/out.jsonl";
+    std::freopen(out.c_str(), "w", stdout);
+    std::freopen((work + "/err.txt").c_str(), "w", stderr);
+    ::execl(SMOE_TRAINER_BINARY, SMOE_TRAINER_BINARY, "run", "--trial",
+            trial.c_str(), "--workdir", work.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Wait for the first finished combination, then SIGTERM.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int status = 0;
+  bool exited = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;  // finished or failed early: checked below
+      break;
+    }
+    if (absl::StrContains(ReadAll(work + "/out.jsonl"), "\"checkpoint\"")) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!exited) {
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, &status, 0);
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << ReadAll(work + "/err.txt");
+  EXPECT_EQ(WEXITSTATUS(status), 75) << ReadAll(work + "/err.txt");
+  const std::string ckpt = ReadAll(work + "/skillmix_checkpoint.jsonl");
+  const int finished =
+      static_cast<int>(std::count(ckpt.begin(), ckpt.end(), '\n')) -
+      1;  // minus the header
+  EXPECT_GE(finished, 1);
+  EXPECT_LT(finished, 6);
+
+  grader.set_delay_ms(0);
+  const int before = grader.requests();
+  ASSERT_EQ(Shell(absl::StrCat(SMOE_TRAINER_BINARY, " run --trial ", trial,
+                               " --workdir ", work, " > ", work,
+                               "/out2.jsonl 2> ", work, "/err2.txt")),
+            0)
+      << ReadAll(work + "/err2.txt");
+  // Only the unfinished combinations were graded (2 requests each).
+  EXPECT_LE(grader.requests() - before, 2 * (6 - finished));
+  EXPECT_EQ(Events(work + "/out2.jsonl").back()["event"], "result");
+}
+
+}  // namespace
