@@ -475,6 +475,17 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
       if (auto s = ValidateTrialParams(spec->kind, t.params); !s.ok()) {
         return s;
       }
+      // The daemon starts resources.ep_size rank processes; a trial asking
+      // for another world size would fail at run time (exit 64).
+      if (auto ep = t.params.find("ep_size");
+          ep != t.params.end() && ep->is_number_integer() &&
+          ep->get<int64_t>() != spec->resources.ep_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "params: ep_size=", ep->get<int64_t>(),
+            " must equal resources.ep_size=", spec->resources.ep_size,
+            " (the worker starts one process per rank; point ", t.params.dump(),
+            ")"));
+      }
     }
   }
   return absl::OkStatus();

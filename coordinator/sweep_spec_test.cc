@@ -110,6 +110,11 @@ TEST(SweepSpecTest, RejectsBadFilesNamingFieldAndValue) {
        "unknown key 'resources.gpus'"},
       {"name: x\nkind: sraven\ngrid:\n  top_k: [16]\nfixed: {num_experts: 8}\n",
        "top_k=16 is larger than num_experts=8"},
+      {"name: x\nkind: sraven\nfixed: {ep_size: 2}\n",
+       "ep_size=2 must equal resources.ep_size=1"},
+      {"name: x\nkind: sraven\ngrid:\n  ep_size: [2, 4]\n"
+       "resources: {ep_size: 2, gpus_per_trial: 2}\n",
+       "ep_size=4 must equal resources.ep_size=2"},
       {"name: x\nkind: sraven\ngrid:\n  M: [1\n", "YAML error at line"},
       {"name: x\nkind: sraven\ngrid: [1, 2]\n", "grid: expected a map"},
       {"- 1\n- 2\n", "expected a YAML map"},

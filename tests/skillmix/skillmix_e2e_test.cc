@@ -4,7 +4,8 @@
 // `smoe-trainer make-random-model`), graded by a fake OpenAI-compatible
 // server on 127.0.0.1 that checks the bearer key. Checks the events and exit
 // codes of the trainer contract, resume without new grader requests, SIGTERM
-// -> exit 75, and that the key is in no file and no log.
+// -> exit 75, and that the key is in no file and no log. Last, a whole
+// `kind: skillmix` sweep through a real coordinator and worker daemon.
 #include <httplib.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/e2e/cluster.h"
 
 namespace {
 
@@ -252,6 +254,58 @@ TEST_F(SkillMixE2eTest, SigtermExitsWith75AndResumes) {
   // Only the unfinished combinations were graded (2 requests each).
   EXPECT_LE(grader.requests() - before, 2 * (6 - finished));
   EXPECT_EQ(Events(work + "/out2.jsonl").back()["event"], "result");
+}
+
+// The "done when": a skillmix sweep (k_skills x ept) submitted with
+// `smoe sweep submit` runs through the coordinator and a worker daemon
+// (--kinds skillmix, the real smoe-trainer, a local model and the fake
+// grader), and every point reports the Skill-Mix metrics.
+TEST_F(SkillMixE2eTest, SweepRunsThroughCoordinatorAndWorker) {
+  FakeGrader grader;
+  smoe::e2e::Cluster c("skillmix", "{}");
+  c.StartCoordinator();
+  c.StartWorker(0, /*slots=*/2, SMOE_TRAINER_BINARY,
+                {"--kinds", "skillmix", "--gpus", "0"},
+                {{"SMOE_E2E_GRADER_KEY", kKey}, {"OMP_NUM_THREADS", "1"}});
+  const std::string sweep = c.WriteFile(
+      "skillmix.yaml",
+      absl::StrCat("name: smx\nkind: skillmix\ngrid:\n  k_skills: [1, 2]\n"
+                   "  ept: [1, 2]\nfixed:\n  model: ",
+                   *dir_, "/model\n  num_combinations: 2\n",
+                   "  num_generations: 1\n  num_gradings: 1\n",
+                   "  max_new_tokens: 4\n  device: cpu\n  grader: openai\n",
+                   "  grader_base_url: ", grader.url(), "\n",
+                   "  grader_api_key_env: SMOE_E2E_GRADER_KEY\n",
+                   "seeds: [0]\nretries: 0\n"));
+  auto [rc, out] = c.Smoe({"sweep", "submit", sweep});
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(c.WaitFor(
+      "smx",
+      [](const smoe::v1::GetSweepResponse& s) {
+        return s.sweep().state() != smoe::v1::SWEEP_STATE_ACTIVE;
+      },
+      absl::Seconds(240)))
+      << ReadAll(c.dir() + "/worker-0/worker.log");
+  auto [rc2, results] = c.Smoe({"results", "smx", "--format", "json"});
+  ASSERT_EQ(rc2, 0) << results;
+  const json rows = json::parse(results, nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << results;
+  ASSERT_EQ(rows.size(), 4u) << results;
+  for (const json& r : rows) {
+    EXPECT_EQ(r["state"], "succeeded") << r.dump();
+    ASSERT_TRUE(r["results"].contains("ratio_full_marks")) << r.dump();
+    ASSERT_TRUE(r["results"].contains("skill_fraction")) << r.dump();
+    // The fake grader awards every skill point.
+    EXPECT_DOUBLE_EQ(r["results"]["skill_fraction"].get<double>(), 1.0)
+        << r.dump();
+  }
+  // 4 points x 2 combinations x 1 generation, one request each.
+  EXPECT_EQ(grader.requests(), 8);
+  for (const auto& e : std::filesystem::recursive_directory_iterator(c.dir())) {
+    if (!e.is_regular_file()) continue;
+    EXPECT_THAT(ReadAll(e.path().string()), Not(HasSubstr("SECRET")))
+        << e.path();
+  }
 }
 
 }  // namespace
