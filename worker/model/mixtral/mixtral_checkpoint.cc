@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "worker/model/mixtral/mixtral_expert_parallel.h"
 
 namespace smoe::model::mixtral {
 namespace {
@@ -98,9 +99,8 @@ absl::StatusOr<CheckpointTensors> CheckpointTensors::Open(
   return ct;
 }
 
-absl::StatusOr<torch::Tensor> CheckpointTensors::Read(
-    const std::string& name, const std::vector<int64_t>& shape,
-    const torch::TensorOptions& options) const {
+absl::StatusOr<const SafetensorsFile*> CheckpointTensors::Find(
+    const std::string& name, const std::vector<int64_t>& shape) const {
   auto it = where_.find(name);
   if (it == where_.end()) {
     return absl::NotFoundError(
@@ -112,12 +112,29 @@ absl::StatusOr<torch::Tensor> CheckpointTensors::Read(
         it->second->path(), ": tensor '", name, "' has shape ",
         ShapeString(e.shape), " but config.json implies ", ShapeString(shape)));
   }
-  return it->second->Read(name, options);
+  return it->second;
+}
+
+absl::StatusOr<torch::Tensor> CheckpointTensors::Read(
+    const std::string& name, const std::vector<int64_t>& shape,
+    const torch::TensorOptions& options) const {
+  SMOE_ASSIGN_OR_RETURN(const SafetensorsFile* f, Find(name, shape));
+  return f->Read(name, options);
+}
+
+absl::StatusOr<torch::Tensor> CheckpointTensors::ReadRows(
+    const std::string& name, const std::vector<int64_t>& shape, int64_t first,
+    int64_t count, const torch::TensorOptions& options) const {
+  SMOE_ASSIGN_OR_RETURN(const SafetensorsFile* f, Find(name, shape));
+  return f->ReadRows(name, first, count, options);
 }
 
 absl::StatusOr<MixtralWeights> LoadMixtralWeights(
     const std::string& dir, const MixtralConfig& c,
     const MixtralLoadOptions& options) {
+  SMOE_ASSIGN_OR_RETURN(
+      const MixtralExpertShard shard,
+      MixtralExpertShardFor(c.num_local_experts, options.comm));
   SMOE_ASSIGN_OR_RETURN(CheckpointTensors ct, CheckpointTensors::Open(dir));
   const auto opts = torch::TensorOptions(options.dtype).device(options.device);
   const int64_t h = c.hidden_size, v = c.vocab_size, f = c.intermediate_size;
@@ -156,16 +173,18 @@ absl::StatusOr<MixtralWeights> LoadMixtralWeights(
                               ct.Read(p + "mlp.gate.weight", {e, h}, opts));
         SMOE_ASSIGN_OR_RETURN(
             torch::Tensor gate_up,
-            ct.Read(p + "mlp.experts.gate_up_proj", {e, 2 * f, h}, opts));
+            ct.ReadRows(p + "mlp.experts.gate_up_proj", {e, 2 * f, h},
+                        shard.first, shard.count, opts));
         l.w1 = gate_up.narrow(1, 0, f).contiguous();
         l.w3 = gate_up.narrow(1, f, f).contiguous();
         SMOE_ASSIGN_OR_RETURN(
-            l.w2, ct.Read(p + "mlp.experts.down_proj", {e, h, f}, opts));
+            l.w2, ct.ReadRows(p + "mlp.experts.down_proj", {e, h, f},
+                              shard.first, shard.count, opts));
       } else {
         SMOE_ASSIGN_OR_RETURN(
             l.gate, ct.Read(p + "block_sparse_moe.gate.weight", {e, h}, opts));
         std::vector<torch::Tensor> w1, w2, w3;
-        for (int64_t j = 0; j < e; ++j) {
+        for (int64_t j = shard.first; j < shard.first + shard.count; ++j) {
           const std::string ep =
               absl::StrCat(p, "block_sparse_moe.experts.", j, ".");
           SMOE_ASSIGN_OR_RETURN(torch::Tensor t1,
@@ -182,6 +201,7 @@ absl::StatusOr<MixtralWeights> LoadMixtralWeights(
         l.w2 = torch::stack(w2);
         l.w3 = torch::stack(w3);
       }
+      l.first_expert = shard.first;
       w.layers.push_back(std::move(l));
     }
   } catch (const std::exception& ex) {

@@ -59,15 +59,26 @@ class CheckpointTensors {
   absl::StatusOr<torch::Tensor> Read(const std::string& name,
                                      const std::vector<int64_t>& shape,
                                      const torch::TensorOptions& options) const;
+  // Reads rows [first, first + count) of `name`'s first dimension after the
+  // same full-shape check (SafetensorsFile::ReadRows).
+  absl::StatusOr<torch::Tensor> ReadRows(
+      const std::string& name, const std::vector<int64_t>& shape, int64_t first,
+      int64_t count, const torch::TensorOptions& options) const;
 
  private:
+  // The file holding `name` after checking its shape against `shape`.
+  absl::StatusOr<const SafetensorsFile*> Find(
+      const std::string& name, const std::vector<int64_t>& shape) const;
+
   std::string dir_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, const SafetensorsFile*> where_;
 };
 
-// Reads all weights of `config` from `dir` (either expert layout),
-// converted to options.dtype on options.device.
+// Reads the weights of `config` from `dir` (either expert layout),
+// converted to options.dtype on options.device: every non-expert tensor and
+// the experts of options.comm's shard (MixtralExpertShardFor; all E when
+// options.comm is null). Other experts are never read.
 absl::StatusOr<MixtralWeights> LoadMixtralWeights(
     const std::string& dir, const MixtralConfig& config,
     const MixtralLoadOptions& options);

@@ -12,6 +12,7 @@
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "worker/model/mixtral/mixtral_checkpoint.h"
+#include "worker/model/mixtral/mixtral_expert_parallel.h"
 
 namespace smoe::model::mixtral {
 namespace {
@@ -204,6 +205,19 @@ absl::StatusOr<std::unique_ptr<MixtralModel>> MixtralModel::FromWeights(
     const MixtralLoadOptions& options) {
   SMOE_RETURN_IF_ERROR(ValidateMixtralConfig(config));
   SMOE_RETURN_IF_ERROR(ValidateMixtralWeights(config, weights));
+  SMOE_ASSIGN_OR_RETURN(
+      const MixtralExpertShard shard,
+      MixtralExpertShardFor(config.num_local_experts, options.comm));
+  for (size_t i = 0; i < weights.layers.size(); ++i) {
+    const MixtralLayerWeights& l = weights.layers[i];
+    if (l.first_expert != shard.first || l.w1.size(0) != shard.count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.layers.", i, ": holds experts [", l.first_expert,
+                       ", ", l.first_expert + l.w1.size(0), ") but rank ",
+                       options.comm ? options.comm->rank() : 0, " needs [",
+                       shard.first, ", ", shard.first + shard.count, ")"));
+    }
+  }
   if (options.dtype != torch::kFloat32 && options.dtype != torch::kBFloat16 &&
       options.dtype != torch::kFloat16) {
     return absl::InvalidArgumentError(
@@ -287,8 +301,8 @@ absl::StatusOr<MixtralKvCache> MixtralModel::NewCache(
   return cache;
 }
 
-torch::Tensor MixtralModel::StepImpl(const torch::Tensor& tokens,
-                                     MixtralKvCache* cache, int64_t ept) {
+absl::StatusOr<torch::Tensor> MixtralModel::StepImpl(
+    const torch::Tensor& tokens, MixtralKvCache* cache, int64_t ept) {
   const MixtralConfig& c = config_;
   const int64_t b = tokens.size(0), t = tokens.size(1);
   const int64_t s0 = cache->length, s = s0 + t;
@@ -350,8 +364,14 @@ torch::Tensor MixtralModel::StepImpl(const torch::Tensor& tokens,
                                 .reshape({b, t, heads * d});
     x = x + torch::matmul(o, l.o_proj.t());
     hn = RmsNorm(x, l.post_attention_layernorm, c.rms_norm_eps);
-    x = x + MoeForward(hn.reshape({b * t, c.hidden_size}), l, ept)
-                .view({b, t, c.hidden_size});
+    // With expert parallelism MoeForward is this rank's partial sum; the
+    // all-reduce completes it (identically on every rank).
+    SMOE_ASSIGN_OR_RETURN(
+        const torch::Tensor moe,
+        AllReduceMoePartial(
+            MoeForward(hn.reshape({b * t, c.hidden_size}), l, ept),
+            options_.comm, li));
+    x = x + moe.view({b, t, c.hidden_size});
   }
   cache->length = s;
   x = RmsNorm(x, weights_.norm, c.rms_norm_eps);
@@ -472,8 +492,8 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> MixtralModel::Generate(
               .Next64()));
     }
     std::vector<bool> done(batch, false);
-    torch::Tensor logits =
-        StepImpl(tokens, &cache, ept).select(1, longest - 1).to(torch::kCPU);
+    SMOE_ASSIGN_OR_RETURN(torch::Tensor logits, StepImpl(tokens, &cache, ept));
+    logits = logits.select(1, longest - 1).to(torch::kCPU);
     for (int64_t step = 0; step < options.max_new_tokens; ++step) {
       torch::Tensor next;
       if (options.temperature == 0) {
@@ -504,9 +524,9 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> MixtralModel::Generate(
       for (int64_t i = 0; i < batch; ++i) {
         if (done[i]) next[i] = config_.eos_token_id;
       }
-      logits = StepImpl(next.view({batch, 1}), &cache, ept)
-                   .select(1, 0)
-                   .to(torch::kCPU);
+      SMOE_ASSIGN_OR_RETURN(logits,
+                            StepImpl(next.view({batch, 1}), &cache, ept));
+      logits = logits.select(1, 0).to(torch::kCPU);
     }
   } catch (const std::exception& e) {
     return FromTorch("MixtralModel::Generate", e);

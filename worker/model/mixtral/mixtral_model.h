@@ -22,9 +22,13 @@
 // SetExpertsPerToken without reloading, and any call may override it.
 //
 // Experts are stored stacked per layer ([E_local, F, H]) together with the
-// global index of the first local expert, so an expert-parallel runtime can
-// hold a slice of the experts on each rank; MoeForward then returns this
-// rank's partial sum. Only E_local == E (one process) is implemented now.
+// global index of the first local expert. Expert parallelism
+// (mixtral_expert_parallel.h): with MixtralLoadOptions::comm set, rank r of W
+// holds experts [r*E/W, (r+1)*E/W) and everything else replicated;
+// MoeForward returns this rank's partial sum and one AllReduceSum per layer
+// completes it, so every rank gets the same logits. All ranks must then make
+// the same calls (Step/Forward/Generate) with the same arguments, in the same
+// order; every collective is bounded by the communicator's deadline.
 //
 // Devices: fp32 on the CPU; bf16/fp16 on CUDA (same code; only the tensors'
 // options differ). The KV cache is preallocated per generation call.
@@ -45,6 +49,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "worker/model/mixtral/mixtral_config.h"
+
+namespace smoe::kernels {
+class Communicator;
+}  // namespace smoe::kernels
 
 namespace smoe::model::mixtral {
 
@@ -114,6 +122,13 @@ torch::Tensor FilterLogits(const torch::Tensor& logits, int64_t top_k,
 struct MixtralLoadOptions {
   torch::Device device = torch::kCPU;
   torch::Dtype dtype = torch::kFloat32;  // compute dtype (f32, bf16, f16)
+  // Expert parallelism: null = one process holding all experts. Otherwise
+  // the rank and world size come from `comm` (not owned; must outlive the
+  // model) and this rank holds only its shard of the experts
+  // (MixtralExpertShardFor). A host communicator (local, gloo) works with
+  // any device (the partial sums are copied to the CPU); a device one (nccl)
+  // needs CUDA tensors.
+  kernels::Communicator* comm = nullptr;
 };
 
 // Per-batch preallocated key/value cache. `pad[b]` leading slots of row b
@@ -147,12 +162,17 @@ class MixtralModel {
   // the HF 5.x packed layout (mlp.experts.gate_up_proj / down_proj).
   // Errors name the file and tensor: NotFound (file or tensor missing),
   // DataLoss (corrupt file), InvalidArgument (shape differs from config.json,
-  // unsupported dtype).
+  // unsupported dtype). With options.comm set, reads only this rank's
+  // experts (by name from the mmapped shards, or a row range of the packed
+  // tensors: the other experts are never materialised); InvalidArgument when
+  // the world size exceeds num_local_experts.
   static absl::StatusOr<std::unique_ptr<MixtralModel>> Load(
       const std::string& dir, const MixtralLoadOptions& options = {});
 
   // Wraps in-memory weights (tests, random models). Shapes are validated
-  // against `config`; tensors are converted to `options`.
+  // against `config`; tensors are converted to `options`. Every layer must
+  // hold exactly the experts of options.comm's shard (all E without a
+  // communicator; see SliceMixtralExperts), else InvalidArgument.
   static absl::StatusOr<std::unique_ptr<MixtralModel>> FromWeights(
       const MixtralConfig& config, MixtralWeights weights,
       const MixtralLoadOptions& options = {});
@@ -194,8 +214,8 @@ class MixtralModel {
  private:
   MixtralModel() = default;
   absl::StatusOr<int64_t> ResolveEpt(std::optional<int64_t> ept) const;
-  torch::Tensor StepImpl(const torch::Tensor& tokens, MixtralKvCache* cache,
-                         int64_t ept);
+  absl::StatusOr<torch::Tensor> StepImpl(const torch::Tensor& tokens,
+                                         MixtralKvCache* cache, int64_t ept);
 
   MixtralConfig config_;
   MixtralWeights weights_;

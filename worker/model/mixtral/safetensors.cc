@@ -211,20 +211,49 @@ absl::StatusOr<torch::Tensor> SafetensorsFile::Read(
         absl::StrCat(path_, ": missing tensor '", name, "'"));
   }
   const SafetensorsEntry& e = it->second;
-  const char* src = static_cast<const char*>(map_) + data_start_ + e.begin;
+  return ReadBytes(e, e.begin, e.shape, options);
+}
+
+absl::StatusOr<torch::Tensor> SafetensorsFile::ReadRows(
+    const std::string& name, int64_t first, int64_t count,
+    const torch::TensorOptions& options) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat(path_, ": missing tensor '", name, "'"));
+  }
+  const SafetensorsEntry& e = it->second;
+  if (e.shape.empty() || first < 0 || count < 0 || first + count > e.shape[0]) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": tensor '", name, "': rows [", first, ", ",
+                     first + count, ") outside its first dimension (",
+                     e.shape.empty() ? int64_t{0} : e.shape[0], ")"));
+  }
+  std::vector<int64_t> shape = e.shape;
+  shape[0] = count;
+  const uint64_t row_bytes =
+      e.shape[0] == 0 ? 0 : (e.end - e.begin) / e.shape[0];
+  return ReadBytes(e, e.begin + static_cast<uint64_t>(first) * row_bytes, shape,
+                   options);
+}
+
+absl::StatusOr<torch::Tensor> SafetensorsFile::ReadBytes(
+    const SafetensorsEntry& e, uint64_t begin,
+    const std::vector<int64_t>& shape,
+    const torch::TensorOptions& options) const {
+  const char* src = static_cast<const char*>(map_) + data_start_ + begin;
   const uint64_t elem = c10::elementSize(e.dtype);
   torch::Tensor out;
   if (reinterpret_cast<uintptr_t>(src) % elem == 0) {
     // NOTE: from_blob aliases the read-only mapping; the copy=true .to()
     // below never writes through it and detaches the result from it.
-    torch::Tensor view = torch::from_blob(const_cast<char*>(src), e.shape,
+    torch::Tensor view = torch::from_blob(const_cast<char*>(src), shape,
                                           torch::TensorOptions(e.dtype));
     out = view.to(options, /*non_blocking=*/false, /*copy=*/true);
   } else {
     // The header length is not a multiple of 8: copy into aligned storage.
-    torch::Tensor aligned =
-        torch::empty(e.shape, torch::TensorOptions(e.dtype));
-    std::memcpy(aligned.data_ptr(), src, e.end - e.begin);
+    torch::Tensor aligned = torch::empty(shape, torch::TensorOptions(e.dtype));
+    std::memcpy(aligned.data_ptr(), src, aligned.numel() * elem);
     out = aligned.to(options, /*non_blocking=*/false, /*copy=*/false);
   }
   return out;

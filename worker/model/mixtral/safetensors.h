@@ -85,8 +85,21 @@ class SafetensorsFile {
   absl::StatusOr<torch::Tensor> Read(const std::string& name,
                                      const torch::TensorOptions& options) const;
 
+  // Like Read, but only rows [first, first + count) of the first dimension
+  // (e.g. some experts of a packed [E, ...] tensor); only those bytes of the
+  // mapping are touched. InvalidArgument names the tensor when the range is
+  // outside the first dimension or the tensor is 0-d.
+  absl::StatusOr<torch::Tensor> ReadRows(
+      const std::string& name, int64_t first, int64_t count,
+      const torch::TensorOptions& options) const;
+
  private:
   SafetensorsFile() = default;
+  // Copies the `shape` tensor of e.dtype starting at data byte `begin`.
+  absl::StatusOr<torch::Tensor> ReadBytes(
+      const SafetensorsEntry& e, uint64_t begin,
+      const std::vector<int64_t>& shape,
+      const torch::TensorOptions& options) const;
 
   std::string path_;
   void* map_ = nullptr;  // owned; munmap in the destructor

@@ -1,0 +1,78 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: worker/model/mixtral/mixtral_expert_parallel.h
+//
+// Expert parallelism for Mixtral-format inference (issue #7 item 1) through
+// the kernels::Communicator interface (LocalCommunicator in unit tests,
+// GlooCommunicator across CPU processes, NcclCommunicator across GPUs).
+//
+// Design (worker/model/mixtral/README.md, "Expert parallelism"): rank r of W
+// holds every non-expert weight (replicated, router included) and only the
+// experts [r*E/W, (r+1)*E/W) of every layer, read from the checkpoint by name
+// without materialising the others. Every rank runs the same tokens; the
+// router (over all E logits) picks the same experts everywhere; each rank
+// computes the contributions of its own experts (a partial sum) and one
+// AllReduceSum per layer gives every rank the full MoE output, bit-identical
+// on all ranks, so seeded sampling yields the same tokens everywhere.
+//
+// Usage:
+//   MixtralLoadOptions opts;
+//   opts.comm = comm.get();            // rank and world come from it
+//   auto model = MixtralModel::Load(dir, opts);
+//   // every rank calls Forward/Step/Generate with the same arguments
+//
+// Thread safety: the functions are stateless; the Communicator passed in must
+// be used by one thread at a time (its contract).
+#ifndef SMOE_WORKER_MODEL_MIXTRAL_MIXTRAL_EXPERT_PARALLEL_H_
+#define SMOE_WORKER_MODEL_MIXTRAL_MIXTRAL_EXPERT_PARALLEL_H_
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "kernels/all_to_all/communicator.h"
+#include "worker/model/mixtral/mixtral_model.h"
+
+namespace smoe::model::mixtral {
+
+// The contiguous range of global expert indices one rank holds.
+struct MixtralExpertShard {
+  int64_t first = 0;  // global index of the first local expert
+  int64_t count = 0;  // number of local experts (>= 1)
+};
+
+// Returns rank `rank`'s experts [rank*E/W, (rank+1)*E/W) of `num_experts`
+// split over `world` ranks (integer division: shard sizes differ by at most
+// one when W does not divide E). InvalidArgument naming the value when
+// world < 1, rank is outside [0, world), or world > num_experts (a rank
+// would hold no expert).
+absl::StatusOr<MixtralExpertShard> MixtralExpertShardFor(int64_t num_experts,
+                                                         int rank, int world);
+
+// The shard of `comm`'s rank ({0, E} when comm is null).
+absl::StatusOr<MixtralExpertShard> MixtralExpertShardFor(
+    int64_t num_experts, const kernels::Communicator* comm);
+
+// Returns a copy of `weights` whose layers keep only the experts of `shard`
+// (w1/w3/w2 narrowed along the expert dimension and made contiguous,
+// first_expert set); non-expert tensors are shared, not copied. For tests and
+// in-memory models; Load reads a shard directly from disk.
+// REQUIRES: every layer holds all experts of `shard`.
+MixtralWeights SliceMixtralExperts(const MixtralWeights& weights,
+                                   const MixtralExpertShard& shard);
+
+// Sums the MoE partial outputs `partial` (any float dtype, any device) over
+// the ranks of `comm` and returns the full sum in partial's dtype and device.
+// The reduction runs in fp32 (host communicators: on a CPU copy; device
+// communicators: on the device, which must then be CUDA). Every rank must
+// call it with the same shape, in the same order. Returns `partial` unchanged
+// when comm is null or has one rank. Communicator errors (DeadlineExceeded,
+// Aborted, ...) keep their code and gain "layer N" context.
+absl::StatusOr<torch::Tensor> AllReduceMoePartial(const torch::Tensor& partial,
+                                                  kernels::Communicator* comm,
+                                                  int64_t layer);
+
+}  // namespace smoe::model::mixtral
+
+#endif  // SMOE_WORKER_MODEL_MIXTRAL_MIXTRAL_EXPERT_PARALLEL_H_
