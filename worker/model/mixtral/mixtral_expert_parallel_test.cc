@@ -274,7 +274,12 @@ TEST(MixtralExpertParallelBlockTest, ShardPartialsSumToTheFullBlock) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, MixtralExpertParallelTest,
                          ::testing::Values(ExpertLayout::kClassic,
-                                           ExpertLayout::kPacked));
+                                           ExpertLayout::kPacked),
+                         [](const ::testing::TestParamInfo<ExpertLayout>& i) {
+                           return i.param == ExpertLayout::kPacked
+                                      ? std::string("PackedSharded")
+                                      : std::string("ClassicSingleFile");
+                         });
 
 TEST(MixtralExpertParallelErrorsTest, WorldLargerThanExpertCount) {
   const std::string dir =
