@@ -29,6 +29,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kernels/all_to_all/communicator.h"
@@ -72,6 +73,40 @@ MixtralWeights SliceMixtralExperts(const MixtralWeights& weights,
 absl::StatusOr<torch::Tensor> AllReduceMoePartial(const torch::Tensor& partial,
                                                   kernels::Communicator* comm,
                                                   int64_t layer);
+
+// ---- leader / follower generation
+// When only rank 0 decides what to generate (e.g. the Skill-Mix pipeline and
+// its grader run on rank 0 only), rank 0 calls LeadMixtralGenerate instead of
+// MixtralModel::Generate, and ranks 1..W-1 sit in FollowMixtralGenerate,
+// which receives each call's inputs (prompts, sampling parameters, seed, EPT)
+// and joins the forwards. StopMixtralFollowers ends the followers' loops.
+// The inputs travel over the Communicator itself: two AllReduceSum calls of
+// int64 (a fixed header, then the row lengths and token ids) to which the
+// followers contribute zeros, i.e. a broadcast built from the existing
+// interface. Every call is bounded by the communicator's deadline.
+
+// Rank 0: sends the call to the followers, then runs model->Generate. The
+// result equals model->Generate(prompts, options) on a single process.
+// Errors: the model's (InvalidArgument for bad inputs, which the followers
+// see too and skip), or the communicator's.
+// REQUIRES: model loaded with options.comm == comm, comm->rank() == 0.
+absl::StatusOr<std::vector<std::vector<int32_t>>> LeadMixtralGenerate(
+    MixtralModel* model, kernels::Communicator* comm,
+    const std::vector<std::vector<int32_t>>& prompts,
+    const MixtralGenerationOptions& options);
+
+// Rank 0: tells the followers to return from FollowMixtralGenerate. Call it
+// once at the end (also after a failure, so followers exit promptly rather
+// than at their deadline).
+absl::Status StopMixtralFollowers(kernels::Communicator* comm);
+
+// Ranks 1..W-1: serves LeadMixtralGenerate calls until StopMixtralFollowers.
+// Returns OK after the stop message; a call the model rejects with
+// InvalidArgument (the leader got the same error) is skipped; any other
+// error (the leader died: DeadlineExceeded / Aborted, ...) is returned.
+// REQUIRES: model loaded with options.comm == comm, comm->rank() > 0.
+absl::Status FollowMixtralGenerate(MixtralModel* model,
+                                   kernels::Communicator* comm);
 
 }  // namespace smoe::model::mixtral
 

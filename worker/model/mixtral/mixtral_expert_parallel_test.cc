@@ -328,5 +328,100 @@ TEST(MixtralExpertParallelErrorsTest, MissingPeerGivesDeadlineNotHang) {
   EXPECT_THAT(s.message(), HasSubstr("layer 0"));
 }
 
+// Rank 0 drives, ranks 1..W-1 follow: the leader's results equal the
+// single-process model's for greedy, sampled, EPT-overridden and rejected
+// calls; the followers return OK after the stop message. W = 3 also covers
+// uneven shards (3, 3, 2 experts... here 2, 3, 3).
+TEST(MixtralExpertParallelLeaderTest, FollowersServeEveryCall) {
+  const std::string dir =
+      WriteCheckpoint(ExpertLayout::kClassic, 5'000'000'000);
+  auto single = MixtralModel::Load(dir);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ASSERT_TRUE((*single)->SetExpertsPerToken(3).ok());
+
+  std::vector<MixtralGenerationOptions> calls(4);
+  calls[0].max_new_tokens = 5;
+  calls[0].temperature = 0;
+  calls[0].stop_at_eos = false;
+  calls[1].max_new_tokens = 6;
+  calls[1].temperature = 0.9;
+  calls[1].top_p = 0.9;
+  calls[1].seed = 21;
+  calls[1].first_stream = 5;
+  calls[2] = calls[0];  // rejected below (bad token id)
+  calls[3] = calls[1];
+  calls[3].experts_per_token = 8;
+  calls[3].top_k = 10;
+  auto prompts_for = [](size_t i) {
+    std::vector<std::vector<int32_t>> p = Prompts();
+    if (i == 2) p[1].push_back(100000);
+    return p;
+  };
+  std::vector<absl::StatusOr<std::vector<std::vector<int32_t>>>> want;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    want.push_back((*single)->Generate(prompts_for(i), calls[i]));
+  }
+  ASSERT_EQ(want[2].status().code(), absl::StatusCode::kInvalidArgument);
+
+  const int world = 3;
+  kernels::CommunicatorOptions co;
+  co.op_timeout_ms = 30'000;
+  auto comms = kernels::CreateLocalCommunicators(world, co);
+  std::vector<absl::Status> status(world);
+  std::vector<absl::StatusOr<std::vector<std::vector<int32_t>>>> got;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      MixtralLoadOptions opts;
+      opts.comm = comms[r].get();
+      auto model = MixtralModel::Load(dir, opts);
+      if (!model.ok()) {
+        status[r] = model.status();
+        if (r == 0) (void)StopMixtralFollowers(comms[r].get());
+        return;  // the other ranks fail at their deadline
+      }
+      if (r > 0) {
+        status[r] = FollowMixtralGenerate(model->get(), comms[r].get());
+        return;
+      }
+      // Only the leader changes its current EPT: it must reach followers.
+      status[r] = (*model)->SetExpertsPerToken(3);
+      for (size_t i = 0; i < calls.size(); ++i) {
+        got.push_back(LeadMixtralGenerate(model->get(), comms[r].get(),
+                                          prompts_for(i), calls[i]));
+      }
+      if (status[r].ok()) status[r] = StopMixtralFollowers(comms[r].get());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < world; ++r) {
+    EXPECT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+  }
+  ASSERT_EQ(got.size(), calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "call " << i);
+    ASSERT_EQ(got[i].status().code(), want[i].status().code())
+        << got[i].status();
+    if (want[i].ok()) {
+      EXPECT_EQ(*got[i], *want[i]);
+    }
+  }
+}
+
+TEST(MixtralExpertParallelLeaderTest, FollowerGivesUpWhenTheLeaderIsGone) {
+  const std::string dir =
+      WriteCheckpoint(ExpertLayout::kClassic, 5'000'000'000);
+  kernels::CommunicatorOptions co;
+  co.op_timeout_ms = 300;
+  auto comms = kernels::CreateLocalCommunicators(2, co);
+  MixtralLoadOptions opts;
+  opts.comm = comms[1].get();
+  auto model = MixtralModel::Load(dir, opts);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const absl::Status s = FollowMixtralGenerate(model->get(), comms[1].get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_THAT(s.message(), HasSubstr("generate broadcast"));
+}
+
 }  // namespace
 }  // namespace smoe::model::mixtral
