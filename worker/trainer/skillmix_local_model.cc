@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "worker/model/gloo_communicator.h"
 #include "worker/trainer/mixtral_chat_model.h"
 
 namespace smoe::trainer {
@@ -15,6 +16,17 @@ namespace smoe::trainer {
 ChatModelFactory LocalChatModelFactory() {
   return [](const ChatModelSpec& spec)
              -> absl::StatusOr<std::unique_ptr<skillmix::ChatModel>> {
+    // NOTE: expert-parallel Skill-Mix (rank 0 leads, the other ranks follow;
+    // worker/model/mixtral/README.md) is not wired yet. Refuse to run as one
+    // of several ranks: every rank would run the whole pipeline and grader.
+    absl::StatusOr<model::RendezvousInfo> rdv = model::RendezvousFromEnv();
+    if (!rdv.ok()) return rdv.status();
+    if (rdv->world_size > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "skillmix: SMOE_WORLD_SIZE=", rdv->world_size,
+          " (resources.ep_size) is not supported yet: expert-parallel "
+          "Skill-Mix is not wired into the trial; use resources.ep_size: 1"));
+    }
     try {
       MixtralChatModel::Options o;
       o.model_dir = spec.model_dir;
