@@ -110,6 +110,9 @@ TEST(SweepSpecTest, RejectsBadFilesNamingFieldAndValue) {
        "unknown key 'resources.gpus'"},
       {"name: x\nkind: sraven\ngrid:\n  top_k: [16]\nfixed: {num_experts: 8}\n",
        "top_k=16 is larger than num_experts=8"},
+      {"name: x\nkind: skillmix\nfixed: {model: /m}\n"
+       "resources: {ep_size: 2, gpus_per_trial: 2}\n",
+       "resources.ep_size: 2 is not supported for kind skillmix"},
       {"name: x\nkind: sraven\nfixed: {ep_size: 2}\n",
        "ep_size=2 must equal resources.ep_size=1"},
       {"name: x\nkind: sraven\ngrid:\n  ep_size: [2, 4]\n"

@@ -256,6 +256,23 @@ TEST_F(SkillMixE2eTest, SigtermExitsWith75AndResumes) {
   EXPECT_EQ(Events(work + "/out2.jsonl").back()["event"], "result");
 }
 
+// Expert-parallel Skill-Mix trials are not wired yet: started as one of
+// several ranks, the trainer refuses (exit 64, no retry) before it asks the
+// grader anything, instead of running the whole pipeline on every rank.
+TEST_F(SkillMixE2eTest, SeveralRanksAreRefusedBeforeAnyGraderRequest) {
+  FakeGrader grader;
+  ::setenv("SMOE_E2E_GRADER_KEY", kKey, 1);
+  const std::string work = *dir_ + "/ranks";
+  const std::string trial = WriteTrial(work, grader.url(), 2);
+  const int rc = Shell(absl::StrCat(
+      "SMOE_RANK=0 SMOE_WORLD_SIZE=2 SMOE_RENDEZVOUS=", work, "/rdv ",
+      SMOE_TRAINER_BINARY, " run --trial ", trial, " --workdir ", work, " > ",
+      work, "/out.jsonl 2> ", work, "/err.txt"));
+  EXPECT_EQ(rc, 64) << ReadAll(work + "/err.txt");
+  EXPECT_THAT(ReadAll(work + "/err.txt"), HasSubstr("SMOE_WORLD_SIZE=2"));
+  EXPECT_EQ(grader.requests(), 0);
+}
+
 // The "done when": a skillmix sweep (k_skills x ept) submitted with
 // `smoe sweep submit` runs through the coordinator and a worker daemon
 // (--kinds skillmix, the real smoe-trainer, a local model and the fake
