@@ -306,6 +306,24 @@ absl::StatusOr<SweepRecord> ReadSweep(const Stmt& s) {
 }
 
 template <typename Stmt>
+absl::StatusOr<TrialSummary> ReadSummary(const Stmt& s) {
+  TrialSummary t;
+  t.trial_id = s.ColText(0);
+  t.sweep_id = s.ColText(1);
+  t.params_json = s.ColText(2);
+  t.seed = s.ColInt(3);
+  auto state = ParseTrialState(s.ColText(4));
+  if (!state.ok()) {
+    return Corrupt("trial " + t.trial_id, state.status().message());
+  }
+  t.state = *state;
+  t.attempt = static_cast<int>(s.ColInt(5));
+  t.worker_id = s.ColText(6);
+  t.duration_s = s.ColReal(7);
+  return t;
+}
+
+template <typename Stmt>
 absl::StatusOr<TrialRecord> ReadTrial(const Stmt& s) {
   TrialRecord r;
   r.trial_id = s.ColText(0);
@@ -846,19 +864,7 @@ absl::StatusOr<std::vector<TrialSummary>> SqliteStore::ListSummaries(
     while (true) {
       SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      TrialSummary t;
-      t.trial_id = s.ColText(0);
-      t.sweep_id = s.ColText(1);
-      t.params_json = s.ColText(2);
-      t.seed = s.ColInt(3);
-      auto state = ParseTrialState(s.ColText(4));
-      if (!state.ok()) {
-        return Corrupt("trial " + t.trial_id, state.status().message());
-      }
-      t.state = *state;
-      t.attempt = static_cast<int>(s.ColInt(5));
-      t.worker_id = s.ColText(6);
-      t.duration_s = s.ColReal(7);
+      SMOE_ASSIGN_OR_RETURN(TrialSummary t, ReadSummary(s));
       index.emplace(t.trial_id, out.size());
       out.push_back(std::move(t));
     }
@@ -889,19 +895,7 @@ absl::StatusOr<std::vector<TrialSummary>> SqliteStore::ListSummariesOf(
     s.Text(sweep_id);
     SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) continue;
-    TrialSummary t;
-    t.trial_id = s.ColText(0);
-    t.sweep_id = s.ColText(1);
-    t.params_json = s.ColText(2);
-    t.seed = s.ColInt(3);
-    auto state = ParseTrialState(s.ColText(4));
-    if (!state.ok()) {
-      return Corrupt("trial " + t.trial_id, state.status().message());
-    }
-    t.state = *state;
-    t.attempt = static_cast<int>(s.ColInt(5));
-    t.worker_id = s.ColText(6);
-    t.duration_s = s.ColReal(7);
+    SMOE_ASSIGN_OR_RETURN(TrialSummary t, ReadSummary(s));
     const int64_t ordinal = s.ColInt(8);
     SMOE_STATEMENT(r, kListResultsOfTrial, "list trial results");
     r.Text(id);
