@@ -3,12 +3,15 @@
 // sraven_train_bench: training throughput of the spec's default SRAVEN SMoE
 // model (w = 1, L = 4, 8 experts, batch 128, M = 4) through the real trainer
 // loop (data generation + forward + backward + AdamW), for top-k in
-// {1, 2, 4, 8}, softmax and HYLA attention, and both MoE dispatch strategies
-// (gather = sort tokens by expert and run each expert on its tokens; dense =
-// run every expert on every token and mask by the gates).
+// {1, 2, 4, 8}, softmax and HYLA attention, and the MoE dispatch strategies
+// (ops = worker/model/ops: route, permute, per-expert GEMM on contiguous
+// slices, gate-weighted combine - the default; gather = index_select /
+// index_add per expert; dense = run every expert on every token and mask by
+// the gates). The second table gives each dispatch's speed relative to the
+// first one listed (the baseline).
 //
 //   sraven_train_bench [--steps N] [--device cpu|cuda] [--k 1,2,4,8]
-//                      [--attention softmax,hyla] [--dispatch gather,dense]
+//                      [--attention softmax,hyla] [--dispatch gather,ops,dense]
 //
 // Prints a Markdown table. Threads: OMP_NUM_THREADS (default 1).
 #include <chrono>
@@ -37,7 +40,7 @@ int main(int argc, char** argv) {
   std::string device = "cpu";
   std::vector<std::string> ks = {"1", "2", "4", "8"};
   std::vector<std::string> attentions = {"softmax", "hyla"};
-  std::vector<std::string> dispatches = {"gather", "dense"};
+  std::vector<std::string> dispatches = {"gather", "ops", "dense"};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--steps") {
@@ -120,14 +123,23 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (dispatches.size() == 2) {
-    std::printf("\n| attention | k | gather / dense speed ratio |\n");
-    std::printf("| --- | --- | --- |\n");
+  if (dispatches.size() >= 2) {
+    const std::string& base = dispatches[0];
+    std::printf("\n| attention | k |");
+    for (size_t d = 1; d < dispatches.size(); ++d) {
+      std::printf(" %s / %s speed |", dispatches[d].c_str(), base.c_str());
+    }
+    std::printf("\n| --- | --- |");
+    for (size_t d = 1; d < dispatches.size(); ++d) std::printf(" --- |");
+    std::printf("\n");
     for (const std::string& attention : attentions) {
       for (const std::string& k : ks) {
-        std::printf("| %s | %s | %.2fx |\n", attention.c_str(), k.c_str(),
-                    rate[attention + "/" + k + "/gather"] /
-                        rate[attention + "/" + k + "/dense"]);
+        std::printf("| %s | %s |", attention.c_str(), k.c_str());
+        const std::string key = attention + "/" + k + "/";
+        for (size_t d = 1; d < dispatches.size(); ++d) {
+          std::printf(" %.2fx |", rate[key + dispatches[d]] / rate[key + base]);
+        }
+        std::printf("\n");
       }
     }
   }
