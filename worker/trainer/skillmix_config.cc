@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "worker/trainer/trial_envelope.h"
 
 namespace smoe::trainer {
 namespace {
@@ -165,44 +166,17 @@ absl::StatusOr<std::string> TrialKind(absl::string_view text) {
 
 absl::StatusOr<SkillMixTrialConfig> ParseSkillMixTrialJson(
     absl::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError("TRIAL.json is not a JSON object");
+  SMOE_ASSIGN_OR_RETURN(TrialEnvelope e, ParseTrialEnvelope(text));
+  if (e.kind != "skillmix") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kind=\"", e.kind, "\": expected \"skillmix\""));
   }
   SkillMixTrialConfig c;
-  std::string kind;
-  const json* params = nullptr;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& key = it.key();
-    const json& v = it.value();
-    if (key == "sweep_id") {
-      SMOE_RETURN_IF_ERROR(GetString(key, v, &c.sweep_id));
-    } else if (key == "trial_id") {
-      SMOE_RETURN_IF_ERROR(GetString(key, v, &c.trial_id));
-    } else if (key == "attempt") {
-      SMOE_RETURN_IF_ERROR(GetInt(key, v, 0, 1 << 30, &c.attempt));
-    } else if (key == "kind") {
-      SMOE_RETURN_IF_ERROR(GetString(key, v, &kind));
-    } else if (key == "seed") {
-      if (v.is_number_unsigned()) {
-        c.seed = v.get<uint64_t>();
-      } else if (v.is_number_integer() && v.get<int64_t>() >= 0) {
-        c.seed = static_cast<uint64_t>(v.get<int64_t>());
-      } else {
-        return Bad(key, v, "must be a non-negative integer");
-      }
-    } else if (key == "params") {
-      if (!v.is_object()) return Bad(key, v, "must be an object");
-      params = &v;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown key \"", key, "\" in TRIAL.json (value ", v.dump(), ")"));
-    }
-  }
-  if (kind != "skillmix") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kind=\"", kind, "\": expected \"skillmix\""));
-  }
+  c.sweep_id = e.sweep_id;
+  c.trial_id = e.trial_id;
+  c.attempt = e.attempt;
+  c.seed = e.seed;
+  const json* params = &e.params;
   bool has_model = false;
   if (params != nullptr) {
     for (auto it = params->begin(); it != params->end(); ++it) {

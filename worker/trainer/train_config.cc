@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "worker/trainer/trial_envelope.h"
 
 namespace smoe::trainer {
 namespace {
@@ -167,51 +168,19 @@ absl::Status ApplyParam(const std::string& key, const json& v, TrainConfig* c) {
 }  // namespace
 
 absl::StatusOr<TrialSpec> ParseTrialJson(absl::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr,
-                       /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return absl::InvalidArgumentError("TRIAL.json is not valid JSON");
-  }
-  if (!j.is_object()) {
-    return absl::InvalidArgumentError("TRIAL.json must be a JSON object");
+  SMOE_ASSIGN_OR_RETURN(TrialEnvelope e, ParseTrialEnvelope(text));
+  if (e.kind != "sraven") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kind=\"", e.kind,
+        "\": not a sraven trial (skillmix trials: skillmix_config.h)"));
   }
   TrialSpec spec;
-  const json* params = nullptr;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& key = it.key();
-    const json& v = it.value();
-    if (key == "sweep_id") {
-      SMOE_RETURN_IF_ERROR(GetString(key, v, &spec.sweep_id));
-    } else if (key == "trial_id") {
-      SMOE_RETURN_IF_ERROR(GetString(key, v, &spec.trial_id));
-    } else if (key == "attempt") {
-      SMOE_RETURN_IF_ERROR(GetInt(key, v, 0, 1 << 30, &spec.attempt));
-    } else if (key == "kind") {
-      SMOE_RETURN_IF_ERROR(GetString(key, v, &spec.kind));
-    } else if (key == "seed") {
-      if (v.is_number_unsigned()) {
-        spec.config.seed = v.get<uint64_t>();
-      } else if (v.is_number_integer() && v.get<int64_t>() >= 0) {
-        spec.config.seed = static_cast<uint64_t>(v.get<int64_t>());
-      } else {
-        return Bad(key, v, "must be a non-negative integer");
-      }
-    } else if (key == "params") {
-      if (!v.is_object()) return Bad(key, v, "must be an object");
-      params = &v;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown key \"", key, "\" in TRIAL.json (value ", v.dump(), ")"));
-    }
-  }
-  if (spec.kind == "skillmix") {
-    return absl::UnimplementedError(
-        "kind=\"skillmix\": not supported yet by smoe-trainer");
-  }
-  if (spec.kind != "sraven") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kind=\"", spec.kind, "\": must be \"sraven\" (or \"skillmix\")"));
-  }
+  spec.sweep_id = e.sweep_id;
+  spec.trial_id = e.trial_id;
+  spec.attempt = e.attempt;
+  spec.kind = e.kind;
+  spec.config.seed = e.seed;
+  const json* params = &e.params;
   if (params != nullptr) {
     for (auto it = params->begin(); it != params->end(); ++it) {
       SMOE_RETURN_IF_ERROR(ApplyParam(it.key(), it.value(), &spec.config));

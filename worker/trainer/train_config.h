@@ -72,8 +72,8 @@ struct TrialSpec {
 };
 
 // Parses TRIAL.json text. Errors: InvalidArgument naming the key and value
-// (unknown key, wrong type, out of range, bad JSON); Unimplemented for kind
-// "skillmix". Both mean "bad trial spec" (exit 64).
+// (unknown key, wrong type, out of range, bad JSON, a kind other than
+// "sraven"): "bad trial spec" (exit 64).
 absl::StatusOr<TrialSpec> ParseTrialJson(absl::string_view text);
 
 // Checks cross-field constraints; InvalidArgument naming the key.

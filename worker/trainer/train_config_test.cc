@@ -57,9 +57,15 @@ TEST(TrainConfigTest, RejectsBadParamsNamingKeyAndValue) {
   EXPECT_FALSE(ParseTrialJson("{not json").ok());
 }
 
-TEST(TrainConfigTest, SkillmixNotSupportedYet) {
-  auto spec = ParseTrialJson(R"({"kind": "skillmix"})");
-  EXPECT_TRUE(absl::IsUnimplemented(spec.status()));
+// smoe-trainer dispatches on kind before parsing; this parser takes sraven
+// trials only and names any other kind.
+TEST(TrainConfigTest, OtherKindsAreRejectedByName) {
+  for (const char* text :
+       {R"({"kind": "skillmix"})", R"({"kind": "llm"})", R"({"params": {}})"}) {
+    auto spec = ParseTrialJson(text);
+    EXPECT_TRUE(absl::IsInvalidArgument(spec.status())) << text;
+    EXPECT_TRUE(absl::StrContains(spec.status().message(), "kind=")) << text;
+  }
 }
 
 TEST(TrainConfigTest, LearningRateSchedule) {
