@@ -98,6 +98,7 @@ enum HeaderSlot {
   kTemperatureBits,
   kTopPBits,
   kStopAtEos,
+  kModel,  // index into the followers' model list
   kHeaderSize
 };
 constexpr int64_t kOpGenerate = 1;
@@ -147,7 +148,7 @@ absl::Status BroadcastFromLeader(std::vector<int64_t>* values,
 absl::StatusOr<std::vector<std::vector<int32_t>>> LeadMixtralGenerate(
     MixtralModel* model, kernels::Communicator* comm,
     const std::vector<std::vector<int32_t>>& prompts,
-    const MixtralGenerationOptions& options) {
+    const MixtralGenerationOptions& options, int model_index) {
   if (comm != nullptr && comm->world_size() > 1) {
     try {
       std::vector<int64_t> header(kHeaderSize, 0);
@@ -166,6 +167,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> LeadMixtralGenerate(
       header[kTemperatureBits] = Bits(options.temperature);
       header[kTopPBits] = Bits(options.top_p);
       header[kStopAtEos] = options.stop_at_eos ? 1 : 0;
+      header[kModel] = model_index;
       SMOE_RETURN_IF_ERROR(BroadcastFromLeader(&header, comm));
       std::vector<int64_t> body;
       body.reserve(prompts.size() + total);
@@ -194,6 +196,15 @@ absl::Status StopMixtralFollowers(kernels::Communicator* comm) {
 
 absl::Status FollowMixtralGenerate(MixtralModel* model,
                                    kernels::Communicator* comm) {
+  return FollowMixtralGenerate(std::vector<MixtralModel*>{model}, comm);
+}
+
+absl::Status FollowMixtralGenerate(const std::vector<MixtralModel*>& models,
+                                   kernels::Communicator* comm,
+                                   int64_t* calls_served) {
+  if (models.empty()) {
+    return absl::InvalidArgumentError("FollowMixtralGenerate: no models");
+  }
   if (comm == nullptr || comm->rank() == 0) {
     return absl::FailedPreconditionError(
         "FollowMixtralGenerate: needs a communicator rank > 0");
@@ -209,6 +220,13 @@ absl::Status FollowMixtralGenerate(MixtralModel* model,
             "FollowMixtralGenerate: malformed message (op ", header[kOp],
             ", rows ", header[kRows], ", tokens ", header[kTotalTokens], ")"));
       }
+      if (header[kModel] < 0 ||
+          header[kModel] >= static_cast<int64_t>(models.size())) {
+        return absl::DataLossError(absl::StrCat(
+            "FollowMixtralGenerate: the leader named model ", header[kModel],
+            " but this rank serves ", models.size(), " model(s)"));
+      }
+      MixtralModel* model = models[header[kModel]];
       std::vector<int64_t> body(header[kRows] + header[kTotalTokens], 0);
       SMOE_RETURN_IF_ERROR(BroadcastFromLeader(&body, comm));
       std::vector<std::vector<int32_t>> prompts(header[kRows]);
@@ -233,6 +251,7 @@ absl::Status FollowMixtralGenerate(MixtralModel* model,
       o.top_p = FromBits<double>(header[kTopPBits]);
       o.stop_at_eos = header[kStopAtEos] != 0;
       const auto out = model->Generate(prompts, o);
+      if (calls_served != nullptr) ++*calls_served;
       // NOTE: inputs the model rejects are rejected on the leader too,
       // before any collective, so both sides simply move on.
       if (!out.ok() &&

@@ -78,22 +78,29 @@ absl::StatusOr<torch::Tensor> AllReduceMoePartial(const torch::Tensor& partial,
 // When only rank 0 decides what to generate (e.g. the Skill-Mix pipeline and
 // its grader run on rank 0 only), rank 0 calls LeadMixtralGenerate instead of
 // MixtralModel::Generate, and ranks 1..W-1 sit in FollowMixtralGenerate,
-// which receives each call's inputs (prompts, sampling parameters, seed, EPT)
-// and joins the forwards. StopMixtralFollowers ends the followers' loops.
-// The inputs travel over the Communicator itself: two AllReduceSum calls of
-// int64 (a fixed header, then the row lengths and token ids) to which the
-// followers contribute zeros, i.e. a broadcast built from the existing
-// interface. Every call is bounded by the communicator's deadline.
+// which receives each call's inputs (model index, prompts, sampling
+// parameters, seed, EPT) and joins the forwards. StopMixtralFollowers ends
+// the followers' loops. Several models may be served (e.g. a Skill-Mix
+// student and a local grader): every rank holds the same list, in the same
+// order, and each call names its model by index. The inputs travel over the
+// Communicator itself: two AllReduceSum calls of int64 (a fixed header, then
+// the row lengths and token ids) to which the followers contribute zeros,
+// i.e. a broadcast built from the existing interface. Every call is bounded
+// by the communicator's deadline, including a follower's wait for the next
+// call (create the communicator with a deadline longer than the leader's
+// longest pause between calls).
 
 // Rank 0: sends the call to the followers, then runs model->Generate. The
 // result equals model->Generate(prompts, options) on a single process.
+// `model_index` is `model`'s position in the followers' list.
 // Errors: the model's (InvalidArgument for bad inputs, which the followers
 // see too and skip), or the communicator's.
-// REQUIRES: model loaded with options.comm == comm, comm->rank() == 0.
+// REQUIRES: model loaded with options.comm == comm, comm->rank() == 0,
+// model_index >= 0.
 absl::StatusOr<std::vector<std::vector<int32_t>>> LeadMixtralGenerate(
     MixtralModel* model, kernels::Communicator* comm,
     const std::vector<std::vector<int32_t>>& prompts,
-    const MixtralGenerationOptions& options);
+    const MixtralGenerationOptions& options, int model_index = 0);
 
 // Rank 0: tells the followers to return from FollowMixtralGenerate. Call it
 // once at the end (also after a failure, so followers exit promptly rather
@@ -102,9 +109,17 @@ absl::Status StopMixtralFollowers(kernels::Communicator* comm);
 
 // Ranks 1..W-1: serves LeadMixtralGenerate calls until StopMixtralFollowers.
 // Returns OK after the stop message; a call the model rejects with
-// InvalidArgument (the leader got the same error) is skipped; any other
-// error (the leader died: DeadlineExceeded / Aborted, ...) is returned.
-// REQUIRES: model loaded with options.comm == comm, comm->rank() > 0.
+// InvalidArgument (the leader got the same error) is skipped; a call naming
+// a model index outside `models` is DataLoss; any other error (the leader
+// died: DeadlineExceeded / Aborted, ...) is returned. `calls_served`, when
+// non-null, counts the calls joined.
+// REQUIRES: every model loaded with options.comm == comm, comm->rank() > 0,
+// models non-empty and non-null.
+absl::Status FollowMixtralGenerate(const std::vector<MixtralModel*>& models,
+                                   kernels::Communicator* comm,
+                                   int64_t* calls_served = nullptr);
+
+// One model: FollowMixtralGenerate({model}, comm).
 absl::Status FollowMixtralGenerate(MixtralModel* model,
                                    kernels::Communicator* comm);
 

@@ -54,10 +54,11 @@ std::string TempDir(const std::string& tag) {
 }
 
 // Writes a random checkpoint of TestConfig() and returns its directory.
-std::string WriteCheckpoint(ExpertLayout layout, uint64_t max_shard_bytes) {
+std::string WriteCheckpoint(ExpertLayout layout, uint64_t max_shard_bytes,
+                            uint64_t seed = 7) {
   const std::string dir = TempDir("ckpt");
   RandomCheckpointOptions o;
-  o.seed = 7;
+  o.seed = seed;
   o.layout = layout;
   o.max_shard_bytes = max_shard_bytes;
   const absl::Status s = WriteRandomMixtralCheckpoint(dir, TestConfig(), o);
@@ -405,6 +406,77 @@ TEST(MixtralExpertParallelLeaderTest, FollowersServeEveryCall) {
     if (want[i].ok()) {
       EXPECT_EQ(*got[i], *want[i]);
     }
+  }
+}
+
+// Two models served by index (a Skill-Mix student and a local grader): each
+// call runs the model the leader named, on every rank; the followers count
+// the calls; an index the followers do not hold is DataLoss there.
+TEST(MixtralExpertParallelLeaderTest, ServesSeveralModelsByIndex) {
+  const std::vector<std::string> dirs = {
+      WriteCheckpoint(ExpertLayout::kClassic, 5'000'000'000, 7),
+      WriteCheckpoint(ExpertLayout::kPacked, 5'000'000'000, 8)};
+  MixtralGenerationOptions gen;
+  gen.max_new_tokens = 4;
+  gen.temperature = 0.8;
+  gen.seed = 3;
+  gen.stop_at_eos = false;
+  std::vector<std::vector<std::vector<int32_t>>> want;
+  for (const std::string& d : dirs) {
+    auto single = MixtralModel::Load(d);
+    ASSERT_TRUE(single.ok()) << single.status();
+    auto out = (*single)->Generate(Prompts(), gen);
+    ASSERT_TRUE(out.ok()) << out.status();
+    want.push_back(*out);
+  }
+  ASSERT_NE(want[0], want[1]);  // the two models are distinguishable
+
+  const int world = 2;
+  kernels::CommunicatorOptions co;
+  co.op_timeout_ms = 3'000;  // bounds the last, abandoned call
+  auto comms = kernels::CreateLocalCommunicators(world, co);
+  std::vector<absl::Status> status(world);
+  std::vector<absl::StatusOr<std::vector<std::vector<int32_t>>>> got;
+  int64_t served = 0;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      MixtralLoadOptions opts;
+      opts.comm = comms[r].get();
+      std::vector<std::unique_ptr<MixtralModel>> models;
+      for (const std::string& d : dirs) {
+        auto m = MixtralModel::Load(d, opts);
+        if (!m.ok()) {
+          status[r] = m.status();
+          if (r == 0) (void)StopMixtralFollowers(comms[r].get());
+          return;
+        }
+        models.push_back(*std::move(m));
+      }
+      if (r > 0) {
+        status[r] = FollowMixtralGenerate({models[0].get(), models[1].get()},
+                                          comms[r].get(), &served);
+        return;
+      }
+      for (int i : {1, 0, 1}) {
+        got.push_back(LeadMixtralGenerate(models[i].get(), comms[r].get(),
+                                          Prompts(), gen, i));
+      }
+      // The follower holds two models: index 2 ends its loop with DataLoss
+      // (the leader's own call then waits out its deadline for the body).
+      (void)LeadMixtralGenerate(models[1].get(), comms[r].get(), Prompts(), gen,
+                                2);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_TRUE(status[0].ok()) << status[0];
+  EXPECT_EQ(status[1].code(), absl::StatusCode::kDataLoss) << status[1];
+  EXPECT_THAT(status[1].message(), HasSubstr("named model 2"));
+  EXPECT_EQ(served, 3);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << got[i].status();
+    EXPECT_EQ(*got[i], want[i % 2 == 0 ? 1 : 0]) << "call " << i;
   }
 }
 
