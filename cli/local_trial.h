@@ -4,15 +4,48 @@
 //
 // One trial outside any sweep, for `smoe train sraven` and `smoe skillmix
 // run`: writes TRIAL.json, runs `smoe-trainer run` (the trainer contract,
-// docs/trainer-protocol.md) as a child process, hands each JSON Lines event to
-// the caller, and draws the caller's progress line on stderr (in place on a
+// docs/trainer-protocol.md) as a child process -- or, for an expert-parallel
+// trial, one child per rank -- hands each JSON Lines event of rank 0 to the
+// caller, and draws the caller's progress line on stderr (in place on a
 // terminal, one line per change otherwise). The CLI never links LibTorch.
+//
+// Ranks (ep_size = N > 1) follow the same rules as the worker daemon
+// (worker/daemon/worker_daemon.cc, Launch / CheckExits / FinishTrial):
+//   * rank r gets SMOE_RANK=r, SMOE_WORLD_SIZE=N and SMOE_RENDEZVOUS=
+//     WORKDIR/ep-rendezvous, a c10d FileStore path that is removed before the
+//     ranks start (a stale store from a killed run would hand the new ranks
+//     old keys) and after they end. A file rather than the daemon's free
+//     127.0.0.1 port: a port picked here could be taken by another program
+//     before rank 0 binds it, and a file needs no listening socket.
+//   * CUDA_VISIBLE_DEVICES: see `gpu_ids` below (VisibleDevicesForRank).
+//   * Only rank 0's stdout is read for events; rank 0's stderr is ours (the
+//     terminal); ranks > 0 write stdout and stderr to WORKDIR/rank<r>.log
+//     (truncated per run).
+//   * Each rank runs in its own process group (signals reach the trainer's
+//     own children too) and gets SIGTERM if `smoe` itself dies
+//     (PR_SET_PDEATHSIG), so a killed CLI leaves no ranks behind.
+//   * SIGINT (Ctrl-C) or SIGTERM to `smoe` is forwarded as SIGTERM to every
+//     rank (the trainer checkpoints and exits 75); a second one sends SIGKILL.
+//   * When one rank ends, the others cannot go on without it: they get
+//     SIGTERM, and SIGKILL after `term_grace_s`.
+//   * The exit code that decides is rank 0's, unless rank 0 succeeded and
+//     another rank did not: then the lowest such rank's (128 + signal for a
+//     rank killed by a signal).
+// Every wait is bounded: SIGTERM -> SIGKILL after term_grace_s, and a rank
+// not reaped kReapDeadlineS after SIGKILL makes RunLocalTrial give up (70).
+// A trial that runs normally has no deadline (training may take days).
+//
+// Thread-safety: RunLocalTrial installs process-wide SIGINT/SIGTERM handlers
+// for its duration (restored before it returns): one call at a time per
+// process, from a program without other threads that fork.
 #ifndef SMOE_CLI_LOCAL_TRIAL_H_
 #define SMOE_CLI_LOCAL_TRIAL_H_
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 
@@ -27,12 +60,47 @@ struct LocalTrial {
   // sets it to the directory used.
   std::string workdir;
   std::string trainer;  // empty: smoe-trainer next to `smoe`
+  // Expert-parallel ranks (--ep-size): 1 runs one trainer process without any
+  // SMOE_* rank variables; N > 1 runs N of them. REQUIRES: >= 1 (else
+  // RunLocalTrial returns 64 naming --ep-size).
+  int ep_size = 1;
+  // --gpu-ids; empty leaves CUDA_VISIBLE_DEVICES as inherited.
+  std::vector<int> gpu_ids;
+  // Seconds between SIGTERM to the ranks still running and SIGKILL.
+  double term_grace_s = 30;
 };
 
-// Runs `trial`; `on_event` receives every event object and returns the
-// progress line to show after it. Returns the trainer's exit code (0 ok, 64
-// bad params, 75 interrupted, other: error), 69 when the trainer is missing,
-// 70 when the work dir or the child cannot be set up.
+// The help footer of the local commands that take --ep-size.
+inline constexpr char kLocalEpHelp[] =
+    "Expert parallelism: --ep-size N > 1 starts N `smoe-trainer run`\n"
+    "processes (ranks) on this machine, SMOE_RANK 0..N-1, meeting through\n"
+    "the file WORKDIR/ep-rendezvous. Progress and results come from rank 0;\n"
+    "rank r > 0 logs to WORKDIR/rank<r>.log. With --gpu-ids listing at least\n"
+    "N ids each rank gets its own GPUs (--ep-size 2 --gpu-ids 0,1: rank 0\n"
+    "sees GPU 0, rank 1 GPU 1); with fewer, every rank sees all of them.\n"
+    "Ctrl-C stops every rank (checkpoint, exit 75; re-run with the same\n"
+    "--workdir to resume). When one rank ends the others are stopped; the\n"
+    "exit code is rank 0's unless it succeeded and another rank failed.";
+
+// How long RunLocalTrial waits for ranks to be reaped after SIGKILL.
+inline constexpr double kReapDeadlineS = 10;
+
+// The file name of the FileStore rendezvous inside the work dir.
+inline constexpr char kRendezvousFile[] = "ep-rendezvous";
+
+// CUDA_VISIBLE_DEVICES for `rank` of `world` given the user's GPU ids (the
+// worker daemon's rule): with at least `world` ids, rank r sees the r-th of
+// `world` equal slices of size ids.size() / world (ids left over are unused);
+// with fewer, every rank sees them all. nullopt when `ids` is empty (leave the
+// variable as inherited). REQUIRES: 0 <= rank < world.
+std::optional<std::string> VisibleDevicesForRank(const std::vector<int>& ids,
+                                                 int world, int rank);
+
+// Runs `trial`; `on_event` receives every event object of rank 0 and returns
+// the progress line to show after it. Returns the decisive exit code (see the
+// file comment: 0 ok, 64 bad params, 75 interrupted, other: error), 64 when
+// ep_size < 1, 69 when the trainer is missing, 70 when the work dir or a child
+// cannot be set up or a rank survives SIGKILL.
 int RunLocalTrial(
     LocalTrial& trial,
     const std::function<std::string(const nlohmann::json&)>& on_event);

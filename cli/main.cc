@@ -16,6 +16,7 @@
 #include "cli/analyze_cmd.h"
 #include "cli/client.h"
 #include "cli/deploy_cmd.h"
+#include "cli/local_trial.h"
 #include "cli/model_cmd.h"
 #include "cli/skillmix_cmd.h"
 #include "cli/sraven_cmd.h"
@@ -283,6 +284,18 @@ int Main(int argc, char** argv) {
                            "Work dir (checkpoints; resume by re-using it)");
   train_sraven->add_option("--trainer", train_opts.trainer,
                            "Trainer binary (default: next to smoe)");
+  train_sraven
+      ->add_option("--ep-size", train_opts.ep_size,
+                   "Expert-parallel ranks (trainer processes; sets param "
+                   "ep_size, which divides --num-experts and --batch-size)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  train_sraven
+      ->add_option("--gpu-ids", train_opts.gpu_ids,
+                   "GPUs for CUDA_VISIBLE_DEVICES, e.g. 0,1 (one per rank)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
+  train_sraven->footer(kLocalEpHelp);
 
   // smoe skillmix run (cli/skillmix_cmd.h)
   SkillMixRunFlags skillmix_flags;
@@ -349,6 +362,7 @@ int Main(int argc, char** argv) {
          {"depth", t_depth},
          {"lr", t_lr},
          {"device", t_device}};
+    if (train_opts.ep_size > 1) p["ep_size"] = train_opts.ep_size;
     for (const std::string& kv : t_extra) {
       const size_t eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) {
@@ -358,6 +372,13 @@ int Main(int argc, char** argv) {
       const std::string key = kv.substr(0, eq), val = kv.substr(eq + 1);
       auto parsed = nlohmann::json::parse(val, nullptr, false);
       p[key] = parsed.is_discarded() ? nlohmann::json(val) : parsed;
+    }
+    if (p.contains("ep_size") && p["ep_size"] != train_opts.ep_size) {
+      std::cerr << "smoe train: --param ep_size=" << p["ep_size"].dump()
+                << " disagrees with --ep-size " << train_opts.ep_size
+                << " (use --ep-size " << p["ep_size"].dump()
+                << ": it also starts the ranks)\n";
+      return kExitUsage;
     }
     return RunTrainCommand(train_opts, std::cout);
   }

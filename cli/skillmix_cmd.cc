@@ -61,6 +61,16 @@ CLI::App* AddSkillMixCommand(CLI::App* app, SkillMixRunFlags* f) {
       "Work dir (checkpoint + grader cache; resume by re-using it)");
   run->add_option("--trainer", f->run.trainer,
                   "Trainer binary (default: next to smoe)");
+  run->add_option("--ep-size", f->run.ep_size,
+                  "Expert-parallel ranks (trainer processes, each holding "
+                  "1/N of the experts)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  run->add_option("--gpu-ids", f->run.gpu_ids,
+                  "GPUs for CUDA_VISIBLE_DEVICES, e.g. 0,1 (one per rank)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
+  run->footer(kLocalEpHelp);
   return run;
 }
 
@@ -102,6 +112,8 @@ int RunSkillMixCommand(const SkillMixRunOptions& options, std::ostream& out) {
   trial.params = options.params;
   trial.workdir = options.workdir;
   trial.trainer = options.trainer;
+  trial.ep_size = options.ep_size;
+  trial.gpu_ids = options.gpu_ids;
   nlohmann::json result;
   double full_marks = NAN;
   int64_t step = 0, total = 0;

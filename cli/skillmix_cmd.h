@@ -9,7 +9,8 @@
 // metrics (mean ± s.e. over combinations). The CLI never links the model or
 // the grader client: the trainer does the work. Re-running with the same
 // --workdir resumes (finished combinations and cached grader replies are
-// reused).
+// reused). --ep-size N runs N trainer processes, one expert-parallel rank
+// each (cli/local_trial.h).
 #ifndef SMOE_CLI_SKILLMIX_CMD_H_
 #define SMOE_CLI_SKILLMIX_CMD_H_
 
@@ -27,6 +28,10 @@ struct SkillMixRunOptions {
   int64_t seed = 0;
   std::string workdir;  // default: a new directory under /tmp
   std::string trainer;  // default: smoe-trainer next to `smoe`
+  // Expert-parallel ranks (processes, cli/local_trial.h); >= 1. No trainer
+  // param: the skillmix trial reads SMOE_WORLD_SIZE.
+  int ep_size = 1;
+  std::vector<int> gpu_ids;  // CUDA_VISIBLE_DEVICES per rank; empty: inherited
 };
 
 // Flag values of `smoe skillmix run` before they become trainer params.
@@ -57,8 +62,9 @@ CLI::App* AddSkillMixCommand(CLI::App* app, SkillMixRunFlags* flags);
 // `err`) for a malformed --param.
 bool SkillMixParamsFromFlags(SkillMixRunFlags* flags, std::ostream& err);
 
-// Returns the trainer's exit code (0 ok, 64 bad params, 75 interrupted), or
-// 69 when the trainer cannot be started.
+// Returns the trainer's exit code (0 ok, 64 bad params or ep_size < 1, 75
+// interrupted; with several ranks the decisive one, see cli/local_trial.h),
+// or 69 when the trainer cannot be started.
 int RunSkillMixCommand(const SkillMixRunOptions& options, std::ostream& out);
 
 }  // namespace smoe::cli

@@ -17,6 +17,8 @@ int RunTrainCommand(const TrainOptions& options, std::ostream& out) {
   trial.params = options.params;
   trial.workdir = options.workdir;
   trial.trainer = options.trainer;
+  trial.ep_size = options.ep_size;
+  trial.gpu_ids = options.gpu_ids;
   std::map<std::string, double> last_eval;
   nlohmann::json result;
   int64_t step = 0, total = 0;
@@ -43,7 +45,11 @@ int RunTrainCommand(const TrainOptions& options, std::ostream& out) {
   });
   const std::string& workdir = trial.workdir;
   if (rc == 0 && result.is_object()) {
-    out << "SRAVEN run finished (work dir " << workdir << ")\n";
+    out << "SRAVEN run finished (work dir " << workdir
+        << (options.ep_size > 1
+                ? absl::StrFormat(", %d expert-parallel ranks", options.ep_size)
+                : "")
+        << ")\n";
     for (const auto& [k, v] : result.items()) {
       if (v.is_number()) {
         out << absl::StrFormat("  %-22s %.6g\n", k, v.get<double>());

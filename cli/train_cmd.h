@@ -6,12 +6,16 @@
 // run outside any sweep. Writes a TRIAL.json, runs `smoe-trainer run` (the
 // trainer contract, docs/trainer-protocol.md) as a child process, draws a
 // progress bar from its JSON Lines, and prints a final summary. The CLI never
-// links LibTorch: the trainer does the work.
+// links LibTorch: the trainer does the work. With ep_size N > 1 it runs N
+// trainer processes, one expert-parallel rank each (cli/local_trial.h); the
+// caller sets params["ep_size"] = N as well, which the trainer checks against
+// the ranks it finds.
 #ifndef SMOE_CLI_TRAIN_CMD_H_
 #define SMOE_CLI_TRAIN_CMD_H_
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 
@@ -20,12 +24,15 @@ namespace smoe::cli {
 struct TrainOptions {
   nlohmann::json params = nlohmann::json::object();  // trainer params
   int64_t seed = 0;
-  std::string workdir;  // default: a new directory under /tmp
-  std::string trainer;  // default: smoe-trainer next to `smoe`
+  std::string workdir;       // default: a new directory under /tmp
+  std::string trainer;       // default: smoe-trainer next to `smoe`
+  int ep_size = 1;           // expert-parallel ranks (processes); >= 1
+  std::vector<int> gpu_ids;  // CUDA_VISIBLE_DEVICES per rank; empty: inherited
 };
 
-// Returns the trainer's exit code (0 ok, 64 bad params, 75 interrupted), or
-// 69 when the trainer cannot be started.
+// Returns the trainer's exit code (0 ok, 64 bad params or ep_size < 1, 75
+// interrupted; with several ranks the decisive one, see cli/local_trial.h),
+// or 69 when the trainer cannot be started.
 int RunTrainCommand(const TrainOptions& options, std::ostream& out);
 
 }  // namespace smoe::cli
