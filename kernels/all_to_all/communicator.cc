@@ -5,39 +5,6 @@
 
 namespace smoe::kernels {
 
-size_t DataTypeSize(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat32:
-    case DataType::kInt32:
-      return 4;
-    case DataType::kFloat64:
-    case DataType::kInt64:
-      return 8;
-    case DataType::kBFloat16:
-    case DataType::kFloat16:
-      return 2;
-  }
-  return 0;
-}
-
-const char* DataTypeName(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat32:
-      return "float32";
-    case DataType::kFloat64:
-      return "float64";
-    case DataType::kBFloat16:
-      return "bfloat16";
-    case DataType::kFloat16:
-      return "float16";
-    case DataType::kInt32:
-      return "int32";
-    case DataType::kInt64:
-      return "int64";
-  }
-  return "unknown";
-}
-
 int64_t TotalCount(const int64_t* counts, int n) {
   int64_t total = 0;
   for (int i = 0; i < n; ++i) total += counts[i];

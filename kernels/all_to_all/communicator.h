@@ -40,18 +40,17 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "kernels/common/dtype.h"
 
 namespace smoe::kernels {
 
-// Element types a Communicator can move. Reductions support the float and
-// integer types except kBFloat16/kFloat16 on host communicators.
-enum class DataType { kFloat32, kFloat64, kBFloat16, kFloat16, kInt32, kInt64 };
-
-// Returns the size in bytes of one element of `dtype`.
-size_t DataTypeSize(DataType dtype);
-
-// Returns "float32", "int64", ...
-const char* DataTypeName(DataType dtype);
+// Element types a Communicator can move: every DType (kernels/common/dtype.h;
+// sizes and names there). Reductions support the float and integer types
+// except kBFloat16/kFloat16 on host communicators.
+//
+// DataType is the communicator's former name for the same enum, kept as an
+// alias for callers not yet migrated; new code names DType.
+using DataType = DType;
 
 // Where a communicator's buffers live.
 enum class MemorySpace { kHost, kCudaDevice };
@@ -94,12 +93,12 @@ class Communicator {
   // and recv do not overlap.
   virtual absl::Status AllToAllV(const void* send, const int64_t* send_counts,
                                  void* recv, const int64_t* recv_counts,
-                                 DataType dtype) = 0;
+                                 DType dtype) = 0;
 
   // In-place sum over ranks of `count` elements at `buffer` (memory_space()).
   // Every rank must pass the same count and dtype.
   virtual absl::Status AllReduceSum(void* buffer, int64_t count,
-                                    DataType dtype) = 0;
+                                    DType dtype) = 0;
 
   // Returns once every rank has entered Barrier() (or the deadline passed).
   virtual absl::Status Barrier() = 0;

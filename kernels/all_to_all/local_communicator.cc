@@ -33,7 +33,7 @@ const char* OpName(OpKind k) {
 // What one rank posted for the current collective.
 struct Post {
   OpKind kind = OpKind::kBarrier;
-  DataType dtype = DataType::kFloat32;
+  DType dtype = DType::kFloat32;
   const void* send = nullptr;
   const int64_t* send_counts = nullptr;
   int64_t count = 0;  // AllReduceSum
@@ -110,10 +110,10 @@ class Hub {
       const Post& q = posts_[j];
       if (q.kind != p.kind || q.dtype != p.dtype || q.count != p.count) {
         return absl::StrCat("mismatched collectives: rank 0 called ",
-                            OpName(p.kind), "(", DataTypeName(p.dtype),
-                            ", count ", p.count, ") but rank ", j, " called ",
-                            OpName(q.kind), "(", DataTypeName(q.dtype),
-                            ", count ", q.count, ")");
+                            OpName(p.kind), "(", DTypeName(p.dtype), ", count ",
+                            p.count, ") but rank ", j, " called ",
+                            OpName(q.kind), "(", DTypeName(q.dtype), ", count ",
+                            q.count, ")");
       }
     }
     return "";
@@ -166,7 +166,7 @@ class LocalCommunicator : public Communicator {
 
   absl::Status AllToAllV(const void* send, const int64_t* send_counts,
                          void* recv, const int64_t* recv_counts,
-                         DataType dtype) override {
+                         DType dtype) override {
     const int w = world_size();
     if (absl::Status s =
             ValidateAllToAllVArgs(w, send, send_counts, recv, recv_counts);
@@ -179,7 +179,7 @@ class LocalCommunicator : public Communicator {
     p.send = send;
     p.send_counts = send_counts;
     if (absl::Status s = Begin(p); !s.ok()) return s;
-    const size_t es = DataTypeSize(dtype);
+    const size_t es = DTypeSize(dtype);
     absl::Status result = absl::OkStatus();
     char* out = static_cast<char*>(recv);
     for (int j = 0; j < w && result.ok(); ++j) {
@@ -204,16 +204,15 @@ class LocalCommunicator : public Communicator {
     return result.ok() ? s : result;
   }
 
-  absl::Status AllReduceSum(void* buffer, int64_t count,
-                            DataType dtype) override {
+  absl::Status AllReduceSum(void* buffer, int64_t count, DType dtype) override {
     if (count < 0 || (count > 0 && buffer == nullptr)) {
       return absl::InvalidArgumentError(
           absl::StrCat("AllReduceSum: count=", count, " with buffer ",
                        buffer == nullptr ? "null" : "set"));
     }
-    if (dtype == DataType::kBFloat16 || dtype == DataType::kFloat16) {
+    if (dtype == DType::kBFloat16 || dtype == DType::kFloat16) {
       return absl::UnimplementedError(
-          absl::StrCat("AllReduceSum: dtype ", DataTypeName(dtype),
+          absl::StrCat("AllReduceSum: dtype ", DTypeName(dtype),
                        " is not supported by the local communicator"));
     }
     Post p;
@@ -224,24 +223,24 @@ class LocalCommunicator : public Communicator {
     if (absl::Status s = Begin(p); !s.ok()) return s;
     // Sum in rank order into a private buffer (every rank gets the same
     // bits), then release, then overwrite our own buffer.
-    const size_t bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
+    const size_t bytes = static_cast<size_t>(count) * DTypeSize(dtype);
     std::vector<char> acc(bytes, 0);
     for (int j = 0; j < world_size(); ++j) {
       const void* x = hub_->post(j).send;
       switch (dtype) {
-        case DataType::kFloat32:
+        case DType::kFloat32:
           AddInto(reinterpret_cast<float*>(acc.data()),
                   static_cast<const float*>(x), count);
           break;
-        case DataType::kFloat64:
+        case DType::kFloat64:
           AddInto(reinterpret_cast<double*>(acc.data()),
                   static_cast<const double*>(x), count);
           break;
-        case DataType::kInt32:
+        case DType::kInt32:
           AddInto(reinterpret_cast<int32_t*>(acc.data()),
                   static_cast<const int32_t*>(x), count);
           break;
-        case DataType::kInt64:
+        case DType::kInt64:
           AddInto(reinterpret_cast<int64_t*>(acc.data()),
                   static_cast<const int64_t*>(x), count);
           break;

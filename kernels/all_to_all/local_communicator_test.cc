@@ -74,7 +74,7 @@ TEST(LocalCommunicatorTest, AllZeroCountsWithNullBuffers) {
   auto st = RunRanks(3, 10000, [&](Communicator& c) {
     std::vector<int64_t> zero(3, 0);
     return c.AllToAllV(nullptr, zero.data(), nullptr, zero.data(),
-                       DataType::kFloat32);
+                       DType::kFloat32);
   });
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
@@ -83,10 +83,10 @@ TEST(LocalCommunicatorTest, AllReduceSumFloatAndInt) {
   auto st = RunRanks(4, 10000, [&](Communicator& c) {
     std::vector<double> d = {1.0 * c.rank(), 0.5, -2.0};
     std::vector<int64_t> i = {c.rank() + 1, 100};
-    if (auto s = c.AllReduceSum(d.data(), 3, DataType::kFloat64); !s.ok()) {
+    if (auto s = c.AllReduceSum(d.data(), 3, DType::kFloat64); !s.ok()) {
       return s;
     }
-    if (auto s = c.AllReduceSum(i.data(), 2, DataType::kInt64); !s.ok()) {
+    if (auto s = c.AllReduceSum(i.data(), 2, DType::kInt64); !s.ok()) {
       return s;
     }
     if (d != std::vector<double>{6.0, 2.0, -8.0} ||
@@ -102,8 +102,7 @@ TEST(LocalCommunicatorTest, NegativeCountIsInvalidArgument) {
   auto comms = CreateLocalCommunicators(1, {});
   int64_t send = -1, recv = 0;
   float x = 0;
-  absl::Status s =
-      comms[0]->AllToAllV(&x, &send, &x, &recv, DataType::kFloat32);
+  absl::Status s = comms[0]->AllToAllV(&x, &send, &x, &recv, DType::kFloat32);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("send_counts[0]=-1"), std::string::npos) << s;
 }
@@ -114,7 +113,7 @@ TEST(LocalCommunicatorTest, WrongRecvCountFailsEveryRankWithoutHanging) {
     std::vector<int64_t> recv = {1, c.rank() == 0 ? 2 : 1};  // rank 0 is wrong
     std::vector<float> in(2, 1.f), out(3, 0.f);
     return c.AllToAllV(in.data(), send.data(), out.data(), recv.data(),
-                       DataType::kFloat32);
+                       DType::kFloat32);
   });
   EXPECT_EQ(st[0].code(), absl::StatusCode::kInvalidArgument) << st[0];
   EXPECT_FALSE(st[1].ok());
@@ -149,7 +148,7 @@ TEST(LocalCommunicatorTest, MismatchedCollectivesAreReported) {
   auto st = RunRanks(2, 10000, [&](Communicator& c) -> absl::Status {
     if (c.rank() == 0) return c.Barrier();
     double x = 1;
-    return c.AllReduceSum(&x, 1, DataType::kFloat64);
+    return c.AllReduceSum(&x, 1, DType::kFloat64);
   });
   EXPECT_FALSE(st[0].ok());
   EXPECT_FALSE(st[1].ok());

@@ -33,19 +33,19 @@ absl::Status NcclError(ncclResult_t r, const char* what) {
       what, ": NCCL error ", static_cast<int>(r), ": ", ncclGetErrorString(r)));
 }
 
-ncclDataType_t ToNccl(DataType t) {
+ncclDataType_t ToNccl(DType t) {
   switch (t) {
-    case DataType::kFloat32:
+    case DType::kFloat32:
       return ncclFloat32;
-    case DataType::kFloat64:
+    case DType::kFloat64:
       return ncclFloat64;
-    case DataType::kBFloat16:
+    case DType::kBFloat16:
       return ncclBfloat16;
-    case DataType::kFloat16:
+    case DType::kFloat16:
       return ncclFloat16;
-    case DataType::kInt32:
+    case DType::kInt32:
       return ncclInt32;
-    case DataType::kInt64:
+    case DType::kInt64:
       return ncclInt64;
   }
   return ncclFloat32;
@@ -120,7 +120,7 @@ class NcclCommunicator : public Communicator {
     if (ce != cudaSuccess) return CudaError(ce, "cudaMemcpyAsync");
     std::vector<int64_t> ones(world_, 1);
     if (absl::Status s = GroupedSendRecv(d_send, ones.data(), d_recv,
-                                         ones.data(), DataType::kInt64);
+                                         ones.data(), DType::kInt64);
         !s.ok()) {
       return s;
     }
@@ -132,7 +132,7 @@ class NcclCommunicator : public Communicator {
 
   absl::Status AllToAllV(const void* send, const int64_t* send_counts,
                          void* recv, const int64_t* recv_counts,
-                         DataType dtype) override {
+                         DType dtype) override {
     if (absl::Status s = Usable(); !s.ok()) return s;
     if (absl::Status s =
             ValidateAllToAllVArgs(world_, send, send_counts, recv, recv_counts);
@@ -147,8 +147,7 @@ class NcclCommunicator : public Communicator {
     return WaitStream("AllToAllV");
   }
 
-  absl::Status AllReduceSum(void* buffer, int64_t count,
-                            DataType dtype) override {
+  absl::Status AllReduceSum(void* buffer, int64_t count, DType dtype) override {
     if (absl::Status s = Usable(); !s.ok()) return s;
     if (count < 0 || (count > 0 && buffer == nullptr)) {
       return absl::InvalidArgumentError(
@@ -167,7 +166,7 @@ class NcclCommunicator : public Communicator {
   absl::Status Barrier() override {
     if (absl::Status s = Usable(); !s.ok()) return s;
     int64_t* flag = static_cast<int64_t*>(scratch_) + 2 * world_;
-    return AllReduceSum(flag, 1, DataType::kInt64);
+    return AllReduceSum(flag, 1, DType::kInt64);
   }
 
  private:
@@ -188,8 +187,8 @@ class NcclCommunicator : public Communicator {
 
   absl::Status GroupedSendRecv(const void* send, const int64_t* send_counts,
                                void* recv, const int64_t* recv_counts,
-                               DataType dtype) {
-    const size_t es = DataTypeSize(dtype);
+                               DType dtype) {
+    const size_t es = DTypeSize(dtype);
     const ncclDataType_t t = ToNccl(dtype);
     ncclResult_t r = ncclGroupStart();
     if (r != ncclSuccess) return Fail(NcclError(r, "ncclGroupStart"));

@@ -33,7 +33,7 @@ TEST(NcclCommunicatorTest, WorldSizeOnePayloadAllReduceAndBarrier) {
             cudaSuccess);
   const float h[4] = {1, 2, 3, 4};
   ASSERT_EQ(cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_TRUE((*comm)->AllReduceSum(d, 4, DataType::kFloat32).ok());
+  ASSERT_TRUE((*comm)->AllReduceSum(d, 4, DType::kFloat32).ok());
   float back[4] = {};
   ASSERT_EQ(cudaMemcpy(back, d, sizeof(back), cudaMemcpyDeviceToHost),
             cudaSuccess);

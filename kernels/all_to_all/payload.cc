@@ -28,7 +28,7 @@ absl::Status HostAllToAllV(Communicator& comm, const std::vector<double>& send,
                            const std::vector<int64_t>& recv_counts) {
   if (comm.memory_space() == MemorySpace::kHost) {
     return comm.AllToAllV(send.data(), send_counts.data(), recv->data(),
-                          recv_counts.data(), DataType::kFloat64);
+                          recv_counts.data(), DType::kFloat64);
   }
 #if defined(SMOE_WITH_CUDA)
   void* d_send = nullptr;
@@ -44,7 +44,7 @@ absl::Status HostAllToAllV(Communicator& comm, const std::vector<double>& send,
   }
   if (s.ok()) {
     s = comm.AllToAllV(d_send, send_counts.data(), d_recv, recv_counts.data(),
-                       DataType::kFloat64);
+                       DType::kFloat64);
   }
   if (s.ok() && !recv->empty()) {
     s = CudaStatus(

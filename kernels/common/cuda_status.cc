@@ -42,4 +42,10 @@ absl::Status CublasStatus(cublasStatus_t st, absl::string_view what) {
   }
 }
 
+absl::Status CheckKernelFloatDType(DType dtype) {
+  if (IsKernelFloatDType(dtype)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "dtype=", DTypeName(dtype), ": must be float32 or bfloat16"));
+}
+
 }  // namespace smoe::kernels

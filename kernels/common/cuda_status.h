@@ -3,7 +3,8 @@
 // File: kernels/common/cuda_status.h
 //
 // Conversion of CUDA runtime and cuBLAS error codes into absl::Status for the
-// host-side wrappers (`foo.cc`) of every kernel. Compiled only with CUDA.
+// host-side wrappers (`foo.cc`) of every kernel, and the dtype check they
+// share. Compiled only with CUDA.
 #ifndef SMOE_KERNELS_COMMON_CUDA_STATUS_H_
 #define SMOE_KERNELS_COMMON_CUDA_STATUS_H_
 
@@ -12,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "kernels/common/dtype.h"
 
 namespace smoe::kernels {
 
@@ -27,6 +29,12 @@ absl::Status CudaStatus(cudaError_t err, absl::string_view what);
 // CUBLAS_STATUS_NOT_SUPPORTED, ResourceExhausted for
 // CUBLAS_STATUS_ALLOC_FAILED, Internal otherwise.
 absl::Status CublasStatus(cublasStatus_t st, absl::string_view what);
+
+// Returns OK when the dispatch kernels compute in `dtype` (kFloat32,
+// kBFloat16: IsKernelFloatDType), else InvalidArgument
+// "dtype=<DTypeName>: must be float32 or bfloat16". Called by the host
+// wrappers before launching a kernel that is instantiated per element type.
+absl::Status CheckKernelFloatDType(DType dtype);
 
 }  // namespace smoe::kernels
 

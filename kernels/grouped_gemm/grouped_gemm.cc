@@ -28,6 +28,7 @@ absl::Status GroupedGemm(cublasHandle_t handle, const void* a, const void* b,
                          cudaStream_t stream) {
   SMOE_RETURN_IF_ERROR(
       ValidateGroupedGemmArgs(expert_offsets, num_experts, k, n));
+  SMOE_RETURN_IF_ERROR(CheckKernelFloatDType(dtype));
   return ToStatus(
       LaunchGroupedGemm(handle, a, b, c, static_cast<int>(dtype),
                         expert_offsets, num_experts, k, n, trans_b ? 1 : 0,
@@ -43,6 +44,7 @@ absl::Status GroupedGemmWeightGrad(cublasHandle_t handle, const void* a,
                                    cudaStream_t stream) {
   SMOE_RETURN_IF_ERROR(
       ValidateGroupedGemmArgs(expert_offsets, num_experts, k, n));
+  SMOE_RETURN_IF_ERROR(CheckKernelFloatDType(dtype));
   return ToStatus(
       LaunchGroupedGemm(handle, a, dc, db, static_cast<int>(dtype),
                         expert_offsets, num_experts, k, n, /*mode=*/2,

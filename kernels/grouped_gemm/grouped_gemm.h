@@ -60,7 +60,8 @@ size_t GroupedGemmWorkspaceBytes(int num_experts);
 // GPU versions (device a/b/c, host offsets). Enqueued on `stream` (the handle
 // is bound to it). kGroupedBatched returns Unimplemented when this cuBLAS
 // does not support the dtype in grouped mode; callers may fall back to
-// kPerExpertLoop.
+// kPerExpertLoop. `dtype` is kFloat32 or kBFloat16 (else InvalidArgument
+// naming it).
 absl::Status GroupedGemm(cublasHandle_t handle, const void* a, const void* b,
                          void* c, DType dtype, const int64_t* expert_offsets,
                          int num_experts, int64_t k, int64_t n, bool trans_b,

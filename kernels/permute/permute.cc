@@ -71,6 +71,7 @@ absl::Status PermuteBackward(const void* grad_permuted, DType dtype,
                              int64_t hidden, const PermutePlan& plan,
                              void* grad_x, cudaStream_t stream) {
   SMOE_RETURN_IF_ERROR(CheckPlan(plan, hidden));
+  SMOE_RETURN_IF_ERROR(CheckKernelFloatDType(dtype));
   return CudaStatus(
       LaunchCombine(grad_permuted, /*weights=*/nullptr, static_cast<int>(dtype),
                     plan.num_tokens, plan.top_k, hidden, plan.dest_idx, grad_x,
@@ -82,6 +83,7 @@ absl::Status Combine(const void* expert_out, const float* topk_weights,
                      DType dtype, int64_t hidden, const PermutePlan& plan,
                      void* out, cudaStream_t stream) {
   SMOE_RETURN_IF_ERROR(CheckPlan(plan, hidden));
+  SMOE_RETURN_IF_ERROR(CheckKernelFloatDType(dtype));
   if (topk_weights == nullptr && plan.num_rows() > 0) {
     return absl::InvalidArgumentError("topk_weights is null");
   }
@@ -98,6 +100,7 @@ absl::Status CombineBackward(const void* grad_out, const void* expert_out,
                              void* grad_expert_out, float* grad_topk_weights,
                              cudaStream_t stream) {
   SMOE_RETURN_IF_ERROR(CheckPlan(plan, hidden));
+  SMOE_RETURN_IF_ERROR(CheckKernelFloatDType(dtype));
   if (topk_weights == nullptr && plan.num_rows() > 0) {
     return absl::InvalidArgumentError("topk_weights is null");
   }

@@ -114,7 +114,10 @@ absl::Status BuildPermutePlan(const int32_t* topk_idx, const PermutePlan& plan,
                               cudaStream_t stream);
 
 // The element type of x / permuted / expert_out / grads is `dtype`;
-// topk_weights and grad_topk_weights are always f32.
+// topk_weights and grad_topk_weights are always f32. Permute and Unpermute
+// move whole rows and take any DType; PermuteBackward, Combine and
+// CombineBackward sum rows and take kFloat32 or kBFloat16 only (else
+// InvalidArgument naming the dtype).
 absl::Status Permute(const void* x, DType dtype, int64_t hidden,
                      const PermutePlan& plan, void* permuted,
                      cudaStream_t stream);

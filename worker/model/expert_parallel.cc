@@ -15,27 +15,27 @@ namespace smoe::model {
 namespace {
 
 using kernels::Communicator;
-using kernels::DataType;
+using kernels::DType;
 using kernels::MemorySpace;
 
-kernels::DataType ToDataType(torch::ScalarType t) {
+kernels::DType ToDType(torch::ScalarType t) {
   switch (t) {
     case torch::kFloat32:
-      return DataType::kFloat32;
+      return DType::kFloat32;
     case torch::kFloat64:
-      return DataType::kFloat64;
+      return DType::kFloat64;
     case torch::kBFloat16:
-      return DataType::kBFloat16;
+      return DType::kBFloat16;
     case torch::kFloat16:
-      return DataType::kFloat16;
+      return DType::kFloat16;
     case torch::kInt32:
-      return DataType::kInt32;
+      return DType::kInt32;
     case torch::kInt64:
-      return DataType::kInt64;
+      return DType::kInt64;
     default:
       TORCH_CHECK(false, "expert parallel: unsupported dtype ", t);
   }
-  return DataType::kFloat32;
+  return DType::kFloat32;
 }
 
 // Moves `t` to where `comm` wants its buffers (contiguous).
@@ -75,7 +75,7 @@ torch::Tensor ExchangeRaw(const torch::Tensor& x,
   torch::Tensor out = torch::empty({rows_out, d}, src.options());
   Check(comm->AllToAllV(src.numel() > 0 ? src.data_ptr() : nullptr, send.data(),
                         out.numel() > 0 ? out.data_ptr() : nullptr, recv.data(),
-                        ToDataType(x.scalar_type())));
+                        ToDType(x.scalar_type())));
   return out.to(x.device());
 }
 
@@ -240,7 +240,7 @@ absl::Status AllReduceSum(std::vector<double>* values,
           .clone();
   torch::Tensor buf = ToCommMemory(t, *comm);
   if (absl::Status s =
-          comm->AllReduceSum(buf.data_ptr(), buf.numel(), DataType::kFloat64);
+          comm->AllReduceSum(buf.data_ptr(), buf.numel(), DType::kFloat64);
       !s.ok()) {
     return s;
   }
@@ -273,7 +273,7 @@ absl::Status SyncGradients(torch::nn::Module& net,
   }
   torch::Tensor buf = ToCommMemory(torch::cat(flat), *comm);
   if (absl::Status s =
-          comm->AllReduceSum(buf.data_ptr(), buf.numel(), DataType::kFloat64);
+          comm->AllReduceSum(buf.data_ptr(), buf.numel(), DType::kFloat64);
       !s.ok()) {
     return s;
   }
@@ -300,7 +300,7 @@ absl::StatusOr<torch::Tensor> GatherExpertShards(const torch::Tensor& shard,
   if (absl::Status s = comm->AllToAllV(
           src.numel() > 0 ? src.data_ptr() : nullptr, send.data(),
           out.numel() > 0 ? out.data_ptr() : nullptr, recv.data(),
-          ToDataType(shard.scalar_type()));
+          ToDType(shard.scalar_type()));
       !s.ok()) {
     return s;
   }

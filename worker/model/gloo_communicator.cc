@@ -65,23 +65,23 @@ absl::StatusOr<RendezvousInfo> RendezvousFromEnv() {
 namespace {
 
 using kernels::Communicator;
-using kernels::DataType;
+using kernels::DType;
 
 constexpr char kNcclIdKey[] = "smoe/nccl_unique_id";
 
-torch::Dtype ToTorch(DataType t) {
+torch::Dtype ToTorch(DType t) {
   switch (t) {
-    case DataType::kFloat32:
+    case DType::kFloat32:
       return torch::kFloat32;
-    case DataType::kFloat64:
+    case DType::kFloat64:
       return torch::kFloat64;
-    case DataType::kBFloat16:
+    case DType::kBFloat16:
       return torch::kBFloat16;
-    case DataType::kFloat16:
+    case DType::kFloat16:
       return torch::kFloat16;
-    case DataType::kInt32:
+    case DType::kInt32:
       return torch::kInt32;
-    case DataType::kInt64:
+    case DType::kInt64:
       return torch::kInt64;
   }
   return torch::kFloat32;
@@ -168,7 +168,7 @@ class GlooCommunicator : public Communicator {
 
   absl::Status AllToAllV(const void* send, const int64_t* send_counts,
                          void* recv, const int64_t* recv_counts,
-                         DataType dtype) override {
+                         DType dtype) override {
     const int w = world_size();
     if (absl::Status s = kernels::ValidateAllToAllVArgs(w, send, send_counts,
                                                         recv, recv_counts);
@@ -190,8 +190,7 @@ class GlooCommunicator : public Communicator {
     });
   }
 
-  absl::Status AllReduceSum(void* buffer, int64_t count,
-                            DataType dtype) override {
+  absl::Status AllReduceSum(void* buffer, int64_t count, DType dtype) override {
     if (count < 0 || (count > 0 && buffer == nullptr)) {
       return absl::InvalidArgumentError(
           absl::StrCat("AllReduceSum: count=", count));
