@@ -22,6 +22,8 @@
 #include <functional>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace smoe::kernels::bench {
 
 // Aborts the benchmark with file:line on a CUDA error (benchmarks are
@@ -32,6 +34,17 @@ namespace smoe::kernels::bench {
     if (e_ != cudaSuccess) {                                             \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, \
                    cudaGetErrorString(e_));                              \
+      std::exit(1);                                                      \
+    }                                                                    \
+  } while (false)
+
+// Same for an absl::Status returned by a kernel's host wrapper.
+#define SMOE_BENCH_OK(expr)                                              \
+  do {                                                                   \
+    const absl::Status st_ = (expr);                                     \
+    if (!st_.ok()) {                                                     \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, \
+                   st_.ToString().c_str());                              \
       std::exit(1);                                                      \
     }                                                                    \
   } while (false)
@@ -106,6 +119,15 @@ inline double MeasureCopyGBps(cudaStream_t stream) {
   cudaFree(a);
   cudaFree(b);
   return 2.0 * bytes / (us * 1e3);
+}
+
+// Measures MeasureCopyGBps(stream), prints it as the table's
+// "# device copy bandwidth (D2D, read+write): <n> GB/s" header line and
+// returns it.
+inline double PrintCopyGBps(cudaStream_t stream) {
+  const double gbps = MeasureCopyGBps(stream);
+  std::printf("# device copy bandwidth (D2D, read+write): %.0f GB/s\n", gbps);
+  return gbps;
 }
 
 // Returns the measured dense bf16 GEMM rate (TFLOP/s) of cublasGemmEx at

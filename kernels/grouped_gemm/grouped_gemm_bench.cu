@@ -58,13 +58,9 @@ int main() {
           for (int v = 0; v < 2; ++v) {
             us[v] = bench::TimeMedianUs(
                 [&](cudaStream_t s) {
-                  const absl::Status st = GroupedGemm(
+                  SMOE_BENCH_OK(GroupedGemm(
                       handle, a, b, c, DType::kBFloat16, off.data(), e, d, h,
-                      false, static_cast<GroupedGemmVariant>(v), ws, s);
-                  if (!st.ok()) {
-                    std::fprintf(stderr, "%s\n", st.ToString().c_str());
-                    std::exit(1);
-                  }
+                      false, static_cast<GroupedGemmVariant>(v), ws, s));
                 },
                 stream);
           }

@@ -30,28 +30,24 @@
 #include <cstdint>
 
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/cuda_launch.cuh"
 #include "kernels/permute/permute_launch.h"
 #include "kernels/router_topk/router_topk_launch.h"
 
 namespace smoe::kernels {
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int kChunk = 1024;  // flat pairs per warp in the plan builder
 constexpr int kPlanWarps = 4;
 constexpr int kRowWarps = 8;
+constexpr int kMaxRowBlocks = 65535;  // grid-stride loops cover the rest
 constexpr int kScanThreads = 256;
 constexpr int kMaxExperts = 1024;
-static_assert(kChunk % kWarp == 0, "chunk must be whole warp steps");
+static_assert(kChunk % kWarpSize == 0, "chunk must be whole warp steps");
 static_assert(kPlanWarps * kMaxExperts * 4 <= 48 * 1024,
               "plan counters must fit the default shared memory");
 
 int64_t NumChunks(int64_t num_rows) { return (num_rows + kChunk - 1) / kChunk; }
-
-int GridFor(int64_t items, int per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<int>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
-}
 
 __global__ void ChunkHistogramKernel(const int32_t* __restrict__ topk_idx,
                                      int64_t num_rows, int num_experts,
@@ -59,22 +55,22 @@ __global__ void ChunkHistogramKernel(const int32_t* __restrict__ topk_idx,
                                      int32_t* __restrict__ chunk_counts,
                                      int32_t* __restrict__ counts) {
   extern __shared__ int32_t s_mem[];
-  const int warp = threadIdx.x / kWarp;
-  const int lane = threadIdx.x % kWarp;
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = LaneId();
   int32_t* s_cnt = s_mem + warp * num_experts;
   const int64_t chunk = static_cast<int64_t>(blockIdx.x) * kPlanWarps + warp;
-  for (int e = lane; e < num_experts; e += kWarp) s_cnt[e] = 0;
+  for (int e = lane; e < num_experts; e += kWarpSize) s_cnt[e] = 0;
   __syncwarp();
   if (chunk < num_chunks) {
     const int64_t begin = chunk * kChunk;
-    for (int64_t i = begin + lane; i < begin + kChunk; i += kWarp) {
+    for (int64_t i = begin + lane; i < begin + kChunk; i += kWarpSize) {
       const int e = i < num_rows ? topk_idx[i] : -1;
-      const unsigned group = __match_any_sync(0xffffffffu, e);
+      const unsigned group = __match_any_sync(kFullWarpMask, e);
       const bool valid = e >= 0 && e < num_experts;
       if (valid && lane == __ffs(group) - 1) s_cnt[e] += __popc(group);
       __syncwarp();
     }
-    for (int e = lane; e < num_experts; e += kWarp) {
+    for (int e = lane; e < num_experts; e += kWarpSize) {
       chunk_counts[static_cast<int64_t>(e) * num_chunks + chunk] = s_cnt[e];
       if (s_cnt[e] != 0) atomicAdd(&counts[e], s_cnt[e]);
     }
@@ -83,28 +79,8 @@ __global__ void ChunkHistogramKernel(const int32_t* __restrict__ topk_idx,
 
 // In-place exclusive scan of row blockIdx.x (length n) of `data`.
 __global__ void RowExclusiveScanKernel(int32_t* __restrict__ data, int64_t n) {
-  __shared__ int32_t s_tot[kScanThreads];
   int32_t* row = data + static_cast<int64_t>(blockIdx.x) * n;
-  const int64_t seg = (n + kScanThreads - 1) / kScanThreads;
-  const int64_t begin = min(n, static_cast<int64_t>(threadIdx.x) * seg);
-  const int64_t end = min(n, begin + seg);
-  int32_t local = 0;
-  for (int64_t i = begin; i < end; ++i) local += row[i];
-  s_tot[threadIdx.x] = local;
-  __syncthreads();
-  for (int o = 1; o < kScanThreads; o *= 2) {
-    const int32_t add =
-        threadIdx.x >= static_cast<unsigned>(o) ? s_tot[threadIdx.x - o] : 0;
-    __syncthreads();
-    s_tot[threadIdx.x] += add;
-    __syncthreads();
-  }
-  int32_t run = s_tot[threadIdx.x] - local;
-  for (int64_t i = begin; i < end; ++i) {
-    const int32_t c = row[i];
-    row[i] = run;
-    run += c;
-  }
+  BlockExclusiveScan<kScanThreads>(row, row, n);
 }
 
 __global__ void StableScatterKernel(const int32_t* __restrict__ topk_idx,
@@ -115,21 +91,21 @@ __global__ void StableScatterKernel(const int32_t* __restrict__ topk_idx,
                                     int32_t* __restrict__ sorted_idx,
                                     int32_t* __restrict__ dest_idx) {
   extern __shared__ int32_t s_mem[];
-  const int warp = threadIdx.x / kWarp;
-  const int lane = threadIdx.x % kWarp;
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = LaneId();
   int32_t* s_run = s_mem + warp * num_experts;
   const int64_t chunk = static_cast<int64_t>(blockIdx.x) * kPlanWarps + warp;
   if (chunk >= num_chunks) return;  // NOTE: no block-level sync below.
-  for (int e = lane; e < num_experts; e += kWarp) {
+  for (int e = lane; e < num_experts; e += kWarpSize) {
     s_run[e] =
         offsets[e] + chunk_base[static_cast<int64_t>(e) * num_chunks + chunk];
   }
   __syncwarp();
   const unsigned lt_mask = (1u << lane) - 1u;
   const int64_t begin = chunk * kChunk;
-  for (int64_t i = begin + lane; i < begin + kChunk; i += kWarp) {
+  for (int64_t i = begin + lane; i < begin + kChunk; i += kWarpSize) {
     const int e = i < num_rows ? topk_idx[i] : -1;
-    const unsigned group = __match_any_sync(0xffffffffu, e);
+    const unsigned group = __match_any_sync(kFullWarpMask, e);
     const bool valid = e >= 0 && e < num_experts;
     int32_t pos = 0;
     if (valid) pos = s_run[e] + __popc(group & lt_mask);
@@ -149,15 +125,13 @@ __global__ void GatherRowsKernel(const char* __restrict__ src,
                                  int64_t row_vecs,
                                  const int32_t* __restrict__ index,
                                  int divisor) {
-  const int lane = threadIdx.x % kWarp;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarp);
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) +
-                   threadIdx.x / kWarp;
-       r < num_rows; r += warps) {
+  const int lane = LaneId();
+  for (int64_t r = GlobalWarpId(), step = GridWarps(); r < num_rows;
+       r += step) {
     const int64_t s = index[r] / divisor;
     const V* in = reinterpret_cast<const V*>(src) + s * row_vecs;
     V* out = reinterpret_cast<V*>(dst) + r * row_vecs;
-    for (int64_t c = lane; c < row_vecs; c += kWarp) out[c] = in[c];
+    for (int64_t c = lane; c < row_vecs; c += kWarpSize) out[c] = in[c];
   }
 }
 
@@ -195,13 +169,11 @@ __global__ void CombineKernel(const T* __restrict__ src,
                               const int32_t* __restrict__ dest_idx,
                               T* __restrict__ out) {
   using P = Pack<T, kVec>;
-  const int lane = threadIdx.x % kWarp;
+  const int lane = LaneId();
   const int64_t packs = hidden / kVec;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarp);
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) +
-                   threadIdx.x / kWarp;
-       t < num_tokens; t += warps) {
-    for (int64_t c = lane; c < packs; c += kWarp) {
+  for (int64_t t = GlobalWarpId(), step = GridWarps(); t < num_tokens;
+       t += step) {
+    for (int64_t c = lane; c < packs; c += kWarpSize) {
       float acc[kVec];
 #pragma unroll
       for (int v = 0; v < kVec; ++v) acc[v] = 0.0f;
@@ -227,12 +199,10 @@ __global__ void CombineBackwardKernel(
     int64_t hidden, const int32_t* __restrict__ dest_idx,
     T* __restrict__ grad_expert_out, float* __restrict__ grad_topk_weights) {
   using P = Pack<T, kVec>;
-  const int lane = threadIdx.x % kWarp;
+  const int lane = LaneId();
   const int64_t packs = hidden / kVec;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarp);
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) +
-                   threadIdx.x / kWarp;
-       t < num_tokens; t += warps) {
+  for (int64_t t = GlobalWarpId(), step = GridWarps(); t < num_tokens;
+       t += step) {
     const P* g = reinterpret_cast<const P*>(grad_out + t * hidden);
     for (int j = 0; j < top_k; ++j) {
       const int64_t f = t * top_k + j;
@@ -241,7 +211,7 @@ __global__ void CombineBackwardKernel(
       const P* y = reinterpret_cast<const P*>(expert_out + row);
       P* gy = reinterpret_cast<P*>(grad_expert_out + row);
       float dot = 0.0f;
-      for (int64_t c = lane; c < packs; c += kWarp) {
+      for (int64_t c = lane; c < packs; c += kWarpSize) {
         const P gp = g[c];
         const P yp = y[c];
         P o;
@@ -253,10 +223,7 @@ __global__ void CombineBackwardKernel(
         }
         gy[c] = o;
       }
-#pragma unroll
-      for (int o = kWarp / 2; o > 0; o /= 2) {
-        dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      }
+      dot = WarpSum(dot);
       if (lane == 0) grad_topk_weights[f] = dot;
     }
   }
@@ -272,8 +239,8 @@ template <typename T, template <typename, int> class K, typename... Args>
 cudaError_t LaunchTyped(int64_t hidden, bool aligned16, int64_t items,
                         cudaStream_t stream, Args... args) {
   constexpr int kVec = 16 / sizeof(T);
-  const dim3 grid(GridFor(items, kRowWarps));
-  const dim3 block(kRowWarps * kWarp);
+  const dim3 grid(GridFor(items, kRowWarps, kMaxRowBlocks));
+  const dim3 block(kRowWarps * kWarpSize);
   if (aligned16 && hidden % kVec == 0) {
     K<T, kVec>::Launch(grid, block, stream, args...);
   } else {
@@ -328,7 +295,7 @@ cudaError_t LaunchBuildPermutePlan(const int32_t* topk_idx, int64_t num_rows,
     const dim3 grid(
         static_cast<unsigned>((chunks + kPlanWarps - 1) / kPlanWarps));
     const size_t smem = sizeof(int32_t) * kPlanWarps * num_experts;
-    ChunkHistogramKernel<<<grid, kPlanWarps * kWarp, smem, stream>>>(
+    ChunkHistogramKernel<<<grid, kPlanWarps * kWarpSize, smem, stream>>>(
         topk_idx, num_rows, num_experts, chunks, chunk_counts,
         num_tokens_per_expert);
     SMOE_CUDA_RETURN_LAUNCH_ERROR();
@@ -337,7 +304,7 @@ cudaError_t LaunchBuildPermutePlan(const int32_t* topk_idx, int64_t num_rows,
     SMOE_CUDA_RETURN_LAUNCH_ERROR();
     SMOE_CUDA_RETURN_IF_ERROR(LaunchExclusiveScan(
         num_tokens_per_expert, num_experts, expert_offsets, stream));
-    StableScatterKernel<<<grid, kPlanWarps * kWarp, smem, stream>>>(
+    StableScatterKernel<<<grid, kPlanWarps * kWarpSize, smem, stream>>>(
         topk_idx, num_rows, num_experts, chunks, chunk_counts, expert_offsets,
         sorted_idx, dest_idx);
     return cudaPeekAtLastError();
@@ -353,8 +320,8 @@ cudaError_t LaunchGatherRows(const void* src, void* dst, int64_t num_rows,
     return cudaErrorInvalidValue;
   }
   if (num_rows == 0) return cudaSuccess;
-  const dim3 grid(GridFor(num_rows, kRowWarps));
-  const dim3 block(kRowWarps * kWarp);
+  const dim3 grid(GridFor(num_rows, kRowWarps, kMaxRowBlocks));
+  const dim3 block(kRowWarps * kWarpSize);
   const char* s = static_cast<const char*>(src);
   char* d = static_cast<char*>(dst);
   if (row_bytes % 16 == 0 && Aligned(src, 16) && Aligned(dst, 16)) {

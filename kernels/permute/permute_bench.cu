@@ -20,24 +20,11 @@
 #include "kernels/common/bench.h"
 #include "kernels/permute/permute.h"
 
-namespace {
-
-void Die(const absl::Status& s) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    std::exit(1);
-  }
-}
-
-}  // namespace
-
 int main() {
   using namespace smoe::kernels;
   cudaStream_t stream;
   SMOE_BENCH_CUDA(cudaStreamCreate(&stream));
-  const double copy_gbps = bench::MeasureCopyGBps(stream);
-  std::printf("# device copy bandwidth (D2D, read+write): %.0f GB/s\n",
-              copy_gbps);
+  const double copy_gbps = bench::PrintCopyGBps(stream);
   std::printf("%6s %5s %2s %8s %9s %9s %8s %6s %9s %8s %6s\n", "T", "d", "k",
               "routing", "plan_us", "perm_us", "GB/s", "%copy", "comb_us",
               "GB/s", "%copy");
@@ -77,17 +64,18 @@ int main() {
           const PermutePlan plan{sorted, dest, off, t, k, e};
           const double plan_us = bench::TimeMedianUs(
               [&](cudaStream_t s) {
-                Die(BuildPermutePlan(d_topk, plan, cnt, ws, s));
+                SMOE_BENCH_OK(BuildPermutePlan(d_topk, plan, cnt, ws, s));
               },
               stream);
           const double perm_us = bench::TimeMedianUs(
               [&](cudaStream_t s) {
-                Die(Permute(x, DType::kBFloat16, d, plan, perm, s));
+                SMOE_BENCH_OK(Permute(x, DType::kBFloat16, d, plan, perm, s));
               },
               stream);
           const double comb_us = bench::TimeMedianUs(
               [&](cudaStream_t s) {
-                Die(Combine(perm, w, DType::kBFloat16, d, plan, out, s));
+                SMOE_BENCH_OK(
+                    Combine(perm, w, DType::kBFloat16, d, plan, out, s));
               },
               stream);
           const double perm_bytes = 2.0 * 2 * rows * d + 4.0 * rows;

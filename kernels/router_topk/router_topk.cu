@@ -22,31 +22,16 @@
 #include <cstdint>
 
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/cuda_launch.cuh"
 #include "kernels/router_topk/router_topk_launch.h"
 
 namespace smoe::kernels {
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int kRouterWarpsPerBlock = 4;
 constexpr int kScanThreads = 256;
-static_assert(kRouterWarpsPerBlock * kWarp <= 1024, "block too large");
-
-__device__ __forceinline__ float WarpMax(float v) {
-#pragma unroll
-  for (int o = kWarp / 2; o > 0; o /= 2) {
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  }
-  return v;
-}
-
-__device__ __forceinline__ float WarpSum(float v) {
-#pragma unroll
-  for (int o = kWarp / 2; o > 0; o /= 2) {
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  }
-  return v;
-}
+constexpr int kMaxRouterBlocks = 2048;  // grid-stride loops cover the rest
+static_assert(kRouterWarpsPerBlock * kWarpSize <= 1024, "block too large");
 
 template <int kPerLane, bool kRenorm>
 __global__ void RouterTopKKernel(const float* __restrict__ logits,
@@ -59,17 +44,15 @@ __global__ void RouterTopKKernel(const float* __restrict__ logits,
   for (int e = threadIdx.x; e < num_experts; e += blockDim.x) s_counts[e] = 0;
   __syncthreads();
 
-  const int lane = threadIdx.x % kWarp;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarp);
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) +
-                   threadIdx.x / kWarp;
-       t < num_tokens; t += warps) {
+  const int lane = LaneId();
+  for (int64_t t = GlobalWarpId(), step = GridWarps(); t < num_tokens;
+       t += step) {
     const float* row = logits + t * num_experts;
     // Load: padding lanes hold -inf and never win (logits are finite).
     float v[kPerLane];
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + kWarp * i;
+      const int e = lane + kWarpSize * i;
       v[i] = e < num_experts ? __ldg(row + e) : -INFINITY;
     }
     float max = v[0];
@@ -80,7 +63,7 @@ __global__ void RouterTopKKernel(const float* __restrict__ logits,
     if (!kRenorm) {
 #pragma unroll
       for (int i = 0; i < kPerLane; ++i) {
-        if (lane + kWarp * i < num_experts) denom += expf(v[i] - max);
+        if (lane + kWarpSize * i < num_experts) denom += expf(v[i] - max);
       }
       denom = WarpSum(denom);
     }
@@ -93,7 +76,7 @@ __global__ void RouterTopKKernel(const float* __restrict__ logits,
       int best_e = INT_MAX;
 #pragma unroll
       for (int i = 0; i < kPerLane; ++i) {
-        const int e = lane + kWarp * i;
+        const int e = lane + kWarpSize * i;
         // NOTE: ascending i and strict > keep the lower index within a lane.
         if (e < num_experts && !((taken >> i) & 1u) &&
             (best_e == INT_MAX || v[i] > best_v)) {
@@ -102,16 +85,16 @@ __global__ void RouterTopKKernel(const float* __restrict__ logits,
         }
       }
 #pragma unroll
-      for (int o = kWarp / 2; o > 0; o /= 2) {
-        const float ov = __shfl_xor_sync(0xffffffffu, best_v, o);
-        const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
+      for (int o = kWarpSize / 2; o > 0; o /= 2) {
+        const float ov = __shfl_xor_sync(kFullWarpMask, best_v, o);
+        const int oe = __shfl_xor_sync(kFullWarpMask, best_e, o);
         if (oe != INT_MAX && (best_e == INT_MAX || ov > best_v ||
                               (ov == best_v && oe < best_e))) {
           best_v = ov;
           best_e = oe;
         }
       }
-      if (lane == best_e % kWarp) taken |= 1u << (best_e / kWarp);
+      if (lane == best_e % kWarpSize) taken |= 1u << (best_e / kWarpSize);
       const float ex = expf(best_v - max);
       sel_sum += ex;  // same order (j ascending) as the reference
       if (lane == 0) {
@@ -122,7 +105,7 @@ __global__ void RouterTopKKernel(const float* __restrict__ logits,
     }
     if (kRenorm) denom = sel_sum;
     __syncwarp();  // NOTE: orders lane 0's writes before the reads below.
-    for (int j = lane; j < top_k; j += kWarp) {
+    for (int j = lane; j < top_k; j += kWarpSize) {
       topk_weights[out + j] = topk_weights[out + j] / denom;
     }
   }
@@ -137,30 +120,29 @@ __global__ void RouterTopKBackwardKernel(
     const float* __restrict__ topk_weights,
     const float* __restrict__ grad_topk_weights, int64_t num_tokens,
     int num_experts, int top_k, bool renorm, float* __restrict__ grad_logits) {
-  const int lane = threadIdx.x % kWarp;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / kWarp);
-  for (int64_t t = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kWarp) +
-                   threadIdx.x / kWarp;
-       t < num_tokens; t += warps) {
+  const int lane = LaneId();
+  for (int64_t t = GlobalWarpId(), step = GridWarps(); t < num_tokens;
+       t += step) {
     const float* row = logits + t * num_experts;
     const int32_t* idx = topk_idx + t * top_k;
     const float* w = topk_weights + t * top_k;
     const float* g = grad_topk_weights + t * top_k;
     float* out = grad_logits + t * num_experts;
     float s = 0.0f;
-    for (int j = lane; j < top_k; j += kWarp) s += w[j] * g[j];
+    for (int j = lane; j < top_k; j += kWarpSize) s += w[j] * g[j];
     s = WarpSum(s);
     float max = -INFINITY, denom = 0.0f;
     if (!renorm) {
-      for (int e = lane; e < num_experts; e += kWarp) max = fmaxf(max, row[e]);
+      for (int e = lane; e < num_experts; e += kWarpSize)
+        max = fmaxf(max, row[e]);
       max = WarpMax(max);
-      for (int e = lane; e < num_experts; e += kWarp) {
+      for (int e = lane; e < num_experts; e += kWarpSize) {
         denom += expf(row[e] - max);
       }
       denom = WarpSum(denom);
     }
     // NOTE: each lane writes only its own experts: no races, no zero pass.
-    for (int e = lane; e < num_experts; e += kWarp) {
+    for (int e = lane; e < num_experts; e += kWarpSize) {
       int chosen = -1;
       for (int j = 0; j < top_k; ++j) {
         if (idx[j] == e) chosen = j;
@@ -175,37 +157,15 @@ __global__ void RouterTopKBackwardKernel(
   }
 }
 
-// One block: thread i scans a contiguous segment, then a Hillis-Steele scan
-// of the segment totals in shared memory.
+// One block (BlockExclusiveScan); offsets[n] receives the total.
 __global__ void ExclusiveScanKernel(const int32_t* __restrict__ counts, int n,
                                     int32_t* __restrict__ offsets) {
-  __shared__ int32_t s_tot[kScanThreads];
-  const int seg = (n + kScanThreads - 1) / kScanThreads;
-  const int begin = min(n, static_cast<int>(threadIdx.x) * seg);
-  const int end = min(n, begin + seg);
-  int32_t local = 0;
-  for (int i = begin; i < end; ++i) local += counts[i];
-  s_tot[threadIdx.x] = local;
-  __syncthreads();
-  for (int o = 1; o < kScanThreads; o *= 2) {
-    const int32_t add =
-        threadIdx.x >= static_cast<unsigned>(o) ? s_tot[threadIdx.x - o] : 0;
-    __syncthreads();
-    s_tot[threadIdx.x] += add;
-    __syncthreads();
-  }
-  int32_t run = s_tot[threadIdx.x] - local;  // exclusive prefix of segment
-  for (int i = begin; i < end; ++i) {
-    offsets[i] = run;
-    run += counts[i];
-  }
-  if (threadIdx.x == kScanThreads - 1) offsets[n] = s_tot[kScanThreads - 1];
+  const int32_t total = BlockExclusiveScan<kScanThreads>(counts, offsets, n);
+  if (threadIdx.x == kScanThreads - 1) offsets[n] = total;
 }
 
 int RouterGrid(int64_t num_tokens) {
-  const int64_t blocks =
-      (num_tokens + kRouterWarpsPerBlock - 1) / kRouterWarpsPerBlock;
-  return static_cast<int>(blocks < 2048 ? (blocks < 1 ? 1 : blocks) : 2048);
+  return GridFor(num_tokens, kRouterWarpsPerBlock, kMaxRouterBlocks);
 }
 
 template <bool kRenorm>
@@ -214,7 +174,7 @@ cudaError_t LaunchRouterTopKT(const float* logits, int64_t num_tokens,
                               float* topk_weights, int32_t* counts,
                               cudaStream_t stream) {
   const dim3 grid(RouterGrid(num_tokens));
-  const dim3 block(kRouterWarpsPerBlock * kWarp);
+  const dim3 block(kRouterWarpsPerBlock * kWarpSize);
   const size_t smem = sizeof(int32_t) * num_experts;
   if (num_experts <= 32) {
     RouterTopKKernel<1, kRenorm><<<grid, block, smem, stream>>>(
@@ -276,7 +236,7 @@ cudaError_t LaunchRouterTopKBackward(
   }
   if (num_tokens == 0) return cudaSuccess;
   RouterTopKBackwardKernel<<<RouterGrid(num_tokens),
-                             kRouterWarpsPerBlock * kWarp, 0, stream>>>(
+                             kRouterWarpsPerBlock * kWarpSize, 0, stream>>>(
       logits, topk_idx, topk_weights, grad_topk_weights, num_tokens,
       num_experts, top_k, gating == 0, grad_logits);
   return cudaPeekAtLastError();

@@ -18,9 +18,7 @@ int main() {
   using namespace smoe::kernels;
   cudaStream_t stream;
   SMOE_BENCH_CUDA(cudaStreamCreate(&stream));
-  const double copy_gbps = bench::MeasureCopyGBps(stream);
-  std::printf("# device copy bandwidth (D2D, read+write): %.0f GB/s\n",
-              copy_gbps);
+  const double copy_gbps = bench::PrintCopyGBps(stream);
   std::printf("%8s %5s %3s %10s %10s %10s %8s\n", "T", "E", "k", "us", "GB/s",
               "floor_us", "x_floor");
   for (int t : {4096, 16384, 65536}) {
@@ -37,13 +35,9 @@ int main() {
         bench::FillUniform(logits, static_cast<size_t>(t) * e, t + e + k);
         const double us = bench::TimeMedianUs(
             [&](cudaStream_t s) {
-              const absl::Status st =
-                  RouterTopK(logits, t, e, k, RouterGating::kRenormalized, idx,
-                             w, cnt, off, s);
-              if (!st.ok()) {
-                std::fprintf(stderr, "%s\n", st.ToString().c_str());
-                std::exit(1);
-              }
+              SMOE_BENCH_OK(RouterTopK(logits, t, e, k,
+                                       RouterGating::kRenormalized, idx, w, cnt,
+                                       off, s));
             },
             stream);
         const double bytes = 4.0 * t * e + 8.0 * t * k + 8.0 * e;
