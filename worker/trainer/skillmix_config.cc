@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "worker/trainer/json_params.h"
 #include "worker/trainer/trial_envelope.h"
 
 namespace smoe::trainer {
@@ -14,140 +15,104 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::Status Bad(absl::string_view key, const json& v, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(key, "=", v.dump(), ": ", why));
-}
-
-absl::Status GetString(absl::string_view key, const json& v, std::string* out) {
-  if (!v.is_string()) return Bad(key, v, "must be a string");
-  *out = v.get<std::string>();
-  return absl::OkStatus();
-}
-
-absl::Status GetEnum(absl::string_view key, const json& v,
-                     std::initializer_list<const char*> allowed,
-                     std::string* out) {
-  SMOE_RETURN_IF_ERROR(GetString(key, v, out));
-  std::string list;
-  for (const char* a : allowed) {
-    if (*out == a) return absl::OkStatus();
-    absl::StrAppend(&list, list.empty() ? "" : ", ", a);
-  }
-  return Bad(key, v, absl::StrCat("must be one of {", list, "}"));
-}
-
-template <typename T>
-absl::Status GetInt(absl::string_view key, const json& v, int64_t lo,
-                    int64_t hi, T* out) {
-  if (!v.is_number_integer()) return Bad(key, v, "must be an integer");
-  const int64_t x = v.get<int64_t>();
-  if (x < lo || x > hi) {
-    return Bad(key, v, absl::StrCat("must be in [", lo, ", ", hi, "]"));
-  }
-  *out = static_cast<T>(x);
-  return absl::OkStatus();
-}
-
-absl::Status GetDouble(absl::string_view key, const json& v, double lo,
-                       double hi, double* out) {
-  if (!v.is_number()) return Bad(key, v, "must be a number");
-  const double x = v.get<double>();
-  if (!(x >= lo && x <= hi)) {
-    return Bad(key, v, absl::StrCat("must be in [", lo, ", ", hi, "]"));
-  }
-  *out = x;
-  return absl::OkStatus();
-}
-
 absl::Status ApplyParam(const std::string& key, const json& v,
                         SkillMixTrialConfig* c, bool* has_model) {
   skillmix::SkillMixConfig& e = c->eval;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   if (key == "model") {
-    SMOE_RETURN_IF_ERROR(GetString(key, v, &c->model));
-    if (c->model.empty()) return Bad(key, v, "must not be empty");
+    SMOE_RETURN_IF_ERROR(GetJsonString(key, v, &c->model));
+    if (c->model.empty()) return JsonParamError(key, v, "must not be empty");
     *has_model = true;
     return absl::OkStatus();
   }
-  if (key == "ept") return GetInt(key, v, 0, 64, &c->ept);
-  if (key == "device") return GetEnum(key, v, {"cpu", "cuda"}, &c->device);
-  if (key == "k_skills") return GetInt(key, v, 1, 10, &e.k_skills);
+  if (key == "ept") {
+    return GetJsonInt(key, v, 0, 64, kSkillMixIntRules, &c->ept);
+  }
+  if (key == "device") return GetJsonOneOf(key, v, {"cpu", "cuda"}, &c->device);
+  if (key == "k_skills") {
+    return GetJsonInt(key, v, 1, 10, kSkillMixIntRules, &e.k_skills);
+  }
   if (key == "num_combinations") {
-    return GetInt(key, v, 1, 100000, &e.num_combinations);
+    return GetJsonInt(key, v, 1, 100000, kSkillMixIntRules,
+                      &e.num_combinations);
   }
-  if (key == "num_generations")
-    return GetInt(key, v, 1, 16, &e.num_generations);
-  if (key == "num_gradings") return GetInt(key, v, 1, 16, &e.num_gradings);
+  if (key == "num_generations") {
+    return GetJsonInt(key, v, 1, 16, kSkillMixIntRules, &e.num_generations);
+  }
+  if (key == "num_gradings") {
+    return GetJsonInt(key, v, 1, 16, kSkillMixIntRules, &e.num_gradings);
+  }
   if (key == "combos_seed") {
-    return GetInt(key, v, 0, std::numeric_limits<int64_t>::max(),
-                  &e.combos_seed);
+    return GetJsonInt(key, v, 0, std::numeric_limits<int64_t>::max(),
+                      kSkillMixIntRules, &e.combos_seed);
   }
-  if (key == "exp_path") return GetString(key, v, &e.exp_path);
+  if (key == "exp_path") return GetJsonString(key, v, &e.exp_path);
   if (key == "generation_prompt") {
-    std::string s;
-    SMOE_RETURN_IF_ERROR(GetString(key, v, &s));
-    auto p = skillmix::ParseGenerationPrompt(s);
-    if (!p.ok()) return p.status();
-    e.generation_prompt = *p;
-    return absl::OkStatus();
+    return GetJsonEnum(key, v, &skillmix::ParseGenerationPrompt,
+                       &e.generation_prompt);
   }
-  if (key == "grader") return GetEnum(key, v, {"openai", "local"}, &c->grader);
+  if (key == "grader") {
+    return GetJsonOneOf(key, v, {"openai", "local"}, &c->grader);
+  }
   if (key == "grader_model") {
-    SMOE_RETURN_IF_ERROR(GetString(key, v, &c->grader_model));
-    return c->grader_model.empty() ? Bad(key, v, "must not be empty")
+    SMOE_RETURN_IF_ERROR(GetJsonString(key, v, &c->grader_model));
+    return c->grader_model.empty() ? JsonParamError(key, v, "must not be empty")
                                    : absl::OkStatus();
   }
   if (key == "grader_base_url") {
-    SMOE_RETURN_IF_ERROR(GetString(key, v, &c->grader_base_url));
-    return c->grader_base_url.empty() ? Bad(key, v, "must not be empty")
-                                      : absl::OkStatus();
+    SMOE_RETURN_IF_ERROR(GetJsonString(key, v, &c->grader_base_url));
+    return c->grader_base_url.empty()
+               ? JsonParamError(key, v, "must not be empty")
+               : absl::OkStatus();
   }
   if (key == "grader_api_key_env") {
-    return GetString(key, v, &c->grader_api_key_env);
+    return GetJsonString(key, v, &c->grader_api_key_env);
   }
   if (key == "grader_prompt_kind") {
-    std::string s;
-    SMOE_RETURN_IF_ERROR(GetString(key, v, &s));
-    auto p = skillmix::ParseGradingPrompt(s);
-    if (!p.ok()) return p.status();
-    e.grading_prompt = *p;
-    return absl::OkStatus();
+    return GetJsonEnum(key, v, &skillmix::ParseGradingPrompt,
+                       &e.grading_prompt);
   }
   if (key == "grader_max_new_tokens") {
-    return GetInt(key, v, 1, 32768, &e.grader_sampling.max_new_tokens);
+    return GetJsonInt(key, v, 1, 32768, kSkillMixIntRules,
+                      &e.grader_sampling.max_new_tokens);
   }
   if (key == "grader_temperature") {
-    return GetDouble(key, v, 0, 10, &e.grader_sampling.temperature);
+    return GetJsonDouble(key, v, 0, 10, &e.grader_sampling.temperature);
   }
-  if (key == "grader_ept") return GetInt(key, v, 0, 64, &c->grader_ept);
+  if (key == "grader_ept") {
+    return GetJsonInt(key, v, 0, 64, kSkillMixIntRules, &c->grader_ept);
+  }
   if (key == "grader_requests_per_second") {
-    return GetDouble(key, v, -kInf, kInf, &c->grader_requests_per_second);
+    return GetJsonDouble(key, v, -kInf, kInf, &c->grader_requests_per_second);
   }
-  if (key == "grader_cache_dir") return GetString(key, v, &c->grader_cache_dir);
+  if (key == "grader_cache_dir") {
+    return GetJsonString(key, v, &c->grader_cache_dir);
+  }
   if (key == "max_new_tokens") {
-    return GetInt(key, v, 1, 32768, &e.student_sampling.max_new_tokens);
+    return GetJsonInt(key, v, 1, 32768, kSkillMixIntRules,
+                      &e.student_sampling.max_new_tokens);
   }
   if (key == "temperature") {
-    return GetDouble(key, v, 0, 10, &e.student_sampling.temperature);
+    return GetJsonDouble(key, v, 0, 10, &e.student_sampling.temperature);
   }
   if (key == "top_k") {
-    return GetInt(key, v, 0, 1 << 20, &e.student_sampling.top_k);
+    return GetJsonInt(key, v, 0, 1 << 20, kSkillMixIntRules,
+                      &e.student_sampling.top_k);
   }
   if (key == "top_p") {
-    SMOE_RETURN_IF_ERROR(GetDouble(key, v, 0, 1, &e.student_sampling.top_p));
-    return e.student_sampling.top_p > 0 ? absl::OkStatus()
-                                        : Bad(key, v, "must be in (0, 1]");
+    SMOE_RETURN_IF_ERROR(
+        GetJsonDouble(key, v, 0, 1, &e.student_sampling.top_p));
+    return e.student_sampling.top_p > 0
+               ? absl::OkStatus()
+               : JsonParamError(key, v, "must be in (0, 1]");
   }
   if (key == "filter_explicit_name") {
-    if (!v.is_boolean()) return Bad(key, v, "must be true or false");
-    e.filter_explicit_name = v.get<bool>();
-    return absl::OkStatus();
+    return GetJsonBool(key, v, &e.filter_explicit_name);
   }
-  if (key == "skills_path") return GetString(key, v, &c->skills_path);
-  if (key == "topics_path") return GetString(key, v, &c->topics_path);
+  if (key == "skills_path") return GetJsonString(key, v, &c->skills_path);
+  if (key == "topics_path") return GetJsonString(key, v, &c->topics_path);
   if (key == "student_system_prompt") {
-    return GetString(key, v, &e.student_system_prompt);
+    return GetJsonString(key, v, &e.student_system_prompt);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown parameter \"", key, "\" (value ", v.dump(), ")"));

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "worker/trainer/json_params.h"
 #include "worker/trainer/trial_envelope.h"
 
 namespace smoe::trainer {
@@ -17,149 +18,107 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::Status Bad(absl::string_view key, const json& value,
-                 absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(key, "=", value.dump(), ": ", why));
-}
-
-absl::Status GetInt(absl::string_view key, const json& v, int64_t lo,
-                    int64_t hi, int64_t* out) {
-  int64_t x = 0;
-  if (v.is_number_integer()) {
-    x = v.get<int64_t>();
-  } else if (v.is_number_unsigned()) {
-    if (v.get<uint64_t>() >
-        static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return Bad(key, v, "too large");
-    }
-    x = static_cast<int64_t>(v.get<uint64_t>());
-  } else if (v.is_number_float() && std::isfinite(v.get<double>()) &&
-             v.get<double>() == std::floor(v.get<double>()) &&
-             std::fabs(v.get<double>()) < 9e15) {
-    x = static_cast<int64_t>(v.get<double>());
-  } else {
-    return Bad(key, v, "must be an integer");
-  }
-  if (x < lo || x > hi) {
-    return Bad(key, v, absl::StrCat("must be in ", lo, "..", hi));
-  }
-  *out = x;
-  return absl::OkStatus();
-}
-
-absl::Status GetInt32(absl::string_view key, const json& v, int64_t lo,
-                      int64_t hi, int* out) {
-  int64_t x = 0;
-  SMOE_RETURN_IF_ERROR(GetInt(key, v, lo, hi, &x));
-  *out = static_cast<int>(x);
-  return absl::OkStatus();
-}
-
-absl::Status GetDouble(absl::string_view key, const json& v, double* out) {
-  if (!v.is_number() || !std::isfinite(v.get<double>())) {
-    return Bad(key, v, "must be a finite number");
-  }
-  *out = v.get<double>();
-  return absl::OkStatus();
-}
-
-absl::Status GetBool(absl::string_view key, const json& v, bool* out) {
-  if (!v.is_boolean()) return Bad(key, v, "must be true or false");
-  *out = v.get<bool>();
-  return absl::OkStatus();
-}
-
-absl::Status GetString(absl::string_view key, const json& v, std::string* out) {
-  if (!v.is_string()) return Bad(key, v, "must be a string");
-  *out = v.get<std::string>();
-  return absl::OkStatus();
-}
-
-// Re-labels an enum parse error so it quotes the JSON value as given.
-template <typename T>
-absl::Status GetEnum(absl::string_view key, const json& v,
-                     absl::StatusOr<T> (*parse)(absl::string_view), T* out) {
-  std::string s;
-  SMOE_RETURN_IF_ERROR(GetString(key, v, &s));
-  absl::StatusOr<T> parsed = parse(s);
-  if (!parsed.ok()) return parsed.status();
-  *out = *parsed;
-  return absl::OkStatus();
-}
-
 absl::Status ApplyParam(const std::string& key, const json& v, TrainConfig* c) {
   model::ModelConfig& m = c->model;
   constexpr int64_t kMaxI = std::numeric_limits<int64_t>::max() / 4;
-  if (key == "M") return GetInt32(key, v, 1, 8, &m.num_features);
-  if (key == "top_k") return GetInt32(key, v, 1, 1024, &m.top_k);
-  if (key == "num_experts") return GetInt32(key, v, 1, 1024, &m.num_experts);
+  if (key == "M") {
+    return GetJsonInt(key, v, 1, 8, kSravenIntRules, &m.num_features);
+  }
+  if (key == "top_k") {
+    return GetJsonInt(key, v, 1, 1024, kSravenIntRules, &m.top_k);
+  }
+  if (key == "num_experts") {
+    return GetJsonInt(key, v, 1, 1024, kSravenIntRules, &m.num_experts);
+  }
   if (key == "attention") {
-    return GetEnum(key, v, &model::ParseAttentionKind, &m.attention);
+    return GetJsonEnum(key, v, &model::ParseAttentionKind, &m.attention);
   }
-  if (key == "router")
-    return GetEnum(key, v, &model::ParseRouterKind, &m.router);
-  if (key == "gating") return GetEnum(key, v, &model::ParseGating, &m.gating);
+  if (key == "router") {
+    return GetJsonEnum(key, v, &model::ParseRouterKind, &m.router);
+  }
+  if (key == "gating") {
+    return GetJsonEnum(key, v, &model::ParseGating, &m.gating);
+  }
   if (key == "dispatch") {
-    return GetEnum(key, v, &model::ParseDispatch, &m.dispatch);
+    return GetJsonEnum(key, v, &model::ParseDispatch, &m.dispatch);
   }
-  if (key == "steps") return GetInt(key, v, 1, kMaxI, &c->steps);
-  if (key == "batch_size") return GetInt(key, v, 1, 65536, &c->batch_size);
+  if (key == "steps") {
+    return GetJsonInt(key, v, 1, kMaxI, kSravenIntRules, &c->steps);
+  }
+  if (key == "batch_size") {
+    return GetJsonInt(key, v, 1, 65536, kSravenIntRules, &c->batch_size);
+  }
   if (key == "lr") {
-    SMOE_RETURN_IF_ERROR(GetDouble(key, v, &c->lr));
-    return c->lr > 0 ? absl::OkStatus() : Bad(key, v, "must be > 0");
+    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &c->lr));
+    return c->lr > 0 ? absl::OkStatus() : JsonParamError(key, v, "must be > 0");
   }
   if (key == "weight_decay") {
-    SMOE_RETURN_IF_ERROR(GetDouble(key, v, &c->weight_decay));
+    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &c->weight_decay));
     return c->weight_decay >= 0 ? absl::OkStatus()
-                                : Bad(key, v, "must be >= 0");
+                                : JsonParamError(key, v, "must be >= 0");
   }
-  if (key == "warmup") return GetInt(key, v, 0, kMaxI, &c->warmup);
+  if (key == "warmup") {
+    return GetJsonInt(key, v, 0, kMaxI, kSravenIntRules, &c->warmup);
+  }
   if (key == "width") {
-    SMOE_RETURN_IF_ERROR(GetDouble(key, v, &m.width));
+    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &m.width));
     const double w16 = 16 * m.width;
     if (!(m.width > 0) || w16 > 4096 ||
         std::fabs(w16 - std::round(w16)) > 1e-9) {
-      return Bad(key, v, "must be positive with 16*width an integer");
+      return JsonParamError(key, v,
+                            "must be positive with 16*width an integer");
     }
     return absl::OkStatus();
   }
-  if (key == "depth") return GetInt32(key, v, 1, 256, &m.depth);
-  if (key == "eval_every") return GetInt(key, v, 1, kMaxI, &c->eval_every);
-  if (key == "num_eval") return GetInt(key, v, 1, kMaxI, &c->num_eval);
-  if (key == "checkpoint_every") {
-    return GetInt(key, v, 1, kMaxI, &c->checkpoint_every);
+  if (key == "depth") {
+    return GetJsonInt(key, v, 1, 256, kSravenIntRules, &m.depth);
   }
-  if (key == "log_every") return GetInt(key, v, 1, kMaxI, &c->log_every);
+  if (key == "eval_every") {
+    return GetJsonInt(key, v, 1, kMaxI, kSravenIntRules, &c->eval_every);
+  }
+  if (key == "num_eval") {
+    return GetJsonInt(key, v, 1, kMaxI, kSravenIntRules, &c->num_eval);
+  }
+  if (key == "checkpoint_every") {
+    return GetJsonInt(key, v, 1, kMaxI, kSravenIntRules, &c->checkpoint_every);
+  }
+  if (key == "log_every") {
+    return GetJsonInt(key, v, 1, kMaxI, kSravenIntRules, &c->log_every);
+  }
   if (key == "device") {
-    SMOE_RETURN_IF_ERROR(GetString(key, v, &c->device));
+    SMOE_RETURN_IF_ERROR(GetJsonString(key, v, &c->device));
     return c->device == "cpu" || c->device == "cuda"
                ? absl::OkStatus()
-               : Bad(key, v, "must be cpu or cuda");
+               : JsonParamError(key, v, "must be cpu or cuda");
   }
-  if (key == "bf16") return GetBool(key, v, &c->bf16);
+  if (key == "bf16") return GetJsonBool(key, v, &c->bf16);
   if (key == "load_balance_alpha") {
-    SMOE_RETURN_IF_ERROR(GetDouble(key, v, &m.load_balance_alpha));
+    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &m.load_balance_alpha));
     return m.load_balance_alpha >= 0 ? absl::OkStatus()
-                                     : Bad(key, v, "must be >= 0");
+                                     : JsonParamError(key, v, "must be >= 0");
   }
-  if (key == "num_rules") return GetInt32(key, v, 1, 8, &c->num_rules);
+  if (key == "num_rules") {
+    return GetJsonInt(key, v, 1, 8, kSravenIntRules, &c->num_rules);
+  }
   if (key == "frac_ood") {
-    SMOE_RETURN_IF_ERROR(GetDouble(key, v, &c->frac_ood));
+    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &c->frac_ood));
     return c->frac_ood >= 0 && c->frac_ood < 1
                ? absl::OkStatus()
-               : Bad(key, v, "must be in [0, 1)");
+               : JsonParamError(key, v, "must be in [0, 1)");
   }
-  if (key == "shared_stream") return GetBool(key, v, &c->shared_stream);
+  if (key == "shared_stream") return GetJsonBool(key, v, &c->shared_stream);
   if (key == "soft_slots") {
-    return GetInt32(key, v, 1, 1024, &m.soft_slots_per_expert);
+    return GetJsonInt(key, v, 1, 1024, kSravenIntRules,
+                      &m.soft_slots_per_expert);
   }
-  if (key == "ep_size") return GetInt32(key, v, 1, 64, &c->ep_size);
+  if (key == "ep_size") {
+    return GetJsonInt(key, v, 1, 64, kSravenIntRules, &c->ep_size);
+  }
   if (key == "attention_dropout") {
-    SMOE_RETURN_IF_ERROR(GetDouble(key, v, &m.attention_dropout));
+    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &m.attention_dropout));
     return m.attention_dropout >= 0 && m.attention_dropout < 1
                ? absl::OkStatus()
-               : Bad(key, v, "must be in [0, 1)");
+               : JsonParamError(key, v, "must be in [0, 1)");
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown parameter \"", key, "\" (value ", v.dump(), ")"));
@@ -226,8 +185,9 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
 
 double LearningRate(const TrainConfig& c, int64_t step) {
   const int64_t w = c.warmup;
-  if (step < w)
+  if (step < w) {
     return c.lr * static_cast<double>(step) / static_cast<double>(w);
+  }
   const int64_t decay = c.steps - 2 * w;
   if (decay <= 0) return 0.1 * c.lr;
   const double t = static_cast<double>(std::min(step - w, decay)) /

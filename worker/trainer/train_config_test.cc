@@ -57,6 +57,19 @@ TEST(TrainConfigTest, RejectsBadParamsNamingKeyAndValue) {
   EXPECT_FALSE(ParseTrialJson("{not json").ok());
 }
 
+// kind sraven reads integers by kSravenIntRules (json_params.h): integral
+// floats count, anything else is named.
+TEST(TrainConfigTest, IntegersMayBeWrittenAsIntegralFloats) {
+  auto spec = ParseTrialJson(
+      R"({"kind": "sraven", "params": {"steps": 2e3, "M": 3.0}})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->config.steps, 2000);
+  EXPECT_EQ(spec->config.model.num_features, 3);
+  ExpectBad(R"({"M": 2.5})", "M=2.5", "must be an integer");
+  ExpectBad(R"({"steps": 18446744073709551615})", "steps=18446744073709551615",
+            "must be in 1..");
+}
+
 // smoe-trainer dispatches on kind before parsing; this parser takes sraven
 // trials only and names any other kind.
 TEST(TrainConfigTest, OtherKindsAreRejectedByName) {

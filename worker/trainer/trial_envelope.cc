@@ -2,24 +2,11 @@
 #include "worker/trainer/trial_envelope.h"
 
 #include "absl/strings/str_cat.h"
+#include "worker/trainer/json_params.h"
 
 namespace smoe::trainer {
-namespace {
 
 using json = nlohmann::json;
-
-absl::Status Bad(absl::string_view key, const json& v, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(key, "=", v.dump(), ": ", why));
-}
-
-absl::Status GetString(absl::string_view key, const json& v, std::string* out) {
-  if (!v.is_string()) return Bad(key, v, "must be a string");
-  *out = v.get<std::string>();
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<TrialEnvelope> ParseTrialEnvelope(absl::string_view text) {
   const json j = json::parse(text.begin(), text.end(), nullptr,
@@ -36,15 +23,15 @@ absl::StatusOr<TrialEnvelope> ParseTrialEnvelope(absl::string_view text) {
     const json& v = it.value();
     absl::Status s;
     if (key == "sweep_id") {
-      s = GetString(key, v, &e.sweep_id);
+      s = GetJsonString(key, v, &e.sweep_id);
     } else if (key == "trial_id") {
-      s = GetString(key, v, &e.trial_id);
+      s = GetJsonString(key, v, &e.trial_id);
     } else if (key == "kind") {
-      s = GetString(key, v, &e.kind);
+      s = GetJsonString(key, v, &e.kind);
     } else if (key == "attempt") {
       if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
           v.get<int64_t>() > (int64_t{1} << 30)) {
-        s = Bad(key, v, "must be an integer in 0..1073741824");
+        s = JsonParamError(key, v, "must be an integer in 0..1073741824");
       } else {
         e.attempt = v.get<int64_t>();
       }
@@ -54,11 +41,11 @@ absl::StatusOr<TrialEnvelope> ParseTrialEnvelope(absl::string_view text) {
       } else if (v.is_number_integer() && v.get<int64_t>() >= 0) {
         e.seed = static_cast<uint64_t>(v.get<int64_t>());
       } else {
-        s = Bad(key, v, "must be a non-negative integer");
+        s = JsonParamError(key, v, "must be a non-negative integer");
       }
     } else if (key == "params") {
       if (!v.is_object()) {
-        s = Bad(key, v, "must be an object");
+        s = JsonParamError(key, v, "must be an object");
       } else {
         e.params = v;
       }
