@@ -111,8 +111,8 @@ TEST(SweepSpecTest, RejectsBadFilesNamingFieldAndValue) {
       {"name: x\nkind: sraven\ngrid:\n  top_k: [16]\nfixed: {num_experts: 8}\n",
        "top_k=16 is larger than num_experts=8"},
       {"name: x\nkind: skillmix\nfixed: {model: /m}\n"
-       "resources: {ep_size: 2, gpus_per_trial: 2}\n",
-       "resources.ep_size: 2 is not supported for kind skillmix"},
+       "resources: {ep_size: 2, gpus_per_trial: 1}\n",
+       "resources.gpus_per_trial: 1 must equal resources.ep_size (2)"},
       {"name: x\nkind: sraven\nfixed: {ep_size: 2}\n",
        "ep_size=2 must equal resources.ep_size=1"},
       {"name: x\nkind: sraven\ngrid:\n  ep_size: [2, 4]\n"
@@ -168,6 +168,16 @@ TEST(SweepSpecTest, QuotedNumbersStayStrings) {
       "\"123\"\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(spec->fixed["model"].is_string());
+}
+
+// A Skill-Mix model split over two GPUs (Mixtral-8x7B on two 80 GB cards).
+TEST(SweepSpecTest, SkillMixMaySpanSeveralRanks) {
+  auto spec = ParseSweepYaml(
+      "name: big\nkind: skillmix\ngrid:\n  ept: [1, 2]\nfixed:\n"
+      "  model: /models/mixtral\nresources: {gpus_per_trial: 2, ep_size: 2}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->resources.ep_size, 2);
+  EXPECT_EQ(spec->resources.gpus_per_trial, 2);
 }
 
 }  // namespace

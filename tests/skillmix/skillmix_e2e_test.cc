@@ -4,8 +4,10 @@
 // `smoe-trainer make-random-model`), graded by a fake OpenAI-compatible
 // server on 127.0.0.1 that checks the bearer key. Checks the events and exit
 // codes of the trainer contract, resume without new grader requests, SIGTERM
-// -> exit 75, and that the key is in no file and no log. Last, a whole
-// `kind: skillmix` sweep through a real coordinator and worker daemon.
+// -> exit 75, and that the key is in no file and no log; two ranks (expert
+// parallel over Gloo) equal one process. Last, whole `kind: skillmix`
+// sweeps through a real coordinator and worker daemon, one and two ranks
+// per trial.
 #include <httplib.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -256,21 +258,50 @@ TEST_F(SkillMixE2eTest, SigtermExitsWith75AndResumes) {
   EXPECT_EQ(Events(work + "/out2.jsonl").back()["event"], "result");
 }
 
-// Expert-parallel Skill-Mix trials are not wired yet: started as one of
-// several ranks, the trainer refuses (exit 64, no retry) before it asks the
-// grader anything, instead of running the whole pipeline on every rank.
-TEST_F(SkillMixE2eTest, SeveralRanksAreRefusedBeforeAnyGraderRequest) {
+// Expert parallel over real processes: rank 0 and rank 1 (Gloo, FileStore
+// rendezvous) split the model's experts; rank 0 alone runs the pipeline and
+// talks to the grader, rank 1 only joins the forwards. The checkpoint (every
+// student reply and grading) and the result equal the one-process run's, the
+// grader sees the same number of requests, and rank 1 prints no event.
+TEST_F(SkillMixE2eTest, TwoRanksEqualOneProcess) {
   FakeGrader grader;
   ::setenv("SMOE_E2E_GRADER_KEY", kKey, 1);
-  const std::string work = *dir_ + "/ranks";
-  const std::string trial = WriteTrial(work, grader.url(), 2);
-  const int rc = Shell(absl::StrCat(
-      "SMOE_RANK=0 SMOE_WORLD_SIZE=2 SMOE_RENDEZVOUS=", work, "/rdv ",
-      SMOE_TRAINER_BINARY, " run --trial ", trial, " --workdir ", work, " > ",
-      work, "/out.jsonl 2> ", work, "/err.txt"));
-  EXPECT_EQ(rc, 64) << ReadAll(work + "/err.txt");
-  EXPECT_THAT(ReadAll(work + "/err.txt"), HasSubstr("SMOE_WORLD_SIZE=2"));
-  EXPECT_EQ(grader.requests(), 0);
+  const std::string one = *dir_ + "/one-rank";
+  const std::string trial1 = WriteTrial(one, grader.url(), 2);
+  ASSERT_EQ(Shell(absl::StrCat(SMOE_TRAINER_BINARY, " run --trial ", trial1,
+                               " --workdir ", one, " > ", one, "/out.jsonl 2> ",
+                               one, "/err.txt")),
+            0)
+      << ReadAll(one + "/err.txt");
+  const int requests_one = grader.requests();
+
+  const std::string two = *dir_ + "/two-ranks";
+  const std::string trial2 = WriteTrial(two, grader.url(), 2);
+  auto rank_cmd = [&](int rank) {
+    return absl::StrCat(
+        "SMOE_RANK=", rank, " SMOE_WORLD_SIZE=2 SMOE_RENDEZVOUS=", two, "/rdv ",
+        SMOE_TRAINER_BINARY, " run --trial ", trial2, " --workdir ", two, " > ",
+        two, "/out", rank, ".jsonl 2> ", two, "/err", rank, ".txt");
+  };
+  // Both ranks in the background; the shell's exit is rank 0's, then 10 +
+  // rank 1's when that one failed.
+  const int rc = Shell(
+      absl::StrCat("(", rank_cmd(1), ") & r1=$!; ", rank_cmd(0),
+                   "; r0=$?; wait $r1; r1=$?; ", "[ $r0 -ne 0 ] && exit $r0; ",
+                   "[ $r1 -ne 0 ] && exit $((10 + r1)); ", "exit 0"));
+  ASSERT_EQ(rc, 0) << "rank 0:\n"
+                   << ReadAll(two + "/err0.txt") << "\nrank 1:\n"
+                   << ReadAll(two + "/err1.txt");
+  EXPECT_EQ(grader.requests() - requests_one, requests_one);
+  EXPECT_EQ(ReadAll(two + "/skillmix_checkpoint.jsonl"),
+            ReadAll(one + "/skillmix_checkpoint.jsonl"));
+  EXPECT_EQ(Events(two + "/out0.jsonl").back(),
+            Events(one + "/out.jsonl").back());
+  EXPECT_EQ(Events(two + "/out0.jsonl").back()["event"], "result");
+  EXPECT_TRUE(Events(two + "/out1.jsonl").empty());
+  // 2 combinations x 2 turns of student generation, all joined by rank 1.
+  EXPECT_THAT(ReadAll(two + "/err1.txt"), HasSubstr("served 4 generation"));
+  EXPECT_THAT(ReadAll(two + "/err0.txt"), HasSubstr("2 ranks"));
 }
 
 // The "done when": a skillmix sweep (k_skills x ept) submitted with
@@ -323,6 +354,49 @@ TEST_F(SkillMixE2eTest, SweepRunsThroughCoordinatorAndWorker) {
     EXPECT_THAT(ReadAll(e.path().string()), Not(HasSubstr("SECRET")))
         << e.path();
   }
+}
+
+// The same through the system: `resources: {ep_size: 2}` makes the worker
+// daemon start two smoe-trainer ranks per trial (one per GPU on a GPU box;
+// here on the CPU over Gloo); rank 0's events reach the coordinator.
+TEST_F(SkillMixE2eTest, ExpertParallelSweepRunsThroughCoordinatorAndWorker) {
+  FakeGrader grader;
+  smoe::e2e::Cluster c("skillmix-ep", "{}");
+  c.StartCoordinator();
+  c.StartWorker(0, /*slots=*/1, SMOE_TRAINER_BINARY,
+                {"--kinds", "skillmix", "--gpus", "0"},
+                {{"SMOE_E2E_GRADER_KEY", kKey}, {"OMP_NUM_THREADS", "1"}});
+  const std::string sweep = c.WriteFile(
+      "skillmix-ep.yaml",
+      absl::StrCat("name: smxep\nkind: skillmix\ngrid:\n  ept: [1, 2]\n",
+                   "fixed:\n  model: ", *dir_, "/model\n  k_skills: 2\n",
+                   "  num_combinations: 1\n  num_generations: 1\n",
+                   "  num_gradings: 1\n  max_new_tokens: 4\n  device: cpu\n",
+                   "  grader: openai\n  grader_base_url: ", grader.url(),
+                   "\n  grader_api_key_env: SMOE_E2E_GRADER_KEY\n",
+                   "seeds: [0]\nretries: 0\nresources: {ep_size: 2}\n"));
+  auto [rc, out] = c.Smoe({"sweep", "submit", sweep});
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(c.WaitFor(
+      "smxep",
+      [](const smoe::v1::GetSweepResponse& s) {
+        return s.sweep().state() != smoe::v1::SWEEP_STATE_ACTIVE;
+      },
+      absl::Seconds(240)))
+      << ReadAll(c.dir() + "/worker-0/worker.log");
+  auto [rc2, results] = c.Smoe({"results", "smxep", "--format", "json"});
+  ASSERT_EQ(rc2, 0) << results;
+  const json rows = json::parse(results, nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << results;
+  ASSERT_EQ(rows.size(), 2u) << results;
+  for (const json& r : rows) {
+    EXPECT_EQ(r["state"], "succeeded") << r.dump();
+    ASSERT_TRUE(r["results"].contains("skill_fraction")) << r.dump();
+    EXPECT_DOUBLE_EQ(r["results"]["skill_fraction"].get<double>(), 1.0)
+        << r.dump();
+  }
+  EXPECT_EQ(grader.requests(), 2);  // rank 0 only: one per point
+  EXPECT_THAT(ReadAll(c.dir() + "/worker-0/worker.log"), HasSubstr("2 ranks"));
 }
 
 }  // namespace

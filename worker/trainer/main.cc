@@ -19,14 +19,16 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "worker/trainer/mixtral_tools.h"
 #include "worker/trainer/skillmix_config.h"
-#include "worker/trainer/skillmix_local_model.h"
+#include "worker/trainer/skillmix_models.h"
 #include "worker/trainer/skillmix_trial.h"
 #include "worker/trainer/train_config.h"
 #include "worker/trainer/trainer.h"
@@ -55,6 +57,9 @@ int ExitCodeFor(const absl::Status& status) {
 }
 
 // kind "skillmix": one Skill-Mix evaluation (worker/trainer/skillmix_trial.h).
+// With SMOE_WORLD_SIZE > 1 (resources.ep_size) the model's experts are split
+// over the ranks: rank 0 runs the trial and leads, the others follow
+// (worker/trainer/skillmix_models.h).
 int RunSkillMix(const std::string& trial_path, const std::string& text,
                 const std::string& workdir) {
   absl::StatusOr<smoe::trainer::SkillMixTrialConfig> config =
@@ -65,18 +70,47 @@ int RunSkillMix(const std::string& trial_path, const std::string& text,
                  std::string(config.status().message()).c_str());
     return kExitUsage;
   }
-  smoe::trainer::StdoutEventSink sink;
-  smoe::trainer::SkillMixRunOptions options;
-  options.workdir = workdir;
-  options.emit = [&sink](const std::string& line) { sink.Emit(line); };
-  options.stop = &g_stop;
-  options.model_factory = smoe::trainer::LocalChatModelFactory();
-  SMOE_LOG(INFO) << "trial " << config->trial_id << " attempt "
-                 << config->attempt << " (skillmix) starting in " << workdir;
+  absl::StatusOr<smoe::model::RendezvousInfo> rdv =
+      smoe::model::RendezvousFromEnv();
+  if (!rdv.ok()) return ExitCodeFor(rdv.status());
   smoe::trainer::ConfigureTorchThreads();
   try {
-    return ExitCodeFor(
-        smoe::trainer::RunSkillMixTrial(*config, options).status());
+    std::unique_ptr<smoe::kernels::Communicator> comm;
+    if (rdv->world_size > 1) {
+      auto joined = smoe::trainer::JoinSkillMixGroup(*rdv, config->device);
+      if (!joined.ok()) return ExitCodeFor(joined.status());
+      comm = *std::move(joined);
+    }
+    smoe::trainer::SkillMixModels models(*config, comm.get());
+    if (rdv->rank > 0) {
+      // A follower: no events, no files; SIGTERM only sets g_stop, so it
+      // keeps serving until rank 0 (signalled too) stops it gracefully.
+      int64_t served = 0;
+      const absl::Status s = models.Follow(&served);
+      SMOE_LOG(INFO) << "skillmix: rank " << rdv->rank << " served " << served
+                     << " generation calls";
+      return ExitCodeFor(s);
+    }
+    smoe::trainer::StdoutEventSink sink;
+    smoe::trainer::SkillMixRunOptions options;
+    options.workdir = workdir;
+    options.emit = [&sink](const std::string& line) { sink.Emit(line); };
+    options.stop = &g_stop;
+    options.model_factory = models.Factory();
+    SMOE_LOG(INFO) << "trial " << config->trial_id << " attempt "
+                   << config->attempt << " (skillmix"
+                   << (comm != nullptr
+                           ? absl::StrCat(", ", comm->world_size(), " ranks")
+                           : "")
+                   << ") starting in " << workdir;
+    const absl::Status s =
+        smoe::trainer::RunSkillMixTrial(*config, options).status();
+    // Also after a failure, so the followers exit now, not at the deadline.
+    const absl::Status stopped = models.StopFollowers();
+    if (!stopped.ok()) {
+      SMOE_LOG(WARNING) << "skillmix: stopping the other ranks: " << stopped;
+    }
+    return ExitCodeFor(s);
   } catch (const std::exception& e) {  // LibTorch (c10::Error) and std
     SMOE_LOG(ERROR) << "skillmix: " << e.what();
     return kExitError;

@@ -10,14 +10,22 @@
 //
 // Mapping of SamplingParams: temperature <= 1e-5 -> greedy; top_k, top_p,
 // max_new_tokens as given; conversation i of a Complete() call samples from
-// the stream (seed, i) whatever the chunking. EPT is the model's current
-// value (SetExpertsPerToken, or Options::experts_per_token at Create).
+// the stream (seed, i) whatever the chunking. EPT is this chat model's own
+// value (Options::experts_per_token at Create, SetExpertsPerToken), passed
+// with every generation call, so several chat models may share one loaded
+// MixtralModel at different EPTs (a Skill-Mix student and a local grader on
+// the same checkpoint: one copy of the weights).
+//
+// Generation goes through a GenerateFn: by default the model's own Generate;
+// expert-parallel rank 0 passes one that leads the followers
+// (LeadMixtralGenerate, worker/model/mixtral/mixtral_expert_parallel.h).
 //
 // Thread safety: not thread-safe (ChatModel is thread-compatible).
 #ifndef SMOE_WORKER_TRAINER_MIXTRAL_CHAT_MODEL_H_
 #define SMOE_WORKER_TRAINER_MIXTRAL_CHAT_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,18 +51,39 @@ class MixtralChatModel : public skillmix::ChatModel {
   static absl::StatusOr<std::unique_ptr<MixtralChatModel>> Create(
       const Options& options);
 
-  // Wraps an already loaded model and tokenizer (tests). REQUIRES: both
-  // non-null.
-  MixtralChatModel(std::unique_ptr<model::mixtral::MixtralModel> model,
-                   std::unique_ptr<model::mixtral::MixtralTokenizer> tokenizer,
-                   int64_t max_batch);
+  // Runs one generation call on `model` (the default: model.Generate).
+  using GenerateFn =
+      std::function<absl::StatusOr<std::vector<std::vector<int32_t>>>(
+          model::mixtral::MixtralModel& model,
+          const std::vector<std::vector<int32_t>>& prompts,
+          const model::mixtral::MixtralGenerationOptions& options)>;
 
-  // Changes EPT for later calls without reloading. InvalidArgument outside
-  // 1..num_local_experts.
-  absl::Status SetExpertsPerToken(int64_t ept) {
-    return model_->SetExpertsPerToken(ept);
+  // Wraps an already loaded model and tokenizer, possibly shared with other
+  // chat models. `experts_per_token` 0 means the model's current EPT at each
+  // call; `generate` empty means model.Generate. REQUIRES: model and
+  // tokenizer non-null, max_batch >= 1, experts_per_token 0 or in
+  // 1..num_local_experts (Create checks these).
+  MixtralChatModel(
+      std::shared_ptr<model::mixtral::MixtralModel> model,
+      std::shared_ptr<const model::mixtral::MixtralTokenizer> tokenizer,
+      int64_t max_batch, int64_t experts_per_token = 0,
+      GenerateFn generate = nullptr);
+
+  // Checks a model/tokenizer pair and an EPT for the constructor: the
+  // tokenizer's vocabulary must fit the model's, `experts_per_token` must be
+  // 0 or in 1..num_local_experts, max_batch >= 1. InvalidArgument naming the
+  // value otherwise.
+  static absl::Status Validate(const model::mixtral::MixtralModel& model,
+                               const model::mixtral::MixtralTokenizer& tok,
+                               int64_t experts_per_token, int64_t max_batch,
+                               const std::string& model_dir);
+
+  // Changes EPT for later calls without reloading (the shared model is not
+  // touched). InvalidArgument outside 1..num_local_experts.
+  absl::Status SetExpertsPerToken(int64_t ept);
+  int64_t experts_per_token() const {
+    return ept_ != 0 ? ept_ : model_->experts_per_token();
   }
-  int64_t experts_per_token() const { return model_->experts_per_token(); }
 
   // ChatModel. InvalidArgument for an empty conversation, one that does not
   // end with "user", a "system" message or roles that do not alternate.
@@ -68,9 +97,11 @@ class MixtralChatModel : public skillmix::ChatModel {
   }
 
  private:
-  std::unique_ptr<model::mixtral::MixtralModel> model_;
-  std::unique_ptr<model::mixtral::MixtralTokenizer> tokenizer_;
+  std::shared_ptr<model::mixtral::MixtralModel> model_;
+  std::shared_ptr<const model::mixtral::MixtralTokenizer> tokenizer_;
   int64_t max_batch_;
+  int64_t ept_;  // 0: the model's current value
+  GenerateFn generate_;
 };
 
 }  // namespace smoe::trainer
