@@ -71,7 +71,7 @@ absl::StatusOr<torch::Tensor> AllReduceMoePartial(const torch::Tensor& partial,
               torch::kFloat32, /*non_blocking=*/false, /*copy=*/true)
           .contiguous();
   const absl::Status s = comm->AllReduceSum(buf.data_ptr(), buf.numel(),
-                                            kernels::DataType::kFloat32);
+                                            kernels::DType::kFloat32);
   if (!s.ok()) {
     return absl::Status(
         s.code(), absl::StrCat("expert-parallel all-reduce of layer ", layer,
@@ -132,7 +132,7 @@ absl::Status BroadcastFromLeader(std::vector<int64_t>* values,
     t = t.to(torch::kCUDA);
   }
   const absl::Status s =
-      comm->AllReduceSum(t.data_ptr(), n, kernels::DataType::kInt64);
+      comm->AllReduceSum(t.data_ptr(), n, kernels::DType::kInt64);
   if (!s.ok()) {
     return absl::Status(s.code(),
                         absl::StrCat("expert-parallel generate broadcast over ",
