@@ -356,6 +356,73 @@ TEST_F(SkillMixE2eTest, SweepRunsThroughCoordinatorAndWorker) {
   }
 }
 
+// Starts `smoe-trainer run` as rank `rank` of 2 (FileStore rendezvous
+// WORK/rdv), stdout to WORK/out<rank>.jsonl, stderr to WORK/err<rank>.txt.
+pid_t StartRank(const std::string& work, const std::string& trial, int rank) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("SMOE_RANK", std::to_string(rank).c_str(), 1);
+    ::setenv("SMOE_WORLD_SIZE", "2", 1);
+    ::setenv("SMOE_RENDEZVOUS", (work + "/rdv").c_str(), 1);
+    std::freopen(absl::StrCat(work, "/out", rank, ".jsonl").c_str(), "w",
+                 stdout);
+    std::freopen(absl::StrCat(work, "/err", rank, ".txt").c_str(), "w", stderr);
+    ::execl(SMOE_TRAINER_BINARY, SMOE_TRAINER_BINARY, "run", "--trial",
+            trial.c_str(), "--workdir", work.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// SIGTERM to both ranks of an expert-parallel trial (what the daemon does on
+// drain or cancel): rank 0 stops at the combination boundary, exits 75 and
+// releases rank 1, which exits 0; a new two-rank attempt resumes and ends.
+TEST_F(SkillMixE2eTest, TwoRanksStopTogetherOnSigtermAndResume) {
+  FakeGrader grader;
+  grader.set_delay_ms(400);
+  ::setenv("SMOE_E2E_GRADER_KEY", kKey, 1);
+  const std::string work = *dir_ + "/term-ep";
+  const std::string trial = WriteTrial(work, grader.url(), 6);
+  std::filesystem::remove(work + "/rdv");
+  const pid_t r1 = StartRank(work, trial, 1);
+  const pid_t r0 = StartRank(work, trial, 0);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline &&
+         !absl::StrContains(ReadAll(work + "/out0.jsonl"), "\"checkpoint\"")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(r0, SIGTERM);
+  ::kill(r1, SIGTERM);
+  int s0 = 0, s1 = 0;
+  ::waitpid(r0, &s0, 0);
+  ::waitpid(r1, &s1, 0);
+  const std::string logs =
+      absl::StrCat("rank 0:\n", ReadAll(work + "/err0.txt"), "\nrank 1:\n",
+                   ReadAll(work + "/err1.txt"));
+  ASSERT_TRUE(WIFEXITED(s0) && WIFEXITED(s1)) << logs;
+  EXPECT_EQ(WEXITSTATUS(s0), 75) << logs;
+  EXPECT_EQ(WEXITSTATUS(s1), 0) << logs;
+  const std::string ckpt = ReadAll(work + "/skillmix_checkpoint.jsonl");
+  const int finished =
+      static_cast<int>(std::count(ckpt.begin(), ckpt.end(), '\n')) - 1;
+  EXPECT_GE(finished, 1);
+  EXPECT_LT(finished, 6);
+
+  grader.set_delay_ms(0);
+  std::filesystem::remove(work + "/rdv");
+  const pid_t again1 = StartRank(work, trial, 1);
+  const pid_t again0 = StartRank(work, trial, 0);
+  ::waitpid(again0, &s0, 0);
+  ::waitpid(again1, &s1, 0);
+  ASSERT_TRUE(WIFEXITED(s0) && WEXITSTATUS(s0) == 0)
+      << ReadAll(work + "/err0.txt");
+  ASSERT_TRUE(WIFEXITED(s1) && WEXITSTATUS(s1) == 0)
+      << ReadAll(work + "/err1.txt");
+  EXPECT_EQ(Events(work + "/out0.jsonl").back()["event"], "result");
+}
+
 // The same through the system: `resources: {ep_size: 2}` makes the worker
 // daemon start two smoe-trainer ranks per trial (one per GPU on a GPU box;
 // here on the CPU over Gloo); rank 0's events reach the coordinator.
