@@ -82,3 +82,102 @@ export function csvEscape(v) {
 export function toCsv(header, rows) {
   return [header, ...rows].map((r) => r.map(csvEscape).join(',')).join('\n') + '\n';
 }
+
+// ---- Skill-Mix ------------------------------------------------------------------
+// GET /api/sweeps/{id}/skillmix serves, per result metric, a table
+//   {metric, rows: [EPT...], cols: [k_skills...], cells[r][c]: {n, mean, sem} | null}
+// with rows and cols ascending. sem is null when it is unknown (one trial that
+// reported no s.e. of its own); a cell is null when no trial finished there.
+
+const finite = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+// A cell's mean and s.e. (null when missing, NaN or unknown) and n.
+function cellStats(cell) {
+  const mean = cell ? finite(cell.mean) : null;
+  return mean === null ? null : { mean, sem: finite(cell.sem), n: cell.n ?? 0 };
+}
+
+// Two means count as tied when they differ by at most this (relative) much:
+// the server's means of equal inputs are bit-equal, but CSV round trips and
+// sums in another order are not.
+const TIE = 1e-12;
+
+// The best and runner-up row (EPT) of column j by mean: argmax of the mean;
+// ties go to the smaller EPT (the earlier row; rows are ascending). Each is
+// {row, mean, sem, n} or null (no / only one row with a value). gap_se is
+// (best − runner-up) / √(s.e.² + s.e.²), null when either s.e. is unknown or
+// both are 0.
+function bestOfColumn(table, j) {
+  const cands = [];
+  table.rows.forEach((row, i) => {
+    const s = cellStats(table.cells[i]?.[j]);
+    if (s) cands.push({ row, ...s });
+  });
+  const better = (a, b) => a.mean > b.mean + TIE * Math.max(1, Math.abs(b.mean));
+  let best = null;
+  let runnerUp = null;
+  for (const c of cands) {
+    if (!best || better(c, best)) {
+      runnerUp = best;
+      best = c;
+    } else if (!runnerUp || better(c, runnerUp)) {
+      runnerUp = c;
+    }
+  }
+  let gapSe = null;
+  if (best && runnerUp && best.sem !== null && runnerUp.sem !== null) {
+    const se = Math.hypot(best.sem, runnerUp.sem);
+    if (se > 0) gapSe = (best.mean - runnerUp.mean) / se;
+  }
+  return { best, runnerUp, gapSe };
+}
+
+// The best EPT per k_skills of one Skill-Mix table, one row per column (k):
+// {col, best, runner_up, gap_se} (see bestOfColumn).
+export function skillMixBest(table) {
+  return table.cols.map((col, j) => {
+    const { best, runnerUp, gapSe } = bestOfColumn(table, j);
+    return { col, best, runner_up: runnerUp, gap_se: gapSe };
+  });
+}
+
+// One Skill-Mix table as line-chart input: x = the rows (EPT; indices with
+// tick labels when not all numbers), a line per column (k_skills) with a
+// mean ± s.e. band (no band where the s.e. is unknown), and the best EPT per
+// column as a marker series right after its line. colName labels the lines.
+//   -> {xs, xTickLabels, categorical, series, best}
+export function skillMixSeries(table, palette, colName = 'k_skills') {
+  const categorical = !table.rows.every((r) => typeof r === 'number');
+  const xs = categorical ? table.rows.map((_, i) => i) : table.rows.slice();
+  const best = skillMixBest(table);
+  const series = [];
+  table.cols.forEach((col, j) => {
+    const color = palette[j % palette.length];
+    const stats = table.rows.map((_, i) => cellStats(table.cells[i]?.[j]));
+    const band = (sign) => stats.map((s) => (s && s.sem !== null ? s.mean + sign * s.sem : null));
+    series.push({
+      label: `${colName}=${col}`,
+      color,
+      values: stats.map((s) => (s ? s.mean : null)),
+      lo: band(-1),
+      hi: band(1),
+    });
+    const b = best[j].best;
+    if (b) {
+      const at = table.rows.indexOf(b.row);
+      series.push({
+        label: `best EPT ${colName}=${col}`,
+        color,
+        markers: true,
+        values: table.rows.map((_, i) => (i === at ? b.mean : null)),
+      });
+    }
+  });
+  return { xs, xTickLabels: categorical ? table.rows.map(String) : null, categorical, series, best };
+}
+
+// "0.1234 ± 0.0050", "0.1234 ± ?" when the s.e. is unknown, "" for no value.
+export function meanSe(s, d = 4) {
+  if (!s) return '';
+  return `${s.mean.toFixed(d)} ± ${s.sem === null ? '?' : s.sem.toFixed(d)}`;
+}

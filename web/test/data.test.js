@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import {
-  alignSeries, csvEscape, fmt, metricName, numericXs, seriesFromCurves, theoryAccuracy, toCsv,
+  alignSeries, csvEscape, fmt, meanSe, metricName, numericXs, seriesFromCurves, skillMixBest,
+  skillMixSeries, theoryAccuracy, toCsv,
 } from '../src/data.js';
 
 // The curves JSON shape served by /api/sweeps/{id}/curves.
@@ -78,4 +79,121 @@ test('labels and number formatting', () => {
   assert.equal(fmt(0.5, 2), '0.50');
   assert.equal(fmt(null), '');
   assert.equal(fmt('hyla'), 'hyla');
+});
+
+// The Skill-Mix table JSON served by /api/sweeps/{id}/skillmix (one metric):
+// rows = EPT, cols = k_skills, cells[r][c] = {n, mean, sem} or null.
+const cell = (mean, sem, n = 2) => ({ n, mean, sem });
+const skillTable = {
+  metric: 'ratio_full_marks',
+  rows: [1, 2, 4, 8],
+  cols: [2, 3],
+  cells: [
+    [cell(0.2, 0.01), cell(0.1, 0.02)],
+    [cell(0.5, 0.03), null], // k=3 has no EPT=2 trial yet
+    [cell(0.4, 0.04), cell(0.3, null, 1)], // n = 1, no s.e. reported
+    [cell(0.1, 0.01), cell(0.6, 0.02)],
+  ],
+};
+
+test('skillMixSeries: a line per k_skills over EPT, +- s.e. band, gaps as null', () => {
+  const { xs, xTickLabels, categorical, series } = skillMixSeries(skillTable, ['#a', '#b']);
+  assert.deepEqual(xs, [1, 2, 4, 8]);
+  assert.equal(categorical, false);
+  assert.equal(xTickLabels, null);
+  assert.deepEqual(series.map((s) => s.label),
+    ['k_skills=2', 'best EPT k_skills=2', 'k_skills=3', 'best EPT k_skills=3']);
+  const [k2, m2, k3, m3] = series;
+  assert.deepEqual(k2.values, [0.2, 0.5, 0.4, 0.1]);
+  assert.ok(k2.lo.every((v, i) => Math.abs(v - [0.19, 0.47, 0.36, 0.09][i]) < 1e-12));
+  assert.ok(k2.hi.every((v, i) => Math.abs(v - [0.21, 0.53, 0.44, 0.11][i]) < 1e-12));
+  assert.equal(k2.color, '#a');
+  assert.equal(m2.color, '#a');
+  assert.equal(m2.markers, true);
+  assert.deepEqual(m2.values, [null, 0.5, null, null]); // k=2: best EPT 2 (interior)
+  // Missing cell: no point and no band; n = 1 without s.e.: a point, no band.
+  assert.deepEqual(k3.values, [0.1, null, 0.3, 0.6]);
+  assert.equal(k3.lo[1], null);
+  assert.equal(k3.lo[2], null);
+  assert.equal(k3.hi[2], null);
+  assert.ok(Math.abs(k3.hi[3] - 0.62) < 1e-12);
+  assert.deepEqual(m3.values, [null, null, null, 0.6]);
+  assert.equal(k3.color, '#b');
+});
+
+test('skillMixBest: argmax of the mean per k_skills with runner-up and gap in s.e.', () => {
+  const best = skillMixBest(skillTable);
+  assert.equal(best.length, 2);
+  assert.equal(best[0].col, 2);
+  assert.deepEqual(best[0].best, { row: 2, mean: 0.5, sem: 0.03, n: 2 });
+  assert.deepEqual(best[0].runner_up, { row: 4, mean: 0.4, sem: 0.04, n: 2 });
+  assert.ok(Math.abs(best[0].gap_se - 0.1 / 0.05) < 1e-12); // sqrt(0.03^2 + 0.04^2) = 0.05
+  // k=3: the runner-up is the n = 1 cell with no s.e., so no gap in s.e. units.
+  assert.deepEqual(best[1].best, { row: 8, mean: 0.6, sem: 0.02, n: 2 });
+  assert.deepEqual(best[1].runner_up, { row: 4, mean: 0.3, sem: null, n: 1 });
+  assert.equal(best[1].gap_se, null);
+});
+
+test('skillMixBest: NaN / missing s.e. with n = 1 is unknown, not zero', () => {
+  const t = { rows: [1, 2], cols: [4], cells: [[cell(0.3, NaN, 1)], [{ n: 1, mean: 0.2 }]] };
+  const [b] = skillMixBest(t);
+  assert.deepEqual(b.best, { row: 1, mean: 0.3, sem: null, n: 1 });
+  assert.deepEqual(b.runner_up, { row: 2, mean: 0.2, sem: null, n: 1 });
+  assert.equal(b.gap_se, null);
+  const { series } = skillMixSeries(t, ['#a']);
+  assert.deepEqual(series[0].lo, [null, null]);
+  assert.deepEqual(series[0].hi, [null, null]);
+  assert.equal(meanSe(b.best, 2), '0.30 ± ?');
+  assert.equal(meanSe(b.runner_up, 3), '0.200 ± ?');
+  assert.equal(meanSe(null), '');
+  assert.equal(meanSe({ mean: 0.25, sem: 0.05 }, 2), '0.25 ± 0.05');
+  // A NaN mean is no value at all.
+  const nan = skillMixBest({ rows: [1], cols: [2], cells: [[cell(NaN, 0.1)]] });
+  assert.deepEqual(nan, [{ col: 2, best: null, runner_up: null, gap_se: null }]);
+});
+
+test('skillMixBest: ties go to the smaller EPT, the tied one is the runner-up', () => {
+  // Equal means (up to rounding of a different summation order) at EPT 2 and 8.
+  const t = {
+    rows: [1, 2, 4, 8],
+    cols: [2],
+    cells: [[cell(0.1, 0.01)], [cell(0.3, 0.02)], [cell(0.2, 0.01)], [cell(0.1 + 0.2, 0.02)]],
+  };
+  assert.notEqual(0.1 + 0.2, 0.3);
+  const [b] = skillMixBest(t);
+  assert.equal(b.best.row, 2);
+  assert.equal(b.runner_up.row, 8);
+  assert.ok(Math.abs(b.gap_se) < 1e-9);
+  const { series } = skillMixSeries(t, ['#a']);
+  assert.deepEqual(series[1].values, [null, 0.3, null, null]);
+  // A real difference above the tie tolerance wins even when tiny.
+  t.cells[3][0] = cell(0.3 + 1e-9, 0.02);
+  assert.equal(skillMixBest(t)[0].best.row, 8);
+});
+
+test('skillMixSeries: a single k_skills, an empty column, categorical rows', () => {
+  const one = { rows: [4], cols: [3], cells: [[cell(0.7, 0.1)]] };
+  const s1 = skillMixSeries(one, ['#a', '#b']);
+  assert.deepEqual(s1.xs, [4]);
+  assert.equal(s1.series.length, 2);
+  assert.deepEqual(s1.series[1].values, [0.7]);
+  assert.equal(s1.best[0].runner_up, null); // one EPT: nothing to compare with
+  assert.equal(s1.best[0].gap_se, null);
+  // A column with no finished trials: a line of nulls, no marker, best null.
+  const empty = { rows: [1, 2], cols: [2, 5], cells: [[cell(0.1, 0.01), null], [cell(0.2, 0.01), null]] };
+  const s2 = skillMixSeries(empty, ['#a', '#b']);
+  assert.deepEqual(s2.series.map((s) => s.label), ['k_skills=2', 'best EPT k_skills=2', 'k_skills=5']);
+  assert.deepEqual(s2.series[2].values, [null, null]);
+  assert.equal(s2.best[1].best, null);
+  // Non-numeric rows: index xs with tick labels; a custom column name.
+  const cat = { rows: ['a', 'b'], cols: [1], cells: [[cell(0.5, 0.1)], [cell(0.4, 0.1)]] };
+  const s3 = skillMixSeries(cat, ['#a'], 'k');
+  assert.equal(s3.categorical, true);
+  assert.deepEqual(s3.xs, [0, 1]);
+  assert.deepEqual(s3.xTickLabels, ['a', 'b']);
+  assert.equal(s3.series[0].label, 'k=1');
+  assert.deepEqual(s3.series[1].values, [0.5, null]);
+  // Rows shorter than rows[] (ragged JSON) read as missing cells.
+  const ragged = { rows: [1, 2], cols: [2], cells: [[cell(0.1, 0.01)]] };
+  assert.deepEqual(skillMixSeries(ragged, ['#a']).series[0].values, [0.1, null]);
 });
