@@ -42,11 +42,35 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
     p.results.insert(t.results().begin(), t.results().end());
     trials.push_back(std::move(p));
   }
+  auto or_default = [](const std::string& v, const char* d) {
+    return v.empty() ? std::string(d) : v;
+  };
+  if (resp.sweep().kind() == "skillmix") {
+    const std::string rows = or_default(flags.x, "ept");
+    const std::string cols = or_default(flags.series, "k_skills");
+    const std::vector<an::SkillMixTable> tables =
+        an::SkillMixTables(trials, rows, cols);
+    if (flags.format == "json") {
+      nlohmann::json j = {{"kind", "skillmix"},
+                          {"tables", nlohmann::json::array()}};
+      for (const an::SkillMixTable& t : tables) {
+        if (flags.metric.empty() || t.metric == flags.metric) {
+          j["tables"].push_back(an::ToJson(t));
+        }
+      }
+      out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
+    } else {
+      out << "sweep " << sweep_id << " (skillmix)\n"
+          << an::FormatSkillMixTables(tables, rows, cols, flags.metric);
+    }
+    return kExitOk;
+  }
   an::AggregateOptions o;
   o.kind = resp.sweep().kind();
-  o.metric = flags.metric;
-  o.x = flags.x;
-  o.series = flags.series;
+  o.metric = or_default(flags.metric, "ood_acc");
+  o.x = or_default(flags.x, "top_k");
+  o.series = or_default(flags.series, "M");
   o.facet = flags.facet;
   o.bootstrap_samples = flags.bootstrap;
   o.seed = flags.seed;

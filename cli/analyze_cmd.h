@@ -6,7 +6,11 @@
 // optimal k per difficulty (argmax of the mean over seeds, bootstrap CI of the
 // argmax, smallest k within one s.e.) and the fit of the paper's total error
 // E(k, N) = a*N^2/k + b*sqrt(N*k/m*log(T/k)) with its predicted k*
-// (coordinator/analysis.h does the work).
+// (coordinator/analysis.h does the work). For a `kind: skillmix` sweep it
+// prints the EPT x k_skills tables (mean +- s.e. over combinations) of every
+// result metric (or --metric) and the best EPT per k_skills with the
+// runner-up; --x / --series then name the rows / columns (default ept /
+// k_skills).
 #ifndef SMOE_CLI_ANALYZE_CMD_H_
 #define SMOE_CLI_ANALYZE_CMD_H_
 
@@ -18,11 +22,13 @@
 namespace smoe::cli {
 
 struct AnalyzeFlags {
-  std::string metric = "ood_acc";
-  std::string x = "top_k";
-  std::string series = "M";
-  std::string facet = "attention";
-  std::string format = "table";  // table | json
+  // Empty: the kind's default (sraven: ood_acc, top_k, M; skillmix: every
+  // metric, ept, k_skills).
+  std::string metric;
+  std::string x;
+  std::string series;
+  std::string facet = "attention";  // sraven only
+  std::string format = "table";     // table | json
   int bootstrap = 1000;
   uint64_t seed = 0;
 };

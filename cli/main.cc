@@ -304,15 +304,21 @@ int Main(int argc, char** argv) {
   // smoe analyze
   AnalyzeFlags analyze_flags;
   CLI::App* analyze = app.add_subcommand(
-      "analyze", "Optimal k per difficulty (bootstrap CI) and the E(k,N) fit");
+      "analyze",
+      "Optimal k per difficulty (bootstrap CI) and the E(k,N) fit; for a "
+      "skillmix sweep the EPT x k_skills tables and the best EPT per k");
   analyze->add_option("SWEEP", sweep_id)->required();
-  analyze->add_option("--metric", analyze_flags.metric, "Result metric")
-      ->capture_default_str();
-  analyze->add_option("--x", analyze_flags.x, "Parameter on the x axis")
-      ->capture_default_str();
-  analyze->add_option("--series", analyze_flags.series, "One line per value")
-      ->capture_default_str();
-  analyze->add_option("--facet", analyze_flags.facet, "One panel per value")
+  analyze->add_option("--metric", analyze_flags.metric,
+                      "Result metric (default: ood_acc; skillmix: all)");
+  analyze->add_option("--x", analyze_flags.x,
+                      "Parameter on the x axis (default: top_k; skillmix: "
+                      "table rows, ept)");
+  analyze->add_option("--series", analyze_flags.series,
+                      "One line per value (default: M; skillmix: table "
+                      "columns, k_skills)");
+  analyze
+      ->add_option("--facet", analyze_flags.facet,
+                   "One panel per value (sraven)")
       ->capture_default_str();
   analyze->add_option("--bootstrap", analyze_flags.bootstrap, "Resamples")
       ->capture_default_str()

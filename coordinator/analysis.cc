@@ -566,6 +566,27 @@ std::vector<SkillMixTable> SkillMixTables(const std::vector<TrialPoint>& trials,
   return out;
 }
 
+std::vector<SkillMixBest> BestRowPerColumn(const SkillMixTable& table) {
+  std::vector<SkillMixBest> out;
+  for (size_t c = 0; c < table.cols.size(); ++c) {
+    SkillMixBest b;
+    b.col = c;
+    for (size_t r = 0; r < table.rows.size(); ++r) {
+      const CellStats& s = table.cells[r][c];
+      if (s.n == 0 || !std::isfinite(s.mean)) continue;
+      const int ri = static_cast<int>(r);
+      if (b.best < 0 || s.mean > table.cells[b.best][c].mean) {
+        b.runner_up = b.best;
+        b.best = ri;
+      } else if (b.runner_up < 0 || s.mean > table.cells[b.runner_up][c].mean) {
+        b.runner_up = ri;
+      }
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
 // ---- JSON
 // ---------------------------------------------------------------------
 
@@ -681,8 +702,20 @@ json ToJson(const SkillMixTable& t) {
     }
     cells.push_back(std::move(jr));
   }
-  return {
-      {"metric", t.metric}, {"rows", rows}, {"cols", cols}, {"cells", cells}};
+  json best = json::array();
+  for (const SkillMixBest& b : BestRowPerColumn(t)) {
+    json jb = {{"col", ToJson(t.cols[b.col])},
+               {"best", nullptr},
+               {"runner_up", nullptr}};
+    if (b.best >= 0) jb["best"] = ToJson(t.rows[b.best]);
+    if (b.runner_up >= 0) jb["runner_up"] = ToJson(t.rows[b.runner_up]);
+    best.push_back(std::move(jb));
+  }
+  return {{"metric", t.metric},
+          {"rows", rows},
+          {"cols", cols},
+          {"cells", cells},
+          {"best", best}};
 }
 
 namespace {
@@ -896,6 +929,60 @@ std::string Str(const json& o, const char* key) {
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 }  // namespace
+
+std::string FormatSkillMixTables(const std::vector<SkillMixTable>& tables,
+                                 const std::string& row_param,
+                                 const std::string& col_param,
+                                 const std::string& metric) {
+  std::ostringstream out;
+  auto cell = [](const CellStats& s) {
+    if (s.n == 0) return std::string("-");
+    return std::isfinite(s.sem) && s.sem > 0
+               ? absl::StrFormat("%.3f +- %.3f", s.mean, s.sem)
+               : absl::StrFormat("%.3f", s.mean);
+  };
+  bool any = false;
+  for (const SkillMixTable& t : tables) {
+    if (!metric.empty() && t.metric != metric) continue;
+    any = true;
+    out << t.metric << " (mean +- s.e. over combinations): rows " << row_param
+        << ", columns " << col_param << "\n";
+    out << absl::StrFormat("  %8s", row_param);
+    for (const GroupKey& c : t.cols) out << absl::StrFormat(" %16s", c.label);
+    out << "\n";
+    for (size_t r = 0; r < t.rows.size(); ++r) {
+      out << absl::StrFormat("  %8s", t.rows[r].label);
+      for (size_t c = 0; c < t.cols.size(); ++c) {
+        out << absl::StrFormat(" %16s", cell(t.cells[r][c]));
+      }
+      out << "\n";
+    }
+    out << "  best " << row_param << " per " << col_param
+        << " (argmax of the mean; runner-up after the slash):\n";
+    for (const SkillMixBest& b : BestRowPerColumn(t)) {
+      out << absl::StrFormat("  %8s = %-6s", col_param, t.cols[b.col].label);
+      if (b.best < 0) {
+        out << " no finished trial\n";
+        continue;
+      }
+      out << absl::StrFormat(" %s = %-4s %s", row_param, t.rows[b.best].label,
+                             cell(t.cells[b.best][b.col]));
+      if (b.runner_up >= 0) {
+        out << absl::StrFormat("  /  %s = %-4s %s", row_param,
+                               t.rows[b.runner_up].label,
+                               cell(t.cells[b.runner_up][b.col]));
+      }
+      out << "\n";
+    }
+    out << "\n";
+  }
+  if (!any) {
+    out << (metric.empty() ? std::string("no succeeded trials with results")
+                           : "no succeeded trials with metric " + metric)
+        << "\n";
+  }
+  return out.str();
+}
 
 std::string FormatAnalysisTable(const json& a) {
   std::ostringstream out;

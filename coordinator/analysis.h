@@ -226,6 +226,24 @@ std::vector<SkillMixTable> SkillMixTables(
     const std::vector<TrialPoint>& trials, const std::string& row_param = "ept",
     const std::string& col_param = "k_skills");
 
+// The best row (EPT) of one column (k_skills) of a Skill-Mix table: argmax
+// of the cell means (ties -> the smaller row, rows being sorted), and the
+// runner-up, so a reader sees whether the gap is within the s.e.
+struct SkillMixBest {
+  size_t col = 0;
+  int best = -1;       // row index; -1 when the column has no cell
+  int runner_up = -1;  // row index; -1 when the column has one cell
+};
+std::vector<SkillMixBest> BestRowPerColumn(const SkillMixTable& table);
+
+// Human-readable Skill-Mix tables for `smoe analyze` of a skillmix sweep:
+// per metric (all, or only `metric` when not empty) the rows x cols grid of
+// "mean +- s.e." and the best row per column with its runner-up.
+std::string FormatSkillMixTables(const std::vector<SkillMixTable>& tables,
+                                 const std::string& row_param,
+                                 const std::string& col_param,
+                                 const std::string& metric = "");
+
 // ---- JSON
 // -----------------------------------------------------------------------
 

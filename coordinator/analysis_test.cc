@@ -266,6 +266,53 @@ TEST(AnalysisTest, SkillMixTablesMeanAndSe) {
   EXPECT_EQ(j["rows"][1], 2);
 }
 
+// Best EPT per k_skills: argmax of the mean, ties to the smaller EPT, the
+// runner-up next; an empty column has none; JSON and text carry them.
+TEST(AnalysisTest, SkillMixBestRowPerColumn) {
+  std::vector<TrialPoint> trials;
+  auto add = [&](int ept, int k, double v) {
+    TrialPoint t;
+    t.params = {{"ept", ept}, {"k_skills", k}};
+    t.state = store::TrialState::kSucceeded;
+    t.results = {{"ratio_full_marks", v}, {"ratio_full_marks_se", 0.01}};
+    trials.push_back(t);
+  };
+  add(1, 1, 0.5);  // k = 1: ept 1 and 2 tie at 0.5 -> ept 1; ept 4 last
+  add(2, 1, 0.5);
+  add(4, 1, 0.1);
+  add(1, 3, 0.1);  // k = 3: ept 4 best, ept 2 runner-up
+  add(2, 3, 0.3);
+  add(4, 3, 0.35);
+  add(1, 5, 0.2);  // k = 5: one cell only
+  TrialPoint failed;
+  failed.params = {{"ept", 8}, {"k_skills", 7}};
+  failed.state = store::TrialState::kFailed;  // column k = 7 never appears
+  trials.push_back(failed);
+  const auto tables = SkillMixTables(trials);
+  ASSERT_EQ(tables.size(), 1u);
+  const SkillMixTable& t = tables[0];
+  ASSERT_EQ(t.cols.size(), 3u);
+  const auto best = BestRowPerColumn(t);
+  ASSERT_EQ(best.size(), 3u);
+  EXPECT_EQ(t.rows[best[0].best].label, "1");
+  EXPECT_EQ(t.rows[best[0].runner_up].label, "2");
+  EXPECT_EQ(t.rows[best[1].best].label, "4");
+  EXPECT_EQ(t.rows[best[1].runner_up].label, "2");
+  EXPECT_EQ(t.rows[best[2].best].label, "1");
+  EXPECT_EQ(best[2].runner_up, -1);
+  const json j = ToJson(t);
+  EXPECT_EQ(j["best"][1]["col"], 3);
+  EXPECT_EQ(j["best"][1]["best"], 4);
+  EXPECT_EQ(j["best"][1]["runner_up"], 2);
+  EXPECT_TRUE(j["best"][2]["runner_up"].is_null());
+  const std::string text = FormatSkillMixTables(tables, "ept", "k_skills");
+  EXPECT_THAT(text, HasSubstr("ratio_full_marks (mean +- s.e."));
+  EXPECT_THAT(text, HasSubstr("k_skills = 3      ept = 4    0.350 +- 0.010"));
+  EXPECT_THAT(text, HasSubstr("/  ept = 2    0.300 +- 0.010"));
+  EXPECT_THAT(FormatSkillMixTables(tables, "ept", "k_skills", "skill_fraction"),
+              HasSubstr("no succeeded trials with metric skill_fraction"));
+}
+
 TEST(AnalysisTest, AnalyzeSweepJsonAndTable) {
   const json a = AnalyzeSweep(Grid(3), AggregateOptions{});
   EXPECT_EQ(a["optimal"].size(), 4u);

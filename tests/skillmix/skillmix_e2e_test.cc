@@ -349,6 +349,24 @@ TEST_F(SkillMixE2eTest, SweepRunsThroughCoordinatorAndWorker) {
   }
   // 4 points x 2 combinations x 1 generation, one request each.
   EXPECT_EQ(grader.requests(), 8);
+  // `smoe analyze` on a skillmix sweep: the EPT x k_skills tables and the
+  // best EPT per k (all cells tie at 1.0 here: the smaller EPT wins).
+  auto [rc3, text] = c.Smoe({"analyze", "smx"});
+  ASSERT_EQ(rc3, 0) << text;
+  EXPECT_THAT(text, HasSubstr("skill_fraction (mean +- s.e."));
+  EXPECT_THAT(text, HasSubstr("best ept per k_skills"));
+  auto [rc4, aj] = c.Smoe(
+      {"analyze", "smx", "--format", "json", "--metric", "skill_fraction"});
+  ASSERT_EQ(rc4, 0) << aj;
+  const json analysis = json::parse(aj, nullptr, false);
+  ASSERT_TRUE(analysis.is_object()) << aj;
+  ASSERT_EQ(analysis["tables"].size(), 1u) << aj;
+  const json& best = analysis["tables"][0]["best"];
+  ASSERT_EQ(best.size(), 2u) << aj;  // k_skills 1 and 2
+  for (const json& b : best) {
+    EXPECT_EQ(b["best"], 1) << aj;
+    EXPECT_EQ(b["runner_up"], 2) << aj;
+  }
   for (const auto& e : std::filesystem::recursive_directory_iterator(c.dir())) {
     if (!e.is_regular_file()) continue;
     EXPECT_THAT(ReadAll(e.path().string()), Not(HasSubstr("SECRET")))
