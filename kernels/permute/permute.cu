@@ -126,8 +126,8 @@ __global__ void GatherRowsKernel(const char* __restrict__ src,
                                  const int32_t* __restrict__ index,
                                  int divisor) {
   const int lane = LaneId();
-  for (int64_t r = GlobalWarpId(), step = GridWarps(); r < num_rows;
-       r += step) {
+  const int64_t step = GridWarps();
+  for (int64_t r = GlobalWarpId(); r < num_rows; r += step) {
     const int64_t s = index[r] / divisor;
     const V* in = reinterpret_cast<const V*>(src) + s * row_vecs;
     V* out = reinterpret_cast<V*>(dst) + r * row_vecs;
@@ -171,8 +171,8 @@ __global__ void CombineKernel(const T* __restrict__ src,
   using P = Pack<T, kVec>;
   const int lane = LaneId();
   const int64_t packs = hidden / kVec;
-  for (int64_t t = GlobalWarpId(), step = GridWarps(); t < num_tokens;
-       t += step) {
+  const int64_t step = GridWarps();
+  for (int64_t t = GlobalWarpId(); t < num_tokens; t += step) {
     for (int64_t c = lane; c < packs; c += kWarpSize) {
       float acc[kVec];
 #pragma unroll
@@ -201,8 +201,8 @@ __global__ void CombineBackwardKernel(
   using P = Pack<T, kVec>;
   const int lane = LaneId();
   const int64_t packs = hidden / kVec;
-  for (int64_t t = GlobalWarpId(), step = GridWarps(); t < num_tokens;
-       t += step) {
+  const int64_t step = GridWarps();
+  for (int64_t t = GlobalWarpId(); t < num_tokens; t += step) {
     const P* g = reinterpret_cast<const P*>(grad_out + t * hidden);
     for (int j = 0; j < top_k; ++j) {
       const int64_t f = t * top_k + j;

@@ -45,8 +45,8 @@ __global__ void RouterTopKKernel(const float* __restrict__ logits,
   __syncthreads();
 
   const int lane = LaneId();
-  for (int64_t t = GlobalWarpId(), step = GridWarps(); t < num_tokens;
-       t += step) {
+  const int64_t step = GridWarps();
+  for (int64_t t = GlobalWarpId(); t < num_tokens; t += step) {
     const float* row = logits + t * num_experts;
     // Load: padding lanes hold -inf and never win (logits are finite).
     float v[kPerLane];
@@ -121,8 +121,8 @@ __global__ void RouterTopKBackwardKernel(
     const float* __restrict__ grad_topk_weights, int64_t num_tokens,
     int num_experts, int top_k, bool renorm, float* __restrict__ grad_logits) {
   const int lane = LaneId();
-  for (int64_t t = GlobalWarpId(), step = GridWarps(); t < num_tokens;
-       t += step) {
+  const int64_t step = GridWarps();
+  for (int64_t t = GlobalWarpId(); t < num_tokens; t += step) {
     const float* row = logits + t * num_experts;
     const int32_t* idx = topk_idx + t * top_k;
     const float* w = topk_weights + t * top_k;
