@@ -6,7 +6,9 @@
 //   M with one point per k, the optimal-k markers sit at the argmax of the
 //   seed means, a trial completing updates the page live (SSE), CSV and PNG
 //   export download real files, the trial page draws learning curves and
-//   router load, and the Skill-Mix tables have EPT x k_skills cells.
+//   router load, and the Skill-Mix page plots each metric vs EPT with a line
+//   per k_skills and the best EPT per k (dots and a table, derived here from
+//   the fixture's formulas), live, next to the EPT x k_skills tables.
 // Screenshots go to $SMOE_ARTIFACTS. Exit 77 = skipped (and why).
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -106,8 +108,10 @@ async function main() {
   // 2. Seed: 72 trials, the last (hyla, M=3, k=8, seed 2) left pending.
   fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
     '--sweep', path.join(here, 'sraven-fixture.yaml'), '--leave', '1']);
+  // Skill-Mix: 12 trials (EPT x k_skills, one seed), one left pending to
+  // complete live in step 9.
   fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
-    '--sweep', path.join(here, 'skillmix-fixture.yaml')]);
+    '--sweep', path.join(here, 'skillmix-fixture.yaml'), '--leave', '1']);
 
   // 3. Browser: the API refuses us until we sign in.
   browser = await chromium.launch({ executablePath: chromiumPath, args: FLAGS, headless: true });
@@ -210,15 +214,92 @@ async function main() {
   check(tcharts['trial-router-0']?.series.length === 8, 'router load: one line per expert (8)');
   await page.screenshot({ path: path.join(artifacts, 'trial.png'), fullPage: true });
 
-  // 9. Skill-Mix tables.
+  // 9. Skill-Mix: metric vs EPT plots (a line per k_skills, best EPT as big
+  // dots), the best-EPT table and the EPT x k_skills tables; 11 of 12 trials
+  // done, the 12th completes live.
   await page.goto(url + '#/sweep/fixture-skillmix');
   await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
-  const sm = await page.evaluate(() => window.__smoe.charts);
+  const pointsOf = (ch) => ch.series.reduce((a, s) => a + s.points, 0);
+  let sm = await page.evaluate(() => window.__smoe.charts);
+  check(sm['skillmix-plot-ratio_full_marks'] && pointsOf(sm['skillmix-plot-ratio_full_marks']) === 11,
+    'Skill-Mix plot drawn with the 11 finished trials');
+  check(sm['skillmix-ratio_full_marks']?.cells === 11, 'Skill-Mix table has the 11 finished cells');
+  await page.screenshot({ path: path.join(artifacts, 'skillmix-partial.png'), fullPage: true });
+  await page.evaluate(() => { window.__smoe.noReload = true; });
+  fixture(['complete', '--coordinator', grpc, '--token-file', tokenFile, '--count', '1', '--kind', 'skillmix']);
+  await waitFor(() => page.evaluate(() => window.__smoe.charts['skillmix-ratio_full_marks']?.cells === 12 &&
+    window.__smoe.charts['skillmix-plot-ratio_full_marks']?.series.reduce((a, s) => a + s.points, 0) === 12),
+  'the live Skill-Mix update');
+  check(await page.evaluate(() => window.__smoe.noReload === true), 'Skill-Mix plots and tables updated live (SSE), no reload');
+  sm = await page.evaluate(() => window.__smoe.charts);
   const full = sm['skillmix-ratio_full_marks'];
   check(full && full.rows === 4 && full.cols === 3 && full.cells === 12, 'Ratio of Full Marks: EPT (4) x k_skills (3) table');
   check(!!sm['skillmix-skill_fraction'], 'Skill Fraction table');
   const cell = await page.locator('[data-chart="skillmix-ratio_full_marks"] tbody tr:nth-child(2) td:nth-child(2)').textContent();
   check(cell === '0.10 ± 0.050', `cell EPT=2, k=2 reads 0.10 ± 0.050 (${cell})`);
+
+  // Mirrors tests/browser/fixture.cc: one trial per (EPT, k), so a cell's mean
+  // is the formula's value. Expected best EPT = argmax over EPT, ties -> the
+  // smaller EPT; the runner-up is the best of the rest.
+  const EPTS = [1, 2, 4, 8];
+  const KS = [2, 3, 4];
+  const smFormula = {
+    ratio_full_marks: (ept, k) => Math.min(1, (0.1 * ept) / k),
+    ratio_all_skills: (ept, k) => 0.6 - 0.1 * Math.abs(Math.log2((2 * ept) / (k * k))),
+    skill_fraction: (ept, k) => Math.min(1, (0.2 * ept) / k + 0.3),
+  };
+  const ranked = (f, k) => EPTS.map((e) => ({ ept: e, mean: f(e, k) }))
+    .sort((a, b) => (Math.abs(a.mean - b.mean) > 1e-12 ? b.mean - a.mean : a.ept - b.ept));
+  const allSkillsBest = KS.map((k) => ranked(smFormula.ratio_all_skills, k)[0].ept);
+  check(allSkillsBest.some((e) => e !== EPTS[EPTS.length - 1]) && new Set(allSkillsBest).size > 1,
+    `the fixture has interior, k-dependent best EPTs for ratio_all_skills (${allSkillsBest})`);
+  const bestTable = page.locator('[data-chart="skillmix-best"]');
+  check(await bestTable.count() === 1, 'best-EPT-per-k_skills table is drawn');
+  for (const [metric, f] of Object.entries(smFormula)) {
+    const ch = sm[`skillmix-plot-${metric}`];
+    check(!!ch, `Skill-Mix plot ${metric} is drawn`);
+    check(ch.series.length === KS.length && KS.every((k, i) => ch.series[i].label === `k_skills=${k}`),
+      `${metric}: one line per k_skills (${ch.series.map((s) => s.label)})`);
+    check(ch.series.every((s) => s.points === EPTS.length), `${metric}: ${EPTS.length} points (EPT) per line`);
+    for (const k of KS) {
+      const [best, runner] = ranked(f, k);
+      const m = ch.markers.filter((x) => x.series === `best EPT k_skills=${k}`);
+      check(m.length === 1 && m[0].x === best.ept && Math.abs(m[0].y - best.mean) < 1e-9,
+        `${metric}: best-EPT dot for k=${k} at EPT=${best.ept} (${best.mean.toFixed(3)}; got ${m.map((x) => `${x.x}:${x.y}`)})`);
+      const row = bestTable.locator(`tr[data-metric="${metric}"][data-k="${k}"]`);
+      const tds = await row.locator('td').allTextContents();
+      check(tds[2] === String(best.ept) && tds[3].startsWith(best.mean.toFixed(4)) &&
+        tds[4] === String(runner.ept) && tds[5].startsWith(runner.mean.toFixed(4)),
+      `${metric}, k=${k}: table says best EPT ${best.ept}, runner-up ${runner.ept} (${tds.join(' | ')})`);
+    }
+  }
+  // The dashboard's best/runner-up EPT (web/src/data.js) agree with the
+  // coordinator's own (analysis BestRowPerColumn, the tables' "best").
+  const api = await (await page.request.get(url + 'api/sweeps/fixture-skillmix/skillmix')).json();
+  for (const t of api.tables) {
+    for (const b of t.best) {
+      const row = bestTable.locator(`tr[data-metric="${t.metric}"][data-k="${b.col}"] td`);
+      const tds = await row.allTextContents();
+      check(tds[2] === String(b.best) && tds[4] === String(b.runner_up ?? '–'),
+        `${t.metric}, k=${b.col}: dashboard and coordinator agree on best ${b.best} / runner-up ${b.runner_up}`);
+    }
+  }
+  // ratio_all_skills, k=2: EPT 1 and 4 tie for second place -> EPT 1.
+  const tie = smFormula.ratio_all_skills;
+  check(tie(1, 2) === tie(4, 2) && ranked(tie, 2)[1].ept === 1, 'a runner-up tie goes to the smaller EPT');
+  const rfmRow = await bestTable.locator('tr[data-metric="ratio_all_skills"][data-k="3"] td').allTextContents();
+  check(rfmRow[3].endsWith('± 0.0300') && /^\d+\.\d$/.test(rfmRow[6]),
+    `best-EPT row shows mean ± s.e. and the gap in s.e. units (${rfmRow.join(' | ')})`);
+
+  const plotSel = '[data-chart="skillmix-plot-ratio_all_skills"]';
+  const [smCsvDl] = await Promise.all([page.waitForEvent('download'), page.click(`${plotSel} button.csv`)]);
+  const smCsv = fs.readFileSync(await smCsvDl.path(), 'utf8').trim().split('\n');
+  check(smCsv[0].startsWith('ept,') && smCsv[0].includes('k_skills=3') && smCsv[0].includes('best EPT k_skills=4') &&
+    smCsv.length === 1 + EPTS.length, `Skill-Mix plot CSV: a row per EPT, a column per series (${smCsv[0].slice(0, 80)}…)`);
+  const [smPngDl] = await Promise.all([page.waitForEvent('download'), page.click(`${plotSel} button.png`)]);
+  const smPng = fs.readFileSync(await smPngDl.path());
+  check(smPng.length > 2000 && smPng.subarray(1, 4).toString() === 'PNG', `Skill-Mix plot PNG export is an image (${smPng.length} bytes)`);
+  fs.writeFileSync(path.join(artifacts, 'export-skillmix-ratio_all_skills.png'), smPng);
   await page.screenshot({ path: path.join(artifacts, 'skillmix.png'), fullPage: true });
 
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);

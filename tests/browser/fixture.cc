@@ -18,7 +18,10 @@
 // 0.05: the best k is 2M for every M and attention (capped at num_experts);
 // tests/browser/dashboard.test.mjs mirrors this formula.
 // Results (kind skillmix): ratio_full_marks = 0.1*ept/k_skills (capped at 1),
-// its _se 0.05, skill_fraction = min(1, 0.2*ept/k_skills + 0.3).
+// its _se 0.05, skill_fraction = min(1, 0.2*ept/k_skills + 0.3) (no _se),
+// ratio_all_skills = 0.6 - 0.1*|log2(2*ept/k_skills^2)|, its _se 0.03: an
+// interior best EPT that grows with k (k_skills^2/2 in log2 terms), like the
+// paper's Skill-Mix tables; the dashboard test mirrors these formulas.
 #include <grpcpp/grpcpp.h>
 
 #include <cmath>
@@ -139,9 +142,14 @@ class Fixture {
     if (l.kind() == "skillmix") {
       const double r = static_cast<double>(p.value("ept", 1)) /
                        std::max(1, p.value("k_skills", 1));
+      const double k = std::max(1, p.value("k_skills", 1));
+      const double ept = p.value("ept", 1);
       results = {{"ratio_full_marks", std::min(1.0, 0.1 * r)},
                  {"ratio_full_marks_se", 0.05},
-                 {"skill_fraction", std::min(1.0, 0.2 * r + 0.3)}};
+                 {"skill_fraction", std::min(1.0, 0.2 * r + 0.3)},
+                 {"ratio_all_skills",
+                  0.6 - 0.1 * std::fabs(std::log2(2 * ept / (k * k)))},
+                 {"ratio_all_skills_se", 0.03}};
     } else {
       const double ood = Ood(p, l.seed());
       results = {{"ood_acc", ood},

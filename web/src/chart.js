@@ -60,7 +60,8 @@ export function card(parent, title, { id, note } = {}) {
 
 // Draws a line chart.
 //   spec.xs: ascending numbers; spec.series: [{label, color, values, lo, hi,
-//   dash, markers (values drawn as big dots only), width}]
+//   dash, markers (values drawn as big dots only), width, bandGaps (the band
+//   stops where lo/hi are null instead of bridging the gap)}]
 //   spec.xLog2, spec.xLabel, spec.yLabel, spec.yRange [lo, hi],
 //   spec.xTickLabels (for categorical x: index -> label)
 export function lineChart(parent, id, title, spec, note) {
@@ -74,12 +75,12 @@ export function lineChart(parent, id, title, spec, note) {
     if (s.lo && s.hi) {
       data.push(s.hi);
       series.push({ label: s.label + ' hi', stroke: 'transparent', width: 0,
-        points: { show: false }, spanGaps: true });
+        points: { show: false }, spanGaps: !s.bandGaps });
       const hiIdx = series.length - 1;
       hidden.push(hiIdx);
       data.push(s.lo);
       series.push({ label: s.label + ' lo', stroke: 'transparent', width: 0,
-        points: { show: false }, spanGaps: true });
+        points: { show: false }, spanGaps: !s.bandGaps });
       const loIdx = series.length - 1;
       hidden.push(loIdx);
       bands.push({ series: [hiIdx, loIdx], fill: rgba(s.color, 0.16) });
@@ -189,7 +190,8 @@ export function heatTable(parent, id, title, t, note) {
     const f = hi > lo ? (v - lo) / (hi - lo) : 0;
     return `hsl(${215 - 170 * f}, 70%, ${92 - 40 * f}%)`;
   };
-  const fmt = (cell) => (cell ? `${cell.mean.toFixed(2)} ± ${(cell.sem ?? 0).toFixed(3)}` : '–');
+  // An unknown s.e. (one trial that reported none: null) reads as "?", not 0.
+  const fmt = (cell) => (cell ? `${cell.mean.toFixed(2)} ± ${cell.sem === null || cell.sem === undefined ? '?' : cell.sem.toFixed(3)}` : '–');
   const table = document.createElement('table');
   table.className = 'heat';
   let html = `<thead><tr><th>${t.rowName} \\ ${t.colName}</th>`;

@@ -7,6 +7,8 @@ export const METRIC_NAMES = {
   ratio_full_marks: 'Ratio of Full Marks',
   ratio_all_skills: 'Ratio of All Skills',
   skill_fraction: 'Skill Fraction',
+  total_score: 'Total Score',
+  total_skill_score: 'Total Skill Score',
 };
 export const metricName = (m) => METRIC_NAMES[m] || m;
 

@@ -5,7 +5,9 @@
 import './style.css';
 import { api, toLogin, watchSweep } from './api.js';
 import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
-import { alignSeries, fmt, metricName, numericXs, seriesFromCurves, theoryAccuracy, toCsv } from './data.js';
+import {
+  alignSeries, fmt, meanSe, metricName, numericXs, seriesFromCurves, skillMixSeries, theoryAccuracy, toCsv,
+} from './data.js';
 
 const app = document.getElementById('app');
 const crumbs = document.getElementById('crumbs');
@@ -181,6 +183,50 @@ function optimalTable(box, analysis) {
   c.tool('CSV', () => download('optimal-k.csv', new Blob([toCsv(header, rows)], { type: 'text/csv' })), 'csv');
 }
 
+// Skill-Mix: per metric, the metric vs EPT with a line per k_skills (mean ±
+// s.e. band) and the best EPT per k_skills as big dots (paper §3.2: the best
+// EPT grows with k). Returns the best-EPT rows of every table.
+function skillMixCharts(box, sm, st) {
+  const out = [];
+  for (const t of sm.tables) {
+    const { xs, xTickLabels, categorical, series, best } = skillMixSeries(t, PALETTE, sm.cols);
+    for (const s of series) s.bandGaps = true; // no band where the s.e. is unknown
+    const positive = !categorical && xs.every((x) => x > 0);
+    const chart = lineChart(box, `skillmix-plot-${t.metric}`, `${metricName(t.metric)} vs ${sm.rows}`, {
+      xs, xTickLabels, series, xLog2: positive, xLabel: sm.rows, yLabel: metricName(t.metric),
+    }, `a line per ${sm.cols}; band: mean ± s.e. (over seeds; one trial: its own s.e., none where it reported none); ` +
+      `big dots: best ${sm.rows} per ${sm.cols} = argmax of the mean (ties → smaller ${sm.rows})`);
+    st.charts.push(chart.u);
+    out.push(...best.map((b) => ({ metric: t.metric, ...b })));
+  }
+  return out;
+}
+
+function skillMixBestTable(box, sm, best) {
+  const c = card(box, `Best ${sm.rows} per ${sm.cols} (argmax of the mean)`, {
+    id: 'skillmix-best',
+    note: `runner-up: the next-best ${sm.rows}; gap/s.e. = (best − runner-up) / √(s.e.² + s.e.²) — ` +
+      'below about 2 the two are not told apart by these trials; "?" = s.e. unknown',
+  });
+  const header = ['metric', sm.cols, `best ${sm.rows}`, 'mean ± s.e.', `runner-up ${sm.rows}`, 'mean ± s.e.', 'gap/s.e.'];
+  const cells = (b) => [metricName(b.metric), b.col, b.best ? b.best.row : '–', meanSe(b.best, 4) || '–',
+    b.runner_up ? b.runner_up.row : '–', meanSe(b.runner_up, 4) || '–', b.gap_se === null ? '–' : b.gap_se.toFixed(1)];
+  c.body.appendChild(h('table', { class: 'grid compact' },
+    h('thead', {}, h('tr', {}, header.map((x) => h('th', {}, x)))),
+    h('tbody', {}, best.map((b) => h('tr', {
+      'data-metric': b.metric, 'data-k': b.col, 'data-best': b.best ? b.best.row : null,
+      class: b.gap_se !== null && b.gap_se < 2 ? 'within-noise' : null,
+    }, cells(b).map((x) => h('td', {}, String(x))))))));
+  window.__smoe.charts['skillmix-best'] = {
+    id: 'skillmix-best',
+    rows: best.map((b) => ({ metric: b.metric, k: b.col, best: b.best?.row ?? null, runner_up: b.runner_up?.row ?? null })),
+  };
+  c.tool('CSV', () => download('skillmix-best-ept.csv', new Blob([toCsv(
+    ['metric', sm.cols, `best_${sm.rows}`, 'mean', 'se', 'n', `runner_up_${sm.rows}`, 'runner_up_mean', 'runner_up_se', 'runner_up_n', 'gap_se'],
+    best.map((b) => [b.metric, b.col, b.best?.row, b.best?.mean, b.best?.sem, b.best?.n,
+      b.runner_up?.row, b.runner_up?.mean, b.runner_up?.sem, b.runner_up?.n, b.gap_se]))], { type: 'text/csv' })), 'csv');
+}
+
 function trialTable(box, page, st, onChange) {
   const cols = page.columns;
   const resultCols = cols.results.filter((r) => !r.endsWith('_per_feature'));
@@ -269,46 +315,53 @@ async function renderSweep(id, q) {
   };
   const loadCharts = async () => {
     const params = { x: st.x, series: st.series, facet: st.facet };
-    let blocks;
     if (sweep.kind === 'skillmix') {
       const sm = await api(`sweeps/${encodeURIComponent(id)}/skillmix`);
-      blocks = [h('h3', { class: 'section' }, 'Skill-Mix: EPT × k_skills')];
-      const box = h('div', { class: 'grid-charts' });
+      st.charts.forEach((u) => u.destroy());
+      st.charts = [];
+      window.__smoe.charts = {};
+      const plotBox = h('div', { class: 'grid-charts', id: 'skillmix-plots' });
+      const bestBox = h('div', { class: 'grid-charts', id: 'skillmix-best-box' });
+      const box = h('div', { class: 'grid-charts', id: 'skillmix-tables' });
+      charts.replaceChildren(h('h3', { class: 'section' }, `Skill-Mix: metric vs ${sm.rows}, a line per ${sm.cols}`), plotBox,
+        bestBox, h('h3', { class: 'section' }, `Skill-Mix: ${sm.rows} × ${sm.cols}`), box);
+      if (sm.tables.length) {
+        skillMixBestTable(bestBox, sm, skillMixCharts(plotBox, sm, st));
+      } else {
+        plotBox.appendChild(h('p', { class: 'muted empty' }, 'No finished Skill-Mix trials yet.'));
+      }
       for (const t of sm.tables) {
         heatTable(box, `skillmix-${t.metric}`, `${metricName(t.metric)} (mean ± s.e.)`,
           { ...t, rowName: sm.rows, colName: sm.cols });
       }
-      if (!sm.tables.length) box.appendChild(h('p', { class: 'muted empty' }, 'No finished Skill-Mix trials yet.'));
-      blocks.push(box);
-    } else {
-      const [ood, test] = await Promise.all([
-        api(`sweeps/${encodeURIComponent(id)}/analysis`, { ...params, metric: 'ood_acc' }),
-        api(`sweeps/${encodeURIComponent(id)}/curves`, { ...params, metric: 'test_acc' }),
-      ]);
-      st.charts.forEach((u) => u.destroy());
-      st.charts = [];
-      window.__smoe.charts = {};
-      const headBox = h('div', { class: 'grid-charts', id: 'headline' });
-      const optBox = h('div', { class: 'grid-charts', id: 'optimal' });
-      const fitBox = h('div', { class: 'grid-charts', id: 'fit' });
-      blocks = [h('h3', { class: 'section' }, `Accuracy vs ${st.x}: one line per ${st.series}` + (st.facet ? `, a panel per ${st.facet}` : '')), headBox,
-        h('h3', { class: 'section' }, `Optimal ${st.x}`), optBox,
-        h('h3', { class: 'section' }, 'Theory: E(k,N) = a·N²/k + b·√(N·k/m·log(T/k))'), fitBox];
-      charts.replaceChildren(...blocks);
-      headlineCharts(headBox, ood.curves, ood.optimal, ood.fits, st);
-      headlineCharts(headBox, test, test.optimal, [], st);
-      if (ood.optimal.length) {
-        optimalCharts(optBox, ood, st);
-        optimalTable(optBox, ood);
-      } else {
-        optBox.appendChild(h('p', { class: 'muted empty' }, 'Needs succeeded trials.'));
-      }
-      if (ood.fits.length) fitSection(fitBox, ood, st);
-      window.__smoe.version = ood.version;
-      window.__smoe.trialsUsed = ood.curves.trials_used;
+      window.__smoe.version = sm.version;
       return;
     }
+    const [ood, test] = await Promise.all([
+      api(`sweeps/${encodeURIComponent(id)}/analysis`, { ...params, metric: 'ood_acc' }),
+      api(`sweeps/${encodeURIComponent(id)}/curves`, { ...params, metric: 'test_acc' }),
+    ]);
+    st.charts.forEach((u) => u.destroy());
+    st.charts = [];
+    window.__smoe.charts = {};
+    const headBox = h('div', { class: 'grid-charts', id: 'headline' });
+    const optBox = h('div', { class: 'grid-charts', id: 'optimal' });
+    const fitBox = h('div', { class: 'grid-charts', id: 'fit' });
+    const blocks = [h('h3', { class: 'section' }, `Accuracy vs ${st.x}: one line per ${st.series}` + (st.facet ? `, a panel per ${st.facet}` : '')), headBox,
+      h('h3', { class: 'section' }, `Optimal ${st.x}`), optBox,
+      h('h3', { class: 'section' }, 'Theory: E(k,N) = a·N²/k + b·√(N·k/m·log(T/k))'), fitBox];
     charts.replaceChildren(...blocks);
+    headlineCharts(headBox, ood.curves, ood.optimal, ood.fits, st);
+    headlineCharts(headBox, test, test.optimal, [], st);
+    if (ood.optimal.length) {
+      optimalCharts(optBox, ood, st);
+      optimalTable(optBox, ood);
+    } else {
+      optBox.appendChild(h('p', { class: 'muted empty' }, 'Needs succeeded trials.'));
+    }
+    if (ood.fits.length) fitSection(fitBox, ood, st);
+    window.__smoe.version = ood.version;
+    window.__smoe.trialsUsed = ood.curves.trials_used;
   };
   const axisNames = () => (sweep ? sweep.axes.map((a) => a.name) : []);
   const drawControls = () => {
