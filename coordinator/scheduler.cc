@@ -2,6 +2,7 @@
 #include "coordinator/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -755,6 +756,13 @@ absl::Status Scheduler::ReportMetricsLocked(
 absl::Status Scheduler::CompleteLocked(
     const std::string& worker_id, const std::string& trial_id, int attempt,
     const std::map<std::string, double>& results, double duration_s) {
+  // Checked before anything is applied: a value the store refuses (NaN binds
+  // as NULL into the NOT NULL trials.duration_s) would fail the commit and
+  // stop the scheduler.
+  if (!std::isfinite(duration_s) || duration_s < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "duration_s: must be a finite number >= 0, got ", duration_s));
+  }
   SMOE_ASSIGN_OR_RETURN(TrialRecord * t,
                         CurrentAttemptLocked(worker_id, trial_id, attempt));
   WriteBatch batch;

@@ -198,6 +198,9 @@ class Scheduler {
   absl::Status ReportMetrics(const std::string& worker_id,
                              const std::string& trial_id, int attempt,
                              const std::vector<store::MetricRecord>& metrics);
+  // Ends a current attempt successfully and stores its results.
+  // FailedPrecondition for a stale attempt; InvalidArgument for a duration_s
+  // that is not a finite number >= 0 (nothing written either way).
   absl::Status Complete(const std::string& worker_id,
                         const std::string& trial_id, int attempt,
                         const std::map<std::string, double>& results,

@@ -5,6 +5,7 @@
 #include "coordinator/scheduler.h"
 
 #include <atomic>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -12,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/in_memory_store.h"
+#include "store/sqlite_store.h"
 
 namespace smoe::coordinator {
 namespace {
@@ -501,6 +503,58 @@ TEST(SchedulerFailStopTest, CommitFailureStopsAcceptingWork) {
   auto again = Scheduler::Create(&store, &clock, SchedulerOptions{});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->GetSweep("s")->counts.pending, 2);
+}
+
+// Bad input from a worker must not reach the store: a Complete whose
+// duration_s is NaN used to be applied in memory and queued, then failed the
+// SQLite commit (trials.duration_s is NOT NULL and NaN binds as NULL), which
+// stopped the whole coordinator (Unavailable for every call until a restart,
+// and the worker's journaled Complete would do it again after the restart).
+TEST(SchedulerBadInputTest, CompleteWithNonFiniteDurationIsRefused) {
+  for (const bool group_commit : {true, false}) {
+    SCOPED_TRACE(group_commit ? "group commit" : "synchronous commit");
+    FakeClock clock;
+    auto store = store::SqliteStore::Open(":memory:", store::SqliteOptions{});
+    ASSERT_TRUE(store.ok()) << store.status();
+    SchedulerOptions opts;
+    opts.group_commit = group_commit;
+    auto sched = Scheduler::Create(store->get(), &clock, opts);
+    ASSERT_TRUE(sched.ok()) << sched.status();
+    ASSERT_TRUE((*sched)->SubmitSweep(Sweep("s", 2), false).ok());
+    WorkerInfo w;
+    w.slots = 2;
+    auto reg = (*sched)->Register(w);
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    auto grants = (*sched)->Lease(reg->worker_id, 2, 0);
+    ASSERT_TRUE(grants.ok()) << grants.status();
+    ASSERT_EQ(grants->size(), 2u);
+    const LeaseGrant& g = grants->at(0);
+    for (double bad : {std::numeric_limits<double>::quiet_NaN(),
+                       std::numeric_limits<double>::infinity(), -1.0}) {
+      const absl::Status st = (*sched)->Complete(reg->worker_id, g.trial_id,
+                                                 g.attempt, {{"acc", 1}}, bad);
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+      EXPECT_THAT(std::string(st.message()), HasSubstr("duration_s"));
+    }
+    // Nothing was written: the trial still runs, and the scheduler still
+    // works for this attempt and the other one.
+    EXPECT_EQ((*sched)->GetSweep("s")->counts.running, 2);
+    ASSERT_TRUE(
+        (*sched)
+            ->Complete(reg->worker_id, g.trial_id, g.attempt, {{"acc", 1}}, 2.5)
+            .ok());
+    const LeaseGrant& h = grants->at(1);
+    ASSERT_TRUE(
+        (*sched)
+            ->Complete(reg->worker_id, h.trial_id, h.attempt,
+                       {{"acc", std::numeric_limits<double>::quiet_NaN()}}, 0.0)
+            .ok());
+    EXPECT_EQ((*sched)->GetSweep("s")->counts.succeeded, 2);
+    auto rows = (*store)->ListSummaries("s");
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    ASSERT_EQ(rows->size(), 2u);
+    EXPECT_EQ(rows->at(0).duration_s, 2.5);
+  }
 }
 
 }  // namespace
