@@ -625,6 +625,7 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
     SweepEntry& s = *best->sweep;
     const std::string& tid = s.trial_ids[static_cast<size_t>(*best->next)];
     ++best->next;
+    if (worker.stopping.count(tid) > 0) continue;  // old attempt still there
     ++best->running;
     TrialRecord t = trials_.at(tid);
     t.state = TrialState::kRunning;
@@ -670,6 +671,7 @@ absl::StatusOr<HeartbeatReply> Scheduler::HeartbeatLocked(
     SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
   }
   HeartbeatReply reply;
+  std::set<std::string> stopping;
   for (const RunningReport& r : running) {
     auto it = trials_.find(r.trial_id);
     if (it != trials_.end() && it->second.state == TrialState::kRunning &&
@@ -679,8 +681,10 @@ absl::StatusOr<HeartbeatReply> Scheduler::HeartbeatLocked(
       it->second.lease_expires_at = now + options_.lease_timeout;
     } else {
       reply.cancel.emplace_back(r.trial_id, r.attempt);
+      stopping.insert(r.trial_id);
     }
   }
+  w.stopping = std::move(stopping);
   reply.drain = w.record.draining;
   return reply;
 }

@@ -185,8 +185,9 @@ class Scheduler {
   absl::StatusOr<Registration> Register(const WorkerInfo& info);
   // Leases up to `free_slots` trials whose kind the worker runs and whose GPU
   // needs fit in `free_gpus`, by sweep priority, then fairness (sweeps with
-  // fewer running trials first), then ordinal. NotFound for an unknown worker
-  // (it must re-register).
+  // fewer running trials first), then ordinal; never a trial that the
+  // worker's last heartbeat still reported under an older attempt (it is
+  // stopping there). NotFound for an unknown worker (it must re-register).
   absl::StatusOr<std::vector<LeaseGrant>> Lease(const std::string& worker_id,
                                                 int free_slots, int free_gpus);
   // Extends the leases of the reported attempts that are still the worker's.
@@ -230,6 +231,11 @@ class Scheduler {
   struct WorkerEntry {
     store::WorkerRecord record;
     std::set<std::string> leased;  // trial ids running on it
+    // Trials its last heartbeat reported under an attempt that is no longer
+    // its own (told to cancel; the trainer may still be stopping in the
+    // trial's directory). Not leased to it again until a heartbeat without
+    // them. Memory only.
+    std::set<std::string> stopping;
   };
 
   Scheduler(store::ExperimentStore* store, Clock* clock,

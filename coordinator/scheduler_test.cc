@@ -168,6 +168,53 @@ TEST_P(SchedulerTest, SilentWorkerLosesLeaseWithoutErrorBudget) {
   EXPECT_EQ(attempts->at(1).outcome, store::AttemptOutcome::kSucceeded);
 }
 
+// A worker that wakes after its lease lapsed is told to cancel the old
+// attempt, but its trainer needs a while to stop (SIGTERM grace). With a free
+// slot it leases again right away: the trial used to go straight back to it,
+// where the daemon could not start a second attempt in the same trial dir,
+// so the new lease sat unreported until it expired (30 s lost, counted as
+// another lost lease). It must wait until the worker stops reporting the old
+// attempt; other workers may take it meanwhile.
+TEST_P(SchedulerTest, TrialIsNotReLeasedToAWorkerStillStoppingIt) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1), false).ok());
+  const std::string w = AddWorker(2);
+  auto g = Lease(w, 2);
+  ASSERT_EQ(g.size(), 1u);
+  clock_.Advance(absl::Seconds(31));  // w froze; its lease lapses
+  ASSERT_TRUE(sched_->ExpireLeases().ok());
+  EXPECT_EQ(Counts("s").pending, 1);
+  auto hb = sched_->Heartbeat(w, {{g[0].trial_id, 1, 3, 10}}, false);
+  ASSERT_TRUE(hb.ok()) << hb.status();
+  ASSERT_EQ(hb->cancel.size(), 1u);
+  EXPECT_TRUE(Lease(w, 1).empty()) << "attempt 1 is still stopping on w";
+  // Once w no longer reports the old attempt, the trial may come back to it
+  // (its checkpoint is there).
+  ASSERT_TRUE(sched_->Heartbeat(w, {}, false).ok());
+  auto g2 = Lease(w, 2);
+  ASSERT_EQ(g2.size(), 1u);
+  EXPECT_EQ(g2[0].trial_id, g[0].trial_id);
+  EXPECT_EQ(g2[0].attempt, 2);
+  ASSERT_TRUE(sched_->Complete(w, g2[0].trial_id, 2, {{"acc", 1}}, 1).ok());
+  EXPECT_EQ(sched_->ListTrials("s")->at(0).preempt_count, 1);
+}
+
+TEST_P(SchedulerTest, TrialStoppingOnOneWorkerMayRunOnAnother) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1), false).ok());
+  const std::string w1 = AddWorker(2);
+  auto g = Lease(w1, 2);
+  ASSERT_EQ(g.size(), 1u);
+  clock_.Advance(absl::Seconds(31));
+  ASSERT_TRUE(sched_->ExpireLeases().ok());
+  const std::string w2 = AddWorker(1);
+  ASSERT_EQ(
+      sched_->Heartbeat(w1, {{g[0].trial_id, 1, 3, 10}}, false)->cancel.size(),
+      1u);
+  EXPECT_TRUE(Lease(w1, 1).empty());
+  auto g2 = Lease(w2, 1);
+  ASSERT_EQ(g2.size(), 1u);
+  EXPECT_EQ(g2[0].attempt, 2);
+}
+
 TEST_P(SchedulerTest, ErrorBudgetThenFailedWhileOthersComplete) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2, /*retries=*/2), false).ok());
   const std::string w = AddWorker();
