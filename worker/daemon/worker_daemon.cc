@@ -498,8 +498,21 @@ absl::Status WorkerDaemon::FailLease(const v1::TrialLease& lease,
 }
 
 absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
-  if (trials_.count(lease.trial_id()) > 0) {
-    return absl::AlreadyExistsError("trial already running on this worker");
+  if (auto it = trials_.find(lease.trial_id()); it != trials_.end()) {
+    const int running = it->second.lease.attempt();
+    if (running == lease.attempt()) {
+      return absl::AlreadyExistsError("attempt already running on this worker");
+    }
+    // An older attempt is still stopping in the trial's directory (cancel
+    // grace): hand the new one back now rather than leave it unreported
+    // until its lease expires.
+    SMOE_LOG(WARNING) << "trial " << lease.trial_id() << ": attempt "
+                      << lease.attempt() << " leased while attempt " << running
+                      << " is still stopping here; returning it";
+    return FailLease(lease, v1::FailRequest::REASON_PREEMPTED, 0,
+                     absl::StrCat("attempt ", running,
+                                  " of this trial is still stopping on this "
+                                  "worker; leased again too early"));
   }
   const std::vector<int> free_gpus = FreeGpus();
   if (FreeSlots() < std::max(1, lease.slots()) ||

@@ -25,7 +25,9 @@
 //   5. delivers the outbox (journal.h) in order until acknowledged; a
 //      FAILED_PRECONDITION or INVALID_ARGUMENT reply counts as acknowledged
 //      (the attempt is stale; dropped with a warning);
-//   6. leases up to the free slots/GPUs when not draining.
+//   6. leases up to the free slots/GPUs when not draining; a lease for a
+//      trial whose earlier attempt is still stopping here (cancel grace) is
+//      handed back at once as Fail(PREEMPTED).
 // An UNAVAILABLE / DEADLINE_EXCEEDED (or other transient) reply pauses all
 // calls for an exponential backoff with jitter (backoff_initial doubling up to
 // backoff_max); trainers keep running meanwhile. NOT_FOUND means the

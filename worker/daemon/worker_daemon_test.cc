@@ -275,6 +275,40 @@ TEST_F(WorkerDaemonTest, CancelForAnotherAttemptIsIgnored) {
   EXPECT_TRUE(p->signals.empty());
 }
 
+// A lease for a trial whose earlier attempt is still stopping here (inside
+// its cancel grace) cannot start in the same trial dir. It used to be dropped
+// without a word, so the coordinator believed the new attempt ran until its
+// lease expired. It is handed back at once as PREEMPTED (no error budget); a
+// duplicate of the running attempt is ignored.
+TEST_F(WorkerDaemonTest, LeaseForTrialStillStoppingHereIsHandedBack) {
+  options_.slots = 2;
+  MakeDaemon();
+  auto p = StartOne("sw1/t1", 1);
+  v1::HeartbeatResponse hb;
+  v1::WorkerCommand* cmd = hb.add_commands();
+  cmd->set_type(v1::WorkerCommand::TYPE_CANCEL);
+  cmd->set_trial_id("sw1/t1");
+  cmd->set_attempt(1);
+  gateway_.heartbeat_responses.push_back(hb);
+  gateway_.AddLease("sw1/t1", 2);
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  EXPECT_THAT(p->signals, ElementsAre(SIGTERM));
+  EXPECT_EQ(launcher_.started.size(), 1u) << "no second trainer in the dir";
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].trial_id(), "sw1/t1");
+  EXPECT_EQ(gateway_.fails[0].attempt(), 2);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_PREEMPTED);
+  EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("still stopping"));
+  EXPECT_EQ(daemon_->running_count(), 1);
+  // The same attempt leased twice is not reported (that would end it).
+  gateway_.AddLease("sw1/t1", 1);
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  EXPECT_EQ(launcher_.started.size(), 1u);
+  EXPECT_EQ(gateway_.fails.size(), 1u);
+}
+
 TEST_F(WorkerDaemonTest, UnreachableCoordinatorJournalsAndReplaysExactlyOnce) {
   MakeDaemon();
   auto p = StartOne("sw1/t1");
