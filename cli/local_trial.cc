@@ -115,6 +115,11 @@ void SignalRanks(const std::vector<Rank>& ranks, int sig) {
   }
 }
 
+Clock::duration GraceDuration(double seconds) {
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
+
 // SIGKILLs and reaps `ranks`, waiting at most kReapDeadlineS.
 void KillAndReap(std::vector<Rank>& ranks) {
   SignalRanks(ranks, SIGKILL);
@@ -297,9 +302,7 @@ int RunLocalTrial(
       SignalRanks(ranks, SIGTERM);
       term_sent = true;
     }
-    kill_at = std::min(
-        kill_at, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(grace_s)));
+    kill_at = std::min(kill_at, Clock::now() + GraceDuration(grace_s));
   };
   auto kill_all = [&]() {
     SignalRanks(ranks, SIGKILL);
@@ -310,6 +313,9 @@ int RunLocalTrial(
     }
   };
   int first_failed = -1;  // the first rank seen ending with a non-zero code
+  // A rank that succeeded: the others should end on their own by then.
+  Clock::time_point finish_by = Clock::time_point::max();
+  int finished_rank = -1;
   for (;;) {
     const int signals = g_signals;
     if (signals > handled_signals) {
@@ -342,14 +348,27 @@ int RunLocalTrial(
             WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         ::kill(-k.pid, SIGKILL);  // stragglers left in its group
         if (k.code != 0 && first_failed < 0) first_failed = static_cast<int>(r);
-        // One rank ended: the others cannot go on without it.
-        if (world > 1) terminate(trial.term_grace_s);
+        // One rank failed: the others cannot go on without it. One that
+        // succeeded: the others are finishing too; SIGTERM only those still
+        // running after the grace (no race with their last steps).
+        if (world > 1 && k.code != 0) {
+          terminate(trial.term_grace_s);
+        } else if (world > 1 && finished_rank < 0) {
+          finished_rank = static_cast<int>(r);
+          finish_by = Clock::now() + GraceDuration(trial.term_grace_s);
+        }
       } else {
         all = false;
       }
     }
     if (all) break;
     const Clock::time_point now = Clock::now();
+    if (!term_sent && now >= finish_by) {
+      std::cerr << cmd << ": ranks still running " << trial.term_grace_s
+                << " s after rank " << finished_rank
+                << " finished; sending SIGTERM\n";
+      terminate(trial.term_grace_s);
+    }
     if (term_sent && !kill_sent && now >= kill_at) {
       std::cerr << cmd << ": ranks still running " << trial.term_grace_s
                 << " s after SIGTERM; sending SIGKILL\n";

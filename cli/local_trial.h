@@ -26,12 +26,17 @@
 //     (PR_SET_PDEATHSIG), so a killed CLI leaves no ranks behind.
 //   * SIGINT (Ctrl-C) or SIGTERM to `smoe` is forwarded as SIGTERM to every
 //     rank (the trainer checkpoints and exits 75); a second one sends SIGKILL.
-//   * When one rank ends, the others cannot go on without it: they get
-//     SIGTERM, and SIGKILL after `term_grace_s`.
+//   * When one rank fails (exit code != 0), the others cannot go on without
+//     it: they get SIGTERM, and SIGKILL after `term_grace_s`. When one rank
+//     succeeds, the others are about to as well: only those still running
+//     `term_grace_s` later get SIGTERM (then SIGKILL after another grace).
+//     (The worker daemon SIGTERMs at once in both cases; waiting here avoids
+//     turning a rank's last moments after a successful rank 0 into exit 75.)
 //   * The exit code that decides is rank 0's, unless rank 0 succeeded and
 //     another rank did not: then the lowest such rank's (128 + signal for a
 //     rank killed by a signal).
-// Every wait is bounded: SIGTERM -> SIGKILL after term_grace_s, and a rank
+// Every wait is bounded: success -> SIGTERM and SIGTERM -> SIGKILL after
+// term_grace_s each, and a rank
 // not reaped kReapDeadlineS after SIGKILL makes RunLocalTrial give up (70).
 // A trial that runs normally has no deadline (training may take days).
 //
@@ -66,7 +71,8 @@ struct LocalTrial {
   int ep_size = 1;
   // --gpu-ids; empty leaves CUDA_VISIBLE_DEVICES as inherited.
   std::vector<int> gpu_ids;
-  // Seconds between SIGTERM to the ranks still running and SIGKILL.
+  // Seconds between SIGTERM to the ranks still running and SIGKILL; also how
+  // long the others may run on after one rank succeeded.
   double term_grace_s = 30;
 };
 

@@ -168,15 +168,28 @@ TEST_F(LocalTrialTest, AFailingRankStopsTheOthers) {
 }
 
 TEST_F(LocalTrialTest, AnotherRanksFailureDecidesWhenRankZeroSucceeded) {
-  // Rank 0 finishes; rank 1, stopped by the SIGTERM that follows, fails.
+  // Rank 0 finishes; rank 1 does not, and when the SIGTERM comes after the
+  // grace, it fails.
   Script(
       "if [ $r = 0 ]; then wait_for \"$w/ready1\"; "
       "echo '{\"event\":\"result\"}'; exit 0; fi\n"
       "trap 'exit 5' TERM\n"
       "touch \"$w/ready1\"; nap; exit 0\n");
   trial_.ep_size = 2;
+  trial_.term_grace_s = 0.3;
   EXPECT_EQ(Run(), 5);
   EXPECT_EQ(events_.size(), 1u);
+}
+
+TEST_F(LocalTrialTest, RanksFinishingAfterASuccessfulRankZeroAreNotStopped) {
+  // Rank 1 is still busy for a moment after rank 0 succeeded: no SIGTERM.
+  Script(
+      "trap 'touch \"$w/term$r\"; exit 75' TERM\n"
+      "if [ $r = 0 ]; then wait_for \"$w/ready1\"; exit 0; fi\n"
+      "touch \"$w/ready1\"; sleep 0.5; exit 0\n");
+  trial_.ep_size = 2;
+  EXPECT_EQ(Run(), 0);
+  EXPECT_FALSE(Exists(w() + "/term1"));
 }
 
 TEST_F(LocalTrialTest, ARankIgnoringSigtermIsKilledAfterTheGrace) {
