@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -292,6 +293,7 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Start(
     return absl::InternalError(absl::StrCat("open /dev/null: ", strerror(e)));
   }
 
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     const int e = errno;
@@ -302,6 +304,11 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Start(
   if (pid == 0) {
     // Child.
     setpgid(0, 0);
+    // A daemon killed without draining (kill -9, OOM) must not leave its
+    // trainers running unsupervised on the GPUs and in the trial directory:
+    // the kernel sends SIGKILL when the starting thread exits.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // it died before prctl
     sigset_t empty;
     sigemptyset(&empty);
     sigprocmask(SIG_SETMASK, &empty, nullptr);

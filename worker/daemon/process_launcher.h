@@ -12,7 +12,10 @@
 // PosixProcessLauncher puts every child in its own process group (setpgid), so
 // signalling the group also reaches the trainer's own children; it reaps every
 // child it starts (no zombies), and kills stragglers left in the group once the
-// group leader has exited.
+// group leader has exited. A child gets SIGKILL when the thread that started it
+// exits (PR_SET_PDEATHSIG), so a daemon that dies without draining (kill -9,
+// OOM) leaves no trainer running unsupervised; REQUIRES: call Start() from a
+// thread that outlives the processes it starts (the daemon's loop thread).
 #ifndef SMOE_WORKER_DAEMON_PROCESS_LAUNCHER_H_
 #define SMOE_WORKER_DAEMON_PROCESS_LAUNCHER_H_
 

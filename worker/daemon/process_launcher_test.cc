@@ -159,6 +159,46 @@ TEST(PosixProcessLauncherTest, WaitTimesOutWhileRunningAndDestructorKills) {
   EXPECT_FALSE(HasChildren());
 }
 
+// A daemon that dies without draining (kill -9, the OOM killer) must not leave
+// its trainers running unsupervised: they would keep their GPUs and the trial
+// directory while the restarted daemon (or another attempt) starts over.
+// Here a forked "daemon" starts a trainer and is SIGKILLed; the trainer must
+// die with it. It used to live on (each child is its own process group, so
+// nothing reached it).
+TEST(PosixProcessLauncherTest, ChildDiesWhenTheDaemonIsKilled) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t daemon = fork();
+  ASSERT_GE(daemon, 0);
+  if (daemon == 0) {
+    close(fds[0]);
+    PosixProcessLauncher launcher;
+    ProcessSpec spec;
+    spec.argv = {"/bin/sh", "-c", "exec sleep 300"};
+    auto p = launcher.Start(spec);
+    const int pid = p.ok() ? (*p)->pid() : -1;
+    if (write(fds[1], &pid, sizeof(pid)) != sizeof(pid)) _exit(1);
+    kill(getpid(), SIGKILL);  // no destructors, no drain
+    _exit(1);
+  }
+  close(fds[1]);
+  int trainer = -1;
+  ASSERT_EQ(read(fds[0], &trainer, sizeof(trainer)),
+            static_cast<ssize_t>(sizeof(trainer)));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(daemon, &status, 0), daemon);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_GT(trainer, 0);
+  bool alive = true;
+  for (int i = 0; i < 100 && alive; ++i) {
+    alive = IsAlive(trainer);
+    if (alive) absl::SleepFor(absl::Milliseconds(50));
+  }
+  if (alive) kill(trainer, SIGKILL);  // do not leak it past the test
+  EXPECT_FALSE(alive) << "the trainer outlived its daemon";
+}
+
 TEST(PosixProcessLauncherTest, MissingProgramIsNotFound) {
   PosixProcessLauncher launcher;
   ProcessSpec spec;
