@@ -47,10 +47,6 @@ namespace smoe::kernels {
 // Element types a Communicator can move: every DType (kernels/common/dtype.h;
 // sizes and names there). Reductions support the float and integer types
 // except kBFloat16/kFloat16 on host communicators.
-//
-// DataType is the communicator's former name for the same enum, kept as an
-// alias for callers not yet migrated; new code names DType.
-using DataType = DType;
 
 // Where a communicator's buffers live.
 enum class MemorySpace { kHost, kCudaDevice };

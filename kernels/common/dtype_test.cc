@@ -7,11 +7,9 @@
 #include "kernels/common/dtype.h"
 
 #include <string>
-#include <type_traits>
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "kernels/all_to_all/communicator.h"
 
 #if defined(SMOE_WITH_CUDA)
 #include "kernels/common/cuda_status.h"
@@ -48,11 +46,6 @@ TEST(DTypeTest, LauncherValuesAreStable) {
               d == DType::kFloat32 || d == DType::kBFloat16)
         << DTypeName(d);
   }
-}
-
-TEST(DTypeTest, CommunicatorDataTypeIsTheSameType) {
-  static_assert(std::is_same_v<DataType, DType>, "one enum, two names");
-  EXPECT_EQ(DataType::kInt64, DType::kInt64);
 }
 
 #if defined(SMOE_WITH_CUDA)
