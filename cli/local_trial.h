@@ -85,7 +85,7 @@ inline constexpr char kLocalEpHelp[] =
     "N ids each rank gets its own GPUs (--ep-size 2 --gpu-ids 0,1: rank 0\n"
     "sees GPU 0, rank 1 GPU 1); with fewer, every rank sees all of them.\n"
     "Ctrl-C stops every rank (checkpoint, exit 75; re-run with the same\n"
-    "--workdir to resume). When one rank ends the others are stopped; the\n"
+    "--workdir to resume). When one rank fails the others are stopped; the\n"
     "exit code is rank 0's unless it succeeded and another rank failed.";
 
 // How long RunLocalTrial waits for ranks to be reaped after SIGKILL.
