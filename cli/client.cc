@@ -45,7 +45,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Create(
   } else {
     creds = grpc::InsecureChannelCredentials();
   }
-  c->channel_ = grpc::CreateChannel(options.address, creds);
+  grpc::ChannelArguments args;
+  // A large sweep's trial list (GetSweep with trials, the first WatchSweep
+  // event) easily passes gRPC's default 4 MB receive limit.
+  args.SetMaxReceiveMessageSize(kMaxReplyBytes);
+  c->channel_ = grpc::CreateCustomChannel(options.address, creds, args);
   c->stub_ = smoe::v1::Coordinator::NewStub(c->channel_);
   return c;
 }

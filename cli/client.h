@@ -25,6 +25,10 @@ struct ClientOptions {
   absl::Duration timeout = absl::Seconds(30);
 };
 
+// The largest reply the client accepts (a 100,000-trial sweep with long
+// params and error messages; gRPC's default is 4 MB).
+inline constexpr int kMaxReplyBytes = 1 << 30;
+
 // Returns ./smoe-data/token when it exists, else ~/.smoe/token.
 std::string DefaultTokenFile();
 

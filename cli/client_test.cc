@@ -1,0 +1,83 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// CoordinatorClient against an in-process coordinator (real gRPC on
+// 127.0.0.1, SQLite in a temp dir).
+#include "cli/client.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/sweep_cmds.h"
+#include "coordinator/server.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smoe::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A sweep whose trial list is bigger than gRPC's default 4 MB message (here
+// about 30k trials with long params; a few hundred failed trials with their
+// stderr tails get there too): `sweep show --trials`, `results` and
+// `sweep watch` (whose first event carries every trial) used to fail at the
+// client with RESOURCE_EXHAUSTED ("received message larger than max").
+TEST(CoordinatorClientTest, SweepLargerThanDefaultGrpcMessageLimit) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/client_test_", getpid());
+  coordinator::ServerOptions so;
+  so.data_dir = dir;
+  so.listen = "127.0.0.1:0";
+  so.http_listen = "";
+  so.synchronous = store::SqliteOptions::Synchronous::kNormal;
+  auto server = coordinator::CoordinatorServer::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  constexpr int kSeeds = 1000, kTrials = 8 * 4 * kSeeds;
+  std::string seeds = "0";
+  for (int i = 1; i < kSeeds; ++i) absl::StrAppend(&seeds, ", ", i);
+  auto sub = (*server)->scheduler()->SubmitSweep(
+      absl::StrCat(
+          "name: big\nkind: sraven\ngrid:\n  M: [1, 2, 3, 4, 5, 6, 7, 8]\n"
+          "  top_k: [1, 2, 4, 8]\nfixed: {attention: "
+          "hyla_mlp_linear_no_rms_head, gating: topk_then_softmax, dispatch: "
+          "gather, router: topk, device: cpu, steps: 10}\nseeds: [",
+          seeds, "]\n"),
+      false);
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  ASSERT_EQ(sub->new_trials, kTrials);
+  ASSERT_TRUE((*server)->scheduler()->CancelSweep("big").ok());
+
+  ClientOptions co;
+  co.address = (*server)->address();
+  co.token_file = dir + "/token";
+  unsetenv("SMOE_TOKEN");
+  auto client = CoordinatorClient::Create(co);
+  ASSERT_TRUE(client.ok()) << client.status();
+
+  v1::GetSweepRequest req;
+  req.set_sweep_id("big");
+  req.set_include_trials(true);
+  v1::GetSweepResponse resp;
+  grpc::ClientContext ctx;
+  (*client)->Prepare(&ctx);
+  const grpc::Status st = (*client)->stub()->GetSweep(&ctx, req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.trials_size(), kTrials);
+  EXPECT_GT(resp.ByteSizeLong(), size_t{5} << 20) << "the test needs > 4 MB";
+
+  std::ostringstream watch;
+  EXPECT_EQ(WatchSweepCmd(**client, "big", watch), kExitFailure);
+  EXPECT_THAT(watch.str(), HasSubstr(absl::StrCat(kTrials, " cancelled")));
+
+  std::ostringstream csv;
+  EXPECT_EQ(ResultsCmd(**client, "big", "csv", csv), kExitOk);
+  const std::string text = csv.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), kTrials + 1);
+  (*server)->Shutdown();
+}
+
+}  // namespace
+}  // namespace smoe::cli
