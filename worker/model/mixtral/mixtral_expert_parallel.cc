@@ -70,8 +70,8 @@ absl::StatusOr<torch::Tensor> AllReduceMoePartial(const torch::Tensor& partial,
           .to(host ? torch::Device(torch::kCPU) : partial.device(),
               torch::kFloat32, /*non_blocking=*/false, /*copy=*/true)
           .contiguous();
-  const absl::Status s = comm->AllReduceSum(buf.data_ptr(), buf.numel(),
-                                            kernels::DType::kFloat32);
+  const absl::Status s =
+      comm->AllReduceSum(buf.data_ptr(), buf.numel(), kernels::DType::kFloat32);
   if (!s.ok()) {
     return absl::Status(
         s.code(), absl::StrCat("expert-parallel all-reduce of layer ", layer,
