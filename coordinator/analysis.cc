@@ -553,9 +553,9 @@ std::vector<SkillMixTable> SkillMixTables(const std::vector<TrialPoint>& trials,
         std::vector<double> vals;
         for (const auto& [v, se] : it->second) vals.push_back(v);
         CellStats s = Summarize(vals);
-        if (s.n == 1 && !std::isnan(it->second[0].second)) {
-          s.sem = it->second[0].second;
-        }
+        // One trial: its own s.e. over combinations; NaN (JSON null:
+        // unknown, not 0) when it reported none.
+        if (s.n == 1) s.sem = it->second[0].second;
         s.ci_lo = s.mean - s.sem;
         s.ci_hi = s.mean + s.sem;
         t.cells[i][j] = s;

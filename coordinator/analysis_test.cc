@@ -264,6 +264,16 @@ TEST(AnalysisTest, SkillMixTablesMeanAndSe) {
   const json j = ToJson(t);
   EXPECT_TRUE(j["cells"][0][1].is_null());
   EXPECT_EQ(j["rows"][1], 2);
+  // A single trial without a reported s.e.: unknown (null), not 0.
+  TrialPoint lone;
+  lone.params = {{"ept", 4}, {"k_skills", 2}};
+  lone.state = store::TrialState::kSucceeded;
+  lone.results = {{"skill_fraction", 0.5}};
+  const auto lone_tables = SkillMixTables({lone});
+  ASSERT_EQ(lone_tables.size(), 1u);
+  EXPECT_TRUE(std::isnan(lone_tables[0].cells[0][0].sem));
+  EXPECT_TRUE(ToJson(lone_tables[0])["cells"][0][0]["sem"].is_null());
+  EXPECT_EQ(ToJson(lone_tables[0])["cells"][0][0]["mean"], 0.5);
 }
 
 // Best EPT per k_skills: argmax of the mean, ties to the smaller EPT, the
