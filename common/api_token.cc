@@ -13,6 +13,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace smoe {
@@ -108,6 +109,21 @@ bool TokenEquals(absl::string_view a, absl::string_view b) {
     diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   }
   return diff == 0;
+}
+
+absl::Status CheckApiKeyEnvName(absl::string_view name) {
+  static constexpr absl::string_view kSuffix = "_API_KEY";
+  bool ok = name.size() > kSuffix.size() && absl::EndsWith(name, kSuffix) &&
+            name[0] >= 'A' && name[0] <= 'Z';
+  for (char c : name) {
+    ok = ok && ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "grader_api_key_env: '", name,
+      "' is not an API-key variable name (upper-case letters, digits and '_', "
+      "ending in _API_KEY, e.g. OPENAI_API_KEY): a sweep may only send such "
+      "a variable to its grader"));
 }
 
 }  // namespace smoe

@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -33,6 +34,15 @@ absl::StatusOr<std::string> ResolveClientToken(const std::string& token_file);
 
 // Compares two tokens in time independent of where they differ.
 bool TokenEquals(absl::string_view a, absl::string_view b);
+
+// The environment variable a sweep may name as a grader's API key
+// (`grader_api_key_env`). A sweep file chooses both that name and the URL the
+// key is sent to, so the name is confined to API keys: upper-case letters,
+// digits and '_', ending in "_API_KEY" (OPENAI_API_KEY, TOGETHER_API_KEY,
+// ...). Anything else on a worker (SMOE_TOKEN, cloud credentials such as
+// AWS_SECRET_ACCESS_KEY, HOME) cannot be sent out by a sweep. InvalidArgument
+// naming the value otherwise.
+absl::Status CheckApiKeyEnvName(absl::string_view name);
 
 }  // namespace smoe
 

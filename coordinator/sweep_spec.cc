@@ -12,6 +12,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/api_token.h"
 #include "yaml-cpp/yaml.h"
 
 namespace smoe::coordinator {
@@ -513,6 +514,12 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
           absl::StrCat("params: unknown parameter '", k, "' for kind ", kind));
     }
     if (auto s = CheckParam(*p, v, "params"); !s.ok()) return s;
+    if (k == "grader_api_key_env" && !v.get<std::string>().empty()) {
+      // The sweep also picks the URL the key goes to (common/api_token.h).
+      if (auto s = CheckApiKeyEnvName(v.get<std::string>()); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("params.", s.message()));
+      }
+    }
   }
   if (kind == "sraven") {
     const int64_t e = params.value("num_experts", int64_t{8});

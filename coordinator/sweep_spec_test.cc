@@ -113,6 +113,9 @@ TEST(SweepSpecTest, RejectsBadFilesNamingFieldAndValue) {
       {"name: x\nkind: skillmix\nfixed: {model: /m}\n"
        "resources: {ep_size: 2, gpus_per_trial: 1}\n",
        "resources.gpus_per_trial: 1 must equal resources.ep_size (2)"},
+      {"name: x\nkind: skillmix\nfixed: {model: /m, grader_api_key_env: "
+       "AWS_SECRET_ACCESS_KEY}\n",
+       "grader_api_key_env: 'AWS_SECRET_ACCESS_KEY' is not an API-key"},
       {"name: x\nkind: sraven\nfixed: {ep_size: 2}\n",
        "ep_size=2 must equal resources.ep_size=1"},
       {"name: x\nkind: sraven\ngrid:\n  ep_size: [2, 4]\n"

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "absl/strings/str_cat.h"
 #include "common/api_token.h"
 #include "gtest/gtest.h"
 
@@ -67,6 +68,23 @@ TEST(ApiTokenTest, CreateThenLoadWithMode0600) {
   EXPECT_TRUE(TokenEquals("abc", "abc"));
   EXPECT_FALSE(TokenEquals("abc", "abd"));
   EXPECT_FALSE(TokenEquals("abc", "abcd"));
+}
+
+// A sweep names the env var its grader key is read from and the URL it goes
+// to: only *_API_KEY names may be chosen, so worker secrets cannot leave.
+TEST(ApiKeyEnvNameTest, OnlyApiKeyVariablesMayBeNamed) {
+  for (const char* ok : {"OPENAI_API_KEY", "TOGETHER_API_KEY", "X_API_KEY",
+                         "AZURE_OPENAI2_API_KEY"}) {
+    EXPECT_TRUE(CheckApiKeyEnvName(ok).ok()) << ok;
+  }
+  for (const char* bad :
+       {"SMOE_TOKEN", "AWS_SECRET_ACCESS_KEY", "HOME", "_API_KEY", "API_KEY",
+        "openai_api_key", "OPENAI_API_KEY ", "1_API_KEY", "A-B_API_KEY", ""}) {
+    const absl::Status s = CheckApiKeyEnvName(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find(absl::StrCat("'", bad, "'")), std::string::npos)
+        << s;
+  }
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ TEST(LocalEpSkillMixTest, TwoRanksEndLikeOneProcess) {
 
   FakeGrader grader;
   const std::map<std::string, std::string> env = {
-      {"SMOE_LOCAL_EP_GRADER_KEY", kKey}, {"OMP_NUM_THREADS", "1"}};
+      {"SMOE_LOCAL_EP_GRADER_API_KEY", kKey}, {"OMP_NUM_THREADS", "1"}};
   auto run = [&](int ep_size, const std::string& workdir) {
     return RunCommand({bin + "/smoe",
                        "skillmix",
@@ -130,7 +130,7 @@ TEST(LocalEpSkillMixTest, TwoRanksEndLikeOneProcess) {
                        "--grader-base-url",
                        grader.url(),
                        "--grader-api-key-env",
-                       "SMOE_LOCAL_EP_GRADER_KEY",
+                       "SMOE_LOCAL_EP_GRADER_API_KEY",
                        "--param",
                        "grader_requests_per_second=0",
                        "--seed",

@@ -145,7 +145,7 @@ class SkillMixE2eTest : public ::testing::Test {
                           {"device", "cpu"},
                           {"grader", "openai"},
                           {"grader_base_url", url},
-                          {"grader_api_key_env", "SMOE_E2E_GRADER_KEY"},
+                          {"grader_api_key_env", "SMOE_E2E_GRADER_API_KEY"},
                           {"grader_requests_per_second", 0}}}};
     const std::string path = workdir + "/TRIAL.json";
     std::ofstream(path) << trial.dump();
@@ -169,7 +169,7 @@ std::string* SkillMixE2eTest::dir_ = nullptr;
 
 TEST_F(SkillMixE2eTest, RunsResumesAndNeverLeaksTheKey) {
   FakeGrader grader;
-  ::setenv("SMOE_E2E_GRADER_KEY", kKey, 1);
+  ::setenv("SMOE_E2E_GRADER_API_KEY", kKey, 1);
   const std::string work = *dir_ + "/run";
   const std::string trial = WriteTrial(work, grader.url(), 2);
   const std::string run = absl::StrCat(SMOE_TRAINER_BINARY, " run --trial ",
@@ -205,7 +205,7 @@ TEST_F(SkillMixE2eTest, RunsResumesAndNeverLeaksTheKey) {
 TEST_F(SkillMixE2eTest, SigtermExitsWith75AndResumes) {
   FakeGrader grader;
   grader.set_delay_ms(400);
-  ::setenv("SMOE_E2E_GRADER_KEY", kKey, 1);
+  ::setenv("SMOE_E2E_GRADER_API_KEY", kKey, 1);
   const std::string work = *dir_ + "/term";
   const std::string trial = WriteTrial(work, grader.url(), 6);
   const pid_t pid = ::fork();
@@ -265,7 +265,7 @@ TEST_F(SkillMixE2eTest, SigtermExitsWith75AndResumes) {
 // grader sees the same number of requests, and rank 1 prints no event.
 TEST_F(SkillMixE2eTest, TwoRanksEqualOneProcess) {
   FakeGrader grader;
-  ::setenv("SMOE_E2E_GRADER_KEY", kKey, 1);
+  ::setenv("SMOE_E2E_GRADER_API_KEY", kKey, 1);
   const std::string one = *dir_ + "/one-rank";
   const std::string trial1 = WriteTrial(one, grader.url(), 2);
   ASSERT_EQ(Shell(absl::StrCat(SMOE_TRAINER_BINARY, " run --trial ", trial1,
@@ -314,7 +314,7 @@ TEST_F(SkillMixE2eTest, SweepRunsThroughCoordinatorAndWorker) {
   c.StartCoordinator();
   c.StartWorker(0, /*slots=*/2, SMOE_TRAINER_BINARY,
                 {"--kinds", "skillmix", "--gpus", "0"},
-                {{"SMOE_E2E_GRADER_KEY", kKey}, {"OMP_NUM_THREADS", "1"}});
+                {{"SMOE_E2E_GRADER_API_KEY", kKey}, {"OMP_NUM_THREADS", "1"}});
   const std::string sweep = c.WriteFile(
       "skillmix.yaml",
       absl::StrCat("name: smx\nkind: skillmix\ngrid:\n  k_skills: [1, 2]\n"
@@ -323,7 +323,7 @@ TEST_F(SkillMixE2eTest, SweepRunsThroughCoordinatorAndWorker) {
                    "  num_generations: 1\n  num_gradings: 1\n",
                    "  max_new_tokens: 4\n  device: cpu\n  grader: openai\n",
                    "  grader_base_url: ", grader.url(), "\n",
-                   "  grader_api_key_env: SMOE_E2E_GRADER_KEY\n",
+                   "  grader_api_key_env: SMOE_E2E_GRADER_API_KEY\n",
                    "seeds: [0]\nretries: 0\n"));
   auto [rc, out] = c.Smoe({"sweep", "submit", sweep});
   ASSERT_EQ(rc, 0) << out;
@@ -399,7 +399,7 @@ pid_t StartRank(const std::string& work, const std::string& trial, int rank) {
 TEST_F(SkillMixE2eTest, TwoRanksStopTogetherOnSigtermAndResume) {
   FakeGrader grader;
   grader.set_delay_ms(400);
-  ::setenv("SMOE_E2E_GRADER_KEY", kKey, 1);
+  ::setenv("SMOE_E2E_GRADER_API_KEY", kKey, 1);
   const std::string work = *dir_ + "/term-ep";
   const std::string trial = WriteTrial(work, grader.url(), 6);
   std::filesystem::remove(work + "/rdv");
@@ -450,7 +450,7 @@ TEST_F(SkillMixE2eTest, ExpertParallelSweepRunsThroughCoordinatorAndWorker) {
   c.StartCoordinator();
   c.StartWorker(0, /*slots=*/1, SMOE_TRAINER_BINARY,
                 {"--kinds", "skillmix", "--gpus", "0"},
-                {{"SMOE_E2E_GRADER_KEY", kKey}, {"OMP_NUM_THREADS", "1"}});
+                {{"SMOE_E2E_GRADER_API_KEY", kKey}, {"OMP_NUM_THREADS", "1"}});
   const std::string sweep = c.WriteFile(
       "skillmix-ep.yaml",
       absl::StrCat("name: smxep\nkind: skillmix\ngrid:\n  ept: [1, 2]\n",
@@ -458,7 +458,7 @@ TEST_F(SkillMixE2eTest, ExpertParallelSweepRunsThroughCoordinatorAndWorker) {
                    "  num_combinations: 1\n  num_generations: 1\n",
                    "  num_gradings: 1\n  max_new_tokens: 4\n  device: cpu\n",
                    "  grader: openai\n  grader_base_url: ", grader.url(),
-                   "\n  grader_api_key_env: SMOE_E2E_GRADER_KEY\n",
+                   "\n  grader_api_key_env: SMOE_E2E_GRADER_API_KEY\n",
                    "seeds: [0]\nretries: 0\nresources: {ep_size: 2}\n"));
   auto [rc, out] = c.Smoe({"sweep", "submit", sweep});
   ASSERT_EQ(rc, 0) << out;

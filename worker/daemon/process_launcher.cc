@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <thread>
@@ -270,6 +271,10 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Start(
     const char* eq = strchr(*e, '=');
     const std::string key = eq ? std::string(*e, eq - *e) : std::string(*e);
     if (spec.env.count(key) > 0) continue;
+    if (std::find(spec.unset_env.begin(), spec.unset_env.end(), key) !=
+        spec.unset_env.end()) {
+      continue;
+    }
     env_storage.emplace_back(*e);
   }
   for (const auto& [k, v] : spec.env) env_storage.push_back(k + "=" + v);

@@ -39,6 +39,9 @@ struct ProcessSpec {
   // Variables set in the child on top of the daemon's own environment (a key
   // given here replaces the inherited value; an empty value is kept as empty).
   std::map<std::string, std::string> env;
+  // Inherited variables the child must not see (e.g. the daemon's
+  // SMOE_TOKEN); a name also in `env` is set, not removed.
+  std::vector<std::string> unset_env;
   // The child's working directory; empty = the daemon's.
   std::string working_dir;
 };

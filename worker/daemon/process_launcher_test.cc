@@ -94,6 +94,26 @@ TEST(PosixProcessLauncherTest, EnvAndWorkingDirectory) {
   EXPECT_THAT(p->TakeStdoutLines(), ElementsAre("[][y]", "/tmp"));
 }
 
+// unset_env removes inherited variables (the daemon's SMOE_TOKEN); a name
+// also given in env is set, not removed.
+TEST(PosixProcessLauncherTest, UnsetEnvHidesInheritedVariables) {
+  ::setenv("SMOE_LAUNCHER_TEST_SECRET", "s3cret", 1);
+  ::setenv("SMOE_LAUNCHER_TEST_KEEP", "kept", 1);
+  PosixProcessLauncher launcher;
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "echo \"[${SMOE_LAUNCHER_TEST_SECRET-unset}]"
+               "[$SMOE_LAUNCHER_TEST_KEEP][$SMOE_X]\""};
+  spec.unset_env = {"SMOE_LAUNCHER_TEST_SECRET", "SMOE_X"};
+  spec.env = {{"SMOE_X", "set"}};
+  auto p = launcher.Start(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->Wait(kWait).has_value());
+  EXPECT_THAT((*p)->TakeStdoutLines(), ElementsAre("[unset][kept][set]"));
+  ::unsetenv("SMOE_LAUNCHER_TEST_SECRET");
+  ::unsetenv("SMOE_LAUNCHER_TEST_KEEP");
+}
+
 TEST(PosixProcessLauncherTest, SignalReachesProcessGroupAndIsReported) {
   PosixProcessLauncher launcher;
   // The shell starts a grandchild; both must die with the group.

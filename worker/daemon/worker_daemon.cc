@@ -571,6 +571,8 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
                      t.gpus.begin() + (rank + 1) * per);
     }
     spec.env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(visible, ",");
+    // The trainer never talks to the coordinator: it gets no API token.
+    spec.unset_env = {"SMOE_TOKEN"};
     if (world > 1) {
       spec.env["SMOE_RANK"] = absl::StrCat(rank);
       spec.env["SMOE_WORLD_SIZE"] = absl::StrCat(world);

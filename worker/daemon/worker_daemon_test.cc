@@ -91,6 +91,8 @@ TEST_F(WorkerDaemonTest, LeaseLaunchMetricsBatchedThenComplete) {
                                         dir + "/TRIAL.json", "--workdir", dir));
   EXPECT_EQ(p->spec.env.at("CUDA_VISIBLE_DEVICES"), "");
   EXPECT_EQ(p->spec.env.count("SMOE_RANK"), 0u);
+  // The trainer never gets the daemon's API token.
+  EXPECT_THAT(p->spec.unset_env, ::testing::Contains("SMOE_TOKEN"));
   auto trial =
       nlohmann::json::parse(ReadFile(dir + "/TRIAL.json"), nullptr, false);
   ASSERT_FALSE(trial.is_discarded());

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/api_token.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "worker/trainer/json_params.h"
@@ -66,7 +67,11 @@ absl::Status ApplyParam(const std::string& key, const json& v,
                : absl::OkStatus();
   }
   if (key == "grader_api_key_env") {
-    return GetJsonString(key, v, &c->grader_api_key_env);
+    SMOE_RETURN_IF_ERROR(GetJsonString(key, v, &c->grader_api_key_env));
+    // "" sends no key (local servers); else only *_API_KEY variables.
+    return c->grader_api_key_env.empty()
+               ? absl::OkStatus()
+               : CheckApiKeyEnvName(c->grader_api_key_env);
   }
   if (key == "grader_prompt_kind") {
     return GetJsonEnum(key, v, &skillmix::ParseGradingPrompt,

@@ -143,6 +143,14 @@ TEST(SkillMixConfigTest, ErrorsNameTheKeyAndValue) {
   auto grader =
       ParseSkillMixTrialJson(TrialJson({{"model", "m"}, {"grader", "claude"}}));
   EXPECT_THAT(grader.status().message(), HasSubstr("grader=\"claude\""));
+  // Only *_API_KEY variables may be sent to the (sweep-chosen) grader URL.
+  auto secret = ParseSkillMixTrialJson(
+      TrialJson({{"model", "m"}, {"grader_api_key_env", "SMOE_TOKEN"}}));
+  EXPECT_EQ(secret.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(secret.status().message(), HasSubstr("'SMOE_TOKEN'"));
+  EXPECT_TRUE(ParseSkillMixTrialJson(
+                  TrialJson({{"model", "m"}, {"grader_api_key_env", ""}}))
+                  .ok());
   auto kind = ParseSkillMixTrialJson(R"({"kind": "sraven", "params": {}})");
   EXPECT_EQ(kind.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(*TrialKind(R"({"kind": "skillmix"})"), "skillmix");
@@ -239,16 +247,16 @@ TEST_F(SkillMixTrialTest, LocalGraderIsBuiltFromItsOwnSpec) {
 }
 
 TEST_F(SkillMixTrialTest, MissingApiKeyFailsBeforeLoadingTheModel) {
-  ::unsetenv("SMOE_TEST_NO_SUCH_KEY");
+  ::unsetenv("SMOE_TEST_NO_SUCH_API_KEY");
   auto c = ParseSkillMixTrialJson(
       TrialJson({{"model", "/m"},
                  {"grader", "openai"},
-                 {"grader_api_key_env", "SMOE_TEST_NO_SUCH_KEY"}}));
+                 {"grader_api_key_env", "SMOE_TEST_NO_SUCH_API_KEY"}}));
   ASSERT_TRUE(c.ok());
   std::vector<std::string> events;
   auto r = RunSkillMixTrial(*c, Options(&events));
 #if SMOE_SKILLMIX_HAVE_HTTP
-  EXPECT_THAT(r.status().message(), HasSubstr("SMOE_TEST_NO_SUCH_KEY"));
+  EXPECT_THAT(r.status().message(), HasSubstr("SMOE_TEST_NO_SUCH_API_KEY"));
 #endif
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(specs_.empty());
@@ -279,13 +287,13 @@ TEST_F(SkillMixTrialTest, OpenAiGraderThroughTheTrial) {
   while (!server.is_running()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ::setenv("SMOE_TEST_TRIAL_KEY", "k-123", 1);
+  ::setenv("SMOE_TEST_TRIAL_API_KEY", "k-123", 1);
   auto c = ParseSkillMixTrialJson(TrialJson(
       {{"model", "/m"},
        {"num_combinations", 2},
        {"num_generations", 2},
        {"grader_base_url", absl::StrCat("http://127.0.0.1:", port, "/v1")},
-       {"grader_api_key_env", "SMOE_TEST_TRIAL_KEY"},
+       {"grader_api_key_env", "SMOE_TEST_TRIAL_API_KEY"},
        {"grader_requests_per_second", 0}}));
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<std::string> events;
