@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -61,11 +62,13 @@ std::vector<v1::Metric> ReadMetricHistory(const std::string& dir) {
     const json m = json::parse(line, nullptr, false);
     if (!m.is_object() || !m.contains("step") || !m["step"].is_number() ||
         !m.contains("name") || !m["name"].is_string() || !m.contains("value") ||
-        !m["value"].is_number()) {
+        !(m["value"].is_number() || m["value"].is_null())) {
       continue;  // a torn last line after a crash
     }
+    // null: NaN (nlohmann writes NaN as null).
     last[{m["step"].get<int64_t>(), m["name"].get<std::string>()}] =
-        m["value"].get<double>();
+        m["value"].is_null() ? std::numeric_limits<double>::quiet_NaN()
+                             : m["value"].get<double>();
   }
   std::vector<v1::Metric> out;
   out.reserve(last.size());
@@ -652,10 +655,15 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
     get_int("step", &t->step);
     get_int("total", &t->total);
   } else if (event == "metric") {
+    // "value": null is how trainers write NaN (JSON has none): forwarded as
+    // NaN so a diverging run shows. A metric the coordinator would refuse
+    // (empty name, negative step) is dropped here, alone: it would make the
+    // coordinator refuse its whole batch.
     int64_t step = 0;
-    if (!get_int("step", &step) || !ev.contains("name") ||
-        !ev["name"].is_string() || !ev.contains("value") ||
-        !ev["value"].is_number()) {
+    if (!get_int("step", &step) || step < 0 || !ev.contains("name") ||
+        !ev["name"].is_string() || ev["name"].get<std::string>().empty() ||
+        !ev.contains("value") ||
+        !(ev["value"].is_number() || ev["value"].is_null())) {
       SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()
                         << ": malformed metric event ignored";
       return;
@@ -663,7 +671,8 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
     v1::Metric m;
     m.set_step(step);
     m.set_name(ev["name"].get<std::string>());
-    m.set_value(ev["value"].get<double>());
+    m.set_value(ev["value"].is_null() ? std::numeric_limits<double>::quiet_NaN()
+                                      : ev["value"].get<double>());
     t->metrics.push_back(std::move(m));
   } else if (event == "result") {
     std::map<std::string, double> results;

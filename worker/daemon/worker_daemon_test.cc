@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -159,6 +160,44 @@ TEST_F(WorkerDaemonTest, LeaseLaunchMetricsBatchedThenComplete) {
   EXPECT_EQ(daemon_->running_count(), 0);
   EXPECT_EQ(daemon_->pending_reports(), 0u);
   EXPECT_TRUE(gateway_.fails.empty());
+}
+
+// NaN (written as null by trainers) reaches the coordinator as NaN; a
+// metric it would refuse (negative step, empty name) is dropped alone, so
+// it cannot make the coordinator refuse the good metrics of its batch.
+TEST_F(WorkerDaemonTest, NanMetricsForwardedAndInvalidOnesDroppedAlone) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  p->Emit(R"({"event":"metric","step":1,"name":"train/loss","value":0.5})");
+  p->Emit(R"({"event":"metric","step":2,"name":"train/loss","value":null})");
+  p->Emit(R"({"event":"metric","step":-1,"name":"train/loss","value":1})");
+  p->Emit(R"({"event":"metric","step":3,"name":"","value":1})");
+  p->Emit(R"({"event":"metric","step":4,"name":"x","value":"1"})");
+  p->Emit(R"({"event":"metric","step":5,"name":"train/loss","value":0.25})");
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  ASSERT_EQ(gateway_.metrics.size(), 1u);
+  const auto& batch = gateway_.metrics[0];
+  ASSERT_EQ(batch.metrics_size(), 3);
+  EXPECT_EQ(batch.metrics(0).step(), 1);
+  EXPECT_EQ(batch.metrics(1).step(), 2);
+  EXPECT_TRUE(std::isnan(batch.metrics(1).value()));
+  EXPECT_EQ(batch.metrics(2).step(), 5);
+  EXPECT_DOUBLE_EQ(batch.metrics(2).value(), 0.25);
+  // A re-leased attempt on this host re-sends the history, NaN included.
+  p->Exit(75);
+  Step();
+  StartOne("sw1/t1", 2);
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    Step();
+  }
+  ASSERT_EQ(gateway_.metrics.size(), 2u)
+      << ::testing::PrintToString(gateway_.order);
+  const auto& again = gateway_.metrics[1];
+  EXPECT_EQ(again.attempt(), 2);
+  ASSERT_EQ(again.metrics_size(), 3);
+  EXPECT_TRUE(std::isnan(again.metrics(1).value()));
 }
 
 TEST_F(WorkerDaemonTest, CrashReportsErrorWithExitCodeAndStderrTail) {
