@@ -49,6 +49,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Create(
   // A large sweep's trial list (GetSweep with trials, the first WatchSweep
   // event) easily passes gRPC's default 4 MB receive limit.
   args.SetMaxReceiveMessageSize(kMaxReplyBytes);
+  // A long `sweep watch` stream can sit idle for hours: ping every 30 s and
+  // give up after 10 s without an answer, so a silent network partition
+  // ends the call (UNAVAILABLE) instead of hanging until its 24 h deadline.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   c->channel_ = grpc::CreateCustomChannel(options.address, creds, args);
   c->stub_ = smoe::v1::Coordinator::NewStub(c->channel_);
   return c;

@@ -70,6 +70,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.RegisterService(s->coordinator_service_.get());
   builder.RegisterService(s->gateway_service_.get());
   builder.SetMaxReceiveMessageSize(64 << 20);
+  // Clients (`smoe sweep watch`, cli/client.cc) ping idle streams every 30 s
+  // to notice a dead connection; accept pings that often (gRPC's default
+  // answers pings more often than every 5 min with GOAWAY).
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat(
