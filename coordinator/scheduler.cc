@@ -254,6 +254,17 @@ SweepView Scheduler::ViewLocked(const SweepEntry& s) const {
   return SweepView{s.record, s.spec, s.counts, s.version};
 }
 
+namespace {
+// New points for a cancelled sweep would stay pending forever (a cancelled
+// sweep leases nothing): refuse, naming the way to resume it.
+absl::Status CancelledSweepError(const std::string& sweep_id, int added) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "sweep '", sweep_id, "' is cancelled: its ", added,
+      " new point(s) would never run; resume it first with `smoe sweep retry ",
+      sweep_id, " --include-cancelled`, then submit or extend again"));
+}
+}  // namespace
+
 absl::Status Scheduler::AddTrialsLocked(
     SweepEntry* sweep, const std::vector<ExpandedTrial>& points,
     WriteBatch* batch, int* added) {
@@ -355,6 +366,9 @@ absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
   WriteBatch batch;
   int added = 0;
   SMOE_RETURN_IF_ERROR(AddTrialsLocked(&e, points, &batch, &added));
+  if (added > 0 && e.record.state == store::SweepState::kCancelled) {
+    return CancelledSweepError(spec.name, added);
+  }
   result.existing_trials = static_cast<int>(points.size()) - added;
   result.new_trials = added;
   if (dry_run) {
@@ -474,6 +488,9 @@ absl::StatusOr<int> Scheduler::ExtendSweepLocked(
   WriteBatch batch;
   int added = 0;
   SMOE_RETURN_IF_ERROR(AddTrialsLocked(&s, ExpandGrid(next), &batch, &added));
+  if (added > 0 && s.record.state == store::SweepState::kCancelled) {
+    return CancelledSweepError(sweep_id, added);
+  }
   store::SweepRecord r = s.record;
   r.spec_yaml = SweepSpecToYaml(next);
   if (added > 0 && r.state == store::SweepState::kCompleted) {

@@ -296,6 +296,31 @@ TEST_P(SchedulerTest, CancelReachesWorkerThroughHeartbeat) {
   EXPECT_EQ(Lease(w).size(), 1u);
 }
 
+// New points for a cancelled sweep would never run: submit (also dry run)
+// and extend refuse them, naming the retry command; an identical
+// re-submission adds nothing and is fine; after a retry they are accepted.
+TEST_P(SchedulerTest, CancelledSweepRefusesNewPointsUntilResumed) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2), false).ok());
+  EXPECT_EQ(*sched_->CancelSweep("s"), 2);
+  for (bool dry : {true, false}) {
+    auto more = sched_->SubmitSweep(Sweep("s", 3), dry);
+    EXPECT_EQ(more.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(more.status().message(),
+                HasSubstr("smoe sweep retry s --include-cancelled"));
+  }
+  auto ext = sched_->ExtendSweep("s", "M", {5});
+  EXPECT_EQ(ext.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Counts("s").total(), 2);  // nothing half-added
+  auto same = sched_->SubmitSweep(Sweep("s", 2), false);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->new_trials, 0);
+  EXPECT_EQ(*sched_->RetrySweep("s", /*include_cancelled=*/true), 2);
+  auto after = sched_->SubmitSweep(Sweep("s", 3), false);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->new_trials, 1);
+  EXPECT_EQ(Counts("s").pending, 3);
+}
+
 TEST_P(SchedulerTest, RestartKeepsEverythingAndRunningLeases) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 3), false).ok());
   const std::string w = AddWorker(2);
