@@ -265,6 +265,25 @@ absl::Status CancelledSweepError(const std::string& sweep_id, int added) {
 }
 }  // namespace
 
+namespace {
+// Bounds what one Fail stores (the gRPC server accepts 64 MB; the worker
+// daemon sends <= 8 KB): the head and the tail (where a stderr tail ends) are
+// kept, cut on UTF-8 character boundaries.
+std::string CapFailMessage(const std::string& m) {
+  constexpr size_t kMax = 16 << 10, kHead = 4 << 10, kTail = 11 << 10;
+  if (m.size() <= kMax) return m;
+  auto continuation = [&m](size_t i) {
+    return i < m.size() && (static_cast<unsigned char>(m[i]) & 0xC0) == 0x80;
+  };
+  size_t head = kHead;
+  while (head > 0 && continuation(head)) --head;
+  size_t tail = m.size() - kTail;
+  while (continuation(tail)) ++tail;
+  return absl::StrCat(m.substr(0, head), "\n[... ", tail - head,
+                      " bytes cut ...]\n", m.substr(tail));
+}
+}  // namespace
+
 absl::Status Scheduler::AddTrialsLocked(
     SweepEntry* sweep, const std::vector<ExpandedTrial>& points,
     WriteBatch* batch, int* added) {
@@ -735,7 +754,7 @@ void Scheduler::EndAttemptLocked(const TrialRecord& trial,
   a.worker_id = trial.worker_id;
   a.outcome = outcome;
   a.exit_code = exit_code;
-  a.message = message;
+  a.message = CapFailMessage(message);
   a.started_at = trial.updated_at;  // the lease time (set when leased)
   a.ended_at = now;
   TrialRecord t = trial;

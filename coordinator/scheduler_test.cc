@@ -9,9 +9,11 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "store/in_memory_store.h"
 #include "store/sqlite_store.h"
 
@@ -319,6 +321,31 @@ TEST_P(SchedulerTest, CancelledSweepRefusesNewPointsUntilResumed) {
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(after->new_trials, 1);
   EXPECT_EQ(Counts("s").pending, 3);
+}
+
+// A huge Fail message (the server accepts 64 MB) is stored capped: head and
+// tail kept, cut on UTF-8 boundaries, the cut size named.
+TEST_P(SchedulerTest, HugeFailMessageIsStoredCappedAndValidUtf8) {
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1, 0), false).ok());
+  const std::string w = AddWorker();
+  auto g = Lease(w);
+  ASSERT_EQ(g.size(), 1u);
+  std::string msg = "HEAD";
+  while (msg.size() < (1 << 20)) msg += "\xC3\xA9\xE2\x82\xAC";  // é€
+  msg += "TAIL";
+  ASSERT_TRUE(
+      sched_->Fail(w, g[0].trial_id, g[0].attempt, FailReason::kError, 1, msg)
+          .ok());
+  auto attempts = store_.ListAttempts(g[0].trial_id);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 1u);
+  const std::string& stored = attempts->at(0).message;
+  EXPECT_LE(stored.size(), 16u << 10);
+  EXPECT_TRUE(absl::StartsWith(stored, "HEAD"));
+  EXPECT_TRUE(absl::EndsWith(stored, "TAIL"));
+  EXPECT_THAT(stored, HasSubstr("bytes cut"));
+  // Strict JSON serialisation throws on invalid UTF-8.
+  EXPECT_NO_THROW((void)nlohmann::json(stored).dump());
 }
 
 TEST_P(SchedulerTest, RestartKeepsEverythingAndRunningLeases) {
