@@ -50,6 +50,13 @@ struct RendezvousInfo {
 // SMOE_WORLD_SIZE > 1.
 absl::StatusOr<RendezvousInfo> RendezvousFromEnv();
 
+// The CUDA device index rank `rank` of `world` uses when `visible` devices
+// are visible to it: 0 when the launcher gave each rank its own GPU
+// (CUDA_VISIBLE_DEVICES of one device: the worker daemon, `smoe ...
+// --gpu-ids`), else rank % visible (every rank sees all GPUs: rank r takes GPU
+// r).
+int CudaDeviceForRank(int rank, int world, int visible);
+
 // Joins the Gloo group described by `info` (blocks until all ranks joined or
 // op_timeout_ms passed: DeadlineExceeded / Unavailable). Never throws.
 // REQUIRES: 0 <= info.rank < info.world_size.

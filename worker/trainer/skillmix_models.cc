@@ -25,7 +25,12 @@ absl::StatusOr<std::unique_ptr<kernels::Communicator>> JoinSkillMixGroup(
   o.op_timeout_ms = op_timeout_ms;
   absl::StatusOr<std::unique_ptr<kernels::Communicator>> made =
       device == "cuda" && kernels::BuiltWithNccl()
-          ? model::CreateNcclCommunicator(info, /*device=*/0, o)
+          ? model::CreateNcclCommunicator(
+                info,
+                model::CudaDeviceForRank(
+                    info.rank, info.world_size,
+                    static_cast<int>(torch::cuda::device_count())),
+                o)
           : model::CreateGlooCommunicator(info, o);
   if (!made.ok()) {
     return absl::UnavailableError(absl::StrCat(
@@ -57,7 +62,12 @@ absl::StatusOr<mx::MixtralLoadOptions> SkillMixModels::LoadOptions() const {
       return absl::FailedPreconditionError(
           "device=cuda: no CUDA device is visible to smoe-trainer");
     }
-    o.device = torch::Device(torch::kCUDA, 0);
+    const int rank = comm_ != nullptr ? comm_->rank() : 0;
+    const int world = comm_ != nullptr ? comm_->world_size() : 1;
+    o.device = torch::Device(
+        torch::kCUDA,
+        model::CudaDeviceForRank(
+            rank, world, static_cast<int>(torch::cuda::device_count())));
     o.dtype = torch::kBFloat16;
   } else {
     o.device = torch::kCPU;

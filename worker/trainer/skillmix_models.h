@@ -9,8 +9,9 @@
 // Loading: each model directory is loaded once; chat models that name the
 // same directory share its weights at their own EPTs (a student at EPT 1 and
 // a local grader on the same checkpoint at its default EPT hold one copy).
-// device "cpu" runs fp32; "cuda" bf16 on the first visible GPU (the worker
-// daemon gives each rank its own GPU through CUDA_VISIBLE_DEVICES).
+// device "cpu" runs fp32; "cuda" bf16 on this rank's GPU (model::
+// CudaDeviceForRank: the one the worker daemon left visible, or GPU `rank`
+// when every rank sees all of them).
 //
 // Expert parallelism (resources.ep_size > 1: SMOE_WORLD_SIZE ranks):
 //   * every rank holds the non-expert weights and E/W experts of every layer

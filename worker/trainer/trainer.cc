@@ -397,7 +397,14 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
     return absl::FailedPreconditionError(
         "device=\"cuda\" but LibTorch sees no CUDA device");
   }
-  const torch::Device device(cuda ? torch::kCUDA : torch::kCPU);
+  // One GPU per rank: its own when the launcher split CUDA_VISIBLE_DEVICES,
+  // else GPU `rank` of those visible.
+  const int cuda_index =
+      cuda ? model::CudaDeviceForRank(
+                 rank, world, static_cast<int>(torch::cuda::device_count()))
+           : 0;
+  const torch::Device device = cuda ? torch::Device(torch::kCUDA, cuda_index)
+                                    : torch::Device(torch::kCPU);
   sraven::SravenConfig data_cfg;
   data_cfg.num_features = c.model.num_features;
   data_cfg.num_values = c.model.num_values;
@@ -420,7 +427,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
     kernels::CommunicatorOptions copt;  // kDefaultCommOpTimeoutMs per call
     absl::StatusOr<std::unique_ptr<kernels::Communicator>> made =
         cuda && kernels::BuiltWithNccl()
-            ? model::CreateNcclCommunicator(rdv, /*device=*/0, copt)
+            ? model::CreateNcclCommunicator(rdv, cuda_index, copt)
             : model::CreateGlooCommunicator(rdv, copt);
     if (!made.ok()) {
       return absl::UnavailableError(absl::StrCat(
