@@ -208,8 +208,9 @@ int RunLocalTrial(
         static_cast<int>(trial.gpu_ids.size()) < world) {
       std::cerr << cmd << ": note: --ep-size " << world << " with "
                 << trial.gpu_ids.size()
-                << " --gpu-ids: every rank sees the same GPUs (pass one id "
-                   "per rank, e.g. --gpu-ids 0,1)\n";
+                << " --gpu-ids: every rank sees the same GPUs, rank r uses "
+                   "GPU r of them (pass one id per rank, e.g. --gpu-ids 0,1, "
+                   "to choose)\n";
     }
   }
 
