@@ -24,12 +24,15 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/e2e/cluster.h"
+#include "tests/skillmix/fake_grader.h"
 
 namespace smoe::e2e {
 namespace {
 
 using ::testing::HasSubstr;
 using json = nlohmann::json;
+
+using smoe::skillmix_test::FakeGrader;
 
 constexpr char kKey[] = "sk-local-ep-key";
 
@@ -39,56 +42,6 @@ std::string ReadAll(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
-
-// Answers every chat completion with full marks (after checking the key) and
-// counts the requests.
-class FakeGrader {
- public:
-  FakeGrader() {
-    server_.Post("/v1/chat/completions", [this](const httplib::Request& req,
-                                                httplib::Response& res) {
-      ++requests_;
-      if (req.get_header_value("Authorization") !=
-          absl::StrCat("Bearer ", kKey)) {
-        res.status = 401;
-        return;
-      }
-      const json body = json::parse(req.body, nullptr, false);
-      const int n = body.is_object() ? body.value("n", 1) : 1;
-      json choices = json::array();
-      for (int i = 0; i < n; ++i) {
-        choices.push_back(
-            {{"index", i},
-             {"message",
-              {{"role", "assistant"},
-               {"content",
-                "| Criteria | Points Earned |\n|---|---|\n| s1 | 1 |\n"
-                "| s2 | 1 |\n| topic | 1 |\n| sense | 1 |\n| length | 1 |\n"
-                "| Total Points Earned | 5 |\n"}}}});
-      }
-      res.set_content(json{{"choices", choices}}.dump(), "application/json");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    for (int i = 0; i < 5000 && !server_.is_running(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-  ~FakeGrader() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const {
-    return absl::StrCat("http://127.0.0.1:", port_, "/v1");
-  }
-  int requests() const { return requests_.load(); }
-
- private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
-  std::atomic<int> requests_{0};
-};
 
 TEST(LocalEpSkillMixTest, TwoRanksEndLikeOneProcess) {
   const std::string bin = SMOE_BIN_DIR;
@@ -102,7 +55,7 @@ TEST(LocalEpSkillMixTest, TwoRanksEndLikeOneProcess) {
       {}, absl::Seconds(60));
   ASSERT_EQ(mrc, 0) << mout;
 
-  FakeGrader grader;
+  FakeGrader grader(kKey);
   const std::map<std::string, std::string> env = {
       {"SMOE_LOCAL_EP_GRADER_API_KEY", kKey}, {"OMP_NUM_THREADS", "1"}};
   auto run = [&](int ep_size, const std::string& workdir) {

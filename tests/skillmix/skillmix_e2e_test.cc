@@ -32,12 +32,15 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/e2e/cluster.h"
+#include "tests/skillmix/fake_grader.h"
 
 namespace {
 
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+using smoe::skillmix_test::FakeGrader;
 
 constexpr char kKey[] = "sk-e2e-SECRET-42";
 
@@ -53,59 +56,6 @@ int Shell(const std::string& cmd) {
   const int rc = std::system(cmd.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
 }
-
-class FakeGrader {
- public:
-  FakeGrader() {
-    server_.Post("/v1/chat/completions", [this](const httplib::Request& req,
-                                                httplib::Response& res) {
-      ++requests_;
-      if (req.get_header_value("Authorization") !=
-          absl::StrCat("Bearer ", kKey)) {
-        res.status = 401;
-        return;
-      }
-      if (delay_ms_ > 0) {
-        std::this_thread::sleep_for(
-            std::chrono::milliseconds(delay_ms_.load()));
-      }
-      const json body = json::parse(req.body);
-      json choices = json::array();
-      for (int i = 0; i < body.value("n", 1); ++i) {
-        choices.push_back({{"index", i},
-                           {"message",
-                            {{"role", "assistant"},
-                             {"content",
-                              "Here's the grading table:\n| Criteria | Points "
-                              "Earned |\n|---|---|\n| s1 | 1 |\n| s2 | 1 |\n"
-                              "| topic | 1 |\n| sense | 1 |\n| length | 1 |\n"
-                              "| Total Points Earned | 5 |\n"}}}});
-      }
-      res.set_content(json{{"choices", choices}}.dump(), "application/json");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-  ~FakeGrader() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const {
-    return absl::StrCat("http://127.0.0.1:", port_, "/v1");
-  }
-  int requests() const { return requests_.load(); }
-  void set_delay_ms(int ms) { delay_ms_ = ms; }
-
- private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
-  std::atomic<int> requests_{0};
-  std::atomic<int> delay_ms_{0};
-};
 
 class SkillMixE2eTest : public ::testing::Test {
  protected:
@@ -168,7 +118,7 @@ class SkillMixE2eTest : public ::testing::Test {
 std::string* SkillMixE2eTest::dir_ = nullptr;
 
 TEST_F(SkillMixE2eTest, RunsResumesAndNeverLeaksTheKey) {
-  FakeGrader grader;
+  FakeGrader grader(kKey);
   ::setenv("SMOE_E2E_GRADER_API_KEY", kKey, 1);
   const std::string work = *dir_ + "/run";
   const std::string trial = WriteTrial(work, grader.url(), 2);
@@ -203,7 +153,7 @@ TEST_F(SkillMixE2eTest, RunsResumesAndNeverLeaksTheKey) {
 }
 
 TEST_F(SkillMixE2eTest, SigtermExitsWith75AndResumes) {
-  FakeGrader grader;
+  FakeGrader grader(kKey);
   grader.set_delay_ms(400);
   ::setenv("SMOE_E2E_GRADER_API_KEY", kKey, 1);
   const std::string work = *dir_ + "/term";
@@ -264,7 +214,7 @@ TEST_F(SkillMixE2eTest, SigtermExitsWith75AndResumes) {
 // student reply and grading) and the result equal the one-process run's, the
 // grader sees the same number of requests, and rank 1 prints no event.
 TEST_F(SkillMixE2eTest, TwoRanksEqualOneProcess) {
-  FakeGrader grader;
+  FakeGrader grader(kKey);
   ::setenv("SMOE_E2E_GRADER_API_KEY", kKey, 1);
   const std::string one = *dir_ + "/one-rank";
   const std::string trial1 = WriteTrial(one, grader.url(), 2);
@@ -309,7 +259,7 @@ TEST_F(SkillMixE2eTest, TwoRanksEqualOneProcess) {
 // (--kinds skillmix, the real smoe-trainer, a local model and the fake
 // grader), and every point reports the Skill-Mix metrics.
 TEST_F(SkillMixE2eTest, SweepRunsThroughCoordinatorAndWorker) {
-  FakeGrader grader;
+  FakeGrader grader(kKey);
   smoe::e2e::Cluster c("skillmix", "{}");
   c.StartCoordinator();
   c.StartWorker(0, /*slots=*/2, SMOE_TRAINER_BINARY,
@@ -397,7 +347,7 @@ pid_t StartRank(const std::string& work, const std::string& trial, int rank) {
 // drain or cancel): rank 0 stops at the combination boundary, exits 75 and
 // releases rank 1, which exits 0; a new two-rank attempt resumes and ends.
 TEST_F(SkillMixE2eTest, TwoRanksStopTogetherOnSigtermAndResume) {
-  FakeGrader grader;
+  FakeGrader grader(kKey);
   grader.set_delay_ms(400);
   ::setenv("SMOE_E2E_GRADER_API_KEY", kKey, 1);
   const std::string work = *dir_ + "/term-ep";
@@ -445,7 +395,7 @@ TEST_F(SkillMixE2eTest, TwoRanksStopTogetherOnSigtermAndResume) {
 // daemon start two smoe-trainer ranks per trial (one per GPU on a GPU box;
 // here on the CPU over Gloo); rank 0's events reach the coordinator.
 TEST_F(SkillMixE2eTest, ExpertParallelSweepRunsThroughCoordinatorAndWorker) {
-  FakeGrader grader;
+  FakeGrader grader(kKey);
   smoe::e2e::Cluster c("skillmix-ep", "{}");
   c.StartCoordinator();
   c.StartWorker(0, /*slots=*/1, SMOE_TRAINER_BINARY,
