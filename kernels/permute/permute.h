@@ -84,6 +84,10 @@ absl::Status ValidateTopkIdx(const int32_t* topk_idx, int64_t num_tokens,
 
 // Fills plan->sorted_idx, dest_idx and expert_offsets from topk_idx
 // [num_tokens, top_k]. plan's sizes must be set and its buffers allocated.
+// Like the GPU builder, it skips entries outside [0, num_experts): they get
+// no buffer row (dest_idx -1 here, unwritten on the GPU), so
+// expert_offsets[num_experts] < num_rows() tells a caller that topk_idx had
+// bad entries without reading it again.
 void BuildPermutePlanRef(const int32_t* topk_idx, const PermutePlan& plan);
 
 void PermuteRef(const float* x, int64_t hidden, const PermutePlan& plan,
@@ -98,6 +102,20 @@ void CombineBackwardRef(const float* grad_out, const float* expert_out,
                         const float* topk_weights, int64_t hidden,
                         const PermutePlan& plan, float* grad_expert_out,
                         float* grad_topk_weights);
+
+// The same in double precision (the ops' float64 gradient checks).
+void PermuteRef(const double* x, int64_t hidden, const PermutePlan& plan,
+                double* permuted);
+void UnpermuteRef(const double* permuted, int64_t hidden,
+                  const PermutePlan& plan, double* out);
+void PermuteBackwardRef(const double* grad_permuted, int64_t hidden,
+                        const PermutePlan& plan, double* grad_x);
+void CombineRef(const double* expert_out, const double* topk_weights,
+                int64_t hidden, const PermutePlan& plan, double* out);
+void CombineBackwardRef(const double* grad_out, const double* expert_out,
+                        const double* topk_weights, int64_t hidden,
+                        const PermutePlan& plan, double* grad_expert_out,
+                        double* grad_topk_weights);
 
 #if defined(SMOE_WITH_CUDA)
 // ---- GPU (device pointers; enqueued on `stream`, asynchronous) ------------

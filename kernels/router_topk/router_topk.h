@@ -64,6 +64,11 @@ void RouterTopKRef(const float* logits, int64_t num_tokens, int num_experts,
                    int top_k, RouterGating gating, int32_t* topk_idx,
                    float* topk_weights, int32_t* num_tokens_per_expert,
                    int32_t* expert_offsets);
+// The same in double precision (the ops' float64 gradient checks).
+void RouterTopKRef(const double* logits, int64_t num_tokens, int num_experts,
+                   int top_k, RouterGating gating, int32_t* topk_idx,
+                   double* topk_weights, int32_t* num_tokens_per_expert,
+                   int32_t* expert_offsets);
 
 // CPU reference backward. Given the forward's inputs and outputs and
 // grad_topk_weights [num_tokens, top_k], writes grad_logits [num_tokens,
@@ -76,6 +81,11 @@ void RouterTopKBackwardRef(const float* logits, const int32_t* topk_idx,
                            const float* grad_topk_weights, int64_t num_tokens,
                            int num_experts, int top_k, RouterGating gating,
                            float* grad_logits);
+void RouterTopKBackwardRef(const double* logits, const int32_t* topk_idx,
+                           const double* topk_weights,
+                           const double* grad_topk_weights, int64_t num_tokens,
+                           int num_experts, int top_k, RouterGating gating,
+                           double* grad_logits);
 
 #if defined(SMOE_WITH_CUDA)
 // GPU versions of the two functions above. All pointers are device pointers;

@@ -39,14 +39,17 @@ absl::Status ValidateRouterArgs(int64_t num_tokens, int num_experts, int top_k,
   return absl::OkStatus();
 }
 
-void RouterTopKRef(const float* logits, int64_t num_tokens, int num_experts,
-                   int top_k, RouterGating gating, int32_t* topk_idx,
-                   float* topk_weights, int32_t* num_tokens_per_expert,
-                   int32_t* expert_offsets) {
+namespace {
+
+template <typename T>
+void RouterTopKRefT(const T* logits, int64_t num_tokens, int num_experts,
+                    int top_k, RouterGating gating, int32_t* topk_idx,
+                    T* topk_weights, int32_t* num_tokens_per_expert,
+                    int32_t* expert_offsets) {
   std::vector<int32_t> counts(num_experts, 0);
   std::vector<char> taken(num_experts);
   for (int64_t t = 0; t < num_tokens; ++t) {
-    const float* row = logits + t * num_experts;
+    const T* row = logits + t * num_experts;
     // Selection: k passes of argmax over the not-yet-taken experts; strict >
     // keeps the lower index on ties.
     std::fill(taken.begin(), taken.end(), 0);
@@ -61,8 +64,8 @@ void RouterTopKRef(const float* logits, int64_t num_tokens, int num_experts,
       ++counts[best];
     }
     // Weights: exp relative to the row max (the first chosen logit).
-    const float max = row[topk_idx[t * top_k]];
-    float denom = 0.0f;
+    const T max = row[topk_idx[t * top_k]];
+    T denom = 0;
     if (gating == RouterGating::kRenormalized) {
       for (int j = 0; j < top_k; ++j) {
         denom += std::exp(row[topk_idx[t * top_k + j]] - max);
@@ -86,29 +89,29 @@ void RouterTopKRef(const float* logits, int64_t num_tokens, int num_experts,
   }
 }
 
-void RouterTopKBackwardRef(const float* logits, const int32_t* topk_idx,
-                           const float* topk_weights,
-                           const float* grad_topk_weights, int64_t num_tokens,
-                           int num_experts, int top_k, RouterGating gating,
-                           float* grad_logits) {
+template <typename T>
+void RouterTopKBackwardRefT(const T* logits, const int32_t* topk_idx,
+                            const T* topk_weights, const T* grad_topk_weights,
+                            int64_t num_tokens, int num_experts, int top_k,
+                            RouterGating gating, T* grad_logits) {
   for (int64_t t = 0; t < num_tokens; ++t) {
-    const float* row = logits + t * num_experts;
+    const T* row = logits + t * num_experts;
     const int32_t* idx = topk_idx + t * top_k;
-    const float* w = topk_weights + t * top_k;
-    const float* g = grad_topk_weights + t * top_k;
-    float* out = grad_logits + t * num_experts;
-    float s = 0.0f;
+    const T* w = topk_weights + t * top_k;
+    const T* g = grad_topk_weights + t * top_k;
+    T* out = grad_logits + t * num_experts;
+    T s = 0;
     for (int j = 0; j < top_k; ++j) s += w[j] * g[j];
     if (gating == RouterGating::kRenormalized) {
-      for (int e = 0; e < num_experts; ++e) out[e] = 0.0f;
+      for (int e = 0; e < num_experts; ++e) out[e] = 0;
       for (int j = 0; j < top_k; ++j) out[idx[j]] = w[j] * (g[j] - s);
     } else {
-      float max = row[0];
+      T max = row[0];
       for (int e = 1; e < num_experts; ++e) max = std::fmax(max, row[e]);
-      float denom = 0.0f;
+      T denom = 0;
       for (int e = 0; e < num_experts; ++e) denom += std::exp(row[e] - max);
       for (int e = 0; e < num_experts; ++e) {
-        float ge = 0.0f;
+        T ge = 0;
         for (int j = 0; j < top_k; ++j) {
           if (idx[j] == e) ge = g[j];
         }
@@ -116,6 +119,42 @@ void RouterTopKBackwardRef(const float* logits, const int32_t* topk_idx,
       }
     }
   }
+}
+
+}  // namespace
+
+void RouterTopKRef(const float* logits, int64_t num_tokens, int num_experts,
+                   int top_k, RouterGating gating, int32_t* topk_idx,
+                   float* topk_weights, int32_t* num_tokens_per_expert,
+                   int32_t* expert_offsets) {
+  RouterTopKRefT(logits, num_tokens, num_experts, top_k, gating, topk_idx,
+                 topk_weights, num_tokens_per_expert, expert_offsets);
+}
+
+void RouterTopKRef(const double* logits, int64_t num_tokens, int num_experts,
+                   int top_k, RouterGating gating, int32_t* topk_idx,
+                   double* topk_weights, int32_t* num_tokens_per_expert,
+                   int32_t* expert_offsets) {
+  RouterTopKRefT(logits, num_tokens, num_experts, top_k, gating, topk_idx,
+                 topk_weights, num_tokens_per_expert, expert_offsets);
+}
+
+void RouterTopKBackwardRef(const float* logits, const int32_t* topk_idx,
+                           const float* topk_weights,
+                           const float* grad_topk_weights, int64_t num_tokens,
+                           int num_experts, int top_k, RouterGating gating,
+                           float* grad_logits) {
+  RouterTopKBackwardRefT(logits, topk_idx, topk_weights, grad_topk_weights,
+                         num_tokens, num_experts, top_k, gating, grad_logits);
+}
+
+void RouterTopKBackwardRef(const double* logits, const int32_t* topk_idx,
+                           const double* topk_weights,
+                           const double* grad_topk_weights, int64_t num_tokens,
+                           int num_experts, int top_k, RouterGating gating,
+                           double* grad_logits) {
+  RouterTopKBackwardRefT(logits, topk_idx, topk_weights, grad_topk_weights,
+                         num_tokens, num_experts, top_k, gating, grad_logits);
 }
 
 }  // namespace smoe::kernels

@@ -151,10 +151,6 @@ absl::StatusOr<TrialSpec> ParseTrialJson(absl::string_view text) {
 
 absl::Status ValidateTrainConfig(const TrainConfig& c) {
   SMOE_RETURN_IF_ERROR(model::ValidateModelConfig(c.model));
-  if (c.bf16 && c.device != "cuda") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bf16=true: requires device=\"cuda\" (device=\"", c.device, "\")"));
-  }
   if (c.ep_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("ep_size=", c.ep_size, ": must be >= 1"));

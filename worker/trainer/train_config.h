@@ -16,7 +16,8 @@
 //   weight_decay [0.1] >= 0, warmup [1000] >= 0, width [1] (16*width a
 //   positive integer), depth [4] 1..256, eval_every [10000] >= 1,
 //   num_eval [51200] >= 1, checkpoint_every [5000] >= 1, device [cpu]
-//   (cpu, cuda), bf16 [false] (needs device=cuda), load_balance_alpha [0]
+//   (cpu, cuda), bf16 [false] (bf16 autocast, cpu or cuda), load_balance_alpha
+//   [0]
 //   >= 0, num_rules [8] 1..8, frac_ood [0.25] [0, 1), shared_stream [false].
 // Extras: dispatch [gather] (gather, dense), soft_slots [1] 1..1024,
 //   log_every [1000] >= 1 (train/loss + progress cadence),

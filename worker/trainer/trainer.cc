@@ -1,7 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 #include "worker/trainer/trainer.h"
 
-#include <ATen/autocast_mode.h>
 #include <sys/stat.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -24,6 +23,7 @@
 #include "kernels/all_to_all/nccl_communicator.h"
 #include "nlohmann/json.hpp"
 #include "worker/data/sraven/sraven.h"
+#include "worker/model/autocast.h"
 #include "worker/model/expert_parallel.h"
 #include "worker/model/gloo_communicator.h"
 #include "worker/model/transformer.h"
@@ -54,40 +54,6 @@ class Emitter {
 
  private:
   EventSink* sink_;
-};
-
-// Scoped bf16 autocast on CUDA (LibTorch 1.13 and 2.x spellings).
-class AutocastGuard {
- public:
-  explicit AutocastGuard(bool enabled) : enabled_(enabled) {
-    if (!enabled_) return;
-#if TORCH_VERSION_MAJOR > 2 || \
-    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    previous_ = at::autocast::is_autocast_enabled(at::kCUDA);
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-#else
-    previous_ = at::autocast::is_enabled();
-    at::autocast::set_enabled(true);
-    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-#endif
-  }
-  ~AutocastGuard() {
-    if (!enabled_) return;
-#if TORCH_VERSION_MAJOR > 2 || \
-    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(at::kCUDA, previous_);
-#else
-    at::autocast::set_enabled(previous_);
-#endif
-    at::autocast::clear_cache();
-  }
-  AutocastGuard(const AutocastGuard&) = delete;
-  AutocastGuard& operator=(const AutocastGuard&) = delete;
-
- private:
-  bool enabled_;
-  bool previous_ = false;
 };
 
 struct EvalStats {
@@ -181,7 +147,7 @@ absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
     }
     model::ForwardOutput fo;
     {
-      AutocastGuard autocast(bf16);
+      model::AutocastGuard autocast(x.device(), bf16);
       fo = net->forward(x, want_router);
     }
     auto [all, tokens] = model::SravenCorrect(fo.logits, y);
@@ -542,7 +508,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
     net->train();
     torch::Tensor loss, total;
     {
-      AutocastGuard autocast(c.bf16);
+      model::AutocastGuard autocast(x.device(), c.bf16);
       model::ForwardOutput fo = net->forward(x);
       loss = model::SravenLoss(fo.logits, y);
       total = loss + fo.aux_loss;

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -248,6 +249,56 @@ TEST(TrainerTest, ShortCpuRunOnM2LearnsFarAboveChance) {
                r->test_acc_per_feature, r->ood_acc, r->steps_per_s);
   EXPECT_GT(r->test_acc, 0.06);
   EXPECT_GT(r->test_acc_per_feature, 0.22);
+}
+
+// bf16 on the CPU: the trainer's autocast, the router's float32 cast and the
+// ops' bf16 expert path (the code a CUDA bf16 run takes, bar the launches)
+// train in CI. Tolerances: bf16 keeps 8 significant bits (2^-9 ~ 2e-3
+// relative rounding per op). Step 1 sees the same weights in both runs, so
+// its loss differs by forward rounding only: 2% (measured ~1e-3). Later the
+// runs separate (a rounding flips a routing decision, batches of 16 are
+// noisy), so the check is on 10-step means: within 10% of float32's, and
+// both must go down. A dtype bug crashes, NaNs or stalls instead.
+TEST(TrainerTest, Bf16OnCpuTrainsAndTracksFloat32) {
+  ConfigureTorchThreads();
+  TrainConfig c = TinyConfig();
+  c.steps = 40;
+  c.eval_every = 40;
+  c.log_every = 10;
+  c.lr = 3e-3;
+  std::map<int64_t, double> f32, bf16;
+  RunOptions a;
+  a.workdir = TempDir("f32");
+  a.on_step = [&](int64_t s, double l) { f32[s] = l; };
+  auto ra = RunTraining(c, a);
+  ASSERT_TRUE(ra.ok()) << ra.status();
+  c.bf16 = true;
+  RunOptions b;
+  b.workdir = TempDir("bf16");
+  b.on_step = [&](int64_t s, double l) { bf16[s] = l; };
+  auto rb = RunTraining(c, b);
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  ASSERT_EQ(f32.size(), 40u);
+  ASSERT_EQ(bf16.size(), 40u);
+  for (const auto& [s, l] : bf16) ASSERT_TRUE(std::isfinite(l)) << s;
+  const double first_rel = std::abs(bf16[1] - f32[1]) / f32[1];
+  EXPECT_LT(first_rel, 0.02) << "step 1: f32 " << f32[1] << " bf16 " << bf16[1];
+  EXPECT_GT(first_rel, 0.0) << "bf16 step 1 == f32: autocast not applied";
+  auto mean = [](const std::map<int64_t, double>& m, int lo, int hi) {
+    double sum = 0;
+    for (int s = lo; s <= hi; ++s) sum += m.at(s);
+    return sum / (hi - lo + 1);
+  };
+  const double f32_head = mean(f32, 1, 10), f32_tail = mean(f32, 31, 40);
+  const double bf_head = mean(bf16, 1, 10), bf_tail = mean(bf16, 31, 40);
+  std::fprintf(stderr,
+               "loss step 1: f32 %.5f bf16 %.5f (rel %.1e); 10-step means "
+               "f32 %.4f -> %.4f, bf16 %.4f -> %.4f\n",
+               f32[1], bf16[1], first_rel, f32_head, f32_tail, bf_head,
+               bf_tail);
+  EXPECT_LT(std::abs(bf_tail - f32_tail) / f32_tail, 0.10);
+  EXPECT_LT(f32_tail, f32_head);
+  EXPECT_LT(bf_tail, bf_head);
 }
 
 // ---- The real binary, as a subprocess. ----------------------------------

@@ -1,13 +1,16 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// Autograd functions over kernels/ (moe_ops.h). Three backends per op: the
-// CUDA kernels (SMOE_WITH_TORCH_CUDA builds, CUDA float32/bf16 tensors), the
-// CPU references (CPU float32) and a generic torch-op formulation of the same
-// contract (every other dtype/device; float64 tests).
+// Autograd functions over kernels/ (moe_ops.h). One code path for every
+// device: validation, allocation, dtypes, the plan and the autograd
+// bookkeeping below run the same on CPU and CUDA; only the kernel launches
+// differ, and they sit in launch.h (CPU references, launch.cc) and
+// launch_cuda.cc (CUDA kernels and cuBLAS).
 #include "worker/model/ops/moe_ops.h"
 
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,14 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "kernels/grouped_gemm/grouped_gemm.h"
-
-#if defined(SMOE_WITH_TORCH_CUDA) && defined(SMOE_WITH_CUDA)
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#define SMOE_OPS_CUDA 1
-#endif
+#include "kernels/permute/permute.h"
+#include "worker/model/autocast.h"
+#include "worker/model/ops/launch.h"
 
 namespace smoe::model::ops {
 namespace {
@@ -35,36 +33,23 @@ std::string Shape(at::IntArrayRef sizes) {
   return absl::StrCat("[", absl::StrJoin(sizes, ", "), "]");
 }
 std::string Shape(const torch::Tensor& t) { return Shape(t.sizes()); }
+std::string DtypeName(const torch::Tensor& t) {
+  return std::string(c10::toString(t.scalar_type()));
+}
 
 // NOTE: c10::Error is the only way out of an autograd backward.
 void CheckOk(const absl::Status& s) { TORCH_CHECK(s.ok(), s.ToString()); }
 
-bool IsCpuF32(const torch::Tensor& t) {
-  return t.device().is_cpu() && t.scalar_type() == torch::kFloat32;
-}
+// The Functions run on exactly the dtypes they are handed: autocast is off
+// inside them (what torch.cuda.amp.custom_fwd does); MoeForward casts the
+// expert path to autocast's dtype before it enters them.
+struct NoAutocast {
+  c10::impl::ExcludeDispatchKeyGuard guard{c10::autocast_dispatch_keyset};
+};
 
-#if SMOE_OPS_CUDA
-bool OnKernels(const torch::Tensor& t, bool allow_bf16) {
-  return t.is_cuda() && (t.scalar_type() == torch::kFloat32 ||
-                         (allow_bf16 && t.scalar_type() == torch::kBFloat16));
+torch::Tensor Int32Like(std::vector<int64_t> sizes, const torch::Tensor& t) {
+  return torch::empty(sizes, t.options().dtype(torch::kInt32));
 }
-cudaStream_t Stream(const torch::Tensor& t) {
-  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
-}
-kernels::DType KDType(const torch::Tensor& t) {
-  return t.scalar_type() == torch::kBFloat16 ? kernels::DType::kBFloat16
-                                             : kernels::DType::kFloat32;
-}
-torch::Tensor Workspace(size_t bytes, const torch::Tensor& like) {
-  return torch::empty({static_cast<int64_t>(bytes) + 16},
-                      like.options().dtype(torch::kUInt8));
-}
-#else
-bool OnKernels(const torch::Tensor&, bool) { return false; }
-#endif
-
-float* F32(const torch::Tensor& t) { return t.data_ptr<float>(); }
-int32_t* I32(const torch::Tensor& t) { return t.data_ptr<int32_t>(); }
 
 // Plan <-> autograd context (the plan's tensors are not differentiable).
 void SavePlan(AutogradContext* ctx, const Plan& plan) {
@@ -89,25 +74,36 @@ Plan LoadPlan(AutogradContext* ctx) {
   return p;
 }
 
-torch::Tensor Long(const torch::Tensor& t) { return t.to(torch::kInt64); }
-
-// Buffer row -> token (generic path).
-torch::Tensor TokenOfRow(const Plan& p) {
-  return torch::div(Long(p.sorted_idx), p.top_k, "floor");
+// A gradient that autograd did not materialise (output unused) is zero.
+torch::Tensor GradOr0(const torch::Tensor& g, const torch::Tensor& like) {
+  return g.defined() ? g.contiguous() : torch::zeros_like(like);
 }
 
-#if SMOE_OPS_CUDA
-// Buffer row -> expert (CUDA bias add and bias grad).
-torch::Tensor ExpertOfRow(const Plan& p, const torch::TensorOptions& o) {
-  torch::Tensor counts =
-      torch::from_blob(const_cast<int64_t*>(p.host_offsets.data()),
-                       {p.num_experts + 1}, torch::kInt64)
-          .diff();
-  return torch::repeat_interleave(
-      torch::arange(p.num_experts, o.dtype(torch::kInt64)),
-      counts.to(o.device()), p.num_rows());
+// Per-expert bias: out[rows of e] += bias[e]. Rows are contiguous per expert,
+// so this is a narrow + add per non-empty expert on any device.
+void AddBias(const torch::Tensor& out, const torch::Tensor& bias,
+             const Plan& p) {
+  for (int e = 0; e < p.num_experts; ++e) {
+    const int64_t lo = p.host_offsets[e];
+    const int64_t rows = p.host_offsets[e + 1] - lo;
+    if (rows > 0) out.narrow(0, lo, rows).add_(bias[e]);
+  }
 }
-#endif
+
+// grad bias[e] = sum of grad rows of e: a per-expert reduction in at least
+// float32 (bf16 grads) in row order, deterministic on every device (no
+// atomics, unlike index_add_ on CUDA).
+torch::Tensor BiasGrad(const torch::Tensor& g, const Plan& p) {
+  const auto acc =
+      g.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+  torch::Tensor gb = torch::zeros({p.num_experts, g.size(1)}, g.options());
+  for (int e = 0; e < p.num_experts; ++e) {
+    const int64_t lo = p.host_offsets[e];
+    const int64_t rows = p.host_offsets[e + 1] - lo;
+    if (rows > 0) gb[e].copy_(g.narrow(0, lo, rows).sum({0}, false, acc));
+  }
+  return gb;
+}
 
 // ---- Router -----------------------------------------------------------------
 
@@ -115,44 +111,17 @@ class RouterTopKFn : public torch::autograd::Function<RouterTopKFn> {
  public:
   static variable_list forward(AutogradContext* ctx, torch::Tensor logits,
                                int64_t top_k, int64_t gating_int) {
+    NoAutocast no_autocast;
     const auto gating = static_cast<kernels::RouterGating>(gating_int);
     logits = logits.contiguous();
     const int64_t n = logits.size(0);
-    const int e = static_cast<int>(logits.size(1));
-    const int k = static_cast<int>(top_k);
-    auto i32 = logits.options().dtype(torch::kInt32);
-    torch::Tensor w, idx, counts, offsets;
-    if (OnKernels(logits, /*allow_bf16=*/false)) {
-#if SMOE_OPS_CUDA
-      c10::cuda::CUDAGuard guard(logits.device());
-      w = torch::empty({n, k}, logits.options());
-      idx = torch::empty({n, k}, i32);
-      counts = torch::empty({e}, i32);
-      offsets = torch::empty({e + 1}, i32);
-      CheckOk(kernels::RouterTopK(F32(logits), n, e, k, gating, I32(idx),
-                                  F32(w), I32(counts), I32(offsets),
-                                  Stream(logits)));
-#endif
-    } else if (IsCpuF32(logits)) {
-      w = torch::empty({n, k}, logits.options());
-      idx = torch::empty({n, k}, i32);
-      counts = torch::empty({e}, i32);
-      offsets = torch::empty({e + 1}, i32);
-      kernels::RouterTopKRef(F32(logits), n, e, k, gating, I32(idx), F32(w),
-                             I32(counts), I32(offsets));
-    } else {
-      torch::Tensor order = std::get<1>(
-          logits.sort(/*stable=*/true, /*dim=*/-1, /*descending=*/true));
-      torch::Tensor sel = order.narrow(1, 0, k);
-      w = gating == kernels::RouterGating::kRenormalized
-              ? torch::softmax(logits.gather(1, sel), -1)
-              : torch::softmax(logits, -1).gather(1, sel);
-      idx = sel.to(torch::kInt32);
-      torch::Tensor c = torch::bincount(sel.reshape({-1}), {}, e);
-      counts = c.to(torch::kInt32);
-      offsets = torch::cat({torch::zeros({1}, c.options()), c.cumsum(0)})
-                    .to(torch::kInt32);
-    }
+    const int64_t e = logits.size(1);
+    torch::Tensor w = torch::empty({n, top_k}, logits.options());
+    torch::Tensor idx = Int32Like({n, top_k}, logits);
+    torch::Tensor counts = Int32Like({e}, logits);
+    torch::Tensor offsets = Int32Like({e + 1}, logits);
+    CheckOk(launch::RouterTopK(logits, static_cast<int>(top_k), gating, idx, w,
+                               counts, offsets));
     ctx->save_for_backward({logits, idx, w});
     ctx->saved_data["gating"] = gating_int;
     ctx->mark_non_differentiable({idx, counts, offsets});
@@ -160,39 +129,16 @@ class RouterTopKFn : public torch::autograd::Function<RouterTopKFn> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    NoAutocast no_autocast;
     auto saved = ctx->get_saved_variables();
     const torch::Tensor& logits = saved[0];
     const torch::Tensor& idx = saved[1];
     const torch::Tensor& w = saved[2];
     const auto gating =
         static_cast<kernels::RouterGating>(ctx->saved_data["gating"].toInt());
-    torch::Tensor g = grads[0].contiguous();
-    const int64_t n = logits.size(0);
-    const int e = static_cast<int>(logits.size(1));
-    const int k = static_cast<int>(idx.size(1));
-    torch::Tensor gl;
-    if (OnKernels(logits, false)) {
-#if SMOE_OPS_CUDA
-      c10::cuda::CUDAGuard guard(logits.device());
-      gl = torch::empty_like(logits);
-      CheckOk(kernels::RouterTopKBackward(F32(logits), I32(idx), F32(w), F32(g),
-                                          n, e, k, gating, F32(gl),
-                                          Stream(logits)));
-#endif
-    } else if (IsCpuF32(logits)) {
-      gl = torch::empty_like(logits);
-      kernels::RouterTopKBackwardRef(F32(logits), I32(idx), F32(w), F32(g), n,
-                                     e, k, gating, F32(gl));
-    } else {
-      torch::Tensor sel = Long(idx);
-      torch::Tensor s = (w * g).sum(1, /*keepdim=*/true);
-      if (gating == kernels::RouterGating::kRenormalized) {
-        gl = torch::zeros_like(logits).scatter(1, sel, w * (g - s));
-      } else {
-        torch::Tensor big = torch::zeros_like(logits).scatter(1, sel, g);
-        gl = torch::softmax(logits, -1) * (big - s);
-      }
-    }
+    torch::Tensor g = GradOr0(grads[0], w);
+    torch::Tensor gl = torch::empty_like(logits);
+    CheckOk(launch::RouterTopKBackward(logits, idx, w, g, gating, gl));
     return {gl, torch::Tensor(), torch::Tensor()};
   }
 };
@@ -203,46 +149,23 @@ class PermuteFn : public torch::autograd::Function<PermuteFn> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x,
                                const Plan& plan) {
+    NoAutocast no_autocast;
     x = x.contiguous();
-    const int64_t d = x.size(1);
-    torch::Tensor out;
-    if (OnKernels(x, /*allow_bf16=*/true)) {
-#if SMOE_OPS_CUDA
-      c10::cuda::CUDAGuard guard(x.device());
-      out = torch::empty({plan.num_rows(), d}, x.options());
-      CheckOk(kernels::Permute(x.data_ptr(), KDType(x), d, plan.View(),
-                               out.data_ptr(), Stream(x)));
-#endif
-    } else if (IsCpuF32(x)) {
-      out = torch::empty({plan.num_rows(), d}, x.options());
-      kernels::PermuteRef(F32(x), d, plan.View(), F32(out));
-    } else {
-      out = x.index_select(0, TokenOfRow(plan));
-    }
+    torch::Tensor out = torch::empty({plan.num_rows(), x.size(1)}, x.options());
+    CheckOk(launch::Permute(x, plan, out));
     SavePlan(ctx, plan);
+    ctx->saved_data["hidden"] = x.size(1);
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    NoAutocast no_autocast;
     const Plan plan = LoadPlan(ctx);
+    const int64_t d = ctx->saved_data["hidden"].toInt();
+    if (!grads[0].defined()) return {torch::Tensor(), torch::Tensor()};
     torch::Tensor g = grads[0].contiguous();
-    const int64_t d = g.size(1);
-    torch::Tensor gx;
-    if (OnKernels(g, true)) {
-#if SMOE_OPS_CUDA
-      c10::cuda::CUDAGuard guard(g.device());
-      gx = torch::empty({plan.num_tokens, d}, g.options());
-      CheckOk(kernels::PermuteBackward(g.data_ptr(), KDType(g), d, plan.View(),
-                                       gx.data_ptr(), Stream(g)));
-#endif
-    } else if (IsCpuF32(g)) {
-      gx = torch::empty({plan.num_tokens, d}, g.options());
-      kernels::PermuteBackwardRef(F32(g), d, plan.View(), F32(gx));
-    } else {
-      gx = g.index_select(0, Long(plan.dest_idx))
-               .view({plan.num_tokens, plan.top_k, d})
-               .sum(1);
-    }
+    torch::Tensor gx = torch::empty({plan.num_tokens, d}, g.options());
+    CheckOk(launch::PermuteBackward(g, plan, gx));
     return {gx, torch::Tensor()};
   }
 };
@@ -253,196 +176,71 @@ class CombineFn : public torch::autograd::Function<CombineFn> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor expert_out,
                                torch::Tensor w, const Plan& plan) {
+    NoAutocast no_autocast;
     expert_out = expert_out.contiguous();
     w = w.contiguous();
-    const int64_t d = expert_out.size(1);
-    torch::Tensor out;
-    if (OnKernels(expert_out, true) && w.scalar_type() == torch::kFloat32) {
-#if SMOE_OPS_CUDA
-      c10::cuda::CUDAGuard guard(expert_out.device());
-      out = torch::empty({plan.num_tokens, d}, expert_out.options());
-      CheckOk(kernels::Combine(expert_out.data_ptr(), F32(w),
-                               KDType(expert_out), d, plan.View(),
-                               out.data_ptr(), Stream(expert_out)));
-#endif
-    } else if (IsCpuF32(expert_out)) {
-      out = torch::empty({plan.num_tokens, d}, expert_out.options());
-      kernels::CombineRef(F32(expert_out), F32(w), d, plan.View(), F32(out));
-    } else {
-      out = (expert_out.index_select(0, Long(plan.dest_idx))
-                 .view({plan.num_tokens, plan.top_k, d}) *
-             w.unsqueeze(-1).to(expert_out.scalar_type()))
-                .sum(1);
-    }
+    torch::Tensor out = torch::empty({plan.num_tokens, expert_out.size(1)},
+                                     expert_out.options());
+    CheckOk(launch::Combine(expert_out, w, plan, out));
     ctx->save_for_backward({expert_out, w});
     SavePlan(ctx, plan);
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    NoAutocast no_autocast;
     const Plan plan = LoadPlan(ctx);
     auto saved = ctx->get_saved_variables();
     const torch::Tensor& y = saved[0];
     const torch::Tensor& w = saved[1];
-    torch::Tensor g = grads[0].contiguous();
-    const int64_t d = y.size(1);
-    torch::Tensor gy, gw;
-    if (OnKernels(y, true) && w.scalar_type() == torch::kFloat32) {
-#if SMOE_OPS_CUDA
-      c10::cuda::CUDAGuard guard(y.device());
-      gy = torch::empty_like(y);
-      gw = torch::empty_like(w);
-      CheckOk(kernels::CombineBackward(g.data_ptr(), y.data_ptr(), F32(w),
-                                       KDType(y), d, plan.View(), gy.data_ptr(),
-                                       F32(gw), Stream(y)));
-#endif
-    } else if (IsCpuF32(y)) {
-      gy = torch::empty_like(y);
-      gw = torch::empty_like(w);
-      kernels::CombineBackwardRef(F32(g), F32(y), F32(w), d, plan.View(),
-                                  F32(gy), F32(gw));
-    } else {
-      // Pair f = t * k + j reads grad_out[t].
-      torch::Tensor g_pair = g.unsqueeze(1)
-                                 .expand({plan.num_tokens, plan.top_k, d})
-                                 .reshape({plan.num_rows(), d});
-      torch::Tensor w_pair = w.reshape({plan.num_rows(), 1}).to(g.dtype());
-      gy = (w_pair * g_pair).index_select(0, Long(plan.sorted_idx));
-      gw = (g_pair * y.index_select(0, Long(plan.dest_idx)))
-               .sum(1)
-               .view_as(w)
-               .to(w.scalar_type());
+    if (!grads[0].defined()) {
+      return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
+    torch::Tensor g = grads[0].contiguous();
+    torch::Tensor gy = torch::empty_like(y);
+    torch::Tensor gw = torch::empty_like(w);
+    CheckOk(launch::CombineBackward(g, y, w, plan, gy, gw));
     return {gy, gw, torch::Tensor()};
   }
 };
 
 // ---- Grouped linear ---------------------------------------------------------
 
-#if SMOE_OPS_CUDA
-// One grouped GEMM, falling back to the per-expert loop when this cuBLAS has
-// no grouped mode for the dtype.
-absl::Status CudaGemm(const torch::Tensor& a, const torch::Tensor& b,
-                      torch::Tensor& c, const Plan& p, int64_t k, int64_t n,
-                      bool trans_b) {
-  torch::Tensor ws =
-      Workspace(kernels::GroupedGemmWorkspaceBytes(p.num_experts), a);
-  cublasHandle_t h = at::cuda::getCurrentCUDABlasHandle();
-  absl::Status s = kernels::GroupedGemm(
-      h, a.data_ptr(), b.data_ptr(), c.data_ptr(), KDType(a),
-      p.host_offsets.data(), p.num_experts, k, n, trans_b,
-      kernels::GroupedGemmVariant::kGroupedBatched, ws.data_ptr(), Stream(a));
-  if (absl::IsUnimplemented(s)) {
-    s = kernels::GroupedGemm(
-        h, a.data_ptr(), b.data_ptr(), c.data_ptr(), KDType(a),
-        p.host_offsets.data(), p.num_experts, k, n, trans_b,
-        kernels::GroupedGemmVariant::kPerExpertLoop, ws.data_ptr(), Stream(a));
-  }
-  return s;
-}
-
-absl::Status CudaWeightGrad(const torch::Tensor& a, const torch::Tensor& dc,
-                            torch::Tensor& db, const Plan& p, int64_t k,
-                            int64_t n) {
-  torch::Tensor ws =
-      Workspace(kernels::GroupedGemmWorkspaceBytes(p.num_experts), a);
-  cublasHandle_t h = at::cuda::getCurrentCUDABlasHandle();
-  absl::Status s = kernels::GroupedGemmWeightGrad(
-      h, a.data_ptr(), dc.data_ptr(), db.data_ptr(), KDType(a),
-      p.host_offsets.data(), p.num_experts, k, n,
-      kernels::GroupedGemmVariant::kGroupedBatched, ws.data_ptr(), Stream(a));
-  if (absl::IsUnimplemented(s)) {
-    s = kernels::GroupedGemmWeightGrad(
-        h, a.data_ptr(), dc.data_ptr(), db.data_ptr(), KDType(a),
-        p.host_offsets.data(), p.num_experts, k, n,
-        kernels::GroupedGemmVariant::kPerExpertLoop, ws.data_ptr(), Stream(a));
-  }
-  return s;
-}
-#endif
-
 class GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor a,
                                torch::Tensor w, torch::Tensor b,
                                const Plan& plan) {
+    NoAutocast no_autocast;
     a = a.contiguous();
     w = w.contiguous();
-    [[maybe_unused]] const int64_t k = w.size(1);
-    const int64_t n = w.size(2);
-    torch::Tensor out;
-    if (OnKernels(a, true)) {
-#if SMOE_OPS_CUDA
-      c10::cuda::CUDAGuard guard(a.device());
-      out = torch::empty({plan.num_rows(), n}, a.options());
-      CheckOk(CudaGemm(a, w, out, plan, k, n, /*trans_b=*/false));
-      out.add_(b.index_select(0, ExpertOfRow(plan, a.options())));
-#endif
-    } else {
-      // NOTE: mm then add, exactly Expert()'s matmul(x, w[e]) + b[e].
-      out = torch::empty({plan.num_rows(), n}, a.options());
-      for (int e = 0; e < plan.num_experts; ++e) {
-        const int64_t lo = plan.host_offsets[e];
-        const int64_t rows = plan.host_offsets[e + 1] - lo;
-        if (rows == 0) continue;
-        torch::Tensor o = out.narrow(0, lo, rows);
-        torch::mm_out(o, a.narrow(0, lo, rows), w[e]);
-        o.add_(b[e]);
-      }
-    }
+    torch::Tensor out = torch::empty({plan.num_rows(), w.size(2)}, a.options());
+    // NOTE: GEMM then bias add, exactly Expert()'s matmul(x, w[e]) + b[e].
+    CheckOk(launch::GroupedGemm(a, w, out, plan, /*trans_b=*/false));
+    AddBias(out, b, plan);
     ctx->save_for_backward({a, w});
     SavePlan(ctx, plan);
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    NoAutocast no_autocast;
     const Plan plan = LoadPlan(ctx);
     auto saved = ctx->get_saved_variables();
     const torch::Tensor& a = saved[0];
     const torch::Tensor& w = saved[1];
-    torch::Tensor g = grads[0].contiguous();
-    [[maybe_unused]] const int64_t k = w.size(1);
-    const int64_t n = w.size(2);
     torch::Tensor ga, gw, gb;
-    const bool need_a = ctx->needs_input_grad(0);
-    const bool need_w = ctx->needs_input_grad(1);
-    const bool need_b = ctx->needs_input_grad(2);
-    if (OnKernels(a, true)) {
-#if SMOE_OPS_CUDA
-      c10::cuda::CUDAGuard guard(a.device());
-      if (need_a) {
-        ga = torch::empty_like(a);
-        CheckOk(CudaGemm(g, w, ga, plan, n, k, /*trans_b=*/true));
-      }
-      if (need_w) {
-        gw = torch::empty_like(w);
-        CheckOk(CudaWeightGrad(a, g, gw, plan, k, n));
-      }
-      if (need_b) {
-        gb = torch::zeros({plan.num_experts, n}, g.options())
-                 .index_add_(0, ExpertOfRow(plan, g.options()), g);
-      }
-#endif
-    } else {
-      if (need_a) ga = torch::empty_like(a);
-      if (need_w) gw = torch::zeros_like(w);
-      if (need_b) gb = torch::zeros({plan.num_experts, n}, g.options());
-      for (int e = 0; e < plan.num_experts; ++e) {
-        const int64_t lo = plan.host_offsets[e];
-        const int64_t rows = plan.host_offsets[e + 1] - lo;
-        if (rows == 0) continue;
-        torch::Tensor ge = g.narrow(0, lo, rows);
-        if (need_a) {
-          torch::Tensor o = ga.narrow(0, lo, rows);
-          torch::mm_out(o, ge, w[e].t());
-        }
-        if (need_w) {
-          torch::Tensor o = gw[e];
-          torch::mm_out(o, a.narrow(0, lo, rows).t(), ge);
-        }
-        if (need_b) gb[e].copy_(ge.sum(0));
-      }
+    if (!grads[0].defined()) return {ga, gw, gb, torch::Tensor()};
+    torch::Tensor g = grads[0].contiguous();
+    if (ctx->needs_input_grad(0)) {
+      ga = torch::empty_like(a);
+      CheckOk(launch::GroupedGemm(g, w, ga, plan, /*trans_b=*/true));
     }
+    if (ctx->needs_input_grad(1)) {
+      gw = torch::empty_like(w);
+      CheckOk(launch::GroupedGemmWeightGrad(a, g, gw, plan));
+    }
+    if (ctx->needs_input_grad(2)) gb = BiasGrad(g, plan);
     return {ga, gw, gb, torch::Tensor()};
   }
 };
@@ -478,7 +276,7 @@ absl::Status CheckDevice(const torch::Tensor& t, const char* name,
 }  // namespace
 
 bool KernelsOnCuda() {
-#if SMOE_OPS_CUDA
+#if defined(SMOE_WITH_TORCH_CUDA) && defined(SMOE_WITH_CUDA)
   return true;
 #else
   return false;
@@ -505,8 +303,15 @@ absl::StatusOr<RouterOutput> RouterTopK(const torch::Tensor& logits, int top_k,
   }
   SMOE_RETURN_IF_ERROR(kernels::ValidateRouterArgs(
       logits.size(0), static_cast<int>(logits.size(1)), top_k,
-      OnKernels(logits, false)));
-  variable_list out = RouterTopKFn::apply(logits, static_cast<int64_t>(top_k),
+      logits.is_cuda()));
+  // Routing math is float32 whatever the logits' dtype (bf16 under autocast):
+  // top-k on bf16 logits would tie far more often, and the gate weights feed
+  // the combine in float32 (differentiable cast; float64 stays float64 on the
+  // CPU for the gradient checks).
+  const bool keep_f64 =
+      logits.is_cpu() && logits.scalar_type() == torch::kFloat64;
+  torch::Tensor l = keep_f64 ? logits : logits.to(torch::kFloat32);
+  variable_list out = RouterTopKFn::apply(l, static_cast<int64_t>(top_k),
                                           static_cast<int64_t>(gating));
   return RouterOutput{out[0], out[1], out[2], out[3]};
 }
@@ -517,63 +322,34 @@ absl::StatusOr<Plan> BuildPermutePlan(const torch::Tensor& topk_idx,
                               topk_idx.scalar_type() != torch::kInt64)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "topk_idx must be [num_tokens, top_k] int32 or int64, got ",
-        Shape(topk_idx), " ",
-        std::string(c10::toString(topk_idx.scalar_type()))));
+        Shape(topk_idx), " ", DtypeName(topk_idx)));
   }
   Plan p;
   p.num_tokens = topk_idx.size(0);
   p.top_k = static_cast<int>(topk_idx.size(1));
   p.num_experts = num_experts;
-  const bool gpu = KernelsOnCuda() && topk_idx.is_cuda();
   SMOE_RETURN_IF_ERROR(kernels::ValidatePermuteArgs(
-      p.num_tokens, num_experts, p.top_k, /*hidden=*/1, gpu));
+      p.num_tokens, num_experts, p.top_k, /*hidden=*/1, topk_idx.is_cuda()));
   torch::Tensor idx = topk_idx.to(torch::kInt32).contiguous();
-  auto i32 = idx.options();
-  p.sorted_idx = torch::empty({p.num_rows()}, i32);
-  p.dest_idx = torch::empty({p.num_rows()}, i32);
-  p.expert_offsets = torch::empty({num_experts + 1}, i32);
-  torch::Tensor host_offsets;
-  if (gpu) {
-#if SMOE_OPS_CUDA
-    // NOTE: the GPU builder skips out-of-range entries; check them first
-    // (one small device reduction; the router never produces them).
-    if (idx.numel() > 0 && (idx.min().item<int32_t>() < 0 ||
-                            idx.max().item<int32_t>() >= num_experts)) {
-      torch::Tensor h = idx.cpu();
-      SMOE_RETURN_IF_ERROR(kernels::ValidateTopkIdx(
-          h.data_ptr<int32_t>(), p.num_tokens, p.top_k, num_experts));
-    }
-    c10::cuda::CUDAGuard guard(idx.device());
-    torch::Tensor counts = torch::empty({num_experts}, i32);
-    torch::Tensor ws = Workspace(
-        kernels::PermutePlanWorkspaceBytes(p.num_tokens, p.top_k, num_experts),
-        idx);
-    SMOE_RETURN_IF_ERROR(kernels::BuildPermutePlan(
-        I32(idx), p.View(), I32(counts), ws.data_ptr(), Stream(idx)));
-    host_offsets = p.expert_offsets.to(torch::kCPU);  // synchronises
-#endif
-  } else {
+  p.sorted_idx = Int32Like({p.num_rows()}, idx);
+  p.dest_idx = Int32Like({p.num_rows()}, idx);
+  p.expert_offsets = Int32Like({num_experts + 1}, idx);
+  torch::Tensor counts = Int32Like({num_experts}, idx);
+  SMOE_RETURN_IF_ERROR(launch::BuildPlan(idx, p, counts));
+  // The grouped GEMM sizes its problems on the host: on CUDA this is the
+  // layer's one device-to-host copy (it synchronises); on the CPU a no-op.
+  torch::Tensor host = p.expert_offsets.to(torch::kCPU);
+  const int32_t* ho = host.data_ptr<int32_t>();
+  p.host_offsets.assign(ho, ho + num_experts + 1);
+  if (p.host_offsets[num_experts] != p.num_rows()) {
+    // Both builders skip entries outside [0, num_experts): name the first.
     torch::Tensor h = idx.cpu();
     SMOE_RETURN_IF_ERROR(kernels::ValidateTopkIdx(
         h.data_ptr<int32_t>(), p.num_tokens, p.top_k, num_experts));
-    if (idx.is_cuda()) {
-      // CUDA tensors without the kernels: build on the host, then copy.
-      Plan hp = p;
-      hp.sorted_idx = torch::empty({p.num_rows()}, torch::kInt32);
-      hp.dest_idx = torch::empty({p.num_rows()}, torch::kInt32);
-      hp.expert_offsets = torch::empty({num_experts + 1}, torch::kInt32);
-      kernels::BuildPermutePlanRef(h.data_ptr<int32_t>(), hp.View());
-      p.sorted_idx = hp.sorted_idx.to(idx.device());
-      p.dest_idx = hp.dest_idx.to(idx.device());
-      p.expert_offsets = hp.expert_offsets.to(idx.device());
-      host_offsets = hp.expert_offsets;
-    } else {
-      kernels::BuildPermutePlanRef(I32(idx), p.View());
-      host_offsets = p.expert_offsets;
-    }
+    return absl::InternalError(absl::StrCat("permute plan placed ",
+                                            p.host_offsets[num_experts], " of ",
+                                            p.num_rows(), " rows"));
   }
-  const int32_t* ho = host_offsets.data_ptr<int32_t>();
-  p.host_offsets.assign(ho, ho + num_experts + 1);
   return p;
 }
 
@@ -612,7 +388,11 @@ absl::StatusOr<torch::Tensor> Combine(const torch::Tensor& expert_out,
         absl::StrCat("topk_weights must be float32 or expert_out's dtype, got ",
                      std::string(c10::toString(topk_weights.scalar_type()))));
   }
-  return CombineFn::apply(expert_out, topk_weights, plan);
+  // Gate weights are float32 next to float32/bf16 expert outputs (the GPU
+  // combine's contract) and float64 next to float64 ones (differentiable).
+  const auto wt = expert_out.scalar_type() == torch::kFloat64 ? torch::kFloat64
+                                                              : torch::kFloat32;
+  return CombineFn::apply(expert_out, topk_weights.to(wt), plan);
 }
 
 absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
@@ -648,7 +428,9 @@ absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
                                         const torch::Tensor& b2,
                                         const Plan& plan) {
   SMOE_ASSIGN_OR_RETURN(torch::Tensor h, GroupedLinear(buffer, w1, b1, plan));
-  return GroupedLinear(torch::gelu(h, "tanh"), w2, b2, plan);
+  // NOTE: the cast is a no-op unless an autocast list changed gelu's dtype.
+  return GroupedLinear(torch::gelu(h, "tanh").to(h.scalar_type()), w2, b2,
+                       plan);
 }
 
 absl::StatusOr<torch::Tensor> MoeForward(
@@ -660,9 +442,17 @@ absl::StatusOr<torch::Tensor> MoeForward(
   SMOE_ASSIGN_OR_RETURN(
       Plan plan,
       BuildPermutePlan(r.topk_idx, static_cast<int>(logits.size(1))));
-  SMOE_ASSIGN_OR_RETURN(torch::Tensor buffer, Permute(x, plan));
-  SMOE_ASSIGN_OR_RETURN(torch::Tensor y,
-                        ExpertMlp(buffer, w1, b1, w2, b2, plan));
+  // Mixed precision: custom Functions are not autocast-aware, so under
+  // autocast the expert path (permute, both GEMMs, combine) is cast here to
+  // autocast's dtype; without this the expert GEMMs would silently run in
+  // float32. Gate weights stay float32 (RouterTopK).
+  const std::optional<at::ScalarType> low = AutocastDtype(x);
+  auto cast = [&](const torch::Tensor& t) {
+    return low.has_value() ? t.to(*low) : t;
+  };
+  SMOE_ASSIGN_OR_RETURN(torch::Tensor buffer, Permute(cast(x), plan));
+  SMOE_ASSIGN_OR_RETURN(torch::Tensor y, ExpertMlp(buffer, cast(w1), cast(b1),
+                                                   cast(w2), cast(b2), plan));
   SMOE_ASSIGN_OR_RETURN(torch::Tensor out, Combine(y, r.topk_weights, plan));
   if (routing != nullptr) *routing = std::move(r);
   return out;

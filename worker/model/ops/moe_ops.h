@@ -13,20 +13,20 @@
 // are applied once, in the combine (kernels/permute/permute.h has the exact
 // formulas, the tie rule and the stable row order).
 //
-// Backends (chosen per call from the input tensors):
-//   CUDA, float32 (router: float32 only; permute/combine/GEMM also bf16):
-//       the kernels on c10::cuda::getCurrentCUDAStream(). Compiled only when
-//       CUDA-enabled LibTorch is present (SMOE_WITH_TORCH_CUDA); otherwise a
-//       CUDA tensor takes the generic path below.
-//   CPU, float32: the kernels' CPU references (*Ref) for the router, the plan,
-//       permute, combine and their backward; the expert GEMMs are one
-//       torch::mm per non-empty expert over its contiguous slice (the
-//       GroupedGemmRef triple loop is far too slow for training; ops_test
-//       checks the loop equal to it).
-//   Anything else (float64 on any device, bf16 on the CPU): the same contract
-//       written with vectorised torch ops (sort/gather/index_select/
-//       index_add). ops_test checks it equal to the references; it is what the
-//       double-precision finite-difference tests exercise.
+// One code path (launch.h): validation, allocation, dtypes, the plan and the
+// autograd bookkeeping are the same code on CPU and CUDA; only the kernel
+// launches differ:
+//   CUDA tensors: the kernels/ CUDA kernels and cuBLAS on
+//       c10::cuda::getCurrentCUDAStream() (launch_cuda.cc; compiled only
+//       with CUDA-enabled LibTorch, SMOE_WITH_TORCH_CUDA; without it a CUDA
+//       tensor gets Unimplemented, never a silent fallback).
+//   CPU tensors: the kernels' CPU references (*Ref) in float32 and float64,
+//       bf16 through the float32 reference with the GPU kernels' rounding;
+//       the expert GEMMs are one torch::mm per non-empty expert.
+// Mixed precision: the router always computes in float32 (bf16 logits are
+// cast up); under autocast (CPU or CUDA, worker/model/autocast.h) MoeForward
+// runs permute, the expert GEMMs and combine in autocast's dtype with
+// float32 gate weights, on both devices.
 //
 // Gradients: every op is a torch::autograd::Function whose backward is the
 // kernel's backward (RouterTopKBackward, PermuteBackward, CombineBackward,
@@ -60,7 +60,8 @@ bool KernelsOnCuda();
 
 // Output of RouterTopK for N tokens, E experts, top_k = k.
 struct RouterOutput {
-  torch::Tensor topk_weights;           // [N, k] logits' dtype; differentiable
+  torch::Tensor topk_weights;           // [N, k] float32 (float64 for float64
+                                        // CPU logits); differentiable
   torch::Tensor topk_idx;               // [N, k] int32, by descending logit
   torch::Tensor num_tokens_per_expert;  // [E] int32
   torch::Tensor expert_offsets;         // [E + 1] int32, exclusive prefix sum

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "kernels/grouped_gemm/grouped_gemm.h"
 #include "kernels/router_topk/router_topk.h"
+#include "worker/model/autocast.h"
 #include "worker/model/model_config.h"
 #include "worker/model/moe.h"
 #include "worker/model/ops/moe_ops.h"
@@ -452,6 +453,121 @@ TEST(OpsLayerTest, NoTokens) {
   EXPECT_TRUE(torch::equal(r.expert_offsets, torch::zeros({5}, torch::kInt32)));
   auto g = torch::autograd::grad({y->sum()}, {w1});
   EXPECT_EQ(g[0].abs().sum().item<float>(), 0.0f);
+}
+
+// ---- bf16 and autocast (the GPU's mixed precision, run on the CPU) --------
+
+// bf16 permute/combine on the CPU: the float32 reference on upcast inputs,
+// rounded once at the store -- the GPU kernels' numerics, checked exactly.
+TEST(OpsBf16Test, PermuteAndCombineRoundOnceLikeTheKernels) {
+  torch::manual_seed(30);
+  const int64_t n = 19, d = 6;
+  const int e = 4, k = 2;
+  auto r = RouterTopK(torch::randn({n, e}), k, RouterGating::kRenormalized);
+  ASSERT_TRUE(r.ok());
+  auto plan = BuildPermutePlan(r->topk_idx, e);
+  ASSERT_TRUE(plan.ok());
+  torch::Tensor x = torch::randn({n, d}).to(torch::kBFloat16);
+  torch::Tensor buf = Unwrap(Permute(x, *plan));
+  EXPECT_EQ(buf.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(
+      buf, Unwrap(Permute(x.to(torch::kFloat32), *plan)).to(torch::kBFloat16)));
+  torch::Tensor y = torch::randn({n * k, d}).to(torch::kBFloat16);
+  torch::Tensor w = r->topk_weights;  // float32 gates next to bf16 rows
+  torch::Tensor out = Unwrap(Combine(y, w, *plan));
+  EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+  torch::Tensor want =
+      Unwrap(Combine(y.to(torch::kFloat32), w, *plan)).to(torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(out, want));
+}
+
+// A10: the bias gradient is a per-expert sum in float32 in row order (no
+// atomics): equal to the float32 sum rounded once, and run to run identical.
+TEST(OpsBf16Test, BiasGradIsAFloat32PerExpertSumRoundedOnce) {
+  torch::manual_seed(31);
+  torch::Tensor idx =
+      torch::randint(0, 3, {200, 1}, torch::kInt32);  // expert 3 empty
+  auto plan = BuildPermutePlan(idx, 4);
+  ASSERT_TRUE(plan.ok());
+  auto o = torch::TensorOptions().dtype(torch::kBFloat16);
+  torch::Tensor a = torch::randn({200, 5}).to(torch::kBFloat16);
+  torch::Tensor w = torch::randn({4, 5, 3}).to(torch::kBFloat16);
+  torch::Tensor b = torch::zeros({4, 3}, o).set_requires_grad(true);
+  torch::Tensor g = torch::randn({200, 3}).to(torch::kBFloat16);
+  auto grad_b = [&] {
+    torch::Tensor out = Unwrap(GroupedLinear(a, w, b, *plan));
+    return torch::autograd::grad({out}, {b}, {g})[0];
+  };
+  torch::Tensor gb = grad_b();
+  EXPECT_EQ(gb.scalar_type(), torch::kBFloat16);
+  torch::Tensor want = torch::zeros({4, 3});
+  torch::Tensor g32 = g.to(torch::kFloat32);
+  for (int e = 0; e < 4; ++e) {
+    const int64_t lo = plan->host_offsets[e];
+    const int64_t rows = plan->host_offsets[e + 1] - lo;
+    if (rows > 0) want[e] = g32.narrow(0, lo, rows).sum(0);
+  }
+  EXPECT_TRUE(torch::equal(gb, want.to(torch::kBFloat16)));
+  EXPECT_TRUE(torch::equal(gb, grad_b()));
+}
+
+// A3: under autocast the router logits are bf16. The router computes in
+// float32 (the old generic path crashed in backward: scatter of a float32
+// source into bf16), and the expert GEMMs really run in bf16 (the custom
+// Functions are not autocast-aware; MoeForward casts), on the CPU exactly as
+// on CUDA. Gradients stay within bf16 tolerance of the float32 layer's.
+TEST(OpsBf16Test, SmoeLayerUnderAutocastRunsExpertsInBf16AndTracksFloat32) {
+  for (Gating g : {Gating::kTopKThenSoftmax, Gating::kSoftmaxThenTopK}) {
+    for (int k : {1, 2, 8}) {
+      torch::manual_seed(40 + k);
+      SmoeLayer layer(TinyLayer(8, k, g));
+      layer->set_dispatch(Dispatch::kOps);
+      torch::Tensor x = torch::randn({3, 9, 16});
+      const std::string what =
+          std::string(GatingName(g)) + " k=" + std::to_string(k);
+      // float32 reference.
+      LayerRun ref = RunLayer(layer, Dispatch::kOps, x);
+      // bf16 autocast: the router's matmul yields bf16 logits.
+      LayerRun low;
+      {
+        AutocastGuard autocast(x.device(), true);
+        ASSERT_EQ(layer->RouterLogits(x.reshape({-1, 16})).scalar_type(),
+                  torch::kBFloat16)
+            << "CPU autocast did not lower the router matmul";
+        layer->zero_grad();
+        torch::Tensor xx = x.clone().set_requires_grad(true);
+        low.y = layer->forward(xx, &low.aux, &low.stats);
+        // The expert path's output dtype: combine returns the experts'
+        // dtype, so bf16 here means both expert GEMMs ran in bf16.
+        EXPECT_EQ(low.y.scalar_type(), torch::kBFloat16) << what;
+        torch::Tensor probe =
+            torch::cos(torch::arange(low.y.numel(), x.options()))
+                .view(low.y.sizes());
+        ((low.y.to(torch::kFloat32) * probe).sum() + 3.0 * low.aux).backward();
+        low.grads.push_back(xx.grad().clone());
+        for (const auto& p : layer->parameters()) {
+          low.grads.push_back(p.grad().clone());
+        }
+      }
+      // Same routing unless two logits are within bf16 rounding of each
+      // other; compare outputs and gradients in relative L2 norm. bf16
+      // carries 8 significant bits (2^-9 relative rounding), a few roundings
+      // deep: 3e-2 separates rounding from a wrong formula (O(1)).
+      auto rel = [](const torch::Tensor& a, const torch::Tensor& b) {
+        torch::Tensor a64 = a.to(torch::kFloat64), b64 = b.to(torch::kFloat64);
+        return ((a64 - b64).norm() / b64.norm().clamp_min(1e-30))
+            .item<double>();
+      };
+      EXPECT_LT(rel(low.y, ref.y), 3e-2) << what;
+      ASSERT_EQ(low.grads.size(), ref.grads.size());
+      for (size_t i = 0; i < ref.grads.size(); ++i) {
+        EXPECT_EQ(low.grads[i].scalar_type(), ref.grads[i].scalar_type());
+        if (ref.grads[i].abs().sum().item<double>() == 0) continue;
+        EXPECT_LT(rel(low.grads[i], ref.grads[i]), 3e-2)
+            << what << " grad " << i;
+      }
+    }
+  }
 }
 
 }  // namespace
