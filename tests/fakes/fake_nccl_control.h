@@ -115,6 +115,8 @@ struct Stats {
   // (cudaMemcpy, synchronous cudaMemcpyAsync, cudaStreamSynchronize...).
   int64_t max_host_block_us = 0;
   std::string max_host_block_call;
+  // Host threads blocked inside a fake CUDA call right now: "CALL for N ms".
+  std::vector<std::string> blocked_now;
 };
 Stats GetStats();
 

@@ -161,6 +161,9 @@ struct State {
   smoe::fake_nccl::Stats stats;
   std::multimap<Clock::time_point, std::function<void()>> timers;
   bool timer_started = false;
+  // Host threads blocked inside a fake CUDA call right now.
+  std::map<uint64_t, std::pair<std::string, Clock::time_point>> blocked;
+  uint64_t next_block_id = 1;
 };
 
 State& G() {
@@ -351,10 +354,29 @@ uint64_t Enqueue(CUstream_st* s, std::function<void()> run) {  // lock held
   return s->enqueued;
 }
 
+// Registers the calling thread as blocked in `what` while it exists.
+class BlockScope {
+ public:
+  explicit BlockScope(const char* what)
+      : what_(what), start_(Clock::now()), id_(G().next_block_id++) {
+    G().blocked[id_] = {what, start_};
+  }
+  ~BlockScope() {
+    G().blocked.erase(id_);
+    NoteHostBlock(start_, what_);
+  }
+  BlockScope(const BlockScope&) = delete;
+  BlockScope& operator=(const BlockScope&) = delete;
+
+ private:
+  const char* what_;
+  Clock::time_point start_;
+  uint64_t id_;
+};
+
 void WaitSeq(Lock& l, CUstream_st* s, uint64_t seq, const char* what) {
-  const auto start = Clock::now();
+  BlockScope b(what);
   G().cv.wait(l, [&] { return s->completed >= seq; });
-  NoteHostBlock(start, what);
 }
 
 void WaitDevice(Lock& l, int device, const char* what) {
@@ -362,14 +384,13 @@ void WaitDevice(Lock& l, int device, const char* what) {
   for (CUstream_st* s : G().streams) {
     if (s->device == device) wait.push_back({s, s->enqueued});
   }
-  const auto start = Clock::now();
+  BlockScope b(what);
   G().cv.wait(l, [&] {
     for (const auto& [s, seq] : wait) {
       if (s->completed < seq) return false;
     }
     return true;
   });
-  NoteHostBlock(start, what);
 }
 
 cudaError_t Sticky(int device) {  // lock held
@@ -1486,6 +1507,15 @@ Stats GetStats() {
   Lock l(G().mu);
   Stats s = G().stats;
   s.live_comms = static_cast<int64_t>(G().handles.size());
+  const auto now = smoe_fake::Clock::now();
+  for (const auto& [id, b] : G().blocked) {
+    s.blocked_now.push_back(
+        b.first + " for " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           now - b.second)
+                           .count()) +
+        " ms");
+  }
   return s;
 }
 

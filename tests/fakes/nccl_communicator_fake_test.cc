@@ -80,12 +80,12 @@ std::vector<absl::Status> RunRanks(int world,
       for (int r = 0; r < world; ++r) {
         if (!finished[r]) stuck.push_back(r);
       }
+      const fake::Stats stats = fake::GetStats();
       ADD_FAILURE() << "HANG: rank(s) " << absl::StrJoin(stuck, ",")
-                    << " still inside the communicator after " << budget.count()
-                    << " ms (longest host block in a fake "
-                    << "CUDA call so far: "
-                    << fake::GetStats().max_host_block_call << "); breaking "
-                    << "it with fake_nccl::AbortAll()";
+                    << " still running after " << budget.count()
+                    << " ms; host threads blocked inside fake CUDA calls: ["
+                    << absl::StrJoin(stats.blocked_now, "; ")
+                    << "]; breaking the hang with fake_nccl::AbortAll()";
       l.unlock();
       fake::AbortAll();
       l.lock();
