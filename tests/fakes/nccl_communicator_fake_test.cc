@@ -31,6 +31,7 @@
 #include "kernels/all_to_all/payload.h"
 #include "nccl.h"
 #include "tests/fakes/fake_nccl_control.h"
+#include "tests/fakes/rank_threads.h"
 
 namespace smoe::kernels {
 namespace {
@@ -51,52 +52,10 @@ int64_t MsSince(Clock::time_point t) {
   return std::chrono::duration_cast<Ms>(Clock::now() - t).count();
 }
 
-// Runs body(rank) on `world` threads and returns each rank's status. Bounded:
-// if some rank has not returned after `budget`, the test fails with HANG, the
-// hang is broken with fake_nccl::AbortAll() and the ranks are joined.
 std::vector<absl::Status> RunRanks(int world,
                                    const std::function<absl::Status(int)>& body,
                                    Ms budget = kHangBudget) {
-  std::vector<absl::Status> out(world, absl::UnknownError("not run"));
-  std::mutex mu;
-  std::condition_variable cv;
-  int done = 0;
-  std::vector<bool> finished(world, false);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      absl::Status s = body(r);
-      std::lock_guard<std::mutex> l(mu);
-      out[r] = s;
-      finished[r] = true;
-      ++done;
-      cv.notify_all();
-    });
-  }
-  {
-    std::unique_lock<std::mutex> l(mu);
-    if (!cv.wait_for(l, budget, [&] { return done == world; })) {
-      std::vector<int> stuck;
-      for (int r = 0; r < world; ++r) {
-        if (!finished[r]) stuck.push_back(r);
-      }
-      const fake::Stats stats = fake::GetStats();
-      ADD_FAILURE() << "HANG: rank(s) " << absl::StrJoin(stuck, ",")
-                    << " still running after " << budget.count()
-                    << " ms; host threads blocked inside fake CUDA calls: ["
-                    << absl::StrJoin(stats.blocked_now, "; ")
-                    << "]; breaking the hang with fake_nccl::AbortAll()";
-      l.unlock();
-      fake::AbortAll();
-      l.lock();
-      if (!cv.wait_for(l, Ms(10000), [&] { return done == world; })) {
-        std::fprintf(stderr, "ranks still hung after AbortAll; aborting\n");
-        std::abort();
-      }
-    }
-  }
-  for (std::thread& t : threads) t.join();
-  return out;
+  return fake::RunRanks(world, body, budget);
 }
 
 absl::StatusOr<std::unique_ptr<Communicator>> MakeComm(
