@@ -76,8 +76,8 @@ struct NcclCommunicatorOptions {
   //     return static_cast<void*>(
   //         c10::cuda::getCurrentCUDAStream(device).stream());
   //   };
-  // (kernels/ stays free of LibTorch: worker/model/gloo_communicator.cc sets
-  // it.) Unset: `stream`.
+  // (kernels/ stays free of LibTorch: the caller, CreateNcclCommunicator in
+  // worker/model/gloo_communicator.cc, sets it.) Unset: `stream`.
   std::function<void*()> current_stream;
   // The fixed cudaStream_t used when current_stream is unset; nullptr = the
   // legacy default stream (LibTorch's default current stream, but not the
