@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -54,13 +55,11 @@ ncclDataType_t ToNccl(DType t) {
 class NcclCommunicator : public Communicator {
  public:
   NcclCommunicator(int rank, int world, const NcclCommunicatorOptions& options)
-      : rank_(rank),
-        world_(world),
-        options_(options),
-        stream_(static_cast<cudaStream_t>(options.stream)) {}
+      : rank_(rank), world_(world), options_(options) {}
 
   ~NcclCommunicator() override {
     if (scratch_ != nullptr) cudaFree(scratch_);
+    if (host_counts_ != nullptr) cudaFreeHost(host_counts_);
     if (comm_ == nullptr) return;
     if (aborted_) return;
     // Finalize (flushes outstanding work) within the deadline, else abort.
@@ -81,6 +80,11 @@ class NcclCommunicator : public Communicator {
     ce = cudaMalloc(&scratch_,
                     static_cast<size_t>(2 * world_ + 1) * sizeof(int64_t));
     if (ce != cudaSuccess) return CudaError(ce, "cudaMalloc");
+    // Pinned, so the count copies are truly asynchronous (see
+    // AllToAllCounts).
+    ce = cudaMallocHost(reinterpret_cast<void**>(&host_counts_),
+                        static_cast<size_t>(2 * world_) * sizeof(int64_t));
+    if (ce != cudaSuccess) return CudaError(ce, "cudaMallocHost");
     ncclUniqueId uid;
     static_assert(sizeof(uid.internal) == kNcclUniqueIdBytes,
                   "ncclUniqueId size changed");
@@ -112,22 +116,33 @@ class NcclCommunicator : public Communicator {
                          "]=", send_counts[j], " is negative"));
       }
     }
+    const cudaStream_t stream = Stream();
     int64_t* d_send = static_cast<int64_t*>(scratch_);
     int64_t* d_recv = d_send + world_;
+    int64_t* h_send = host_counts_;
+    int64_t* h_recv = host_counts_ + world_;
+    const size_t bytes = static_cast<size_t>(world_) * sizeof(int64_t);
+    // Both copies go through pinned memory: a device->host copy into the
+    // caller's pageable array would be synchronous, blocking the host inside
+    // cudaMemcpyAsync until the send/recv kernel finished, i.e. forever if a
+    // peer never arrives, with no deadline and no abort (review A8).
+    std::memcpy(h_send, send_counts, bytes);
     cudaError_t ce =
-        cudaMemcpyAsync(d_send, send_counts, world_ * sizeof(int64_t),
-                        cudaMemcpyHostToDevice, stream_);
+        cudaMemcpyAsync(d_send, h_send, bytes, cudaMemcpyHostToDevice, stream);
     if (ce != cudaSuccess) return CudaError(ce, "cudaMemcpyAsync");
     std::vector<int64_t> ones(world_, 1);
     if (absl::Status s = GroupedSendRecv(d_send, ones.data(), d_recv,
-                                         ones.data(), DType::kInt64);
+                                         ones.data(), DType::kInt64, stream);
         !s.ok()) {
       return s;
     }
-    ce = cudaMemcpyAsync(recv_counts, d_recv, world_ * sizeof(int64_t),
-                         cudaMemcpyDeviceToHost, stream_);
+    ce = cudaMemcpyAsync(h_recv, d_recv, bytes, cudaMemcpyDeviceToHost, stream);
     if (ce != cudaSuccess) return CudaError(ce, "cudaMemcpyAsync");
-    return WaitStream("AllToAllCounts");
+    if (absl::Status s = WaitStream("AllToAllCounts", stream); !s.ok()) {
+      return s;
+    }
+    std::memcpy(recv_counts, h_recv, bytes);
+    return absl::OkStatus();
   }
 
   absl::Status AllToAllV(const void* send, const int64_t* send_counts,
@@ -139,12 +154,13 @@ class NcclCommunicator : public Communicator {
         !s.ok()) {
       return s;
     }
-    if (absl::Status s =
-            GroupedSendRecv(send, send_counts, recv, recv_counts, dtype);
+    const cudaStream_t stream = Stream();
+    if (absl::Status s = GroupedSendRecv(send, send_counts, recv, recv_counts,
+                                         dtype, stream);
         !s.ok()) {
       return s;
     }
-    return WaitStream("AllToAllV");
+    return WaitStream("AllToAllV", stream);
   }
 
   absl::Status AllReduceSum(void* buffer, int64_t count, DType dtype) override {
@@ -154,13 +170,18 @@ class NcclCommunicator : public Communicator {
           absl::StrCat("AllReduceSum: count=", count));
     }
     if (count == 0) return absl::OkStatus();
+    const cudaStream_t stream = Stream();
     const ncclResult_t r =
         ncclAllReduce(buffer, buffer, static_cast<size_t>(count), ToNccl(dtype),
-                      ncclSum, comm_, stream_);
+                      ncclSum, comm_, stream);
     if (r != ncclSuccess && r != ncclInProgress) {
       return Fail(NcclError(r, "ncclAllReduce"));
     }
-    return WaitStream("AllReduceSum");
+    // Nonblocking comm: ncclInProgress means NOT YET ENQUEUED; the stream may
+    // look idle until NCCL's background thread has put the kernel on it
+    // (review A2).
+    if (absl::Status s = WaitComm("ncclAllReduce"); !s.ok()) return s;
+    return WaitStream("AllReduceSum", stream);
   }
 
   absl::Status Barrier() override {
@@ -170,6 +191,12 @@ class NcclCommunicator : public Communicator {
   }
 
  private:
+  // The stream for this call (see NcclCommunicatorOptions::current_stream).
+  cudaStream_t Stream() const {
+    return static_cast<cudaStream_t>(
+        options_.current_stream ? options_.current_stream() : options_.stream);
+  }
+
   absl::Status Usable() const {
     if (aborted_) {
       return absl::AbortedError(
@@ -187,7 +214,7 @@ class NcclCommunicator : public Communicator {
 
   absl::Status GroupedSendRecv(const void* send, const int64_t* send_counts,
                                void* recv, const int64_t* recv_counts,
-                               DType dtype) {
+                               DType dtype, cudaStream_t stream) {
     const size_t es = DTypeSize(dtype);
     const ncclDataType_t t = ToNccl(dtype);
     ncclResult_t r = ncclGroupStart();
@@ -196,11 +223,11 @@ class NcclCommunicator : public Communicator {
     for (int j = 0; j < world_ && r == ncclSuccess; ++j) {
       if (send_counts[j] > 0) {
         r = ncclSend(static_cast<const char*>(send) + send_off * es,
-                     static_cast<size_t>(send_counts[j]), t, j, comm_, stream_);
+                     static_cast<size_t>(send_counts[j]), t, j, comm_, stream);
       }
       if (r == ncclSuccess && recv_counts[j] > 0) {
         r = ncclRecv(static_cast<char*>(recv) + recv_off * es,
-                     static_cast<size_t>(recv_counts[j]), t, j, comm_, stream_);
+                     static_cast<size_t>(recv_counts[j]), t, j, comm_, stream);
       }
       send_off += static_cast<size_t>(send_counts[j]);
       recv_off += static_cast<size_t>(recv_counts[j]);
@@ -233,13 +260,13 @@ class NcclCommunicator : public Communicator {
     }
   }
 
-  // The watchdog: waits for `stream_` while polling NCCL's async error.
-  absl::Status WaitStream(const char* what) {
+  // The watchdog: waits for `stream` while polling NCCL's async error.
+  absl::Status WaitStream(const char* what, cudaStream_t stream) {
     const auto deadline =
         std::chrono::steady_clock::now() +
         std::chrono::milliseconds(options_.common.op_timeout_ms);
     while (true) {
-      const cudaError_t q = cudaStreamQuery(stream_);
+      const cudaError_t q = cudaStreamQuery(stream);
       if (q == cudaSuccess) return absl::OkStatus();
       if (q != cudaErrorNotReady) return Fail(CudaError(q, what));
       ncclResult_t state = ncclSuccess;
@@ -259,9 +286,9 @@ class NcclCommunicator : public Communicator {
 
   const int rank_, world_;
   const NcclCommunicatorOptions options_;
-  cudaStream_t stream_;
   ncclComm_t comm_ = nullptr;
   void* scratch_ = nullptr;  // [2W + 1] int64: counts and the barrier flag
+  int64_t* host_counts_ = nullptr;  // pinned [2W]: counts sent, received
   bool aborted_ = false;
   std::string abort_reason_;
 };

@@ -20,9 +20,19 @@
 //    and once op_timeout_ms has passed (or NCCL reports an async error) it
 //    calls ncclCommAbort and returns DeadlineExceeded (resp. Internal). An
 //    aborted communicator fails every later call with Aborted.
-//  * Ordering with LibTorch: work is enqueued on `stream` (default: the
-//    legacy default stream, LibTorch's default current stream), so it is
-//    ordered after the kernels that produced the send buffer.
+//  * A nonblocking NCCL call may return ncclInProgress BEFORE it has put
+//    anything on the stream (a background thread enqueues later), so every
+//    call first polls the communicator (WaitComm) and only then the stream;
+//    a stream that looks idle before that proves nothing.
+//  * AllToAllCounts never blocks the host outside the watchdog: the counts
+//    come back through pinned host memory (a device->host copy into pageable
+//    memory would block inside cudaMemcpyAsync until the send/recv kernel
+//    finished, i.e. forever when a peer died).
+//  * Ordering with LibTorch: work is enqueued on
+//    NcclCommunicatorOptions::current_stream() when set (asked for on every
+//    call: the caller's current stream), else on `stream` (default: the
+//    legacy default stream), so it is ordered after the kernels that
+//    produced the send buffer on that stream.
 //
 // NCCL cannot run several ranks on one GPU ("using the same CUDA device
 // multiple times as different ranks of the same NCCL communicator is not
@@ -35,6 +45,7 @@
 #define SMOE_KERNELS_ALL_TO_ALL_NCCL_COMMUNICATOR_H_
 
 #include <array>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -55,8 +66,23 @@ absl::StatusOr<NcclUniqueIdBytes> NewNcclUniqueId();
 
 struct NcclCommunicatorOptions {
   CommunicatorOptions common;
-  int device = 0;          // CUDA device ordinal of this rank
-  void* stream = nullptr;  // cudaStream_t; nullptr = legacy default stream
+  int device = 0;  // CUDA device ordinal of this rank
+  // The stream each call enqueues its work on, asked for at the start of
+  // EVERY call (on the calling thread) when set; returns a cudaStream_t. Set
+  // it to the caller's current stream so each collective is ordered after the
+  // kernels that produced its input and before those that read its output,
+  // whatever stream guard is active, e.g. with CUDA LibTorch:
+  //   o.current_stream = [device] {
+  //     return static_cast<void*>(
+  //         c10::cuda::getCurrentCUDAStream(device).stream());
+  //   };
+  // (kernels/ stays free of LibTorch: the caller, CreateNcclCommunicator in
+  // worker/model/gloo_communicator.cc, sets it.) Unset: `stream`.
+  std::function<void*()> current_stream;
+  // The fixed cudaStream_t used when current_stream is unset; nullptr = the
+  // legacy default stream (LibTorch's default current stream, but not the
+  // current one under a stream guard).
+  void* stream = nullptr;
 };
 
 // Joins the `world_size`-rank communicator identified by `id` as `rank`.
