@@ -41,8 +41,7 @@ namespace smoe::kernels {
 namespace {
 
 #if defined(SMOE_WITH_CUDA)
-// ---- Comparisons (host vectors)
-// ----------------------------------------------
+// ---- Comparisons (host vectors) ---------------------------------------------
 
 KernelComparison Close(std::string what, const std::vector<float>& ref,
                        const std::vector<float>& got, double atol, double eps) {
@@ -107,8 +106,7 @@ uint32_t SeedOf(const KernelCheckOptions& o) {
 }
 #endif  // SMOE_WITH_CUDA
 
-// ---- Communicator checks
-// ------------------------------------------------------
+// ---- Communicator checks ----------------------------------------------------
 
 #if defined(SMOE_WITH_CUDA)
 absl::Status FlipFirstDeviceByte(void* p) {
@@ -204,7 +202,7 @@ absl::Status VerifiedAllReduce(Communicator& comm, int64_t count, DType dtype,
 }
 
 #if defined(SMOE_WITH_CUDA)
-// ---- Device memory helpers (status-returning; no aborts) -------------------
+// ---- Device memory helpers (status-returning; no aborts) --------------------
 
 class DeviceMem {
  public:
@@ -279,6 +277,26 @@ void MaybeFault(bool fault, std::vector<__nv_bfloat16>* v) {
   }
 }
 
+// Restores the calling thread's current device on scope exit, so a check on
+// GPU 3 does not leave later work (LibTorch's current stream) on GPU 3.
+class CurrentDeviceGuard {
+ public:
+  CurrentDeviceGuard() {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      previous_ = -1;
+      cudaGetLastError();
+    }
+  }
+  ~CurrentDeviceGuard() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  CurrentDeviceGuard(const CurrentDeviceGuard&) = delete;
+  CurrentDeviceGuard& operator=(const CurrentDeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
 class CublasHandle {
  public:
   CublasHandle() = default;
@@ -315,8 +333,7 @@ absl::StatusOr<KernelComparison> ExactDevice(std::string what,
   return Exact(std::move(what), ref, got);
 }
 
-// ---- router_topk
-// ---------------------------------------------------------------
+// ---- router_topk ------------------------------------------------------------
 
 absl::Status CheckRouterOne(int64_t t, int e, int k, RouterGating g, bool tied,
                             bool fault, std::mt19937& rng,
@@ -371,8 +388,7 @@ absl::Status CheckRouterOne(int64_t t, int e, int k, RouterGating g, bool tied,
   return add(CloseDevice(name + "grad_logits", gl, d_gl, 1e-5, 1e-4, fault));
 }
 
-// ---- permute
-// -------------------------------------------------------------------
+// ---- permute ----------------------------------------------------------------
 
 absl::Status CheckPermuteOne(int64_t t, int e, int k, int64_t hidden,
                              bool with_bf16, bool fault, std::mt19937& rng,
@@ -499,8 +515,7 @@ absl::Status CheckPermuteOne(int64_t t, int e, int k, int64_t hidden,
   return absl::OkStatus();
 }
 
-// ---- grouped_gemm
-// --------------------------------------------------------------
+// ---- grouped_gemm -----------------------------------------------------------
 
 template <typename T>
 std::vector<T> CastTo(const std::vector<float>& v) {
@@ -589,8 +604,7 @@ absl::Status CheckGroupedGemmOne(cublasHandle_t h, DType dtype,
   return cmp("wgrad (empty expert zeroed)", db, d_db);
 }
 
-// ---- Timing
-// --------------------------------------------------------------------
+// ---- Timing -----------------------------------------------------------------
 
 class CudaEvent {
  public:
@@ -647,8 +661,7 @@ absl::Status NoCuda() {
 
 }  // namespace
 
-// ---- Public API
-// ------------------------------------------------------------------
+// ---- Public API -------------------------------------------------------------
 
 bool KernelCheckResult::ok() const {
   for (const KernelComparison& c : comparisons) {
@@ -725,6 +738,7 @@ CudaStackInfo GetCudaStackInfo() {
 absl::StatusOr<KernelCheckResult> CheckRouterTopKKernels(
     const KernelCheckOptions& options) {
 #if defined(SMOE_WITH_CUDA)
+  CurrentDeviceGuard restore;
   SMOE_RETURN_IF_ERROR(
       CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
   KernelCheckResult r;
@@ -751,6 +765,7 @@ absl::StatusOr<KernelCheckResult> CheckRouterTopKKernels(
 absl::StatusOr<KernelCheckResult> CheckPermuteKernels(
     const KernelCheckOptions& options) {
 #if defined(SMOE_WITH_CUDA)
+  CurrentDeviceGuard restore;
   SMOE_RETURN_IF_ERROR(
       CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
   KernelCheckResult r;
@@ -776,6 +791,7 @@ absl::StatusOr<KernelCheckResult> CheckPermuteKernels(
 absl::StatusOr<KernelCheckResult> CheckGroupedGemmKernels(
     const KernelCheckOptions& options) {
 #if defined(SMOE_WITH_CUDA)
+  CurrentDeviceGuard restore;
   SMOE_RETURN_IF_ERROR(
       CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
   KernelCheckResult r;
@@ -904,6 +920,7 @@ absl::StatusOr<CommCheckResult> CheckCommunicators(
 
 absl::StatusOr<DeviceRates> MeasureDeviceRates(int device, bool quick) {
 #if defined(SMOE_WITH_CUDA)
+  CurrentDeviceGuard restore;
   SMOE_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
   DeviceRates rates;
   rates.device = device;

@@ -31,7 +31,8 @@
 // collective (communicator checks; their comparisons are exact).
 //
 // Thread-safety: the functions may be called from any thread; the kernel
-// checks and MeasureDeviceRates make `device` current in the calling thread.
+// checks and MeasureDeviceRates make `device` current in the calling thread
+// and restore the previous current device before returning.
 #ifndef SMOE_KERNELS_SELFCHECK_SELFCHECK_H_
 #define SMOE_KERNELS_SELFCHECK_SELFCHECK_H_
 
