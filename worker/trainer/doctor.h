@@ -30,7 +30,10 @@
 //                       kQuickTrainSteps) on the CPU, run twice: the per-step
 //                       losses must be finite and bitwise equal.
 //   train.gpu_fp32      the same run on GPU 0: per-step loss within 1e-3
-//                       relative of the CPU run. SKIP without CUDA LibTorch.
+//                       relative of the CPU run (on the CPU, two summation
+//                       orders of this run agree to 2e-7 at every step; see
+//                       DoctorTrainConfig in doctor.cc). SKIP without CUDA
+//                       LibTorch.
 //   train.bf16          the run with bf16 autocast on the GPU (else on the
 //                       CPU, once the trainer accepts bf16 there): per-step
 //                       loss within 5e-2 relative of the fp32 run on the same
