@@ -1198,7 +1198,7 @@ int RunDoctorCommand(int argc, char** argv) {
     const std::string tmp = report_path + ".tmp";
     {
       std::ofstream out(tmp, std::ios::trunc);
-      out << j.dump(2) << "\n";
+      out << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
       out.close();
       if (!out) {
         std::fprintf(stderr, "smoe doctor: cannot write %s: %s\n", tmp.c_str(),
@@ -1216,7 +1216,9 @@ int RunDoctorCommand(int argc, char** argv) {
     std::fprintf(lines, "report: %s (attach it to bug reports)\n",
                  report_path.c_str());
   }
-  if (as_json) std::cout << j.dump(2) << std::endl;
+  if (as_json)
+    std::cout << j.dump(2, ' ', false, json::error_handler_t::replace)
+              << std::endl;
   std::fflush(lines);
   return rc;
 }
