@@ -42,10 +42,17 @@ struct DeployRenderOptions {
 CLI::App* AddDeployCommand(CLI::App* app, DeployRenderOptions* opts);
 
 // The kustomization.yaml placed on top of `overlay_path` (a path relative to
-// the kustomization's directory). Pure; REQUIRES: opts.workers >= 1,
-// opts.gpus_per_worker >= 1.
+// the kustomization's directory). With `worker_doctor` (the overlay includes
+// components/worker-doctor) it also copies the worker container's image and
+// nvidia.com/gpu into the `doctor` init container after its own patches.
+// Pure; REQUIRES: opts.workers >= 1, opts.gpus_per_worker >= 1.
 std::string RenderKustomization(const DeployRenderOptions& opts,
-                                const std::string& overlay_path);
+                                const std::string& overlay_path,
+                                bool worker_doctor = false);
+
+// True when a kustomization.yaml text lists components/worker-doctor on a
+// line that is not a comment.
+bool OverlayHasWorkerDoctor(const std::string& kustomization_text);
 
 // Runs the command: manifests (or, with kustomization_only, the generated
 // kustomization) to `out` or opts.output; diagnostics to `err`. Returns a

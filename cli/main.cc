@@ -16,6 +16,7 @@
 #include "cli/analyze_cmd.h"
 #include "cli/client.h"
 #include "cli/deploy_cmd.h"
+#include "cli/doctor_cmd.h"
 #include "cli/local_trial.h"
 #include "cli/model_cmd.h"
 #include "cli/skillmix_cmd.h"
@@ -99,6 +100,11 @@ int Main(int argc, char** argv) {
       return kExitUsage;
     }
     return worker::RunWorker(*flags);
+  }
+
+  // `smoe doctor ...` runs `smoe-trainer doctor` (cli/doctor_cmd.h).
+  if (argc >= 2 && std::string(argv[1]) == "doctor") {
+    return RunDoctorCommand({argv + 2, argv + argc}, std::cout, std::cerr);
   }
 
   // `smoe model make-random ...` forwards to smoe-trainer (cli/model_cmd.h).
@@ -334,6 +340,9 @@ int Main(int argc, char** argv) {
 
   app.add_subcommand("worker", "Run a worker daemon (see smoe worker --help)");
   app.add_subcommand("sraven", "SRAVEN data tools (see smoe sraven --help)");
+  app.add_subcommand("doctor",
+                     "Self-check this machine: versions, kernels, NCCL, a "
+                     "short training (see smoe doctor --help)");
 
   try {
     app.parse(argc, argv);

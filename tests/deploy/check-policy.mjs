@@ -8,7 +8,8 @@
 //   * coordinator: a Deployment with 1 replica, strategy Recreate, grpc
 //     readiness and liveness probes on the gRPC port, the data PVC mounted;
 //   * workers: nvidia.com/gpu request == limit == SMOE_GPUS of the worker
-//     ConfigMap (unless --cpu-workers); terminationGracePeriodSeconds >
+//     ConfigMap (unless --cpu-workers), and the same on any init container
+//     that asks for GPUs (the doctor); terminationGracePeriodSeconds >
 //     SMOE_GRACE + 10 (the daemon's outbox flush); a preStop hook; a
 //     PodDisruptionBudget selecting them;
 //   * NetworkPolicy: the coordinator's grpc port admits only worker pods.
@@ -105,6 +106,16 @@ for (const file of files) {
       fail(where, `SMOE_GPUS is ${env.SMOE_GPUS} but the pod asks for nvidia.com/gpu ${lim}`);
     }
     if (expectGpus !== null && gpus !== expectGpus) fail(where, `SMOE_GPUS ${gpus}, expected ${expectGpus}`);
+    // Init containers on GPUs (components/worker-doctor) check the worker's
+    // devices: the same nvidia.com/gpu as the worker container.
+    for (const ic of pod.initContainers ?? []) {
+      for (const kind of ["requests", "limits"]) {
+        const n = ic.resources?.[kind]?.["nvidia.com/gpu"];
+        if (n !== undefined && String(n) !== String(lim)) {
+          fail(`${where}/${ic.name}`, `init container nvidia.com/gpu ${kind} ${n} != the worker's ${lim}`);
+        }
+      }
+    }
     if (expectWorkers !== null && w.spec.replicas !== expectWorkers) {
       fail(where, `replicas ${w.spec.replicas}, expected ${expectWorkers}`);
     }

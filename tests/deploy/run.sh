@@ -98,6 +98,7 @@ case "$mode" in
     expect_reject privilege-escalation check-policy.mjs '0,/allowPrivilegeEscalation: false/s//allowPrivilegeEscalation: true/'
     expect_reject short-grace check-policy.mjs 's/terminationGracePeriodSeconds: 180/terminationGracePeriodSeconds: 60/'
     expect_reject gpu-mismatch check-policy.mjs 's/SMOE_GPUS: "8"/SMOE_GPUS: "4"/'
+    expect_reject doctor-gpus check-policy.mjs '/name: doctor$/,/volumeMounts:/s/nvidia.com\/gpu: "8"/nvidia.com\/gpu: "1"/'
     expect_reject open-grpc check-policy.mjs '0,/kubernetes.io\/metadata.name: ingress-nginx/s//kubernetes.io\/metadata.name: default/;0,/port: http$/s//port: grpc/'
     echo "validator-selftest: $fails failures"
     [[ $fails -eq 0 ]]
@@ -142,6 +143,19 @@ case "$mode" in
     "$smoe" deploy render --manifests-dir "$root/deploy/k8s" --overlay single-node \
       --workers 1 --gpus-per-worker 8 --token-file "$token" >"$tmp/single.yaml"
     node "$here/check-policy.mjs" --expect-workers 1 --expect-gpus 8 "$tmp/single.yaml"
+    # The doctor init container (components/worker-doctor) is rendered with
+    # the worker's GPU count and image (check-policy above checks both); an
+    # overlay without the component renders without it.
+    grep -q 'name: doctor$' "$tmp/render.yaml" \
+      || { echo "render: the doctor init container is missing"; exit 1; }
+    cp -r "$root/deploy/k8s" "$tmp/nodoctor"
+    sed -i '/^# The worker self-check/,$d' "$tmp/nodoctor/overlays/single-node/kustomization.yaml"
+    "$smoe" deploy render --manifests-dir "$tmp/nodoctor" --overlay single-node \
+      --workers 1 --gpus-per-worker 2 --token-file "$token" >"$tmp/nodoctor.yaml"
+    if grep -q 'name: doctor$' "$tmp/nodoctor.yaml"; then
+      echo "render: an overlay without worker-doctor still got the init container"; exit 1
+    fi
+    node "$here/check-policy.mjs" --expect-workers 1 --expect-gpus 2 "$tmp/nodoctor.yaml"
     if "$smoe" deploy render --manifests-dir "$root/deploy/k8s" --overlay nope \
          --token-file "$token" >/dev/null 2>&1; then
       echo "an unknown overlay was accepted"; exit 1

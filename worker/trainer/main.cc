@@ -5,6 +5,7 @@
 //   smoe-trainer run --trial TRIAL.json --workdir DIR
 //   smoe-trainer make-random-model --out DIR ...   (mixtral_tools.h)
 //   smoe-trainer mixtral-logits --model DIR ...     (mixtral_tools.h)
+//   smoe-trainer doctor [--quick] [--json] [--report FILE] ...  (doctor.h)
 //
 // Kinds: "sraven" (training, worker/trainer/trainer.h) and "skillmix"
 // (Skill-Mix evaluation, worker/trainer/skillmix_trial.h).
@@ -26,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "worker/trainer/doctor.h"
 #include "worker/trainer/mixtral_tools.h"
 #include "worker/trainer/skillmix_config.h"
 #include "worker/trainer/skillmix_models.h"
@@ -118,10 +120,12 @@ int RunSkillMix(const std::string& trial_path, const std::string& text,
 }
 
 int Usage(const char* why) {
-  std::fprintf(stderr,
-               "smoe-trainer: %s\nusage: smoe-trainer run --trial TRIAL.json "
-               "--workdir DIR\n",
-               why);
+  std::fprintf(
+      stderr,
+      "smoe-trainer: %s\nusage: smoe-trainer run --trial TRIAL.json "
+      "--workdir DIR\n"
+      "       smoe-trainer doctor [--quick] [--json] [--report FILE]\n",
+      why);
   return kExitUsage;
 }
 
@@ -134,6 +138,10 @@ int main(int argc, char** argv) {
   }
   if (argc >= 2 && std::strcmp(argv[1], "mixtral-logits") == 0) {
     return smoe::trainer::RunMixtralLogits(argc - 1, argv + 1);
+  }
+  // The machine self-check (worker/trainer/doctor.h; `smoe doctor`).
+  if (argc >= 2 && std::strcmp(argv[1], "doctor") == 0) {
+    return smoe::trainer::RunDoctorCommand(argc - 1, argv + 1);
   }
   if (argc < 2 || std::strcmp(argv[1], "run") != 0) {
     return Usage("expected the `run` command");

@@ -1,0 +1,27 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: cli/doctor_cmd.h
+//
+// `smoe doctor [--trainer PATH] [--quick] [--json] [--report FILE]
+// [--only CHECK]... [--inject-fault CHECK]...`: the machine self-check. The
+// checks need LibTorch and CUDA, which the CLI does not link, so this runs
+// `smoe-trainer doctor` (worker/trainer/doctor.h; default: smoe-trainer next
+// to smoe) with the other flags and returns its exit code: 0 no check failed,
+// 1 a check failed (or the trainer is missing), 64 usage. The flags are
+// checked here first, so a typo fails before the trainer starts.
+#ifndef SMOE_CLI_DOCTOR_CMD_H_
+#define SMOE_CLI_DOCTOR_CMD_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace smoe::cli {
+
+// `args` are the words after `smoe doctor`.
+int RunDoctorCommand(const std::vector<std::string>& args, std::ostream& out,
+                     std::ostream& err);
+
+}  // namespace smoe::cli
+
+#endif  // SMOE_CLI_DOCTOR_CMD_H_

@@ -1,0 +1,107 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// kernels/selfcheck on any machine (label unit): the version probe, the
+// communicator checks over LocalCommunicator (passing, and failing under
+// fault injection), and the GPU checks refusing cleanly without a device.
+#include "kernels/selfcheck/selfcheck.h"
+
+#include "gtest/gtest.h"
+#include "kernels/all_to_all/nccl_communicator.h"
+#include "kernels/common/device.h"
+
+namespace smoe::kernels {
+namespace {
+
+TEST(SelfCheckTest, FormatCudaVersion) {
+  EXPECT_EQ(FormatCudaVersion(12040), "12.4");
+  EXPECT_EQ(FormatCudaVersion(13000), "13.0");
+  EXPECT_EQ(FormatCudaVersion(0), "");
+}
+
+TEST(SelfCheckTest, StackInfoAgreesWithDeviceDiscovery) {
+  const CudaStackInfo info = GetCudaStackInfo();
+  EXPECT_EQ(info.built_with_cuda, BuiltWithCuda());
+  EXPECT_EQ(info.built_with_nccl, BuiltWithNccl());
+  EXPECT_EQ(info.device_count, CudaDeviceCount());
+  EXPECT_EQ(info.devices.size(), static_cast<size_t>(info.device_count));
+  if (info.device_count == 0) {
+    EXPECT_FALSE(info.device_error.empty());
+  }
+  if (info.built_with_cuda) {
+    EXPECT_GT(info.compiled_cuda_version, 0);
+    EXPECT_GT(info.runtime_version, 0);
+  } else {
+    EXPECT_EQ(info.runtime_version, 0);
+  }
+}
+
+TEST(SelfCheckTest, LocalCommunicatorsPassThePayloadChecks) {
+  for (int world : {1, 2, 3}) {
+    CommCheckOptions o;
+    o.world_size = world;
+    o.op_timeout_ms = 10000;
+    absl::StatusOr<CommCheckResult> r = CheckCommunicators(o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->ok());
+    EXPECT_EQ(r->backend, "local");
+    EXPECT_EQ(r->world_size, world);
+    EXPECT_EQ(r->allreduce_elements, 2 * world * o.allreduce_count);
+    EXPECT_EQ(r->allreduce_wrong, 0);
+    if (world > 1) {
+      EXPECT_GT(r->alltoall_elements, 0);
+    }
+    EXPECT_EQ(r->alltoall_wrong, 0);
+  }
+}
+
+TEST(SelfCheckTest, InjectedFaultIsCaught) {
+  CommCheckOptions o;
+  o.world_size = 2;
+  o.op_timeout_ms = 10000;
+  o.inject_fault = true;
+  absl::StatusOr<CommCheckResult> r = CheckCommunicators(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->ok());
+  EXPECT_GT(r->allreduce_wrong, 0);
+}
+
+TEST(SelfCheckTest, BadWorldSizeIsInvalidArgument) {
+  CommCheckOptions o;
+  o.world_size = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(CheckCommunicators(o).status()));
+}
+
+TEST(SelfCheckTest, GpuChecksRefuseWithoutADevice) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "a GPU is present";
+  KernelCheckOptions k;
+  EXPECT_FALSE(CheckRouterTopKKernels(k).ok());
+  EXPECT_FALSE(CheckPermuteKernels(k).ok());
+  EXPECT_FALSE(CheckGroupedGemmKernels(k).ok());
+  EXPECT_FALSE(MeasureDeviceRates(0, /*quick=*/true).ok());
+  CommCheckOptions c;
+  c.backend = CommBackend::kNccl;
+  c.world_size = 1;
+  c.op_timeout_ms = 5000;
+  EXPECT_FALSE(CheckCommunicators(c).ok());
+}
+
+TEST(SelfCheckTest, ResultSummaries) {
+  KernelCheckResult r;
+  EXPECT_TRUE(r.ok());
+  KernelComparison a;
+  a.what = "a";
+  a.max_abs_err = 1e-6;
+  KernelComparison b;
+  b.what = "b";
+  b.exact = true;
+  b.max_abs_err = 5;  // exact comparisons do not count
+  b.num_bad = 2;
+  b.message = "2 of 4 elements differ";
+  r.comparisons = {a, b};
+  EXPECT_FALSE(r.ok());
+  EXPECT_DOUBLE_EQ(r.max_abs_err(), 1e-6);
+  EXPECT_EQ(r.first_failure(), "b: 2 of 4 elements differ");
+}
+
+}  // namespace
+}  // namespace smoe::kernels
