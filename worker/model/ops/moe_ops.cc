@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -321,7 +322,8 @@ class CombineFn : public torch::autograd::Function<CombineFn> {
 
 #if SMOE_OPS_CUDA
 // One grouped GEMM, falling back to the per-expert loop when this cuBLAS has
-// no grouped mode for the dtype.
+// no grouped mode (older than 12.5) or none for the dtype
+// (kernels::GroupedGemmFallbackVariant).
 absl::Status CudaGemm(const torch::Tensor& a, const torch::Tensor& b,
                       torch::Tensor& c, const Plan& p, int64_t k, int64_t n,
                       bool trans_b) {
@@ -332,11 +334,12 @@ absl::Status CudaGemm(const torch::Tensor& a, const torch::Tensor& b,
       h, a.data_ptr(), b.data_ptr(), c.data_ptr(), KDType(a),
       p.host_offsets.data(), p.num_experts, k, n, trans_b,
       kernels::GroupedGemmVariant::kGroupedBatched, ws.data_ptr(), Stream(a));
-  if (absl::IsUnimplemented(s)) {
-    s = kernels::GroupedGemm(
-        h, a.data_ptr(), b.data_ptr(), c.data_ptr(), KDType(a),
-        p.host_offsets.data(), p.num_experts, k, n, trans_b,
-        kernels::GroupedGemmVariant::kPerExpertLoop, ws.data_ptr(), Stream(a));
+  if (const std::optional<kernels::GroupedGemmVariant> v =
+          kernels::GroupedGemmFallbackVariant(
+              kernels::GroupedGemmVariant::kGroupedBatched, s)) {
+    s = kernels::GroupedGemm(h, a.data_ptr(), b.data_ptr(), c.data_ptr(),
+                             KDType(a), p.host_offsets.data(), p.num_experts, k,
+                             n, trans_b, *v, ws.data_ptr(), Stream(a));
   }
   return s;
 }
@@ -351,11 +354,13 @@ absl::Status CudaWeightGrad(const torch::Tensor& a, const torch::Tensor& dc,
       h, a.data_ptr(), dc.data_ptr(), db.data_ptr(), KDType(a),
       p.host_offsets.data(), p.num_experts, k, n,
       kernels::GroupedGemmVariant::kGroupedBatched, ws.data_ptr(), Stream(a));
-  if (absl::IsUnimplemented(s)) {
-    s = kernels::GroupedGemmWeightGrad(
-        h, a.data_ptr(), dc.data_ptr(), db.data_ptr(), KDType(a),
-        p.host_offsets.data(), p.num_experts, k, n,
-        kernels::GroupedGemmVariant::kPerExpertLoop, ws.data_ptr(), Stream(a));
+  if (const std::optional<kernels::GroupedGemmVariant> v =
+          kernels::GroupedGemmFallbackVariant(
+              kernels::GroupedGemmVariant::kGroupedBatched, s)) {
+    s = kernels::GroupedGemmWeightGrad(h, a.data_ptr(), dc.data_ptr(),
+                                       db.data_ptr(), KDType(a),
+                                       p.host_offsets.data(), p.num_experts, k,
+                                       n, *v, ws.data_ptr(), Stream(a));
   }
   return s;
 }
