@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # SMoE Lab GPU worker image: `smoe worker` (the daemon) + `smoe-trainer`
 # built with SMOE_WITH_CUDA against PyTorch's CUDA LibTorch; NCCL and the
-# CUDA runtime come from the nvidia/cuda base. Runs as uid 10001.
+# CUDA runtime come from the nvidia/cuda base (libnccl-dev: /usr/include),
+# whose CUDA major must match LibTorch's (cu126 here; CMake checks, review
+# A7). Runs as uid 10001.
 # Build from the repository root (see deploy/README.md):
 #   docker build -f deploy/docker/worker.Dockerfile -t smoe-worker:0.1.0 .
 # Ubuntu 24.04 ships the same gRPC (1.51), protobuf (3.21) and Abseil
@@ -12,8 +14,15 @@ FROM nvidia/cuda:12.6.3-cudnn-devel-ubuntu24.04 AS build
 # reproducible builds: --build-arg LIBTORCH_SHA256=<sha256 of the zip>.
 ARG LIBTORCH_URL=https://download.pytorch.org/libtorch/cu126/libtorch-cxx11-abi-shared-with-deps-2.6.0%2Bcu126.zip
 ARG LIBTORCH_SHA256=""
+# Device code architectures: kernels/ (CMAKE_CUDA_ARCHITECTURES, sm_70 or
+# newer) and LibTorch's CMake config (TORCH_CUDA_ARCH_LIST, same GPUs); see
+# docs/gpu-build.md.
 ARG CUDA_ARCHITECTURES="80;90"
+ARG TORCH_CUDA_ARCH_LIST="8.0;9.0"
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# The -dev packages of the GPU part (Abseil, nlohmann-json) are
+# scripts/gpu-prefix's CORE list (tests/build/check-gpu-recipe.sh checks);
+# the rest are the services' (the daemon is part of this image).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config ca-certificates curl unzip \
@@ -29,6 +38,7 @@ WORKDIR /src
 COPY . .
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DSMOE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES}" \
+      -DTORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST}" \
       -DCMAKE_PREFIX_PATH=/opt/libtorch \
       -DSMOE_WEB=OFF -DSMOE_BUILD_TESTS=OFF -DSMOE_BUILD_BENCHMARKS=OFF \
  && cmake --build build --target smoe smoe-trainer \

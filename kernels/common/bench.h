@@ -8,12 +8,16 @@
 // the same run:
 //   * copy bandwidth: cudaMemcpy device-to-device of 1 GiB, counted as
 //     read + write bytes (2 x size), i.e. the achievable HBM rate;
-//   * dense bf16 GEMM rate: cublasGemmEx 8192^3, bf16 in/out, fp32 compute.
-// Header-only host code; include only from `.cu` benchmark files.
+//   * dense bf16 GEMM rate: cublasGemmEx 8192^3, bf16 in/out, fp32 compute,
+//     on uniform random inputs (all-zero inputs draw less power, so an H100
+//     holds higher clocks on them and the ceiling would be inflated).
+// Header-only (host code and one fill kernel); include only from `.cu`
+// benchmark files.
 #ifndef SMOE_KERNELS_COMMON_BENCH_H_
 #define SMOE_KERNELS_COMMON_BENCH_H_
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -130,8 +134,37 @@ inline double PrintCopyGBps(cudaStream_t stream) {
   return gbps;
 }
 
+// Device-side fill behind FillUniformBf16: element i gets a uniform value in
+// [lo, hi) from a splitmix64 hash of (seed, i). A template so that every
+// benchmark file can include this header.
+template <typename T>
+__global__ void FillUniformKernel(T* p, size_t n, unsigned long long seed,
+                                  float lo, float hi) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < n; i += stride) {
+    unsigned long long z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    p[i] = T(lo + (hi - lo) * static_cast<float>(z >> 40) / 16777216.0f);
+  }
+}
+
+// Fills `n` bf16 values at device pointer `p` with uniform values in
+// [lo, hi) (seeded, generated on the device: the benches fill GiBs), then
+// waits for the fill.
+inline void FillUniformBf16(void* p, size_t n, unsigned seed, float lo = -1.0f,
+                            float hi = 1.0f) {
+  FillUniformKernel<__nv_bfloat16>
+      <<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), n, seed, lo, hi);
+  SMOE_BENCH_CUDA(cudaGetLastError());
+  SMOE_BENCH_CUDA(cudaDeviceSynchronize());
+}
+
 // Returns the measured dense bf16 GEMM rate (TFLOP/s) of cublasGemmEx at
-// m = n = k = `size`, bf16 inputs and output, fp32 accumulation.
+// m = n = k = `size`, bf16 inputs and output, fp32 accumulation, on uniform
+// random inputs in [-1, 1).
 inline double MeasureDenseBf16Tflops(cublasHandle_t handle, cudaStream_t stream,
                                      int size = 8192) {
   const size_t elems = static_cast<size_t>(size) * size;
@@ -139,8 +172,8 @@ inline double MeasureDenseBf16Tflops(cublasHandle_t handle, cudaStream_t stream,
   SMOE_BENCH_CUDA(cudaMalloc(&a, 2 * elems));
   SMOE_BENCH_CUDA(cudaMalloc(&b, 2 * elems));
   SMOE_BENCH_CUDA(cudaMalloc(&c, 2 * elems));
-  SMOE_BENCH_CUDA(cudaMemsetAsync(a, 0, 2 * elems, stream));
-  SMOE_BENCH_CUDA(cudaMemsetAsync(b, 0, 2 * elems, stream));
+  FillUniformBf16(a, elems, 1);
+  FillUniformBf16(b, elems, 2);
   SMOE_BENCH_CUBLAS(cublasSetStream(handle, stream));
   const float alpha = 1.0f, beta = 0.0f;
   const double us = TimeMedianUs(

@@ -25,15 +25,15 @@ absl::Status GroupedGemm(cublasHandle_t handle, const void* a, const void* b,
                          void* c, DType dtype, const int64_t* expert_offsets,
                          int num_experts, int64_t k, int64_t n, bool trans_b,
                          GroupedGemmVariant variant, void* workspace,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, GroupedGemmMath math) {
   SMOE_RETURN_IF_ERROR(
       ValidateGroupedGemmArgs(expert_offsets, num_experts, k, n));
   SMOE_RETURN_IF_ERROR(CheckKernelFloatDType(dtype));
-  return ToStatus(
-      LaunchGroupedGemm(handle, a, b, c, static_cast<int>(dtype),
-                        expert_offsets, num_experts, k, n, trans_b ? 1 : 0,
-                        static_cast<int>(variant), workspace, stream),
-      "GroupedGemm");
+  return ToStatus(LaunchGroupedGemm(handle, a, b, c, static_cast<int>(dtype),
+                                    expert_offsets, num_experts, k, n,
+                                    trans_b ? 1 : 0, static_cast<int>(variant),
+                                    static_cast<int>(math), workspace, stream),
+                  "GroupedGemm");
 }
 
 absl::Status GroupedGemmWeightGrad(cublasHandle_t handle, const void* a,
@@ -41,15 +41,15 @@ absl::Status GroupedGemmWeightGrad(cublasHandle_t handle, const void* a,
                                    const int64_t* expert_offsets,
                                    int num_experts, int64_t k, int64_t n,
                                    GroupedGemmVariant variant, void* workspace,
-                                   cudaStream_t stream) {
+                                   cudaStream_t stream, GroupedGemmMath math) {
   SMOE_RETURN_IF_ERROR(
       ValidateGroupedGemmArgs(expert_offsets, num_experts, k, n));
   SMOE_RETURN_IF_ERROR(CheckKernelFloatDType(dtype));
-  return ToStatus(
-      LaunchGroupedGemm(handle, a, dc, db, static_cast<int>(dtype),
-                        expert_offsets, num_experts, k, n, /*mode=*/2,
-                        static_cast<int>(variant), workspace, stream),
-      "GroupedGemmWeightGrad");
+  return ToStatus(LaunchGroupedGemm(handle, a, dc, db, static_cast<int>(dtype),
+                                    expert_offsets, num_experts, k, n,
+                                    /*mode=*/2, static_cast<int>(variant),
+                                    static_cast<int>(math), workspace, stream),
+                  "GroupedGemmWeightGrad");
 }
 
 }  // namespace smoe::kernels

@@ -10,6 +10,11 @@
 //   weight grad:       dB^T = dC^T . A: (m, n, k) = (n, k, rows_e),
 //                      op(dC) = N (ld n), op(A) = T (ld k), dB ld n
 //
+// cublasGemmGroupedBatchedEx exists from cuBLAS 12.5 (CUBLAS_VERSION 120500,
+// kCublasGroupedBatchedMinVersion in grouped_gemm.h); against an older cuBLAS
+// the grouped variant compiles to a CUBLAS_STATUS_NOT_SUPPORTED return, which
+// the host wrapper turns into Unimplemented (callers fall back to the loop).
+//
 // Napkin math (grouped_gemm_bench.cu): FLOPs = 2 * rows * k * n; at
 // 1,024 tokens per expert, E=8, k=n=4096 that is 275 GFLOP -> 0.28 ms at the
 // 989 TFLOP/s bf16 peak. Goal: >= 60 % of the measured dense bf16 rate.
@@ -23,6 +28,8 @@
 
 namespace smoe::kernels {
 namespace {
+
+constexpr bool kHasGroupedBatched = CUBLAS_VERSION >= 120500;
 
 struct Problem {
   cublasOperation_t op_first, op_second;
@@ -41,13 +48,28 @@ GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
                                    const void* b, void* c, int dtype,
                                    const int64_t* expert_offsets,
                                    int num_experts, int64_t k, int64_t n,
-                                   int mode, int variant, void* workspace,
-                                   cudaStream_t stream) {
+                                   int mode, int variant, int math,
+                                   void* workspace, cudaStream_t stream) {
   GemmLaunchResult r;
-  r.cublas = cublasSetStream(handle, stream);
+  if (variant == 0 && !kHasGroupedBatched) {
+    r.cublas = CUBLAS_STATUS_NOT_SUPPORTED;
+    return r;
+  }
+  // NOTE: cublasSetStream also resets the handle's workspace to cuBLAS' own
+  // pool; LibTorch's pooled handle already runs on the current stream with a
+  // workspace from its caching allocator, so bind only when it differs.
+  cudaStream_t bound = nullptr;
+  r.cublas = cublasGetStream(handle, &bound);
   if (r.cublas != CUBLAS_STATUS_SUCCESS) return r;
+  if (bound != stream) {
+    r.cublas = cublasSetStream(handle, stream);
+    if (r.cublas != CUBLAS_STATUS_SUCCESS) return r;
+  }
   const size_t elem = dtype == 0 ? 4 : 2;
   const cudaDataType_t type = dtype == 0 ? CUDA_R_32F : CUDA_R_16BF;
+  const cublasComputeType_t compute = dtype == 0 && math == 1
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
   const char* pa = static_cast<const char*>(a);
   const char* pb = static_cast<const char*>(b);
   char* pc = static_cast<char*>(c);
@@ -87,11 +109,12 @@ GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
       r.cublas = cublasGemmEx(handle, p.op_first, p.op_second, p.m, p.n, p.k,
                               &alpha, p.first, type, p.ld_first, p.second, type,
                               p.ld_second, &beta, p.out, type, p.ld_out,
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                              compute, CUBLAS_GEMM_DEFAULT);
       if (r.cublas != CUBLAS_STATUS_SUCCESS) return r;
     }
     return r;
   }
+#if CUBLAS_VERSION >= 120500
   // Grouped: one group of size 1 per problem; pointer arrays on the device.
   const int g = static_cast<int>(probs.size());
   std::vector<cublasOperation_t> ta(g), tb(g);
@@ -120,9 +143,13 @@ GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
       handle, ta.data(), tb.data(), m.data(), nn.data(), kk.data(),
       alphas.data(), dev, type, lda.data(), dev + g, type, ldb.data(),
       betas.data(), const_cast<void* const*>(dev + 2 * g), type, ldc.data(), g,
-      size.data(), CUBLAS_COMPUTE_32F);
+      size.data(), compute);
   // NOTE: the pageable source of the pointer copy above is staged by the
   // driver before cudaMemcpyAsync returns, so `ptrs` may go out of scope.
+#else
+  (void)workspace;
+  r.cublas = CUBLAS_STATUS_NOT_SUPPORTED;  // unreachable: returned above
+#endif
   return r;
 }
 

@@ -1,7 +1,9 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// CPU reference of the grouped expert GEMM (grouped_gemm.h).
+// CPU reference of the grouped expert GEMM (grouped_gemm.h), and the
+// host-only helpers every build has (argument validation, variant fallback).
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -37,6 +39,15 @@ absl::Status ValidateGroupedGemmArgs(const int64_t* expert_offsets,
     }
   }
   return absl::OkStatus();
+}
+
+std::optional<GroupedGemmVariant> GroupedGemmFallbackVariant(
+    GroupedGemmVariant tried, const absl::Status& status) {
+  if (tried == GroupedGemmVariant::kGroupedBatched &&
+      absl::IsUnimplemented(status)) {
+    return GroupedGemmVariant::kPerExpertLoop;
+  }
+  return std::nullopt;
 }
 
 void GroupedGemmRef(const float* a, const float* b, float* c,

@@ -2,8 +2,10 @@
 //
 // CPU tests of the grouped GEMM reference: per-expert products against a
 // double-precision brute force (with empty experts), and the dgrad / wgrad
-// paths as adjoints of the forward.
+// paths as adjoints of the forward; the host-only variant fallback decision.
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/rng.h"
@@ -79,6 +81,37 @@ TEST(GroupedGemmRefTest, ValidationNamesTheField) {
   const std::vector<int64_t> ok = {0, 4, 6};
   EXPECT_NE(ValidateGroupedGemmArgs(ok.data(), 2, 0, 3).message().find("k "),
             std::string::npos);
+}
+
+// The decision behind moe_ops' grouped GEMM: retry with the per-expert loop
+// only when the grouped variant is unimplemented (cuBLAS < 12.5, or no grouped
+// mode for the dtype); other errors and other variants are final.
+TEST(GroupedGemmRefTest, FallbackOnlyFromUnimplementedGrouped) {
+  using V = GroupedGemmVariant;
+  EXPECT_EQ(GroupedGemmFallbackVariant(V::kGroupedBatched,
+                                       absl::UnimplementedError("12.4")),
+            V::kPerExpertLoop);
+  EXPECT_EQ(GroupedGemmFallbackVariant(V::kGroupedBatched, absl::OkStatus()),
+            std::nullopt);
+  EXPECT_EQ(GroupedGemmFallbackVariant(V::kGroupedBatched,
+                                       absl::InvalidArgumentError("k")),
+            std::nullopt);
+  EXPECT_EQ(GroupedGemmFallbackVariant(V::kGroupedBatched,
+                                       absl::InternalError("cuda")),
+            std::nullopt);
+  EXPECT_EQ(GroupedGemmFallbackVariant(V::kPerExpertLoop,
+                                       absl::UnimplementedError("dtype")),
+            std::nullopt);
+}
+
+TEST(GroupedGemmRefTest, GroupedBatchedNeedsCublas125) {
+  static_assert(kCublasGroupedBatchedMinVersion == 120500);
+  EXPECT_FALSE(CublasHasGroupedBatched(120400));  // CUDA 12.4 (cu124 wheels)
+  EXPECT_FALSE(CublasHasGroupedBatched(120103));  // CUDA 12.1
+  EXPECT_FALSE(CublasHasGroupedBatched(110800));
+  EXPECT_TRUE(CublasHasGroupedBatched(120500));
+  EXPECT_TRUE(CublasHasGroupedBatched(120804));  // CUDA 12.8
+  EXPECT_TRUE(CublasHasGroupedBatched(130100));  // CUDA 13
 }
 
 }  // namespace

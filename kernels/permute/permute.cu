@@ -16,9 +16,10 @@
 //      32-wide step, a shared counter per expert carries the rank across
 //      steps, so position = offset[e] + chunk_base[e] + running[e] + rank is
 //      stable (ascending flat index within an expert).
-// Row movement (permute, unpermute) is a warp-per-row gather with 16-byte
-// vectors when rows and pointers allow; combine and its backward are
-// warp-per-token reductions over top_k rows with float accumulation.
+// Row movement (permute, unpermute) is a warp-per-row gather with 16-, 4- or
+// 2-byte vectors when rows and pointers allow (gather_vector.h); combine and
+// its backward are warp-per-token reductions over top_k rows with float
+// accumulation.
 //
 // Napkin math (permute_bench.cu): permute reads T*d*b and writes T*k*d*b
 // bytes (plus 4 B per row of index); combine reads T*k*d*b + T*k*4 and writes
@@ -31,6 +32,7 @@
 
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/cuda_launch.cuh"
+#include "kernels/permute/gather_vector.h"
 #include "kernels/permute/permute_launch.h"
 #include "kernels/router_topk/router_topk_launch.h"
 
@@ -324,15 +326,23 @@ cudaError_t LaunchGatherRows(const void* src, void* dst, int64_t num_rows,
   const dim3 block(kRowWarps * kWarpSize);
   const char* s = static_cast<const char*>(src);
   char* d = static_cast<char*>(dst);
-  if (row_bytes % 16 == 0 && Aligned(src, 16) && Aligned(dst, 16)) {
-    GatherRowsKernel<uint4><<<grid, block, 0, stream>>>(
-        s, d, num_rows, row_bytes / 16, index, divisor);
-  } else if (row_bytes % 4 == 0 && Aligned(src, 4) && Aligned(dst, 4)) {
-    GatherRowsKernel<uint32_t><<<grid, block, 0, stream>>>(
-        s, d, num_rows, row_bytes / 4, index, divisor);
-  } else {
-    GatherRowsKernel<unsigned char>
-        <<<grid, block, 0, stream>>>(s, d, num_rows, row_bytes, index, divisor);
+  switch (GatherRowsVectorBytes(row_bytes, reinterpret_cast<uintptr_t>(src),
+                                reinterpret_cast<uintptr_t>(dst))) {
+    case 16:
+      GatherRowsKernel<uint4><<<grid, block, 0, stream>>>(
+          s, d, num_rows, row_bytes / 16, index, divisor);
+      break;
+    case 4:
+      GatherRowsKernel<uint32_t><<<grid, block, 0, stream>>>(
+          s, d, num_rows, row_bytes / 4, index, divisor);
+      break;
+    case 2:  // bf16 rows with an odd hidden size
+      GatherRowsKernel<uint16_t><<<grid, block, 0, stream>>>(
+          s, d, num_rows, row_bytes / 2, index, divisor);
+      break;
+    default:
+      GatherRowsKernel<unsigned char><<<grid, block, 0, stream>>>(
+          s, d, num_rows, row_bytes, index, divisor);
   }
   return cudaPeekAtLastError();
 }

@@ -1,7 +1,8 @@
 // Copyright 2026 SMoE Lab authors.
 //
 // CPU tests of the permute / combine references against brute force, the
-// permute -> unpermute identity, and finite differences for the backward.
+// permute -> unpermute identity, finite differences for the backward, and the
+// GPU row gather's vector-width choice.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include "common/rng.h"
 #include "gtest/gtest.h"
 #include "kernels/common/compare.h"
+#include "kernels/permute/gather_vector.h"
 #include "kernels/permute/permute.h"
 
 namespace smoe::kernels {
@@ -201,6 +203,26 @@ TEST(PermuteRefTest, ValidationNamesTheField) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("topk_idx[1, 0] = 8"), std::string::npos)
       << s.message();
+}
+
+TEST(PermuteRefTest, GatherVectorIsWidestAlignedDivisor) {
+  const uintptr_t base = 0x10000;  // 16-byte aligned
+  // f32 rows: 16 B when hidden % 4 == 0, else 4 B.
+  EXPECT_EQ(GatherRowsVectorBytes(4 * 256, base, base), 16);
+  EXPECT_EQ(GatherRowsVectorBytes(4 * 5, base, base), 4);
+  // bf16 rows: 16 B when hidden % 8 == 0, 4 B when even, 2 B when odd (was
+  // byte copies).
+  EXPECT_EQ(GatherRowsVectorBytes(2 * 4096, base, base), 16);
+  EXPECT_EQ(GatherRowsVectorBytes(2 * 6, base, base), 4);
+  EXPECT_EQ(GatherRowsVectorBytes(2 * 5, base, base), 2);
+  EXPECT_EQ(GatherRowsVectorBytes(2 * 4095, base, base), 2);
+  // A pointer's alignment caps the width.
+  EXPECT_EQ(GatherRowsVectorBytes(2 * 4096, base + 2, base), 2);
+  EXPECT_EQ(GatherRowsVectorBytes(2 * 4096, base, base + 4), 4);
+  EXPECT_EQ(GatherRowsVectorBytes(2 * 4096, base + 1, base), 1);
+  // Odd byte counts (not a kernel dtype) take bytes.
+  EXPECT_EQ(GatherRowsVectorBytes(7, base, base), 1);
+  static_assert(GatherRowsVectorBytes(10, 0, 0) == 2);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // shaped and typed by code that CI runs on the CPU.
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -52,12 +53,15 @@ torch::Tensor Workspace(size_t bytes, const torch::Tensor& like) {
 }
 
 // One grouped GEMM, falling back to the per-expert loop when this cuBLAS has
-// no grouped mode for the dtype (kernels/grouped_gemm: Unimplemented).
+// no grouped mode (older than 12.5) or none for the dtype
+// (kernels::GroupedGemmFallbackVariant, unit-tested on the CPU).
 template <typename Call>
 absl::Status WithFallback(const Call& call) {
   absl::Status s = call(kernels::GroupedGemmVariant::kGroupedBatched);
-  if (absl::IsUnimplemented(s)) {
-    s = call(kernels::GroupedGemmVariant::kPerExpertLoop);
+  if (const std::optional<kernels::GroupedGemmVariant> v =
+          kernels::GroupedGemmFallbackVariant(
+              kernels::GroupedGemmVariant::kGroupedBatched, s)) {
+    s = call(*v);
   }
   return s;
 }
