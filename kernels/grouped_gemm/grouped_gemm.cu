@@ -21,6 +21,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +42,18 @@ struct Problem {
   void* out;
   int ld_out;
 };
+
+// Pointers per StorePointersKernel launch: 480 x 8 B = 3,840 B of argument,
+// inside the 4 KiB kernel-parameter limit every architecture supports.
+constexpr int kPointersPerLaunch = 480;
+struct PointerBatch {
+  const void* p[kPointersPerLaunch];
+};
+
+__global__ void StorePointersKernel(PointerBatch batch, int count,
+                                    const void** dst) {
+  for (int i = threadIdx.x; i < count; i += blockDim.x) dst[i] = batch.p[i];
+}
 
 }  // namespace
 
@@ -135,17 +148,23 @@ GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
     ptrs[g + i] = p.second;
     ptrs[2 * g + i] = p.out;
   }
+  // The pointer arrays reach the device as kernel ARGUMENTS (copied into the
+  // launch itself), not by cudaMemcpyAsync from pageable memory, which makes
+  // the driver synchronise with the stream first (review A9).
   const void** dev = static_cast<const void**>(workspace);
-  r.cuda = cudaMemcpyAsync(dev, ptrs.data(), sizeof(void*) * 3 * g,
-                           cudaMemcpyHostToDevice, stream);
-  if (r.cuda != cudaSuccess) return r;
+  for (int off = 0; off < 3 * g; off += kPointersPerLaunch) {
+    const int count = std::min(kPointersPerLaunch, 3 * g - off);
+    PointerBatch batch;
+    std::copy(ptrs.begin() + off, ptrs.begin() + off + count, batch.p);
+    StorePointersKernel<<<1, 128, 0, stream>>>(batch, count, dev + off);
+    r.cuda = cudaPeekAtLastError();
+    if (r.cuda != cudaSuccess) return r;
+  }
   r.cublas = cublasGemmGroupedBatchedEx(
       handle, ta.data(), tb.data(), m.data(), nn.data(), kk.data(),
       alphas.data(), dev, type, lda.data(), dev + g, type, ldb.data(),
       betas.data(), const_cast<void* const*>(dev + 2 * g), type, ldc.data(), g,
       size.data(), compute);
-  // NOTE: the pageable source of the pointer copy above is staged by the
-  // driver before cudaMemcpyAsync returns, so `ptrs` may go out of scope.
 #else
   (void)workspace;
   r.cublas = CUBLAS_STATUS_NOT_SUPPORTED;  // unreachable: returned above
