@@ -482,14 +482,15 @@ TEST_F(HttpServerTest, BusyPortIsUnavailableNotShared) {
 }
 
 TEST(ParseListenAddressTest, Forms) {
-  auto a = ParseListenAddress("127.0.0.1:8080");
+  // Parsed only, never bound.
+  auto a = ParseListenAddress("127.0.0.1:8080");  // fixed-port-ok
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->first, "127.0.0.1");
   EXPECT_EQ(a->second, 8080);
   a = ParseListenAddress("[::1]:0");
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->first, "::1");
-  a = ParseListenAddress(":9000");
+  a = ParseListenAddress(":9000");  // fixed-port-ok
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->first, "0.0.0.0");
   EXPECT_FALSE(ParseListenAddress("localhost").ok());
