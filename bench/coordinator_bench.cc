@@ -79,6 +79,7 @@ std::unique_ptr<CoordinatorServer> StartServer(const std::string& dir,
   ServerOptions o;
   o.data_dir = dir;
   o.listen = "127.0.0.1:0";
+  o.http_listen = "127.0.0.1:0";  // never the default :8080 (issue 20)
   o.synchronous = sync;
   o.scheduler.group_commit = group;
   o.scheduler.parse.max_points = 200000;
@@ -245,8 +246,8 @@ int main(int argc, char** argv) {
   const pid_t pid = fork();
   if (pid == 0) {
     execl(smoe.c_str(), smoe.c_str(), "coordinator", "--data-dir", dir.c_str(),
-          "--listen", "127.0.0.1:0", "--port-file", port_file.c_str(),
-          static_cast<char*>(nullptr));
+          "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+          "--port-file", port_file.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   for (int i = 0; i < 600 && !fs::exists(port_file); ++i) {

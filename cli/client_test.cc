@@ -79,5 +79,35 @@ TEST(CoordinatorClientTest, SweepLargerThanDefaultGrpcMessageLimit) {
   (*server)->Shutdown();
 }
 
+// Issue 20: gRPC's default SO_REUSEPORT let a second coordinator bind the
+// first one's port and take a share of its connections; the dashboard's
+// cpp-httplib server did the same. Both are refused now.
+TEST(CoordinatorServerTest, BusyPortsAreRefusedNotShared) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/busy_port_test_", getpid());
+  coordinator::ServerOptions so;
+  so.data_dir = dir + "/a";
+  so.listen = "127.0.0.1:0";
+  so.http_listen = "127.0.0.1:0";
+  so.http_required = true;
+  auto first = coordinator::CoordinatorServer::Start(so);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_GT((*first)->port(), 0);
+  ASSERT_GT((*first)->http_port(), 0);
+
+  coordinator::ServerOptions grpc_clash = so;
+  grpc_clash.data_dir = dir + "/b";
+  grpc_clash.listen = absl::StrCat("127.0.0.1:", (*first)->port());
+  auto second = coordinator::CoordinatorServer::Start(grpc_clash);
+  EXPECT_TRUE(absl::IsUnavailable(second.status())) << second.status();
+
+  coordinator::ServerOptions http_clash = so;
+  http_clash.data_dir = dir + "/c";
+  http_clash.http_listen = absl::StrCat("127.0.0.1:", (*first)->http_port());
+  auto third = coordinator::CoordinatorServer::Start(http_clash);
+  EXPECT_TRUE(absl::IsUnavailable(third.status())) << third.status();
+  (*first)->Shutdown();
+}
+
 }  // namespace
 }  // namespace smoe::cli

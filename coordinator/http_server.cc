@@ -9,7 +9,6 @@
 #include <cmath>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "common/api_token.h"
+#include "common/http_listener.h"
 #include "common/logging.h"
 #include "coordinator/analysis.h"
 #include "coordinator/http_server_assets.h"
@@ -240,7 +240,8 @@ struct HttpServer::Impl {
   std::string host;
   int port = 0;
   httplib::Server server;
-  std::thread thread;
+  // After `server`: destroyed (stopped and joined) before it.
+  HttpListener listener{&server};
   std::atomic<bool> stopping{false};
   std::atomic<int> streams{0};
   bool shut_down = false;
@@ -988,20 +989,17 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   impl->server.set_write_timeout(10, 0);
   impl->server.set_payload_max_length(1 << 20);
   impl->Routes();
-  if (addr->second == 0) {
-    impl->port = impl->server.bind_to_any_port(addr->first);
-  } else if (impl->server.bind_to_port(addr->first, addr->second)) {
-    impl->port = addr->second;
-  } else {
-    impl->port = -1;
-  }
-  if (impl->port <= 0) {
+  // Bound before Start returns, and stoppable from the moment it returns
+  // (common/http_listener.h: cpp-httplib drops a stop() that arrives before
+  // its accept loop runs).
+  const absl::Status listening =
+      impl->listener.Start(addr->first, addr->second);
+  if (!listening.ok()) {
     return absl::UnavailableError(absl::StrCat(
         "cannot listen for HTTP on '", options.listen,
-        "' (address in use or invalid; --http-listen '' turns it off)"));
+        "': ", listening.message(), " (--http-listen '' turns it off)"));
   }
-  Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  impl->port = impl->listener.port();
   std::unique_ptr<HttpServer> s(new HttpServer(std::move(impl)));
   SMOE_LOG(INFO) << "dashboard serving on " << s->url()
                  << (EmbeddedAssetsAreFallback()
@@ -1023,8 +1021,7 @@ void HttpServer::Shutdown() {
   if (impl_->shut_down) return;
   impl_->shut_down = true;
   impl_->stopping.store(true);
-  impl_->server.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->listener.Stop();
 }
 
 HttpServer::~HttpServer() { Shutdown(); }

@@ -67,6 +67,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     creds = grpc::InsecureServerCredentials();
   }
   builder.AddListeningPort(options.listen, creds, &s->port_);
+  // gRPC sets SO_REUSEPORT by default: a second coordinator on the same port
+  // would bind too and receive a share of the first one's connections (with
+  // its own database). Refuse a busy port instead (issue 20).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(s->coordinator_service_.get());
   builder.RegisterService(s->gateway_service_.get());
   builder.SetMaxReceiveMessageSize(64 << 20);

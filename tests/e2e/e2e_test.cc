@@ -333,11 +333,11 @@ TEST(E2eTest, TlsAndHealthCheck) {
       {}, absl::Seconds(60));
   ASSERT_EQ(orc, 0) << oout;
   const std::string port_file = c.dir() + "/port";
-  auto coord =
-      Process::Start({c.smoe(), "coordinator", "--data-dir", c.dir() + "/coord",
-                      "--listen", "127.0.0.1:0", "--port-file", port_file,
-                      "--tls-cert", cert, "--tls-key", key},
-                     {}, c.dir() + "/coordinator.log");
+  auto coord = Process::Start(
+      {c.smoe(), "coordinator", "--data-dir", c.dir() + "/coord", "--listen",
+       "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--port-file", port_file,
+       "--tls-cert", cert, "--tls-key", key},
+      {}, c.dir() + "/coordinator.log");
   for (int i = 0; i < 300 && !std::ifstream(port_file); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

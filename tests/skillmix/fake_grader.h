@@ -6,7 +6,8 @@
 // Skill-Mix end-to-end tests (tests/skillmix, tests/local_ep): checks the
 // bearer key (401 otherwise), answers each of the request's `n` choices with a
 // full-marks grading table, counts requests, and can delay its replies.
-// Test-only; header-only (cpp-httplib).
+// Listens on a free port (common/http_listener.h: never a fixed one; stops
+// without cpp-httplib's shutdown race). Test-only; header-only (cpp-httplib).
 #ifndef SMOE_TESTS_SKILLMIX_FAKE_GRADER_H_
 #define SMOE_TESTS_SKILLMIX_FAKE_GRADER_H_
 
@@ -18,6 +19,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/http_listener.h"
 #include "nlohmann/json.hpp"
 
 namespace smoe::skillmix_test {
@@ -55,21 +57,15 @@ class FakeGrader {
       res.set_content(nlohmann::json{{"choices", choices}}.dump(),
                       "application/json");
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    for (int i = 0; i < 5000 && !server_.is_running(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    // On failure url() names port -1 and the test's requests fail.
+    listener_.Start("127.0.0.1", 0).IgnoreError();
   }
-  ~FakeGrader() {
-    server_.stop();
-    thread_.join();
-  }
+  ~FakeGrader() { listener_.Stop(); }
   FakeGrader(const FakeGrader&) = delete;
   FakeGrader& operator=(const FakeGrader&) = delete;
 
   std::string url() const {
-    return absl::StrCat("http://127.0.0.1:", port_, "/v1");
+    return absl::StrCat("http://127.0.0.1:", listener_.port(), "/v1");
   }
   int requests() const { return requests_.load(); }
   void set_delay_ms(int ms) { delay_ms_ = ms; }
@@ -77,8 +73,7 @@ class FakeGrader {
  private:
   std::string key_;
   httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
+  HttpListener listener_{&server_};  // after server_: stopped before it
   std::atomic<int> requests_{0};
   std::atomic<int> delay_ms_{0};
 };

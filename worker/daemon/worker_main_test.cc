@@ -13,7 +13,8 @@ using ::testing::HasSubstr;
 TEST(ParseWorkerFlagsTest, Defaults) {
   auto f = ParseWorkerFlags({});
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(f->coordinator, "127.0.0.1:50051");
+  // Flags are parsed only: nothing connects or listens.
+  EXPECT_EQ(f->coordinator, "127.0.0.1:50051");  // fixed-port-ok
   EXPECT_EQ(f->slots, 0);
   EXPECT_EQ(f->gpus, -1);
   EXPECT_THAT(f->kinds, ElementsAre("sraven"));
@@ -25,7 +26,7 @@ TEST(ParseWorkerFlagsTest, Defaults) {
 
 TEST(ParseWorkerFlagsTest, AllFlagsBothSyntaxes) {
   auto f = ParseWorkerFlags({"--coordinator",
-                             "10.0.0.1:9000",
+                             "10.0.0.1:9000",  // fixed-port-ok
                              "--token-file=/t",
                              "--slots",
                              "3",
@@ -45,7 +46,7 @@ TEST(ParseWorkerFlagsTest, AllFlagsBothSyntaxes) {
                              "w-7",
                              "--rpc-timeout=3s"});
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(f->coordinator, "10.0.0.1:9000");
+  EXPECT_EQ(f->coordinator, "10.0.0.1:9000");  // fixed-port-ok
   EXPECT_EQ(f->token_file, "/t");
   EXPECT_EQ(f->slots, 3);
   EXPECT_EQ(f->gpus, 2);

@@ -6,6 +6,13 @@
 //   smoe-trainer make-random-model --out DIR ...   (mixtral_tools.h)
 //   smoe-trainer mixtral-logits --model DIR ...     (mixtral_tools.h)
 //   smoe-trainer doctor [--quick] [--json] [--report FILE] ...  (doctor.h)
+//   smoe-trainer cpu-info       CPU features, the OpenBLAS kernels in use,
+//                               the tuning decision, a GEMM self-test
+//
+// Every command first runs common/cpu_tuning.h: when OpenBLAS picked weaker
+// kernels than the CPU supports (or a multi-thread run lacks
+// OMP_WAIT_POLICY), the process re-execs itself once with the corrected
+// environment; one log line says what was detected and decided.
 //
 // Kinds: "sraven" (training, worker/trainer/trainer.h) and "skillmix"
 // (Skill-Mix evaluation, worker/trainer/skillmix_trial.h).
@@ -17,6 +24,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -26,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/cpu_tuning.h"
 #include "common/logging.h"
 #include "worker/trainer/doctor.h"
 #include "worker/trainer/mixtral_tools.h"
@@ -119,6 +128,33 @@ int RunSkillMix(const std::string& trial_path, const std::string& text,
   }
 }
 
+// `smoe-trainer cpu-info`: what the CPU supports, what OpenBLAS runs, what
+// the tuning decided (`tuning`, TuneCpuRuntime's line) and a GEMM self-test.
+int CpuInfo(const std::string& tuning) {
+  const smoe::cpu::CpuEnvInputs in = smoe::cpu::CollectCpuEnvInputs();
+  const smoe::cpu::SimdLevel best = smoe::cpu::BestSimdLevel(in.cpu);
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr ? v : "(unset)");
+  };
+  const std::string self_test = smoe::cpu::RunBlasSelfTest();
+  std::printf(
+      "cpu: %s\nbest level: %s (OpenBLAS core for it: %s)\n"
+      "openblas core: %s\nopenblas config: %s\n"
+      "OPENBLAS_CORETYPE=%s\nOMP_WAIT_POLICY=%s\nOMP_NUM_THREADS=%s\n"
+      "SMOE_CPU_TUNED=%s\ngemm self-test: %s\ntuning: %s\n",
+      in.cpu.Summary().c_str(),
+      std::string(smoe::cpu::SimdLevelName(best)).c_str(),
+      smoe::cpu::OpenBlasCoreFor(best).c_str(),
+      in.openblas_corename.empty() ? "(not OpenBLAS)"
+                                   : in.openblas_corename.c_str(),
+      in.openblas_config.c_str(), env("OPENBLAS_CORETYPE").c_str(),
+      env("OMP_WAIT_POLICY").c_str(), env("OMP_NUM_THREADS").c_str(),
+      env("SMOE_CPU_TUNED").c_str(),
+      self_test.empty() ? "passed" : self_test.c_str(), tuning.c_str());
+  return self_test.empty() ? kExitOk : kExitError;
+}
+
 int Usage(const char* why) {
   std::fprintf(
       stderr,
@@ -132,6 +168,11 @@ int Usage(const char* why) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // May re-exec this process once (common/cpu_tuning.h): before anything else.
+  const std::string tuning = smoe::cpu::TuneCpuRuntime(argv);
+  if (argc >= 2 && std::strcmp(argv[1], "cpu-info") == 0) {
+    return CpuInfo(tuning);
+  }
   // Mixtral runtime tools (worker/trainer/mixtral_tools.h).
   if (argc >= 2 && std::strcmp(argv[1], "make-random-model") == 0) {
     return smoe::trainer::RunMakeRandomModel(argc - 1, argv + 1);

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -20,6 +19,8 @@
 
 #if SMOE_SKILLMIX_TEST_HTTPLIB
 #include <httplib.h>
+
+#include "common/http_listener.h"
 #endif
 
 namespace smoe::trainer {
@@ -282,11 +283,9 @@ TEST_F(SkillMixTrialTest, OpenAiGraderThroughTheTrial) {
     }
     res.set_content(json{{"choices", choices}}.dump(), "application/json");
   });
-  const int port = server.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { server.listen_after_bind(); });
-  while (!server.is_running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  HttpListener listener(&server);
+  ASSERT_TRUE(listener.Start("127.0.0.1", 0).ok());
+  const int port = listener.port();
   ::setenv("SMOE_TEST_TRIAL_API_KEY", "k-123", 1);
   auto c = ParseSkillMixTrialJson(TrialJson(
       {{"model", "/m"},
@@ -298,8 +297,7 @@ TEST_F(SkillMixTrialTest, OpenAiGraderThroughTheTrial) {
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<std::string> events;
   auto r = RunSkillMixTrial(*c, Options(&events));
-  server.stop();
-  t.join();
+  listener.Stop();
   ASSERT_TRUE(r.ok()) << r.status();
   // 2 combinations x 2 generations, n = 3 gradings per request.
   EXPECT_EQ(requests.load(), 4);

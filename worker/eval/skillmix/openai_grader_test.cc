@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/http_listener.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -90,18 +91,12 @@ class FakeOpenAi {
       }
       res.set_content(Json{{"choices", choices}}.dump(), "application/json");
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    // On failure base_url() names port -1 and the requests fail.
+    listener_.Start("127.0.0.1", 0).IgnoreError();
   }
-  ~FakeOpenAi() {
-    server_.stop();
-    thread_.join();
-  }
+  ~FakeOpenAi() { listener_.Stop(); }
   std::string base_url() const {
-    return absl::StrCat("http://127.0.0.1:", port_, "/v1");
+    return absl::StrCat("http://127.0.0.1:", listener_.port(), "/v1");
   }
   void Script(std::vector<std::string> actions) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -118,8 +113,7 @@ class FakeOpenAi {
 
  private:
   httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
+  HttpListener listener_{&server_};  // after server_: stopped before it
   std::mutex mu_;
   std::deque<std::string> script_;
   std::vector<std::string> bodies_;
