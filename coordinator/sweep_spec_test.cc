@@ -194,7 +194,7 @@ TEST(SweepSpecTest, ShippedExamplesParse) {
   const char* src = std::getenv("SMOE_SOURCE_DIR");
   ASSERT_NE(src, nullptr);
   const std::pair<const char*, int64_t> files[] = {
-      {"examples/sraven-demo.yaml", 8},
+      {"examples/sraven-demo.yaml", 16},
       {"examples/sraven-paper.yaml", 192},
       {"examples/skillmix-mixtral.yaml", 32}};
   for (const auto& [name, points] : files) {
