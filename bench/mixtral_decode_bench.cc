@@ -37,6 +37,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/cpu_tuning.h"
 #include "worker/model/mixtral/mixtral_checkpoint.h"
 #include "worker/model/mixtral/mixtral_model.h"
 
@@ -147,6 +148,8 @@ int RunRows(mx::MixtralModel& model, const mx::MixtralLoadOptions& load,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The trainer's OpenBLAS/OpenMP tuning (may re-exec once; one log line).
+  smoe::cpu::TuneCpuRuntime(argv);
   std::string model_dir, shape = "small", device_name = "cpu",
                          dtype_name = "f32";
   std::vector<int64_t> epts = {1, 2, 8}, batches = {1, 32};

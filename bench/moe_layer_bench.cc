@@ -36,6 +36,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/cpu_tuning.h"
 #include "worker/model/model_config.h"
 #include "worker/model/moe.h"
 
@@ -83,6 +84,8 @@ void Sync(const torch::Device& d) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The trainer's OpenBLAS/OpenMP tuning (may re-exec once; one log line).
+  smoe::cpu::TuneCpuRuntime(argv);
   std::string device_name = "cpu";
   std::vector<int64_t> ts = {1024, 4096}, ds = {128, 512}, ks = {1, 2, 4, 8};
   std::vector<std::string> impls = {"loop", "gather", "ops"};

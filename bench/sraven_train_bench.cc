@@ -23,6 +23,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/cpu_tuning.h"
 #include "worker/model/model_config.h"
 #include "worker/trainer/train_config.h"
 #include "worker/trainer/trainer.h"
@@ -36,6 +37,8 @@ std::vector<std::string> Split(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The trainer's OpenBLAS/OpenMP tuning (may re-exec once; one log line).
+  smoe::cpu::TuneCpuRuntime(argv);
   int steps = 5;
   std::string device = "cpu";
   std::vector<std::string> ks = {"1", "2", "4", "8"};
@@ -60,12 +63,15 @@ int main(int argc, char** argv) {
   }
   smoe::trainer::ConfigureTorchThreads();
   const char* threads = std::getenv("OMP_NUM_THREADS");
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+  const std::string core = smoe::cpu::LoadedOpenBlasCoreName();
   std::printf(
       "# sraven_train_bench: w=1 L=4 E=8 batch=128 M=4 (T=36, 4608 "
       "tokens/step), "
       "device=%s, OMP_NUM_THREADS=%s, %d timed steps per row (after 1 warm-up "
-      "step)\n\n",
-      device.c_str(), threads ? threads : "(unset: 1)", steps);
+      "step), OpenBLAS core %s, OMP_WAIT_POLICY=%s\n\n",
+      device.c_str(), threads ? threads : "(unset: 1)", steps,
+      core.empty() ? "(not OpenBLAS)" : core.c_str(), wait ? wait : "(unset)");
   std::printf("| attention | k | dispatch | steps/s | tokens/s | ms/step |\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   std::map<std::string, double> rate;

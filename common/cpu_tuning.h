@@ -9,13 +9,13 @@
 // OMP_WAIT_POLICY in their constructors, when the dynamic loader maps them,
 // before main() runs; setting them later changes nothing. So when the plan
 // wants either, TuneCpuRuntime() sets them and execv()s /proc/self/exe with
-// the same argv once (same pid, same open files, ~0.1-0.3 s of library
-// loading; SMOE_CPU_TUNED stops a second round). The alternative, having
-// each parent (worker daemon, `smoe run`/`smoe up`) set them in the child's
-// environment, cannot see which kernels the child's OpenBLAS picked (the
-// parents link no BLAS), misses direct runs of smoe-trainer and the benches,
-// and cannot fall back when the self-test fails; the re-exec decides where
-// the BLAS is loaded and is self-contained.
+// the same argv once (same pid, same open files; one more load of LibTorch,
+// 0.6-0.7 s on the dev VM; SMOE_CPU_TUNED stops a second round). The
+// alternative, having each parent (worker daemon, `smoe run`/`smoe up`) set
+// them in the child's environment, cannot see which kernels the child's
+// OpenBLAS picked (the parents link no BLAS), misses direct runs of
+// smoe-trainer and the benches, and cannot fall back when the self-test fails;
+// the re-exec decides where the BLAS is loaded and is self-contained.
 //
 // After a re-exec that changed the core type, a GEMM self-test (cblas_sgemm
 // on random data, several shapes and transposes, against a double reference
