@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace smoe::trainer {
 namespace {
@@ -49,7 +50,7 @@ TEST(TrainConfigTest, RejectsBadParamsNamingKeyAndValue) {
   ExpectBad(R"({"width": 0.3})", "width", "0.3");
   ExpectBad(R"({"steps": "ten"})", "steps", "ten");
   ExpectBad(R"({"top_k": 9})", "top_k", "9");
-  ExpectBad(R"({"bf16": true})", "bf16", "cpu");
+  ExpectBad(R"({"bf16": 1})", "bf16", "1");
   ExpectBad(R"({"device": "tpu"})", "device", "tpu");
   ExpectBad(R"({"frac_ood": 1.0})", "frac_ood", "1.0");
   auto top = ParseTrialJson(R"({"kind": "sraven", "sed": 3})");
@@ -57,8 +58,20 @@ TEST(TrainConfigTest, RejectsBadParamsNamingKeyAndValue) {
   EXPECT_FALSE(ParseTrialJson("{not json").ok());
 }
 
-// kind sraven reads integers by kSravenIntRules (json_params.h): integral
-// floats count, anything else is named.
+TEST(TrainConfigTest, Bf16IsAllowedOnCpuAndCuda) {
+  // bf16 autocast runs on the CPU too (worker/model/autocast.h), so CI
+  // trains through the same mixed-precision code a GPU run takes.
+  for (const char* device : {"cpu", "cuda"}) {
+    auto spec = ParseTrialJson(absl::StrCat(
+        R"({"kind": "sraven", "params": {"bf16": true, "device": ")", device,
+        R"("}})"));
+    ASSERT_TRUE(spec.ok()) << device << ": " << spec.status();
+    EXPECT_TRUE(spec->config.bf16);
+  }
+}
+
+// kind sraven reads integers with integral floats allowed
+// (trials::TrialKind::integral_floats); anything else is named.
 TEST(TrainConfigTest, IntegersMayBeWrittenAsIntegralFloats) {
   auto spec = ParseTrialJson(
       R"({"kind": "sraven", "params": {"steps": 2e3, "M": 3.0}})");
