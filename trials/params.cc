@@ -112,32 +112,46 @@ std::string Interval(const Range& r) {
   return "any number";
 }
 
+// Per ParamType, in enum order: the name the tables show, and the noun
+// phrase of the messages ("expected an integer", "must be true or false").
+struct TypeWords {
+  const char* name;
+  const char* phrase;
+};
+constexpr TypeWords kTypeWords[] = {{"int", "an integer"},
+                                    {"number", "a number"},
+                                    {"string", "a string"},
+                                    {"bool", "true or false"}};
+static_assert(static_cast<int>(ParamType::kBool) + 1 ==
+                  sizeof(kTypeWords) / sizeof(kTypeWords[0]),
+              "one TypeWords per ParamType, in enum order");
 std::string TypeName(ParamType t) {
-  switch (t) {
-    case ParamType::kInt:
-      return "int";
-    case ParamType::kNumber:
-      return "number";
-    case ParamType::kString:
-      return "string";
-    case ParamType::kBool:
-      return "bool";
-  }
-  return "?";
+  return kTypeWords[static_cast<int>(t)].name;
+}
+std::string TypePhrase(ParamType t) {
+  return kTypeWords[static_cast<int>(t)].phrase;
 }
 
-// A type's noun phrase: "an integer", "a number", "a string", "true or
-// false".
-std::string TypePhrase(ParamType t) {
-  switch (t) {
-    case ParamType::kInt:
-      return "an integer";
-    case ParamType::kNumber:
-      return "a number";
-    case ParamType::kString:
-      return "a string";
-    case ParamType::kBool:
-      return "true or false";
+// What a refused value must be, to follow "must be " or "expected ":
+// "an integer", "in 1..8" (`dotted`) or "in [1, 8]", "in [0, 1)", ">= 0",
+// "one of {cpu, cuda}", "a multiple of 0.0625", "a non-empty string".
+std::string Expected(Problem problem, const Param& p, bool dotted) {
+  switch (problem) {
+    case Problem::kNone:
+    case Problem::kType:
+      return TypePhrase(p.type);
+    case Problem::kRange:
+      if (p.type == ParamType::kInt) {
+        return dotted ? absl::StrCat("in ", p.int_lo, "..", p.int_hi)
+                      : absl::StrCat("in [", p.int_lo, ", ", p.int_hi, "]");
+      }
+      return absl::StrCat(Bounded(p.range) ? "in " : "", Interval(p.range));
+    case Problem::kChoice:
+      return absl::StrCat("one of {", absl::StrJoin(p.choices, ", "), "}");
+    case Problem::kMultiple:
+      return absl::StrCat("a multiple of ", Num(p.multiple_of));
+    case Problem::kEmpty:
+      return "a non-empty string";
   }
   return "?";
 }
@@ -251,64 +265,31 @@ json Defaults(const TrialKind& kind) {
 
 absl::Status CheckSweepValue(const Param& p, const json& v,
                              absl::string_view where) {
-  std::string want;
-  switch (Check(p, v, /*integral_floats=*/false)) {
-    case Problem::kNone:
-      return CheckExtra(p, v);
-    case Problem::kType:
-      want = TypePhrase(p.type);
-      break;
-    case Problem::kRange:
-      want = p.type == ParamType::kInt
-                 ? absl::StrCat("a value in [", p.int_lo, ", ", p.int_hi, "]")
-                 : absl::StrCat("a value ", Bounded(p.range) ? "in " : "",
-                                Interval(p.range));
-      break;
-    case Problem::kChoice:
-      want = absl::StrCat("one of {", absl::StrJoin(p.choices, ", "), "}");
-      break;
-    case Problem::kMultiple:
-      want = absl::StrCat("a multiple of ", Num(p.multiple_of));
-      break;
-    case Problem::kEmpty:
-      want = "a non-empty string";
-      break;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      where, ".", p.name, ": expected ", want, ", got ", v.dump()));
+  const Problem problem = Check(p, v, /*integral_floats=*/false);
+  if (problem == Problem::kNone) return CheckExtra(p, v);
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, ".", p.name, ": expected ",
+                   problem == Problem::kRange ? "a value " : "",
+                   Expected(problem, p, /*dotted=*/false), ", got ", v.dump()));
 }
 
 absl::Status CheckTrialValue(const TrialKind& kind, const Param& p,
                              const json& v) {
-  std::string why;
-  switch (Check(p, v, kind.integral_floats)) {
-    case Problem::kNone:
-      return CheckExtra(p, v);
-    case Problem::kType:
-      why = absl::StrCat("must be ", TypePhrase(p.type));
-      break;
-    case Problem::kRange:
-      if (p.type == ParamType::kInt) {
-        why = kind.dotted_ranges
-                  ? absl::StrCat("must be in ", p.int_lo, "..", p.int_hi)
-                  : absl::StrCat("must be in [", p.int_lo, ", ", p.int_hi, "]");
-      } else {
-        why = absl::StrCat("must be ", Bounded(p.range) ? "in " : "",
-                           Interval(p.range));
-      }
-      break;
-    case Problem::kChoice:
-      why =
-          absl::StrCat("must be one of {", absl::StrJoin(p.choices, ", "), "}");
-      break;
-    case Problem::kMultiple:
-      why = absl::StrCat("must be a multiple of ", Num(p.multiple_of));
-      break;
-    case Problem::kEmpty:
-      why = "must not be empty";
-      break;
+  const Problem problem = Check(p, v, kind.integral_floats);
+  if (problem == Problem::kNone) return CheckExtra(p, v);
+  return JsonParamError(
+      p.name, v,
+      absl::StrCat("must be ", Expected(problem, p, kind.dotted_ranges)));
+}
+
+absl::Status CheckTrialParam(const TrialKind& kind, absl::string_view key,
+                             const json& v) {
+  const Param* p = kind.Find(key);
+  if (p == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown parameter \"", key, "\" (value ", v.dump(), ")"));
   }
-  return JsonParamError(p.name, v, why);
+  return CheckTrialValue(kind, *p, v);
 }
 
 absl::Status JsonParamError(absl::string_view key, const json& value,

@@ -121,6 +121,11 @@ absl::Status CheckSweepValue(const Param& p, const nlohmann::json& v,
 absl::Status CheckTrialValue(const TrialKind& kind, const Param& p,
                              const nlohmann::json& v);
 
+// A TRIAL.json param: InvalidArgument `unknown parameter "<key>" (value
+// <value as JSON>)` when `key` is not in the table, else CheckTrialValue.
+absl::Status CheckTrialParam(const TrialKind& kind, absl::string_view key,
+                             const nlohmann::json& v);
+
 // Binding a value that passed CheckTrialValue to a config field: Set stores
 // it as T (integral floats become integers); SetEnum converts a choice with
 // `parse` (e.g. model::ParseGating) and returns parse's error, which names

@@ -135,7 +135,8 @@ TEST(TrialsParamsTest, BoolAndString) {
   EXPECT_EQ(Trial(kSravenLike, path, "\"\""), "ok");
   EXPECT_EQ(Trial(kSravenLike, path, "1"), "path=1: must be a string");
   const Param model = RequiredString("model", "");
-  EXPECT_EQ(Trial(kSravenLike, model, "\"\""), "model=\"\": must not be empty");
+  EXPECT_EQ(Trial(kSravenLike, model, "\"\""),
+            "model=\"\": must be a non-empty string");
 }
 
 TEST(TrialsParamsTest, OneOf) {

@@ -73,13 +73,7 @@ absl::Status Bind(const std::string& key, const json& v,
 
 absl::Status ApplyParam(const std::string& key, const json& v,
                         SkillMixTrialConfig* c, bool* has_model) {
-  const trials::TrialKind& kind = trials::SkillMixKind();
-  const trials::Param* p = kind.Find(key);
-  if (p == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown parameter \"", key, "\" (value ", v.dump(), ")"));
-  }
-  SMOE_RETURN_IF_ERROR(trials::CheckTrialValue(kind, *p, v));
+  SMOE_RETURN_IF_ERROR(trials::CheckTrialParam(trials::SkillMixKind(), key, v));
   if (key == "model") *has_model = true;
   return Bind(key, v, c);
 }

@@ -58,13 +58,7 @@ absl::Status Bind(const std::string& key, const json& v, TrainConfig* c) {
 }
 
 absl::Status ApplyParam(const std::string& key, const json& v, TrainConfig* c) {
-  const trials::TrialKind& kind = trials::SravenKind();
-  const trials::Param* p = kind.Find(key);
-  if (p == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown parameter \"", key, "\" (value ", v.dump(), ")"));
-  }
-  SMOE_RETURN_IF_ERROR(trials::CheckTrialValue(kind, *p, v));
+  SMOE_RETURN_IF_ERROR(trials::CheckTrialParam(trials::SravenKind(), key, v));
   return Bind(key, v, c);
 }
 
