@@ -1,9 +1,9 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// sraven_train_bench: training throughput of the spec's default SRAVEN SMoE
-// model (w = 1, L = 4, 8 experts, batch 128, M = 4) through the real trainer
-// loop (data generation + forward + backward + AdamW), for top-k in
-// {1, 2, 4, 8}, softmax and HYLA attention, and the MoE dispatch strategies
+// sraven_train_bench: training throughput of the default SRAVEN SMoE model
+// (w = 1, L = 4, 8 experts, batch 128, M = 4; docs/sraven.md) through the
+// real trainer loop (data generation + forward + backward + AdamW), for top-k
+// in {1, 2, 4, 8}, softmax and HYLA attention, and the MoE dispatch strategies
 // (ops = worker/model/ops: route, permute, per-expert GEMM on contiguous
 // slices, gate-weighted combine - the default; gather = index_select /
 // index_add per expert; dense = run every expert on every token and mask by

@@ -25,6 +25,7 @@
 #include "cli/train_cmd.h"
 #include "cli/up.h"
 #include "coordinator/server.h"
+#include "trials/params.h"
 #include "worker/daemon/worker_main.h"
 
 namespace smoe::cli {
@@ -334,6 +335,23 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "json"}));
   add_client_flags(analyze);
 
+  // smoe params KIND (trials/params.h)
+  std::string params_kind;
+  bool params_markdown = false;
+  CLI::App* params =
+      app.add_subcommand("params",
+                         "Print a trial kind's parameters: type, allowed "
+                         "values, default, meaning");
+  std::vector<std::string> kind_names;
+  for (const trials::TrialKind* k : trials::AllKinds()) {
+    kind_names.push_back(k->name);
+  }
+  params->add_option("KIND", params_kind, "sraven | skillmix")
+      ->required()
+      ->check(CLI::IsMember(kind_names));
+  params->add_flag("--markdown", params_markdown,
+                   "A Markdown table (as in docs/trainer-protocol.md)");
+
   // smoe deploy render (cli/deploy_cmd.h)
   DeployRenderOptions deploy_opts;
   CLI::App* deploy_render = AddDeployCommand(&app, &deploy_opts);
@@ -361,6 +379,12 @@ int Main(int argc, char** argv) {
     return RunCoordinator(server_opts, port_file);
   }
   if (up->parsed()) return RunUp(up_opts);
+  if (params->parsed()) {
+    const trials::TrialKind& k = *trials::FindKind(params_kind);
+    std::cout << (params_markdown ? trials::FormatMarkdown(k)
+                                  : trials::FormatText(k));
+    return kExitOk;
+  }
   if (deploy_render->parsed()) {
     return RunDeployRender(deploy_opts, std::cout, std::cerr);
   }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/local_trial.h"
+#include "trials/events.h"
 
 namespace smoe::cli {
 CLI::App* AddSkillMixCommand(CLI::App* app, SkillMixRunFlags* f) {
@@ -117,17 +118,20 @@ int RunSkillMixCommand(const SkillMixRunOptions& options, std::ostream& out) {
   nlohmann::json result;
   double full_marks = NAN;
   int64_t step = 0, total = 0;
-  const int rc = RunLocalTrial(trial, [&](const nlohmann::json& ev) {
-    const std::string kind = ev.value("event", "");
-    if (kind == "progress") {
-      step = ev.value("step", int64_t{0});
-      total = ev.value("total", int64_t{0});
-    } else if (kind == "metric" &&
-               ev.value("name", "") == "skillmix/ratio_full_marks" &&
-               ev.contains("value") && ev["value"].is_number()) {
-      full_marks = ev["value"].get<double>();
-    } else if (kind == "result") {
-      result = ev.value("metrics", nlohmann::json::object());
+  const int rc = RunLocalTrial(trial, [&](const nlohmann::json& line) {
+    using Type = trials::TrialEvent::Type;
+    const absl::StatusOr<trials::TrialEvent> ev = trials::EventFromJson(line);
+    if (!ev.ok()) {
+      // Not an event, or a malformed one: nothing to show.
+    } else if (ev->type == Type::kProgress) {
+      step = ev->step.value_or(0);
+      total = ev->total.value_or(0);
+    } else if (ev->type == Type::kMetric &&
+               ev->name == "skillmix/ratio_full_marks" &&
+               !std::isnan(ev->value)) {
+      full_marks = ev->value;
+    } else if (ev->type == Type::kResult) {
+      result = ev->metrics;
     }
     return absl::StrFormat(
         "[%s] %d/%d combinations%s", ProgressBar(step, total, 30), step, total,

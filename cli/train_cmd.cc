@@ -1,11 +1,13 @@
 // Copyright 2026 SMoE Lab authors.
 #include "cli/train_cmd.h"
 
+#include <cmath>
 #include <iostream>
 #include <map>
 
 #include "absl/strings/str_format.h"
 #include "cli/local_trial.h"
+#include "trials/events.h"
 
 namespace smoe::cli {
 
@@ -22,19 +24,20 @@ int RunTrainCommand(const TrainOptions& options, std::ostream& out) {
   std::map<std::string, double> last_eval;
   nlohmann::json result;
   int64_t step = 0, total = 0;
-  const int rc = RunLocalTrial(trial, [&](const nlohmann::json& ev) {
-    const std::string kind = ev.value("event", "");
-    if (kind == "progress") {
-      step = ev.value("step", int64_t{0});
-      total = ev.value("total", int64_t{0});
-    } else if (kind == "metric") {
-      const std::string name = ev.value("name", "");
-      if (name.rfind("eval/", 0) == 0 && ev.contains("value") &&
-          ev["value"].is_number()) {
-        last_eval[name] = ev["value"].get<double>();
+  const int rc = RunLocalTrial(trial, [&](const nlohmann::json& line) {
+    using Type = trials::TrialEvent::Type;
+    const absl::StatusOr<trials::TrialEvent> ev = trials::EventFromJson(line);
+    if (!ev.ok()) {
+      // Not an event, or a malformed one: nothing to show.
+    } else if (ev->type == Type::kProgress) {
+      step = ev->step.value_or(0);
+      total = ev->total.value_or(0);
+    } else if (ev->type == Type::kMetric) {
+      if (ev->name.rfind("eval/", 0) == 0 && !std::isnan(ev->value)) {
+        last_eval[ev->name] = ev->value;
       }
-    } else if (kind == "result") {
-      result = ev.value("metrics", nlohmann::json::object());
+    } else if (ev->type == Type::kResult) {
+      result = ev->metrics;
     }
     auto acc = last_eval.find("eval/ood_acc");
     return absl::StrFormat(

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/rng.h"
+#include "trials/params.h"
 
 namespace smoe::coordinator::analysis {
 namespace {
@@ -170,13 +171,17 @@ std::vector<TrialPoint> FromSummaries(
 }
 
 const json& KindDefaults(const std::string& kind) {
-  static const json* sraven =
-      new json{{"M", 4},          {"top_k", 2},        {"num_experts", 8},
-               {"steps", 156250}, {"batch_size", 128}, {"attention", "softmax"},
-               {"router", "topk"}};
+  // One object per kind, built once: aggregation looks defaults up per trial.
+  static const auto* defaults = [] {
+    auto* m = new std::map<std::string, json>;
+    for (const trials::TrialKind* k : trials::AllKinds()) {
+      (*m)[k->name] = trials::Defaults(*k);
+    }
+    return m;
+  }();
   static const json* empty = new json(json::object());
-  if (kind == "sraven") return *sraven;
-  return *empty;
+  auto it = defaults->find(kind);
+  return it == defaults->end() ? *empty : it->second;
 }
 
 CellStats Summarize(const std::vector<double>& values) {

@@ -14,7 +14,7 @@
 //    each x wins, and a percentile CI of the winning x), and the
 //    smallest-x-within-one-s.e. rule (smallest x whose mean is within one
 //    s.e.m. of the best mean; a sparsity-preferring choice).
-//  * FitTotalError: the paper's total error (seed 001, section 4.3)
+//  * FitTotalError: the total error of Zhao et al. (arXiv 2410.13964, 4.3)
 //        E(k, N) = a * N^2 / k + b * sqrt(N * k / m * log(T / k)),
 //    fitted by non-negative least squares in (a, b) to measured error
 //    e = 1 - accuracy, per facet, over every (series, x) cell. Mapping to
@@ -63,7 +63,8 @@ struct TrialPoint {
 std::vector<TrialPoint> FromSummaries(
     const std::vector<store::TrialSummary>& rows);
 
-// The defaults of `kind`'s trial params ({} for an unknown kind).
+// The defaults of `kind`'s trial params, from its table in trials/ ({} for
+// an unknown kind).
 const nlohmann::json& KindDefaults(const std::string& kind);
 
 // A grouping value: a parameter's value as a label, and as a number when it

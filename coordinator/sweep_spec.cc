@@ -12,7 +12,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/api_token.h"
+#include "trials/params.h"
 #include "yaml-cpp/yaml.h"
 
 namespace smoe::coordinator {
@@ -20,145 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class ParamType { kInt, kNumber, kString, kBool };
-
-struct ParamSchema {
-  const char* name;
-  ParamType type;
-  double min = -std::numeric_limits<double>::infinity();
-  double max = std::numeric_limits<double>::infinity();
-  std::vector<const char*> choices = {};
-};
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-const std::vector<ParamSchema>& SravenSchema() {
-  static const auto* s = new std::vector<ParamSchema>{
-      {"M", ParamType::kInt, 1, 8},
-      {"top_k", ParamType::kInt, 1, 64},
-      {"num_experts", ParamType::kInt, 1, 64},
-      {"attention",
-       ParamType::kString,
-       -kInf,
-       kInf,
-       {"softmax", "linear", "hyla", "linear_rms_head", "hyla_no_rms_head",
-        "hyla_mlp_linear", "hyla_mlp_linear_no_rms_head", "softmax_hyla"}},
-      {"router", ParamType::kString, -kInf, kInf, {"topk", "soft"}},
-      {"gating",
-       ParamType::kString,
-       -kInf,
-       kInf,
-       {"topk_then_softmax", "softmax_then_topk"}},
-      {"dispatch", ParamType::kString, -kInf, kInf, {"gather", "dense", "ops"}},
-      {"soft_slots", ParamType::kInt, 1, 1024},
-      {"attention_dropout", ParamType::kNumber, 0, 0.99},
-      {"log_every", ParamType::kInt, 1, 1e9},
-      {"steps", ParamType::kInt, 1, 1e9},
-      {"batch_size", ParamType::kInt, 1, 65536},
-      {"lr", ParamType::kNumber, 1e-9, 1},
-      {"weight_decay", ParamType::kNumber, 0, 10},
-      {"warmup", ParamType::kInt, 0, 1e9},
-      {"width", ParamType::kNumber, 1.0 / 64, 64},
-      {"depth", ParamType::kInt, 1, 128},
-      {"eval_every", ParamType::kInt, 0, 1e9},
-      {"num_eval", ParamType::kInt, 1, 1e8},
-      {"checkpoint_every", ParamType::kInt, 0, 1e9},
-      {"device", ParamType::kString, -kInf, kInf, {"cpu", "cuda"}},
-      {"bf16", ParamType::kBool},
-      {"load_balance_alpha", ParamType::kNumber, 0, 10},
-      {"num_rules", ParamType::kInt, 1, 8},
-      {"frac_ood", ParamType::kNumber, 0, 0.99},
-      {"shared_stream", ParamType::kBool},
-      {"ep_size", ParamType::kInt, 1, 64},
-  };
-  return *s;
-}
-
-const std::vector<ParamSchema>& SkillMixSchema() {
-  static const auto* s = new std::vector<ParamSchema>{
-      {"model", ParamType::kString},
-      {"ept", ParamType::kInt, 1, 64},
-      {"k_skills", ParamType::kInt, 1, 10},
-      {"num_combinations", ParamType::kInt, 1, 100000},
-      {"num_generations", ParamType::kInt, 1, 16},
-      {"num_gradings", ParamType::kInt, 1, 16},
-      {"combos_seed", ParamType::kInt, 0, 1e12},
-      {"grader", ParamType::kString, -kInf, kInf, {"openai", "local"}},
-      {"grader_model", ParamType::kString},
-      {"grader_base_url", ParamType::kString},
-      {"max_new_tokens", ParamType::kInt, 1, 32768},
-      {"temperature", ParamType::kNumber, 0, 10},
-      {"top_p", ParamType::kNumber, 0, 1},
-      {"device", ParamType::kString, -kInf, kInf, {"cpu", "cuda"}},
-      // worker/trainer/skillmix_config.h (a test keeps the lists in sync).
-      {"exp_path", ParamType::kString},
-      {"generation_prompt",
-       ParamType::kString,
-       -kInf,
-       kInf,
-       {"default", "llama_k_greater_2"}},
-      {"grader_api_key_env", ParamType::kString},
-      {"grader_prompt_kind", ParamType::kString, -kInf, kInf, {"gpt", "llama"}},
-      {"grader_max_new_tokens", ParamType::kInt, 1, 32768},
-      {"grader_temperature", ParamType::kNumber, 0, 10},
-      {"grader_ept", ParamType::kInt, 0, 64},
-      {"grader_requests_per_second", ParamType::kNumber},
-      {"grader_cache_dir", ParamType::kString},
-      {"top_k", ParamType::kInt, 0, 1 << 20},
-      {"filter_explicit_name", ParamType::kBool},
-      {"skills_path", ParamType::kString},
-      {"topics_path", ParamType::kString},
-      {"student_system_prompt", ParamType::kString},
-  };
-  return *s;
-}
-
-const std::vector<ParamSchema>* SchemaFor(absl::string_view kind) {
-  if (kind == "sraven") return &SravenSchema();
-  if (kind == "skillmix") return &SkillMixSchema();
-  return nullptr;
-}
-
 std::string Show(const json& v) { return v.dump(); }
-
-absl::Status CheckParam(const ParamSchema& p, const json& v,
-                        absl::string_view where) {
-  auto bad = [&](absl::string_view want) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ".", p.name, ": expected ", want, ", got ", Show(v)));
-  };
-  switch (p.type) {
-    case ParamType::kInt: {
-      if (!v.is_number_integer() && !v.is_number_unsigned()) {
-        return bad("an integer");
-      }
-      break;
-    }
-    case ParamType::kNumber:
-      if (!v.is_number()) return bad("a number");
-      break;
-    case ParamType::kString:
-      if (!v.is_string()) return bad("a string");
-      if (!p.choices.empty()) {
-        const std::string s = v.get<std::string>();
-        bool ok = false;
-        for (const char* c : p.choices) ok = ok || s == c;
-        if (!ok) {
-          return bad(
-              absl::StrCat("one of {", absl::StrJoin(p.choices, ", "), "}"));
-        }
-      }
-      return absl::OkStatus();
-    case ParamType::kBool:
-      if (!v.is_boolean()) return bad("true or false");
-      return absl::OkStatus();
-  }
-  const double d = v.get<double>();
-  if (!(d >= p.min && d <= p.max)) {
-    return bad(absl::StrCat("a value in [", p.min, ", ", p.max, "]"));
-  }
-  return absl::OkStatus();
-}
 
 // Returns the offset of the first byte that is not well-formed UTF-8, or -1.
 int64_t InvalidUtf8Offset(absl::string_view s) {
@@ -287,7 +149,7 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
     return absl::InvalidArgumentError("kind: required (sraven | skillmix)");
   }
   spec->kind = root["kind"].Scalar();
-  if (SchemaFor(spec->kind) == nullptr) {
+  if (trials::FindKind(spec->kind) == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "kind: '", spec->kind, "' is not one of {sraven, skillmix}"));
   }
@@ -448,17 +310,11 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
   }
   // Validate every distinct value once against the kind's schema, then one
   // full point (catches cross-parameter rules such as top_k <= num_experts).
-  const auto& schema = *SchemaFor(spec->kind);
-  auto find = [&](const std::string& n) -> const ParamSchema* {
-    for (const auto& p : schema) {
-      if (n == p.name) return &p;
-    }
-    return nullptr;
-  };
+  const trials::TrialKind& schema = *trials::FindKind(spec->kind);
   auto known = [&](const std::string& n, absl::string_view where) {
-    if (find(n) != nullptr) return absl::OkStatus();
+    if (schema.Find(n) != nullptr) return absl::OkStatus();
     std::vector<std::string> names;
-    for (const auto& p : schema) names.push_back(p.name);
+    for (const auto& p : schema.params) names.push_back(p.name);
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": unknown parameter '", n, "' for kind ",
                      spec->kind, " (known: ", absl::StrJoin(names, ", "), ")"));
@@ -468,12 +324,18 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
       return s;
     }
     for (const json& v : a.values) {
-      if (auto s = CheckParam(*find(a.name), v, "grid"); !s.ok()) return s;
+      if (auto s = trials::CheckSweepValue(*schema.Find(a.name), v, "grid");
+          !s.ok()) {
+        return s;
+      }
     }
   }
   for (const auto& [k, v] : spec->fixed.items()) {
     if (auto s = known(k, absl::StrCat("fixed.", k)); !s.ok()) return s;
-    if (auto s = CheckParam(*find(k), v, "fixed"); !s.ok()) return s;
+    if (auto s = trials::CheckSweepValue(*schema.Find(k), v, "fixed");
+        !s.ok()) {
+      return s;
+    }
   }
   if (points > 0) {
     for (const ExpandedTrial& t : ExpandGrid(*spec)) {
@@ -499,37 +361,33 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
 }  // namespace
 
 absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
-  const auto* schema = SchemaFor(kind);
+  const trials::TrialKind* schema = trials::FindKind(kind);
   if (schema == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown kind '", kind, "'"));
   }
   for (const auto& [k, v] : params.items()) {
-    const ParamSchema* p = nullptr;
-    for (const auto& s : *schema) {
-      if (k == s.name) p = &s;
-    }
+    const trials::Param* p = schema->Find(k);
     if (p == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("params: unknown parameter '", k, "' for kind ", kind));
     }
-    if (auto s = CheckParam(*p, v, "params"); !s.ok()) return s;
-    if (k == "grader_api_key_env" && !v.get<std::string>().empty()) {
-      // The sweep also picks the URL the key goes to (common/api_token.h).
-      if (auto s = CheckApiKeyEnvName(v.get<std::string>()); !s.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("params.", s.message()));
-      }
-    }
+    if (auto s = trials::CheckSweepValue(*p, v, "params"); !s.ok()) return s;
   }
   if (kind == "sraven") {
-    const int64_t e = params.value("num_experts", int64_t{8});
-    const int64_t k = params.value("top_k", int64_t{2});
+    // The value of an integer param, else its default.
+    auto get = [&](const char* name) {
+      return params.value(name,
+                          schema->Find(name)->default_value.get<int64_t>());
+    };
+    const int64_t e = get("num_experts");
+    const int64_t k = get("top_k");
     if (k > e) {
       return absl::InvalidArgumentError(
           absl::StrCat("params: top_k=", k, " is larger than num_experts=", e,
                        " (point ", params.dump(), ")"));
     }
-    const int64_t ep = params.value("ep_size", int64_t{1});
+    const int64_t ep = get("ep_size");
     if (ep > 1 && e % ep != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "params: ep_size=", ep, " does not divide num_experts=", e,

@@ -72,7 +72,8 @@ struct ParseOptions {
 absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
                                          const ParseOptions& options = {});
 
-// Validates one resolved parameter set against the kind's schema.
+// Validates one resolved parameter set against the kind's table
+// (trials/params.h) and the rules between parameters.
 absl::Status ValidateTrialParams(absl::string_view kind,
                                  const nlohmann::json& params);
 

@@ -3,7 +3,7 @@
 // File: kernels/all_to_all/communicator.h
 //
 // The collective-communication interface that expert parallelism talks to
-// (style.md rule 7). It moves raw buffers: no LibTorch, no CUDA types. Three
+// (docs/kernels.md 5). It moves raw buffers: no LibTorch, no CUDA types. Three
 // implementations:
 //   * LocalCommunicator (local_communicator.h): W ranks simulated by W threads
 //     of one process; host memory; for unit tests, runs everywhere.
@@ -20,11 +20,11 @@
 //     back to back in rank order, recv_counts[j] elements from rank j.
 //     recv_counts[j] must equal rank j's send_counts[i]; exchange the counts
 //     first with AllToAllCounts (the "counts exchanged first" step of
-//     MegaBlocks / Megatron, moe-kernels.md section 4).
+//     MegaBlocks / Megatron, docs/kernels.md 5).
 //   * Zero counts are legal everywhere; a null buffer is legal when its total
 //     count is zero.
 //
-// Deadlines (style.md rule 4): every call is bounded by the
+// Deadlines (docs/kernels.md 5): every call is bounded by the
 // `op_timeout_ms` the communicator was created with. A call that cannot
 // complete in time returns DeadlineExceeded (or Aborted/Unavailable when a
 // peer failed) instead of hanging; after such an error the communicator is

@@ -3,9 +3,9 @@
 // File: kernels/all_to_all/local_communicator.h
 //
 // LocalCommunicator: W ranks simulated inside one process, one thread per rank
-// (style.md rule 7). Buffers are host memory. Used by unit tests of everything
-// built on Communicator (the expert-parallel layer, dispatch/combine), so they
-// run on any machine, GPU or not.
+// (docs/kernels.md 5). Buffers are host memory. Used by unit tests of
+// everything built on Communicator (the expert-parallel layer,
+// dispatch/combine), so they run on any machine, GPU or not.
 //
 // How it works: the W communicators of a group share one hub. Each collective
 // is two rendezvous: every rank posts pointers to its buffers and waits for

@@ -6,7 +6,7 @@
 // (compiled only when CUDA is enabled; this header has no CUDA or NCCL types so
 // LibTorch-side code can include it).
 //
-// Design (moe-kernels.md sections 4.1, 4.4 and 8.3; style.md rules 4 and 7):
+// Design (docs/kernels.md 5):
 //  * The communicator is created NONBLOCKING (ncclConfig_t.blocking = 0), so
 //    no NCCL call can hang the host: init, grouped send/recv and finalize all
 //    return at once, and completion is polled.

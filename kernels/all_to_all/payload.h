@@ -2,7 +2,7 @@
 //
 // File: kernels/all_to_all/payload.h
 //
-// Self-verifying all-to-all payloads (style.md rule 7, nccl-tests style).
+// Self-verifying all-to-all payloads (docs/kernels.md 5, nccl-tests style).
 // Rank `src` sends PayloadRows(seed, src, dst, W) rows of `columns` float64
 // elements to rank `dst`; element (t, c) of that chunk is
 //   PayloadValue(src, dst, t, c) = src * 1e9 + dst * 1e6 + t * 1e3 + c

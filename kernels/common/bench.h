@@ -2,7 +2,7 @@
 //
 // File: kernels/common/bench.h
 //
-// Shared machinery of the `*_bench.cu` binaries (style rule 5): CUDA-event
+// Shared machinery of the `*_bench.cu` binaries (docs/kernels.md 4): CUDA-event
 // timing with warmups and an L2 flush between repetitions, and the two
 // ceilings every kernel is reported against, measured on the same device in
 // the same run:

@@ -2,7 +2,7 @@
 //
 // File: kernels/common/compare.h
 //
-// Tolerance comparison used by every kernel test (style rule 6): element i
+// Tolerance comparison used by every kernel test (docs/kernels.md 3): element i
 // passes when |got[i] - ref[i]| <= atol + |ref[i]| * eps (llm.c's rule). Each
 // caller states why its atol and eps are what they are. Header-only, no CUDA,
 // no gtest; tests wrap the result in EXPECT_TRUE(r.ok) << r.message.

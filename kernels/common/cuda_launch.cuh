@@ -6,7 +6,7 @@
 // router_topk.cu): the warp width, grid sizing, the indices of the
 // warp-per-row grid-stride loop, butterfly warp reductions and the one-block
 // segmented exclusive scan. The cudaError_t propagation macros are in
-// cuda_check.h. No absl, no torch (style rule 2).
+// cuda_check.h. No absl, no torch (docs/kernels.md 1).
 //
 // REQUIRES: included only from `.cu` translation units (nvcc).
 // Thread-safety: stateless.

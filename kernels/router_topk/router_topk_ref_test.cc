@@ -1,7 +1,7 @@
 // Copyright 2026 SMoE Lab authors.
 //
 // CPU tests of the router reference against brute force and finite
-// differences (style rule 6 grid).
+// differences (the docs/kernels.md 3 grid).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -19,7 +19,8 @@ namespace {
 
 constexpr double kDeadlineS = 120;
 
-// Tiny SRAVEN config (spec style rule 15): 2 layers, 4 experts, top-2.
+// Tiny SRAVEN config (as tests/golden/tiny_smoe_losses.txt): 2 layers, 4
+// experts, top-2.
 // attention_dropout 0: dropout masks are drawn per rank slice, so with
 // dropout the EP run is the same model in distribution only.
 std::string Trial(int ep_size) {

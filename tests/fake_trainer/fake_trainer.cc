@@ -66,6 +66,8 @@
 #include <sstream>
 #include <string>
 
+#include "trials/events.h"
+
 namespace {
 
 using json = nlohmann::json;
@@ -74,8 +76,8 @@ volatile sig_atomic_t g_term = 0;
 
 void OnTerm(int) { g_term = 1; }
 
-void Emit(const json& j) {
-  std::string line = j.dump() + "\n";
+void Emit(const std::string& event) {  // one trials/events.h line
+  std::string line = event + "\n";
   fwrite(line.data(), 1, line.size(), stdout);
   fflush(stdout);
 }
@@ -239,7 +241,7 @@ int main(int argc, char** argv) {
 
   auto checkpoint = [&](int step) {
     WriteFileAtomic(ckpt_path, json({{"step", step}}).dump() + "\n");
-    Emit({{"event", "checkpoint"}, {"step", step}});
+    Emit(smoe::trials::CheckpointEvent(step));
   };
   int done = start - 1;  // last completed step
   auto on_term = [&]() {
@@ -278,11 +280,8 @@ int main(int argc, char** argv) {
     }
     SleepMs(step_ms);
     if (g_term) return on_term();
-    Emit({{"event", "progress"}, {"step", s}, {"total", steps}});
-    Emit({{"event", "metric"},
-          {"step", s},
-          {"name", "train/loss"},
-          {"value", 1.0 / (1.0 + s)}});
+    Emit(smoe::trials::ProgressEvent(s, steps));
+    Emit(smoe::trials::MetricEvent(s, "train/loss", 1.0 / (1.0 + s)));
     done = s;
     if (s % checkpoint_every == 0) checkpoint(s);
   }
@@ -291,15 +290,10 @@ int main(int argc, char** argv) {
       std::fabs(Param(params, "top_k", 1) - Param(params, "M", 1));
   const double ood = 1.0 / (1.0 + gap);
   const double test = 1.0 / (1.0 + 0.5 * gap);
-  Emit({{"event", "metric"},
-        {"step", steps},
-        {"name", "eval/ood_acc"},
-        {"value", ood}});
-  Emit({{"event", "result"},
-        {"metrics",
-         {{"test_acc", test},
-          {"ood_acc", ood},
-          {"start_step", start},
-          {"steps", steps}}}});
+  Emit(smoe::trials::MetricEvent(steps, "eval/ood_acc", ood));
+  Emit(smoe::trials::ResultEvent({{"test_acc", test},
+                                  {"ood_acc", ood},
+                                  {"start_step", start},
+                                  {"steps", steps}}));
   return 0;
 }

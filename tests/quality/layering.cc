@@ -21,6 +21,9 @@ struct Layer {
 const std::vector<Layer>& Layers() {
   static const auto* layers = new std::vector<Layer>{
       {"common/", {"common/"}},
+      // The trial-parameter tables: plain C++ over common/, shared by the
+      // coordinator, the CLI, the daemon and the trainer.
+      {"trials/", {"common/", "trials/"}},
       {"proto/", {"common/", "proto/"}},
       {"store/", {"common/", "proto/", "store/"}},
       {"kernels/", {"common/", "kernels/"}},
@@ -29,19 +32,20 @@ const std::vector<Layer>& Layers() {
       {"worker/model/", {"common/", "kernels/", "worker/model/"}},
       {"worker/trainer/",
        {"common/", "kernels/", "worker/model/", "worker/data/", "worker/eval/",
-        "worker/trainer/", "proto/"}},
-      {"worker/daemon/", {"common/", "proto/", "worker/daemon/"}},
-      {"coordinator/", {"common/", "store/", "proto/", "coordinator/"}},
+        "worker/trainer/", "proto/", "trials/"}},
+      {"worker/daemon/", {"common/", "proto/", "worker/daemon/", "trials/"}},
+      {"coordinator/",
+       {"common/", "store/", "proto/", "coordinator/", "trials/"}},
       {"cli/",
        {"common/", "proto/", "cli/", "coordinator/", "worker/daemon/",
-        "worker/data/", "store/"}},
+        "worker/data/", "store/", "trials/"}},
   };
   return *layers;
 }
 
 const char* const kProjectFolders[] = {
     "common/", "proto/", "store/", "kernels/", "worker/", "coordinator/",
-    "cli/",    "tests/", "bench/", "web/",     "deploy/"};
+    "cli/",    "tests/", "bench/", "web/",     "deploy/", "trials/"};
 
 bool IsProjectHeader(absl::string_view header) {
   for (const char* f : kProjectFolders) {

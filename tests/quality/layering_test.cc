@@ -41,6 +41,17 @@ TEST(LayeringCheckerTest, FlagsEachForbiddenKind) {
       1u);
   EXPECT_EQ(CheckFile("kernels/k.cc", "#include \"store/s.h\"\n").size(), 1u);
   EXPECT_EQ(CheckFile("common/c.cc", "#include \"store/s.h\"\n").size(), 1u);
+  // trials/ sits just above common/: below the services and the trainer.
+  EXPECT_EQ(CheckFile("trials/p.cc", "#include \"worker/model/m.h\"\n").size(),
+            1u);
+  EXPECT_EQ(CheckFile("trials/p.cc", "#include <torch/torch.h>\n").size(), 1u);
+  EXPECT_TRUE(
+      CheckFile("trials/p.cc", "#include \"common/api_token.h\"\n").empty());
+  EXPECT_TRUE(
+      CheckFile("coordinator/sweep_spec.cc", "#include \"trials/params.h\"\n")
+          .empty());
+  EXPECT_EQ(CheckFile("common/c.cc", "#include \"trials/params.h\"\n").size(),
+            1u);
   EXPECT_EQ(
       CheckFile("coordinator/scheduler.cc", "#include <grpcpp/grpcpp.h>\n")
           .size(),

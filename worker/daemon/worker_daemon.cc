@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "trials/events.h"
 
 namespace smoe::worker {
 namespace {
@@ -636,57 +637,47 @@ void WorkerDaemon::ConsumeOutput(Trial* t) {
 
 void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
   if (absl::StripAsciiWhitespace(line).empty()) return;
-  json ev = json::parse(line, nullptr, false);
-  if (ev.is_discarded() || !ev.is_object() || !ev.contains("event") ||
-      !ev["event"].is_string()) {
+  absl::StatusOr<trials::TrialEvent> ev = trials::ParseEvent(line);
+  if (absl::IsNotFound(ev.status())) {
     SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id()
                     << ": ignoring non-event stdout line";
     return;
   }
-  const std::string event = ev["event"].get<std::string>();
-  auto get_int = [&ev](const char* key, int64_t* out) {
-    if (ev.contains(key) && ev[key].is_number()) {
-      *out = ev[key].get<int64_t>();
-      return true;
+  if (!ev.ok()) {
+    // A metric the coordinator would refuse (empty name, negative step) is
+    // dropped here, alone: it would make the coordinator refuse its whole
+    // batch.
+    SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()
+                      << ": malformed event ignored: " << ev.status().message();
+    return;
+  }
+  switch (ev->type) {
+    case trials::TrialEvent::Type::kProgress:
+      if (ev->step.has_value()) t->step = *ev->step;
+      if (ev->total.has_value()) t->total = *ev->total;
+      break;
+    case trials::TrialEvent::Type::kMetric: {
+      // A null value (how trainers write NaN) is forwarded as NaN so a
+      // diverging run shows.
+      v1::Metric m;
+      m.set_step(*ev->step);
+      m.set_name(ev->name);
+      m.set_value(ev->value);
+      t->metrics.push_back(std::move(m));
+      break;
     }
-    return false;
-  };
-  if (event == "progress") {
-    get_int("step", &t->step);
-    get_int("total", &t->total);
-  } else if (event == "metric") {
-    // "value": null is how trainers write NaN (JSON has none): forwarded as
-    // NaN so a diverging run shows. A metric the coordinator would refuse
-    // (empty name, negative step) is dropped here, alone: it would make the
-    // coordinator refuse its whole batch.
-    int64_t step = 0;
-    if (!get_int("step", &step) || step < 0 || !ev.contains("name") ||
-        !ev["name"].is_string() || ev["name"].get<std::string>().empty() ||
-        !ev.contains("value") ||
-        !(ev["value"].is_number() || ev["value"].is_null())) {
-      SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()
-                        << ": malformed metric event ignored";
-      return;
-    }
-    v1::Metric m;
-    m.set_step(step);
-    m.set_name(ev["name"].get<std::string>());
-    m.set_value(ev["value"].is_null() ? std::numeric_limits<double>::quiet_NaN()
-                                      : ev["value"].get<double>());
-    t->metrics.push_back(std::move(m));
-  } else if (event == "result") {
-    std::map<std::string, double> results;
-    if (ev.contains("metrics") && ev["metrics"].is_object()) {
-      for (const auto& [k, v] : ev["metrics"].items()) {
+    case trials::TrialEvent::Type::kResult: {
+      std::map<std::string, double> results;
+      for (const auto& [k, v] : ev->metrics.items()) {
         if (v.is_number()) results[k] = v.get<double>();
       }
+      t->result = std::move(results);
+      break;
     }
-    t->result = std::move(results);
-  } else if (event == "checkpoint") {
-    int64_t step = 0;
-    get_int("step", &step);
-    SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id() << " checkpoint at step "
-                    << step;
+    case trials::TrialEvent::Type::kCheckpoint:
+      SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id()
+                      << " checkpoint at step " << ev->step.value_or(0);
+      break;
   }
 }
 

@@ -8,7 +8,7 @@
 //
 // One loop iteration (RunOnce) does, in order:
 //   1. (re-)register when not registered (same worker_id after a NotFound);
-//   2. read every trainer's JSONL stdout (trainer-protocol.md): `metric`
+//   2. read every trainer's JSONL stdout (docs/trainer-protocol.md): `metric`
 //      events are batched, `progress` goes into heartbeats, `result` is kept
 //      for Complete; reap trainers that exited and turn the exit into a report:
 //        result + exit 0 -> Complete(duration)      exit 75 -> Fail(PREEMPTED)

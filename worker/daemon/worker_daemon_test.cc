@@ -85,7 +85,7 @@ TEST_F(WorkerDaemonTest, LeaseLaunchMetricsBatchedThenComplete) {
   EXPECT_EQ(gateway_.leases[0].free_slots(), 1);
   EXPECT_EQ(gateway_.leases[0].worker_id(), "w-1");
 
-  // Invocation per trainer-protocol.md.
+  // Invocation per docs/trainer-protocol.md.
   const std::string dir = daemon_->TrialDir("sw1/t0001");
   EXPECT_THAT(dir, HasSubstr("/trials/sw1_t0001"));
   EXPECT_THAT(p->spec.argv, ElementsAre("/opt/smoe-trainer", "run", "--trial",

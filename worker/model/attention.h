@@ -2,10 +2,10 @@
 //
 // File: worker/model/attention.h
 //
-// Multi-head attention of the SRAVEN transformer (shared/specs/sraven.md 2.1,
-// 2.2 and 3): q/k/v projections with bias (the q/k/v biases are stored with
-// shape [H, d] like Flax's DenseGeneral, so the ndim != 1 weight-decay rule
-// decays them, spec 2.3), scale 1/sqrt(d_k), a one-sided T5 relative bias
+// Multi-head attention of the SRAVEN transformer (docs/sraven.md 2.1, 2.2 and
+// 3): q/k/v projections with bias (the q/k/v biases are stored with shape
+// [H, d] like Flax's DenseGeneral, so the ndim != 1 weight-decay rule decays
+// them, docs/sraven.md 4), scale 1/sqrt(d_k), a one-sided T5 relative bias
 // table per layer, no causal mask, attention dropout with one T x T keep-mask
 // shared over batch and heads (training only, applied to the normalised
 // weights and scaled by 1/(1-p)), and the value networks of section 3
@@ -16,7 +16,7 @@
 //   wv [D, H*dv], bv [H, dv], wo [H*dv, D], bo [D], rel_bias [H, T].
 // Kernels are LeCun-normal (truncated at +-2 sigma, std 1/sqrt(fan_in)),
 // biases zero, rel_bias plain normal with std 1/sqrt(T) (Flax
-// default_embed_init on (H, nb), spec 2.3).
+// default_embed_init on (H, nb), docs/sraven.md 2.3).
 #ifndef SMOE_WORKER_MODEL_ATTENTION_H_
 #define SMOE_WORKER_MODEL_ATTENTION_H_
 

@@ -2,11 +2,11 @@
 //
 // File: worker/model/model_config.h
 //
-// Plain-C++ description of the SRAVEN SMoE transformer (shared/specs/sraven.md
-// sections 2, 3 and 5). No LibTorch here, so the trainer's spec parser and
-// other non-torch code can build and validate a config cheaply.
+// Plain-C++ description of the SRAVEN SMoE transformer (docs/sraven.md
+// sections 2, 3 and 5). No LibTorch here, so the trainer's TRIAL.json parser
+// and other non-torch code can build and validate a config cheaply.
 //
-// Sizes follow the spec's width multiplier w (section 2.3):
+// Sizes follow the width multiplier w (docs/sraven.md 2.1):
 //   D = 128w, H = 16w, qk_dim = v_dim = 64w (totals over heads, so the
 //   per-head size is always 4), mlp = 256w.
 // Fractional w is allowed as long as 16w is a positive integer (w = 1/16,
@@ -24,8 +24,8 @@
 
 namespace smoe::model {
 
-// Attention variants of spec section 3 (names in brackets are the strings
-// ParseAttentionKind accepts; the original config names are in the spec).
+// Attention variants of docs/sraven.md section 3 (names in brackets are the
+// strings ParseAttentionKind accepts).
 enum class AttentionKind {
   kSoftmax,                 // [softmax] 3.1
   kLinear,                  // [linear] 3.2: no normalisation
@@ -39,13 +39,13 @@ enum class AttentionKind {
 
 // How the scores are normalised into the latent code a_{h,q,k}.
 enum class ScoreNorm { kNone, kSoftmaxOverKeys, kRmsOverHeads };
-// The per-(q,k) value network (spec 3.3 steps 3-5).
+// The per-(q,k) value network (docs/sraven.md 3, HYLA steps 3-5).
 enum class ValueNet { kLinear, kTwoLayerRelu, kTwoLayerIdentity };
 
 ScoreNorm ScoreNormOf(AttentionKind kind);
 ValueNet ValueNetOf(AttentionKind kind);
 
-// Feed-forward router (spec section 5 / moe-kernels.md section 6).
+// Feed-forward router (docs/sraven.md section 5; Soft MoE 5.1).
 enum class RouterKind {
   kTopK,  // [topk] sparse top-k gating, no token dropping
   kSoft,  // [soft] Soft MoE; eval with top_k < E uses Algorithm 1
@@ -82,7 +82,7 @@ struct ModelConfig {
   int depth = 4;         // L
   AttentionKind attention = AttentionKind::kSoftmax;
   double attention_dropout = 0.1;  // training only; one T x T mask per call
-  int num_experts = 8;             // E; 1 = the dense spec model (no router)
+  int num_experts = 8;             // E; 1 = the dense model (no router)
   int top_k = 2;                   // k; for kSoft: experts kept at eval
   RouterKind router = RouterKind::kTopK;
   Gating gating = Gating::kTopKThenSoftmax;
@@ -108,7 +108,7 @@ struct ModelConfig {
 // Checks every field; InvalidArgument naming the field and its value.
 absl::Status ValidateModelConfig(const ModelConfig& config);
 
-// One-sided T5 relative-position bucket (spec 2.2), computed in float32 like
+// One-sided T5 relative-position bucket (docs/sraven.md 2.2), in float32 like
 // the original: n = max(query_pos - key_pos, 0); n < nb/2 -> n; otherwise
 // min(nb/2 + floor(ln(n/(nb/2) + eps32) / ln(max_distance/(nb/2)) *
 // (nb - nb/2)), nb - 1), with nb/2 integer division.

@@ -27,7 +27,7 @@ ModelConfig Tiny() {
   return c;
 }
 
-// Hand computation of the spec 2.3 dense parameter count.
+// Hand computation of the dense parameter count (docs/sraven.md 2.3).
 int64_t SpecDenseCount(int w, int depth, int m = 4) {
   const int64_t d = 128 * w, h = 16 * w, qk = 64 * w, v = 64 * w, mlp = 256 * w,
                 f = 8, t = 9 * m;
@@ -52,7 +52,7 @@ TEST(ModelConfigTest, Validate) {
 }
 
 TEST(ModelTest, BucketMapT36MatchesSpecTable) {
-  // Spec 2.2: n = 0..20 -> n; 21..31 -> n+1; 32 -> 32; 33..35 -> n.
+  // docs/sraven.md 2.2: n = 0..20 -> n; 21..31 -> n+1; 32 -> 32; 33..35 -> n.
   for (int n = 0; n < 36; ++n) {
     int want = n;
     if (n >= 21 && n <= 31) want = n + 1;
@@ -124,7 +124,8 @@ TEST(ModelTest, ShapesForEveryVariant) {
   }
 }
 
-// Naive loop implementation of spec 2.2 + 3 for one attention layer.
+// Naive loop implementation of docs/sraven.md 2.2 + 3 for one attention
+// layer.
 torch::Tensor NaiveAttention(AttentionImpl& m, const ModelConfig& c,
                              const torch::Tensor& x) {
   const int64_t b = x.size(0), t = x.size(1), d = c.model_dim(),

@@ -2,8 +2,8 @@
 //
 // File: worker/model/moe.h
 //
-// The SMoE feed-forward layer that replaces each block's MLP (spec section 5,
-// moe-kernels.md section 6). E experts, each the spec's GELU(tanh) MLP
+// The SMoE feed-forward layer that replaces each block's MLP (docs/sraven.md
+// section 5; Soft MoE 5.1). E experts, each the block's GELU(tanh) MLP
 // D -> mlp -> D with biases, stored stacked:
 //   expert_w1 [E, D, mlp], expert_b1 [E, mlp], expert_w2 [E, mlp, D],
 //   expert_b2 [E, D]
@@ -19,13 +19,13 @@
 //    Optional Switch load-balancing loss alpha * E * sum_i f_i P_i with f_i =
 //    fraction of (token, choice) assignments to expert i (no gradient) and
 //    P_i = mean full-softmax probability of expert i.
-//    E == 1: no router parameter at all (the dense spec model; gate = 1).
+//    E == 1: no router parameter at all (the dense model; gate = 1).
 //  * kSoft: Soft MoE per sequence (the group is one sequence of T tokens).
 //    soft_phi [D, E*p], soft_scale [1]; tokens and the columns of phi are
 //    L2-normalised (eps 1e-6) and phi is multiplied by soft_scale (init 1),
 //    as in google-research/vmoe. logits [B,T,E*p]; dispatch D = softmax over
 //    tokens, combine C = softmax over all slots; y = C * f(D^T x). In eval
-//    mode with top_k < E, Algorithm 1 of Chung et al. (seed 004): per
+//    mode with top_k < E, Algorithm 1 of Chung et al. (docs/sraven.md 5.1): per
 //    sequence keep the top_k experts with the largest summed combine weight
 //    (over tokens and the expert's slots, ties -> lower index), zero the
 //    others' slot outputs; C and D are not renormalised.

@@ -2,8 +2,8 @@
 //
 // File: worker/model/transformer.h
 //
-// The SRAVEN SMoE transformer (shared/specs/sraven.md 2.1 with the FFN
-// replaced by an SmoeLayer, section 5):
+// The SRAVEN SMoE transformer (docs/sraven.md 2.1 with the FFN replaced by
+// an SmoeLayer, section 5):
 //
 //   h0 = x @ embed_w + embed_b                       Dense(F -> D), with bias
 //   for each block l (pre-LN, separate params):
@@ -11,8 +11,8 @@
 //     h = a + SmoeLayer_l(LayerNorm_l2(a))
 //   logits = LayerNorm_f(h) @ readout_w + readout_b  at every position
 //
-// With num_experts == 1 and router topk this is exactly the spec's dense
-// model (same parameter count as the spec 2.3 table).
+// With num_experts == 1 and router topk this is exactly the reference's dense
+// model (same parameter count as the docs/sraven.md 2.3 table).
 //
 // Parameter names: embed_w [F, D], embed_b [D], block{l}.ln1.{weight,bias},
 // block{l}.attn.*, block{l}.ln2.*, block{l}.moe.*, final_ln.*,
@@ -79,8 +79,8 @@ class SmoeTransformerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SmoeTransformer);
 
-// Cross-entropy over the last M positions (spec 1.6): logits [B, T, F],
-// targets [B, M] int64; mean over batch and the M query tokens.
+// Cross-entropy over the last M positions (docs/sraven.md 1.4): logits
+// [B, T, F], targets [B, M] int64; mean over batch and the M query tokens.
 torch::Tensor SravenLoss(const torch::Tensor& logits,
                          const torch::Tensor& targets);
 
@@ -91,11 +91,11 @@ std::pair<int64_t, int64_t> SravenCorrect(const torch::Tensor& logits,
 // Total number of scalar parameters.
 int64_t CountParameters(const torch::nn::Module& module);
 
-// The spec 2.3 weight-decay rule: decay every parameter whose (logical) ndim
-// is not 1. Stacked expert biases (names ending in expert_b1 / expert_b2,
-// shape [E, n]) are per-expert 1-D biases and are not decayed; the q/k/v
-// biases ([H, d]), rel_bias, router and all kernels are; soft_scale has shape
-// [1] and is not.
+// The weight-decay rule of docs/sraven.md 4: decay every parameter whose
+// (logical) ndim is not 1. Stacked expert biases (names ending in expert_b1 /
+// expert_b2, shape [E, n]) are per-expert 1-D biases and are not decayed; the
+// q/k/v biases ([H, d]), rel_bias, router and all kernels are; soft_scale has
+// shape [1] and is not.
 bool DecayParameter(const std::string& name, const torch::Tensor& param);
 
 }  // namespace smoe::model

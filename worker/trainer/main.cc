@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// smoe-trainer: runs one trial (shared/specs/trainer-protocol.md).
+// smoe-trainer: runs one trial (docs/trainer-protocol.md).
 //
 //   smoe-trainer run --trial TRIAL.json --workdir DIR
 //   smoe-trainer make-random-model --out DIR ...   (mixtral_tools.h)

@@ -1,126 +1,81 @@
 // Copyright 2026 SMoE Lab authors.
 #include "worker/trainer/skillmix_config.h"
 
-#include <limits>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/api_token.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "worker/trainer/json_params.h"
+#include "trials/params.h"
 #include "worker/trainer/trial_envelope.h"
 
 namespace smoe::trainer {
 namespace {
 
 using json = nlohmann::json;
+using trials::Set;
+using trials::SetEnum;
+
+// Binds one checked param (trials/skillmix_params.cc) to its field. Every
+// table entry has a line here (tests/trials/trial_params_test.cc).
+absl::Status Bind(const std::string& key, const json& v,
+                  SkillMixTrialConfig* c) {
+  skillmix::SkillMixConfig& e = c->eval;
+  if (key == "model") return Set(v, &c->model);
+  if (key == "ept") return Set(v, &c->ept);
+  if (key == "k_skills") return Set(v, &e.k_skills);
+  if (key == "num_combinations") return Set(v, &e.num_combinations);
+  if (key == "num_generations") return Set(v, &e.num_generations);
+  if (key == "num_gradings") return Set(v, &e.num_gradings);
+  if (key == "combos_seed") return Set(v, &e.combos_seed);
+  if (key == "exp_path") return Set(v, &e.exp_path);
+  if (key == "generation_prompt") {
+    return SetEnum(v, &skillmix::ParseGenerationPrompt, &e.generation_prompt);
+  }
+  if (key == "student_system_prompt") {
+    return Set(v, &e.student_system_prompt);
+  }
+  if (key == "max_new_tokens") {
+    return Set(v, &e.student_sampling.max_new_tokens);
+  }
+  if (key == "temperature") return Set(v, &e.student_sampling.temperature);
+  if (key == "top_k") return Set(v, &e.student_sampling.top_k);
+  if (key == "top_p") return Set(v, &e.student_sampling.top_p);
+  if (key == "device") return Set(v, &c->device);
+  if (key == "grader") return Set(v, &c->grader);
+  if (key == "grader_model") return Set(v, &c->grader_model);
+  if (key == "grader_base_url") return Set(v, &c->grader_base_url);
+  if (key == "grader_api_key_env") return Set(v, &c->grader_api_key_env);
+  if (key == "grader_prompt_kind") {
+    return SetEnum(v, &skillmix::ParseGradingPrompt, &e.grading_prompt);
+  }
+  if (key == "grader_max_new_tokens") {
+    return Set(v, &e.grader_sampling.max_new_tokens);
+  }
+  if (key == "grader_temperature") {
+    return Set(v, &e.grader_sampling.temperature);
+  }
+  if (key == "grader_ept") return Set(v, &c->grader_ept);
+  if (key == "grader_requests_per_second") {
+    return Set(v, &c->grader_requests_per_second);
+  }
+  if (key == "grader_cache_dir") return Set(v, &c->grader_cache_dir);
+  if (key == "filter_explicit_name") {
+    return Set(v, &e.filter_explicit_name);
+  }
+  if (key == "skills_path") return Set(v, &c->skills_path);
+  if (key == "topics_path") return Set(v, &c->topics_path);
+  return absl::InternalError(absl::StrCat(
+      "parameter \"", key,
+      "\" is in trials/skillmix_params.cc but the trainer does not read it"));
+}
 
 absl::Status ApplyParam(const std::string& key, const json& v,
                         SkillMixTrialConfig* c, bool* has_model) {
-  skillmix::SkillMixConfig& e = c->eval;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  if (key == "model") {
-    SMOE_RETURN_IF_ERROR(GetJsonString(key, v, &c->model));
-    if (c->model.empty()) return JsonParamError(key, v, "must not be empty");
-    *has_model = true;
-    return absl::OkStatus();
-  }
-  if (key == "ept") {
-    return GetJsonInt(key, v, 0, 64, kSkillMixIntRules, &c->ept);
-  }
-  if (key == "device") return GetJsonOneOf(key, v, {"cpu", "cuda"}, &c->device);
-  if (key == "k_skills") {
-    return GetJsonInt(key, v, 1, 10, kSkillMixIntRules, &e.k_skills);
-  }
-  if (key == "num_combinations") {
-    return GetJsonInt(key, v, 1, 100000, kSkillMixIntRules,
-                      &e.num_combinations);
-  }
-  if (key == "num_generations") {
-    return GetJsonInt(key, v, 1, 16, kSkillMixIntRules, &e.num_generations);
-  }
-  if (key == "num_gradings") {
-    return GetJsonInt(key, v, 1, 16, kSkillMixIntRules, &e.num_gradings);
-  }
-  if (key == "combos_seed") {
-    return GetJsonInt(key, v, 0, std::numeric_limits<int64_t>::max(),
-                      kSkillMixIntRules, &e.combos_seed);
-  }
-  if (key == "exp_path") return GetJsonString(key, v, &e.exp_path);
-  if (key == "generation_prompt") {
-    return GetJsonEnum(key, v, &skillmix::ParseGenerationPrompt,
-                       &e.generation_prompt);
-  }
-  if (key == "grader") {
-    return GetJsonOneOf(key, v, {"openai", "local"}, &c->grader);
-  }
-  if (key == "grader_model") {
-    SMOE_RETURN_IF_ERROR(GetJsonString(key, v, &c->grader_model));
-    return c->grader_model.empty() ? JsonParamError(key, v, "must not be empty")
-                                   : absl::OkStatus();
-  }
-  if (key == "grader_base_url") {
-    SMOE_RETURN_IF_ERROR(GetJsonString(key, v, &c->grader_base_url));
-    return c->grader_base_url.empty()
-               ? JsonParamError(key, v, "must not be empty")
-               : absl::OkStatus();
-  }
-  if (key == "grader_api_key_env") {
-    SMOE_RETURN_IF_ERROR(GetJsonString(key, v, &c->grader_api_key_env));
-    // "" sends no key (local servers); else only *_API_KEY variables.
-    return c->grader_api_key_env.empty()
-               ? absl::OkStatus()
-               : CheckApiKeyEnvName(c->grader_api_key_env);
-  }
-  if (key == "grader_prompt_kind") {
-    return GetJsonEnum(key, v, &skillmix::ParseGradingPrompt,
-                       &e.grading_prompt);
-  }
-  if (key == "grader_max_new_tokens") {
-    return GetJsonInt(key, v, 1, 32768, kSkillMixIntRules,
-                      &e.grader_sampling.max_new_tokens);
-  }
-  if (key == "grader_temperature") {
-    return GetJsonDouble(key, v, 0, 10, &e.grader_sampling.temperature);
-  }
-  if (key == "grader_ept") {
-    return GetJsonInt(key, v, 0, 64, kSkillMixIntRules, &c->grader_ept);
-  }
-  if (key == "grader_requests_per_second") {
-    return GetJsonDouble(key, v, -kInf, kInf, &c->grader_requests_per_second);
-  }
-  if (key == "grader_cache_dir") {
-    return GetJsonString(key, v, &c->grader_cache_dir);
-  }
-  if (key == "max_new_tokens") {
-    return GetJsonInt(key, v, 1, 32768, kSkillMixIntRules,
-                      &e.student_sampling.max_new_tokens);
-  }
-  if (key == "temperature") {
-    return GetJsonDouble(key, v, 0, 10, &e.student_sampling.temperature);
-  }
-  if (key == "top_k") {
-    return GetJsonInt(key, v, 0, 1 << 20, kSkillMixIntRules,
-                      &e.student_sampling.top_k);
-  }
-  if (key == "top_p") {
-    SMOE_RETURN_IF_ERROR(
-        GetJsonDouble(key, v, 0, 1, &e.student_sampling.top_p));
-    return e.student_sampling.top_p > 0
-               ? absl::OkStatus()
-               : JsonParamError(key, v, "must be in (0, 1]");
-  }
-  if (key == "filter_explicit_name") {
-    return GetJsonBool(key, v, &e.filter_explicit_name);
-  }
-  if (key == "skills_path") return GetJsonString(key, v, &c->skills_path);
-  if (key == "topics_path") return GetJsonString(key, v, &c->topics_path);
-  if (key == "student_system_prompt") {
-    return GetJsonString(key, v, &e.student_system_prompt);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown parameter \"", key, "\" (value ", v.dump(), ")"));
+  SMOE_RETURN_IF_ERROR(trials::CheckTrialParam(trials::SkillMixKind(), key, v));
+  if (key == "model") *has_model = true;
+  return Bind(key, v, c);
 }
 
 }  // namespace

@@ -5,29 +5,9 @@
 // TRIAL.json of kind "skillmix" (docs/trainer-protocol.md): one Skill-Mix
 // evaluation of a Mixtral-format model at one (EPT, k_skills). Torch-free.
 //
-// Accepted `params` keys (defaults in brackets):
-//   model (required) model directory (config.json + safetensors + tokenizer)
-//   ept [0 = the model's num_experts_per_tok] 0..64
-//   k_skills [2] 1..10, num_combinations [100] 1..100000,
-//   num_generations [3] 1..16, num_gradings [3] 1..16,
-//   combos_seed [10] >= 0, exp_path ["test"],
-//   generation_prompt [default] (default, llama_k_greater_2),
-//   grader [openai] (openai, local),
-//   grader_model [gpt-4]: the API model name (openai) or a model directory
-//     (local),
-//   grader_base_url [https://api.openai.com/v1],
-//   grader_api_key_env [OPENAI_API_KEY]: name of the environment variable
-//     holding the key ("" = no Authorization header); never the key itself,
-//   grader_prompt_kind [gpt] (gpt, llama), grader_max_new_tokens [512],
-//   grader_temperature [1.0] (the API default the reference used),
-//   grader_ept [0 = model default] (local grader only),
-//   grader_requests_per_second [2] (<= 0 unlimited),
-//   grader_cache_dir ["" = WORKDIR/grader_cache],
-//   max_new_tokens [512] 1..32768, temperature [0.7] 0..10, top_k [50] >= 0,
-//   top_p [1.0] (0, 1], device [cuda] (cpu, cuda),
-//   filter_explicit_name [false], skills_path [""], topics_path [""] (""
-//   = the released 10 skills / 10 topics built into the binary),
-//   student_system_prompt [""].
+// The accepted `params`, their ranges and defaults are the table in
+// trials/skillmix_params.cc (`smoe params skillmix` prints it); the struct
+// defaults below are the table's (tests/trials/trial_params_test.cc).
 // Top level: sweep_id, trial_id, attempt, kind ("skillmix"), seed (>= 0: the
 // student's and local grader's sampling seed), params.
 #ifndef SMOE_WORKER_TRAINER_SKILLMIX_CONFIG_H_

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "trials/events.h"
 #include "worker/eval/skillmix/data.h"
 #include "worker/eval/skillmix/metrics.h"
 #if SMOE_SKILLMIX_HAVE_HTTP
@@ -92,10 +94,8 @@ absl::StatusOr<skillmix::SkillMixResult> RunSkillMixTrial(
     return absl::InternalError(absl::StrCat(
         "cannot create work dir '", options.workdir, "': ", ec.message()));
   }
-  auto emit = [&](const json& ev) {
-    if (options.emit) {
-      options.emit(ev.dump(-1, ' ', false, json::error_handler_t::replace));
-    }
+  auto emit = [&](const std::string& line) {  // one trials/events.h line
+    if (options.emit) options.emit(line);
   };
 
   SMOE_ASSIGN_OR_RETURN(skillmix::SkillCatalog catalog, LoadCatalog(config));
@@ -154,7 +154,7 @@ absl::StatusOr<skillmix::SkillMixResult> RunSkillMixTrial(
 
   int last_done = -1;
   auto progress = [&](const skillmix::SkillMixProgress& p) {
-    emit({{"event", "progress"}, {"step", p.done}, {"total", p.total}});
+    emit(trials::ProgressEvent(p.done, p.total));
     if (p.done == last_done) return;
     const bool new_work = last_done >= 0;  // not the initial (resume) call
     last_done = p.done;
@@ -163,13 +163,13 @@ absl::StatusOr<skillmix::SkillMixResult> RunSkillMixTrial(
       for (const std::string& name :
            {absl::StrCat("skillmix/", it.key()),
             absl::StrCat("skillmix/k", eval.k_skills, "/", it.key())}) {
-        emit({{"event", "metric"},
-              {"step", p.done},
-              {"name", name},
-              {"value", it.value()}});
+        emit(trials::MetricEvent(
+            p.done, name,
+            it.value().is_number() ? it.value().get<double>()
+                                   : std::numeric_limits<double>::quiet_NaN()));
       }
     }
-    if (new_work) emit({{"event", "checkpoint"}, {"step", p.done}});
+    if (new_work) emit(trials::CheckpointEvent(p.done));
   };
   auto should_stop = [&] {
     return options.stop != nullptr && options.stop->load();
@@ -188,7 +188,7 @@ absl::StatusOr<skillmix::SkillMixResult> RunSkillMixTrial(
                   {"resumed", result.resumed}};
   std::ofstream(SkillMixResultPath(options.workdir))
       << summary.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
-  emit({{"event", "result"}, {"metrics", metrics}});
+  emit(trials::ResultEvent(metrics));
   return result;
 }
 

@@ -2,126 +2,64 @@
 #include "worker/trainer/train_config.h"
 
 #include <cmath>
-#include <functional>
-#include <limits>
-#include <map>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "worker/trainer/json_params.h"
+#include "trials/params.h"
 #include "worker/trainer/trial_envelope.h"
 
 namespace smoe::trainer {
 namespace {
 
 using json = nlohmann::json;
+using trials::Set;
+using trials::SetEnum;
+
+// Binds one checked param (trials/sraven_params.cc) to its field. Every
+// table entry has a line here (tests/trials/trial_params_test.cc).
+absl::Status Bind(const std::string& key, const json& v, TrainConfig* c) {
+  model::ModelConfig& m = c->model;
+  if (key == "M") return Set(v, &m.num_features);
+  if (key == "num_rules") return Set(v, &c->num_rules);
+  if (key == "frac_ood") return Set(v, &c->frac_ood);
+  if (key == "shared_stream") return Set(v, &c->shared_stream);
+  if (key == "num_experts") return Set(v, &m.num_experts);
+  if (key == "top_k") return Set(v, &m.top_k);
+  if (key == "router") return SetEnum(v, &model::ParseRouterKind, &m.router);
+  if (key == "gating") return SetEnum(v, &model::ParseGating, &m.gating);
+  if (key == "dispatch") {
+    return SetEnum(v, &model::ParseDispatch, &m.dispatch);
+  }
+  if (key == "soft_slots") return Set(v, &m.soft_slots_per_expert);
+  if (key == "load_balance_alpha") return Set(v, &m.load_balance_alpha);
+  if (key == "attention") {
+    return SetEnum(v, &model::ParseAttentionKind, &m.attention);
+  }
+  if (key == "attention_dropout") return Set(v, &m.attention_dropout);
+  if (key == "width") return Set(v, &m.width);
+  if (key == "depth") return Set(v, &m.depth);
+  if (key == "steps") return Set(v, &c->steps);
+  if (key == "batch_size") return Set(v, &c->batch_size);
+  if (key == "lr") return Set(v, &c->lr);
+  if (key == "weight_decay") return Set(v, &c->weight_decay);
+  if (key == "warmup") return Set(v, &c->warmup);
+  if (key == "eval_every") return Set(v, &c->eval_every);
+  if (key == "num_eval") return Set(v, &c->num_eval);
+  if (key == "log_every") return Set(v, &c->log_every);
+  if (key == "checkpoint_every") return Set(v, &c->checkpoint_every);
+  if (key == "device") return Set(v, &c->device);
+  if (key == "bf16") return Set(v, &c->bf16);
+  if (key == "ep_size") return Set(v, &c->ep_size);
+  return absl::InternalError(absl::StrCat(
+      "parameter \"", key,
+      "\" is in trials/sraven_params.cc but the trainer does not read it"));
+}
 
 absl::Status ApplyParam(const std::string& key, const json& v, TrainConfig* c) {
-  model::ModelConfig& m = c->model;
-  constexpr int64_t kMaxI = std::numeric_limits<int64_t>::max() / 4;
-  if (key == "M") {
-    return GetJsonInt(key, v, 1, 8, kSravenIntRules, &m.num_features);
-  }
-  if (key == "top_k") {
-    return GetJsonInt(key, v, 1, 1024, kSravenIntRules, &m.top_k);
-  }
-  if (key == "num_experts") {
-    return GetJsonInt(key, v, 1, 1024, kSravenIntRules, &m.num_experts);
-  }
-  if (key == "attention") {
-    return GetJsonEnum(key, v, &model::ParseAttentionKind, &m.attention);
-  }
-  if (key == "router") {
-    return GetJsonEnum(key, v, &model::ParseRouterKind, &m.router);
-  }
-  if (key == "gating") {
-    return GetJsonEnum(key, v, &model::ParseGating, &m.gating);
-  }
-  if (key == "dispatch") {
-    return GetJsonEnum(key, v, &model::ParseDispatch, &m.dispatch);
-  }
-  if (key == "steps") {
-    return GetJsonInt(key, v, 1, kMaxI, kSravenIntRules, &c->steps);
-  }
-  if (key == "batch_size") {
-    return GetJsonInt(key, v, 1, 65536, kSravenIntRules, &c->batch_size);
-  }
-  if (key == "lr") {
-    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &c->lr));
-    return c->lr > 0 ? absl::OkStatus() : JsonParamError(key, v, "must be > 0");
-  }
-  if (key == "weight_decay") {
-    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &c->weight_decay));
-    return c->weight_decay >= 0 ? absl::OkStatus()
-                                : JsonParamError(key, v, "must be >= 0");
-  }
-  if (key == "warmup") {
-    return GetJsonInt(key, v, 0, kMaxI, kSravenIntRules, &c->warmup);
-  }
-  if (key == "width") {
-    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &m.width));
-    const double w16 = 16 * m.width;
-    if (!(m.width > 0) || w16 > 4096 ||
-        std::fabs(w16 - std::round(w16)) > 1e-9) {
-      return JsonParamError(key, v,
-                            "must be positive with 16*width an integer");
-    }
-    return absl::OkStatus();
-  }
-  if (key == "depth") {
-    return GetJsonInt(key, v, 1, 256, kSravenIntRules, &m.depth);
-  }
-  if (key == "eval_every") {
-    return GetJsonInt(key, v, 1, kMaxI, kSravenIntRules, &c->eval_every);
-  }
-  if (key == "num_eval") {
-    return GetJsonInt(key, v, 1, kMaxI, kSravenIntRules, &c->num_eval);
-  }
-  if (key == "checkpoint_every") {
-    return GetJsonInt(key, v, 1, kMaxI, kSravenIntRules, &c->checkpoint_every);
-  }
-  if (key == "log_every") {
-    return GetJsonInt(key, v, 1, kMaxI, kSravenIntRules, &c->log_every);
-  }
-  if (key == "device") {
-    SMOE_RETURN_IF_ERROR(GetJsonString(key, v, &c->device));
-    return c->device == "cpu" || c->device == "cuda"
-               ? absl::OkStatus()
-               : JsonParamError(key, v, "must be cpu or cuda");
-  }
-  if (key == "bf16") return GetJsonBool(key, v, &c->bf16);
-  if (key == "load_balance_alpha") {
-    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &m.load_balance_alpha));
-    return m.load_balance_alpha >= 0 ? absl::OkStatus()
-                                     : JsonParamError(key, v, "must be >= 0");
-  }
-  if (key == "num_rules") {
-    return GetJsonInt(key, v, 1, 8, kSravenIntRules, &c->num_rules);
-  }
-  if (key == "frac_ood") {
-    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &c->frac_ood));
-    return c->frac_ood >= 0 && c->frac_ood < 1
-               ? absl::OkStatus()
-               : JsonParamError(key, v, "must be in [0, 1)");
-  }
-  if (key == "shared_stream") return GetJsonBool(key, v, &c->shared_stream);
-  if (key == "soft_slots") {
-    return GetJsonInt(key, v, 1, 1024, kSravenIntRules,
-                      &m.soft_slots_per_expert);
-  }
-  if (key == "ep_size") {
-    return GetJsonInt(key, v, 1, 64, kSravenIntRules, &c->ep_size);
-  }
-  if (key == "attention_dropout") {
-    SMOE_RETURN_IF_ERROR(GetJsonFiniteDouble(key, v, &m.attention_dropout));
-    return m.attention_dropout >= 0 && m.attention_dropout < 1
-               ? absl::OkStatus()
-               : JsonParamError(key, v, "must be in [0, 1)");
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown parameter \"", key, "\" (value ", v.dump(), ")"));
+  SMOE_RETURN_IF_ERROR(trials::CheckTrialParam(trials::SravenKind(), key, v));
+  return Bind(key, v, c);
 }
 
 }  // namespace

@@ -3,26 +3,13 @@
 // File: worker/trainer/train_config.h
 //
 // One SRAVEN trial's resolved configuration, parsed from TRIAL.json
-// (shared/specs/trainer-protocol.md), and the learning-rate schedule. No
-// LibTorch here.
+// (docs/trainer-protocol.md), and the learning-rate schedule. No LibTorch
+// here.
 //
-// Accepted `params` keys (defaults in brackets; spec sraven.md 2.3 / 5):
-//   M [4] 1..8, top_k [2] 1..num_experts, num_experts [8] 1..1024,
-//   attention [softmax] (softmax, linear, hyla, linear_rms_head,
-//     hyla_no_rms_head, hyla_mlp_linear, hyla_mlp_linear_no_rms_head,
-//     softmax_hyla), router [topk] (topk, soft),
-//   gating [topk_then_softmax] (topk_then_softmax, softmax_then_topk),
-//   steps [156250] >= 1, batch_size [128] 1..65536, lr [0.001] > 0,
-//   weight_decay [0.1] >= 0, warmup [1000] >= 0, width [1] (16*width a
-//   positive integer), depth [4] 1..256, eval_every [10000] >= 1,
-//   num_eval [51200] >= 1, checkpoint_every [5000] >= 1, device [cpu]
-//   (cpu, cuda), bf16 [false] (bf16 autocast, cpu or cuda), load_balance_alpha
-//   [0]
-//   >= 0, num_rules [8] 1..8, frac_ood [0.25] [0, 1), shared_stream [false].
-// Extras: dispatch [gather] (gather, dense), soft_slots [1] 1..1024,
-//   log_every [1000] >= 1 (train/loss + progress cadence),
-//   attention_dropout [0.1] [0, 1), ep_size [1] 1..64 (dividing num_experts
-//   and batch_size; router topk; when absent, SMOE_WORLD_SIZE decides).
+// The accepted `params`, their ranges and defaults are the table in
+// trials/sraven_params.cc (`smoe params sraven` prints it); ParseTrialJson
+// checks each value against it and binds it to its field. The struct
+// defaults below are the table's (tests/trials/trial_params_test.cc).
 // Top level: sweep_id, trial_id (strings), attempt (int), kind ("sraven"),
 //   seed (int >= 0, default 0), params (object). Anything else is an error.
 #ifndef SMOE_WORKER_TRAINER_TRAIN_CONFIG_H_
@@ -81,7 +68,8 @@ absl::StatusOr<TrialSpec> ParseTrialJson(absl::string_view text);
 absl::Status ValidateTrainConfig(const TrainConfig& config);
 
 // Learning rate for the update with 0-based index `step` (optax
-// warmup_cosine_decay_schedule(0, lr, W, S - W, 0.1 lr), spec 2.3):
+// warmup_cosine_decay_schedule(0, lr, W, S - W, 0.1 lr), docs/sraven.md
+// "Training"):
 //   step < W:        lr * step / W   (the first update has lr 0)
 //   W <= step:       lr * (0.1 + 0.9 * 0.5 * (1 + cos(pi * min(step - W,
 //                    S - 2W) / (S - 2W))))

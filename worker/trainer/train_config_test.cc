@@ -70,8 +70,8 @@ TEST(TrainConfigTest, Bf16IsAllowedOnCpuAndCuda) {
   }
 }
 
-// kind sraven reads integers by kSravenIntRules (json_params.h): integral
-// floats count, anything else is named.
+// kind sraven reads integers with integral floats allowed
+// (trials::TrialKind::integral_floats); anything else is named.
 TEST(TrainConfigTest, IntegersMayBeWrittenAsIntegralFloats) {
   auto spec = ParseTrialJson(
       R"({"kind": "sraven", "params": {"steps": 2e3, "M": 3.0}})");

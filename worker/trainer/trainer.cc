@@ -22,6 +22,7 @@
 #include "common/status_macros.h"
 #include "kernels/all_to_all/nccl_communicator.h"
 #include "nlohmann/json.hpp"
+#include "trials/events.h"
 #include "worker/data/sraven/sraven.h"
 #include "worker/model/autocast.h"
 #include "worker/model/expert_parallel.h"
@@ -42,14 +43,12 @@ constexpr int kCheckpointVersion = 1;
 class Emitter {
  public:
   explicit Emitter(EventSink* sink) : sink_(sink) {}
-  void Emit(const json& j) {
-    if (sink_ != nullptr) sink_->Emit(j.dump());
+  // One line of trials/events.h.
+  void Emit(const std::string& line) {
+    if (sink_ != nullptr) sink_->Emit(line);
   }
   void Metric(int64_t step, const std::string& name, double value) {
-    Emit({{"event", "metric"},
-          {"step", step},
-          {"name", name},
-          {"value", value}});
+    Emit(trials::MetricEvent(step, name, value));
   }
 
  private:
@@ -440,7 +439,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
   auto checkpoint = [&]() -> absl::Status {
     flush_window();
     SMOE_RETURN_IF_ERROR(SaveState(ckpt_path, c, s, opt, cm));
-    emit.Emit({{"event", "checkpoint"}, {"step", s.step}});
+    emit.Emit(trials::CheckpointEvent(s.step));
     return absl::OkStatus();
   };
 
@@ -538,7 +537,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
       s.last_train_loss = s.window_sum / static_cast<double>(s.window_n);
       s.window_sum = 0;
       s.window_n = 0;
-      emit.Emit({{"event", "progress"}, {"step", s.step}, {"total", c.steps}});
+      emit.Emit(trials::ProgressEvent(s.step, c.steps));
       emit.Metric(s.step, "train/loss", s.last_train_loss);
       emit.Metric(s.step, "train/lr", LearningRate(c, s.step - 1));
     }
@@ -563,16 +562,15 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
   r.steps_per_s = train_seconds > 0 ? trained_here / train_seconds : 0.0;
   r.tokens_per_s = r.steps_per_s * static_cast<double>(tokens_per_step);
   auto j = [](double v) { return std::isnan(v) ? json(nullptr) : json(v); };
-  emit.Emit({{"event", "result"},
-             {"metrics",
-              {{"test_acc", j(r.test_acc)},
-               {"ood_acc", j(r.ood_acc)},
-               {"test_acc_per_feature", j(r.test_acc_per_feature)},
-               {"ood_acc_per_feature", j(r.ood_acc_per_feature)},
-               {"train_loss", j(r.train_loss)},
-               {"steps", r.steps},
-               {"steps_per_s", r.steps_per_s},
-               {"tokens_per_s", r.tokens_per_s}}}});
+  emit.Emit(
+      trials::ResultEvent({{"test_acc", j(r.test_acc)},
+                           {"ood_acc", j(r.ood_acc)},
+                           {"test_acc_per_feature", j(r.test_acc_per_feature)},
+                           {"ood_acc_per_feature", j(r.ood_acc_per_feature)},
+                           {"train_loss", j(r.train_loss)},
+                           {"steps", r.steps},
+                           {"steps_per_s", r.steps_per_s},
+                           {"tokens_per_s", r.tokens_per_s}}));
   return r;
 }
 

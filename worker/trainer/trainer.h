@@ -2,8 +2,8 @@
 //
 // File: worker/trainer/trainer.h
 //
-// The SRAVEN training loop behind `smoe-trainer run` (spec sraven.md 1.6,
-// 1.7, 2.3 and trainer-protocol.md). No LibTorch in this header.
+// The SRAVEN training loop behind `smoe-trainer run` (docs/sraven.md 1.4,
+// 1.5 and 4; docs/trainer-protocol.md). No LibTorch in this header.
 //
 // Determinism: the model is initialised from torch's generator seeded with a
 // function of config.seed; before update `s` (0-based) the generator is
@@ -26,8 +26,8 @@
 //   checkpoint every checkpoint_every updates, at the end, and on stop
 //   result     exactly once, after the final eval (emitted by RunTraining)
 // Evaluation runs after the first update (the original's "step 0" eval,
-// spec 1.7), after update s when s % eval_every == 0, and when s == steps, on
-// num_eval problems of the test and of the OOD split (eval mode: no
+// docs/sraven.md 4), after update s when s % eval_every == 0, and when s ==
+// steps, on num_eval problems of the test and of the OOD split (eval mode: no
 // dropout; Soft MoE uses Algorithm 1 when top_k < num_experts).
 #ifndef SMOE_WORKER_TRAINER_TRAINER_H_
 #define SMOE_WORKER_TRAINER_TRAINER_H_

@@ -2,11 +2,23 @@
 #include "worker/trainer/trial_envelope.h"
 
 #include "absl/strings/str_cat.h"
-#include "worker/trainer/json_params.h"
+#include "trials/params.h"
 
 namespace smoe::trainer {
 
 using json = nlohmann::json;
+using trials::JsonParamError;
+
+namespace {
+
+absl::Status GetString(const std::string& key, const json& v,
+                       std::string* out) {
+  if (!v.is_string()) return JsonParamError(key, v, "must be a string");
+  *out = v.get<std::string>();
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<TrialEnvelope> ParseTrialEnvelope(absl::string_view text) {
   const json j = json::parse(text.begin(), text.end(), nullptr,
@@ -23,11 +35,11 @@ absl::StatusOr<TrialEnvelope> ParseTrialEnvelope(absl::string_view text) {
     const json& v = it.value();
     absl::Status s;
     if (key == "sweep_id") {
-      s = GetJsonString(key, v, &e.sweep_id);
+      s = GetString(key, v, &e.sweep_id);
     } else if (key == "trial_id") {
-      s = GetJsonString(key, v, &e.trial_id);
+      s = GetString(key, v, &e.trial_id);
     } else if (key == "kind") {
-      s = GetJsonString(key, v, &e.kind);
+      s = GetString(key, v, &e.kind);
     } else if (key == "attempt") {
       if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
           v.get<int64_t>() > (int64_t{1} << 30)) {

@@ -3,15 +3,15 @@
 // File: worker/data/sraven/sraven.h
 //
 // The deterministic SRAVEN generator (symbolic Raven's progressive matrices),
-// exactly per shared/specs/sraven.md section 1.
+// exactly per docs/sraven.md section 1.
 //
 // A problem is a 3x3 grid of panels; each panel holds M features, each an
-// integer in [0, F). Every feature follows one of R rules (spec 1.2) row by
-// row. The multiset of rules of a problem is its "latent"; a seeded 25% of all
-// C(R+M-1, M) latents is held out as the OOD split (spec 1.3). Feature slots
-// are shuffled independently per column, consistently down the rows (spec
-// 1.4). The model sees 8*M one-hot context tokens and M all-zero query tokens
-// and predicts the M (shuffled) values of panel (2, 2) (spec 1.5).
+// integer in [0, F). Every feature follows one of R rules (1.1) row by row.
+// The multiset of rules of a problem is its "latent"; a seeded 25% of all
+// C(R+M-1, M) latents is held out as the OOD split (1.2). Feature slots are
+// shuffled independently per column, consistently down the rows (1.3). The
+// model sees 8*M one-hot context tokens and M all-zero query tokens and
+// predicts the M (shuffled) values of panel (2, 2) (1.4).
 //
 // Determinism contract. Everything is drawn with smoe::Rng (common/rng.h),
 // whose integer outputs are bit-identical on every platform, so a config
@@ -30,7 +30,7 @@
 //       3. if permute_features: for column c = 0,1,2 a Permutation(M).
 //   * Stream ids: train = kTrainStream, test = kTestStream, ood =
 //     kOodStream. With shared_stream = true all three use kTrainStream (the
-//     original code's quirk, spec 1.7): test batch b is then bit-identical to
+//     original code's quirk, 1.5): test batch b is then bit-identical to
 //     train batch b, and ood batch b uses the same draws on the OOD list.
 // Changing any of this changes every golden sample (testdata/) and every
 // experiment's data, so treat it as a wire format.
@@ -48,8 +48,8 @@
 
 namespace smoe::sraven {
 
-// Rules in spec 1.2 order (the original `jax.lax.switch` order). A rule index
-// is the enumerator's value.
+// Rules in docs/sraven.md 1.1 order (the original `jax.lax.switch` order). A
+// rule index is the enumerator's value.
 enum Rule : int {
   kConstant = 0,           // V[r] = (s_r, s_r, s_r)
   kProgressionPlus1 = 1,   // V[r][c] = (s_r + c) mod F
@@ -89,7 +89,7 @@ inline constexpr uint64_t kOodStream = 3;
 struct SravenConfig {
   int num_features = 4;    // M, the difficulty; 1..8
   int num_values = 8;      // F; kMinValues..kMaxValues
-  int num_rules = 8;       // R: the first R rules in spec order; 1..8
+  int num_rules = 8;       // R: the first R rules in rule order; 1..8
   double frac_ood = 0.25;  // [0, 1); floor(frac_ood * N) latents held out
   bool permute_features = true;
   uint64_t seed = 0;  // run seed: selects the OOD split and all streams

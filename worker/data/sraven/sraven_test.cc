@@ -22,8 +22,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // ---------------------------------------------------------------------------
-// An independent checker of spec 1.2, written from the spec text, not from
-// sraven.cc: does one feature's 3x3 grid v[r][c] obey `rule`?
+// An independent checker of docs/sraven.md 1.1, written from the rule table,
+// not from sraven.cc: does one feature's 3x3 grid v[r][c] obey `rule`?
 
 int PyMod(int x, int n) { return ((x % n) + n) % n; }
 
@@ -291,8 +291,8 @@ TEST(LatentTest, OodSplitDependsOnSeedOnly) {
 }
 
 TEST(LatentTest, EveryRuleAppearsInTraining) {
-  // Spec 1.3: 120 of 330 multisets contain a given rule, more than the 82
-  // held out, so every rule is in the training set for every seed.
+  // docs/sraven.md 1.2: 120 of 330 multisets contain a given rule, more than
+  // the 82 held out, so every rule is in the training set for every seed.
   for (uint64_t seed = 0; seed < 20; ++seed) {
     const Generator gen = MustCreate(Config(4, seed));
     std::set<int> seen;
@@ -570,7 +570,7 @@ TEST(StreamTest, SharedStreamReproducesTheOriginalQuirk) {
 }
 
 // ---------------------------------------------------------------------------
-// Batches (spec 1.5).
+// Batches (docs/sraven.md 1.4).
 
 TEST(BatchTest, OneHotLayoutAndTargets) {
   for (int M : {1, 4, 8}) {
@@ -614,7 +614,7 @@ TEST(BatchTest, ProblemsDoNotDependOnBatchSize) {
 }
 
 // ---------------------------------------------------------------------------
-// Uniformity of latent sampling (spec 1.3: uniform over the split's
+// Uniformity of latent sampling (docs/sraven.md 1.2: uniform over the split's
 // multisets, with replacement).
 
 TEST(UniformityTest, LatentSamplingIsUniformOverTheSplit) {

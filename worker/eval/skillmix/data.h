@@ -2,10 +2,10 @@
 //
 // File: worker/eval/skillmix/data.h
 //
-// Skill-Mix data (shared/specs/skillmix.md sections 1.3 and 1.4): the skills
-// and topics, loaded from the reference release's formats (skills.csv,
-// topics.txt) or from the JSON copies in shared/skillmix (skills.json,
-// topics.json, combos_seed10.json), and the reference combination sampler.
+// Skill-Mix data (docs/skillmix.md sections 1.1 and 1.2): the skills and
+// topics, loaded from the reference release's formats (skills.csv,
+// topics.txt) or from JSON copies like testdata/ (skills.json, topics.json,
+// combos_seed10.json), and the reference combination sampler.
 //
 // Strings are kept byte for byte (UTF-8): skill names are whitespace-stripped
 // like the reference's row['skill'].strip(); definitions and examples are not
@@ -66,7 +66,7 @@ struct Combination {
 // as in the reference's get_skills_dict. Errors: InvalidArgument naming the
 // line for malformed CSV, a missing column, an empty or duplicate skill.
 absl::StatusOr<SkillCatalog> ParseSkillsCsv(absl::string_view csv);
-// shared/skillmix/skills.json: {"skills": [{skill, category, definition,
+// testdata/skills.json: {"skills": [{skill, category, definition,
 // example, status?}, ...]} (same status filter).
 absl::StatusOr<SkillCatalog> ParseSkillsJson(absl::string_view json);
 // Dispatches on the file extension (.csv or .json); NotFound if unreadable.
@@ -74,7 +74,7 @@ absl::StatusOr<SkillCatalog> LoadSkills(const std::string& path);
 
 // topics.txt: one topic per line (lines stripped; empty lines skipped).
 std::vector<std::string> ParseTopicsTxt(absl::string_view text);
-// shared/skillmix/topics.json: {"topics": ["Sewing", ...]}.
+// testdata/topics.json: {"topics": ["Sewing", ...]}.
 absl::StatusOr<std::vector<std::string>> ParseTopicsJson(
     absl::string_view json);
 // Dispatches on the extension (.txt or .json).
@@ -92,7 +92,7 @@ absl::StatusOr<std::vector<Combination>> DrawCombinations(
     const std::vector<std::string>& topics, int k, int n, int64_t seed,
     absl::string_view exp_path = "test");
 
-// shared/skillmix/combos_seed10.json: combos[n][k] = [{topic, skills}, ...].
+// testdata/combos_seed10.json: combos[n][k] = [{topic, skills}, ...].
 // NotFound if the file has no list for (n, k).
 absl::StatusOr<std::vector<Combination>> ParseCombosJson(absl::string_view json,
                                                          int n, int k);

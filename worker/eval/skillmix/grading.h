@@ -2,7 +2,7 @@
 //
 // File: worker/eval/skillmix/grading.h
 //
-// Turning a grader's reply into points (shared/specs/skillmix.md 1.7), as the
+// Turning a grader's reply into points (docs/skillmix.md 1.5, 1.6), as the
 // reference implementation does (task.py get_score/get_score_alt,
 // utils.create_output_dict/manually_extract_points/count_num_sentences,
 // aggregate_metrics.py):
@@ -43,9 +43,9 @@ struct ParsedGrade {
   double extracted_score = 0.0;
 };
 
-// The 'gpt' table parser (spec 1.7.1).
+// The 'gpt' table parser (docs/skillmix.md 1.5).
 ParsedGrade ParseGradeTable(absl::string_view output);
-// The 'llama' marker parser (spec 1.7.2).
+// The 'llama' marker parser (docs/skillmix.md 1.5).
 ParsedGrade ParseGradeMarkers(absl::string_view output);
 // Dispatch on the grading prompt kind (kGpt: table, kLlama: markers).
 ParsedGrade ParseGrade(GradingPrompt prompt, absl::string_view output);
@@ -54,10 +54,10 @@ ParsedGrade ParseGrade(GradingPrompt prompt, absl::string_view output);
 // inf/nan, surrounding whitespace); nullopt where Python raises ValueError.
 std::optional<double> PyFloat(absl::string_view s);
 
-// utils.count_num_sentences (spec 1.7.4): 1 + the number of non-overlapping
-// matches of [.!?]['"]* ['"]*[A-Z] after the "Mr. "/"Mrs. "/"Ms. "/"Dr. "/
-// "Prof. " regex substitutions (in which '.' matches any character except a
-// newline). An empty text counts as 1.
+// utils.count_num_sentences (docs/skillmix.md 1.6): 1 + the number of
+// non-overlapping matches of [.!?]['"]* ['"]*[A-Z] after the "Mr. "/"Mrs. "/
+// "Ms. "/"Dr. "/"Prof. " regex substitutions (in which '.' matches any
+// character except a newline). An empty text counts as 1.
 int CountSentences(absl::string_view text);
 
 // The k+3 points that enter the metrics (aggregate_metrics.py): an empty list
@@ -65,7 +65,8 @@ int CountSentences(absl::string_view text);
 // then the last point is overwritten with [CountSentences(answer) <=
 // NumSentences(k)]. With filter_explicit_name, skill point i is zeroed when
 // skill i's name (lower-cased, cut at the first '(' and stripped) occurs in
-// the lower-cased answer (spec 1.7.5; off by default, as in the reference).
+// the lower-cased answer (docs/skillmix.md 1.6; off by default, as in the
+// reference).
 // REQUIRES: k >= 1 and skills.size() == k when filter_explicit_name.
 std::vector<double> FinalPoints(const std::vector<double>& parsed, int k,
                                 absl::string_view answer,

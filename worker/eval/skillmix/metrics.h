@@ -2,7 +2,7 @@
 //
 // File: worker/eval/skillmix/metrics.h
 //
-// Skill-Mix aggregation (shared/specs/skillmix.md 1.8, the reference's
+// Skill-Mix aggregation (docs/skillmix.md 1.6, the reference's
 // aggregate_metrics.py): majority vote per point over grading rounds, one
 // score per generation round, max (or mean) over generation rounds, then
 // mean ± standard error (std with ddof = 1, / sqrt(n)) over combinations.

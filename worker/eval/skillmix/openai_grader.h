@@ -4,7 +4,7 @@
 //
 // A ChatModel over an OpenAI-compatible chat-completions endpoint
 // (POST {base_url}/chat/completions; OpenAI, vLLM, llama.cpp server, ...),
-// used as the Skill-Mix grader (shared/specs/skillmix.md 1.6: GPT-4, system
+// used as the Skill-Mix grader (docs/skillmix.md 1.4: GPT-4, system
 // message "You are a helpful assistant.", n = 3 gradings per request).
 //
 //   * Identical conversations in one Complete() batch are sent as one request

@@ -2,7 +2,7 @@
 //
 // File: worker/eval/skillmix/pipeline.h
 //
-// One Skill-Mix evaluation at one k (shared/specs/skillmix.md 1.4-1.8):
+// One Skill-Mix evaluation at one k (docs/skillmix.md part 1):
 // for every combination, num_generations two-turn student conversations,
 // num_gradings gradings of each extracted answer, majority vote per point,
 // max over generations, mean ± s.e. over combinations.

@@ -12,7 +12,7 @@ namespace smoe::skillmix {
 namespace {
 
 // Verbatim from github.com/LeoYu/skill-mix prompts/ (commit 1cd6880), as
-// copied into shared/skillmix/prompts.json; prompts_test checks equality.
+// copied into testdata/prompts.json; prompts_test checks equality.
 constexpr char kGenerationDefaultTurn1[] =
     "Greetings! I am interested in natural language processing and I was "
     "wondering if you could help me generate an example of text that "

@@ -2,8 +2,8 @@
 //
 // File: worker/eval/skillmix/prompts.h
 //
-// The Skill-Mix prompts and answer extraction (shared/specs/skillmix.md
-// sections 1.5 and 1.6), byte for byte as in the reference implementation
+// The Skill-Mix prompts and answer extraction (docs/skillmix.md sections 1.3
+// and 1.4), byte for byte as in the reference implementation
 // (github.com/LeoYu/skill-mix, prompts/ at commit 1cd6880): the two-turn
 // student conversation, the grading prompt ('gpt' table or 'llama' markers),
 // and the text that gets graded.
@@ -30,7 +30,8 @@ enum class GenerationPrompt {
   kDefault,         // "default": improve it, at most n sentences
   kLlamaKGreater2,  // "llama_k_greater_2": possibly improve and shorten it
 };
-// Which grading prompt and parser (prompts/grade/*.json, spec 1.7).
+// Which grading prompt and parser (prompts/grade/*.json, docs/skillmix.md
+// 1.4 and 1.5).
 enum class GradingPrompt {
   kGpt,    // rubric table, "Correctly illustrates", markdown-table parser
   kLlama,  // "Point earned:" markers, "Contains", marker parser

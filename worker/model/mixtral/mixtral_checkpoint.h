@@ -2,7 +2,7 @@
 //
 // File: worker/model/mixtral/mixtral_checkpoint.h
 //
-// Mixtral checkpoints on disk (HF layout, shared/specs/skillmix.md 2.6):
+// Mixtral checkpoints on disk (HF layout, docs/skillmix.md 2.3):
 //   DIR/config.json
 //   DIR/model.safetensors                      one file, or
 //   DIR/model-0000i-of-0000n.safetensors       shards listed in

@@ -3,7 +3,7 @@
 // File: worker/model/mixtral/mixtral_config.h
 //
 // The Hugging Face `config.json` of a Mixtral-format checkpoint
-// (shared/specs/skillmix.md section 2.5), parsed and validated, and written
+// (docs/skillmix.md section 2.2), parsed and validated, and written
 // back in HF's own layout (the key set and values MixtralConfig.to_dict()
 // produces for Mixtral-8x7B). No LibTorch here.
 //

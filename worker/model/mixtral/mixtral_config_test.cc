@@ -35,7 +35,8 @@ TEST(MixtralConfigTest, Mixtral8x7BJsonMatchesHfAndRoundTrips) {
 
 TEST(MixtralConfigTest, ParameterCountsMatchSpec) {
   const MixtralConfig c = MixtralConfig::Mixtral8x7B();
-  // Spec 2.5: total 46.70 B; active 7.24 B at EPT 1 and 12.88 B at EPT 2.
+  // docs/skillmix.md 2.2: total 46.70 B; active 7.24 B at EPT 1 and 12.88 B
+  // at EPT 2.
   EXPECT_NEAR(c.TotalParameters() / 1e9, 46.70, 0.005);
   EXPECT_NEAR(c.ActiveParameters(1) / 1e9, 7.24, 0.005);
   EXPECT_NEAR(c.ActiveParameters(2) / 1e9, 12.88, 0.005);

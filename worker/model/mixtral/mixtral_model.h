@@ -3,7 +3,7 @@
 // File: worker/model/mixtral/mixtral_model.h
 //
 // Inference runtime for Mixtral-format sparse MoE language models
-// (shared/specs/skillmix.md sections 2.1, 2.5, 2.6), in LibTorch.
+// (docs/skillmix.md sections 2.1-2.3), in LibTorch.
 //
 // Per layer:  h = x + o_proj(attn(rope(q), rope(k), v)),  x_in = RMSNorm(x)
 //             out = h + MoE(RMSNorm(h))

@@ -3,7 +3,7 @@
 // File: worker/model/mixtral/mixtral_tokenizer.h
 //
 // The Mixtral (Llama/Mistral v1) SentencePiece tokenizer and the
-// Mixtral-8x7B-Instruct-v0.1 chat template (shared/specs/skillmix.md 2.7).
+// Mixtral-8x7B-Instruct-v0.1 chat template (docs/skillmix.md 2.4).
 //
 // Chat template: BOS, then for each message, roles alternating and starting
 // with "user":

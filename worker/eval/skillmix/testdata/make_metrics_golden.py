@@ -4,7 +4,7 @@
 recorded gpt-4 runs (k = 3, generation rounds r2 and r3, 3 grading rounds,
 5 combinations), computed from the *reference parser's* recorded values
 (ref_points_0, ref_true_sentence_lim_pt) with the procedure of
-aggregate_metrics.py (shared/specs/skillmix.md 1.7.3 and 1.8), in float32
+aggregate_metrics.py (docs/skillmix.md 1.6), in float32
 like numpy there. The C++ test recomputes the same numbers from the raw grader
 outputs with our own parser. Usage: python3 make_metrics_golden.py"""
 import json

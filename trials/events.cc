@@ -1,0 +1,96 @@
+// Copyright 2026 SMoE Lab authors.
+#include "trials/events.h"
+
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace smoe::trials {
+namespace {
+
+using json = nlohmann::json;
+
+std::string Line(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// The integer in `j[key]` when it is a number.
+std::optional<int64_t> IntField(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+}  // namespace
+
+std::string ProgressEvent(int64_t step, int64_t total) {
+  return Line({{"event", "progress"}, {"step", step}, {"total", total}});
+}
+
+std::string MetricEvent(int64_t step, absl::string_view name, double value) {
+  return Line({{"event", "metric"},
+               {"step", step},
+               {"name", std::string(name)},
+               {"value", value}});
+}
+
+std::string CheckpointEvent(int64_t step) {
+  return Line({{"event", "checkpoint"}, {"step", step}});
+}
+
+std::string ResultEvent(const json& metrics) {
+  return Line({{"event", "result"}, {"metrics", metrics}});
+}
+
+absl::StatusOr<TrialEvent> EventFromJson(const json& j) {
+  if (!j.is_object() || !j.contains("event") || !j["event"].is_string()) {
+    return absl::NotFoundError("not an event");
+  }
+  const std::string& type = j["event"].get_ref<const std::string&>();
+  TrialEvent e;
+  e.step = IntField(j, "step");
+  if (type == "progress") {
+    e.type = TrialEvent::Type::kProgress;
+    e.total = IntField(j, "total");
+  } else if (type == "checkpoint") {
+    e.type = TrialEvent::Type::kCheckpoint;
+  } else if (type == "result") {
+    e.type = TrialEvent::Type::kResult;
+    if (j.contains("metrics") && j["metrics"].is_object()) {
+      e.metrics = j["metrics"];
+    }
+  } else if (type == "metric") {
+    e.type = TrialEvent::Type::kMetric;
+    if (!e.step.has_value() || *e.step < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metric event: step must be a number >= 0 (", Line(j), ")"));
+    }
+    if (!j.contains("name") || !j["name"].is_string() ||
+        j["name"].get_ref<const std::string&>().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metric event: name must be a non-empty string (", Line(j), ")"));
+    }
+    e.name = j["name"].get<std::string>();
+    if (!j.contains("value") ||
+        !(j["value"].is_number() || j["value"].is_null())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metric event: value must be a number or null (", Line(j), ")"));
+    }
+    e.value = j["value"].is_null() ? std::numeric_limits<double>::quiet_NaN()
+                                   : j["value"].get<double>();
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown event \"", type, "\""));
+  }
+  return e;
+}
+
+absl::StatusOr<TrialEvent> ParseEvent(absl::string_view line) {
+  const json j = json::parse(line.begin(), line.end(), nullptr,
+                             /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::NotFoundError("not JSON");
+  return EventFromJson(j);
+}
+
+}  // namespace smoe::trials
