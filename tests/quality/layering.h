@@ -2,8 +2,9 @@
 //
 // File: tests/quality/layering.h
 //
-// The dependency rule (README, "Dependency rule") as data, and a checker that
-// reads `#include` lines. Used by layering_test over the whole source tree.
+// The dependency rule (docs/development.md, "Dependency rule") as data, and a
+// checker that reads `#include` lines. Used by layering_test over the whole
+// source tree.
 #ifndef SMOE_TESTS_QUALITY_LAYERING_H_
 #define SMOE_TESTS_QUALITY_LAYERING_H_
 

@@ -10,7 +10,7 @@
 //   - the trainer binds every entry to a field (a changed value changes the
 //     parsed config) and its struct defaults are the table's defaults;
 //   - the model's enum names are exactly the table's choices;
-//   - docs/trainer-protocol.md holds FormatMarkdown's tables.
+//   - docs/trainer-protocol.md and README.md hold FormatMarkdown's tables.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -311,32 +311,35 @@ TEST(TrialParamsDefaultsTest, ChoicesAreTheModelsNames) {
   EXPECT_EQ(k.Find("top_k")->int_hi, kernels::kMaxRouterExperts);
 }
 
-// docs/trainer-protocol.md holds `smoe params KIND --markdown` between
-// <!-- BEGIN smoe params KIND --> and <!-- END smoe params KIND -->.
-TEST(TrialParamsDocsTest, TrainerProtocolHoldsTheTables) {
+// docs/trainer-protocol.md and README.md hold `smoe params KIND --markdown`
+// between <!-- BEGIN smoe params KIND --> and <!-- END smoe params KIND -->.
+TEST(TrialParamsDocsTest, TrainerProtocolAndReadmeHoldTheTables) {
   const char* root = std::getenv("SMOE_SOURCE_DIR");
   ASSERT_NE(root, nullptr) << "SMOE_SOURCE_DIR is set by CTest";
-  std::ifstream in(std::string(root) + "/docs/trainer-protocol.md");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string doc = ss.str();
-  ASSERT_FALSE(doc.empty());
-  for (const TrialKind* kind : trials::AllKinds()) {
-    const std::string begin =
-        absl::StrCat("<!-- BEGIN smoe params ", kind->name, " -->\n");
-    const std::string end =
-        absl::StrCat("<!-- END smoe params ", kind->name, " -->");
-    const size_t b = doc.find(begin);
-    const size_t e = doc.find(end);
-    ASSERT_NE(b, std::string::npos) << begin;
-    ASSERT_NE(e, std::string::npos) << end;
-    ASSERT_LT(b, e);
-    const std::string block =
-        doc.substr(b + begin.size(), e - b - begin.size());
-    EXPECT_EQ(block, trials::FormatMarkdown(*kind))
-        << "docs/trainer-protocol.md is stale; replace the " << kind->name
-        << " block with the output of `smoe params " << kind->name
-        << " --markdown`";
+  for (const char* file : {"docs/trainer-protocol.md", "README.md"}) {
+    SCOPED_TRACE(file);
+    std::ifstream in(absl::StrCat(root, "/", file));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string doc = ss.str();
+    ASSERT_FALSE(doc.empty());
+    for (const TrialKind* kind : trials::AllKinds()) {
+      const std::string begin =
+          absl::StrCat("<!-- BEGIN smoe params ", kind->name, " -->\n");
+      const std::string end =
+          absl::StrCat("<!-- END smoe params ", kind->name, " -->");
+      const size_t b = doc.find(begin);
+      const size_t e = doc.find(end);
+      ASSERT_NE(b, std::string::npos) << begin;
+      ASSERT_NE(e, std::string::npos) << end;
+      ASSERT_LT(b, e);
+      const std::string block =
+          doc.substr(b + begin.size(), e - b - begin.size());
+      EXPECT_EQ(block, trials::FormatMarkdown(*kind))
+          << file << " is stale; replace the " << kind->name
+          << " block with the output of `smoe params " << kind->name
+          << " --markdown`";
+    }
   }
 }
 
