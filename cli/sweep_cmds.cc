@@ -112,9 +112,19 @@ json ParseValue(const std::string& s) {
   return s;
 }
 
+// The sweep's state, with what went wrong: "completed, 3 failed" (a sweep
+// whose trials failed is not simply "completed"), "active, unschedulable".
+std::string SweepStateText(const pb::Sweep& s) {
+  std::string text = SweepStateName(s.state());
+  const int bad = s.counts().failed();
+  if (bad > 0) absl::StrAppend(&text, ", ", bad, " failed");
+  if (!s.unschedulable().empty()) absl::StrAppend(&text, ", unschedulable");
+  return text;
+}
+
 void PrintSweepSummary(const pb::Sweep& s, std::ostream& out) {
   out << "sweep " << s.sweep_id() << " (" << s.kind() << ", "
-      << SweepStateName(s.state()) << ", priority " << s.priority() << ")\n";
+      << SweepStateText(s) << ", priority " << s.priority() << ")\n";
   for (const auto& a : s.spec().grid()) {
     std::vector<std::string> vals;
     for (const auto& v : a.values()) vals.push_back(FormatValue(v));
@@ -122,6 +132,9 @@ void PrintSweepSummary(const pb::Sweep& s, std::ostream& out) {
   }
   out << "  seeds: [" << absl::StrJoin(s.spec().seeds(), ", ") << "]\n";
   out << "  " << ProgressLine(s.counts(), 30) << "\n";
+  if (!s.unschedulable().empty()) {
+    out << "  unschedulable: " << s.unschedulable() << "\n";
+  }
 }
 
 }  // namespace
@@ -178,7 +191,7 @@ int ListSweepsCmd(CoordinatorClient& client, std::ostream& out) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : resp.sweeps()) {
     const auto& c = s.counts();
-    rows.push_back({s.sweep_id(), s.kind(), SweepStateName(s.state()),
+    rows.push_back({s.sweep_id(), s.kind(), SweepStateText(s),
                     absl::StrCat(c.total()), absl::StrCat(c.pending()),
                     absl::StrCat(c.running()), absl::StrCat(c.succeeded()),
                     absl::StrCat(c.failed()), absl::StrCat(c.cancelled())});

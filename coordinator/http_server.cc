@@ -61,6 +61,7 @@ json SweepJson(const SweepView& v) {
           {"state", store::SweepStateName(v.record.state)},
           {"priority", v.record.priority},
           {"counts", CountsJson(v.counts)},
+          {"unschedulable", v.unschedulable},
           {"version", v.version},
           {"axes", axes},
           {"fixed", v.spec.fixed},
@@ -741,11 +742,27 @@ struct HttpServer::Impl {
       series[m[i].name] = {{"steps", steps}, {"values", values}, {"count", n}};
       i = j;
     }
+    auto attempts = store->ListAttempts(id);
+    if (!attempts.ok()) return StatusError(res, attempts.status());
+    json attempt_rows = json::array();
+    for (const store::AttemptRecord& a : *attempts) {
+      attempt_rows.push_back({{"attempt", a.attempt},
+                              {"worker", a.worker_id},
+                              {"outcome", store::AttemptOutcomeName(a.outcome)},
+                              {"exit_code", a.exit_code},
+                              {"message", a.message},
+                              {"started_ms", ToUnixMs(a.started_at)},
+                              {"ended_ms", a.ended_at == absl::UnixEpoch()
+                                               ? json()
+                                               : json(ToUnixMs(a.ended_at))}});
+    }
     res.set_content(
         Dump({{"trial_id", id},
               {"state", store::TrialStateName(trial->state)},
               {"params", json::parse(trial->params_json, nullptr, false)},
               {"seed", trial->seed},
+              {"last_error", trial->last_error},
+              {"attempts", attempt_rows},
               {"metrics", series}}),
         kJson);
   }

@@ -337,7 +337,7 @@ kind: skillmix
 grid:
   k_skills: [2, 3]
   ept: [1, 2]
-fixed: {model: /models/tiny}
+fixed: {model: /models/tiny, device: cpu}
 )",
                                 false)
                   .ok());
@@ -495,6 +495,49 @@ TEST(ParseListenAddressTest, Forms) {
   EXPECT_EQ(a->first, "0.0.0.0");
   EXPECT_FALSE(ParseListenAddress("localhost").ok());
   EXPECT_FALSE(ParseListenAddress("h:99999").ok());
+}
+
+}  // namespace
+}  // namespace smoe::coordinator
+
+namespace smoe::coordinator {
+namespace {
+
+// A failed attempt's exit code and message reach the trial page; a sweep
+// says when no connected worker can run it (issue 17 item 4).
+TEST_F(HttpServerTest, AttemptsAndUnschedulableAreShown) {
+  ASSERT_TRUE(sched_
+                  ->Fail(worker_, last_.trial_id, last_.attempt,
+                         FailReason::kError, 70,
+                         "trainer exited with status 70: CUDA error: no "
+                         "device")
+                  .ok());
+  json m = GetJson(absl::StrCat("/api/trials/", last_.trial_id, "/metrics"));
+  ASSERT_EQ(m["attempts"].size(), 1u);
+  EXPECT_EQ(m["attempts"][0]["attempt"], 1);
+  EXPECT_EQ(m["attempts"][0]["worker"], worker_);
+  EXPECT_EQ(m["attempts"][0]["outcome"], "failed");
+  EXPECT_EQ(m["attempts"][0]["exit_code"], 70);
+  EXPECT_THAT(m["attempts"][0]["message"].get<std::string>(),
+              HasSubstr("CUDA error: no device"));
+  EXPECT_FALSE(m["attempts"][0]["ended_ms"].is_null());
+  EXPECT_THAT(m["last_error"].get<std::string>(), HasSubstr("no device"));
+
+  ASSERT_TRUE(sched_
+                  ->SubmitSweep("name: gpu\nkind: sraven\ngrid:\n  M: [1]\n"
+                                "fixed: {device: cuda}\n"
+                                "resources: {gpus_per_trial: 1}\n",
+                                false)
+                  .ok());
+  const json sweeps = GetJson("/api/sweeps");
+  bool seen = false;
+  for (const json& s : sweeps["sweeps"]) {
+    if (s["sweep_id"] != "gpu") continue;
+    seen = true;
+    EXPECT_THAT(s["unschedulable"].get<std::string>(),
+                HasSubstr("each trial needs 1 GPU(s)"));
+  }
+  EXPECT_TRUE(seen) << sweeps.dump();
 }
 
 }  // namespace

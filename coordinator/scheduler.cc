@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 
@@ -250,8 +251,60 @@ absl::Status Scheduler::CommitAndApplyLocked(const WriteBatch& batch) {
   return absl::OkStatus();
 }
 
+std::string Scheduler::UnschedulableLocked(const SweepEntry& s) const {
+  if (s.record.state != store::SweepState::kActive || s.pending.empty()) {
+    return "";
+  }
+  const Resources& r = s.spec.resources;
+  const absl::Time now = clock_->Now();
+  int live = 0, of_kind = 0, labelled = 0, max_gpus = 0, max_slots = 0;
+  for (const auto& [id, w] : workers_) {
+    const store::WorkerRecord& rec = w.record;
+    if (rec.draining || now - rec.last_heartbeat_at > options_.lease_timeout) {
+      continue;
+    }
+    ++live;
+    if (std::find(rec.kinds.begin(), rec.kinds.end(), s.spec.kind) ==
+        rec.kinds.end()) {
+      continue;
+    }
+    ++of_kind;
+    bool labels_match = true;
+    for (const auto& [key, value] : r.labels) {
+      auto it = rec.labels.find(key);
+      labels_match =
+          labels_match && it != rec.labels.end() && it->second == value;
+    }
+    if (!labels_match) continue;
+    ++labelled;
+    if (r.slots <= rec.slots && r.gpus_per_trial <= rec.gpus) return "";
+    max_gpus = std::max(max_gpus, rec.gpus);
+    max_slots = std::max(max_slots, rec.slots);
+  }
+  if (live == 0) return "no worker is connected";
+  if (of_kind == 0) {
+    return absl::StrCat(
+        "no connected worker runs kind ", s.spec.kind, " (", live,
+        " connected; start one with `smoe worker --kinds ", s.spec.kind, "`)");
+  }
+  if (labelled == 0) {
+    std::vector<std::string> want;
+    for (const auto& [key, value] : r.labels) {
+      want.push_back(absl::StrCat(key, "=", value));
+    }
+    return absl::StrCat("no connected worker of kind ", s.spec.kind,
+                        " has the labels ", absl::StrJoin(want, ","));
+  }
+  return absl::StrCat("each trial needs ", r.gpus_per_trial, " GPU(s) and ",
+                      r.slots, " slot(s); the connected workers that run kind ",
+                      s.spec.kind, " have at most ", max_gpus, " GPU(s) and ",
+                      max_slots, " slot(s)");
+}
+
 SweepView Scheduler::ViewLocked(const SweepEntry& s) const {
-  return SweepView{s.record, s.spec, s.counts, s.version};
+  SweepView v{s.record, s.spec, s.counts, s.version};
+  v.unschedulable = UnschedulableLocked(s);
+  return v;
 }
 
 namespace {

@@ -83,6 +83,10 @@ struct SweepView {
   SweepSpec spec;
   StateCounts counts;
   int64_t version = 0;  // increases with every change to the sweep's trials
+  // Why no connected worker can run the sweep's pending trials (kind,
+  // labels, GPUs or slots; or no worker connected); "" when one can or
+  // nothing is pending. Computed on every read, not stored.
+  std::string unschedulable;
 };
 
 struct SubmitResult {
@@ -327,6 +331,9 @@ class Scheduler {
                         const std::string& message, store::WriteBatch* batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ExpireLeasesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SweepView::unschedulable for `s` (see there).
+  std::string UnschedulableLocked(const SweepEntry& s) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   SweepView ViewLocked(const SweepEntry& s) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AddTrialsLocked(SweepEntry* sweep,

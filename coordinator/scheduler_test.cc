@@ -118,11 +118,13 @@ TEST_P(SchedulerTest, ResubmitAndExtendNeverDuplicate) {
   ASSERT_TRUE(seeds.ok());
   EXPECT_EQ(*seeds, 4);
   EXPECT_EQ(Counts("s").total(), 8);
-  EXPECT_EQ(
-      sched_->SubmitSweep("name: s\nkind: skillmix\ngrid:\n  ept: [1]\n", false)
-          .status()
-          .code(),
-      absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(sched_
+                ->SubmitSweep("name: s\nkind: skillmix\ngrid:\n  ept: "
+                              "[1]\nfixed: {device: cpu}\n",
+                              false)
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
   auto dry = sched_->SubmitSweep(Sweep("t", 4), true);
   ASSERT_TRUE(dry.ok());
   EXPECT_EQ(dry->new_trials, 4);
@@ -399,10 +401,12 @@ TEST_P(SchedulerTest, CapabilityMatching) {
                               "resources: {gpus_per_trial: 2, ep_size: 2}\n"),
                         false)
           .ok());
-  ASSERT_TRUE(sched_
-                  ->SubmitSweep(
-                      "name: sm\nkind: skillmix\ngrid:\n  ept: [1, 2]\n", false)
-                  .ok());
+  ASSERT_TRUE(
+      sched_
+          ->SubmitSweep("name: sm\nkind: skillmix\ngrid:\n  ept: [1, 2]\n"
+                        "fixed: {device: cpu}\n",
+                        false)
+          .ok());
   const std::string cpu_worker = AddWorker(4);
   EXPECT_TRUE(Lease(cpu_worker, 4, /*gpus=*/0).empty());
   EXPECT_TRUE(Lease(cpu_worker, 4, /*gpus=*/1).empty());
@@ -654,6 +658,57 @@ TEST(SchedulerBadInputTest, CompleteWithNonFiniteDurationIsRefused) {
     ASSERT_EQ(rows->size(), 2u);
     EXPECT_EQ(rows->at(0).duration_s, 2.5);
   }
+}
+
+}  // namespace
+}  // namespace smoe::coordinator
+
+namespace smoe::coordinator {
+namespace {
+
+// A sweep no connected worker can run says why, and stops saying it once
+// one can (issue 17 item 4).
+TEST_P(SchedulerTest, UnschedulableSweepsSayWhy) {
+  ASSERT_TRUE(
+      sched_
+          ->SubmitSweep(Sweep("g", 2, 2, 0,
+                              "resources: {gpus_per_trial: 2, ep_size: 2}\n"),
+                        false)
+          .ok());
+  auto why = [&](const std::string& s) {
+    return sched_->GetSweep(s)->unschedulable;
+  };
+  EXPECT_EQ(why("g"), "no worker is connected");
+  EXPECT_EQ(sched_->ListSweeps()[0].unschedulable, "no worker is connected");
+  const std::string cpu = AddWorker(4);  // sraven, no GPUs
+  EXPECT_EQ(why("g"),
+            "each trial needs 2 GPU(s) and 1 slot(s); the connected workers "
+            "that run kind sraven have at most 0 GPU(s) and 4 slot(s)");
+  ASSERT_TRUE(sched_
+                  ->SubmitSweep("name: sm\nkind: skillmix\ngrid:\n  ept: [1]\n"
+                                "fixed: {device: cpu}\n",
+                                false)
+                  .ok());
+  EXPECT_THAT(why("sm"), HasSubstr("no connected worker runs kind skillmix (1 "
+                                   "connected; start one with `smoe worker "
+                                   "--kinds skillmix`)"));
+  // A worker with the GPUs makes "g" schedulable; "sm" still is not.
+  WorkerInfo gpu;
+  gpu.hostname = "gpu";
+  gpu.gpus = 2;
+  ASSERT_TRUE(sched_->Register(gpu).ok());
+  EXPECT_EQ(why("g"), "");
+  EXPECT_NE(why("sm"), "");
+  // Silent past the lease timeout: not counted as connected.
+  clock_.Advance(absl::Seconds(31));
+  EXPECT_EQ(why("g"), "no worker is connected");
+  // Nothing pending: nothing to say.
+  const std::string w = AddWorker(4, {"skillmix"});
+  EXPECT_EQ(why("sm"), "");
+  ASSERT_EQ(Lease(w, 4).size(), 1u);
+  AddWorker(1);  // only sraven workers connected now, but nothing is pending
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(why("sm"), "");
 }
 
 }  // namespace

@@ -147,6 +147,7 @@ void ToProto(const SweepView& in, pb::Sweep* out) {
   c->set_total(in.counts.total());
   out->set_created_ms(Ms(in.record.created_at));
   out->set_updated_ms(Ms(in.record.updated_at));
+  out->set_unschedulable(in.unschedulable);
 }
 
 void ToProto(const store::TrialRecord& in, pb::Trial* out) {

@@ -342,6 +342,17 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
       if (auto s = ValidateTrialParams(spec->kind, t.params); !s.ok()) {
         return s;
       }
+      // Without a params.ep_size the trainer takes its world size from the
+      // ranks the daemon starts (resources.ep_size): check that one.
+      if (spec->kind == "sraven" && spec->resources.ep_size > 1 &&
+          !t.params.contains("ep_size")) {
+        json with_ep = t.params;
+        with_ep["ep_size"] = spec->resources.ep_size;
+        if (auto s = ValidateTrialParams(spec->kind, with_ep); !s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(s.message(), " (ep_size from resources.ep_size)"));
+        }
+      }
       // The daemon starts resources.ep_size rank processes; a trial asking
       // for another world size would fail at run time (exit 64).
       if (auto ep = t.params.find("ep_size");
@@ -352,6 +363,17 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
             " must equal resources.ep_size=", spec->resources.ep_size,
             " (the worker starts one process per rank; point ", t.params.dump(),
             ")"));
+      }
+      // A trial on `device: cuda` gets its GPUs from resources.gpus_per_trial;
+      // with 0 it would be leased to any worker and fail there at run time.
+      const trials::Param* device = schema.Find("device");
+      if (device != nullptr && spec->resources.gpus_per_trial < 1 &&
+          t.params.value("device", device->default_value) == "cuda") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "resources.gpus_per_trial: 0, but the point ", t.params.dump(),
+            " trains on device: cuda",
+            t.params.contains("device") ? "" : " (the default for this kind)",
+            "; set resources.gpus_per_trial >= 1, or device: cpu"));
       }
     }
   }
@@ -392,6 +414,20 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
       return absl::InvalidArgumentError(absl::StrCat(
           "params: ep_size=", ep, " does not divide num_experts=", e,
           " (point ", params.dump(), ")"));
+    }
+    const int64_t batch = get("batch_size");
+    if (ep > 1 && batch % ep != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "params: ep_size=", ep, " does not divide batch_size=", batch,
+          " (point ", params.dump(), ")"));
+    }
+    const std::string router =
+        params.value("router", schema->Find("router")->default_value)
+            .get<std::string>();
+    if (ep > 1 && router != "topk") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "params: ep_size=", ep, " needs router: topk (got router: ", router,
+          "; point ", params.dump(), ")"));
     }
   }
   return absl::OkStatus();

@@ -121,6 +121,21 @@ TEST(SweepSpecTest, RejectsBadFilesNamingFieldAndValue) {
       {"name: x\nkind: sraven\ngrid:\n  ep_size: [2, 4]\n"
        "resources: {ep_size: 2, gpus_per_trial: 2}\n",
        "ep_size=4 must equal resources.ep_size=2"},
+      // Combinations that could only fail at run time are refused here.
+      {"name: x\nkind: sraven\nfixed: {device: cuda}\n",
+       "resources.gpus_per_trial: 0, but the point"},
+      {"name: x\nkind: skillmix\nfixed: {model: /m}\n",
+       "trains on device: cuda (the default for this kind); set "
+       "resources.gpus_per_trial >= 1, or device: cpu"},
+      {"name: x\nkind: sraven\nfixed: {batch_size: 63}\n"
+       "resources: {ep_size: 2}\n",
+       "ep_size=2 does not divide batch_size=63"},
+      {"name: x\nkind: sraven\nfixed: {router: soft}\n"
+       "resources: {ep_size: 2}\n",
+       "ep_size=2 needs router: topk (got router: soft"},
+      {"name: x\nkind: sraven\nfixed: {ep_size: 2, batch_size: 63}\n"
+       "resources: {ep_size: 2}\n",
+       "ep_size=2 does not divide batch_size=63"},
       {"name: x\nkind: sraven\ngrid:\n  M: [1\n", "YAML error at line"},
       {"name: x\nkind: sraven\ngrid: [1, 2]\n", "grid: expected a map"},
       {"- 1\n- 2\n", "expected a YAML map"},
@@ -168,12 +183,26 @@ TEST(SweepSpecTest, YamlRoundTripAndExtend) {
 TEST(SweepSpecTest, QuotedNumbersStayStrings) {
   auto spec = ParseSweepYaml(
       "name: q\nkind: skillmix\ngrid:\n  ept: [1, 2]\nfixed:\n  model: "
-      "\"123\"\n");
+      "\"123\"\n  device: cpu\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_TRUE(spec->fixed["model"].is_string());
 }
 
 // A Skill-Mix model split over two GPUs (Mixtral-8x7B on two 80 GB cards).
+TEST(SweepSpecTest, CudaTrialsWithGpusAndCpuTrialsWithoutAreAccepted) {
+  EXPECT_TRUE(ParseSweepYaml("name: a\nkind: sraven\nfixed: {device: cuda}\n"
+                             "resources: {gpus_per_trial: 1}\n")
+                  .ok());
+  EXPECT_TRUE(
+      ParseSweepYaml("name: b\nkind: skillmix\nfixed: {model: /m, device: "
+                     "cpu}\n")
+          .ok());
+  // resources.ep_size alone (no params.ep_size) that divides batch_size.
+  EXPECT_TRUE(ParseSweepYaml("name: c\nkind: sraven\nfixed: {batch_size: 64}"
+                             "\nresources: {ep_size: 2}\n")
+                  .ok());
+}
+
 TEST(SweepSpecTest, SkillMixMaySpanSeveralRanks) {
   auto spec = ParseSweepYaml(
       "name: big\nkind: skillmix\ngrid:\n  ept: [1, 2]\nfixed:\n"
@@ -224,9 +253,10 @@ TEST(SweepSpecTest, InvalidUtf8IsRejected) {
   ASSERT_FALSE(spec.ok());
   EXPECT_THAT(std::string(spec.status().message()),
               ::testing::HasSubstr("not valid UTF-8 at byte"));
-  EXPECT_TRUE(ParseSweepYaml(
-                  "name: x\nkind: skillmix\nfixed: {model: \"caf\xC3\xA9\"}\n")
-                  .ok());
+  EXPECT_TRUE(
+      ParseSweepYaml("name: x\nkind: skillmix\nfixed: {model: \"caf\xC3\xA9\", "
+                     "device: cpu}\n")
+          .ok());
   EXPECT_FALSE(ParseSweepYaml("name: x\nkind: sraven\n# \xED\xA0\x80\n")
                    .ok());  // surrogate
   EXPECT_FALSE(

@@ -81,7 +81,7 @@ async function renderSweeps() {
       h('tbody', {}, sweeps.map((s) => h('tr', {},
         h('td', {}, h('a', { href: '#/sweep/' + encodeURIComponent(s.sweep_id) }, s.sweep_id)),
         h('td', {}, s.kind),
-        h('td', {}, h('span', { class: 'badge ' + s.state }, s.state)),
+        h('td', {}, sweepBadge(s)),
         h('td', {}, progress(s.counts)),
         h('td', { class: 'muted' }, s.axes.map((a) => `${a.name} ∈ {${a.values.join(', ')}}`).join(' × ') + ` × ${s.seeds.length} seed(s)`),
         h('td', { class: 'muted' }, fmtTime(s.updated_ms)))))));
@@ -287,9 +287,10 @@ async function renderSweep(id, q) {
 
   let sweep = null;
   const drawHead = (sw) => {
-    head.replaceChildren(h('h2', {}, sw.sweep_id, ' ', h('span', { class: 'badge ' + sw.state, id: 'sweep-state' }, sw.state)),
+    head.replaceChildren(h('h2', {}, sw.sweep_id, ' ', sweepBadge(sw, 'sweep-state')),
       h('div', { class: 'muted' }, `${sw.kind} · ` + sw.axes.map((a) => `${a.name} ∈ {${a.values.join(', ')}}`).join(' × ') + ` × seeds {${sw.seeds.join(', ')}}`),
-      h('div', { id: 'sweep-progress' }, progress(sw.counts)));
+      h('div', { id: 'sweep-progress' }, progress(sw.counts)),
+      sw.unschedulable ? h('div', { class: 'alert', id: 'sweep-unschedulable' }, 'Unschedulable: ' + sw.unschedulable) : '');
   };
   const saveQuery = () => {
     const nq = new URLSearchParams();
@@ -427,7 +428,32 @@ async function renderSweep(id, q) {
   cleanup.push(close, () => pending && clearTimeout(pending), () => st.charts.forEach((u) => u.destroy()));
 }
 
+// A sweep's state badge: a completed sweep with failed trials is not green.
+function sweepBadge(s, id) {
+  const failed = (s.counts && s.counts.failed) || 0;
+  const cls = s.state === 'completed' && failed ? 'completed-failed' : s.state;
+  const text = failed ? `${s.state} · ${failed} failed` : s.state;
+  const attrs = { class: 'badge ' + cls, title: s.unschedulable ? 'unschedulable: ' + s.unschedulable : '' };
+  if (id) attrs.id = id;
+  return h('span', attrs, s.unschedulable ? text + ' · unschedulable' : text);
+}
+
 // ---- trial page -------------------------------------------------------------------
+
+// Every attempt of a trial: worker, outcome, exit code and message.
+function attemptsTable(attempts) {
+  if (!attempts.length) return h('p', { class: 'muted', id: 'attempts' }, 'Not started yet.');
+  return h('table', { class: 'grid attempts', id: 'attempts' },
+    h('thead', {}, h('tr', {}, ['attempt', 'worker', 'outcome', 'exit code', 'message', 'started', 'ended'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, attempts.map((a) => h('tr', {},
+      h('td', {}, String(a.attempt)),
+      h('td', {}, a.worker),
+      h('td', {}, h('span', { class: 'badge ' + a.outcome }, a.outcome)),
+      h('td', {}, a.outcome === 'running' ? '' : String(a.exit_code)),
+      h('td', { class: 'message' }, a.message),
+      h('td', { class: 'muted' }, fmtTime(a.started_ms)),
+      h('td', { class: 'muted' }, a.ended_ms == null ? '' : fmtTime(a.ended_ms))))));
+}
 
 async function renderTrial(trialId) {
   const sweepId = trialId.split('/')[0];
@@ -436,7 +462,8 @@ async function renderTrial(trialId) {
   const t = await api(`trials/${trialId}/metrics`);
   const box = h('div', { class: 'grid-charts' });
   app.replaceChildren(h('h2', {}, trialId, ' ', h('span', { class: 'badge ' + t.state }, t.state)),
-    h('p', { class: 'muted' }, `seed ${t.seed} · ` + Object.entries(t.params || {}).map(([k, v]) => `${k}=${v}`).join(' · ')), box);
+    h('p', { class: 'muted' }, `seed ${t.seed} · ` + Object.entries(t.params || {}).map(([k, v]) => `${k}=${v}`).join(' · ')),
+    attemptsTable(t.attempts || []), box);
   const names = Object.keys(t.metrics);
   const charts = [];
   const draw = (id, title, list, yLabel, note) => {
