@@ -299,12 +299,11 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Start(
         return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
       }
     } else if (o.kind == OutputSpec::Kind::kFile) {
-      *file = open(o.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                   0644);
+      *file =
+          open(o.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (*file < 0) {
-        return absl::InternalError(absl::StrCat("cannot open ", what, " file '",
-                                                o.path, "': ",
-                                                strerror(errno)));
+        return absl::InternalError(absl::StrCat(
+            "cannot open ", what, " file '", o.path, "': ", strerror(errno)));
       }
     }
     return absl::OkStatus();
@@ -325,7 +324,8 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Start(
   }
   // The descriptors the child makes its stdout / stderr; -1: keep ours.
   const int child_out = out[1] >= 0 ? out[1] : out_file;
-  const int child_err = err[1] >= 0 ? err[1] : (shared_file ? out_file : err_file);
+  const int child_err =
+      err[1] >= 0 ? err[1] : (shared_file ? out_file : err_file);
   const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull < 0) {
     const int e = errno;

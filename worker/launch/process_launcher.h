@@ -136,10 +136,10 @@ class ProcessLauncher {
 // fork/execve implementation for Linux/POSIX.
 //
 // The child: its own process group, stdin from /dev/null, stdout/stderr as
-// ProcessSpec says (piped to the caller by default), default signal dispositions and an empty signal mask, no
-// inherited descriptors besides 0-2 (all daemon descriptors that matter are
-// close-on-exec). One reader thread per child drains both pipes, so a chatty
-// child never blocks on a full pipe.
+// ProcessSpec says (piped to the caller by default), default signal
+// dispositions and an empty signal mask, no inherited descriptors besides 0-2
+// (all daemon descriptors that matter are close-on-exec). One reader thread per
+// child drains both pipes, so a chatty child never blocks on a full pipe.
 class PosixProcessLauncher final : public ProcessLauncher {
  public:
   // `stderr_tail_lines`: how many trailing stderr lines each Process keeps.

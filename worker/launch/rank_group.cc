@@ -52,8 +52,8 @@ absl::StatusOr<std::unique_ptr<RankGroup>> RankGroup::Start(
   }
   const int world = spec.world_size;
   if (world < 1 || world > 4096) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "RankGroup: world_size ", world, ": must be in 1..4096"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("RankGroup: world_size ", world, ": must be in 1..4096"));
   }
   if (spec.grace < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -102,9 +102,9 @@ absl::StatusOr<std::unique_ptr<RankGroup>> RankGroup::Start(
     if (!proc.ok()) {
       // The destructor kills and reaps the ranks already started.
       if (world == 1) return proc.status();
-      return absl::Status(proc.status().code(),
-                          absl::StrCat("rank ", r, ": ",
-                                       proc.status().message()));
+      return absl::Status(
+          proc.status().code(),
+          absl::StrCat("rank ", r, ": ", proc.status().message()));
     }
     group->ranks_.push_back(*std::move(proc));
     group->exits_.emplace_back();
@@ -113,7 +113,9 @@ absl::StatusOr<std::unique_ptr<RankGroup>> RankGroup::Start(
 }
 
 RankGroup::RankGroup(Clock* clock, RankGroupSpec spec, std::string rendezvous)
-    : clock_(clock), spec_(std::move(spec)), rendezvous_(std::move(rendezvous)) {}
+    : clock_(clock),
+      spec_(std::move(spec)),
+      rendezvous_(std::move(rendezvous)) {}
 
 RankGroup::~RankGroup() {
   for (size_t r = 0; r < ranks_.size(); ++r) {
@@ -191,9 +193,9 @@ bool RankGroup::Poll() {
   }
   const absl::Time now = clock_->Now();
   if (!term_sent_ && now >= finish_by_) {
-    Note(absl::StrCat("ranks still running ",
-                      absl::FormatDuration(spec_.grace), " after rank ",
-                      *finished_rank_, " finished; sending SIGTERM"));
+    Note(absl::StrCat("ranks still running ", absl::FormatDuration(spec_.grace),
+                      " after rank ", *finished_rank_,
+                      " finished; sending SIGTERM"));
     Stop(spec_.grace);
   }
   if (term_sent_ && !kill_sent_ && now >= kill_at_) {

@@ -43,9 +43,9 @@ std::string ReadAll(const std::string& path) {
 bool Exists(const std::string& path) { return std::filesystem::exists(path); }
 
 std::string FreshDir() {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "/rank_group_", getpid(), "_",
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const std::string dir = absl::StrCat(
+      ::testing::TempDir(), "/rank_group_", getpid(), "_",
+      ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -133,8 +133,7 @@ TEST_F(RankGroupFakeTest, EachRankSeesItsEnvironment) {
     EXPECT_EQ(p.spec.parent_death_signal, SIGTERM);
     EXPECT_EQ(g->rank(r).pid(), p.pid);
   }
-  EXPECT_EQ(launcher_.started[0]->spec.stdout_to.kind,
-            OutputSpec::Kind::kPipe);
+  EXPECT_EQ(launcher_.started[0]->spec.stdout_to.kind, OutputSpec::Kind::kPipe);
   EXPECT_EQ(launcher_.started[0]->spec.stderr_to.kind,
             OutputSpec::Kind::kInherit);
   EXPECT_EQ(launcher_.started[2]->spec.stdout_to.path, dir_ + "/rank2.log");
@@ -258,7 +257,7 @@ TEST_F(RankGroupFakeTest, StopWithGraceThenKillThenStuck) {
   auto g = Start(2);
   ASSERT_NE(g, nullptr);
   auto r0 = launcher_.started[0], r1 = launcher_.started[1];
-  r0->exit_on_sigterm = 75;  // checkpoints
+  r0->exit_on_sigterm = 75;     // checkpoints
   r1->survives_sigkill = true;  // uninterruptible sleep
   g->Stop(absl::Seconds(10));
   g->Stop(absl::Seconds(60));  // the earlier deadline stays
@@ -345,9 +344,9 @@ class RankGroupProcessTest : public ::testing::Test {
   std::unique_ptr<RankGroup> Start(int world, const std::string& script,
                                    absl::Duration grace = absl::Seconds(30)) {
     RankGroupSpec spec;
-    spec.argv = {"/bin/sh", "-c",
-                 absl::StrCat("d='", dir_, "'\nr=${SMOE_RANK:-0}\n", kHelpers,
-                              script)};
+    spec.argv = {
+        "/bin/sh", "-c",
+        absl::StrCat("d='", dir_, "'\nr=${SMOE_RANK:-0}\n", kHelpers, script)};
     spec.world_size = world;
     spec.rendezvous_dir = dir_;
     spec.grace = grace;
