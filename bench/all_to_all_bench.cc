@@ -319,7 +319,11 @@ int LaunchRanks(const Flags& f, int argc, char** argv) {
   if (rc == 0) {
     rc = (*group)->done() ? (*group)->DecisiveExit().ReportedCode() : 124;
   }
-  group->reset();
+  if ((*group)->done()) {
+    group->reset();
+  } else {
+    (void)group->release();  // a rank that survives SIGKILL: do not wait
+  }
   std::filesystem::remove_all(dir);
   return rc;
 }

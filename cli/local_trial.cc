@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -193,6 +194,8 @@ int RunLocalTrial(
                   << " s after SIGKILL; giving up on it\n";
       }
     }
+    // Destroying the group would wait for the rank to be reaped: leave it.
+    (void)started->release();
     return kExitSoftware;
   }
   const int rc = group.DecisiveExit().ReportedCode();
