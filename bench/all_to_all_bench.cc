@@ -19,14 +19,13 @@
 //   all_to_all_bench [--comm gloo|local|nccl] [--world W] [--sizes 1K,...]
 //                    [--iters N] [--warmup N]
 //
-// gloo / nccl: the binary starts W copies of itself as ranks (SMOE_RANK,
-// SMOE_WORLD_SIZE, SMOE_RENDEZVOUS = a FileStore in a temp dir, as the worker
-// daemon does) and rank 0 prints the Markdown table; nccl gives rank r GPU r
-// (W <= visible GPUs). local: W threads of one process (LocalCommunicator).
-// Time per call: the mean over ranks of each rank's median of --iters calls,
-// each call preceded by a barrier.
-#include <signal.h>
-#include <sys/wait.h>
+// gloo / nccl: the binary starts W copies of itself as ranks with
+// launch::RankGroup (worker/launch/rank_group.h: SMOE_RANK, SMOE_WORLD_SIZE,
+// SMOE_RENDEZVOUS = a FileStore in a temp dir, as the worker daemon and
+// `smoe train --ep-size` do) and rank 0 prints the Markdown table; nccl gives
+// rank r GPU r (W <= visible GPUs). local: W threads of one process
+// (LocalCommunicator). Time per call: the mean over ranks of each rank's median
+// of --iters calls, each call preceded by a barrier.
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -44,8 +43,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
 #include "kernels/all_to_all/communicator.h"
 #include "kernels/all_to_all/local_communicator.h"
+#include "worker/launch/process_launcher.h"
+#include "worker/launch/rank_group.h"
 #include "worker/model/gloo_communicator.h"
 
 namespace {
@@ -266,54 +270,62 @@ int RankMain(const Flags& f) {
 }
 
 // Starts W copies of this binary as ranks and waits (10 min deadline).
+// Rank 0's stdout and every rank's stderr are ours; ranks > 0 print nothing
+// on stdout. Returns the group's decisive exit code, 124 past the deadline.
 int LaunchRanks(const Flags& f, int argc, char** argv) {
   const std::string dir = (std::filesystem::temp_directory_path() /
                            absl::StrCat("smoe-a2a-bench-", ::getpid()))
                               .string();
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < f.world; ++r) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setenv("SMOE_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("SMOE_WORLD_SIZE", std::to_string(f.world).c_str(), 1);
-      ::setenv("SMOE_RENDEZVOUS", (dir + "/store").c_str(), 1);
-      if (r != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) {
-        ::_exit(127);
-      }
-      ::execv("/proc/self/exe", argv);
-      ::_exit(127);
-    }
-    pids.push_back(pid);
+  namespace launch = smoe::launch;
+  launch::RankGroupSpec spec;
+  std::error_code ec;
+  const std::string self =
+      std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  spec.argv.push_back(ec ? "/proc/self/exe" : self);
+  spec.argv.insert(spec.argv.end(), argv + 1, argv + argc);
+  spec.world_size = f.world;
+  spec.rendezvous_dir = dir;
+  spec.grace = absl::Seconds(10);
+  spec.output = [](int r) {
+    return launch::RankOutput{r == 0 ? launch::OutputSpec::Inherit()
+                                     : launch::OutputSpec::File("/dev/null"),
+                              launch::OutputSpec::Inherit()};
+  };
+  spec.note = [](absl::string_view line) {
+    std::fprintf(stderr, "all_to_all_bench: %.*s\n",
+                 static_cast<int>(line.size()), line.data());
+  };
+  launch::PosixProcessLauncher launcher;
+  auto group = launch::RankGroup::Start(&launcher, smoe::Clock::Real(), spec);
+  if (!group.ok()) {
+    std::fprintf(stderr, "all_to_all_bench: %s\n",
+                 std::string(group.status().message()).c_str());
+    std::filesystem::remove_all(dir);
+    return 1;
   }
-  (void)argc;
-  const auto deadline = Clock::now() + std::chrono::minutes(10);
-  int worst = 0;
-  size_t left = pids.size();
-  std::vector<bool> done(pids.size(), false);
-  while (left > 0) {
-    for (size_t i = 0; i < pids.size(); ++i) {
-      int st = 0;
-      if (done[i] || ::waitpid(pids[i], &st, WNOHANG) != pids[i]) continue;
-      done[i] = true;
-      --left;
-      const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      worst = std::max(worst, code);
+  const absl::Time deadline = absl::Now() + absl::Minutes(10);
+  int rc = 0;
+  while (!(*group)->Poll()) {
+    if (absl::Now() > deadline && !(*group)->kill_sent()) {
+      std::fprintf(stderr, "all_to_all_bench: deadline passed\n");
+      (*group)->Kill();
+      rc = 124;
     }
-    if (left > 0 && (worst != 0 || Clock::now() > deadline)) {
-      for (size_t i = 0; i < pids.size(); ++i) {
-        if (!done[i]) ::kill(pids[i], SIGKILL);
-      }
-      if (worst == 0) {
-        std::fprintf(stderr, "all_to_all_bench: deadline passed\n");
-        worst = 124;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if ((*group)->stuck()) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  if (rc == 0) {
+    rc = (*group)->done() ? (*group)->DecisiveExit().ReportedCode() : 124;
+  }
+  if ((*group)->done()) {
+    group->reset();
+  } else {
+    (void)group->release();  // a rank that survives SIGKILL: do not wait
   }
   std::filesystem::remove_all(dir);
-  return worst;
+  return rc;
 }
 
 }  // namespace

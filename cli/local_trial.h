@@ -9,46 +9,31 @@
 // caller, and draws the caller's progress line on stderr (in place on a
 // terminal, one line per change otherwise). The CLI never links LibTorch.
 //
-// Ranks (ep_size = N > 1) follow the same rules as the worker daemon
-// (worker/daemon/worker_daemon.cc, Launch / CheckExits / FinishTrial):
-//   * rank r gets SMOE_RANK=r, SMOE_WORLD_SIZE=N and SMOE_RENDEZVOUS=
-//     WORKDIR/ep-rendezvous, a c10d FileStore path that is removed before the
-//     ranks start (a stale store from a killed run would hand the new ranks
-//     old keys) and after they end. A file rather than the daemon's free
-//     127.0.0.1 port: a port picked here could be taken by another program
-//     before rank 0 binds it, and a file needs no listening socket.
-//   * CUDA_VISIBLE_DEVICES: see `gpu_ids` below (VisibleDevicesForRank).
+// Ranks are a launch::RankGroup (worker/launch/rank_group.h), as in the
+// worker daemon: the same rank variables, FileStore rendezvous
+// (WORKDIR/ep-rendezvous), CUDA_VISIBLE_DEVICES split (of `gpu_ids`; empty
+// leaves the variable as inherited), stop policy (with term_grace_s) and
+// decisive exit code. What is the CLI's own:
 //   * Only rank 0's stdout is read for events; rank 0's stderr is ours (the
 //     terminal); ranks > 0 write stdout and stderr to WORKDIR/rank<r>.log
 //     (truncated per run).
-//   * Each rank runs in its own process group (signals reach the trainer's
-//     own children too) and gets SIGTERM if `smoe` itself dies
-//     (PR_SET_PDEATHSIG), so a killed CLI leaves no ranks behind.
+//   * Ranks get SIGTERM if `smoe` itself dies (PR_SET_PDEATHSIG; the daemon's
+//     get SIGKILL), so a killed CLI leaves no ranks behind.
 //   * SIGINT (Ctrl-C) or SIGTERM to `smoe` is forwarded as SIGTERM to every
 //     rank (the trainer checkpoints and exits 75); a second one sends SIGKILL.
-//   * When one rank fails (exit code != 0), the others cannot go on without
-//     it: they get SIGTERM, and SIGKILL after `term_grace_s`. When one rank
-//     succeeds, the others are about to as well: only those still running
-//     `term_grace_s` later get SIGTERM (then SIGKILL after another grace).
-//     (The worker daemon SIGTERMs at once in both cases; waiting here avoids
-//     turning a rank's last moments after a successful rank 0 into exit 75.)
-//   * The exit code that decides is rank 0's, unless rank 0 succeeded and
-//     another rank did not: then the lowest such rank's (128 + signal for a
-//     rank killed by a signal).
 // Every wait is bounded: success -> SIGTERM and SIGTERM -> SIGKILL after
-// term_grace_s each, and a rank
-// not reaped kReapDeadlineS after SIGKILL makes RunLocalTrial give up (70).
-// A trial that runs normally has no deadline (training may take days).
+// term_grace_s each, and a rank not reaped kReapDeadlineS after SIGKILL makes
+// RunLocalTrial give up (70). A trial that runs normally has no deadline
+// (training may take days).
 //
 // Thread-safety: RunLocalTrial installs process-wide SIGINT/SIGTERM handlers
 // for its duration (restored before it returns): one call at a time per
-// process, from a program without other threads that fork.
+// process, from a thread that outlives it.
 #ifndef SMOE_CLI_LOCAL_TRIAL_H_
 #define SMOE_CLI_LOCAL_TRIAL_H_
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,17 +75,6 @@ inline constexpr char kLocalEpHelp[] =
 
 // How long RunLocalTrial waits for ranks to be reaped after SIGKILL.
 inline constexpr double kReapDeadlineS = 10;
-
-// The file name of the FileStore rendezvous inside the work dir.
-inline constexpr char kRendezvousFile[] = "ep-rendezvous";
-
-// CUDA_VISIBLE_DEVICES for `rank` of `world` given the user's GPU ids (the
-// worker daemon's rule): with at least `world` ids, rank r sees the r-th of
-// `world` equal slices of size ids.size() / world (ids left over are unused);
-// with fewer, every rank sees them all. nullopt when `ids` is empty (leave the
-// variable as inherited). REQUIRES: 0 <= rank < world.
-std::optional<std::string> VisibleDevicesForRank(const std::vector<int>& ids,
-                                                 int world, int rank);
 
 // Runs `trial`; `on_event` receives every event object of rank 0 and returns
 // the progress line to show after it. Returns the decisive exit code (see the

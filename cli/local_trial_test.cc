@@ -1,6 +1,7 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// RunLocalTrial with several ranks, against shell-script stand-ins for
+// RunLocalTrial with several ranks (a launch::RankGroup, whose own tests are
+// worker/launch/rank_group_test.cc), against shell-script stand-ins for
 // smoe-trainer: the environment each rank gets, whose events count, rank logs,
 // the stale rendezvous, signal forwarding, stopping the other ranks when one
 // ends (SIGTERM, then SIGKILL) and which exit code decides. Every script waits
@@ -20,6 +21,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "worker/launch/rank_group.h"
 
 namespace smoe::cli {
 namespace {
@@ -84,17 +86,6 @@ class LocalTrialTest : public ::testing::Test {
   std::vector<nlohmann::json> events_;
 };
 
-TEST(VisibleDevicesTest, FollowsTheDaemonsRule) {
-  EXPECT_EQ(VisibleDevicesForRank({}, 2, 1), std::nullopt);
-  EXPECT_EQ(VisibleDevicesForRank({3, 5}, 1, 0), "3,5");
-  EXPECT_EQ(VisibleDevicesForRank({3, 5}, 2, 0), "3");
-  EXPECT_EQ(VisibleDevicesForRank({3, 5}, 2, 1), "5");
-  EXPECT_EQ(VisibleDevicesForRank({4, 5, 6, 7}, 2, 1), "6,7");
-  EXPECT_EQ(VisibleDevicesForRank({0, 1, 2}, 2, 0), "0");  // 2 left over
-  EXPECT_EQ(VisibleDevicesForRank({0, 1, 2}, 2, 1), "1");
-  EXPECT_EQ(VisibleDevicesForRank({2}, 2, 1), "2");  // fewer ids than ranks
-}
-
 TEST_F(LocalTrialTest, EachRankGetsItsEnvironmentAndOnlyRankZeroReports) {
   Script(
       "test -e \"$SMOE_RENDEZVOUS\" && stale=yes || stale=no\n"
@@ -105,7 +96,7 @@ TEST_F(LocalTrialTest, EachRankGetsItsEnvironmentAndOnlyRankZeroReports) {
       "echo 'not json'\n"
       // The last event without a newline still counts.
       "printf '{\"event\":\"result\",\"rank\":%s}' $r\n");
-  std::ofstream(w() + "/" + kRendezvousFile) << "stale keys";
+  std::ofstream(w() + "/" + launch::kRendezvousFile) << "stale keys";
   trial_.ep_size = 2;
   trial_.gpu_ids = {4, 5, 6, 7};
   ASSERT_EQ(Run(), 0);
@@ -114,7 +105,7 @@ TEST_F(LocalTrialTest, EachRankGetsItsEnvironmentAndOnlyRankZeroReports) {
   EXPECT_EQ(events_[0]["rank"], 0);
   EXPECT_EQ(events_[1]["event"], "result");
   EXPECT_EQ(events_[1]["rank"], 0);
-  const std::string rdv = w() + "/" + kRendezvousFile;
+  const std::string rdv = w() + "/" + launch::kRendezvousFile;
   EXPECT_EQ(ReadAll(w() + "/env0"),
             "rank=0 world=2 rdv=" + rdv + " cvd=4,5 stale=no\n");
   EXPECT_EQ(ReadAll(w() + "/env1"),

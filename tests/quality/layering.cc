@@ -28,17 +28,20 @@ const std::vector<Layer>& Layers() {
       {"store/", {"common/", "proto/", "store/"}},
       {"kernels/", {"common/", "kernels/"}},
       {"worker/data/", {"common/", "worker/data/"}},
+      // The rank launcher: POSIX over common/, below the daemon and the CLI.
+      {"worker/launch/", {"common/", "worker/launch/"}},
       {"worker/eval/", {"common/", "worker/eval/"}},
       {"worker/model/", {"common/", "kernels/", "worker/model/"}},
       {"worker/trainer/",
        {"common/", "kernels/", "worker/model/", "worker/data/", "worker/eval/",
         "worker/trainer/", "proto/", "trials/"}},
-      {"worker/daemon/", {"common/", "proto/", "worker/daemon/", "trials/"}},
+      {"worker/daemon/",
+       {"common/", "proto/", "worker/daemon/", "worker/launch/", "trials/"}},
       {"coordinator/",
        {"common/", "store/", "proto/", "coordinator/", "trials/"}},
       {"cli/",
        {"common/", "proto/", "cli/", "coordinator/", "worker/daemon/",
-        "worker/data/", "store/", "trials/"}},
+        "worker/launch/", "worker/data/", "store/", "trials/"}},
   };
   return *layers;
 }

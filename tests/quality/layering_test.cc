@@ -61,6 +61,38 @@ TEST(LayeringCheckerTest, FlagsEachForbiddenKind) {
           .empty());
   EXPECT_EQ(CheckFile("worker/daemon/d.cc", "#include \"store/s.h\"\n").size(),
             1u);
+  // worker/launch/ (smoe_launch) sits just above common/: the daemon, the CLI
+  // and bench start ranks with it; it knows nothing of them, of the proto,
+  // of LibTorch or of gRPC.
+  EXPECT_TRUE(
+      CheckFile("worker/launch/rank_group.cc", "#include \"common/clock.h\"\n")
+          .empty());
+  EXPECT_EQ(CheckFile("worker/launch/rank_group.cc",
+                      "#include \"worker/daemon/worker_daemon.h\"\n")
+                .size(),
+            1u);
+  EXPECT_EQ(
+      CheckFile("worker/launch/rank_group.cc", "#include \"proto/smoe.pb.h\"\n")
+          .size(),
+      1u);
+  EXPECT_EQ(
+      CheckFile("worker/launch/rank_group.cc", "#include <torch/torch.h>\n")
+          .size(),
+      1u);
+  EXPECT_EQ(
+      CheckFile("worker/launch/rank_group.cc", "#include <grpcpp/grpcpp.h>\n")
+          .size(),
+      1u);
+  EXPECT_TRUE(CheckFile("worker/daemon/worker_daemon.cc",
+                        "#include \"worker/launch/rank_group.h\"\n")
+                  .empty());
+  EXPECT_TRUE(CheckFile("cli/local_trial.cc",
+                        "#include \"worker/launch/rank_group.h\"\n")
+                  .empty());
+  EXPECT_EQ(CheckFile("worker/model/m.cc",
+                      "#include \"worker/launch/rank_group.h\"\n")
+                .size(),
+            1u);
   EXPECT_EQ(
       CheckFile("worker/eval/skillmix/pipeline.cc", "#include <curl/curl.h>\n")
           .size(),

@@ -3,8 +3,8 @@
 // File: worker/daemon/daemon_test_util.h
 //
 // Test-only fakes for the worker daemon: a scripted GatewayClient that records
-// every request, and a ProcessLauncher whose processes the test drives (stdout
-// lines, exit status) and inspects (signals received). Single-threaded use.
+// every request; the ProcessLauncher whose processes the test drives is
+// worker/launch/launch_test_util.h. Single-threaded use.
 #ifndef SMOE_WORKER_DAEMON_DAEMON_TEST_UTIL_H_
 #define SMOE_WORKER_DAEMON_DAEMON_TEST_UTIL_H_
 
@@ -19,9 +19,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "worker/daemon/gateway_client.h"
-#include "worker/daemon/process_launcher.h"
+#include "worker/launch/launch_test_util.h"
 
 namespace smoe::worker::testing {
+
+using ::smoe::launch::testing::FakeProcessLauncher;
+using ::smoe::launch::testing::FakeProcessState;
 
 // Records requests; answers from per-method queues of statuses (OK when
 // empty), plus `fail_all` to simulate an unreachable coordinator.
@@ -134,84 +137,6 @@ class FakeGatewayClient : public GatewayClient {
     q->pop_front();
     if (!s.ok()) ++calls_refused;
     return s;
-  }
-};
-
-// State of one fake process, shared between the test and the Process object.
-struct FakeProcessState {
-  ProcessSpec spec;
-  int pid = 0;
-  std::vector<std::string> stdout_lines;  // not yet taken
-  std::vector<std::string> stderr_tail;
-  std::optional<ExitInfo> exit;
-  std::vector<int> signals;  // received, in order
-  // When set, SIGTERM makes the process exit with this code (checkpointing
-  // trainer); SIGKILL always kills it (signal 9).
-  std::optional<int> exit_on_sigterm;
-  bool destroyed = false;
-
-  void Emit(const std::string& line) { stdout_lines.push_back(line); }
-  void Exit(int code) {
-    ExitInfo e;
-    e.exit_code = code;
-    exit = e;
-  }
-  void Kill(int sig) {
-    ExitInfo e;
-    e.signaled = true;
-    e.signal = sig;
-    exit = e;
-  }
-};
-
-class FakeProcess : public Process {
- public:
-  explicit FakeProcess(std::shared_ptr<FakeProcessState> s)
-      : s_(std::move(s)) {}
-  ~FakeProcess() override { s_->destroyed = true; }
-  int pid() const override { return s_->pid; }
-  std::vector<std::string> TakeStdoutLines() override {
-    std::vector<std::string> out;
-    out.swap(s_->stdout_lines);
-    return out;
-  }
-  std::vector<std::string> StderrTail() override { return s_->stderr_tail; }
-  absl::Status Signal(int sig) override {
-    if (s_->exit.has_value()) return absl::OkStatus();
-    s_->signals.push_back(sig);
-    if (sig == SIGKILL) s_->Kill(SIGKILL);
-    if (sig == SIGTERM && s_->exit_on_sigterm.has_value()) {
-      s_->Exit(*s_->exit_on_sigterm);
-    }
-    return absl::OkStatus();
-  }
-  std::optional<ExitInfo> Poll() override { return s_->exit; }
-  std::optional<ExitInfo> Wait(absl::Duration) override { return s_->exit; }
-
- private:
-  std::shared_ptr<FakeProcessState> s_;
-};
-
-class FakeProcessLauncher : public ProcessLauncher {
- public:
-  std::vector<std::shared_ptr<FakeProcessState>> started;
-  std::deque<absl::Status> start_errors;
-  // Applied to every new process (e.g. exit 75 on SIGTERM).
-  std::optional<int> default_exit_on_sigterm;
-
-  absl::StatusOr<std::unique_ptr<Process>> Start(
-      const ProcessSpec& spec) override {
-    if (!start_errors.empty()) {
-      absl::Status s = start_errors.front();
-      start_errors.pop_front();
-      if (!s.ok()) return s;
-    }
-    auto st = std::make_shared<FakeProcessState>();
-    st->spec = spec;
-    st->pid = 1000 + static_cast<int>(started.size());
-    st->exit_on_sigterm = default_exit_on_sigterm;
-    started.push_back(st);
-    return std::unique_ptr<Process>(new FakeProcess(st));
   }
 };
 

@@ -178,7 +178,7 @@ TEST_F(GrpcGatewayTest, DaemonRunsATrialEndToEndAndDrains) {
   }
   chmod(trainer.c_str(), 0755);
   auto client = Client(kToken);
-  PosixProcessLauncher launcher;
+  launch::PosixProcessLauncher launcher;
   WorkerDaemonOptions opt;
   opt.hostname = "h";
   opt.trainer_path = trainer;

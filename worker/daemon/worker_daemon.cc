@@ -1,11 +1,7 @@
 // Copyright 2026 SMoE Lab authors.
 #include "worker/daemon/worker_daemon.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,25 +106,6 @@ absl::Status WriteFileAtomic(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-// Returns a TCP port on 127.0.0.1 that was free a moment ago; 0 on failure.
-int PickFreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr;
-  memset(&addr, 0, sizeof(addr));
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  int port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 bool IsTransient(absl::StatusCode code) {
   switch (code) {
     case absl::StatusCode::kUnavailable:
@@ -165,7 +142,7 @@ std::string FailMessage(const std::string& head,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Create(
-    GatewayClient* gateway, ProcessLauncher* launcher, Clock* clock,
+    GatewayClient* gateway, launch::ProcessLauncher* launcher, Clock* clock,
     WorkerDaemonOptions options) {
   if (gateway == nullptr || launcher == nullptr || clock == nullptr) {
     return absl::InvalidArgumentError("WorkerDaemon: null dependency");
@@ -194,8 +171,9 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Create(
       gateway, launcher, clock, std::move(options), std::move(outbox)));
 }
 
-WorkerDaemon::WorkerDaemon(GatewayClient* gateway, ProcessLauncher* launcher,
-                           Clock* clock, WorkerDaemonOptions options,
+WorkerDaemon::WorkerDaemon(GatewayClient* gateway,
+                           launch::ProcessLauncher* launcher, Clock* clock,
+                           WorkerDaemonOptions options,
                            std::unique_ptr<Outbox> outbox)
     : gateway_(gateway),
       launcher_(launcher),
@@ -236,15 +214,10 @@ absl::Status WorkerDaemon::RunOnce() {
   std::vector<std::string> finished;
   for (auto& [id, t] : trials_) {
     ConsumeOutput(&t);
-    if (CheckExits(&t)) {
+    if (t.ranks->Poll()) {
+      ConsumeOutput(&t);  // the last lines may have arrived with the exit
       finished.push_back(id);
       continue;
-    }
-    if (t.term_sent && !t.kill_sent && now >= t.kill_at) {
-      SMOE_LOG(WARNING) << "trial " << id << " attempt " << t.lease.attempt()
-                        << " did not exit after SIGTERM; sending SIGKILL";
-      SignalTrial(&t, SIGKILL);
-      t.kill_sent = true;
     }
     if (static_cast<int>(t.metrics.size()) >= options_.metrics_flush_count ||
         (!t.metrics.empty() &&
@@ -401,7 +374,7 @@ void WorkerDaemon::Heartbeat() {
     SMOE_LOG(INFO) << "coordinator cancelled trial " << cmd.trial_id()
                    << " attempt " << cmd.attempt();
     t.cancel_requested = true;
-    TerminateTrial(&t, options_.cancel_grace);
+    t.ranks->Stop(options_.cancel_grace);
   }
   if (resp->drain() && !draining_) BeginDrain("coordinator asked to drain");
 }
@@ -561,61 +534,38 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
   t.started = clock_->Now();
   t.last_flush = t.started;
   const int world = std::max(1, lease.ep_size());
-  const int port = world > 1 ? PickFreePort() : 0;
-  for (int rank = 0; rank < world; ++rank) {
-    ProcessSpec spec;
-    spec.argv = {options_.trainer_path, "run", "--trial", trial_json,
-                 "--workdir",           dir};
-    spec.working_dir = dir;
-    // One GPU slice per rank when there are enough; else every rank sees all.
-    std::vector<int> visible = t.gpus;
-    if (world > 1 && static_cast<int>(t.gpus.size()) >= world) {
-      const size_t per = t.gpus.size() / world;
-      visible.assign(t.gpus.begin() + rank * per,
-                     t.gpus.begin() + (rank + 1) * per);
-    }
-    spec.env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(visible, ",");
-    // The trainer never talks to the coordinator: it gets no API token.
-    spec.unset_env = {"SMOE_TOKEN"};
-    if (world > 1) {
-      spec.env["SMOE_RANK"] = absl::StrCat(rank);
-      spec.env["SMOE_WORLD_SIZE"] = absl::StrCat(world);
-      spec.env["SMOE_RENDEZVOUS"] = absl::StrCat("127.0.0.1:", port);
-    }
-    absl::StatusOr<std::unique_ptr<Process>> p = launcher_->Start(spec);
-    if (!p.ok()) {
-      for (auto& r : t.ranks) r->Signal(SIGKILL).IgnoreError();
-      t.ranks.clear();  // destructors reap
-      return FailLease(lease, v1::FailRequest::REASON_ERROR, 0,
-                       absl::StrCat("worker cannot start the trainer: ",
-                                    p.status().message()));
-    }
-    t.ranks.push_back(*std::move(p));
+  launch::RankGroupSpec spec;
+  spec.argv = {options_.trainer_path, "run", "--trial", trial_json,
+               "--workdir",           dir};
+  spec.working_dir = dir;
+  spec.world_size = world;
+  spec.rendezvous_dir = dir;
+  // A trial without GPUs sees none; with GPUs, the group splits them.
+  spec.env["CUDA_VISIBLE_DEVICES"] = "";
+  spec.gpu_ids = t.gpus;
+  // The trainer never talks to the coordinator: it gets no API token.
+  spec.unset_env = {"SMOE_TOKEN"};
+  spec.grace = options_.grace;
+  spec.note = [id = lease.trial_id(),
+               attempt = lease.attempt()](absl::string_view line) {
+    SMOE_LOG(WARNING) << "trial " << id << " attempt " << attempt << ": "
+                      << line;
+  };
+  absl::StatusOr<std::unique_ptr<launch::RankGroup>> group =
+      launch::RankGroup::Start(launcher_, clock_, std::move(spec));
+  if (!group.ok()) {
+    return FailLease(lease, v1::FailRequest::REASON_ERROR, 0,
+                     absl::StrCat("worker cannot start the trainer: ",
+                                  group.status().message()));
   }
-  t.exits.resize(t.ranks.size());
+  t.ranks = *std::move(group);
   for (int g : t.gpus) gpu_busy_[g] = true;
   SMOE_LOG(INFO) << "started trial " << lease.trial_id() << " attempt "
-                 << lease.attempt() << " (pid " << t.ranks[0]->pid()
+                 << lease.attempt() << " (pid " << t.ranks->rank(0).pid()
                  << (world > 1 ? absl::StrCat(", ", world, " ranks") : "")
                  << ", gpus [" << absl::StrJoin(t.gpus, ",") << "])";
   trials_.emplace(lease.trial_id(), std::move(t));
   return absl::OkStatus();
-}
-
-void WorkerDaemon::SignalTrial(Trial* t, int sig) {
-  for (size_t r = 0; r < t->ranks.size(); ++r) {
-    if (t->exits[r].has_value()) continue;
-    absl::Status s = t->ranks[r]->Signal(sig);
-    if (!s.ok()) SMOE_LOG(WARNING) << "signal " << sig << ": " << s;
-  }
-}
-
-void WorkerDaemon::TerminateTrial(Trial* t, absl::Duration grace) {
-  if (!t->term_sent) {
-    SignalTrial(t, SIGTERM);
-    t->term_sent = true;
-  }
-  t->kill_at = std::min(t->kill_at, clock_->Now() + grace);
 }
 
 void WorkerDaemon::BeginDrain(absl::string_view why) {
@@ -623,13 +573,13 @@ void WorkerDaemon::BeginDrain(absl::string_view why) {
                  << " trial(s) get SIGTERM, grace " << options_.grace;
   draining_ = true;
   drain_requested_.store(true);
-  for (auto& [id, t] : trials_) TerminateTrial(&t, options_.grace);
+  for (auto& [id, t] : trials_) t.ranks->Stop(options_.grace);
   next_heartbeat_ = absl::InfinitePast();  // tell the coordinator now
 }
 
 void WorkerDaemon::ConsumeOutput(Trial* t) {
-  for (size_t r = 0; r < t->ranks.size(); ++r) {
-    std::vector<std::string> lines = t->ranks[r]->TakeStdoutLines();
+  for (int r = 0; r < t->ranks->world_size(); ++r) {
+    std::vector<std::string> lines = t->ranks->rank(r).TakeStdoutLines();
     if (r != 0) continue;  // only rank 0 reports
     for (const std::string& line : lines) HandleEvent(t, line);
   }
@@ -681,27 +631,6 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
   }
 }
 
-bool WorkerDaemon::CheckExits(Trial* t) {
-  bool all = true;
-  for (size_t r = 0; r < t->ranks.size(); ++r) {
-    if (!t->exits[r].has_value()) {
-      t->exits[r] = t->ranks[r]->Poll();
-      if (t->exits[r].has_value() && r == 0) {
-        // The last lines may have arrived together with the exit.
-        for (const std::string& line : t->ranks[0]->TakeStdoutLines()) {
-          HandleEvent(t, line);
-        }
-      }
-      if (t->exits[r].has_value() && t->ranks.size() > 1) {
-        // One rank ended: the others cannot go on without it.
-        TerminateTrial(t, options_.grace);
-      }
-    }
-    if (!t->exits[r].has_value()) all = false;
-  }
-  return all;
-}
-
 absl::Status WorkerDaemon::FlushMetrics(Trial* t) {
   t->last_flush = clock_->Now();
   if (t->metrics.empty()) return absl::OkStatus();
@@ -722,18 +651,11 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
   next_lease_ = absl::InfinitePast();  // a slot is free: ask for work now
 
   // The exit that decides: rank 0's, unless it succeeded and another rank
-  // did not.
-  size_t decisive = 0;
-  for (size_t r = 1; r < t->exits.size(); ++r) {
-    const ExitInfo& e0 = *t->exits[decisive];
-    if (!e0.signaled && e0.exit_code == 0 &&
-        (t->exits[r]->signaled || t->exits[r]->exit_code != 0)) {
-      decisive = r;
-    }
-  }
-  const ExitInfo exit = *t->exits[decisive];
+  // did not (rank_group.h).
+  const int decisive = t->ranks->DecisiveRank();
+  const launch::ExitInfo exit = t->ranks->DecisiveExit();
   const int code = exit.ReportedCode();
-  const std::vector<std::string> tail = t->ranks[decisive]->StderrTail();
+  const std::vector<std::string> tail = t->ranks->rank(decisive).StderrTail();
   const std::string& id = t->lease.trial_id();
   const double duration_s = absl::ToDoubleSeconds(clock_->Now() - t->started);
 
@@ -766,7 +688,7 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
   } else if (!exit.signaled && exit.exit_code == 64) {
     reason = v1::FailRequest::REASON_BAD_SPEC;
     head = "bad trial spec (exit 64)";
-  } else if (draining_ && t->term_sent) {
+  } else if (draining_ && t->ranks->term_sent()) {
     reason = v1::FailRequest::REASON_PREEMPTED;
     head = absl::StrCat("worker draining; trainer ", how);
   } else if (success) {

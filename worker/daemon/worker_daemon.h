@@ -4,7 +4,8 @@
 //
 // The per-host worker daemon's logic, free of gRPC, fork and real time: it
 // takes a GatewayClient (the coordinator), a ProcessLauncher (the trainer
-// processes) and a Clock, so unit tests drive it step by step with fakes.
+// processes, started as a launch::RankGroup) and a Clock, so unit tests drive
+// it step by step with fakes.
 //
 // One loop iteration (RunOnce) does, in order:
 //   1. (re-)register when not registered (same worker_id after a NotFound);
@@ -43,10 +44,12 @@
 // every attempt (the trainer resumes from its checkpoint there); TRIAL.json is
 // rewritten for each attempt.
 //
-// Expert parallelism: a lease with ep_size > 1 starts ep_size processes with
-// SMOE_RANK, SMOE_WORLD_SIZE and SMOE_RENDEZVOUS=127.0.0.1:<free port>. Only
-// rank 0's events are used; the attempt ends when every rank has exited (the
-// others get SIGTERM once one rank fails).
+// Ranks: every attempt is a launch::RankGroup (worker/launch/rank_group.h) of
+// max(1, ep_size) `smoe-trainer run` processes: SMOE_RANK, SMOE_WORLD_SIZE and
+// SMOE_RENDEZVOUS=<trial dir>/ep-rendezvous (a FileStore) when ep_size > 1,
+// CUDA_VISIBLE_DEVICES split over the trial's GPUs ("" for a trial without
+// GPUs), the group's stop policy with `grace`. Only rank 0's events are used;
+// the attempt ends when every rank has exited, with the group's decisive exit.
 #ifndef SMOE_WORKER_DAEMON_WORKER_DAEMON_H_
 #define SMOE_WORKER_DAEMON_WORKER_DAEMON_H_
 
@@ -66,7 +69,8 @@
 #include "proto/smoe.pb.h"
 #include "worker/daemon/gateway_client.h"
 #include "worker/daemon/journal.h"
-#include "worker/daemon/process_launcher.h"
+#include "worker/launch/process_launcher.h"
+#include "worker/launch/rank_group.h"
 
 namespace smoe::worker {
 
@@ -82,7 +86,8 @@ struct WorkerDaemonOptions {
   std::vector<std::string> kinds = {"sraven"};
   std::string trainer_path;  // REQUIRES: non-empty (not checked for existence)
   std::string work_dir;      // REQUIRES: non-empty; created if missing
-  absl::Duration grace = absl::Seconds(30);  // drain: SIGTERM -> SIGKILL
+  // Drain: SIGTERM -> SIGKILL; also the rank group's grace (rank_group.h).
+  absl::Duration grace = absl::Seconds(30);
   absl::Duration cancel_grace =
       absl::Seconds(10);  // CANCEL: SIGTERM -> SIGKILL
   absl::Duration lease_interval = absl::Seconds(1);  // lease polling when idle
@@ -102,7 +107,7 @@ class WorkerDaemon {
   // the daemon. Errors: InvalidArgument for missing options, Internal/
   // PermissionDenied for the work directory or journal.
   static absl::StatusOr<std::unique_ptr<WorkerDaemon>> Create(
-      GatewayClient* gateway, ProcessLauncher* launcher, Clock* clock,
+      GatewayClient* gateway, launch::ProcessLauncher* launcher, Clock* clock,
       WorkerDaemonOptions options);
   ~WorkerDaemon();
 
@@ -133,8 +138,7 @@ class WorkerDaemon {
  private:
   struct Trial {
     v1::TrialLease lease;
-    std::vector<std::unique_ptr<Process>> ranks;  // index = rank
-    std::vector<std::optional<ExitInfo>> exits;   // per rank, once ended
+    std::unique_ptr<launch::RankGroup> ranks;
     std::vector<int> gpus;
     absl::Time started;
     int64_t step = 0;
@@ -144,14 +148,12 @@ class WorkerDaemon {
     absl::Time last_flush;
     std::optional<std::map<std::string, double>> result;
     bool cancel_requested = false;
-    bool term_sent = false;
-    bool kill_sent = false;
-    absl::Time kill_at = absl::InfiniteFuture();
   };
   enum class RpcOutcome { kOk, kRetry, kDrop };
 
-  WorkerDaemon(GatewayClient* gateway, ProcessLauncher* launcher, Clock* clock,
-               WorkerDaemonOptions options, std::unique_ptr<Outbox> outbox);
+  WorkerDaemon(GatewayClient* gateway, launch::ProcessLauncher* launcher,
+               Clock* clock, WorkerDaemonOptions options,
+               std::unique_ptr<Outbox> outbox);
 
   void BeginDrain(absl::string_view why);
   void TryRegister();
@@ -163,11 +165,7 @@ class WorkerDaemon {
                          const std::string& message);
   void ConsumeOutput(Trial* t);
   void HandleEvent(Trial* t, const std::string& line);
-  // Returns true when every rank of `t` has exited.
-  bool CheckExits(Trial* t);
   absl::Status FinishTrial(Trial* t);
-  void SignalTrial(Trial* t, int sig);
-  void TerminateTrial(Trial* t, absl::Duration grace);
   absl::Status FlushMetrics(Trial* t);
   absl::Status DeliverOutbox();
   // Classifies a failed call: backs off for transient errors, schedules a
@@ -180,7 +178,7 @@ class WorkerDaemon {
   void SaveWorkerId();
 
   GatewayClient* const gateway_;
-  ProcessLauncher* const launcher_;
+  launch::ProcessLauncher* const launcher_;
   Clock* const clock_;
   const WorkerDaemonOptions options_;
   std::unique_ptr<Outbox> outbox_;

@@ -588,7 +588,10 @@ TEST_F(WorkerDaemonTest, ExpertParallelStartsOneProcessPerRank) {
   EXPECT_EQ(r0->spec.env.at("SMOE_WORLD_SIZE"), "2");
   EXPECT_EQ(r0->spec.env.at("SMOE_RENDEZVOUS"),
             r1->spec.env.at("SMOE_RENDEZVOUS"));
-  EXPECT_THAT(r0->spec.env.at("SMOE_RENDEZVOUS"), HasSubstr("127.0.0.1:"));
+  // The rank group's one rendezvous rule: a FileStore in the trial dir, not
+  // a TCP port picked free before rank 0 binds it (worker/launch).
+  EXPECT_EQ(r0->spec.env.at("SMOE_RENDEZVOUS"),
+            daemon_->TrialDir("sw1/ep") + "/ep-rendezvous");
   EXPECT_EQ(r0->spec.env.at("CUDA_VISIBLE_DEVICES"), "0");
   EXPECT_EQ(r1->spec.env.at("CUDA_VISIBLE_DEVICES"), "1");
   // Rank 1 crashes: rank 0 is terminated; the attempt fails with rank 1's code.
@@ -601,6 +604,36 @@ TEST_F(WorkerDaemonTest, ExpertParallelStartsOneProcessPerRank) {
   ASSERT_EQ(gateway_.fails.size(), 1u);
   EXPECT_EQ(gateway_.fails[0].exit_code(), 3);
   EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("NCCL error"));
+}
+
+// The rank group's stop policy after a success: the other ranks get the grace
+// to finish on their own (no SIGTERM that would turn their last moments into
+// exit 75), then SIGTERM; the attempt completes with rank 0's result.
+TEST_F(WorkerDaemonTest, ExpertParallelSuccessLetsTheOtherRanksFinish) {
+  options_.grace = absl::Seconds(30);
+  MakeDaemon();
+  gateway_.AddLease("sw1/ep", 1, R"({"M":1})", /*gpus=*/0, /*ep_size=*/2);
+  Step();
+  ASSERT_EQ(launcher_.started.size(), 2u);
+  auto r0 = launcher_.started[0];
+  auto r1 = launcher_.started[1];
+  EXPECT_EQ(r0->spec.env.at("CUDA_VISIBLE_DEVICES"), "");
+  EXPECT_EQ(r1->spec.env.at("CUDA_VISIBLE_DEVICES"), "");
+  r0->Emit(R"({"event":"result","metrics":{"test_acc":0.5}})");
+  r0->Exit(0);
+  Step();
+  clock_.Advance(absl::Seconds(29));
+  Step();
+  EXPECT_TRUE(r1->signals.empty());
+  EXPECT_TRUE(gateway_.completes.empty());
+  r1->exit_on_sigterm = 0;
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  EXPECT_THAT(r1->signals, ElementsAre(SIGTERM));
+  Step();
+  ASSERT_EQ(gateway_.completes.size(), 1u);
+  EXPECT_EQ(gateway_.completes[0].results().at("test_acc"), 0.5);
+  EXPECT_TRUE(gateway_.fails.empty());
 }
 
 TEST_F(WorkerDaemonTest, TrialDirIsReusedAcrossAttempts) {

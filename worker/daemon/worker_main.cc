@@ -26,8 +26,8 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "worker/daemon/gateway_client.h"
-#include "worker/daemon/process_launcher.h"
 #include "worker/daemon/worker_daemon.h"
+#include "worker/launch/process_launcher.h"
 
 namespace smoe::worker {
 namespace {
@@ -264,12 +264,12 @@ std::vector<int> DetectGpus() {
   std::vector<int> out;
   const std::string smi = FindOnPath("nvidia-smi");
   if (smi.empty()) return out;
-  PosixProcessLauncher launcher;
-  ProcessSpec spec;
+  launch::PosixProcessLauncher launcher;
+  launch::ProcessSpec spec;
   spec.argv = {smi, "--query-gpu=index", "--format=csv,noheader"};
-  absl::StatusOr<std::unique_ptr<Process>> p = launcher.Start(spec);
+  absl::StatusOr<std::unique_ptr<launch::Process>> p = launcher.Start(spec);
   if (!p.ok()) return out;
-  std::optional<ExitInfo> e = (*p)->Wait(absl::Seconds(10));
+  std::optional<launch::ExitInfo> e = (*p)->Wait(absl::Seconds(10));
   if (!e.has_value()) {
     (*p)->Signal(SIGKILL).IgnoreError();
     (*p)->Wait(absl::Seconds(5));
@@ -404,7 +404,7 @@ int RunWorker(const WorkerFlags& flags) {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return 2;
   }
-  PosixProcessLauncher launcher;
+  launch::PosixProcessLauncher launcher;
   absl::StatusOr<std::unique_ptr<WorkerDaemon>> daemon =
       WorkerDaemon::Create(client->get(), &launcher, Clock::Real(), opt);
   if (!daemon.ok()) {

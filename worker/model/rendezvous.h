@@ -7,9 +7,10 @@
 //   SMOE_RANK, SMOE_WORLD_SIZE, SMOE_RENDEZVOUS = host:port | file path,
 // and the communicators built on it that need no Gloo:
 //   * the c10d key-value store behind it: "host:port" (port all digits) is a
-//     c10d TCPStore whose server rank 0 starts on that port (the daemon picks
-//     a free one); anything else is a c10d FileStore path on a filesystem
-//     every rank sees (tests use a temp file);
+//     c10d TCPStore whose server rank 0 starts on that port (for ranks
+//     started by hand, and tests); anything else is a c10d FileStore path on
+//     a filesystem every rank sees: every SMoE Lab launcher
+//     (worker/launch/rank_group.h) passes <trial dir>/ep-rendezvous;
 //   * CreateNcclCommunicator: the NCCL unique id exchanged through that store.
 // TCPStore, FileStore and PrefixStore are plain LibTorch c10d (libtorch_cpu)
 // and need no gloo headers or libgloo, so this file compiles wherever

@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "worker/daemon/process_launcher.h"
+#include "worker/launch/process_launcher.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +23,7 @@
 
 extern char** environ;
 
-namespace smoe::worker {
+namespace smoe::launch {
 namespace {
 
 constexpr size_t kMaxStdoutLine = 1 << 20;  // longer lines are split
@@ -284,26 +284,62 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Start(
   const char* cwd =
       spec.working_dir.empty() ? nullptr : spec.working_dir.c_str();
 
+  // Each stream: a pipe to us, our own descriptor, or a file. Descriptors
+  // opened here are close-on-exec; the child dup2()s what it needs.
   int out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
-      pipe2(exec_err, O_CLOEXEC) != 0) {
-    const int e = errno;
-    CloseAll({out[0], out[1], err[0], err[1], exec_err[0], exec_err[1]});
-    return absl::InternalError(absl::StrCat("pipe2: ", strerror(e)));
+  int out_file = -1, err_file = -1;
+  auto close_all = [&] {
+    CloseAll({out[0], out[1], err[0], err[1], exec_err[0], exec_err[1],
+              out_file, err_file});
+  };
+  auto open_output = [&](const OutputSpec& o, int* file, int pipe_fds[2],
+                         const char* what) -> absl::Status {
+    if (o.kind == OutputSpec::Kind::kPipe) {
+      if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+        return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
+      }
+    } else if (o.kind == OutputSpec::Kind::kFile) {
+      *file =
+          open(o.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (*file < 0) {
+        return absl::InternalError(absl::StrCat(
+            "cannot open ", what, " file '", o.path, "': ", strerror(errno)));
+      }
+    }
+    return absl::OkStatus();
+  };
+  absl::Status opened = open_output(spec.stdout_to, &out_file, out, "stdout");
+  const bool shared_file = spec.stdout_to.kind == OutputSpec::Kind::kFile &&
+                           spec.stderr_to.kind == OutputSpec::Kind::kFile &&
+                           spec.stdout_to.path == spec.stderr_to.path;
+  if (opened.ok() && !shared_file) {
+    opened = open_output(spec.stderr_to, &err_file, err, "stderr");
   }
+  if (opened.ok() && pipe2(exec_err, O_CLOEXEC) != 0) {
+    opened = absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
+  }
+  if (!opened.ok()) {
+    close_all();
+    return opened;
+  }
+  // The descriptors the child makes its stdout / stderr; -1: keep ours.
+  const int child_out = out[1] >= 0 ? out[1] : out_file;
+  const int child_err =
+      err[1] >= 0 ? err[1] : (shared_file ? out_file : err_file);
   const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull < 0) {
     const int e = errno;
-    CloseAll({out[0], out[1], err[0], err[1], exec_err[0], exec_err[1]});
+    close_all();
     return absl::InternalError(absl::StrCat("open /dev/null: ", strerror(e)));
   }
+  const int death_signal = spec.parent_death_signal;
 
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     const int e = errno;
-    CloseAll(
-        {out[0], out[1], err[0], err[1], exec_err[0], exec_err[1], devnull});
+    close_all();
+    close(devnull);
     return absl::InternalError(absl::StrCat("fork: ", strerror(e)));
   }
   if (pid == 0) {
@@ -312,7 +348,7 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Start(
     // A daemon killed without draining (kill -9, OOM) must not leave its
     // trainers running unsupervised on the GPUs and in the trial directory:
     // the kernel sends SIGKILL when the starting thread exits.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_PDEATHSIG, death_signal);
     if (getppid() != parent) _exit(127);  // it died before prctl
     sigset_t empty;
     sigemptyset(&empty);
@@ -322,7 +358,8 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Start(
     dfl.sa_handler = SIG_DFL;
     for (int s = 1; s < NSIG; ++s) sigaction(s, &dfl, nullptr);
     int child_errno = 0;
-    if (dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) {
+    if (dup2(devnull, 0) < 0 || (child_out >= 0 && dup2(child_out, 1) < 0) ||
+        (child_err >= 0 && dup2(child_err, 2) < 0)) {
       child_errno = errno;
     } else {
       // Descriptors the daemon inherited without O_CLOEXEC must not reach the
@@ -342,7 +379,7 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Start(
 
   // Parent.
   setpgid(pid, pid);  // also done in the child; whichever runs first wins
-  CloseAll({out[1], err[1], exec_err[1], devnull});
+  CloseAll({out[1], err[1], exec_err[1], devnull, out_file, err_file});
   int child_errno = 0;
   ssize_t n;
   do {
@@ -362,10 +399,11 @@ absl::StatusOr<std::unique_ptr<Process>> PosixProcessLauncher::Start(
     if (child_errno == EACCES) return absl::PermissionDeniedError(msg);
     return absl::InternalError(msg);
   }
-  fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
-  fcntl(err[0], F_SETFL, fcntl(err[0], F_GETFL) | O_NONBLOCK);
+  for (int fd : {out[0], err[0]}) {
+    if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
   return std::unique_ptr<Process>(
       new PosixProcess(pid, out[0], err[0], stderr_tail_lines_));
 }
 
-}  // namespace smoe::worker
+}  // namespace smoe::launch

@@ -1,9 +1,10 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: worker/daemon/process_launcher.h
+// File: worker/launch/process_launcher.h
 //
-// Starting and supervising child processes (the trainer), behind an interface
-// so the daemon's logic is tested with a fake and never forks in unit tests.
+// Starting and supervising child processes (the trainer and its ranks),
+// behind an interface so the daemon's logic is tested with a fake and never
+// forks in unit tests. Groups of ranks: rank_group.h.
 //
 //   ProcessLauncher::Start(spec) -> Process
 //   Process: stdout lines (drained by the caller), the last stderr lines,
@@ -13,23 +14,45 @@
 // signalling the group also reaches the trainer's own children; it reaps every
 // child it starts (no zombies), and kills stragglers left in the group once the
 // group leader has exited. A child gets SIGKILL when the thread that started it
-// exits (PR_SET_PDEATHSIG), so a daemon that dies without draining (kill -9,
-// OOM) leaves no trainer running unsupervised; REQUIRES: call Start() from a
-// thread that outlives the processes it starts (the daemon's loop thread).
-#ifndef SMOE_WORKER_DAEMON_PROCESS_LAUNCHER_H_
-#define SMOE_WORKER_DAEMON_PROCESS_LAUNCHER_H_
+// exits (PR_SET_PDEATHSIG; the signal is ProcessSpec::parent_death_signal),
+// so a daemon or CLI that dies without draining (kill -9, OOM) leaves no
+// trainer running unsupervised; REQUIRES: call Start() from a thread that
+// outlives the processes it starts (the daemon's loop thread, the CLI's main
+// thread).
+#ifndef SMOE_WORKER_LAUNCH_PROCESS_LAUNCHER_H_
+#define SMOE_WORKER_LAUNCH_PROCESS_LAUNCHER_H_
+
+#include <signal.h>
 
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace smoe::worker {
+namespace smoe::launch {
+
+// Where a child's stdout or stderr goes.
+struct OutputSpec {
+  enum class Kind {
+    kPipe,     // to the launcher: Process::TakeStdoutLines / StderrTail
+    kInherit,  // the launcher's own descriptor (e.g. the terminal)
+    kFile,     // `path`, created (0644) or truncated
+  };
+  Kind kind = Kind::kPipe;
+  std::string path;  // kFile only
+
+  static OutputSpec Pipe() { return {}; }
+  static OutputSpec Inherit() { return {Kind::kInherit, ""}; }
+  static OutputSpec File(std::string path) {
+    return {Kind::kFile, std::move(path)};
+  }
+};
 
 // What to run.
 struct ProcessSpec {
@@ -44,6 +67,15 @@ struct ProcessSpec {
   std::vector<std::string> unset_env;
   // The child's working directory; empty = the daemon's.
   std::string working_dir;
+  // Where stdout and stderr go. A stream that is not piped reads as empty
+  // through TakeStdoutLines / StderrTail. stdout and stderr naming the same
+  // file share one descriptor (one log, in order).
+  OutputSpec stdout_to;
+  OutputSpec stderr_to;
+  // Sent to the child when the thread that started it exits: SIGKILL for the
+  // daemon (nothing may outlive it), SIGTERM for the CLI (the trainer
+  // checkpoints).
+  int parent_death_signal = SIGKILL;
 };
 
 // How a process ended.
@@ -95,18 +127,19 @@ class ProcessLauncher {
 
   // Starts `spec`. Errors: InvalidArgument for an empty argv, NotFound /
   // PermissionDenied / Internal when the program cannot be executed (the
-  // child is reaped before returning), Internal for fork/pipe failures.
+  // child is reaped before returning), Internal for fork/pipe failures or an
+  // output file that cannot be opened (the message names it).
   virtual absl::StatusOr<std::unique_ptr<Process>> Start(
       const ProcessSpec& spec) = 0;
 };
 
 // fork/execve implementation for Linux/POSIX.
 //
-// The child: its own process group, stdin from /dev/null, stdout/stderr piped
-// to the daemon, default signal dispositions and an empty signal mask, no
-// inherited descriptors besides 0-2 (all daemon descriptors that matter are
-// close-on-exec). One reader thread per child drains both pipes, so a chatty
-// child never blocks on a full pipe.
+// The child: its own process group, stdin from /dev/null, stdout/stderr as
+// ProcessSpec says (piped to the caller by default), default signal
+// dispositions and an empty signal mask, no inherited descriptors besides 0-2
+// (all daemon descriptors that matter are close-on-exec). One reader thread per
+// child drains both pipes, so a chatty child never blocks on a full pipe.
 class PosixProcessLauncher final : public ProcessLauncher {
  public:
   // `stderr_tail_lines`: how many trailing stderr lines each Process keeps.
@@ -120,6 +153,6 @@ class PosixProcessLauncher final : public ProcessLauncher {
   int stderr_tail_lines_;
 };
 
-}  // namespace smoe::worker
+}  // namespace smoe::launch
 
-#endif  // SMOE_WORKER_DAEMON_PROCESS_LAUNCHER_H_
+#endif  // SMOE_WORKER_LAUNCH_PROCESS_LAUNCHER_H_

@@ -1,12 +1,14 @@
 // Copyright 2026 SMoE Lab authors.
-#include "worker/daemon/process_launcher.h"
+#include "worker/launch/process_launcher.h"
 
 #include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -14,7 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace smoe::worker {
+namespace smoe::launch {
 namespace {
 
 using ::testing::ElementsAre;
@@ -261,5 +263,61 @@ TEST(PosixProcessLauncherTest, ManyLinesAreNotLost) {
   EXPECT_EQ(lines.back(), "line19999");
 }
 
+// Output to a file (one log for both streams when they name the same file),
+// or not piped at all: nothing reaches TakeStdoutLines / StderrTail then.
+TEST(PosixProcessLauncherTest, OutputToFilesOrInherited) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/launcher_out_", getpid());
+  ASSERT_EQ(
+      system(
+          absl::StrCat("rm -rf '", dir, "' && mkdir -p '", dir, "'").c_str()),
+      0);
+  PosixProcessLauncher launcher;
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo out; echo err >&2; echo out2"};
+  spec.stdout_to = OutputSpec::File(dir + "/log");
+  spec.stderr_to = OutputSpec::File(dir + "/log");
+  std::ofstream(dir + "/log") << "stale contents of an earlier run\n";
+  auto p = launcher.Start(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->Wait(kWait).has_value());
+  EXPECT_TRUE((*p)->TakeStdoutLines().empty());
+  EXPECT_TRUE((*p)->StderrTail().empty());
+  std::ifstream in(dir + "/log");
+  std::string all((std::istreambuf_iterator<char>(in)),
+                  std::istreambuf_iterator<char>());
+  EXPECT_EQ(all, "out\nerr\nout2\n");
+
+  // Separate files; stderr inherited while stdout is still piped.
+  spec.stdout_to = OutputSpec::File(dir + "/out");
+  spec.stderr_to = OutputSpec::File(dir + "/err");
+  p = launcher.Start(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->Wait(kWait).has_value());
+  std::ifstream out(dir + "/out"), err(dir + "/err");
+  std::string o((std::istreambuf_iterator<char>(out)),
+                std::istreambuf_iterator<char>());
+  std::string e((std::istreambuf_iterator<char>(err)),
+                std::istreambuf_iterator<char>());
+  EXPECT_EQ(o, "out\nout2\n");
+  EXPECT_EQ(e, "err\n");
+  spec.argv = {"/bin/sh", "-c", "echo piped; echo to-our-stderr >&2"};
+  spec.stdout_to = OutputSpec::Pipe();
+  spec.stderr_to = OutputSpec::Inherit();
+  p = launcher.Start(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->Wait(kWait).has_value());
+  EXPECT_THAT((*p)->TakeStdoutLines(), ElementsAre("piped"));
+  EXPECT_TRUE((*p)->StderrTail().empty());
+
+  // An output file that cannot be opened is an error naming it.
+  spec.stdout_to = OutputSpec::File(dir + "/missing/dir/log");
+  auto bad = launcher.Start(spec);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr(dir + "/missing/dir/log"));
+  EXPECT_FALSE(HasChildren());
+  ASSERT_EQ(system(absl::StrCat("rm -rf '", dir, "'").c_str()), 0);
+}
+
 }  // namespace
-}  // namespace smoe::worker
+}  // namespace smoe::launch
