@@ -159,7 +159,8 @@ absl::Status SkillMixModels::Follow(int64_t* calls_served) {
 
 absl::Status SkillMixModels::StopFollowers() {
   if (comm_ == nullptr || comm_->rank() != 0) return absl::OkStatus();
-  return mx::StopMixtralFollowers(comm_);
+  SMOE_ASSIGN_OR_RETURN(const mx::MixtralLoadOptions o, LoadOptions());
+  return mx::StopMixtralFollowers(comm_, o.device);
 }
 
 }  // namespace smoe::trainer

@@ -95,6 +95,7 @@ class Batcher {
         torch::from_blob(targets_.data(), {n, m}, torch::kInt64).clone();
     return {x.to(device_), y.to(device_)};
   }
+  torch::Device device() const { return device_; }
 
  private:
   const sraven::Generator& gen_;
@@ -107,10 +108,11 @@ class Batcher {
 // Evaluates num_eval problems of `split`. Cancelled if asked to stop.
 // Returns whether any rank asked to stop (one all-reduce; `local` alone when
 // `comm` is null).
-absl::StatusOr<bool> AgreeStop(bool local, kernels::Communicator* comm) {
+absl::StatusOr<bool> AgreeStop(bool local, kernels::Communicator* comm,
+                               torch::Device device) {
   if (comm == nullptr || comm->world_size() == 1) return local;
   std::vector<double> v = {local ? 1.0 : 0.0};
-  SMOE_RETURN_IF_ERROR(model::AllReduceSum(&v, comm));
+  SMOE_RETURN_IF_ERROR(model::AllReduceSum(&v, comm, device));
   return v[0] > 0;
 }
 
@@ -134,7 +136,8 @@ absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
   }
   for (int64_t j = 0; j * bs < c.num_eval; ++j) {
     SMOE_ASSIGN_OR_RETURN(
-        bool stop, AgreeStop(opt.stop != nullptr && opt.stop->load(), comm));
+        bool stop, AgreeStop(opt.stop != nullptr && opt.stop->load(), comm,
+                             batcher.device()));
     if (stop) return absl::CancelledError("stopped during evaluation");
     int n = static_cast<int>(std::min<int64_t>(bs, c.num_eval - j * bs));
     auto [x, y] = batcher.Get(split, static_cast<uint64_t>(j), n);
@@ -178,7 +181,7 @@ absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
       v.insert(v.end(), r.expert_fraction.begin(), r.expert_fraction.end());
       v.push_back(r.entropy);
     }
-    SMOE_RETURN_IF_ERROR(model::AllReduceSum(&v, comm));
+    SMOE_RETURN_IF_ERROR(model::AllReduceSum(&v, comm, batcher.device()));
     out->problems = static_cast<int64_t>(v[0] + 0.5);
     out->all_correct = static_cast<int64_t>(v[1] + 0.5);
     out->tokens_correct = static_cast<int64_t>(v[2] + 0.5);
@@ -487,7 +490,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
     }
     if (s.step >= c.steps) break;
     SMOE_ASSIGN_OR_RETURN(bool stop_now,
-                          AgreeStop(ShouldStop(options, s.step), cm));
+                          AgreeStop(ShouldStop(options, s.step), cm, device));
     if (stop_now) {
       SMOE_RETURN_IF_ERROR(checkpoint());
       return absl::CancelledError(
@@ -518,7 +521,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
       SMOE_RETURN_IF_ERROR(model::SyncGradients(*net, cm));
       // The reported loss is the global batch's: the mean of the ranks'.
       std::vector<double> global = {loss.item<double>() / world};
-      SMOE_RETURN_IF_ERROR(model::AllReduceSum(&global, cm));
+      SMOE_RETURN_IF_ERROR(model::AllReduceSum(&global, cm, device));
       loss = torch::full({}, global[0], loss.options());
     }
     AdamWUpdate(opt, c, s.step);
