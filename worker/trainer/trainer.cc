@@ -25,6 +25,7 @@
 #include "trials/events.h"
 #include "worker/data/sraven/sraven.h"
 #include "worker/model/autocast.h"
+#include "worker/model/device.h"
 #include "worker/model/expert_parallel.h"
 #include "worker/model/gloo_communicator.h"
 #include "worker/model/transformer.h"
@@ -360,19 +361,12 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
   const int rank = rdv.rank;
   const int world = rdv.world_size;
   Emitter emit(rank == 0 ? options.events : nullptr);
-  const bool cuda = c.device == "cuda";
-  if (cuda && !torch::cuda::is_available()) {
-    return absl::FailedPreconditionError(
-        "device=\"cuda\" but LibTorch sees no CUDA device");
-  }
-  // One GPU per rank: its own when the launcher split CUDA_VISIBLE_DEVICES,
-  // else GPU `rank` of those visible.
-  const int cuda_index =
-      cuda ? model::CudaDeviceForRank(
-                 rank, world, static_cast<int>(torch::cuda::device_count()))
-           : 0;
-  const torch::Device device = cuda ? torch::Device(torch::kCUDA, cuda_index)
-                                    : torch::Device(torch::kCPU);
+  // The rank's device (its own GPU: the launcher's single visible one, else
+  // GPU `rank` of those visible) and its communicator kind.
+  SMOE_ASSIGN_OR_RETURN(const model::DeviceSelection sel,
+                        model::SelectDeviceHere(c.device, rank, world));
+  const torch::Device device = sel.device;
+  const bool cuda = device.is_cuda();
   sraven::SravenConfig data_cfg;
   data_cfg.num_features = c.model.num_features;
   data_cfg.num_values = c.model.num_values;
@@ -394,8 +388,8 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
   if (world > 1) {
     kernels::CommunicatorOptions copt;  // kDefaultCommOpTimeoutMs per call
     absl::StatusOr<std::unique_ptr<kernels::Communicator>> made =
-        cuda && kernels::BuiltWithNccl()
-            ? model::CreateNcclCommunicator(rdv, cuda_index, copt)
+        sel.comm == model::CommKind::kNccl
+            ? model::CreateNcclCommunicator(rdv, device.index(), copt)
             : model::CreateGlooCommunicator(rdv, copt);
     if (!made.ok()) {
       return absl::UnavailableError(absl::StrCat(
