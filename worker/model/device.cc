@@ -1,7 +1,7 @@
 // Copyright 2026 SMoE Lab authors.
 #include "worker/model/device.h"
 
-#include <torch/cuda.h>
+#include <torch/torch.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
