@@ -23,13 +23,13 @@ namespace {
 // Sleep between watchdog polls: short next to any real collective.
 constexpr auto kNcclPollInterval = std::chrono::microseconds(50);
 
-absl::Status CudaError(cudaError_t e, const char* what) {
+absl::Status CudaError(cudaError_t e, const std::string& what) {
   return absl::InternalError(
       absl::StrCat(what, ": CUDA error ", static_cast<int>(e), " ",
                    cudaGetErrorName(e), ": ", cudaGetErrorString(e)));
 }
 
-absl::Status NcclError(ncclResult_t r, const char* what) {
+absl::Status NcclError(ncclResult_t r, const std::string& what) {
   return absl::InternalError(absl::StrCat(
       what, ": NCCL error ", static_cast<int>(r), ": ", ncclGetErrorString(r)));
 }
@@ -129,7 +129,11 @@ class NcclCommunicator : public Communicator {
     std::memcpy(h_send, send_counts, bytes);
     cudaError_t ce =
         cudaMemcpyAsync(d_send, h_send, bytes, cudaMemcpyHostToDevice, stream);
-    if (ce != cudaSuccess) return CudaError(ce, "cudaMemcpyAsync");
+    // A failed copy leaves the peers waiting in this collective: abort, so
+    // every later call fails fast (communicator.h).
+    if (ce != cudaSuccess) {
+      return Fail(CudaError(ce, "AllToAllCounts: cudaMemcpyAsync (to device)"));
+    }
     std::vector<int64_t> ones(world_, 1);
     if (absl::Status s = GroupedSendRecv(d_send, ones.data(), d_recv,
                                          ones.data(), DType::kInt64, stream);
@@ -137,7 +141,9 @@ class NcclCommunicator : public Communicator {
       return s;
     }
     ce = cudaMemcpyAsync(h_recv, d_recv, bytes, cudaMemcpyDeviceToHost, stream);
-    if (ce != cudaSuccess) return CudaError(ce, "cudaMemcpyAsync");
+    if (ce != cudaSuccess) {
+      return Fail(CudaError(ce, "AllToAllCounts: cudaMemcpyAsync (to host)"));
+    }
     if (absl::Status s = WaitStream("AllToAllCounts", stream); !s.ok()) {
       return s;
     }
@@ -220,10 +226,12 @@ class NcclCommunicator : public Communicator {
     ncclResult_t r = ncclGroupStart();
     if (r != ncclSuccess) return Fail(NcclError(r, "ncclGroupStart"));
     size_t send_off = 0, recv_off = 0;
+    bool send_failed = false;  // which call failed, for the message
     for (int j = 0; j < world_ && r == ncclSuccess; ++j) {
       if (send_counts[j] > 0) {
         r = ncclSend(static_cast<const char*>(send) + send_off * es,
                      static_cast<size_t>(send_counts[j]), t, j, comm_, stream);
+        send_failed = r != ncclSuccess;
       }
       if (r == ncclSuccess && recv_counts[j] > 0) {
         r = ncclRecv(static_cast<char*>(recv) + recv_off * es,
@@ -233,7 +241,9 @@ class NcclCommunicator : public Communicator {
       recv_off += static_cast<size_t>(recv_counts[j]);
     }
     const ncclResult_t end = ncclGroupEnd();
-    if (r != ncclSuccess) return Fail(NcclError(r, "ncclSend/ncclRecv"));
+    if (r != ncclSuccess) {
+      return Fail(NcclError(r, send_failed ? "ncclSend" : "ncclRecv"));
+    }
     if (end != ncclSuccess && end != ncclInProgress) {
       return Fail(NcclError(end, "ncclGroupEnd"));
     }
@@ -248,7 +258,10 @@ class NcclCommunicator : public Communicator {
     while (true) {
       ncclResult_t state = ncclSuccess;
       const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
-      if (r != ncclSuccess) return Fail(NcclError(r, what));
+      if (r != ncclSuccess) {
+        return Fail(
+            NcclError(r, absl::StrCat(what, ": ncclCommGetAsyncError")));
+      }
       if (state == ncclSuccess) return absl::OkStatus();
       if (state != ncclInProgress) return Fail(NcclError(state, what));
       if (std::chrono::steady_clock::now() > deadline) {
@@ -268,10 +281,15 @@ class NcclCommunicator : public Communicator {
     while (true) {
       const cudaError_t q = cudaStreamQuery(stream);
       if (q == cudaSuccess) return absl::OkStatus();
-      if (q != cudaErrorNotReady) return Fail(CudaError(q, what));
+      if (q != cudaErrorNotReady) {
+        return Fail(CudaError(q, absl::StrCat(what, ": cudaStreamQuery")));
+      }
       ncclResult_t state = ncclSuccess;
       const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
-      if (r != ncclSuccess) return Fail(NcclError(r, what));
+      if (r != ncclSuccess) {
+        return Fail(
+            NcclError(r, absl::StrCat(what, ": ncclCommGetAsyncError")));
+      }
       if (state != ncclSuccess && state != ncclInProgress) {
         return Fail(NcclError(state, what));
       }

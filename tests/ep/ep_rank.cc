@@ -103,7 +103,8 @@ int Main() {
     return Fail(rank, "logits differ from the single-process model");
   }
   std::vector<double> mean_loss = {loss.item<double>() / world};
-  if (absl::Status s = smoe::model::AllReduceSum(&mean_loss, c); !s.ok()) {
+  if (absl::Status s = smoe::model::AllReduceSum(&mean_loss, c, torch::kCPU);
+      !s.ok()) {
     return Fail(rank, s.ToString());
   }
   if (std::abs(mean_loss[0] - ref_loss.item<double>()) >

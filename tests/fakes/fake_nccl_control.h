@@ -29,6 +29,8 @@
 //    (sender, receiver) pair in launch order; a send completes only when the
 //    peer has received it. AllReduce sums in rank order (bfloat16/half in
 //    float, rounded once).
+//  * Any synchronous CUDA/NCCL call can be made to fail once (FailCall), so
+//    every error return after a vendor call runs in CI.
 //  * Misuse is recorded as a violation (Violations()), never a crash: an NCCL
 //    call on a communicator whose previous nonblocking call is still in
 //    progress, a handle used after ncclCommAbort/ncclCommDestroy, a buffer
@@ -97,6 +99,19 @@ void HangRank(int rank, int at_launch);
 // Every launch of `rank` waits exactly `us` before the enqueue (overrides the
 // random enqueue delay).
 void SetEnqueueDelay(int rank, int64_t us);
+
+// Synchronous failures: the `skip`+1-th call of the API function named
+// `call` (e.g. "cudaMemcpyAsync", "ncclGroupEnd") made from now on by a
+// thread whose current device is `device` (cudaSetDevice: the device asked
+// for; -1: any thread) returns `error` (a cudaError_t or ncclResult_t value)
+// at once, without doing anything; once. Every cuda*/nccl* function of the
+// fake that returns an error code can fail this way. Reset disarms all.
+void FailCall(const std::string& call, int error, int device = -1,
+              int skip = 0);
+// Armed faults that have not fired ("CALL on device D"), and those that have,
+// in order (tests check that the call they meant to fail was reached).
+std::vector<std::string> ArmedCallFaults();
+std::vector<std::string> FiredCallFaults();
 
 // Enqueues an operation that occupies `stream` for `ms` milliseconds (a slow
 // producer kernel). nullptr = the legacy stream of the current device.

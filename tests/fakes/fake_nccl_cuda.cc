@@ -176,6 +176,55 @@ thread_local int tls_group_depth = 0;
 thread_local std::vector<PendingOp> tls_group_ops;
 thread_local ncclResult_t tls_group_error = ncclSuccess;
 
+// One-shot synchronous failures (smoe::fake_nccl::FailCall). Own mutex: the
+// API functions check it before taking G().mu.
+struct CallFault {
+  std::string call;
+  int error = 0;
+  int device = -1;  // -1: any
+  int skip = 0;
+};
+std::mutex& CallFaultMu() {
+  static std::mutex* m = new std::mutex;
+  return *m;
+}
+std::vector<CallFault>& CallFaults() {
+  static std::vector<CallFault>* v = new std::vector<CallFault>;
+  return *v;
+}
+std::vector<std::string>& FiredFaults() {
+  static std::vector<std::string>* v = new std::vector<std::string>;
+  return *v;
+}
+
+// The error armed for this call of `call` on `device`, once; 0 when none.
+int InjectedError(const char* call, int device) {
+  std::lock_guard<std::mutex> l(CallFaultMu());
+  std::vector<CallFault>& v = CallFaults();
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (it->call != call || (it->device >= 0 && it->device != device)) {
+      continue;
+    }
+    if (it->skip > 0) {
+      --it->skip;
+      return 0;
+    }
+    const int e = it->error;
+    FiredFaults().push_back(std::string(call) + " on device " +
+                            std::to_string(device));
+    v.erase(it);
+    return e;
+  }
+  return 0;
+}
+
+#define SMOE_FAKE_INJECT(call, type, device)                 \
+  do {                                                       \
+    if (const int injected_ = InjectedError(call, device)) { \
+      return static_cast<type>(injected_);                   \
+    }                                                        \
+  } while (false)
+
 using Lock = std::unique_lock<std::mutex>;
 
 void Violation(const std::string& what) {  // lock held
@@ -736,12 +785,8 @@ void RunKernel(ncclComm* c, std::vector<PendingOp> ops, bool stuck) {
       s.send[me] = op.send;
       ++s.arrived;
       g.cv.notify_all();
-      g.cv.wait(l, [&] { return c->aborted || s.arrived == q.nranks; });
-      if (c->aborted) {
-        ok = false;
-        break;
-      }
-      if (!s.computed) {
+      auto compute = [&] {
+        if (s.computed) return;
         bool live = true;
         for (int r = 0; r < q.nranks; ++r) {
           live = CheckLive(s.send[r], s.count * TypeSize(s.type), c->device,
@@ -751,7 +796,23 @@ void RunKernel(ncclComm* c, std::vector<PendingOp> ops, bool stuck) {
         s.result.assign(s.count * TypeSize(s.type), 0);
         if (live) Reduce(s.send, s.count, s.type, s.op, s.result.data());
         s.computed = true;
+      };
+      g.cv.wait(l, [&] { return c->aborted || s.arrived == q.nranks; });
+      if (c->aborted) {
+        // An aborted rank's buffer may be freed as soon as its stream moves
+        // on: peers never read it afterwards. All there: reduce now, while
+        // every buffer is live. Else withdraw: the peers' kernels never
+        // complete (as with a dead peer), until their own abort.
+        if (s.arrived == q.nranks) {
+          compute();
+        } else {
+          --s.arrived;
+          s.send[me] = nullptr;
+        }
+        ok = false;
+        break;
       }
+      compute();
       if (CheckLive(op.recv, s.result.size(), c->device,
                     "ncclAllReduce kernel")) {
         std::memcpy(op.recv, s.result.data(),
@@ -940,13 +1001,30 @@ const char* cudaGetErrorString(cudaError_t e) {
 cudaError_t cudaGetLastError() { return cudaSuccess; }
 cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
 
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  SMOE_FAKE_INJECT("cudaGetDeviceProperties", cudaError_t, device);
+  Lock l(G().mu);
+  if (prop == nullptr) return cudaErrorInvalidValue;
+  if (device < 0 || device >= G().config.num_devices) {
+    return cudaErrorInvalidDevice;
+  }
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof(prop->name), "Fake GPU %d", device);
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = 132;
+  return cudaSuccess;
+}
+
 cudaError_t cudaGetDeviceCount(int* count) {
+  SMOE_FAKE_INJECT("cudaGetDeviceCount", cudaError_t, tls_device);
   Lock l(G().mu);
   *count = G().config.num_devices;
   return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device) {
+  SMOE_FAKE_INJECT("cudaSetDevice", cudaError_t, device);
   Lock l(G().mu);
   if (device < 0 || device >= G().config.num_devices) {
     return cudaErrorInvalidDevice;
@@ -956,11 +1034,13 @@ cudaError_t cudaSetDevice(int device) {
 }
 
 cudaError_t cudaGetDevice(int* device) {
+  SMOE_FAKE_INJECT("cudaGetDevice", cudaError_t, tls_device);
   *device = tls_device;
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceSynchronize() {
+  SMOE_FAKE_INJECT("cudaDeviceSynchronize", cudaError_t, tls_device);
   State& g = G();
   Lock l(g.mu);
   WaitDevice(l, tls_device, "cudaDeviceSynchronize");
@@ -968,6 +1048,7 @@ cudaError_t cudaDeviceSynchronize() {
 }
 
 cudaError_t cudaMalloc(void** p, size_t size) {
+  SMOE_FAKE_INJECT("cudaMalloc", cudaError_t, tls_device);
   State& g = G();
   if (p == nullptr) return cudaErrorInvalidValue;
   if (size == 0) {
@@ -988,6 +1069,7 @@ cudaError_t cudaMalloc(void** p, size_t size) {
 }
 
 cudaError_t cudaFree(void* p) {
+  SMOE_FAKE_INJECT("cudaFree", cudaError_t, tls_device);
   State& g = G();
   if (p == nullptr) return cudaSuccess;
   Lock l(g.mu);
@@ -1015,6 +1097,7 @@ cudaError_t cudaFree(void* p) {
 }
 
 cudaError_t cudaMallocHost(void** p, size_t size) {
+  SMOE_FAKE_INJECT("cudaMallocHost", cudaError_t, tls_device);
   State& g = G();
   if (p == nullptr) return cudaErrorInvalidValue;
   const size_t rounded = (std::max<size_t>(size, 1) + 255) / 256 * 256;
@@ -1027,6 +1110,7 @@ cudaError_t cudaMallocHost(void** p, size_t size) {
 }
 
 cudaError_t cudaFreeHost(void* p) {
+  SMOE_FAKE_INJECT("cudaFreeHost", cudaError_t, tls_device);
   State& g = G();
   if (p == nullptr) return cudaSuccess;
   Lock l(g.mu);
@@ -1043,6 +1127,7 @@ cudaError_t cudaFreeHost(void* p) {
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t n,
                        cudaMemcpyKind kind) {
+  SMOE_FAKE_INJECT("cudaMemcpy", cudaError_t, tls_device);
   State& g = G();
   Lock l(g.mu);
   if (CheckKind(dst, src, n, kind, "cudaMemcpy") < 0) {
@@ -1059,6 +1144,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t n,
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n,
                             cudaMemcpyKind kind, cudaStream_t stream) {
+  SMOE_FAKE_INJECT("cudaMemcpyAsync", cudaError_t, tls_device);
   State& g = G();
   Lock l(g.mu);
   const int k = CheckKind(dst, src, n, kind, "cudaMemcpyAsync");
@@ -1085,6 +1171,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n,
 }
 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t stream) {
+  SMOE_FAKE_INJECT("cudaMemsetAsync", cudaError_t, tls_device);
   State& g = G();
   Lock l(g.mu);
   if (n > 0 && FindDevice(p, n) == nullptr) {
@@ -1105,10 +1192,12 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  SMOE_FAKE_INJECT("cudaStreamCreate", cudaError_t, tls_device);
   return cudaStreamCreateWithFlags(s, cudaStreamDefault);
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
+  SMOE_FAKE_INJECT("cudaStreamCreateWithFlags", cudaError_t, tls_device);
   if (s == nullptr) return cudaErrorInvalidValue;
   Lock l(G().mu);
   *s = NewStream(tls_device, false, (flags & cudaStreamNonBlocking) != 0);
@@ -1116,6 +1205,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t h) {
+  SMOE_FAKE_INJECT("cudaStreamDestroy", cudaError_t, tls_device);
   State& g = G();
   Lock l(g.mu);
   CUstream_st* s = Resolve(h);
@@ -1127,6 +1217,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t h) {
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t h) {
+  SMOE_FAKE_INJECT("cudaStreamQuery", cudaError_t, tls_device);
   Lock l(G().mu);
   CUstream_st* s = Resolve(h);
   if (s == nullptr) {
@@ -1138,6 +1229,7 @@ cudaError_t cudaStreamQuery(cudaStream_t h) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t h) {
+  SMOE_FAKE_INJECT("cudaStreamSynchronize", cudaError_t, tls_device);
   Lock l(G().mu);
   CUstream_st* s = Resolve(h);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
@@ -1146,6 +1238,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t h) {
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t h, cudaHostFn_t fn, void* data) {
+  SMOE_FAKE_INJECT("cudaLaunchHostFunc", cudaError_t, tls_device);
   Lock l(G().mu);
   CUstream_st* s = Resolve(h);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
@@ -1180,6 +1273,7 @@ const char* ncclGetErrorString(ncclResult_t r) {
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  SMOE_FAKE_INJECT("ncclGetUniqueId", ncclResult_t, tls_device);
   if (id == nullptr) return ncclInvalidArgument;
   State& g = G();
   Lock l(g.mu);
@@ -1195,6 +1289,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* out, int nranks,
                                     ncclUniqueId id, int rank,
                                     ncclConfig_t* config) {
+  SMOE_FAKE_INJECT("ncclCommInitRankConfig", ncclResult_t, tls_device);
   State& g = G();
   Lock l(g.mu);
   if (out == nullptr || nranks < 1 || rank < 0 || rank >= nranks) {
@@ -1261,6 +1356,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* out, int nranks,
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t* state) {
+  SMOE_FAKE_INJECT("ncclCommGetAsyncError", ncclResult_t, tls_device);
   Lock l(G().mu);
   if (state == nullptr) return ncclInvalidArgument;
   if (ncclResult_t r = CheckComm(c, "ncclCommGetAsyncError", true);
@@ -1272,6 +1368,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t* state) {
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t c) {
+  SMOE_FAKE_INJECT("ncclCommAbort", ncclResult_t, tls_device);
   State& g = G();
   Lock l(g.mu);
   if (c == nullptr) return ncclSuccess;  // NCCL: no-op on NULL
@@ -1285,6 +1382,7 @@ ncclResult_t ncclCommAbort(ncclComm_t c) {
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t c) {
+  SMOE_FAKE_INJECT("ncclCommFinalize", ncclResult_t, tls_device);
   State& g = G();
   Lock l(g.mu);
   if (ncclResult_t r = CheckComm(c, "ncclCommFinalize", false);
@@ -1308,6 +1406,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t c) {
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t c) {
+  SMOE_FAKE_INJECT("ncclCommDestroy", ncclResult_t, tls_device);
   State& g = G();
   Lock l(g.mu);
   if (ncclResult_t r = CheckComm(c, "ncclCommDestroy", true);
@@ -1326,11 +1425,20 @@ ncclResult_t ncclCommDestroy(ncclComm_t c) {
 }
 
 ncclResult_t ncclGroupStart() {
+  SMOE_FAKE_INJECT("ncclGroupStart", ncclResult_t, tls_device);
   ++tls_group_depth;
   return ncclSuccess;
 }
 
 ncclResult_t ncclGroupEnd() {
+  if (const int injected = InjectedError("ncclGroupEnd", tls_device)) {
+    // The group is gone, as after a real failed ncclGroupEnd: nothing of it
+    // is launched.
+    tls_group_depth = 0;
+    tls_group_ops.clear();
+    tls_group_error = ncclSuccess;
+    return static_cast<ncclResult_t>(injected);
+  }
   if (tls_group_depth == 0) {
     Lock l(G().mu);
     Violation("ncclGroupEnd without ncclGroupStart");
@@ -1366,6 +1474,7 @@ ncclResult_t ncclGroupEnd() {
 
 ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type,
                       int peer, ncclComm_t comm, cudaStream_t stream) {
+  SMOE_FAKE_INJECT("ncclSend", ncclResult_t, tls_device);
   PendingOp op;
   op.kind = PendingOp::kSend;
   op.comm = comm;
@@ -1378,6 +1487,7 @@ ncclResult_t ncclSend(const void* buf, size_t count, ncclDataType_t type,
 
 ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t type, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
+  SMOE_FAKE_INJECT("ncclRecv", ncclResult_t, tls_device);
   PendingOp op;
   op.kind = PendingOp::kRecv;
   op.comm = comm;
@@ -1391,6 +1501,7 @@ ncclResult_t ncclRecv(void* buf, size_t count, ncclDataType_t type, int peer,
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t type, ncclRedOp_t op_,
                            ncclComm_t comm, cudaStream_t stream) {
+  SMOE_FAKE_INJECT("ncclAllReduce", ncclResult_t, tls_device);
   PendingOp op;
   op.kind = PendingOp::kAllReduce;
   op.comm = comm;
@@ -1410,6 +1521,25 @@ namespace smoe::fake_nccl {
 
 using smoe_fake::G;
 using smoe_fake::Lock;
+
+void FailCall(const std::string& call, int error, int device, int skip) {
+  std::lock_guard<std::mutex> l(smoe_fake::CallFaultMu());
+  smoe_fake::CallFaults().push_back({call, error, device, skip});
+}
+
+std::vector<std::string> ArmedCallFaults() {
+  std::lock_guard<std::mutex> l(smoe_fake::CallFaultMu());
+  std::vector<std::string> out;
+  for (const smoe_fake::CallFault& f : smoe_fake::CallFaults()) {
+    out.push_back(f.call + " on device " + std::to_string(f.device));
+  }
+  return out;
+}
+
+std::vector<std::string> FiredCallFaults() {
+  std::lock_guard<std::mutex> l(smoe_fake::CallFaultMu());
+  return smoe_fake::FiredFaults();
+}
 
 uint64_t Reset(const Config& config) {
   smoe_fake::State& g = G();
@@ -1448,6 +1578,11 @@ uint64_t Reset(const Config& config) {
   }
   g.violations.clear();
   g.faults.clear();
+  {
+    std::lock_guard<std::mutex> cl(smoe_fake::CallFaultMu());
+    smoe_fake::CallFaults().clear();
+    smoe_fake::FiredFaults().clear();
+  }
   g.cliques.clear();
   g.handles.clear();
   g.stats = Stats{};

@@ -9,15 +9,20 @@
 // (AllToAllCounts, dispatch/combine AllToAllV in forward and backward,
 // SyncGradients' AllReduceSum, the loss all-reduce), minus the GPU.
 //
-// CPU LibTorch keeps tensors on the host, while NcclCommunicator reports
-// MemorySpace::kCudaDevice: HostStagingCommunicator below forwards every call
-// to it but reports kHost and stages the buffers through fake device memory
-// (cudaMalloc + cudaMemcpy), as payload.cc's device path does.
+// No test-only adapter: the model (CPU LibTorch) hands the fake-backed
+// NcclCommunicator, which reports MemorySpace::kCudaDevice, its buffers on
+// CommDevice(comm, model device) (worker/model/device.h), the same lines a
+// GPU run takes. The fake's "device memory" is host memory, so CPU tensors
+// stand in for the rank's GPU tensors (Config::strict_device_pointers off:
+// they are not cudaMalloc'ed); the fake still runs every NCCL kernel on its
+// stream thread after a delay, so a missing wait reads stale data.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -32,7 +37,11 @@
 #include "tests/fakes/fake_nccl_control.h"
 #include "tests/fakes/rank_threads.h"
 #include "worker/data/sraven/sraven.h"
+#include "worker/model/device.h"
 #include "worker/model/expert_parallel.h"
+#include "worker/model/mixtral/mixtral_checkpoint.h"
+#include "worker/model/mixtral/mixtral_expert_parallel.h"
+#include "worker/model/mixtral/mixtral_model.h"
 #include "worker/model/transformer.h"
 
 namespace smoe::model {
@@ -41,92 +50,6 @@ namespace {
 namespace fake = ::smoe::fake_nccl;
 using kernels::Communicator;
 using kernels::DType;
-
-// Test-only decorator: the fake-backed NcclCommunicator with host buffers.
-// Created on the main thread (the model needs its rank/world before the rank
-// threads start); Connect()/Disconnect() run on the rank's thread, whose
-// current CUDA device is then the rank's.
-class HostStagingCommunicator : public Communicator {
- public:
-  HostStagingCommunicator(int rank, int world) : rank_(rank), world_(world) {}
-
-  void Connect(std::unique_ptr<Communicator> inner) {
-    inner_ = std::move(inner);
-  }
-  void Disconnect() { inner_.reset(); }
-
-  int rank() const override { return rank_; }
-  int world_size() const override { return world_; }
-  kernels::MemorySpace memory_space() const override {
-    return kernels::MemorySpace::kHost;
-  }
-  std::string name() const override { return "nccl(fake, host-staged)"; }
-
-  absl::Status AllToAllCounts(const int64_t* send_counts,
-                              int64_t* recv_counts) override {
-    if (inner_ == nullptr) return absl::FailedPreconditionError("no inner");
-    return inner_->AllToAllCounts(send_counts, recv_counts);
-  }
-
-  absl::Status AllToAllV(const void* send, const int64_t* send_counts,
-                         void* recv, const int64_t* recv_counts,
-                         DType dtype) override {
-    if (inner_ == nullptr) return absl::FailedPreconditionError("no inner");
-    const size_t es = kernels::DTypeSize(dtype);
-    const size_t sb = kernels::TotalCount(send_counts, world_) * es;
-    const size_t rb = kernels::TotalCount(recv_counts, world_) * es;
-    Staged d_send(sb), d_recv(rb);
-    if (absl::Status s = d_send.Upload(send); !s.ok()) return s;
-    if (absl::Status s = inner_->AllToAllV(d_send.ptr, send_counts, d_recv.ptr,
-                                           recv_counts, dtype);
-        !s.ok()) {
-      return s;
-    }
-    return d_recv.Download(recv);
-  }
-
-  absl::Status AllReduceSum(void* buffer, int64_t count, DType dtype) override {
-    if (inner_ == nullptr) return absl::FailedPreconditionError("no inner");
-    Staged d(static_cast<size_t>(count) * kernels::DTypeSize(dtype));
-    if (absl::Status s = d.Upload(buffer); !s.ok()) return s;
-    if (absl::Status s = inner_->AllReduceSum(d.ptr, count, dtype); !s.ok()) {
-      return s;
-    }
-    return d.Download(buffer);
-  }
-
-  absl::Status Barrier() override {
-    if (inner_ == nullptr) return absl::FailedPreconditionError("no inner");
-    return inner_->Barrier();
-  }
-
- private:
-  // Fake device memory of `bytes` (nullptr when 0).
-  struct Staged {
-    explicit Staged(size_t b) : bytes(b) {
-      if (bytes > 0 && cudaMalloc(&ptr, bytes) != cudaSuccess) ptr = nullptr;
-    }
-    ~Staged() { cudaFree(ptr); }
-    absl::Status Upload(const void* host) {
-      if (bytes == 0) return absl::OkStatus();
-      if (ptr == nullptr) return absl::InternalError("cudaMalloc failed");
-      return cudaMemcpy(ptr, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess
-                 ? absl::OkStatus()
-                 : absl::InternalError("cudaMemcpy H2D failed");
-    }
-    absl::Status Download(void* host) {
-      if (bytes == 0) return absl::OkStatus();
-      return cudaMemcpy(host, ptr, bytes, cudaMemcpyDeviceToHost) == cudaSuccess
-                 ? absl::OkStatus()
-                 : absl::InternalError("cudaMemcpy D2H failed");
-    }
-    size_t bytes;
-    void* ptr = nullptr;
-  };
-
-  const int rank_, world_;
-  std::unique_ptr<Communicator> inner_;
-};
 
 constexpr int kWorld = 2;
 constexpr int kSteps = 6;
@@ -208,43 +131,47 @@ Trajectory TrainSingle() {
   return t;
 }
 
-// The EP run over `comms` (rank r's communicator; `connect(r)` runs first on
-// rank r's thread and `disconnect(r)` last). Returns rank 0's view.
-Trajectory TrainEp(const std::vector<Communicator*>& comms,
-                   const std::function<absl::Status(int)>& connect,
-                   const std::function<void(int)>& disconnect) {
+// The EP run: `connect(r)` runs first on rank r's thread and returns the
+// rank's communicator (it may create it there, as NCCL's init is
+// collective); the model, built on the main thread with the same seed on
+// every rank, is sharded there; `disconnect(r)` runs last. Returns rank 0's
+// view.
+Trajectory TrainEp(
+    const std::function<absl::StatusOr<Communicator*>(int)>& connect,
+    const std::function<void(int)>& disconnect) {
   const ModelConfig c = Tiny();
   const sraven::Generator gen = MakeGenerator(c);
   std::vector<SmoeTransformer> nets;
-  std::vector<std::unique_ptr<torch::optim::AdamW>> opts;
   for (int r = 0; r < kWorld; ++r) {
     torch::manual_seed(3);  // same init on every rank, then sharded
     nets.emplace_back(c);
-    EXPECT_TRUE(EnableExpertParallel(*nets.back(), comms[r]).ok());
-    opts.push_back(std::make_unique<torch::optim::AdamW>(
-        nets.back()->parameters(), torch::optim::AdamWOptions(3e-3)));
   }
   std::vector<Trajectory> out(kWorld);
   std::vector<absl::Status> st = fake::RunRanks(
       kWorld,
       [&](int r) -> absl::Status {
-        if (absl::Status s = connect(r); !s.ok()) return s;
+        absl::StatusOr<Communicator*> comm = connect(r);
+        if (!comm.ok()) return comm.status();
         absl::Status result;
         try {
           SmoeTransformer& net = nets[r];
+          result = EnableExpertParallel(*net, *comm);
+          torch::optim::AdamW opt(net->parameters(),
+                                  torch::optim::AdamWOptions(3e-3));
+          const torch::Device device = net->parameters()[0].device();
           for (int step = 0; step < kSteps && result.ok(); ++step) {
             auto [lo, hi] = SliceRows(kBatch, r, kWorld);
             auto [x, y] = Batch(gen, sraven::Split::kTrain, step, lo, hi);
             net->train();
-            opts[r]->zero_grad();
+            opt.zero_grad();
             ForwardOutput fo = net->forward(x);
             torch::Tensor task = SravenLoss(fo.logits, y);
             (task + fo.aux_loss).backward();
-            result = SyncGradients(*net, comms[r]);
+            result = SyncGradients(*net, *comm);
             if (!result.ok()) break;
-            opts[r]->step();
+            opt.step();
             std::vector<double> loss = {task.item<double>()};
-            result = AllReduceSum(&loss, comms[r]);
+            result = AllReduceSum(&loss, *comm, device);
             out[r].loss.push_back(loss[0] / kWorld);
           }
           if (result.ok()) {
@@ -253,7 +180,7 @@ Trajectory TrainEp(const std::vector<Communicator*>& comms,
             net->eval();
             torch::NoGradGuard no_grad;
             out[r].eval_logits = net->forward(x).logits;
-            result = comms[r]->Barrier();
+            result = (*comm)->Barrier();
           }
         } catch (const c10::Error& e) {
           result = absl::InternalError(e.what_without_backtrace());
@@ -277,29 +204,24 @@ Trajectory TrainEp(const std::vector<Communicator*>& comms,
 
 TEST(NcclEpTrainFakeTest, LossesEqualTheLocalAndSingleProcessRuns) {
   torch::set_num_threads(1);
-  const uint64_t seed = fake::Reset();
+  fake::Config fc;
+  fc.strict_device_pointers = false;  // CPU tensors as "device" memory
+  const uint64_t seed = fake::Reset(fc);
   SCOPED_TRACE(absl::StrCat("SMOE_FAKE_NCCL_SEED=", seed));
 
   const Trajectory single = TrainSingle();
 
   auto local = kernels::CreateLocalCommunicators(kWorld, {});
-  std::vector<Communicator*> local_ptrs;
-  for (auto& c : local) local_ptrs.push_back(c.get());
   const Trajectory ep_local = TrainEp(
-      local_ptrs, [](int) { return absl::OkStatus(); }, [](int) {});
+      [&](int r) -> absl::StatusOr<Communicator*> { return local[r].get(); },
+      [](int) {});
 
   absl::StatusOr<kernels::NcclUniqueIdBytes> id = kernels::NewNcclUniqueId();
   ASSERT_TRUE(id.ok()) << id.status();
-  std::vector<std::unique_ptr<HostStagingCommunicator>> staged;
-  std::vector<Communicator*> nccl_ptrs;
+  std::vector<std::unique_ptr<Communicator>> nccl(kWorld);
   std::vector<cudaStream_t> streams(kWorld, nullptr);
-  for (int r = 0; r < kWorld; ++r) {
-    staged.push_back(std::make_unique<HostStagingCommunicator>(r, kWorld));
-    nccl_ptrs.push_back(staged.back().get());
-  }
   const Trajectory ep_nccl = TrainEp(
-      nccl_ptrs,
-      [&](int r) -> absl::Status {
+      [&](int r) -> absl::StatusOr<Communicator*> {
         // The rank's own non-blocking stream, handed over per call (A13).
         if (cudaSetDevice(r) != cudaSuccess ||
             cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking) !=
@@ -314,11 +236,19 @@ TEST(NcclEpTrainFakeTest, LossesEqualTheLocalAndSingleProcessRuns) {
         auto comm = kernels::CreateNcclCommunicator(r, kWorld, *id, o);
         if (!comm.ok()) return comm.status();
         EXPECT_EQ((*comm)->name(), "nccl");
-        staged[r]->Connect(*std::move(comm));
-        return absl::OkStatus();
+        EXPECT_EQ((*comm)->memory_space(), kernels::MemorySpace::kCudaDevice);
+        // A device communicator's buffers live on the model's device: the
+        // rank's GPU in a CUDA build, the CPU here.
+        EXPECT_EQ(CommDevice(**comm, torch::Device(torch::kCUDA, r)),
+                  torch::Device(torch::kCUDA, r));
+        EXPECT_EQ(CommDevice(**comm, torch::kCPU), torch::Device(torch::kCPU));
+        EXPECT_EQ(CommDevice(*local[r], torch::Device(torch::kCUDA, r)),
+                  torch::Device(torch::kCPU));
+        nccl[r] = *std::move(comm);
+        return nccl[r].get();
       },
       [&](int r) {
-        staged[r]->Disconnect();  // finalizes on the rank's thread
+        nccl[r].reset();  // finalizes on the rank's thread
         cudaStreamDestroy(streams[r]);
       });
 
@@ -348,6 +278,118 @@ TEST(NcclEpTrainFakeTest, LossesEqualTheLocalAndSingleProcessRuns) {
       << (ep_nccl.eval_logits - single.eval_logits).abs().max().item<double>();
   // The losses moved: the run trained.
   EXPECT_NE(single.loss.front(), single.loss.back());
+}
+
+// Expert-parallel Mixtral generation (world 2) over the fake-backed
+// NcclCommunicator: rank 0 leads (LeadMixtralGenerate: the header and body
+// broadcasts of BroadcastFromLeader), rank 1 follows, and every MoE layer's
+// partial sums are all-reduced (AllReduceMoePartial), all through
+// CommDevice on a device communicator. The tokens must equal the
+// single-process model's (fp32 on the CPU; the sharded sum differs only in
+// the order of the expert outputs, far below a change of the argmax/sample).
+TEST(NcclMixtralFakeTest, LeaderFollowerGenerationEqualsSingleProcess) {
+  namespace mx = ::smoe::model::mixtral;
+  torch::set_num_threads(1);
+  fake::Config fc;
+  fc.strict_device_pointers = false;  // CPU tensors as "device" memory
+  const uint64_t seed = fake::Reset(fc);
+  SCOPED_TRACE(absl::StrCat("SMOE_FAKE_NCCL_SEED=", seed));
+
+  mx::MixtralConfig mc = mx::MixtralConfig::Tiny();  // E = 8, 2 layers
+  mc.vocab_size = 320;
+  mc.max_position_embeddings = 64;
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           absl::StrCat("smoe-nccl-mixtral-fake-", getpid()))
+                              .string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  mx::RandomCheckpointOptions ro;
+  ro.seed = 5;
+  ASSERT_TRUE(mx::WriteRandomMixtralCheckpoint(dir, mc, ro).ok());
+
+  const std::vector<std::vector<int32_t>> prompts = {{1, 15, 27, 300}, {1, 5}};
+  std::vector<mx::MixtralGenerationOptions> calls(2);
+  calls[0].max_new_tokens = 5;
+  calls[0].temperature = 0;
+  calls[0].stop_at_eos = false;
+  calls[0].experts_per_token = 2;
+  calls[1] = calls[0];
+  calls[1].temperature = 0.9;
+  calls[1].top_k = 40;
+  calls[1].seed = 21;
+  calls[1].experts_per_token = 8;
+  auto single = mx::MixtralModel::Load(dir);
+  ASSERT_TRUE(single.ok()) << single.status();
+  std::vector<std::vector<std::vector<int32_t>>> want;
+  for (const auto& call : calls) {
+    auto w = (*single)->Generate(prompts, call);
+    ASSERT_TRUE(w.ok()) << w.status();
+    want.push_back(*w);
+  }
+
+  absl::StatusOr<kernels::NcclUniqueIdBytes> id = kernels::NewNcclUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  std::vector<std::vector<std::vector<int32_t>>> got;
+  const int64_t launches_before = fake::GetStats().launches;
+  std::vector<absl::Status> st = fake::RunRanks(
+      kWorld,
+      [&](int r) -> absl::Status {
+        cudaStream_t stream = nullptr;
+        if (cudaSetDevice(r) != cudaSuccess ||
+            cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) !=
+                cudaSuccess) {
+          return absl::InternalError("fake CUDA setup failed");
+        }
+        kernels::NcclCommunicatorOptions o;
+        o.common.op_timeout_ms = 20000;
+        o.device = r;
+        o.current_stream = [stream] { return static_cast<void*>(stream); };
+        absl::Status result;
+        {
+          auto comm = kernels::CreateNcclCommunicator(r, kWorld, *id, o);
+          if (!comm.ok()) return comm.status();
+          try {
+            mx::MixtralLoadOptions lo;
+            lo.comm = comm->get();
+            auto model = mx::MixtralModel::Load(dir, lo);
+            if (!model.ok()) {
+              result = model.status();
+            } else if (r > 0) {
+              result = mx::FollowMixtralGenerate(model->get(), comm->get());
+            } else {
+              for (const auto& call : calls) {
+                auto g = mx::LeadMixtralGenerate(model->get(), comm->get(),
+                                                 prompts, call);
+                if (!g.ok()) {
+                  result = g.status();
+                  break;
+                }
+                got.push_back(*g);
+              }
+              const absl::Status stop =
+                  mx::StopMixtralFollowers(comm->get(), torch::kCPU);
+              if (result.ok()) result = stop;
+            }
+          } catch (const std::exception& e) {
+            result = absl::InternalError(e.what());
+          }
+        }
+        cudaStreamDestroy(stream);
+        return result;
+      },
+      std::chrono::milliseconds(120000));
+  std::filesystem::remove_all(dir);
+  for (int r = 0; r < kWorld; ++r) {
+    EXPECT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r];
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << i;
+  // 2 launches per broadcast call x (2 calls + stop's 1), and one per MoE
+  // layer per forward step: well over 10.
+  EXPECT_GT(fake::GetStats().launches - launches_before, 10);
+  const std::vector<std::string> v = fake::Violations();
+  EXPECT_TRUE(v.empty()) << absl::StrJoin(v, "\n");
+  EXPECT_EQ(fake::GetStats().live_comms, 0);
 }
 
 }  // namespace

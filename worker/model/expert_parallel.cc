@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "worker/model/device.h"
 #include "worker/model/moe.h"
 
 namespace smoe::model {
@@ -16,7 +17,6 @@ namespace {
 
 using kernels::Communicator;
 using kernels::DType;
-using kernels::MemorySpace;
 
 kernels::DType ToDType(torch::ScalarType t) {
   switch (t) {
@@ -38,12 +38,10 @@ kernels::DType ToDType(torch::ScalarType t) {
   return DType::kFloat32;
 }
 
-// Moves `t` to where `comm` wants its buffers (contiguous).
+// Moves `t`, a tensor of the model on `t.device()`, to where `comm` wants
+// its buffers (contiguous).
 torch::Tensor ToCommMemory(const torch::Tensor& t, const Communicator& comm) {
-  if (comm.memory_space() == MemorySpace::kHost) {
-    return t.to(torch::kCPU).contiguous();
-  }
-  return (t.is_cuda() ? t : t.to(torch::kCUDA)).contiguous();
+  return t.to(CommDevice(comm, t.device())).contiguous();
 }
 
 void Check(const absl::Status& s) {
@@ -167,7 +165,7 @@ class EpDispatcher : public ExpertDispatcher {
     torch::Tensor c =
         counts.detach().to(torch::kCPU, torch::kFloat64).contiguous();
     std::memcpy(v.data(), c.data_ptr<double>(), v.size() * sizeof(double));
-    Check(AllReduceSum(&v, comm_));
+    Check(AllReduceSum(&v, comm_, counts.device()));
     return torch::from_blob(v.data(), {counts.numel()}, torch::kFloat64)
         .clone()
         .to(counts.device(), counts.scalar_type());
@@ -232,13 +230,15 @@ absl::Status EnableExpertParallel(SmoeTransformerImpl& net,
 }
 
 absl::Status AllReduceSum(std::vector<double>* values,
-                          kernels::Communicator* comm) {
+                          kernels::Communicator* comm,
+                          torch::Device model_device) {
   if (values->empty()) return comm->Barrier();
-  torch::Tensor t =
+  torch::Tensor buf =
       torch::from_blob(values->data(), {static_cast<int64_t>(values->size())},
                        torch::kFloat64)
-          .clone();
-  torch::Tensor buf = ToCommMemory(t, *comm);
+          .to(CommDevice(*comm, model_device), torch::kFloat64,
+              /*non_blocking=*/false, /*copy=*/true)
+          .contiguous();
   if (absl::Status s =
           comm->AllReduceSum(buf.data_ptr(), buf.numel(), DType::kFloat64);
       !s.ok()) {

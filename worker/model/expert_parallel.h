@@ -96,9 +96,11 @@ absl::StatusOr<torch::Tensor> GatherExpertShards(const torch::Tensor& shard,
 // Returns this rank's shard [E/W, ...] of a full [E, ...] tensor.
 torch::Tensor ExpertShard(const torch::Tensor& full, int rank, int world);
 
-// Sums `values` (host doubles) over ranks in place. Collective.
+// Sums `values` (host doubles) over ranks in place, staged through
+// CommDevice(*comm, model_device). Collective.
 absl::Status AllReduceSum(std::vector<double>* values,
-                          kernels::Communicator* comm);
+                          kernels::Communicator* comm,
+                          torch::Device model_device);
 
 }  // namespace smoe::model
 

@@ -213,16 +213,5 @@ TEST(ExpertParallelTest, SliceRowsCoversEveryRowOnce) {
   }
 }
 
-// Each rank's GPU: its own single visible device when the launcher split
-// CUDA_VISIBLE_DEVICES, else GPU `rank` of all visible ones.
-TEST(CudaDeviceForRankTest, SplitOrByRank) {
-  EXPECT_EQ(CudaDeviceForRank(0, 1, 8), 0);  // one process
-  EXPECT_EQ(CudaDeviceForRank(3, 4, 1), 0);  // the daemon gave it one GPU
-  EXPECT_EQ(CudaDeviceForRank(3, 4, 0), 0);  // none visible: caller fails
-  EXPECT_EQ(CudaDeviceForRank(1, 2, 2), 1);  // all visible: rank r -> GPU r
-  EXPECT_EQ(CudaDeviceForRank(7, 8, 8), 7);
-  EXPECT_EQ(CudaDeviceForRank(3, 4, 2), 1);  // fewer GPUs than ranks
-}
-
 }  // namespace
 }  // namespace smoe::model

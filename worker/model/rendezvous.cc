@@ -28,11 +28,6 @@
 
 namespace smoe::model {
 
-int CudaDeviceForRank(int rank, int world, int visible) {
-  if (visible <= 1 || world <= 1) return 0;
-  return rank % visible;
-}
-
 absl::StatusOr<RendezvousInfo> RendezvousFromEnv() {
   RendezvousInfo info;
   const char* rank = std::getenv("SMOE_RANK");

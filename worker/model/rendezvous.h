@@ -57,12 +57,6 @@ absl::Status CheckRendezvousInfo(const RendezvousInfo& info);
 bool SplitRendezvousHostPort(const std::string& rendezvous, std::string* host,
                              uint16_t* port);
 
-// The CUDA device index rank `rank` of `world` uses when `visible` devices
-// are visible to it: 0 when the launcher gave each rank its own GPU
-// (CUDA_VISIBLE_DEVICES of one device: the worker daemon, `smoe ...
-// --gpu-ids`), else rank % visible (every rank sees all GPUs: rank r takes GPU
-// r).
-int CudaDeviceForRank(int rank, int world, int visible);
 
 // True when this build has the c10d store (SMOE_WITH_C10D_STORE).
 bool BuiltWithC10dStore();

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "worker/model/device.h"
 #include "worker/model/mixtral/mixtral_checkpoint.h"
 #include "worker/model/mixtral/mixtral_model.h"
 #include "worker/model/mixtral/mixtral_tokenizer.h"
@@ -202,15 +203,13 @@ absl::Status MixtralLogits(int argc, char** argv) {
     SMOE_ASSIGN_OR_RETURN(load.dtype, ParseDtype(f["dtype"]));
   }
   const std::string device = f.count("device") ? f["device"] : "cpu";
-  if (device == "cuda") {
-    if (!torch::cuda::is_available()) {
-      return absl::FailedPreconditionError("--device cuda: no CUDA device");
-    }
-    load.device = torch::Device(torch::kCUDA, 0);
-  } else if (device != "cpu") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--device must be cpu or cuda, got '", device, "'"));
+  absl::StatusOr<model::DeviceSelection> sel =
+      model::SelectDeviceHere(device, /*rank=*/0, /*world=*/1);
+  if (!sel.ok()) {
+    return absl::Status(sel.status().code(),
+                        absl::StrCat("--", sel.status().message()));
   }
+  load.device = sel->device;
   SMOE_ASSIGN_OR_RETURN(auto model,
                         model::mixtral::MixtralModel::Load(f["model"], load));
   std::vector<int64_t> epts;

@@ -93,6 +93,25 @@ TEST(MixtralToolsTest, MakeRandomModelThenLogits) {
   EXPECT_EQ(RunTool(RunMixtralLogits, {"mixtral-logits", "--model", out,
                                        "--tokens", "1,x", "--out", logits}),
             64);
+  // The device goes through model::SelectDevice: a bad name is a usage
+  // error; "cuda" without a GPU (CI) an error naming the flag, captured from
+  // stderr.
+  EXPECT_EQ(
+      RunTool(RunMixtralLogits, {"mixtral-logits", "--model", out, "--tokens",
+                                 "1,5", "--out", logits, "--device", "gpu"}),
+      64);
+  if (!torch::cuda::is_available()) {
+    testing::internal::CaptureStderr();
+    const int rc =
+        RunTool(RunMixtralLogits, {"mixtral-logits", "--model", out, "--tokens",
+                                   "1,5", "--out", logits, "--device", "cuda"});
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(rc, 0);
+    EXPECT_NE(rc, 64) << err;
+    EXPECT_NE(err.find("--device: cuda but no CUDA device is visible"),
+              std::string::npos)
+        << err;
+  }
   fs::remove_all(dir);
 }
 

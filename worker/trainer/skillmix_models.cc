@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "kernels/all_to_all/nccl_communicator.h"
+#include "worker/model/device.h"
 #include "worker/model/mixtral/mixtral_expert_parallel.h"
 #include "worker/trainer/mixtral_chat_model.h"
 
@@ -23,14 +24,12 @@ absl::StatusOr<std::unique_ptr<kernels::Communicator>> JoinSkillMixGroup(
     int64_t op_timeout_ms) {
   kernels::CommunicatorOptions o;
   o.op_timeout_ms = op_timeout_ms;
+  SMOE_ASSIGN_OR_RETURN(
+      const model::DeviceSelection sel,
+      model::SelectDeviceHere(device, info.rank, info.world_size));
   absl::StatusOr<std::unique_ptr<kernels::Communicator>> made =
-      device == "cuda" && kernels::BuiltWithNccl()
-          ? model::CreateNcclCommunicator(
-                info,
-                model::CudaDeviceForRank(
-                    info.rank, info.world_size,
-                    static_cast<int>(torch::cuda::device_count())),
-                o)
+      sel.comm == model::CommKind::kNccl
+          ? model::CreateNcclCommunicator(info, sel.device.index(), o)
           : model::CreateGlooCommunicator(info, o);
   if (!made.ok()) {
     return absl::UnavailableError(absl::StrCat(
@@ -57,22 +56,13 @@ SkillMixModels::SkillMixModels(SkillMixTrialConfig config,
 absl::StatusOr<mx::MixtralLoadOptions> SkillMixModels::LoadOptions() const {
   mx::MixtralLoadOptions o;
   o.comm = comm_;
-  if (config_.device == "cuda") {
-    if (!torch::cuda::is_available()) {
-      return absl::FailedPreconditionError(
-          "device=cuda: no CUDA device is visible to smoe-trainer");
-    }
-    const int rank = comm_ != nullptr ? comm_->rank() : 0;
-    const int world = comm_ != nullptr ? comm_->world_size() : 1;
-    o.device = torch::Device(
-        torch::kCUDA,
-        model::CudaDeviceForRank(
-            rank, world, static_cast<int>(torch::cuda::device_count())));
-    o.dtype = torch::kBFloat16;
-  } else {
-    o.device = torch::kCPU;
-    o.dtype = torch::kFloat32;
-  }
+  const int rank = comm_ != nullptr ? comm_->rank() : 0;
+  const int world = comm_ != nullptr ? comm_->world_size() : 1;
+  SMOE_ASSIGN_OR_RETURN(const model::DeviceSelection sel,
+                        model::SelectDeviceHere(config_.device, rank, world));
+  o.device = sel.device;
+  // bf16 on a GPU (Mixtral's checkpoints are bf16); fp32 on the CPU.
+  o.dtype = sel.device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
   return o;
 }
 
@@ -159,7 +149,8 @@ absl::Status SkillMixModels::Follow(int64_t* calls_served) {
 
 absl::Status SkillMixModels::StopFollowers() {
   if (comm_ == nullptr || comm_->rank() != 0) return absl::OkStatus();
-  return mx::StopMixtralFollowers(comm_);
+  SMOE_ASSIGN_OR_RETURN(const mx::MixtralLoadOptions o, LoadOptions());
+  return mx::StopMixtralFollowers(comm_, o.device);
 }
 
 }  // namespace smoe::trainer

@@ -9,8 +9,8 @@
 // Loading: each model directory is loaded once; chat models that name the
 // same directory share its weights at their own EPTs (a student at EPT 1 and
 // a local grader on the same checkpoint at its default EPT hold one copy).
-// device "cpu" runs fp32; "cuda" bf16 on this rank's GPU (model::
-// CudaDeviceForRank: the one the worker daemon left visible, or GPU `rank`
+// device "cpu" runs fp32; "cuda" bf16 on this rank's GPU (model::SelectDevice,
+// worker/model/device.h: the one the worker daemon left visible, or GPU `rank`
 // when every rank sees all of them).
 //
 // Expert parallelism (resources.ep_size > 1: SMOE_WORLD_SIZE ranks):
@@ -54,9 +54,11 @@ namespace smoe::trainer {
 inline constexpr int64_t kSkillMixGroupTimeoutMs = 30 * 60 * 1000;
 
 // Joins the expert-parallel group of this trial's ranks (`info` from
-// RendezvousFromEnv): NCCL when device is "cuda" and the build has NCCL,
-// else Gloo over host memory. `op_timeout_ms` bounds every call. Errors:
-// Unavailable naming the rendezvous when the group cannot form.
+// RendezvousFromEnv): the communicator model::SelectDevice picks (NCCL when
+// device is "cuda" and the build has NCCL, else Gloo over host memory).
+// `op_timeout_ms` bounds every call. Errors: SelectDevice's (e.g.
+// FailedPrecondition for "cuda" without a visible GPU), Unavailable naming
+// the rendezvous when the group cannot form.
 absl::StatusOr<std::unique_ptr<kernels::Communicator>> JoinSkillMixGroup(
     const model::RendezvousInfo& info, const std::string& device,
     int64_t op_timeout_ms = kSkillMixGroupTimeoutMs);

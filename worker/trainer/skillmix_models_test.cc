@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "kernels/all_to_all/local_communicator.h"
 #include "nlohmann/json.hpp"
 #include "worker/model/mixtral/mixtral_checkpoint.h"
@@ -221,6 +222,52 @@ TEST_F(SkillMixModelsTest, BadUseIsAnErrorNotACrash) {
   auto missing = single.Factory()({*root_ + "/nope", 1, "cpu"});
   EXPECT_FALSE(missing.ok());
   EXPECT_THAT(missing.status().message(), HasSubstr("nope"));
+}
+
+// The device and the group go through model::SelectDevice: device "cuda"
+// without a GPU (CI) fails before any rendezvous or load, naming the
+// setting; on the CPU two ranks join over Gloo (threads, a FileStore).
+TEST_F(SkillMixModelsTest, DeviceChoiceGoesThroughSelectDevice) {
+  if (!torch::cuda::is_available()) {
+    SkillMixModels cuda(Config({{"device", "cuda"}}), nullptr);
+    auto m = cuda.Factory()({Model(0), 1, "cuda"});
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kFailedPrecondition)
+        << m.status();
+    EXPECT_THAT(m.status().message(),
+                HasSubstr("device: cuda but no CUDA device is visible"));
+    auto join = JoinSkillMixGroup({0, 2, work_ + "/no-rdv"}, "cuda", 1000);
+    EXPECT_EQ(join.status().code(), absl::StatusCode::kFailedPrecondition)
+        << join.status();
+  }
+  fs::create_directories(work_);
+  const std::string rdv = work_ + "/join-rdv";
+  std::vector<absl::StatusOr<std::unique_ptr<kernels::Communicator>>> joined(
+      2);  // Unknown until joined
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      joined[r] = JoinSkillMixGroup({r, 2, rdv}, "cpu", 20000);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (!joined[0].ok() &&
+      absl::StrContains(joined[0].status().message(), "UNIMPLEMENTED")) {
+    GTEST_SKIP() << "built without Gloo: " << joined[0].status();
+  }
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(joined[r].ok()) << "rank " << r << ": " << joined[r].status();
+    EXPECT_EQ((*joined[r])->name(), "gloo");
+    EXPECT_EQ((*joined[r])->rank(), r);
+    EXPECT_EQ((*joined[r])->world_size(), 2);
+  }
+  threads.clear();
+  std::vector<absl::Status> barrier(2);
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] { barrier[r] = (*joined[r])->Barrier(); });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_TRUE(barrier[0].ok()) << barrier[0];
+  EXPECT_TRUE(barrier[1].ok()) << barrier[1];
 }
 
 }  // namespace

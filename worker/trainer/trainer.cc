@@ -25,6 +25,7 @@
 #include "trials/events.h"
 #include "worker/data/sraven/sraven.h"
 #include "worker/model/autocast.h"
+#include "worker/model/device.h"
 #include "worker/model/expert_parallel.h"
 #include "worker/model/gloo_communicator.h"
 #include "worker/model/transformer.h"
@@ -95,6 +96,7 @@ class Batcher {
         torch::from_blob(targets_.data(), {n, m}, torch::kInt64).clone();
     return {x.to(device_), y.to(device_)};
   }
+  torch::Device device() const { return device_; }
 
  private:
   const sraven::Generator& gen_;
@@ -107,10 +109,11 @@ class Batcher {
 // Evaluates num_eval problems of `split`. Cancelled if asked to stop.
 // Returns whether any rank asked to stop (one all-reduce; `local` alone when
 // `comm` is null).
-absl::StatusOr<bool> AgreeStop(bool local, kernels::Communicator* comm) {
+absl::StatusOr<bool> AgreeStop(bool local, kernels::Communicator* comm,
+                               torch::Device device) {
   if (comm == nullptr || comm->world_size() == 1) return local;
   std::vector<double> v = {local ? 1.0 : 0.0};
-  SMOE_RETURN_IF_ERROR(model::AllReduceSum(&v, comm));
+  SMOE_RETURN_IF_ERROR(model::AllReduceSum(&v, comm, device));
   return v[0] > 0;
 }
 
@@ -134,7 +137,8 @@ absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
   }
   for (int64_t j = 0; j * bs < c.num_eval; ++j) {
     SMOE_ASSIGN_OR_RETURN(
-        bool stop, AgreeStop(opt.stop != nullptr && opt.stop->load(), comm));
+        bool stop, AgreeStop(opt.stop != nullptr && opt.stop->load(), comm,
+                             batcher.device()));
     if (stop) return absl::CancelledError("stopped during evaluation");
     int n = static_cast<int>(std::min<int64_t>(bs, c.num_eval - j * bs));
     auto [x, y] = batcher.Get(split, static_cast<uint64_t>(j), n);
@@ -178,7 +182,7 @@ absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
       v.insert(v.end(), r.expert_fraction.begin(), r.expert_fraction.end());
       v.push_back(r.entropy);
     }
-    SMOE_RETURN_IF_ERROR(model::AllReduceSum(&v, comm));
+    SMOE_RETURN_IF_ERROR(model::AllReduceSum(&v, comm, batcher.device()));
     out->problems = static_cast<int64_t>(v[0] + 0.5);
     out->all_correct = static_cast<int64_t>(v[1] + 0.5);
     out->tokens_correct = static_cast<int64_t>(v[2] + 0.5);
@@ -357,19 +361,12 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
   const int rank = rdv.rank;
   const int world = rdv.world_size;
   Emitter emit(rank == 0 ? options.events : nullptr);
-  const bool cuda = c.device == "cuda";
-  if (cuda && !torch::cuda::is_available()) {
-    return absl::FailedPreconditionError(
-        "device=\"cuda\" but LibTorch sees no CUDA device");
-  }
-  // One GPU per rank: its own when the launcher split CUDA_VISIBLE_DEVICES,
-  // else GPU `rank` of those visible.
-  const int cuda_index =
-      cuda ? model::CudaDeviceForRank(
-                 rank, world, static_cast<int>(torch::cuda::device_count()))
-           : 0;
-  const torch::Device device = cuda ? torch::Device(torch::kCUDA, cuda_index)
-                                    : torch::Device(torch::kCPU);
+  // The rank's device (its own GPU: the launcher's single visible one, else
+  // GPU `rank` of those visible) and its communicator kind.
+  SMOE_ASSIGN_OR_RETURN(const model::DeviceSelection sel,
+                        model::SelectDeviceHere(c.device, rank, world));
+  const torch::Device device = sel.device;
+  const bool cuda = device.is_cuda();
   sraven::SravenConfig data_cfg;
   data_cfg.num_features = c.model.num_features;
   data_cfg.num_values = c.model.num_values;
@@ -391,8 +388,8 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
   if (world > 1) {
     kernels::CommunicatorOptions copt;  // kDefaultCommOpTimeoutMs per call
     absl::StatusOr<std::unique_ptr<kernels::Communicator>> made =
-        cuda && kernels::BuiltWithNccl()
-            ? model::CreateNcclCommunicator(rdv, cuda_index, copt)
+        sel.comm == model::CommKind::kNccl
+            ? model::CreateNcclCommunicator(rdv, device.index(), copt)
             : model::CreateGlooCommunicator(rdv, copt);
     if (!made.ok()) {
       return absl::UnavailableError(absl::StrCat(
@@ -487,7 +484,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
     }
     if (s.step >= c.steps) break;
     SMOE_ASSIGN_OR_RETURN(bool stop_now,
-                          AgreeStop(ShouldStop(options, s.step), cm));
+                          AgreeStop(ShouldStop(options, s.step), cm, device));
     if (stop_now) {
       SMOE_RETURN_IF_ERROR(checkpoint());
       return absl::CancelledError(
@@ -518,7 +515,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
       SMOE_RETURN_IF_ERROR(model::SyncGradients(*net, cm));
       // The reported loss is the global batch's: the mean of the ranks'.
       std::vector<double> global = {loss.item<double>() / world};
-      SMOE_RETURN_IF_ERROR(model::AllReduceSum(&global, cm));
+      SMOE_RETURN_IF_ERROR(model::AllReduceSum(&global, cm, device));
       loss = torch::full({}, global[0], loss.options());
     }
     AdamWUpdate(opt, c, s.step);

@@ -165,6 +165,22 @@ TEST(TrainerTest, CorruptCheckpointIsAnErrorNotAFreshStart) {
   EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
 }
 
+// device "cuda" goes through model::SelectDevice: without a GPU (CI) the
+// run fails before any work with the message naming the setting.
+TEST(TrainerTest, CudaWithoutAGpuIsFailedPrecondition) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "a CUDA device is visible";
+  TrainConfig c = TinyConfig();
+  c.device = "cuda";
+  c.steps = 1;
+  RunOptions o;
+  o.workdir = TempDir("nocuda");
+  auto r = RunTraining(c, o);
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(),
+                                "device: cuda but no CUDA device is visible"))
+      << r.status();
+}
+
 // Golden 10-step loss trace: tests/golden/tiny_smoe_losses.txt. Regenerate
 // with SMOE_UPDATE_GOLDEN=1 (see the file's header). Tolerance 1e-4 absolute
 // per step: float32 sums may differ between BLAS kernels on other CPUs.

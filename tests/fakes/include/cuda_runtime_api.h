@@ -3,13 +3,14 @@
 // File: tests/fakes/include/cuda_runtime_api.h
 //
 // TEST-ONLY FAKE of the CUDA runtime API subset that
-// kernels/all_to_all/nccl_communicator.cc, kernels/all_to_all/payload.cc and
-// the fake-NCCL tests use. Same names, signatures, enum names and values as
-// CUDA 13's cuda_runtime_api.h / driver_types.h, so those sources compile
-// unchanged when tests/fakes/include comes first on the include path. No GPU:
-// host memory stands in for device memory and every stream is a FIFO run by
-// its own background thread (see tests/fakes/fake_nccl_cuda.cc and
-// tests/fakes/fake_nccl_control.h for the semantics and the fault knobs).
+// kernels/all_to_all/nccl_communicator.cc, kernels/all_to_all/payload.cc,
+// kernels/common/device.cc and the fake-NCCL tests use. Same names, signatures,
+// enum names and values as CUDA 13's cuda_runtime_api.h / driver_types.h, so
+// those sources compile unchanged when tests/fakes/include comes first on the
+// include path. No GPU: host memory stands in for device memory and every
+// stream is a FIFO run by its own background thread (see
+// tests/fakes/fake_nccl_cuda.cc and tests/fakes/fake_nccl_control.h for the
+// semantics and the fault knobs).
 //
 // Everything is declared in namespace smoe_fake and pulled into the global
 // namespace with a using-directive: the linker symbols are C++-mangled in
@@ -56,6 +57,17 @@ const char* cudaGetErrorName(cudaError_t error);
 const char* cudaGetErrorString(cudaError_t error);
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
+
+// driver_types.h's cudaDeviceProp, the fields kernels/common/device.cc reads
+// (the real struct has many more; code that reads only these compiles
+// unchanged).
+struct cudaDeviceProp {
+  char name[256];
+  int major;
+  int minor;
+  int multiProcessorCount;
+};
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 
 cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaSetDevice(int device);

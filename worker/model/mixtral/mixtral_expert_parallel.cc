@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/model/device.h"
 
 namespace smoe::model::mixtral {
 
@@ -57,19 +58,13 @@ absl::StatusOr<torch::Tensor> AllReduceMoePartial(const torch::Tensor& partial,
                                                   kernels::Communicator* comm,
                                                   int64_t layer) {
   if (comm == nullptr || comm->world_size() == 1) return partial;
-  const bool host = comm->memory_space() == kernels::MemorySpace::kHost;
-  if (!host && !partial.is_cuda()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "expert parallelism: communicator '", comm->name(),
-        "' needs CUDA tensors, the model runs on ", partial.device().str()));
-  }
   // NOTE: a fresh fp32 buffer (copy=true) so the in-place reduction never
   // writes through a tensor the caller still holds.
-  torch::Tensor buf =
-      partial
-          .to(host ? torch::Device(torch::kCPU) : partial.device(),
-              torch::kFloat32, /*non_blocking=*/false, /*copy=*/true)
-          .contiguous();
+  torch::Tensor buf = partial
+                          .to(CommDevice(*comm, partial.device()),
+                              torch::kFloat32, /*non_blocking=*/false,
+                              /*copy=*/true)
+                          .contiguous();
   const absl::Status s =
       comm->AllReduceSum(buf.data_ptr(), buf.numel(), kernels::DType::kFloat32);
   if (!s.ok()) {
@@ -122,15 +117,15 @@ T FromBits(int64_t v) {
 
 // Broadcast from rank 0: every rank passes `values` of the same size; the
 // followers' are zeros, so the sum is rank 0's values, bit for bit.
+// `device`: the model's device (the buffer lives on CommDevice of it).
 absl::Status BroadcastFromLeader(std::vector<int64_t>* values,
-                                 kernels::Communicator* comm) {
+                                 kernels::Communicator* comm,
+                                 torch::Device device) {
   if (values->empty()) return absl::OkStatus();
   const int64_t n = static_cast<int64_t>(values->size());
-  torch::Tensor t =
-      torch::from_blob(values->data(), {n}, torch::kInt64).clone();
-  if (comm->memory_space() == kernels::MemorySpace::kCudaDevice) {
-    t = t.to(torch::kCUDA);
-  }
+  torch::Tensor t = torch::from_blob(values->data(), {n}, torch::kInt64)
+                        .to(CommDevice(*comm, device), torch::kInt64,
+                            /*non_blocking=*/false, /*copy=*/true);
   const absl::Status s =
       comm->AllReduceSum(t.data_ptr(), n, kernels::DType::kInt64);
   if (!s.ok()) {
@@ -150,6 +145,7 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> LeadMixtralGenerate(
     const std::vector<std::vector<int32_t>>& prompts,
     const MixtralGenerationOptions& options, int model_index) {
   if (comm != nullptr && comm->world_size() > 1) {
+    const torch::Device device = model->options().device;
     try {
       std::vector<int64_t> header(kHeaderSize, 0);
       int64_t total = 0;
@@ -168,12 +164,12 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> LeadMixtralGenerate(
       header[kTopPBits] = Bits(options.top_p);
       header[kStopAtEos] = options.stop_at_eos ? 1 : 0;
       header[kModel] = model_index;
-      SMOE_RETURN_IF_ERROR(BroadcastFromLeader(&header, comm));
+      SMOE_RETURN_IF_ERROR(BroadcastFromLeader(&header, comm, device));
       std::vector<int64_t> body;
       body.reserve(prompts.size() + total);
       for (const auto& p : prompts) body.push_back(p.size());
       for (const auto& p : prompts) body.insert(body.end(), p.begin(), p.end());
-      SMOE_RETURN_IF_ERROR(BroadcastFromLeader(&body, comm));
+      SMOE_RETURN_IF_ERROR(BroadcastFromLeader(&body, comm, device));
     } catch (const std::exception& e) {
       return absl::InternalError(
           absl::StrCat("LeadMixtralGenerate: ", e.what()));
@@ -182,12 +178,13 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> LeadMixtralGenerate(
   return model->Generate(prompts, options);
 }
 
-absl::Status StopMixtralFollowers(kernels::Communicator* comm) {
+absl::Status StopMixtralFollowers(kernels::Communicator* comm,
+                                  torch::Device device) {
   if (comm == nullptr || comm->world_size() == 1) return absl::OkStatus();
   std::vector<int64_t> header(kHeaderSize, 0);
   header[kOp] = kOpStop;
   try {
-    return BroadcastFromLeader(&header, comm);
+    return BroadcastFromLeader(&header, comm, device);
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("StopMixtralFollowers: ", e.what()));
@@ -212,7 +209,9 @@ absl::Status FollowMixtralGenerate(const std::vector<MixtralModel*>& models,
   try {
     for (;;) {
       std::vector<int64_t> header(kHeaderSize, 0);
-      SMOE_RETURN_IF_ERROR(BroadcastFromLeader(&header, comm));
+      // Every served model is on the same device (one GPU per rank).
+      SMOE_RETURN_IF_ERROR(
+          BroadcastFromLeader(&header, comm, models[0]->options().device));
       if (header[kOp] == kOpStop) return absl::OkStatus();
       if (header[kOp] != kOpGenerate || header[kRows] < 0 ||
           header[kTotalTokens] < 0) {
@@ -228,7 +227,8 @@ absl::Status FollowMixtralGenerate(const std::vector<MixtralModel*>& models,
       }
       MixtralModel* model = models[header[kModel]];
       std::vector<int64_t> body(header[kRows] + header[kTotalTokens], 0);
-      SMOE_RETURN_IF_ERROR(BroadcastFromLeader(&body, comm));
+      SMOE_RETURN_IF_ERROR(
+          BroadcastFromLeader(&body, comm, model->options().device));
       std::vector<std::vector<int32_t>> prompts(header[kRows]);
       size_t at = prompts.size();
       for (size_t i = 0; i < prompts.size(); ++i) {

@@ -65,11 +65,11 @@ MixtralWeights SliceMixtralExperts(const MixtralWeights& weights,
 
 // Sums the MoE partial outputs `partial` (any float dtype, any device) over
 // the ranks of `comm` and returns the full sum in partial's dtype and device.
-// The reduction runs in fp32 (host communicators: on a CPU copy; device
-// communicators: on the device, which must then be CUDA). Every rank must
-// call it with the same shape, in the same order. Returns `partial` unchanged
-// when comm is null or has one rank. Communicator errors (DeadlineExceeded,
-// Aborted, ...) keep their code and gain "layer N" context.
+// The reduction runs in fp32 on CommDevice(*comm, partial.device())
+// (host communicators: a CPU copy; device communicators: partial's device).
+// Every rank must call it with the same shape, in the same order. Returns
+// `partial` unchanged when comm is null or has one rank. Communicator errors
+// (DeadlineExceeded, Aborted, ...) keep their code and gain "layer N" context.
 absl::StatusOr<torch::Tensor> AllReduceMoePartial(const torch::Tensor& partial,
                                                   kernels::Communicator* comm,
                                                   int64_t layer);
@@ -104,8 +104,10 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> LeadMixtralGenerate(
 
 // Rank 0: tells the followers to return from FollowMixtralGenerate. Call it
 // once at the end (also after a failure, so followers exit promptly rather
-// than at their deadline).
-absl::Status StopMixtralFollowers(kernels::Communicator* comm);
+// than at their deadline). `device`: the leader's model device (the message
+// is staged on CommDevice of it).
+absl::Status StopMixtralFollowers(kernels::Communicator* comm,
+                                  torch::Device device);
 
 // Ranks 1..W-1: serves LeadMixtralGenerate calls until StopMixtralFollowers.
 // Returns OK after the stop message; a call the model rejects with

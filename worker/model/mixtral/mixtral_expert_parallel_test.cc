@@ -378,7 +378,7 @@ TEST(MixtralExpertParallelLeaderTest, FollowersServeEveryCall) {
       auto model = MixtralModel::Load(dir, opts);
       if (!model.ok()) {
         status[r] = model.status();
-        if (r == 0) (void)StopMixtralFollowers(comms[r].get());
+        if (r == 0) (void)StopMixtralFollowers(comms[r].get(), torch::kCPU);
         return;  // the other ranks fail at their deadline
       }
       if (r > 0) {
@@ -391,7 +391,8 @@ TEST(MixtralExpertParallelLeaderTest, FollowersServeEveryCall) {
         got.push_back(LeadMixtralGenerate(model->get(), comms[r].get(),
                                           prompts_for(i), calls[i]));
       }
-      if (status[r].ok()) status[r] = StopMixtralFollowers(comms[r].get());
+      if (status[r].ok())
+        status[r] = StopMixtralFollowers(comms[r].get(), torch::kCPU);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -448,7 +449,7 @@ TEST(MixtralExpertParallelLeaderTest, ServesSeveralModelsByIndex) {
         auto m = MixtralModel::Load(d, opts);
         if (!m.ok()) {
           status[r] = m.status();
-          if (r == 0) (void)StopMixtralFollowers(comms[r].get());
+          if (r == 0) (void)StopMixtralFollowers(comms[r].get(), torch::kCPU);
           return;
         }
         models.push_back(*std::move(m));

@@ -125,9 +125,10 @@ struct MixtralLoadOptions {
   // Expert parallelism: null = one process holding all experts. Otherwise
   // the rank and world size come from `comm` (not owned; must outlive the
   // model) and this rank holds only its shard of the experts
-  // (MixtralExpertShardFor). A host communicator (local, gloo) works with
-  // any device (the partial sums are copied to the CPU); a device one (nccl)
-  // needs CUDA tensors.
+  // (MixtralExpertShardFor). The partial sums travel on CommDevice(*comm,
+  // device) (worker/model/device.h): a host communicator (local, gloo) works
+  // with any device (they are copied to the CPU); a device one (nccl) takes
+  // the model's own tensors, so pair it with the rank's GPU.
   kernels::Communicator* comm = nullptr;
 };
 
