@@ -22,7 +22,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/client.h"
-#include "cli/up.h"
 
 extern char** environ;
 

@@ -20,10 +20,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "analysis/curve_aggregator.h"
+#include "analysis/skillmix_tables.h"
 #include "common/api_token.h"
 #include "common/http_listener.h"
 #include "common/logging.h"
-#include "coordinator/analysis.h"
 #include "coordinator/http_server_assets.h"
 #include "nlohmann/json.hpp"
 

@@ -20,7 +20,7 @@
 //                                   &facet=attention : mean, s.e.m. and
 //                                   bootstrap CI over seeds + optimal k
 //   GET  /api/sweeps/{id}/analysis  ?metric=ood_acc : curves, optimal k, the
-//                                   E(k, N) fit (coordinator/analysis.h)
+//                                   E(k, N) fit (analysis/)
 //   GET  /api/sweeps/{id}/skillmix  ?rows=ept&cols=k_skills : tables
 //   GET  /api/sweeps/{id}/events    Server-Sent Events: `sweep` events with
 //                                   the counts and the changed trials' rows
