@@ -53,6 +53,7 @@ OptimalK OptimalForSeries(const AggregateOptions& options,
   }
   const std::vector<int64_t> seeds(seed_set.begin(), seed_set.end());
   const size_t ns = seeds.size();
+  o.seeds = static_cast<int>(ns);
   // value[x][seed index] (NaN when missing)
   std::vector<std::vector<double>> value(
       s.points.size(),
@@ -138,6 +139,7 @@ json ToJson(const OptimalK& o) {
           {"best_mean", NumOrNull(o.best_mean)},
           {"best_sem", NumOrNull(o.best_sem)},
           {"one_se", ToJson(o.one_se)},
+          {"seeds", o.seeds},
           {"bootstrap_samples", o.bootstrap_samples},
           {"best_freq", o.best_freq},
           {"ci_lo", o.ci_lo},

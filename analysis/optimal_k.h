@@ -29,6 +29,10 @@ struct OptimalK {
   double best_mean = 0;
   double best_sem = 0;
   GroupKey one_se;  // smallest x within one s.e.m. of the best mean
+  // Distinct seeds behind the series. Below 2 there is nothing to resample:
+  // best_freq is 1 and the CI is the point by construction, and views show
+  // "n = 1" instead of them.
+  int seeds = 0;
   // Bootstrap of the argmax over seeds (paired: one resample of the seed list
   // is applied to every x).
   int bootstrap_samples = 0;

@@ -75,5 +75,18 @@ TEST(AnalysisTest, LossMetricsAreMinimised) {
   EXPECT_FALSE(o[0].maximize);
 }
 
+// The number of seeds behind a series travels with its optimum, so views can
+// say "n = 1" where a bootstrap has nothing to resample.
+TEST(AnalysisTest, OptimalKCountsSeeds) {
+  for (int seeds : {1, 3}) {
+    const auto opts = ComputeOptimalK(AggregateCurves(Grid(seeds), {}));
+    ASSERT_EQ(opts.size(), 4u);
+    for (const OptimalK& o : opts) {
+      EXPECT_EQ(o.seeds, seeds);
+      EXPECT_EQ(ToJson(o)["seeds"], seeds);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace smoe::analysis

@@ -20,6 +20,8 @@ using internal::NumOrNull;
 using internal::TrialTm;
 using nlohmann::json;
 
+bool IsMeaningful(const TheoryFit& f) { return f.ok && f.r2 >= 0; }
+
 double TotalError(double a, double b, double k, double n, double t, double m) {
   const double est = n * k / m * std::log(t / k);
   return a * n * n / k + b * std::sqrt(std::max(0.0, est));
@@ -196,6 +198,7 @@ json ToJson(const TheoryFit& f) {
           {"b", f.b},
           {"rss", f.rss},
           {"r2", f.r2},
+          {"meaningful", IsMeaningful(f)},
           {"points", points},
           {"k_star", ks}};
 }

@@ -54,6 +54,11 @@ struct TheoryFit {
   std::vector<KStar> k_star;
 };
 
+// A fit says something only when it was made (ok) and explains some of the
+// variance: R^2 < 0 means the fitted E(k, N) is worse than a flat line
+// through the mean, so its k* predictions are not meaningful.
+bool IsMeaningful(const TheoryFit& f);
+
 // The model's value. REQUIRES: 0 < k <= t, n > 0, m > 0.
 double TotalError(double a, double b, double k, double n, double t, double m);
 

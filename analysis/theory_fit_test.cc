@@ -84,5 +84,36 @@ TEST(AnalysisTest, FitNeedsTwoCells) {
   EXPECT_THAT(fits[0].message, HasSubstr("at least 2"));
 }
 
+// Errors that fall with N while the model's rise with it: the best
+// non-negative fit is worse than the mean, R^2 < 0, and the fit says so.
+TEST(AnalysisTest, FitWithNegativeR2IsNotMeaningful) {
+  std::vector<TrialPoint> trials;
+  for (int k : {1, 2, 4, 8}) {
+    trials.push_back(Trial(1, k, "hyla", 0, 0.1));  // error 0.9 at N = 1
+    trials.push_back(Trial(3, k, "hyla", 0, 0.9));  // error 0.1 at N = 3
+  }
+  const auto fits = FitTotalError(AggregateCurves(trials, {}), trials);
+  ASSERT_EQ(fits.size(), 1u);
+  ASSERT_TRUE(fits[0].ok) << fits[0].message;
+  EXPECT_LT(fits[0].r2, 0);
+  EXPECT_FALSE(IsMeaningful(fits[0]));
+  EXPECT_EQ(ToJson(fits[0])["meaningful"], false);
+  EXPECT_LT(ToJson(fits[0])["r2"].get<double>(), 0);
+  // The exact fit of FitRecoversTheModelAndPredictsKStar is meaningful; a
+  // fit that was not made is not.
+  std::vector<TrialPoint> exact;
+  for (int n : {1, 2}) {
+    for (int k : {1, 2, 4}) {
+      exact.push_back(
+          Trial(n, k, "hyla", 0, 1 - TotalError(0.002, 3.0, k, n, 8, 1000)));
+    }
+  }
+  const auto good = FitTotalError(AggregateCurves(exact, {}), exact);
+  ASSERT_EQ(good.size(), 1u);
+  EXPECT_TRUE(IsMeaningful(good[0]));
+  EXPECT_EQ(ToJson(good[0])["meaningful"], true);
+  EXPECT_FALSE(IsMeaningful(TheoryFit{}));
+}
+
 }  // namespace
 }  // namespace smoe::analysis

@@ -118,7 +118,19 @@ std::string FormatAnalysisTable(const json& a) {
   out << absl::StrFormat("  %-12s %6s %6s %16s %6s %12s %6s\n",
                          facet.empty() ? "-" : facet, series, x, "mean +- sem",
                          "P", "CI", "1se");
+  bool one_seed = false;
   for (const json& o : a["optimal"]) {
+    // One seed: no s.e.m., and nothing for the bootstrap to resample.
+    const int seeds = o.value("seeds", 2);
+    if (seeds < 2) {
+      one_seed = true;
+      out << absl::StrFormat(
+          "  %-12s %6s %6s %16s %6s %12s %6s\n", Str(o, "facet_label"),
+          Str(o, "series_label"), label(o["best"]),
+          absl::StrFormat("%.4f (n = %d)", Num(o, "best_mean"), seeds), "-",
+          "-", label(o["one_se"]));
+      continue;
+    }
     out << absl::StrFormat("  %-12s %6s %6s %7.4f +- %6.4f %6.2f %12s %6s\n",
                            Str(o, "facet_label"), Str(o, "series_label"),
                            label(o["best"]), Num(o, "best_mean"),
@@ -128,6 +140,10 @@ std::string FormatAnalysisTable(const json& a) {
                            label(o["one_se"]));
   }
   if (a["optimal"].empty()) out << "  (no succeeded trials with this metric)\n";
+  if (one_seed) {
+    out << "  n = 1: one seed per point, so no s.e.m., no CI and no P; run "
+           "more seeds to tell the noise from the effect\n";
+  }
   if (!a["fits"].empty()) {
     out << "\ntheory fit: " << Str(a, "model") << "\n";
     for (const json& f : a["fits"]) {
@@ -140,6 +156,12 @@ std::string FormatAnalysisTable(const json& a) {
           "  %-12s a = %.4g  b = %.4g  R^2 = %.3f  rss = %.4g  points = %d\n",
           Str(f, "facet_label"), Num(f, "a"), Num(f, "b"), Num(f, "r2"),
           Num(f, "rss"), static_cast<int>(f["points"].size()));
+      if (!f.value("meaningful", true)) {
+        out << absl::StrFormat(
+            "  %-12s   not meaningful: R^2 < 0, the fit is worse than a flat "
+            "line through the mean; its k* below are no evidence\n",
+            "");
+      }
       for (const json& k : f["k_star"]) {
         out << absl::StrFormat(
             "  %-12s   N = %s: predicted k* = %d (of T = %s; over the "
