@@ -1,17 +1,178 @@
 // Copyright 2026 SMoE Lab authors.
 #include "cli/analyze_cmd.h"
 
+#include <cmath>
 #include <iostream>
+#include <limits>
+#include <sstream>
 #include <vector>
 
-#include "coordinator/analysis.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/analyze.h"
+#include "analysis/skillmix_tables.h"
 #include "proto/rpc_status.h"
 #include "proto/smoe.pb.h"
 
 namespace smoe::cli {
 
 namespace pb = smoe::v1;
-namespace an = smoe::coordinator::analysis;
+namespace an = smoe::analysis;
+
+using an::BestRowPerColumn;
+using an::CellStats;
+using an::GroupKey;
+using an::NumberLabel;
+using an::SkillMixBest;
+using an::SkillMixTable;
+using nlohmann::json;
+
+namespace {
+// Reads a number without throwing (NaN when absent or not a number).
+double Num(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number()
+             ? it->get<double>()
+             : std::numeric_limits<double>::quiet_NaN();
+}
+std::string Str(const json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+}  // namespace
+
+std::string FormatSkillMixTables(const std::vector<SkillMixTable>& tables,
+                                 const std::string& row_param,
+                                 const std::string& col_param,
+                                 const std::string& metric) {
+  std::ostringstream out;
+  auto cell = [](const CellStats& s) {
+    if (s.n == 0) return std::string("-");
+    return std::isfinite(s.sem) && s.sem > 0
+               ? absl::StrFormat("%.3f +- %.3f", s.mean, s.sem)
+               : absl::StrFormat("%.3f", s.mean);
+  };
+  bool any = false;
+  for (const SkillMixTable& t : tables) {
+    if (!metric.empty() && t.metric != metric) continue;
+    any = true;
+    out << t.metric << " (mean +- s.e. over combinations): rows " << row_param
+        << ", columns " << col_param << "\n";
+    out << absl::StrFormat("  %8s", row_param);
+    for (const GroupKey& c : t.cols) out << absl::StrFormat(" %16s", c.label);
+    out << "\n";
+    for (size_t r = 0; r < t.rows.size(); ++r) {
+      out << absl::StrFormat("  %8s", t.rows[r].label);
+      for (size_t c = 0; c < t.cols.size(); ++c) {
+        out << absl::StrFormat(" %16s", cell(t.cells[r][c]));
+      }
+      out << "\n";
+    }
+    out << "  best " << row_param << " per " << col_param
+        << " (argmax of the mean; runner-up after the slash):\n";
+    for (const SkillMixBest& b : BestRowPerColumn(t)) {
+      out << absl::StrFormat("  %8s = %-6s", col_param, t.cols[b.col].label);
+      if (b.best < 0) {
+        out << " no finished trial\n";
+        continue;
+      }
+      out << absl::StrFormat(" %s = %-4s %s", row_param, t.rows[b.best].label,
+                             cell(t.cells[b.best][b.col]));
+      if (b.runner_up >= 0) {
+        out << absl::StrFormat("  /  %s = %-4s %s", row_param,
+                               t.rows[b.runner_up].label,
+                               cell(t.cells[b.runner_up][b.col]));
+      }
+      out << "\n";
+    }
+    out << "\n";
+  }
+  if (!any) {
+    out << (metric.empty() ? std::string("no succeeded trials with results")
+                           : "no succeeded trials with metric " + metric)
+        << "\n";
+  }
+  return out.str();
+}
+
+std::string FormatAnalysisTable(const json& a) {
+  std::ostringstream out;
+  const std::string metric = Str(a, "metric");
+  const std::string x = Str(a, "x");
+  const std::string series = Str(a, "series");
+  const std::string facet = Str(a, "facet");
+  auto label = [](const json& v) {
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  const json& curves = a["curves"];
+  out << "metric " << metric << ": " << curves.value("trials_used", 0) << " of "
+      << curves.value("trials_total", 0)
+      << " trials have it (succeeded). Optimal " << x << " per " << series
+      << (facet.empty() ? "" : " and " + facet) << "\n";
+  out << "  (mean +- s.e.m. over seeds; P = bootstrap frequency of the best "
+      << x
+      << "; CI = " << static_cast<int>(curves.value("ci_level", 0.95) * 100)
+      << "% bootstrap CI of the argmax; 1se = smallest " << x
+      << " within one s.e.m. of the best)\n";
+  out << absl::StrFormat("  %-12s %6s %6s %16s %6s %12s %6s\n",
+                         facet.empty() ? "-" : facet, series, x, "mean +- sem",
+                         "P", "CI", "1se");
+  bool one_seed = false;
+  for (const json& o : a["optimal"]) {
+    // One seed: no s.e.m., and nothing for the bootstrap to resample.
+    const int seeds = o.value("seeds", 2);
+    if (seeds < 2) {
+      one_seed = true;
+      out << absl::StrFormat(
+          "  %-12s %6s %6s %16s %6s %12s %6s\n", Str(o, "facet_label"),
+          Str(o, "series_label"), label(o["best"]),
+          absl::StrFormat("%.4f (n = %d)", Num(o, "best_mean"), seeds), "-",
+          "-", label(o["one_se"]));
+      continue;
+    }
+    out << absl::StrFormat("  %-12s %6s %6s %7.4f +- %6.4f %6.2f %12s %6s\n",
+                           Str(o, "facet_label"), Str(o, "series_label"),
+                           label(o["best"]), Num(o, "best_mean"),
+                           Num(o, "best_sem"), Num(o, "best_freq"),
+                           absl::StrCat("[", NumberLabel(Num(o, "ci_lo")), ", ",
+                                        NumberLabel(Num(o, "ci_hi")), "]"),
+                           label(o["one_se"]));
+  }
+  if (a["optimal"].empty()) out << "  (no succeeded trials with this metric)\n";
+  if (one_seed) {
+    out << "  n = 1: one seed per point, so no s.e.m., no CI and no P; run "
+           "more seeds to tell the noise from the effect\n";
+  }
+  if (!a["fits"].empty()) {
+    out << "\ntheory fit: " << Str(a, "model") << "\n";
+    for (const json& f : a["fits"]) {
+      if (!f.value("ok", false)) {
+        out << absl::StrFormat("  %-12s not fitted: %s\n",
+                               Str(f, "facet_label"), Str(f, "message"));
+        continue;
+      }
+      out << absl::StrFormat(
+          "  %-12s a = %.4g  b = %.4g  R^2 = %.3f  rss = %.4g  points = %d\n",
+          Str(f, "facet_label"), Num(f, "a"), Num(f, "b"), Num(f, "r2"),
+          Num(f, "rss"), static_cast<int>(f["points"].size()));
+      if (!f.value("meaningful", true)) {
+        out << absl::StrFormat(
+            "  %-12s   not meaningful: R^2 < 0, the fit is worse than a flat "
+            "line through the mean; its k* below are no evidence\n",
+            "");
+      }
+      for (const json& k : f["k_star"]) {
+        out << absl::StrFormat(
+            "  %-12s   N = %s: predicted k* = %d (of T = %s; over the "
+            "measured k: %s)\n",
+            "", NumberLabel(Num(k, "N")), k.value("k_star", 0),
+            NumberLabel(Num(k, "T")), NumberLabel(Num(k, "k_star_grid")));
+      }
+    }
+  }
+  return out.str();
+}
 
 int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
                const AnalyzeFlags& flags, std::ostream& out) {
@@ -62,7 +223,7 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
           << "\n";
     } else {
       out << "sweep " << sweep_id << " (skillmix)\n"
-          << an::FormatSkillMixTables(tables, rows, cols, flags.metric);
+          << FormatSkillMixTables(tables, rows, cols, flags.metric);
     }
     return kExitOk;
   }
@@ -80,7 +241,7 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
         << "\n";
   } else {
     out << "sweep " << sweep_id << " (" << resp.sweep().kind() << ")\n"
-        << an::FormatAnalysisTable(a);
+        << FormatAnalysisTable(a);
   }
   return kExitOk;
 }

@@ -6,18 +6,21 @@
 // optimal k per difficulty (argmax of the mean over seeds, bootstrap CI of the
 // argmax, smallest k within one s.e.) and the fit of the paper's total error
 // E(k, N) = a*N^2/k + b*sqrt(N*k/m*log(T/k)) with its predicted k*
-// (coordinator/analysis.h does the work). For a `kind: skillmix` sweep it
-// prints the EPT x k_skills tables (mean +- s.e. over combinations) of every
-// result metric (or --metric) and the best EPT per k_skills with the
-// runner-up; --x / --series then name the rows / columns (default ept /
-// k_skills).
+// (analysis/ does the work; the text tables are formatted here). For a `kind:
+// skillmix` sweep it prints the EPT x k_skills tables (mean +- s.e. over
+// combinations) of every result metric (or --metric) and the best EPT per
+// k_skills with the runner-up; --x / --series then name the rows / columns
+// (default ept / k_skills).
 #ifndef SMOE_CLI_ANALYZE_CMD_H_
 #define SMOE_CLI_ANALYZE_CMD_H_
 
 #include <ostream>
 #include <string>
+#include <vector>
 
+#include "analysis/skillmix_tables.h"
 #include "cli/client.h"
+#include "nlohmann/json.hpp"
 
 namespace smoe::cli {
 
@@ -32,6 +35,17 @@ struct AnalyzeFlags {
   int bootstrap = 1000;
   uint64_t seed = 0;
 };
+
+// Human-readable table of analysis::AnalyzeSweep's result.
+std::string FormatAnalysisTable(const nlohmann::json& analysis);
+
+// Human-readable Skill-Mix tables of a skillmix sweep: per metric (all, or
+// only `metric` when not empty) the rows x cols grid of "mean +- s.e." and the
+// best row per column with its runner-up.
+std::string FormatSkillMixTables(
+    const std::vector<analysis::SkillMixTable>& tables,
+    const std::string& row_param, const std::string& col_param,
+    const std::string& metric = "");
 
 // Returns a process exit code (cli/client.h).
 int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,

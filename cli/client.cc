@@ -1,6 +1,9 @@
 // Copyright 2026 SMoE Lab authors.
 #include "cli/client.h"
 
+#include <unistd.h>
+
+#include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -92,6 +95,14 @@ int ReportError(const absl::Status& status) {
     default:
       return kExitSoftware;
   }
+}
+
+std::string SelfDir() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  return std::filesystem::path(buf).parent_path().string();
 }
 
 }  // namespace smoe::cli

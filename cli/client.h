@@ -32,6 +32,9 @@ inline constexpr int kMaxReplyBytes = 1 << 30;
 // Returns ./smoe-data/token when it exists, else ~/.smoe/token.
 std::string DefaultTokenFile();
 
+// Returns the directory holding the running executable.
+std::string SelfDir();
+
 class CoordinatorClient {
  public:
   // Resolves the token ($SMOE_TOKEN or the token file) and creates a channel.

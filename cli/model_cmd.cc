@@ -10,7 +10,6 @@
 #include <filesystem>
 
 #include "cli/client.h"
-#include "cli/up.h"
 
 namespace smoe::cli {
 

@@ -89,14 +89,6 @@ void PrintSummary(store::ExperimentStore* store, const std::string& sweep_id,
 
 }  // namespace
 
-std::string SelfDir() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  return std::filesystem::path(buf).parent_path().string();
-}
-
 int RunUp(const UpOptions& options) {
   // Block the shutdown signals before any thread starts; sigwait below.
   sigset_t set;

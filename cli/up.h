@@ -27,9 +27,6 @@ struct UpOptions {
 // Returns a process exit code.
 int RunUp(const UpOptions& options);
 
-// Returns the directory holding the running executable.
-std::string SelfDir();
-
 }  // namespace smoe::cli
 
 #endif  // SMOE_CLI_UP_H_

@@ -5,26 +5,23 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cmath>
-#include <map>
-#include <mutex>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/synchronization/mutex.h"
+#include "analysis/curve_aggregator.h"
+#include "analysis/skillmix_tables.h"
 #include "common/api_token.h"
 #include "common/http_listener.h"
 #include "common/logging.h"
-#include "coordinator/analysis.h"
 #include "coordinator/http_server_assets.h"
+#include "coordinator/sweep_read_model.h"
+#include "coordinator/trial_table.h"
 #include "nlohmann/json.hpp"
 
 namespace smoe::coordinator {
@@ -70,93 +67,10 @@ json SweepJson(const SweepView& v) {
           {"updated_ms", ToUnixMs(v.record.updated_at)}};
 }
 
-// One parsed summary row. Immutable once built: snapshots share unchanged
-// rows, so a new snapshot copies pointers, and pointer inequality between
-// two snapshots' rows at a position means "changed".
-struct Row {
-  analysis::TrialPoint point;
-  int attempt = 0;
-  std::string worker;
-  double duration_s = 0;
-  std::string search;  // lower-case trial id, worker, params, state
-};
-
-// The parsed summary table of one sweep. Built in full once, then refreshed
-// incrementally from the scheduler's change log (only changed rows are read
-// from the store).
-struct Snapshot {
-  // The scheduler version this snapshot reflects. When the store trailed the
-  // scheduler (a transition applied in memory, not yet committed) the rows
-  // are as fresh as the store, `consistent` is false and `version` stays at
-  // the base it was refreshed from, so the next request re-reads the changes.
-  int64_t version = -1;
-  bool consistent = false;
-  std::string kind;
-  std::vector<std::shared_ptr<const Row>> rows;  // by ordinal
-  std::shared_ptr<const std::unordered_map<std::string, size_t>>
-      index;                                // trial id -> position
-  std::map<std::string, int> metric_count;  // result name -> trials with it
-  int succeeded = 0;
-
-  // The version responses may be cached under (-1: do not cache).
-  int64_t cache_version() const { return consistent ? version : -1; }
-  std::vector<std::string> metrics() const {
-    std::vector<std::string> out;
-    for (const auto& [k, n] : metric_count) {
-      if (n > 0) out.push_back(k);
-    }
-    return out;
-  }
-  void Count(const Row& r, int sign) {
-    for (const auto& [k, v] : r.point.results) metric_count[k] += sign;
-    if (r.point.state == store::TrialState::kSucceeded) succeeded += sign;
-  }
-};
-
-std::shared_ptr<const Row> MakeRow(const store::TrialSummary& r,
-                                   analysis::TrialPoint point) {
-  auto row = std::make_shared<Row>();
-  row->point = std::move(point);
-  row->attempt = r.attempt;
-  row->worker = r.worker_id;
-  row->duration_s = r.duration_s;
-  row->search = absl::AsciiStrToLower(
-      absl::StrCat(r.trial_id, " ", r.worker_id, " ", r.params_json, " ",
-                   store::TrialStateName(r.state)));
-  return row;
-}
-
-// Keeps a CurveAggregator in step with the snapshots it is asked about.
-struct AggregatorEntry {
-  absl::Mutex mu;
-  std::shared_ptr<const Snapshot> seen ABSL_GUARDED_BY(mu);
-  std::unique_ptr<analysis::CurveAggregator> agg ABSL_GUARDED_BY(mu);
-
-  // Brings the aggregator to `snap`: Set()s the rows that differ from the
-  // last snapshot it saw (pointer comparison), or all rows the first time.
-  analysis::CurveAggregator& At(const std::shared_ptr<const Snapshot>& snap,
-                                const analysis::AggregateOptions& o)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    if (agg == nullptr || seen == nullptr ||
-        seen->rows.size() > snap->rows.size()) {
-      agg = std::make_unique<analysis::CurveAggregator>(o);
-      seen = nullptr;
-    }
-    for (size_t i = 0; i < snap->rows.size(); ++i) {
-      if (seen == nullptr || i >= seen->rows.size() ||
-          seen->rows[i] != snap->rows[i]) {
-        agg->Set(static_cast<int64_t>(i), snap->rows[i]->point);
-      }
-    }
-    seen = snap;
-    return *agg;
-  }
-};
-
-json RowJson(const Snapshot& s, size_t i,
+json RowJson(const SweepSnapshot& s, size_t i,
              const std::vector<std::string>& axes) {
   const analysis::TrialPoint& p = s.rows[i]->point;
-  const Row& e = *s.rows[i];
+  const TrialRow& e = *s.rows[i];
   json params = json::object();
   for (const std::string& a : axes) {
     auto it = p.params.find(a);
@@ -175,19 +89,6 @@ json RowJson(const Snapshot& s, size_t i,
           {"seed", p.seed},
           {"params", params},
           {"results", results}};
-}
-
-std::string Lower(absl::string_view s) { return absl::AsciiStrToLower(s); }
-
-std::string ParamLabel(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (d == std::floor(d) && std::fabs(d) < 1e15) {
-      return absl::StrCat(static_cast<int64_t>(d));
-    }
-  }
-  return v.dump();
 }
 
 const char kLoginPage[] = R"(<!doctype html>
@@ -247,18 +148,7 @@ struct HttpServer::Impl {
   std::atomic<int> streams{0};
   bool shut_down = false;
 
-  absl::Mutex mu;
-  std::map<std::string, std::shared_ptr<const Snapshot>> snapshots
-      ABSL_GUARDED_BY(mu);
-  // (sweep, query) -> (version, body)
-  std::map<std::string, std::pair<int64_t, std::shared_ptr<const std::string>>>
-      responses ABSL_GUARDED_BY(mu);
-  // (sweep, query) -> incremental aggregation state.
-  static constexpr size_t kMaxAggregators = 64;
-  std::map<std::string, std::shared_ptr<AggregatorEntry>> aggregators
-      ABSL_GUARDED_BY(mu);
-  // Serialises snapshot builds (one refresh per version, not one per request).
-  absl::Mutex build_mu;
+  std::unique_ptr<SweepReadModel> model;
 
   // ---- auth
   // -------------------------------------------------------------------
@@ -278,149 +168,6 @@ struct HttpServer::Impl {
       }
     }
     return false;
-  }
-
-  // ---- snapshots
-  // ----------------------------------------------------------------
-
-  // Returns the sweep's current view and a snapshot at (or after) its version
-  // (or as fresh as the store when the store trails the scheduler).
-  absl::StatusOr<std::pair<SweepView, std::shared_ptr<const Snapshot>>>
-  GetSnapshot(const std::string& sweep_id) {
-    absl::StatusOr<SweepView> view = scheduler->GetSweep(sweep_id);
-    if (!view.ok()) return view.status();
-    auto current = [&]() -> std::shared_ptr<const Snapshot> {
-      absl::MutexLock lock(&mu);
-      auto it = snapshots.find(sweep_id);
-      if (it != snapshots.end() && it->second->version >= view->version) {
-        return it->second;
-      }
-      return nullptr;
-    };
-    if (auto snap = current()) return std::make_pair(*std::move(view), snap);
-    absl::MutexLock build(&build_mu);
-    if (auto snap = current()) return std::make_pair(*std::move(view), snap);
-    std::shared_ptr<const Snapshot> base;
-    {
-      absl::MutexLock lock(&mu);
-      auto it = snapshots.find(sweep_id);
-      if (it != snapshots.end()) base = it->second;
-    }
-    absl::StatusOr<std::shared_ptr<const Snapshot>> snap = nullptr;
-    if (base != nullptr) snap = Refresh(sweep_id, base);
-    if (!snap.ok()) return snap.status();
-    if (*snap == nullptr) snap = Reload(sweep_id);
-    if (!snap.ok()) return snap.status();
-    {
-      absl::MutexLock lock(&mu);
-      snapshots[sweep_id] = *snap;
-    }
-    return std::make_pair(*std::move(view), *std::move(snap));
-  }
-
-  // Marks `snap` consistent with the scheduler's view `v` (every row as the
-  // scheduler has it) and stamps it with v's version; else keeps `base`.
-  static void Stamp(Snapshot& snap, const SweepView& v, int64_t base) {
-    snap.consistent = snap.succeeded == v.counts.succeeded &&
-                      static_cast<int>(snap.rows.size()) == v.counts.total();
-    snap.version = snap.consistent ? v.version : base;
-  }
-
-  // Reads the sweep's whole summary table.
-  absl::StatusOr<std::shared_ptr<const Snapshot>> Reload(
-      const std::string& sweep_id) {
-    // The view first: rows read after it are at least as new.
-    absl::StatusOr<SweepView> view = scheduler->GetSweep(sweep_id);
-    if (!view.ok()) return view.status();
-    auto rows = store->ListSummaries(sweep_id);
-    if (!rows.ok()) return rows.status();
-    auto snap = std::make_shared<Snapshot>();
-    snap->kind = view->record.kind;
-    std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
-    auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
-    snap->rows.reserve(rows->size());
-    for (size_t i = 0; i < rows->size(); ++i) {
-      snap->rows.push_back(MakeRow((*rows)[i], std::move(points[i])));
-      snap->Count(*snap->rows.back(), +1);
-      (*index)[(*rows)[i].trial_id] = i;
-    }
-    snap->index = std::move(index);
-    Stamp(*snap, *view, -1);
-    return snap;
-  }
-
-  // Applies the trials changed since `base` (the scheduler's change log) to a
-  // copy of it, reading only those rows from the store. Returns nullptr when
-  // a full reload is cheaper or required (log trimmed, new trials).
-  absl::StatusOr<std::shared_ptr<const Snapshot>> Refresh(
-      const std::string& sweep_id,
-      const std::shared_ptr<const Snapshot>& base) {
-    if (base->version < 0) return nullptr;
-    auto w =
-        scheduler->WatchSweep(sweep_id, base->version, absl::ZeroDuration());
-    if (!w.ok()) return w.status();
-    if (w->timed_out) return base;
-    if (w->changed.size() > base->rows.size() / 4 + 64) return nullptr;
-    std::vector<std::string> ids;
-    for (const store::TrialRecord& t : w->changed) {
-      if (!base->index->count(t.trial_id)) return nullptr;  // new trials
-      ids.push_back(t.trial_id);
-    }
-    auto rows = store->ListSummariesOf(sweep_id, ids);
-    if (!rows.ok()) return rows.status();
-    auto snap = std::make_shared<Snapshot>(*base);  // shares the rows
-    std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
-    for (size_t i = 0; i < rows->size(); ++i) {
-      const size_t pos = snap->index->at((*rows)[i].trial_id);
-      snap->Count(*snap->rows[pos], -1);
-      snap->rows[pos] = MakeRow((*rows)[i], std::move(points[i]));
-      snap->Count(*snap->rows[pos], +1);
-    }
-    Stamp(*snap, w->sweep, base->version);
-    return std::shared_ptr<const Snapshot>(std::move(snap));
-  }
-
-  // The aggregator for (sweep, query), created on first use. At most
-  // kMaxAggregators are kept; beyond that all are dropped and rebuilt.
-  std::shared_ptr<AggregatorEntry> Aggregator(const std::string& key) {
-    absl::MutexLock lock(&mu);
-    auto& slot = aggregators[key];
-    if (slot == nullptr) {
-      if (aggregators.size() > kMaxAggregators) {
-        aggregators.clear();
-        return aggregators[key] = std::make_shared<AggregatorEntry>();
-      }
-      slot = std::make_shared<AggregatorEntry>();
-    }
-    return slot;
-  }
-
-  // Runs `fn` (producing a JSON body) once per (sweep version, key).
-  template <typename Fn>
-  std::shared_ptr<const std::string> Cached(const std::string& key,
-                                            int64_t version, Fn&& fn) {
-    if (auto hit = CacheGet(key, version)) return hit;
-    auto body = std::make_shared<const std::string>(fn());
-    CachePut(key, version, body);
-    return body;
-  }
-  // The body cached for (key, version); null when none (or version < 0).
-  std::shared_ptr<const std::string> CacheGet(const std::string& key,
-                                              int64_t version) {
-    if (version < 0) return nullptr;
-    absl::MutexLock lock(&mu);
-    auto it = responses.find(key);
-    if (it != responses.end() && it->second.first == version) {
-      return it->second.second;
-    }
-    return nullptr;
-  }
-  void CachePut(const std::string& key, int64_t version,
-                std::shared_ptr<const std::string> body) {
-    if (version < 0) return;
-    absl::MutexLock lock(&mu);
-    if (responses.size() > 512) responses.clear();
-    responses[key] = {version, std::move(body)};
   }
 
   // ---- handlers
@@ -476,7 +223,7 @@ struct HttpServer::Impl {
 
   void GetSweepPage(const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
-    auto snap_or = GetSnapshot(id);
+    auto snap_or = model->Get(id);
     if (!snap_or.ok()) return StatusError(res, snap_or.status());
     const auto& [view, snap] = *snap_or;
     // Sorting and filtering 100k rows costs ~100 ms: pages are cached per
@@ -485,141 +232,35 @@ struct HttpServer::Impl {
         "page\x1f", id, "\x1f", Param(req, "state", ""), "\x1f",
         Param(req, "q", ""), "\x1f", Param(req, "sort", ""), "\x1f",
         Param(req, "offset", ""), "\x1f", Param(req, "limit", ""));
-    if (auto hit = CacheGet(cache_key, snap->cache_version())) {
+    if (auto hit = model->CacheGet(cache_key, snap->version)) {
       return res.set_content(*hit, kJson);
     }
+    const TrialQuery query = ParseTrialQuery(
+        Param(req, "state", ""), Param(req, "q", ""), Param(req, "sort", ""),
+        IntParam(req, "offset", 0, 0, 1 << 30),
+        IntParam(req, "limit", 100, 0, 5000));
+    absl::StatusOr<TrialPage> page = SelectTrials(snap->rows, query);
+    if (!page.ok()) return StatusError(res, page.status());
     std::vector<std::string> axes;
     for (const Axis& a : view.spec.grid) axes.push_back(a.name);
-
-    // Filter: state list, and q = space-separated terms; "name=value" matches
-    // a parameter's value, anything else is a substring of the row's text.
-    std::vector<std::string> states;
-    if (req.has_param("state") && !req.get_param_value("state").empty()) {
-      states = absl::StrSplit(Lower(req.get_param_value("state")), ',');
-    }
-    std::vector<std::pair<std::string, std::string>> param_terms;
-    std::vector<std::string> text_terms;
-    for (absl::string_view t :
-         absl::StrSplit(Param(req, "q", ""), ' ', absl::SkipEmpty())) {
-      const size_t eq = t.find('=');
-      if (eq != absl::string_view::npos && eq > 0) {
-        param_terms.emplace_back(std::string(t.substr(0, eq)),
-                                 std::string(t.substr(eq + 1)));
-      } else {
-        text_terms.push_back(Lower(t));
-      }
-    }
-    std::vector<size_t> idx;
-    idx.reserve(snap->rows.size());
-    for (size_t i = 0; i < snap->rows.size(); ++i) {
-      const analysis::TrialPoint& p = snap->rows[i]->point;
-      if (!states.empty() &&
-          std::find(states.begin(), states.end(),
-                    store::TrialStateName(p.state)) == states.end()) {
-        continue;
-      }
-      bool ok = true;
-      for (const auto& [name, value] : param_terms) {
-        auto it = p.params.find(name);
-        if (it == p.params.end() || ParamLabel(*it) != value) {
-          ok = false;
-          break;
-        }
-      }
-      for (const std::string& t : text_terms) {
-        if (!ok) break;
-        ok = absl::StrContains(snap->rows[i]->search, t);
-      }
-      if (ok) idx.push_back(i);
-    }
-
-    // Sort: trial | state | attempt | worker | duration | seed | p.<param> |
-    // r.<result>; '-' prefix = descending. Missing values sort last.
-    std::string sort = Param(req, "sort", "");
-    const bool desc = !sort.empty() && sort[0] == '-';
-    if (desc) sort.erase(0, 1);
-    if (!sort.empty() && sort != "ordinal") {
-      struct Key {
-        bool missing = true;
-        double num = 0;
-        std::string str;
-      };
-      std::vector<Key> keys(snap->rows.size());
-      for (size_t i : idx) {
-        const analysis::TrialPoint& p = snap->rows[i]->point;
-        const Row& e = *snap->rows[i];
-        Key& k = keys[i];
-        k.missing = false;
-        absl::string_view s(sort);
-        if (sort == "trial") {
-          k.str = p.trial_id;
-        } else if (sort == "state") {
-          k.str = store::TrialStateName(p.state);
-        } else if (sort == "attempt") {
-          k.num = e.attempt;
-        } else if (sort == "worker") {
-          k.str = e.worker;
-        } else if (sort == "duration") {
-          k.num = e.duration_s;
-        } else if (sort == "seed") {
-          k.num = static_cast<double>(p.seed);
-        } else if (absl::ConsumePrefix(&s, "p.")) {
-          auto it = p.params.find(std::string(s));
-          if (it == p.params.end()) {
-            k.missing = true;
-          } else if (it->is_number()) {
-            k.num = it->get<double>();
-          } else {
-            k.str = ParamLabel(*it);
-          }
-        } else if (absl::ConsumePrefix(&s, "r.")) {
-          auto it = p.results.find(std::string(s));
-          if (it == p.results.end() || std::isnan(it->second)) {
-            k.missing = true;
-          } else {
-            k.num = it->second;
-          }
-        } else {
-          return Error(res, 400, "unknown sort key '" + sort + "'");
-        }
-      }
-      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
-        const Key& x = keys[a];
-        const Key& y = keys[b];
-        if (x.missing != y.missing) return y.missing;
-        if (x.missing) return false;
-        if (x.str != y.str) return desc ? y.str < x.str : x.str < y.str;
-        if (x.num != y.num) return desc ? y.num < x.num : x.num < y.num;
-        return false;
-      });
-    } else if (desc) {
-      std::reverse(idx.begin(), idx.end());
-    }
-    const int offset = IntParam(req, "offset", 0, 0, 1 << 30);
-    const int limit = IntParam(req, "limit", 100, 0, 5000);
     json rows = json::array();
-    for (size_t j = offset;
-         j < idx.size() &&
-         j < static_cast<size_t>(offset) + static_cast<size_t>(limit);
-         ++j) {
-      rows.push_back(RowJson(*snap, idx[j], axes));
-    }
+    for (size_t i : page->rows) rows.push_back(RowJson(*snap, i, axes));
     json sweep = SweepJson(view);
     sweep["spec_yaml"] = view.record.spec_yaml;
     auto body = std::make_shared<const std::string>(
         Dump({{"sweep", sweep},
               {"columns", {{"params", axes}, {"results", snap->metrics()}}},
               {"total", snap->rows.size()},
-              {"matched", idx.size()},
-              {"offset", offset},
-              {"limit", limit},
+              {"matched", page->matched},
+              {"offset", query.offset},
+              {"limit", query.limit},
               {"rows", rows}}));
     res.set_content(*body, kJson);
-    CachePut(cache_key, snap->cache_version(), std::move(body));
+    model->CachePut(cache_key, snap->version, std::move(body));
   }
 
   analysis::AggregateOptions AggOptions(const httplib::Request& req,
-                                        const Snapshot& snap) const {
+                                        const SweepSnapshot& snap) const {
     analysis::AggregateOptions o;
     o.kind = snap.kind;
     o.metric = Param(req, "metric", "ood_acc");
@@ -640,53 +281,56 @@ struct HttpServer::Impl {
 
   void GetCurves(const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
-    auto snap_or = GetSnapshot(id);
+    auto snap_or = model->Get(id);
     if (!snap_or.ok()) return StatusError(res, snap_or.status());
     const auto& snap = snap_or->second;
     const analysis::AggregateOptions o = AggOptions(req, *snap);
     const std::string key = QueryKey("curves", id, o);
-    auto body = Cached(key, snap->cache_version(), [&] {
-      std::shared_ptr<AggregatorEntry> entry = Aggregator(key);
-      absl::MutexLock lock(&entry->mu);
-      analysis::CurveAggregator& agg = entry->At(snap, o);
-      json j = analysis::ToJson(agg.curves());
-      json opt = json::array();
-      for (const auto& k : agg.optimal()) opt.push_back(analysis::ToJson(k));
-      j["optimal"] = std::move(opt);
-      j["version"] = snap->version;
-      return Dump(j);
+    auto body = model->Cached(key, snap->version, [&] {
+      return model->Aggregator(key)->With(
+          snap, o, [&](analysis::CurveAggregator& agg) {
+            json j = analysis::ToJson(agg.curves());
+            json opt = json::array();
+            for (const auto& k : agg.optimal()) {
+              opt.push_back(analysis::ToJson(k));
+            }
+            j["optimal"] = std::move(opt);
+            j["version"] = snap->version;
+            return Dump(j);
+          });
     });
     res.set_content(*body, kJson);
   }
 
   void GetAnalysis(const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
-    auto snap_or = GetSnapshot(id);
+    auto snap_or = model->Get(id);
     if (!snap_or.ok()) return StatusError(res, snap_or.status());
     const auto& snap = snap_or->second;
     const analysis::AggregateOptions o = AggOptions(req, *snap);
     // Shares the curves query's aggregator (same cells, same bootstraps).
     const std::string key = QueryKey("curves", id, o);
-    auto body = Cached(QueryKey("analysis", id, o), snap->cache_version(), [&] {
-      std::shared_ptr<AggregatorEntry> entry = Aggregator(key);
-      absl::MutexLock lock(&entry->mu);
-      json j = entry->At(snap, o).Analysis();
-      j["version"] = snap->version;
-      return Dump(j);
+    auto body = model->Cached(QueryKey("analysis", id, o), snap->version, [&] {
+      return model->Aggregator(key)->With(snap, o,
+                                          [&](analysis::CurveAggregator& agg) {
+                                            json j = agg.Analysis();
+                                            j["version"] = snap->version;
+                                            return Dump(j);
+                                          });
     });
     res.set_content(*body, kJson);
   }
 
   void GetSkillMix(const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
-    auto snap_or = GetSnapshot(id);
+    auto snap_or = model->Get(id);
     if (!snap_or.ok()) return StatusError(res, snap_or.status());
     const auto& snap = snap_or->second;
     const std::string rows = Param(req, "rows", "ept");
     const std::string cols = Param(req, "cols", "k_skills");
-    auto body = Cached(
+    auto body = model->Cached(
         absl::StrCat("skillmix\x1f", id, "\x1f", rows, "\x1f", cols),
-        snap->cache_version(), [&] {
+        snap->version, [&] {
           std::vector<analysis::TrialPoint> points;
           points.reserve(snap->rows.size());
           for (const auto& r : snap->rows) points.push_back(r->point);
@@ -814,15 +458,10 @@ struct HttpServer::Impl {
           } else {
             std::vector<std::string> axes;
             for (const Axis& a : w->sweep.spec.grid) axes.push_back(a.name);
-            // The change may be in memory before it is durable: give the
-            // store a moment to catch up so the rows carry their results.
-            std::shared_ptr<const Snapshot> snap;
-            for (int i = 0; i < 25 && !stopping.load(); ++i) {
-              auto s = GetSnapshot(id);
-              if (s.ok()) snap = s->second;
-              if (snap && snap->version >= w->sweep.version) break;
-              absl::SleepFor(absl::Milliseconds(20));
-            }
+            // The watched version is durable, so a snapshot taken now holds
+            // the changed rows with their results.
+            std::shared_ptr<const SweepSnapshot> snap;
+            if (auto s = model->Get(id); s.ok()) snap = s->second;
             json rows = json::array();
             for (const store::TrialRecord& t : w->changed) {
               json row = {{"trial_id", t.trial_id}, {"ordinal", t.ordinal}};
@@ -987,6 +626,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   auto impl = std::make_unique<Impl>();
   impl->scheduler = scheduler;
   impl->store = store;
+  impl->model = std::make_unique<SweepReadModel>(scheduler, store);
   impl->token = std::move(token);
   impl->options = options;
   impl->options.threads = std::max(4, options.threads);

@@ -20,7 +20,7 @@
 //                                   &facet=attention : mean, s.e.m. and
 //                                   bootstrap CI over seeds + optimal k
 //   GET  /api/sweeps/{id}/analysis  ?metric=ood_acc : curves, optimal k, the
-//                                   E(k, N) fit (coordinator/analysis.h)
+//                                   E(k, N) fit (analysis/)
 //   GET  /api/sweeps/{id}/skillmix  ?rows=ept&cols=k_skills : tables
 //   GET  /api/sweeps/{id}/events    Server-Sent Events: `sweep` events with
 //                                   the counts and the changed trials' rows
@@ -30,10 +30,12 @@
 // or the cookie set by POST /login; compared in constant time; 401 otherwise.
 // The token is never logged or echoed.
 //
-// Speed: aggregation runs on a per-sweep snapshot of ExperimentStore::
-// ListSummaries (parsed once per sweep version) and responses of the
-// aggregation routes are cached per (sweep version, query), so repeated
-// requests against a 100k-trial sweep cost a lookup.
+// This file holds routing, auth, query-parameter parsing and JSON only. The
+// data comes from the read model (coordinator/sweep_read_model.h): a per-sweep
+// snapshot of ExperimentStore::ListSummaries at the sweep's durable version,
+// incremental aggregators, and responses cached per (sweep version, query),
+// so repeated requests against a 100k-trial sweep cost a lookup. The trials
+// table's filter/sort/page is coordinator/trial_table.h.
 //
 // Thread safety: Start/Shutdown from one thread; requests are served by a
 // fixed thread pool. SSE streams wait in bounded steps and end on client

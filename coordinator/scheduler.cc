@@ -106,6 +106,9 @@ absl::Status Scheduler::Load() {
       SMOE_RETURN_IF_ERROR(store_->Commit(b));
     }
   }
+  // Everything loaded is durable.
+  for (const auto& [id, s] : sweeps_) uncaptured_.insert(id);
+  PublishLocked(CaptureLocked());
   SMOE_LOG(INFO) << "scheduler loaded " << sweeps_.size() << " sweeps, "
                  << trials_.size() << " trials, " << running_.size()
                  << " running, " << workers_.size() << " workers";
@@ -140,7 +143,26 @@ void Scheduler::ApplyTrialLocked(const TrialRecord& next) {
   ++sweep.version;
   sweep.changes.emplace_back(sweep.version, next.trial_id);
   if (sweep.changes.size() > kMaxChangeLog) sweep.changes.pop_front();
+  uncaptured_.insert(next.sweep_id);
   trials_[next.trial_id] = next;
+}
+
+Scheduler::Captured Scheduler::CaptureLocked() {
+  Captured out;
+  out.reserve(uncaptured_.size());
+  for (const std::string& id : uncaptured_) {
+    const SweepEntry& s = sweeps_.at(id);
+    out.emplace_back(id, DurableSweep{true, s.version, s.record, s.counts});
+  }
+  uncaptured_.clear();
+  return out;
+}
+
+void Scheduler::PublishLocked(Captured captured) {
+  // Captures are published in commit order (one leader at a time), so each
+  // is at least as new as what it replaces. WatchSweep's condition is
+  // re-evaluated when mu_ is released.
+  for (auto& [id, d] : captured) sweeps_.at(id).durable = std::move(d);
 }
 
 absl::Status Scheduler::EnqueueLocked(const WriteBatch& batch) {
@@ -165,10 +187,12 @@ absl::Status Scheduler::WaitDurable(uint64_t ticket) {
     commit_mu_.Unlock();
     std::vector<WriteBatch> batches;
     uint64_t upto = 0;
+    Captured captured;
     {
       absl::MutexLock state_lock(&mu_);
       batches.swap(queue_);
       upto = last_ticket_;
+      captured = CaptureLocked();
     }
     WriteBatch merged;
     for (WriteBatch& b : batches) {
@@ -185,6 +209,11 @@ absl::Status Scheduler::WaitDurable(uint64_t ticket) {
     }
     const absl::Status st =
         merged.empty() ? absl::OkStatus() : store_->Commit(merged);
+    if (st.ok()) {
+      // Readers see the new state only now that the store has it.
+      absl::MutexLock state_lock(&mu_);
+      PublishLocked(std::move(captured));
+    }
     commit_mu_.Lock();
     leader_active_ = false;
     ++group_commits_;
@@ -212,6 +241,15 @@ absl::StatusOr<Scheduler::SweepEntry*> Scheduler::FindSweepLocked(
   return &it->second;
 }
 
+absl::StatusOr<Scheduler::SweepEntry*> Scheduler::FindDurableSweepLocked(
+    const std::string& sweep_id) {
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end() || !it->second.durable.exists) {
+    return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  return &it->second;
+}
+
 absl::Status Scheduler::CommitAndApplyLocked(const WriteBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
   // Synchronous mode commits here; group mode queues it for WaitDurable().
@@ -221,6 +259,7 @@ absl::Status Scheduler::CommitAndApplyLocked(const WriteBatch& batch) {
     if (it != sweeps_.end()) {
       it->second.record = s;
       ++it->second.version;
+      uncaptured_.insert(s.sweep_id);
     }
   }
   for (const store::WorkerRecord& w : batch.workers) {
@@ -246,6 +285,7 @@ absl::Status Scheduler::CommitAndApplyLocked(const WriteBatch& batch) {
       }
       s.record = r;
       ++s.version;
+      uncaptured_.insert(id);
     }
   }
   return absl::OkStatus();
@@ -303,6 +343,13 @@ std::string Scheduler::UnschedulableLocked(const SweepEntry& s) const {
 
 SweepView Scheduler::ViewLocked(const SweepEntry& s) const {
   SweepView v{s.record, s.spec, s.counts, s.version};
+  v.unschedulable = UnschedulableLocked(s);
+  return v;
+}
+
+SweepView Scheduler::DurableViewLocked(const SweepEntry& s) const {
+  SweepView v{s.durable.record, s.spec, s.durable.counts, s.durable.version};
+  // Not versioned: it follows the workers' heartbeats, read live.
   v.unschedulable = UnschedulableLocked(s);
   return v;
 }
@@ -397,6 +444,7 @@ absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
     e = std::move(entry);
     for (const TrialRecord& t : batch.trials) ApplyTrialLocked(t);
     if (e.counts.total() == 0) e.record.state = store::SweepState::kCompleted;
+    uncaptured_.insert(spec.name);
     result.sweep = ViewLocked(e);
     result.new_trials = added;
     SMOE_LOG(INFO) << "sweep " << spec.name << " submitted: " << added
@@ -465,7 +513,9 @@ absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
 std::vector<SweepView> Scheduler::ListSweeps() {
   absl::MutexLock lock(&mu_);
   std::vector<SweepView> out;
-  for (const auto& [id, s] : sweeps_) out.push_back(ViewLocked(s));
+  for (const auto& [id, s] : sweeps_) {
+    if (s.durable.exists) out.push_back(DurableViewLocked(s));
+  }
   std::sort(out.begin(), out.end(), [](const SweepView& a, const SweepView& b) {
     return a.record.created_at < b.record.created_at;
   });
@@ -474,8 +524,8 @@ std::vector<SweepView> Scheduler::ListSweeps() {
 
 absl::StatusOr<SweepView> Scheduler::GetSweep(const std::string& sweep_id) {
   absl::MutexLock lock(&mu_);
-  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindSweepLocked(sweep_id));
-  return ViewLocked(*sweep);
+  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindDurableSweepLocked(sweep_id));
+  return DurableViewLocked(*sweep);
 }
 
 absl::StatusOr<std::vector<TrialRecord>> Scheduler::ListTrials(
@@ -579,13 +629,15 @@ absl::StatusOr<WatchResult> Scheduler::WatchSweep(const std::string& sweep_id,
                                                   int64_t since,
                                                   absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindSweepLocked(sweep_id));
+  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindDurableSweepLocked(sweep_id));
   const SweepEntry* s = sweep;
-  auto changed = [s, since]() { return s->version > since; };
+  // Wakes when PublishLocked() makes a newer version durable.
+  auto changed = [s, since]() { return s->durable.version > since; };
   WatchResult result;
   result.timed_out = !mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
-  result.sweep = ViewLocked(*s);
+  result.sweep = DurableViewLocked(*s);
   if (result.timed_out) return result;
+  const int64_t upto = s->durable.version;
   std::set<std::string> ids;
   if (since <= 0 || s->changes.empty() ||
       s->changes.front().first > since + 1) {
@@ -593,7 +645,7 @@ absl::StatusOr<WatchResult> Scheduler::WatchSweep(const std::string& sweep_id,
   } else {
     for (auto c = s->changes.rbegin();
          c != s->changes.rend() && c->first > since; ++c) {
-      ids.insert(c->second);
+      if (c->first <= upto) ids.insert(c->second);
     }
   }
   for (const std::string& id : ids) result.changed.push_back(trials_.at(id));

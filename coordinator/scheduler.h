@@ -78,6 +78,11 @@ struct StateCounts {
   }
 };
 
+// A sweep as readers see it. From GetSweep, ListSweeps and WatchSweep it is
+// the sweep as the store holds it: `record`, `counts` and `version` are
+// published only after the commit that made them durable, so a reader that
+// gets version v and then reads the store sees at least v's rows. (A mutating
+// call's own result describes the state it just committed.)
 struct SweepView {
   store::SweepRecord record;
   SweepSpec spec;
@@ -177,8 +182,9 @@ class Scheduler {
   absl::StatusOr<int> ExtendSweep(const std::string& sweep_id,
                                   const std::string& axis,
                                   const std::vector<nlohmann::json>& values);
-  // Waits until the sweep changes past version `since` or `timeout` passes
-  // (real time). Returns the sweep and the trials changed since `since`.
+  // Waits until a change past version `since` is durable or `timeout` passes
+  // (real time). Returns the sweep (as durable) and the trials changed since
+  // `since` up to its version (the records as the scheduler has them now).
   absl::StatusOr<WatchResult> WatchSweep(const std::string& sweep_id,
                                          int64_t since, absl::Duration timeout);
   // Marks a worker draining: it gets `drain` in its next heartbeat reply.
@@ -223,15 +229,24 @@ class Scheduler {
   int64_t group_commits();
 
  private:
+  // What readers see of a sweep: its state as of the last durable commit.
+  struct DurableSweep {
+    bool exists = false;  // false until the sweep's first commit is durable
+    int64_t version = 0;
+    store::SweepRecord record;
+    StateCounts counts;
+  };
   struct SweepEntry {
     store::SweepRecord record;
     SweepSpec spec;
     std::vector<std::string> trial_ids;  // index = ordinal
     std::set<int64_t> pending;           // ordinals of pending trials
     StateCounts counts;
-    int64_t version = 0;
+    int64_t version = 0;  // in memory: may be ahead of the store
     std::deque<std::pair<int64_t, std::string>> changes;  // (version, trial)
+    DurableSweep durable;
   };
+  using Captured = std::vector<std::pair<std::string, DurableSweep>>;
   struct WorkerEntry {
     store::WorkerRecord record;
     std::set<std::string> leased;  // trial ids running on it
@@ -259,6 +274,8 @@ class Scheduler {
       absl::MutexLock lock(&mu_);
       R r = fn();
       ticket = last_ticket_;
+      // Synchronous mode: what fn applied is committed already.
+      if (!options_.group_commit) PublishLocked(CaptureLocked());
       return r;
     }();
     absl::Status durable = WaitDurable(ticket);
@@ -310,16 +327,25 @@ class Scheduler {
                           const std::string& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Commits `batch`, then applies its sweeps/trials/workers to memory.
   // Returns the sweep, or NotFound naming it.
   absl::StatusOr<SweepEntry*> FindSweepLocked(const std::string& sweep_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Like FindSweepLocked, but NotFound until the sweep's creation is durable.
+  absl::StatusOr<SweepEntry*> FindDurableSweepLocked(
+      const std::string& sweep_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits `batch` (or queues it), then applies its sweeps/trials/workers to
+  // memory.
   absl::Status CommitAndApplyLocked(const store::WriteBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyTrialLocked(const store::TrialRecord& next)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RefreshSweepStateLocked(SweepEntry* sweep, store::WriteBatch* batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the state of every sweep changed since the last capture. Called
+  // with the batches it belongs to (the leader's swap of queue_, or a
+  // synchronous commit), so it describes exactly what they commit.
+  Captured CaptureLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes captured state visible to readers (after its commit is durable)
+  // and wakes WatchSweep.
+  void PublishLocked(Captured captured) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<store::TrialRecord*> CurrentAttemptLocked(
       const std::string& worker_id, const std::string& trial_id, int attempt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -334,7 +360,11 @@ class Scheduler {
   // SweepView::unschedulable for `s` (see there).
   std::string UnschedulableLocked(const SweepEntry& s) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The sweep as in memory (a mutation's own result).
   SweepView ViewLocked(const SweepEntry& s) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The sweep as durable (what readers see).
+  SweepView DurableViewLocked(const SweepEntry& s) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AddTrialsLocked(SweepEntry* sweep,
                                const std::vector<ExpandedTrial>& points,
@@ -354,6 +384,8 @@ class Scheduler {
   int64_t worker_seq_ ABSL_GUARDED_BY(mu_) = 0;
   // Group commit: batches applied in memory, not yet committed, in order.
   std::vector<store::WriteBatch> queue_ ABSL_GUARDED_BY(mu_);
+  // Sweeps changed in memory since the last CaptureLocked().
+  std::set<std::string> uncaptured_ ABSL_GUARDED_BY(mu_);
   uint64_t last_ticket_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Mutex commit_mu_ ABSL_ACQUIRED_AFTER(mu_);

@@ -5,12 +5,15 @@
 #include "coordinator/scheduler.h"
 
 #include <atomic>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -545,6 +548,7 @@ INSTANTIATE_TEST_SUITE_P(GroupCommit, SchedulerTest, ::testing::Bool(),
 class FailingStore : public store::ExperimentStore {
  public:
   absl::Status Commit(const store::WriteBatch& batch) override {
+    if (before_commit_) before_commit_();
     if (fail_) return absl::InternalError("disk full");
     return inner_.Commit(batch);
   }
@@ -581,6 +585,7 @@ class FailingStore : public store::ExperimentStore {
     return inner_.ListSummariesOf(id, ids);
   }
   bool fail_ = false;
+  std::function<void()> before_commit_;  // runs at the start of Commit
 
  private:
   store::InMemoryStore inner_;
@@ -606,6 +611,62 @@ TEST(SchedulerFailStopTest, CommitFailureStopsAcceptingWork) {
   auto again = Scheduler::Create(&store, &clock, SchedulerOptions{});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->GetSweep("s")->counts.pending, 2);
+}
+
+// Readers (GetSweep, ListSweeps, WatchSweep) see a version only once the
+// store holds it: a reader that gets version v and then reads the store sees
+// v's rows (the dashboard's read model relies on this).
+TEST(SchedulerDurableTest, ReadersSeeOnlyDurableVersions) {
+  FakeClock clock;
+  FailingStore store;
+  SchedulerOptions opts;
+  opts.group_commit = true;
+  auto sched = Scheduler::Create(&store, &clock, opts);
+  ASSERT_TRUE(sched.ok());
+  Scheduler& s = **sched;
+  ASSERT_TRUE(s.SubmitSweep(Sweep("s", 2), false).ok());
+  auto reg = s.Register(WorkerInfo{});
+  ASSERT_TRUE(reg.ok());
+  const int64_t v0 = s.GetSweep("s")->version;
+  EXPECT_GT(v0, 0);
+
+  absl::Notification entered, release;
+  store.before_commit_ = [&] {
+    if (!entered.HasBeenNotified()) entered.Notify();
+    release.WaitForNotification();
+  };
+  std::thread leaser(
+      [&] { ASSERT_EQ(s.Lease(reg->worker_id, 1, 0)->size(), 1u); });
+  entered.WaitForNotification();
+  // The lease is applied in memory, its commit is in flight: readers still
+  // see v0 and its counts, and a watcher does not wake.
+  EXPECT_EQ(s.GetSweep("s")->version, v0);
+  EXPECT_EQ(s.GetSweep("s")->counts.running, 0);
+  EXPECT_EQ(s.ListSweeps().at(0).version, v0);
+  auto idle = s.WatchSweep("s", v0, absl::Milliseconds(20));
+  ASSERT_TRUE(idle.ok());
+  EXPECT_TRUE(idle->timed_out);
+  EXPECT_EQ(idle->sweep.version, v0);
+
+  std::optional<absl::StatusOr<WatchResult>> woken;
+  std::thread watcher(
+      [&] { woken = s.WatchSweep("s", v0, absl::Seconds(30)); });
+  release.Notify();
+  leaser.join();
+  watcher.join();
+  store.before_commit_ = nullptr;
+  ASSERT_TRUE(woken.has_value() && woken->ok());
+  const WatchResult& w = **woken;
+  EXPECT_FALSE(w.timed_out);
+  EXPECT_GT(w.sweep.version, v0);
+  EXPECT_EQ(w.sweep.counts.running, 1);
+  ASSERT_EQ(w.changed.size(), 1u);
+  EXPECT_EQ(w.changed[0].state, TrialState::kRunning);
+  // What the watcher was told is in the store.
+  auto row = store.GetTrial(w.changed[0].trial_id);
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->state, TrialState::kRunning);
+  EXPECT_EQ(s.GetSweep("s")->version, w.sweep.version);
 }
 
 // Bad input from a worker must not reach the store: a Complete whose

@@ -11,7 +11,7 @@
 //   - smoe-trainer checks each TRIAL.json param with CheckTrialValue, then
 //     binds the name to its config field (worker/trainer/train_config.cc,
 //     skillmix_config.cc);
-//   - analysis fills missing params with Defaults (coordinator/analysis.cc);
+//   - analysis fills missing params with Defaults (analysis/stats.cc);
 //   - `smoe params KIND` prints FormatText, and the tables in
 //     docs/trainer-protocol.md are FormatMarkdown's output.
 // tests/trials/trial_params_test.cc pins the tables against both parsers and

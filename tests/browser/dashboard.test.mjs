@@ -105,7 +105,11 @@ async function main() {
     skip('the binary embeds the how-to-build page (npm was missing at build time)');
   }
 
-  // 2. Seed: 72 trials, the last (hyla, M=3, k=8, seed 2) left pending.
+  // 2. Seed. First a one-seed sweep for the "n = 1" rules (step 10), all
+  // complete (seeding leases any pending sraven trial, so it goes first).
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-one-seed.yaml')]);
+  // 72 trials, the last (hyla, M=3, k=8, seed 2) left pending.
   fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
     '--sweep', path.join(here, 'sraven-fixture.yaml'), '--leave', '1']);
   // Skill-Mix: 12 trials (EPT x k_skills, one seed), one left pending to
@@ -138,6 +142,18 @@ async function main() {
   // 4. The sweep page.
   await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
   await page.screenshot({ path: path.join(artifacts, 'sweep.png'), fullPage: true });
+  // The theory overlay is off by default (a fit is a claim; the data come
+  // first) and, once turned on, is captioned with its R².
+  const overlays = () => page.evaluate(() => (window.__smoe.charts['headline-ood_acc-hyla']?.series || [])
+    .filter((s) => s.overlay).length);
+  check((await overlays()) === 0, 'the theory overlay is off by default');
+  check(!/R² =/.test(await page.locator('[data-chart="headline-ood_acc-hyla"] .note').textContent()),
+    'without the overlay the headline caption claims no fit');
+  await page.locator('.controls label', { hasText: 'theory overlay' }).locator('input').check();
+  await waitFor(async () => (await overlays()) > 0, 'the theory overlay after ticking it');
+  check(/theory=1/.test(page.url()), `the overlay choice is in the shared URL (${page.url()})`);
+  const note = await page.locator('[data-chart="headline-ood_acc-hyla"] .note').textContent();
+  check(/R² = -?\d/.test(note), `the overlay is shown with its R² (${note})`);
   const charts = await page.evaluate(() => window.__smoe.charts);
   for (const metric of ['ood_acc', 'test_acc']) {
     for (const att of ['softmax', 'hyla']) {
@@ -301,6 +317,20 @@ async function main() {
   check(smPng.length > 2000 && smPng.subarray(1, 4).toString() === 'PNG', `Skill-Mix plot PNG export is an image (${smPng.length} bytes)`);
   fs.writeFileSync(path.join(artifacts, 'export-skillmix-ratio_all_skills.png'), smPng);
   await page.screenshot({ path: path.join(artifacts, 'skillmix.png'), fullPage: true });
+
+  // 10. One seed: no band, no CI, no P(best); the page says n = 1.
+  await page.goto(url + '#/sweep/fixture-one-seed');
+  const optSel = '[data-chart="optimal-table"]';
+  await waitFor(async () => (await page.locator(optSel).count()) > 0 &&
+    (await page.locator(optSel).textContent()).includes('n = 1'), 'the one-seed optimal-k table');
+  const oneSeedRows = await page.locator(`${optSel} tbody tr`).evaluateAll((trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+  check(oneSeedRows.length === 2 && oneSeedRows.every((r) => r[4] === '–' && r[5] === 'n = 1' && r[6] === 'n = 1'),
+    `one seed: no s.e.m., and P(best) and CI read "n = 1" (${JSON.stringify(oneSeedRows)})`);
+  const oneNote = await page.locator('[data-chart="headline-ood_acc-hyla"] .note').textContent();
+  check(oneNote.includes('n = 1') && !oneNote.includes('bootstrap CI'),
+    `one seed: the headline caption says n = 1 and claims no CI (${oneNote})`);
+  await page.screenshot({ path: path.join(artifacts, 'one-seed.png'), fullPage: true });
 
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
 }

@@ -37,18 +37,30 @@ const std::vector<Layer>& Layers() {
         "worker/trainer/", "proto/", "trials/"}},
       {"worker/daemon/",
        {"common/", "proto/", "worker/daemon/", "worker/launch/", "trials/"}},
+      // Sweep statistics, optimal k, theory fit, Skill-Mix tables: plain C++
+      // over store types and the parameter table; used by the coordinator's
+      // HTTP API and by `smoe analyze`.
+      {"analysis/", {"common/", "store/", "trials/", "analysis/"}},
       {"coordinator/",
-       {"common/", "store/", "proto/", "coordinator/", "trials/"}},
-      {"cli/",
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"}},
+      // Only `smoe up` / `smoe coordinator` (and a test starting a server)
+      // embed the coordinator; the client commands reach it over gRPC.
+      {"cli/up.", {"common/", "proto/", "cli/", "coordinator/", "store/"}},
+      {"cli/main.",
        {"common/", "proto/", "cli/", "coordinator/", "worker/daemon/",
-        "worker/launch/", "worker/data/", "store/", "trials/"}},
+        "worker/launch/", "trials/"}},
+      {"cli/client_test.", {"common/", "proto/", "cli/", "coordinator/"}},
+      {"cli/",
+       {"common/", "proto/", "cli/", "worker/daemon/", "worker/launch/",
+        "worker/data/", "store/", "trials/", "analysis/"}},
   };
   return *layers;
 }
 
 const char* const kProjectFolders[] = {
-    "common/", "proto/", "store/", "kernels/", "worker/", "coordinator/",
-    "cli/",    "tests/", "bench/", "web/",     "deploy/", "trials/"};
+    "common/",      "proto/",  "store/",   "kernels/", "worker/",
+    "coordinator/", "cli/",    "tests/",   "bench/",   "web/",
+    "deploy/",      "trials/", "analysis/"};
 
 bool IsProjectHeader(absl::string_view header) {
   for (const char* f : kProjectFolders) {

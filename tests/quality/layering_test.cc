@@ -52,6 +52,26 @@ TEST(LayeringCheckerTest, FlagsEachForbiddenKind) {
           .empty());
   EXPECT_EQ(CheckFile("common/c.cc", "#include \"trials/params.h\"\n").size(),
             1u);
+  // analysis/ sits above store/ and trials/, below the coordinator and the
+  // CLI; the client commands use it instead of the coordinator.
+  EXPECT_TRUE(
+      CheckFile("analysis/s.cc", "#include \"store/types.h\"\n").empty());
+  EXPECT_EQ(CheckFile("analysis/s.cc", "#include \"coordinator/scheduler.h\"\n")
+                .size(),
+            1u);
+  EXPECT_EQ(CheckFile("analysis/s.cc", "#include \"proto/smoe.pb.h\"\n").size(),
+            1u);
+  EXPECT_TRUE(
+      CheckFile("coordinator/http_server.cc", "#include \"analysis/stats.h\"\n")
+          .empty());
+  EXPECT_TRUE(CheckFile("cli/analyze_cmd.cc", "#include \"analysis/stats.h\"\n")
+                  .empty());
+  EXPECT_EQ(
+      CheckFile("cli/analyze_cmd.cc", "#include \"coordinator/server.h\"\n")
+          .size(),
+      1u);
+  EXPECT_TRUE(
+      CheckFile("cli/up.cc", "#include \"coordinator/server.h\"\n").empty());
   EXPECT_EQ(
       CheckFile("coordinator/scheduler.cc", "#include <grpcpp/grpcpp.h>\n")
           .size(),

@@ -29,8 +29,9 @@ export function seriesFromCurves(facet, xs, band, optimal, palette) {
       label: `${s.label}`,
       color,
       values: pick((p) => p.mean),
-      lo: pick((p) => (band === 'sem' ? p.mean - p.sem : p.ci_lo)),
-      hi: pick((p) => (band === 'sem' ? p.mean + p.sem : p.ci_hi)),
+      // One seed has no spread: no band there (not a zero-width one).
+      lo: pick((p) => (p.n < 2 ? null : band === 'sem' ? p.mean - p.sem : p.ci_lo)),
+      hi: pick((p) => (p.n < 2 ? null : band === 'sem' ? p.mean + p.sem : p.ci_hi)),
     });
     const o = optimal.find((o) => o.facet_label === facet.label && o.series_label === s.label);
     if (o) {
@@ -182,4 +183,32 @@ export function skillMixSeries(table, palette, colName = 'k_skills') {
 export function meanSe(s, d = 4) {
   if (!s) return '';
   return `${s.mean.toFixed(d)} ± ${s.sem === null ? '?' : s.sem.toFixed(d)}`;
+}
+
+// A theory fit is meaningful when it explains some of the variance: R² < 0
+// means the fitted curve is worse than a flat line through the mean.
+export const fitMeaningful = (fit) => !!fit && fit.ok && fit.r2 >= 0;
+
+// The fit's quality as shown next to it: R², flagged when not meaningful.
+export function fitQuality(fit) {
+  const r2 = `R² = ${fit.r2.toFixed(3)}`;
+  return fitMeaningful(fit) ? r2 : `${r2}: not meaningful (worse than a flat line)`;
+}
+
+// The s.e.m., P(best) and CI cells of one optimal-k row: with a single seed
+// there is no spread and nothing to bootstrap, so the s.e.m. is "–" and P and
+// CI say "n = 1" instead of a fake certainty.
+export function optimalUncertainty(o) {
+  if (typeof o.seeds === 'number' && o.seeds < 2) {
+    const n = `n = ${o.seeds}`;
+    return { sem: '–', p: n, ci: n };
+  }
+  return { sem: o.best_sem, p: o.best_freq, ci: `[${o.ci_lo}, ${o.ci_hi}]` };
+}
+
+// The largest number of seeds behind any point of `curves` (0 when empty).
+export function maxSeeds(curves) {
+  let n = 0;
+  for (const f of curves.facets) for (const s of f.series) for (const p of s.points) n = Math.max(n, p.n || 0);
+  return n;
 }

@@ -6,7 +6,8 @@ import './style.css';
 import { api, toLogin, watchSweep } from './api.js';
 import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
 import {
-  alignSeries, fmt, meanSe, metricName, numericXs, seriesFromCurves, skillMixSeries, theoryAccuracy, toCsv,
+  alignSeries, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs, optimalUncertainty,
+  seriesFromCurves, skillMixSeries, theoryAccuracy, toCsv,
 } from './data.js';
 
 const app = document.getElementById('app');
@@ -119,8 +120,10 @@ function headlineCharts(box, curves, optimal, fits, st) {
     const chart = lineChart(box, `headline-${metric}-${facet.label}`, title, {
       xs: xsPlot, xTickLabels: tick, series, xLog2: positive && st.log,
       xLabel: curves.x, yLabel: metricName(metric),
-    }, `band: ${st.band === 'sem' ? 'mean ± s.e.m.' : `${Math.round(curves.ci_level * 100)}% bootstrap CI`} over seeds; big dots: optimal ${curves.x}` +
-      (theory.length ? '; dashed: fitted E(k,N) as 1 − E, clipped to [0, 1]' : ''));
+    }, (maxSeeds(curves) < 2 ? 'n = 1 (one seed per point): no band, no CI'
+      : `band: ${st.band === 'sem' ? 'mean ± s.e.m.' : `${Math.round(curves.ci_level * 100)}% bootstrap CI`} over seeds`) +
+      `; big dots: optimal ${curves.x}` +
+      (theory.length ? `; dashed: fitted E(k,N) as 1 − E, clipped to [0, 1] (${fitQuality(fit)})` : ''));
     st.charts.push(chart.u);
   }
 }
@@ -140,14 +143,17 @@ function optimalCharts(box, analysis, st) {
         lo: rows.map((o) => o.ci_lo), hi: rows.map((o) => o.ci_hi) },
       { label: 'smallest within 1 s.e.', color: PALETTE[2], dash: [4, 3], values: rows.map((o) => o.one_se) },
     ];
-    if (fit) {
+    if (fit && st.theory) {
       const ks = new Map(fit.k_star.map((k) => [k.N, k.k_star]));
       series.push({ label: 'theory k*', color: PALETTE[1], dash: [8, 4], values: rows.map((o) => ks.get(o.series) ?? null) });
     }
+    const oneSeed = rows.every((o) => typeof o.seeds === 'number' && o.seeds < 2);
     const chart = lineChart(box, `optimal-${facet}`, `Optimal ${analysis.x} vs ${analysis.series}` + (analysis.facet ? ` — ${analysis.facet}=${facet}` : ''), {
       xs, xTickLabels: numeric ? null : rows.map((o) => o.series_label), series,
       xLabel: analysis.series, yLabel: analysis.x, height: 240,
-    }, `${metricName(analysis.metric)}; band: ${Math.round(analysis.curves.ci_level * 100)}% bootstrap CI of the argmax over seeds`);
+    }, `${metricName(analysis.metric)}; ` + (oneSeed ? 'n = 1 (one seed): no CI of the argmax'
+      : `band: ${Math.round(analysis.curves.ci_level * 100)}% bootstrap CI of the argmax over seeds`) +
+      (fit && st.theory ? `; theory k*: ${fitQuality(fit)}` : ''));
     st.charts.push(chart.u);
   }
 }
@@ -167,8 +173,8 @@ function fitSection(box, analysis, st) {
     const c = lineChart(box, `residuals-${f.facet_label}`,
       `E(k,N) fit residuals (measured − fitted error) — ${analysis.facet}=${f.facet_label}`,
       { xs, series, xLog2: xs.every((x) => x > 0), xLabel: analysis.x, yLabel: 'residual', height: 200 },
-      `a = ${f.a.toPrecision(4)}, b = ${f.b.toPrecision(4)}, R² = ${f.r2.toFixed(3)}, predicted k*: ` +
-      f.k_star.map((k) => `N=${k.N}→${k.k_star}`).join(', '));
+      `a = ${f.a.toPrecision(4)}, b = ${f.b.toPrecision(4)}, ${fitQuality(f)}, predicted k*` +
+      (fitMeaningful(f) ? '' : ' (no evidence)') + ': ' + f.k_star.map((k) => `N=${k.N}→${k.k_star}`).join(', '));
     st.charts.push(c.u);
   }
 }
@@ -176,7 +182,10 @@ function fitSection(box, analysis, st) {
 function optimalTable(box, analysis) {
   const c = card(box, `Optimal ${analysis.x} per ${analysis.series} (${metricName(analysis.metric)})`, { id: 'optimal-table' });
   const header = [analysis.facet || '-', analysis.series, `best ${analysis.x}`, 'mean', 's.e.m.', 'P(best)', 'CI', '1-s.e. rule'];
-  const rows = analysis.optimal.map((o) => [o.facet_label, o.series_label, o.best, o.best_mean, o.best_sem, o.best_freq, `[${o.ci_lo}, ${o.ci_hi}]`, o.one_se]);
+  const rows = analysis.optimal.map((o) => {
+    const u = optimalUncertainty(o);
+    return [o.facet_label, o.series_label, o.best, o.best_mean, u.sem, u.p, u.ci, o.one_se];
+  });
   c.body.appendChild(h('table', { class: 'grid compact' },
     h('thead', {}, h('tr', {}, header.map((x) => h('th', {}, x)))),
     h('tbody', {}, rows.map((r) => h('tr', {}, r.map((x) => h('td', {}, fmt(x, 4))))))));
@@ -273,7 +282,7 @@ function trialTable(box, page, st, onChange) {
 async function renderSweep(id, q) {
   const st = {
     x: q.get('x') || 'top_k', series: q.get('series') || 'M', facet: q.get('facet') ?? 'attention',
-    band: q.get('band') || 'ci', theory: q.get('theory') !== '0', log: q.get('log') !== '0',
+    band: q.get('band') || 'ci', theory: q.get('theory') === '1', log: q.get('log') !== '0',
     q: q.get('q') || '', state: q.get('state') || '', sort: q.get('sort') || '',
     page: Number(q.get('page') || 0), charts: [],
   };
@@ -294,7 +303,7 @@ async function renderSweep(id, q) {
   };
   const saveQuery = () => {
     const nq = new URLSearchParams();
-    const defaults = { x: 'top_k', series: 'M', facet: 'attention', band: 'ci', theory: true, log: true, q: '', state: '', sort: '', page: 0 };
+    const defaults = { x: 'top_k', series: 'M', facet: 'attention', band: 'ci', theory: false, log: true, q: '', state: '', sort: '', page: 0 };
     for (const k of Object.keys(defaults)) {
       if (st[k] !== defaults[k]) nq.set(k, typeof st[k] === 'boolean' ? (st[k] ? '1' : '0') : st[k]);
     }

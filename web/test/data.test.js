@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import {
-  alignSeries, csvEscape, fmt, meanSe, metricName, numericXs, seriesFromCurves, skillMixBest,
-  skillMixSeries, theoryAccuracy, toCsv,
+  alignSeries, csvEscape, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
+  optimalUncertainty, seriesFromCurves, skillMixBest, skillMixSeries, theoryAccuracy, toCsv,
 } from '../src/data.js';
 
 // The curves JSON shape served by /api/sweeps/{id}/curves.
@@ -43,6 +43,41 @@ test('seriesFromCurves: mean line, band per choice, gaps as null, optimal marker
   assert.ok(Math.abs(sem[0].lo[0] - 0.4) < 1e-12);
   assert.ok(Math.abs(sem[0].hi[2] - 0.95) < 1e-12);
   assert.equal(sem[1].color, '#a'); // palette wraps
+});
+
+test('seriesFromCurves: no band where a point has one seed (n = 1)', () => {
+  const one = { label: 'hyla', series: [{ label: '1', points: [
+    { x: 1, n: 1, mean: 0.5, sem: 0, ci_lo: 0.5, ci_hi: 0.5 },
+    { x: 2, n: 3, mean: 0.7, sem: 0.1, ci_lo: 0.6, ci_hi: 0.8 }] }] };
+  for (const band of ['ci', 'sem']) {
+    const [line] = seriesFromCurves(one, [1, 2], band, [], ['#a']);
+    assert.deepEqual(line.values, [0.5, 0.7]);
+    assert.equal(line.lo[0], null);
+    assert.equal(line.hi[0], null);
+    assert.ok(Math.abs(line.lo[1] - 0.6) < 1e-12);
+  }
+  assert.equal(maxSeeds({ facets: [one] }), 3);
+  assert.equal(maxSeeds({ facets: [] }), 0);
+});
+
+test('fitQuality: R² shown, R² < 0 flagged as not meaningful', () => {
+  const good = { ok: true, r2: 0.9312 };
+  const bad = { ok: true, r2: -552.4 };
+  assert.equal(fitQuality(good), 'R² = 0.931');
+  assert.equal(fitMeaningful(good), true);
+  assert.equal(fitQuality(bad), 'R² = -552.400: not meaningful (worse than a flat line)');
+  assert.equal(fitMeaningful(bad), false);
+  assert.equal(fitMeaningful({ ok: false, r2: 0 }), false);
+  assert.equal(fitMeaningful(undefined), false);
+});
+
+test('optimalUncertainty: one seed has no P(best) and no CI, it says n = 1', () => {
+  assert.deepEqual(optimalUncertainty({ seeds: 1, best_sem: 0, best_freq: 1, ci_lo: 2, ci_hi: 2 }),
+    { sem: '–', p: 'n = 1', ci: 'n = 1' });
+  assert.deepEqual(optimalUncertainty({ seeds: 3, best_sem: 0.01, best_freq: 0.6, ci_lo: 2, ci_hi: 4 }),
+    { sem: 0.01, p: 0.6, ci: '[2, 4]' });
+  // Older servers send no seed count: shown as before.
+  assert.equal(optimalUncertainty({ best_sem: 0, best_freq: 1, ci_lo: 2, ci_hi: 2 }).p, 1);
 });
 
 test('theoryAccuracy: 1 - E clipped to [0, 1], null where the fit has no k', () => {

@@ -1,0 +1,57 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: analysis/curve_aggregator.h
+//
+// Keeps the results of AggregateCurves, ComputeOptimalK and AnalyzeSweep for
+// one AggregateOptions up to date while trials change, recomputing only the
+// cells (and the series' optimal k) whose trials changed: a live sweep of
+// 100,000 trials pays for the cells a completion touched, not for the sweep.
+// Results are exactly those of the from-scratch functions over the current
+// trials in position order (bootstrap streams are addressed by cell labels).
+//
+// Usage: Set() every trial once, then Set() the changed ones; read curves(),
+// optimal() or Analysis() whenever needed.
+//
+// Thread safety: not thread-safe; callers serialise access.
+#ifndef SMOE_ANALYSIS_CURVE_AGGREGATOR_H_
+#define SMOE_ANALYSIS_CURVE_AGGREGATOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "analysis/optimal_k.h"
+#include "analysis/stats.h"
+#include "nlohmann/json.hpp"
+
+namespace smoe::analysis {
+
+class CurveAggregator {
+ public:
+  explicit CurveAggregator(AggregateOptions options);
+  ~CurveAggregator();
+  CurveAggregator(const CurveAggregator&) = delete;
+  CurveAggregator& operator=(const CurveAggregator&) = delete;
+
+  const AggregateOptions& options() const;
+  // Sets the trial at `position` (its place in the sweep's trial order, as in
+  // the vector the from-scratch functions take) to `trial`, replacing what
+  // that position held.
+  void Set(int64_t position, const TrialPoint& trial);
+  // Returns AggregateCurves(trials, options()).
+  const Curves& curves();
+  // Returns ComputeOptimalK(curves()).
+  const std::vector<OptimalK>& optimal();
+  // Returns AnalyzeSweep(trials, options()).
+  nlohmann::json Analysis();
+  // Cells recomputed so far (bootstraps run); for tests and benchmarks.
+  int64_t cells_computed() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace smoe::analysis
+
+#endif  // SMOE_ANALYSIS_CURVE_AGGREGATOR_H_

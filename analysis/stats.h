@@ -1,0 +1,136 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: analysis/stats.h
+//
+// Sweep statistics, plain C++ (no HTTP, no gRPC, no coordinator): the
+// dashboard's HTTP API (coordinator/http_server.*) and `smoe analyze`
+// (cli/analyze_cmd.*) both use this library.
+//
+//  * AggregateCurves: a result metric grouped by three trial parameters
+//    (x, series, facet), aggregated over seeds: n, mean, s.e.m. (sd with
+//    ddof = 1 over sqrt(n); 0 when n = 1) and a percentile bootstrap CI of the
+//    mean. The paper's Figure 1 is x = top_k, series = M, facet = attention.
+//
+// The rest of the library builds on these types: analysis/optimal_k.h (the
+// best x per series), analysis/theory_fit.h (the E(k, N) fit),
+// analysis/skillmix_tables.h (EPT x k_skills tables), analysis/analyze.h (the
+// JSON the dashboard and `smoe analyze` show) and analysis/curve_aggregator.h
+// (the same, kept up to date incrementally).
+//
+// Parameter values missing from a trial's params take the kind's defaults,
+// read from the trial parameter table (trials/params.h; sraven: M 4, top_k 2,
+// num_experts 8, attention softmax, steps 156250, batch_size 128).
+//
+// Determinism: bootstrap draws come from smoe::Rng streams addressed by
+// (options.seed, a hash of the cell's labels), so results are identical on
+// every platform and independent of the order of the input trials.
+//
+// Thread safety: every function is pure.
+#ifndef SMOE_ANALYSIS_STATS_H_
+#define SMOE_ANALYSIS_STATS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "store/types.h"
+
+namespace smoe::analysis {
+
+// One trial as the analysis sees it.
+struct TrialPoint {
+  std::string trial_id;
+  nlohmann::json params = nlohmann::json::object();  // resolved params
+  int64_t seed = 0;
+  store::TrialState state = store::TrialState::kPending;
+  std::map<std::string, double> results;
+};
+
+// Converts store summaries (parses params_json; a bad one becomes {}).
+std::vector<TrialPoint> FromSummaries(
+    const std::vector<store::TrialSummary>& rows);
+
+// The defaults of `kind`'s trial params, from its table in trials/ ({} for
+// an unknown kind).
+const nlohmann::json& KindDefaults(const std::string& kind);
+
+// A grouping value: a parameter's value as a label, and as a number when it
+// is one (numbers sort numerically, strings lexically).
+struct GroupKey {
+  std::string label;  // "" when the grouping parameter is not used
+  double number = 0;
+  bool numeric = false;
+  bool operator<(const GroupKey& o) const;
+  bool operator==(const GroupKey& o) const { return label == o.label; }
+};
+
+struct AggregateOptions {
+  std::string metric = "ood_acc";
+  std::string x = "top_k";
+  std::string series = "M";
+  std::string facet = "attention";  // "" = one facet
+  std::string kind = "sraven";      // for parameter defaults
+  int bootstrap_samples = 1000;     // 0 disables the bootstrap
+  double ci_level = 0.95;
+  uint64_t seed = 0;
+  // Only succeeded trials are used unless this is false (then any trial with
+  // the metric counts).
+  bool succeeded_only = true;
+};
+
+struct CellStats {
+  int n = 0;
+  double mean = 0;
+  double sem = 0;    // 0 when n < 2
+  double ci_lo = 0;  // percentile bootstrap CI of the mean (= mean when n = 1)
+  double ci_hi = 0;
+  double min = 0;
+  double max = 0;
+};
+
+struct CurvePoint {
+  GroupKey x;
+  CellStats stats;
+  std::vector<int64_t> seeds;  // seeds with a value, ascending
+  std::vector<double> values;  // value per seed (same order)
+};
+
+struct Series {
+  GroupKey key;
+  std::vector<CurvePoint> points;  // by x
+};
+
+struct Facet {
+  GroupKey key;
+  std::vector<Series> series;  // by series key
+};
+
+struct Curves {
+  AggregateOptions options;
+  std::vector<Facet> facets;  // by facet key
+  int trials_used = 0;        // trials that contributed a value
+  int trials_total = 0;
+};
+
+// Groups and aggregates. Never fails: trials without the metric are skipped.
+Curves AggregateCurves(const std::vector<TrialPoint>& trials,
+                       const AggregateOptions& options);
+
+// Summary statistics of `values` (no bootstrap).
+CellStats Summarize(const std::vector<double>& values);
+
+// Percentile (linear interpolation between order statistics, numpy's
+// default) of `sorted`. REQUIRES: sorted non-empty, ascending, q in [0, 1].
+double Quantile(const std::vector<double>& sorted, double q);
+
+// `v` as a label: an integer without a decimal point, otherwise "%g".
+std::string NumberLabel(double v);
+
+nlohmann::json ToJson(const GroupKey& k);
+nlohmann::json ToJson(const Curves& c);
+
+}  // namespace smoe::analysis
+
+#endif  // SMOE_ANALYSIS_STATS_H_

@@ -1,0 +1,111 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// Unit tests of `smoe analyze`'s text tables (the numbers come from
+// analysis/, tested there).
+#include "cli/analyze_cmd.h"
+
+#include <string>
+#include <vector>
+
+#include "analysis/analyze.h"
+#include "analysis/skillmix_tables.h"
+#include "analysis/test_trials.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smoe::cli {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace an = smoe::analysis;
+
+TEST(AnalyzeFormatTest, AnalysisTable) {
+  const json a =
+      an::AnalyzeSweep(an::test_trials::Grid(3), an::AggregateOptions{});
+  const std::string table = FormatAnalysisTable(a);
+  EXPECT_THAT(table, HasSubstr("Optimal top_k per M and attention"));
+  EXPECT_THAT(table, HasSubstr("hyla"));
+  EXPECT_THAT(table, HasSubstr("predicted k*"));
+  // Empty input formats without failing.
+  const json empty = an::AnalyzeSweep({}, an::AggregateOptions{});
+  EXPECT_THAT(FormatAnalysisTable(empty), HasSubstr("no succeeded trials"));
+}
+
+// Best EPT per k_skills in text: the best and the runner-up after the slash.
+TEST(AnalyzeFormatTest, SkillMixTables) {
+  std::vector<an::TrialPoint> trials;
+  auto add = [&](int ept, int k, double v) {
+    an::TrialPoint t;
+    t.params = {{"ept", ept}, {"k_skills", k}};
+    t.state = store::TrialState::kSucceeded;
+    t.results = {{"ratio_full_marks", v}, {"ratio_full_marks_se", 0.01}};
+    trials.push_back(t);
+  };
+  add(1, 1, 0.5);
+  add(2, 1, 0.5);
+  add(4, 1, 0.1);
+  add(1, 3, 0.1);  // k = 3: ept 4 best, ept 2 runner-up
+  add(2, 3, 0.3);
+  add(4, 3, 0.35);
+  add(1, 5, 0.2);
+  const auto tables = an::SkillMixTables(trials);
+  const std::string text = FormatSkillMixTables(tables, "ept", "k_skills");
+  EXPECT_THAT(text, HasSubstr("ratio_full_marks (mean +- s.e."));
+  EXPECT_THAT(text, HasSubstr("k_skills = 3      ept = 4    0.350 +- 0.010"));
+  EXPECT_THAT(text, HasSubstr("/  ept = 2    0.300 +- 0.010"));
+  EXPECT_THAT(FormatSkillMixTables(tables, "ept", "k_skills", "skill_fraction"),
+              HasSubstr("no succeeded trials with metric skill_fraction"));
+}
+
+// One seed: no s.e.m., CI or P(best) are printed; the table says n = 1.
+TEST(AnalyzeFormatTest, OneSeedSaysNEquals1) {
+  const std::string one = FormatAnalysisTable(
+      an::AnalyzeSweep(an::test_trials::Grid(1), an::AggregateOptions{}));
+  EXPECT_THAT(one, HasSubstr("(n = 1)"));
+  EXPECT_THAT(one, HasSubstr("n = 1: one seed per point, so no s.e.m., no CI "
+                             "and no P"));
+  EXPECT_THAT(one, Not(HasSubstr("+- 0.")));  // no mean +- s.e.m. row
+  EXPECT_THAT(one, Not(HasSubstr("[")));      // no CI column values
+  const std::string three = FormatAnalysisTable(
+      an::AnalyzeSweep(an::test_trials::Grid(3), an::AggregateOptions{}));
+  EXPECT_THAT(three, Not(HasSubstr("n = 1")));
+  EXPECT_THAT(three, HasSubstr("+- 0."));
+  EXPECT_THAT(three, HasSubstr("[4, 4]"));  // hyla M = 2: k = 4 every time
+}
+
+// A theory fit with R^2 < 0 is printed with its R^2 and flagged as not
+// meaningful (its k* predictions stay, marked as no evidence).
+TEST(AnalyzeFormatTest, NegativeR2IsFlaggedNotMeaningful) {
+  std::vector<an::TrialPoint> trials;
+  for (int k : {1, 2, 4, 8}) {
+    for (int seed : {0, 1}) {
+      trials.push_back(an::test_trials::Trial(1, k, "hyla", seed, 0.1));
+      trials.push_back(an::test_trials::Trial(3, k, "hyla", seed, 0.9));
+    }
+  }
+  const std::string table =
+      FormatAnalysisTable(an::AnalyzeSweep(trials, an::AggregateOptions{}));
+  EXPECT_THAT(table, HasSubstr("R^2 = -"));
+  EXPECT_THAT(table, HasSubstr("not meaningful: R^2 < 0"));
+  EXPECT_THAT(table, HasSubstr("its k* below are no evidence"));
+  // A fit with R^2 >= 0 carries no flag.
+  std::vector<an::TrialPoint> exact;
+  for (int n : {1, 2}) {
+    for (int k : {1, 2, 4}) {
+      for (int seed : {0, 1}) {
+        exact.push_back(an::test_trials::Trial(
+            n, k, "hyla", seed, 1 - an::TotalError(0.002, 3.0, k, n, 8, 1000)));
+      }
+    }
+  }
+  const std::string good =
+      FormatAnalysisTable(an::AnalyzeSweep(exact, an::AggregateOptions{}));
+  EXPECT_THAT(good, HasSubstr("R^2 = 1.000"));
+  EXPECT_THAT(good, Not(HasSubstr("not meaningful")));
+  EXPECT_THAT(good, HasSubstr("predicted k*"));
+}
+
+}  // namespace
+}  // namespace smoe::cli

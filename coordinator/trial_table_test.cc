@@ -1,0 +1,148 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// Unit tests of the trials table query: filter (state, name=value, text),
+// sort (every key kind, descending, missing last, stable), paging and the
+// unknown-key error.
+#include "coordinator/trial_table.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smoe::coordinator {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::shared_ptr<const TrialRow> Row(const std::string& id, int m,
+                                    const std::string& att,
+                                    store::TrialState state, int64_t seed,
+                                    std::map<std::string, double> results,
+                                    const std::string& worker = "",
+                                    int attempt = 1, double duration = 0) {
+  store::TrialSummary s;
+  s.trial_id = id;
+  s.worker_id = worker;
+  s.attempt = attempt;
+  s.duration_s = duration;
+  s.state = state;
+  s.seed = seed;
+  s.params_json = json{{"M", m}, {"attention", att}}.dump();
+  s.results = std::move(results);
+  analysis::TrialPoint p;
+  p.trial_id = id;
+  p.params = json::parse(s.params_json);
+  p.seed = seed;
+  p.state = state;
+  p.results = s.results;
+  return MakeTrialRow(s, std::move(p));
+}
+
+std::vector<std::shared_ptr<const TrialRow>> Table() {
+  using S = store::TrialState;
+  return {
+      Row("s/a", 1, "hyla", S::kSucceeded, 0, {{"acc", 0.5}}, "w-1", 1, 3.0),
+      Row("s/b", 2, "softmax", S::kFailed, 1, {}, "w-2", 3, 1.0),
+      Row("s/c", 2, "hyla", S::kSucceeded, 2, {{"acc", 0.9}}, "w-1", 1, 2.0),
+      Row("s/d", 1, "softmax", S::kPending, 3, {{"acc", std::nan("")}}),
+  };
+}
+
+std::vector<size_t> Select(const std::string& state, const std::string& q,
+                           const std::string& sort, size_t offset = 0,
+                           size_t limit = 100) {
+  auto page =
+      SelectTrials(Table(), ParseTrialQuery(state, q, sort, offset, limit));
+  EXPECT_TRUE(page.ok()) << page.status();
+  return page.ok() ? page->rows : std::vector<size_t>{};
+}
+
+TEST(TrialTableTest, ParsesTheQuery) {
+  const TrialQuery q =
+      ParseTrialQuery("Succeeded,FAILED", "M=2  HyLa w-1", "-r.acc", 5, 7);
+  EXPECT_THAT(q.states, ElementsAre("succeeded", "failed"));
+  ASSERT_EQ(q.param_terms.size(), 1u);
+  EXPECT_EQ(q.param_terms[0].first, "M");
+  EXPECT_EQ(q.param_terms[0].second, "2");
+  EXPECT_THAT(q.text_terms, ElementsAre("hyla", "w-1"));
+  EXPECT_EQ(q.sort, "r.acc");
+  EXPECT_TRUE(q.descending);
+  EXPECT_EQ(q.offset, 5u);
+  EXPECT_EQ(q.limit, 7u);
+  EXPECT_EQ(ParseTrialQuery("", "", "ordinal", 0, 1).sort, "");
+  // "=x" is text, not a parameter term.
+  EXPECT_THAT(ParseTrialQuery("", "=x", "", 0, 1).text_terms,
+              ElementsAre("=x"));
+}
+
+TEST(TrialTableTest, Filters) {
+  EXPECT_THAT(Select("", "", ""), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(Select("succeeded", "", ""), ElementsAre(0, 2));
+  EXPECT_THAT(Select("failed,pending", "", ""), ElementsAre(1, 3));
+  EXPECT_THAT(Select("", "M=2", ""), ElementsAre(1, 2));
+  EXPECT_THAT(Select("", "M=2 attention=hyla", ""), ElementsAre(2));
+  EXPECT_THAT(Select("", "nope=1", ""), ElementsAre());
+  // Text terms: case-insensitive substrings of id, worker, params, state.
+  EXPECT_THAT(Select("", "HYLA", ""), ElementsAre(0, 2));
+  EXPECT_THAT(Select("", "w-1 hyla", ""), ElementsAre(0, 2));
+  EXPECT_THAT(Select("", "s/b", ""), ElementsAre(1));
+  EXPECT_THAT(Select("", "pending", ""), ElementsAre(3));
+}
+
+TEST(TrialTableTest, SortsEveryKeyKindMissingLast) {
+  EXPECT_THAT(Select("", "", "-"), ElementsAre(3, 2, 1, 0));
+  EXPECT_THAT(Select("", "", "-ordinal"), ElementsAre(3, 2, 1, 0));
+  EXPECT_THAT(Select("", "", "-trial"), ElementsAre(3, 2, 1, 0));
+  EXPECT_THAT(Select("", "", "state"), ElementsAre(1, 3, 0, 2));
+  EXPECT_THAT(Select("", "", "-attempt"), ElementsAre(1, 0, 2, 3));
+  EXPECT_THAT(Select("", "", "worker"), ElementsAre(3, 0, 2, 1));
+  EXPECT_THAT(Select("", "", "duration"), ElementsAre(3, 1, 2, 0));
+  EXPECT_THAT(Select("", "", "-seed"), ElementsAre(3, 2, 1, 0));
+  EXPECT_THAT(Select("", "", "p.attention"), ElementsAre(0, 2, 1, 3));
+  EXPECT_THAT(Select("", "", "-p.M"), ElementsAre(1, 2, 0, 3));
+  // Results: missing (b) and NaN (d) sort last in both directions.
+  EXPECT_THAT(Select("", "", "r.acc"), ElementsAre(0, 2, 1, 3));
+  EXPECT_THAT(Select("", "", "-r.acc"), ElementsAre(2, 0, 1, 3));
+  EXPECT_THAT(Select("", "", "p.nope"), ElementsAre(0, 1, 2, 3));
+}
+
+TEST(TrialTableTest, PagesAfterFilterAndSort) {
+  auto page = SelectTrials(Table(), ParseTrialQuery("", "", "-r.acc", 1, 2));
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->matched, 4u);
+  EXPECT_THAT(page->rows, ElementsAre(0, 1));
+  page = SelectTrials(Table(), ParseTrialQuery("succeeded", "", "", 5, 10));
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->matched, 2u);
+  EXPECT_TRUE(page->rows.empty());
+  page = SelectTrials(Table(), ParseTrialQuery("", "", "", 0, 0));
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->matched, 4u);
+  EXPECT_TRUE(page->rows.empty());
+}
+
+TEST(TrialTableTest, UnknownSortKeyIsAnError) {
+  auto page = SelectTrials(Table(), ParseTrialQuery("", "", "-bogus", 0, 10));
+  ASSERT_FALSE(page.ok());
+  EXPECT_EQ(page.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(page.status().message()),
+              HasSubstr("unknown sort key 'bogus'"));
+}
+
+TEST(TrialTableTest, ParamLabels) {
+  EXPECT_EQ(ParamLabel(json("hyla")), "hyla");
+  EXPECT_EQ(ParamLabel(json(2)), "2");
+  EXPECT_EQ(ParamLabel(json(2.0)), "2");
+  EXPECT_EQ(ParamLabel(json(0.5)), "0.5");
+  EXPECT_EQ(ParamLabel(json(true)), "true");
+}
+
+}  // namespace
+}  // namespace smoe::coordinator
