@@ -123,8 +123,6 @@ struct LeaseGrant {
 struct RunningReport {
   std::string trial_id;
   int attempt = 0;
-  int64_t step = 0;
-  int64_t total = 0;
 };
 
 struct HeartbeatReply {
@@ -306,15 +304,13 @@ class Scheduler {
                           const std::string& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Commits `batch`, then applies its sweeps/trials/workers to memory.
   // Returns the sweep, or NotFound naming it.
   absl::StatusOr<SweepEntry*> FindSweepLocked(const std::string& sweep_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits `batch`, then applies its sweeps/trials/workers to memory.
   absl::Status CommitAndApplyLocked(const store::WriteBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ApplyTrialLocked(const store::TrialRecord& next)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RefreshSweepStateLocked(SweepEntry* sweep, store::WriteBatch* batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<store::TrialRecord*> CurrentAttemptLocked(
       const std::string& worker_id, const std::string& trial_id, int attempt)

@@ -4,6 +4,7 @@
 //
 // The sweep file: parsing, validation, grid expansion and trial identity.
 //
+// clang-format off
 //   name: sraven-demo            # sweep id, [a-z0-9][a-z0-9._-]{0,63}
 //   kind: sraven                 # sraven | skillmix
 //   grid:                        # axes -> value lists; cartesian product,
@@ -12,8 +13,10 @@
 //   fixed: {steps: 300}          # params shared by every trial
 //   seeds: [0, 1]                # default [0]; innermost
 //   resources: {gpus_per_trial: 0, ep_size: 1, slots: 1, labels: {gpu: h100}}
-//   retries: 2                   # error budget per trial (preemptions are
-//   free) priority: 0                  # higher runs first
+//   retries: 2                   # error budget per trial (preemptions
+//                                #   are free)
+//   priority: 0                  # higher runs first
+// clang-format on
 //
 // Every error names the field and the offending value.
 #ifndef SMOE_COORDINATOR_SWEEP_SPEC_H_
