@@ -2,7 +2,6 @@
 #include "cli/client.h"
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -12,12 +11,6 @@
 #include "proto/auth.h"
 
 namespace smoe::cli {
-
-std::string DefaultTokenFile() {
-  if (std::filesystem::exists("smoe-data/token")) return "smoe-data/token";
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home ? home : ".", "/.smoe/token");
-}
 
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Create(
     const ClientOptions& options) {

@@ -20,17 +20,15 @@ namespace smoe::cli {
 
 struct ClientOptions {
   std::string address = "127.0.0.1:50051";  // --coordinator / $SMOE_COORDINATOR
-  std::string token_file;                   // default: see DefaultTokenFile()
-  std::string tls_ca;                       // PEM roots; empty = plaintext
+  // Default: smoe::DefaultTokenFile() (common/api_token.h).
+  std::string token_file;
+  std::string tls_ca;  // PEM roots; empty = plaintext
   absl::Duration timeout = absl::Seconds(30);
 };
 
 // The largest reply the client accepts (a 100,000-trial sweep with long
 // params and error messages; gRPC's default is 4 MB).
 inline constexpr int kMaxReplyBytes = 1 << 30;
-
-// Returns ./smoe-data/token when it exists, else ~/.smoe/token.
-std::string DefaultTokenFile();
 
 class CoordinatorClient {
  public:
