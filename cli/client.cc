@@ -62,8 +62,10 @@ void CoordinatorClient::Prepare(grpc::ClientContext* ctx,
   proto::PrepareClientContext(ctx, token_, timeout);
 }
 
-int ReportError(const absl::Status& status) {
-  std::cerr << "smoe: " << status.message() << "\n";
+int ReportError(const absl::Status& status, absl::string_view context) {
+  std::cerr << "smoe: ";
+  if (!context.empty()) std::cerr << context << ": ";
+  std::cerr << status.message() << "\n";
   switch (status.code()) {
     case absl::StatusCode::kOk:
       return kExitOk;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "proto/smoe.grpc.pb.h"
 
@@ -59,8 +60,9 @@ inline constexpr int kExitUnavailable = 69;  // coordinator unreachable
 inline constexpr int kExitSoftware = 70;     // internal error
 inline constexpr int kExitNoPerm = 77;       // missing/invalid token
 
-// Maps a status to an exit code and prints "smoe: <message>" to stderr.
-int ReportError(const absl::Status& status);
+// Maps a status to an exit code and prints "smoe: <message>" (with a
+// context, "smoe: <context>: <message>", e.g. the file) to stderr.
+int ReportError(const absl::Status& status, absl::string_view context = "");
 
 }  // namespace smoe::cli
 

@@ -198,6 +198,11 @@ int Main(int argc, char** argv) {
   submit->add_option("FILE", file, "Sweep file (YAML)")->required();
   submit->add_flag("--watch", watch, "Show progress until it finishes");
   submit->add_flag("--dry-run", dry_run, "Validate and count points only");
+  CLI::App* validate = sweep->add_subcommand(
+      "validate",
+      "Check a sweep file offline (no coordinator, no token): every problem, "
+      "or the trial count");
+  validate->add_option("FILE", file, "Sweep file (YAML)")->required();
   CLI::App* ls = sweep->add_subcommand("ls", "List sweeps");
   CLI::App* show = sweep->add_subcommand("show", "Show one sweep");
   show->add_option("SWEEP", sweep_id)->required();
@@ -418,6 +423,7 @@ int Main(int argc, char** argv) {
     if (!SkillMixParamsFromFlags(&skillmix_flags, std::cerr)) return kExitUsage;
     return RunSkillMixCommand(skillmix_flags.run, std::cout);
   }
+  if (validate->parsed()) return ValidateSweepCmd(file, std::cout);
   int rc = kExitOk;
   auto client = MakeClient(client_opts, &rc);
   if (!client) return rc;

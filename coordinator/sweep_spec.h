@@ -67,11 +67,17 @@ struct ExpandedTrial {
 
 struct ParseOptions {
   int64_t max_points = 100000;  // refuse grids that expand to more points
+  // `seeds: 3` as the one seed 3. New sweeps are refused it (seeds is a list;
+  // the message suggests [0, 1, 2]); sweeps stored before that still load.
+  bool allow_scalar_seeds = false;
 };
 
 // Parses and validates a sweep file. InvalidArgument names the field and value
 // (unknown key, wrong type, empty axis, too many points, unknown parameter or
-// a parameter out of range for the kind).
+// a parameter out of range for the kind). It reports every problem in the
+// file: one problem is the message; several are "N problems:" followed by
+// one per line ("\n  "), in file order. Rules between parameters are checked
+// only when every value is valid, and name at most 5 failing grid points.
 absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
                                          const ParseOptions& options = {});
 
