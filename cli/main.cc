@@ -241,7 +241,7 @@ int Main(int argc, char** argv) {
       train->add_subcommand("sraven", "Train an SMoE transformer on SRAVEN");
   TrainOptions train_opts;
   int64_t t_m = 4, t_top_k = 2, t_experts = 8, t_steps = 2000, t_batch = 128,
-          t_depth = 4;
+          t_depth = 4, t_log_every = 20, t_num_eval = 4096;
   double t_width = 1, t_lr = 0.001;
   std::string t_attention = "softmax", t_router = "topk", t_device = "cpu";
   std::vector<std::string> t_extra;
@@ -266,6 +266,17 @@ int Main(int argc, char** argv) {
   train_sraven->add_option("--depth", t_depth, "Layers")->capture_default_str();
   train_sraven->add_option("--lr", t_lr, "Peak learning rate")
       ->capture_default_str();
+  train_sraven
+      ->add_option("--log-every", t_log_every,
+                   "Progress and train/loss every this many steps")
+      ->capture_default_str()
+      ->check(IntAtLeast(1));
+  train_sraven
+      ->add_option("--num-eval", t_num_eval,
+                   "Problems per evaluation split (a sweep's default is "
+                   "51200)")
+      ->capture_default_str()
+      ->check(IntAtLeast(1));
   train_sraven->add_option("--device", t_device, "cpu | cuda")
       ->capture_default_str();
   train_sraven->add_option("--seed", train_opts.seed, "Run seed")
@@ -398,6 +409,8 @@ int Main(int argc, char** argv) {
          {"width", t_width},
          {"depth", t_depth},
          {"lr", t_lr},
+         {"log_every", t_log_every},
+         {"num_eval", t_num_eval},
          {"device", t_device}};
     if (train_opts.ep_size > 1) p["ep_size"] = train_opts.ep_size;
     for (const std::string& kv : t_extra) {

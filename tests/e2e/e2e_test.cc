@@ -525,12 +525,27 @@ TEST(E2eTest, TrainCommandRunsTheRealTrainer) {
   EXPECT_THAT(out, HasSubstr("SRAVEN run finished"));
   EXPECT_THAT(out, HasSubstr("ood_acc"));
   EXPECT_THAT(out, HasSubstr("step 6/6"));
+  // Evaluations show their progress; nothing shows 0/0 before the first step.
+  EXPECT_THAT(out, HasSubstr("evaluating test 0/16"));
+  EXPECT_THAT(out, HasSubstr("evaluating ood 8/16"));
+  EXPECT_THAT(out, testing::Not(HasSubstr(" 0/0")));
   auto [rc2, out2] =
       RunCommand({bin + "/smoe", "train", "sraven", "--steps", "2", "--param",
                   "bogus=1", "--workdir", dir + "-bad"},
                  {}, absl::Seconds(60));
   EXPECT_EQ(rc2, 64) << out2;
   EXPECT_THAT(out2, HasSubstr("bogus"));
+  // The README's one-off example (defaults: width 1, 2000 steps) says up
+  // front that it takes a while on the CPU and how to make it quick; the
+  // trainer here is /bin/false, so nothing trains.
+  auto [rc3, out3] =
+      RunCommand({bin + "/smoe", "train", "sraven", "--M", "4", "--top-k", "2",
+                  "--attention", "hyla", "--trainer", "/bin/false", "--workdir",
+                  dir + "-bad"},
+                 {}, absl::Seconds(60));
+  EXPECT_EQ(rc3, 1) << out3;
+  EXPECT_THAT(out3, HasSubstr("2000 steps take tens of minutes"));
+  EXPECT_THAT(out3, HasSubstr("--width 0.25 --steps 500"));
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(dir + "-bad");
 }
