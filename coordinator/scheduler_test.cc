@@ -141,8 +141,8 @@ TEST_P(SchedulerTest, SilentWorkerLosesLeaseWithoutErrorBudget) {
   ASSERT_EQ(g.size(), 1u);
   // Heartbeats keep it alive past the original lease.
   clock_.Advance(absl::Seconds(20));
-  ASSERT_TRUE(sched_->Heartbeat(w1, {{g[0].trial_id, 1}}, false)
-                  ->cancel.empty());
+  ASSERT_TRUE(
+      sched_->Heartbeat(w1, {{g[0].trial_id, 1}}, false)->cancel.empty());
   clock_.Advance(absl::Seconds(20));
   EXPECT_TRUE(Lease(w2).empty());  // still leased to w1
   // Then w1 goes silent.
@@ -208,9 +208,8 @@ TEST_P(SchedulerTest, TrialStoppingOnOneWorkerMayRunOnAnother) {
   clock_.Advance(absl::Seconds(31));
   ASSERT_TRUE(sched_->ExpireLeases().ok());
   const std::string w2 = AddWorker(1);
-  ASSERT_EQ(
-      sched_->Heartbeat(w1, {{g[0].trial_id, 1}}, false)->cancel.size(),
-      1u);
+  ASSERT_EQ(sched_->Heartbeat(w1, {{g[0].trial_id, 1}}, false)->cancel.size(),
+            1u);
   EXPECT_TRUE(Lease(w1, 1).empty());
   auto g2 = Lease(w2, 1);
   ASSERT_EQ(g2.size(), 1u);
