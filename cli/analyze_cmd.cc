@@ -4,11 +4,13 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "analysis/analyze.h"
 #include "analysis/skillmix_tables.h"
 #include "proto/rpc_status.h"
@@ -202,6 +204,19 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
                   : store::TrialState::kPending;  // only "succeeded" matters
     p.results.insert(t.results().begin(), t.results().end());
     trials.push_back(std::move(p));
+  }
+  // A metric no trial reported is a typo (or the other kind's name): list
+  // the ones there are. Before any result arrives nothing can be checked.
+  std::set<std::string> metrics;
+  for (const an::TrialPoint& p : trials) {
+    for (const auto& [name, value] : p.results) metrics.insert(name);
+  }
+  if (!flags.metric.empty() && !metrics.empty() &&
+      metrics.count(flags.metric) == 0) {
+    std::cerr << "smoe: --metric: '" << flags.metric
+              << "' is not a result of sweep " << sweep_id
+              << "; its metrics: " << absl::StrJoin(metrics, ", ") << "\n";
+    return kExitUsage;
   }
   auto or_default = [](const std::string& v, const char* d) {
     return v.empty() ? std::string(d) : v;

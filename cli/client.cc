@@ -5,7 +5,6 @@
 
 #include <climits>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -15,12 +14,6 @@
 #include "proto/auth.h"
 
 namespace smoe::cli {
-
-std::string DefaultTokenFile() {
-  if (std::filesystem::exists("smoe-data/token")) return "smoe-data/token";
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home ? home : ".", "/.smoe/token");
-}
 
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Create(
     const ClientOptions& options) {
@@ -72,8 +65,10 @@ void CoordinatorClient::Prepare(grpc::ClientContext* ctx,
   proto::PrepareClientContext(ctx, token_, timeout);
 }
 
-int ReportError(const absl::Status& status) {
-  std::cerr << "smoe: " << status.message() << "\n";
+int ReportError(const absl::Status& status, absl::string_view context) {
+  std::cerr << "smoe: ";
+  if (!context.empty()) std::cerr << context << ": ";
+  std::cerr << status.message() << "\n";
   switch (status.code()) {
     case absl::StatusCode::kOk:
       return kExitOk;

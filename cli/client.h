@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "proto/smoe.grpc.pb.h"
 
@@ -20,17 +21,15 @@ namespace smoe::cli {
 
 struct ClientOptions {
   std::string address = "127.0.0.1:50051";  // --coordinator / $SMOE_COORDINATOR
-  std::string token_file;                   // default: see DefaultTokenFile()
-  std::string tls_ca;                       // PEM roots; empty = plaintext
+  // Default: smoe::DefaultTokenFile() (common/api_token.h).
+  std::string token_file;
+  std::string tls_ca;  // PEM roots; empty = plaintext
   absl::Duration timeout = absl::Seconds(30);
 };
 
 // The largest reply the client accepts (a 100,000-trial sweep with long
 // params and error messages; gRPC's default is 4 MB).
 inline constexpr int kMaxReplyBytes = 1 << 30;
-
-// Returns ./smoe-data/token when it exists, else ~/.smoe/token.
-std::string DefaultTokenFile();
 
 // Returns the directory holding the running executable.
 std::string SelfDir();
@@ -64,8 +63,9 @@ inline constexpr int kExitUnavailable = 69;  // coordinator unreachable
 inline constexpr int kExitSoftware = 70;     // internal error
 inline constexpr int kExitNoPerm = 77;       // missing/invalid token
 
-// Maps a status to an exit code and prints "smoe: <message>" to stderr.
-int ReportError(const absl::Status& status);
+// Maps a status to an exit code and prints "smoe: <message>" (with a
+// context, "smoe: <context>: <message>", e.g. the file) to stderr.
+int ReportError(const absl::Status& status, absl::string_view context = "");
 
 }  // namespace smoe::cli
 

@@ -14,12 +14,7 @@
 namespace smoe::cli {
 namespace {
 
-constexpr char kHelp[] =
-    "smoe doctor: self-check this machine before running trials on it\n"
-    "\n"
-    "usage: smoe doctor [--trainer PATH] [--quick] [--json] [--report FILE]\n"
-    "                   [--only CHECK]... [--inject-fault CHECK]...\n"
-    "\n"
+constexpr char kFooter[] =
     "Runs `smoe-trainer doctor` and prints one line per check:\n"
     "  PASS|FAIL|SKIP <check>: <figures, or why it failed / was skipped>\n"
     "Checks: versions (driver, CUDA runtime, cuBLAS, NCCL, LibTorch, build\n"
@@ -35,65 +30,57 @@ constexpr char kHelp[] =
     "bandwidth, bf16 GEMM rate, grouped GEMM and permute fractions of them).\n"
     "Without a GPU the GPU checks SKIP and the CPU ones still run.\n"
     "\n"
-    "Options:\n"
-    "  --trainer PATH        trainer binary (default: smoe-trainer next to "
-    "smoe)\n"
-    "  --quick               shorter run: 16 training steps, smaller shapes,\n"
-    "                        benchmarks on GPU 0 only\n"
-    "  --json                print the JSON report on stdout (check lines go "
-    "to stderr)\n"
-    "  --report FILE         write the JSON report (checks, figures, "
-    "versions,\n"
-    "                        host) to FILE: attach it to a bug report "
-    "(without\n"
-    "                        --report or --json no report is made)\n"
-    "  --only CHECK          run only CHECK (repeatable); the others SKIP\n"
-    "  --inject-fault CHECK  perturb CHECK's results so it must FAIL (tests\n"
-    "                        the doctor itself)\n"
-    "  -h, --help            this text\n"
-    "\n"
     "Exit status: 0 no check failed, 1 a check failed, 64 usage.\n"
     "Example: smoe doctor --report smoe-doctor-$(hostname).json\n";
 
 }  // namespace
 
-int RunDoctorCommand(const std::vector<std::string>& args, std::ostream& out,
-                     std::ostream& err) {
-  std::string trainer = SelfDir() + "/smoe-trainer";
+CLI::App* AddDoctorCommand(CLI::App* app, DoctorOptions* o) {
+  CLI::App* cmd = app->add_subcommand(
+      "doctor",
+      "Self-check this machine before running trials on it: versions, "
+      "kernels, NCCL, a short training");
+  cmd->footer(kFooter);
+  cmd->add_option("--trainer", o->trainer,
+                  "Trainer binary (default: smoe-trainer next to smoe)")
+      ->type_name("PATH");
+  cmd->add_flag("--quick", o->quick,
+                "Shorter run: 16 training steps, smaller shapes, benchmarks "
+                "on GPU 0 only");
+  cmd->add_flag("--json", o->json,
+                "Print the JSON report on stdout (check lines go to stderr)");
+  cmd->add_option("--report", o->report,
+                  "Write the JSON report (checks, figures, versions, host) to "
+                  "FILE: attach it to a bug report (without --report or "
+                  "--json no report is made)")
+      ->type_name("FILE");
+  cmd->add_option("--only", o->only,
+                  "Run only CHECK (repeatable); the others SKIP")
+      ->type_name("CHECK");
+  cmd->add_option("--inject-fault", o->inject_fault,
+                  "Perturb CHECK's results so it must FAIL (tests the doctor "
+                  "itself)")
+      ->type_name("CHECK");
+  return cmd;
+}
+
+int RunDoctor(const DoctorOptions& o, std::ostream& out, std::ostream& err) {
+  std::string trainer =
+      o.trainer.empty() ? SelfDir() + "/smoe-trainer" : o.trainer;
   std::vector<std::string> forward;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const std::string name = a.substr(0, a.find('='));
-    const bool inline_value = name.size() < a.size();
-    if (a == "-h" || a == "--help") {
-      out << kHelp;
-      return kExitOk;
-    }
-    if (a == "--quick" || a == "--json") {
-      forward.push_back(a);
-    } else if (name == "--trainer" || name == "--report" || name == "--only" ||
-               name == "--inject-fault") {
-      std::string value;
-      if (inline_value) {
-        value = a.substr(name.size() + 1);
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        err << "smoe doctor: " << name << " needs a value\n"
-            << "run 'smoe doctor --help' for the flags\n";
-        return kExitUsage;
-      }
-      if (name == "--trainer") {
-        trainer = value;
-      } else {
-        forward.push_back(name);
-        forward.push_back(value);
-      }
-    } else {
-      err << "smoe doctor: unknown argument '" << a << "'\n"
-          << "run 'smoe doctor --help' for the flags\n";
-      return kExitUsage;
-    }
+  if (o.quick) forward.push_back("--quick");
+  if (o.json) forward.push_back("--json");
+  if (!o.report.empty()) {
+    forward.push_back("--report");
+    forward.push_back(o.report);
+  }
+  for (const std::string& c : o.only) {
+    forward.push_back("--only");
+    forward.push_back(c);
+  }
+  for (const std::string& c : o.inject_fault) {
+    forward.push_back("--inject-fault");
+    forward.push_back(c);
   }
   if (!std::filesystem::exists(trainer)) {
     err << "FAIL trainer: '" << trainer

@@ -16,11 +16,27 @@
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
+
 namespace smoe::cli {
 
-// `args` are the words after `smoe doctor`.
-int RunDoctorCommand(const std::vector<std::string>& args, std::ostream& out,
-                     std::ostream& err);
+// The flags of `smoe doctor`, forwarded to `smoe-trainer doctor`.
+struct DoctorOptions {
+  std::string trainer;  // empty: smoe-trainer next to smoe
+  bool quick = false;
+  bool json = false;
+  std::string report;
+  std::vector<std::string> only;
+  std::vector<std::string> inject_fault;
+};
+
+// Adds `doctor` to `app`; its flags write into `*options`.
+CLI::App* AddDoctorCommand(CLI::App* app, DoctorOptions* options);
+
+// Runs `smoe-trainer doctor` with the flags and returns its exit code (1
+// when the trainer is missing or killed: a FAIL line names why).
+int RunDoctor(const DoctorOptions& options, std::ostream& out,
+              std::ostream& err);
 
 }  // namespace smoe::cli
 

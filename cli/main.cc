@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "cli/client.h"
 #include "cli/deploy_cmd.h"
 #include "cli/doctor_cmd.h"
+#include "cli/flags.h"
 #include "cli/local_trial.h"
 #include "cli/model_cmd.h"
 #include "cli/skillmix_cmd.h"
@@ -24,6 +26,7 @@
 #include "cli/sweep_cmds.h"
 #include "cli/train_cmd.h"
 #include "cli/up.h"
+#include "cli/worker_cmd.h"
 #include "coordinator/server.h"
 #include "trials/params.h"
 #include "worker/daemon/worker_main.h"
@@ -90,29 +93,6 @@ std::unique_ptr<CoordinatorClient> MakeClient(const ClientOptions& options,
 }  // namespace
 
 int Main(int argc, char** argv) {
-  // `smoe sraven ...` and `smoe worker ...` parse their own flags.
-  if (argc >= 2 && std::string(argv[1]) == "sraven") {
-    return RunSravenCommand({argv + 2, argv + argc}, std::cout, std::cerr);
-  }
-  if (argc >= 2 && std::string(argv[1]) == "worker") {
-    auto flags = worker::ParseWorkerFlags({argv + 2, argv + argc});
-    if (!flags.ok()) {
-      std::cerr << "smoe worker: " << flags.status().message() << "\n";
-      return kExitUsage;
-    }
-    return worker::RunWorker(*flags);
-  }
-
-  // `smoe doctor ...` runs `smoe-trainer doctor` (cli/doctor_cmd.h).
-  if (argc >= 2 && std::string(argv[1]) == "doctor") {
-    return RunDoctorCommand({argv + 2, argv + argc}, std::cout, std::cerr);
-  }
-
-  // `smoe model make-random ...` forwards to smoe-trainer (cli/model_cmd.h).
-  if (argc >= 2 && std::string(argv[1]) == "model") {
-    return RunModelCommand({argv + 2, argv + argc}, std::cerr);
-  }
-
   CLI::App app{"SMoE Lab: sparse Mixture-of-Experts sparsity studies at scale",
                "smoe"};
   app.require_subcommand(1);
@@ -218,6 +198,11 @@ int Main(int argc, char** argv) {
   submit->add_option("FILE", file, "Sweep file (YAML)")->required();
   submit->add_flag("--watch", watch, "Show progress until it finishes");
   submit->add_flag("--dry-run", dry_run, "Validate and count points only");
+  CLI::App* validate = sweep->add_subcommand(
+      "validate",
+      "Check a sweep file offline (no coordinator, no token): every problem, "
+      "or the trial count");
+  validate->add_option("FILE", file, "Sweep file (YAML)")->required();
   CLI::App* ls = sweep->add_subcommand("ls", "List sweeps");
   CLI::App* show = sweep->add_subcommand("show", "Show one sweep");
   show->add_option("SWEEP", sweep_id)->required();
@@ -256,7 +241,7 @@ int Main(int argc, char** argv) {
       train->add_subcommand("sraven", "Train an SMoE transformer on SRAVEN");
   TrainOptions train_opts;
   int64_t t_m = 4, t_top_k = 2, t_experts = 8, t_steps = 2000, t_batch = 128,
-          t_depth = 4;
+          t_depth = 4, t_log_every = 20, t_num_eval = 4096;
   double t_width = 1, t_lr = 0.001;
   std::string t_attention = "softmax", t_router = "topk", t_device = "cpu";
   std::vector<std::string> t_extra;
@@ -281,6 +266,17 @@ int Main(int argc, char** argv) {
   train_sraven->add_option("--depth", t_depth, "Layers")->capture_default_str();
   train_sraven->add_option("--lr", t_lr, "Peak learning rate")
       ->capture_default_str();
+  train_sraven
+      ->add_option("--log-every", t_log_every,
+                   "Progress and train/loss every this many steps")
+      ->capture_default_str()
+      ->check(IntAtLeast(1));
+  train_sraven
+      ->add_option("--num-eval", t_num_eval,
+                   "Problems per evaluation split (a sweep's default is "
+                   "51200)")
+      ->capture_default_str()
+      ->check(IntAtLeast(1));
   train_sraven->add_option("--device", t_device, "cpu | cuda")
       ->capture_default_str();
   train_sraven->add_option("--seed", train_opts.seed, "Run seed")
@@ -356,20 +352,33 @@ int Main(int argc, char** argv) {
   DeployRenderOptions deploy_opts;
   CLI::App* deploy_render = AddDeployCommand(&app, &deploy_opts);
 
-  app.add_subcommand("worker", "Run a worker daemon (see smoe worker --help)");
-  app.add_subcommand("sraven", "SRAVEN data tools (see smoe sraven --help)");
-  app.add_subcommand("doctor",
-                     "Self-check this machine: versions, kernels, NCCL, a "
-                     "short training (see smoe doctor --help)");
+  // smoe worker (cli/worker_cmd.h), sraven (cli/sraven_cmd.h), doctor
+  // (cli/doctor_cmd.h), model make-random (cli/model_cmd.h)
+  worker::WorkerFlags worker_flags;
+  CLI::App* worker_cmd = AddWorkerCommand(&app, &worker_flags);
+  SravenOptions sraven_opts;
+  CLI::App* sraven_cmd = AddSravenCommand(&app, &sraven_opts);
+  DoctorOptions doctor_opts;
+  CLI::App* doctor_cmd = AddDoctorCommand(&app, &doctor_opts);
+  ModelOptions model_opts;
+  CLI::App* model_cmd = AddModelCommand(&app, &model_opts);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // CLI11 reports through exceptions; this is the one place they are caught.
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
+  if (std::optional<int> rc =
+          ParseCommandLine(&app, argc, argv, std::cout, std::cerr)) {
+    return *rc;
   }
   client_opts.timeout = absl::Seconds(timeout_s);
+
+  if (worker_cmd->parsed()) {
+    if (absl::Status s = CheckWorkerFlags(worker_flags); !s.ok()) {
+      std::cerr << "smoe worker: " << s.message() << "\n";
+      return kExitUsage;
+    }
+    return worker::RunWorker(worker_flags);
+  }
+  if (sraven_cmd->parsed()) return RunSraven(sraven_opts, std::cout, std::cerr);
+  if (doctor_cmd->parsed()) return RunDoctor(doctor_opts, std::cout, std::cerr);
+  if (model_cmd->parsed()) return RunModel(model_opts, std::cerr);
 
   if (coord->parsed()) {
     server_opts.scheduler.lease_timeout = absl::Seconds(lease_timeout_s);
@@ -400,6 +409,8 @@ int Main(int argc, char** argv) {
          {"width", t_width},
          {"depth", t_depth},
          {"lr", t_lr},
+         {"log_every", t_log_every},
+         {"num_eval", t_num_eval},
          {"device", t_device}};
     if (train_opts.ep_size > 1) p["ep_size"] = train_opts.ep_size;
     for (const std::string& kv : t_extra) {
@@ -425,6 +436,7 @@ int Main(int argc, char** argv) {
     if (!SkillMixParamsFromFlags(&skillmix_flags, std::cerr)) return kExitUsage;
     return RunSkillMixCommand(skillmix_flags.run, std::cout);
   }
+  if (validate->parsed()) return ValidateSweepCmd(file, std::cout);
   int rc = kExitOk;
   auto client = MakeClient(client_opts, &rc);
   if (!client) return rc;

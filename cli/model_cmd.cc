@@ -13,28 +13,31 @@
 
 namespace smoe::cli {
 
-int RunModelCommand(const std::vector<std::string>& args, std::ostream& err) {
-  constexpr char kUsage[] =
-      "usage: smoe model make-random [--trainer PATH] --out DIR\n"
-      "         [--shape tiny|mixtral-8x7b|custom] [--layers N] [--hidden H]\n"
-      "         [--intermediate F] [--heads N] [--kv-heads N] [--experts E]\n"
-      "         [--ept K] [--vocab V] [--max-position N] [--sliding-window W]\n"
-      "         [--dtype f32|bf16|f16] [--layout classic|packed]\n"
-      "         [--max-shard-mb MB] [--seed S] [--no-tokenizer]\n";
-  if (args.empty() || args[0] != "make-random") {
-    err << "smoe model: expected the `make-random` subcommand\n" << kUsage;
-    return kExitUsage;
-  }
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (!rest.empty() && (rest[0] == "--help" || rest[0] == "-h")) {
-    err << kUsage;
-    return kExitOk;
-  }
-  std::string trainer = SelfDir() + "/smoe-trainer";
-  if (rest.size() >= 2 && rest[0] == "--trainer") {
-    trainer = rest[1];
-    rest.erase(rest.begin(), rest.begin() + 2);
-  }
+CLI::App* AddModelCommand(CLI::App* app, ModelOptions* o) {
+  CLI::App* model = app->add_subcommand("model", "Model checkpoint tools");
+  model->require_subcommand(1);
+  CLI::App* make = model->add_subcommand(
+      "make-random",
+      "Write a random Mixtral-format checkpoint + tokenizer (runs "
+      "smoe-trainer make-random-model; other flags go to it)");
+  make->allow_extras();
+  make->add_option("--trainer", o->trainer,
+                   "Trainer binary (default: smoe-trainer next to smoe)")
+      ->type_name("PATH");
+  make->footer(
+      "Trainer flags: --out DIR [--shape tiny|mixtral-8x7b|custom] "
+      "[--layers N] [--hidden H] [--intermediate F] [--heads N] "
+      "[--kv-heads N] [--experts E] [--ept K] [--vocab V] [--max-position N] "
+      "[--sliding-window W] [--dtype f32|bf16|f16] [--layout "
+      "classic|packed] [--max-shard-mb MB] [--seed S] [--no-tokenizer]");
+  o->make_random = make;
+  return model;
+}
+
+int RunModel(const ModelOptions& o, std::ostream& err) {
+  std::string trainer =
+      o.trainer.empty() ? SelfDir() + "/smoe-trainer" : o.trainer;
+  std::vector<std::string> rest = o.make_random->remaining();
   if (!std::filesystem::exists(trainer)) {
     err << "smoe model: trainer '" << trainer
         << "' not found (build smoe-trainer, or pass --trainer)\n";

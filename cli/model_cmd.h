@@ -6,7 +6,7 @@
 // writes a random Mixtral-format checkpoint by running
 // `smoe-trainer make-random-model` (the CLI links no LibTorch), forwarding
 // every argument after `make-random` unchanged (flags: worker/trainer/
-// mixtral_tools.h). `--trainer PATH` (first) picks the trainer binary;
+// mixtral_tools.h). `--trainer PATH` picks the trainer binary;
 // default: smoe-trainer next to smoe.
 #ifndef SMOE_CLI_MODEL_CMD_H_
 #define SMOE_CLI_MODEL_CMD_H_
@@ -15,11 +15,22 @@
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
+
 namespace smoe::cli {
 
-// `args` are the words after `smoe model`. Returns the trainer's exit code
-// (0 ok, 64 usage), 64 for a bad subcommand, 69 when the trainer is missing.
-int RunModelCommand(const std::vector<std::string>& args, std::ostream& err);
+struct ModelOptions {
+  std::string trainer;              // empty: smoe-trainer next to smoe
+  CLI::App* make_random = nullptr;  // its remaining() go to the trainer
+};
+
+// Adds `model make-random` to `app`; --trainer writes into `*options`, every
+// other argument is forwarded to `smoe-trainer make-random-model`.
+CLI::App* AddModelCommand(CLI::App* app, ModelOptions* options);
+
+// Runs `smoe-trainer make-random-model` with the forwarded arguments and
+// returns its exit code (69 when the trainer is missing).
+int RunModel(const ModelOptions& options, std::ostream& err);
 
 }  // namespace smoe::cli
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "cli/flags.h"
 #include "nlohmann/json.hpp"
 #include "worker/data/sraven/sraven.h"
 
@@ -29,129 +31,24 @@ constexpr int kExitOk = 0;
 constexpr int kExitUsage = 64;  // EX_USAGE
 constexpr int64_t kMaxProblems = 1000000;
 
-constexpr char kUsage[] =
-    "usage: smoe sraven sample [flags]   print SRAVEN problems\n"
-    "       smoe sraven latents [flags]  list a split's rule combinations\n"
-    "flags (both commands):\n"
-    "  --M N            features per panel (difficulty), 1..8 (default 4)\n"
-    "  --seed S         run seed: OOD split and streams (default 0)\n"
-    "  --split NAME     train | test | ood (default train)\n"
-    "  --num-rules R    rule pool: the first R of the 8 rules (default 8)\n"
-    "flags (sample):\n"
-    "  --n N            number of problems (default 5)\n"
-    "  --batch B        batch index; problem i = Sample(split, B, i) "
-    "(default 0)\n"
-    "  --json           one JSON object per line instead of grids\n"
-    "  --shared-stream  train/test/ood share one stream (original quirk)\n"
-    "  --no-permute     no per-column feature permutation\n";
+using Options = SravenOptions;
 
-struct Options {
-  std::string command;  // "sample" or "latents"
-  SravenConfig config;
-  Split split = Split::kTrain;
-  int64_t n = 5;
-  uint64_t batch = 0;
-  bool json = false;
-};
-
-absl::Status FlagError(absl::string_view flag, absl::string_view value,
-                       absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("--", flag, "=", value, ": ", why));
-}
-
-absl::StatusOr<int64_t> ParseIntFlag(absl::string_view flag,
-                                     absl::string_view value, int64_t lo,
-                                     int64_t hi) {
-  int64_t v = 0;
-  if (!absl::SimpleAtoi(value, &v)) {
-    return FlagError(flag, value, "not an integer");
-  }
-  if (v < lo || v > hi) {
-    return FlagError(flag, value, absl::StrCat("must be in ", lo, "..", hi));
-  }
-  return v;
-}
-
-// Parses `args` (after "sraven"). Returns kUsage-style errors naming the flag
-// and the value.
-absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args) {
-  Options o;
-  if (args.empty()) return absl::InvalidArgumentError("missing subcommand");
-  o.command = args[0];
-  if (o.command != "sample" && o.command != "latents") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown subcommand '", o.command, "'"));
-  }
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (!absl::StartsWith(arg, "--") || arg.size() == 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected argument '", arg, "'"));
-    }
-    std::string flag = arg.substr(2);
-    std::string value;
-    bool has_value = false;
-    if (const size_t eq = flag.find('='); eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_value = true;
-    }
-    const bool boolean =
-        flag == "json" || flag == "shared-stream" || flag == "no-permute";
-    const bool sample_only = boolean || flag == "n" || flag == "batch";
-    if (sample_only && o.command != "sample") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " is only valid for 'sample'"));
-    }
-    if (boolean) {
-      if (has_value) {
-        return FlagError(flag, value, "takes no value");
-      }
-      if (flag == "json") o.json = true;
-      if (flag == "shared-stream") o.config.shared_stream = true;
-      if (flag == "no-permute") o.config.permute_features = false;
-      continue;
-    }
-    if (flag != "M" && flag != "n" && flag != "split" && flag != "seed" &&
-        flag != "batch" && flag != "num-rules") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag '--", flag, "'"));
-    }
-    if (!has_value) {
-      if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", flag, ": missing value"));
-      }
-      value = args[++i];
-    }
-    if (flag == "M") {
-      absl::StatusOr<int64_t> v =
-          ParseIntFlag(flag, value, 1, sraven::kMaxFeatures);
-      if (!v.ok()) return v.status();
-      o.config.num_features = static_cast<int>(*v);
-    } else if (flag == "num-rules") {
-      absl::StatusOr<int64_t> v =
-          ParseIntFlag(flag, value, 1, sraven::kMaxRules);
-      if (!v.ok()) return v.status();
-      o.config.num_rules = static_cast<int>(*v);
-    } else if (flag == "n") {
-      absl::StatusOr<int64_t> v = ParseIntFlag(flag, value, 0, kMaxProblems);
-      if (!v.ok()) return v.status();
-      o.n = *v;
-    } else if (flag == "split") {
-      absl::StatusOr<Split> s = sraven::ParseSplit(value);
-      if (!s.ok()) return FlagError(flag, value, "want train, test or ood");
-      o.split = *s;
-    } else if (flag == "seed" || flag == "batch") {
-      uint64_t v = 0;
-      if (!absl::SimpleAtoi(value, &v)) {
-        return FlagError(flag, value, "not a non-negative 64-bit integer");
-      }
-      (flag == "seed" ? o.config.seed : o.batch) = v;
-    }
-  }
-  return o;
+// Adds the flags both subcommands take.
+void AddCommonFlags(CLI::App* cmd, SravenOptions* o) {
+  cmd->add_option("--M", o->config.num_features,
+                  "Features per panel (difficulty)")
+      ->capture_default_str()
+      ->check(IntInRange(1, sraven::kMaxFeatures));
+  cmd->add_option("--seed", o->config.seed, "Run seed: OOD split and streams")
+      ->capture_default_str()
+      ->check(Uint64());
+  cmd->add_option("--split", o->split_name, "train | test | ood")
+      ->capture_default_str()
+      ->check(OneOf({"train", "test", "ood"}));
+  cmd->add_option("--num-rules", o->config.num_rules,
+                  "Rule pool: the first R of the 8 rules")
+      ->capture_default_str()
+      ->check(IntInRange(1, sraven::kMaxRules));
 }
 
 // [row][col][k] nested arrays from a flat [3][3][M] vector.
@@ -254,20 +151,62 @@ void PrintGrid(const Options& o, const Problem& p, int index,
 
 }  // namespace
 
+CLI::App* AddSravenCommand(CLI::App* app, SravenOptions* o) {
+  CLI::App* sraven = app->add_subcommand("sraven", "SRAVEN data tools");
+  sraven->require_subcommand(1);
+  CLI::App* sample = sraven->add_subcommand(
+      "sample", "Print SRAVEN problems as grids or JSON");
+  sample->callback([o] { o->command = "sample"; });
+  AddCommonFlags(sample, o);
+  sample->add_option("--n", o->n, "Number of problems")
+      ->capture_default_str()
+      ->check(IntInRange(0, kMaxProblems));
+  sample
+      ->add_option("--batch", o->batch,
+                   "Batch index; problem i = Sample(split, B, i)")
+      ->capture_default_str()
+      ->check(Uint64());
+  sample->add_flag("--json", o->json, "One JSON object per line")
+      ->disable_flag_override();
+  sample
+      ->add_flag("--shared-stream", o->config.shared_stream,
+                 "train/test/ood share one stream (original quirk)")
+      ->disable_flag_override();
+  sample
+      ->add_flag("--no-permute{false}", o->config.permute_features,
+                 "No per-column feature permutation")
+      ->disable_flag_override();
+  CLI::App* latents = sraven->add_subcommand(
+      "latents", "List a split's rule combinations: id, then the rules");
+  latents->callback([o] { o->command = "latents"; });
+  AddCommonFlags(latents, o);
+  return sraven;
+}
+
 int RunSravenCommand(const std::vector<std::string>& args, std::ostream& out,
                      std::ostream& err) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h" || a == "help") {
-      out << kUsage;
-      return kExitOk;
-    }
+  CLI::App app{"SMoE Lab", "smoe"};
+  app.require_subcommand(1);
+  SravenOptions options;
+  AddSravenCommand(&app, &options);
+  std::vector<std::string> all = {"sraven"};
+  all.insert(all.end(), args.begin(), args.end());
+  if (std::optional<int> rc = ParseCommandLine(&app, all, out, err)) {
+    return *rc;
   }
-  absl::StatusOr<Options> parsed = ParseArgs(args);
-  if (!parsed.ok()) {
-    err << "smoe sraven: " << parsed.status().message() << "\n" << kUsage;
+  return RunSraven(options, out, err);
+}
+
+int RunSraven(const SravenOptions& options, std::ostream& out,
+              std::ostream& err) {
+  Options o = options;
+  absl::StatusOr<Split> split = sraven::ParseSplit(o.split_name);
+  if (!split.ok()) {
+    err << "smoe sraven: --split: '" << o.split_name
+        << "' (one of train, test, ood)\n";
     return kExitUsage;
   }
-  const Options& o = *parsed;
+  o.split = *split;
   absl::StatusOr<Generator> gen = Generator::Create(o.config);
   if (!gen.ok()) {
     err << "smoe sraven: " << gen.status().message() << "\n";

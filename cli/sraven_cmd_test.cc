@@ -200,7 +200,8 @@ TEST(SravenCmdTest, LatentsListsTheSplit) {
 TEST(SravenCmdTest, HelpExitsZero) {
   const Result r = RunCli({"sample", "--help"});
   EXPECT_EQ(r.code, 0);
-  EXPECT_THAT(r.out, HasSubstr("usage: smoe sraven sample"));
+  EXPECT_THAT(r.out, HasSubstr("Usage: smoe sraven sample"));
+  EXPECT_THAT(r.out, HasSubstr("--shared-stream"));
 }
 
 TEST(SravenCmdTest, BadFlagsExit64NamingFlagAndValue) {
@@ -209,21 +210,23 @@ TEST(SravenCmdTest, BadFlagsExit64NamingFlagAndValue) {
     std::vector<std::string> needles;
   };
   const Case cases[] = {
-      {{}, {"missing subcommand"}},
-      {{"smaple"}, {"smaple"}},
-      {{"sample", "--M", "9"}, {"--M=9", "1..8"}},
-      {{"sample", "--M", "0"}, {"--M=0"}},
-      {{"sample", "--M=four"}, {"--M=four", "not an integer"}},
-      {{"sample", "--n", "-1"}, {"--n=-1"}},
-      {{"sample", "--split", "validation"}, {"--split=validation"}},
-      {{"sample", "--seed", "-3"}, {"--seed=-3"}},
-      {{"sample", "--batch", "x"}, {"--batch=x"}},
-      {{"sample", "--num-rules", "12"}, {"--num-rules=12"}},
-      {{"sample", "--bogus", "1"}, {"--bogus"}},
-      {{"sample", "--M"}, {"--M", "missing value"}},
-      {{"sample", "--json=yes"}, {"--json=yes"}},
-      {{"sample", "stray"}, {"stray"}},
-      {{"latents", "--json"}, {"--json", "sample"}},
+      {{}, {"smoe sraven: a subcommand is required: one of sample, latents"}},
+      {{"smaple"},
+       {"smoe sraven: 'smaple' is not a subcommand: one of sample, latents"}},
+      {{"sample", "--M", "9"}, {"--M: '9' (must be in 1..8)"}},
+      {{"sample", "--M", "0"}, {"--M: '0'"}},
+      {{"sample", "--M=four"}, {"--M: 'four' (expected an integer)"}},
+      {{"sample", "--n", "-1"}, {"--n: '-1'"}},
+      {{"sample", "--split", "validation"},
+       {"--split: 'validation' (one of train, test, ood)"}},
+      {{"sample", "--seed", "-3"}, {"--seed: '-3'"}},
+      {{"sample", "--batch", "x"}, {"--batch: 'x'"}},
+      {{"sample", "--num-rules", "12"}, {"--num-rules: '12'"}},
+      {{"sample", "--bogus", "1"}, {"--bogus", "not expected"}},
+      {{"sample", "--M"}, {"--M", "missing"}},
+      {{"sample", "--json=yes"}, {"json", "disallowed flag override"}},
+      {{"sample", "stray"}, {"stray", "not expected"}},
+      {{"latents", "--json"}, {"--json", "not expected"}},
       // R = 1: one latent, none held out, so the OOD split is empty.
       {{"sample", "--num-rules", "1", "--split", "ood"}, {"--split=ood"}},
   };

@@ -15,6 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/logging.h"
+#include "coordinator/sweep_spec.h"
 #include "nlohmann/json.hpp"
 #include "proto/rpc_status.h"
 
@@ -141,8 +144,11 @@ void PrintSweepSummary(const pb::Sweep& s, std::ostream& out) {
 
 std::string ProgressLine(const pb::StateCounts& c, int width) {
   const int finished = c.succeeded() + c.failed() + c.cancelled();
-  const int total = std::max(c.total(), 1);
-  const int filled = finished * width / total;
+  if (c.total() <= 0) {
+    return absl::StrCat("[", std::string(static_cast<size_t>(width), '-'),
+                        "] no trials yet");
+  }
+  const int filled = finished * width / c.total();
   std::string bar(static_cast<size_t>(filled), '#');
   bar.append(static_cast<size_t>(width - filled), '-');
   return absl::StrFormat(
@@ -150,6 +156,85 @@ std::string ProgressLine(const pb::StateCounts& c, int width) {
       "%d",
       bar, finished, c.total(), c.pending(), c.running(), c.succeeded(),
       c.failed(), c.cancelled());
+}
+
+std::string FormatEta(absl::Duration d) {
+  const int64_t s =
+      std::max<int64_t>(0, absl::ToInt64Seconds(d + absl::Milliseconds(500)));
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s % 3600 / 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+std::string SweepProgress::Line(const pb::StateCounts& c, absl::Time now) {
+  const int finished = c.succeeded() + c.failed() + c.cancelled();
+  std::string line = ProgressLine(c, width_);
+  if (c.total() <= 0) return line;
+  if (start_finished_ < 0 || finished < start_finished_) {
+    start_ = now;
+    start_finished_ = finished;
+  }
+  const int remaining = c.total() - finished;
+  if (remaining <= 0) return line;
+  const int done_here = finished - start_finished_;
+  if (done_here <= 0 || now <= start_) {
+    absl::StrAppend(&line, "  ETA --");
+  } else {
+    absl::StrAppend(&line, "  ETA ",
+                    FormatEta((now - start_) * remaining / done_here));
+  }
+  return line;
+}
+
+void PrintTrialsTable(const pb::GetSweepResponse& resp, std::ostream& out) {
+  std::vector<std::string> header = {"#", "TRIAL", "STATE"};
+  for (const auto& a : resp.sweep().spec().grid()) header.push_back(a.name());
+  for (const char* h : {"SEED", "ATTEMPT", "WORKER", "ERROR"}) {
+    header.push_back(h);
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : resp.trials()) {
+    std::vector<std::string> row = {absl::StrCat(t.ordinal()), t.trial_id(),
+                                    StateName(t.state())};
+    const json params = json::parse(t.params_json(), nullptr, false);
+    for (const auto& a : resp.sweep().spec().grid()) {
+      if (!params.is_object() || !params.contains(a.name())) {
+        row.push_back("-");
+      } else {
+        const json& v = params[a.name()];
+        row.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+      }
+    }
+    // The first line of the last error (the dashboard's trial page shows
+    // all of it).
+    std::string error = t.last_error().substr(0, t.last_error().find('\n'));
+    row.insert(row.end(), {absl::StrCat(t.seed()), absl::StrCat(t.attempt()),
+                           t.worker_id().empty() ? "-" : t.worker_id(), error});
+    rows.push_back(std::move(row));
+  }
+  PrintTable(header, rows, out);
+}
+
+int ValidateSweepCmd(const std::string& file, std::ostream& out) {
+  std::ifstream in(file);
+  if (!in) {
+    std::cerr << "smoe: cannot read sweep file '" << file << "'\n";
+    return kExitNoInput;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  absl::StatusOr<coordinator::SweepSpec> spec =
+      coordinator::ParseSweepYaml(ss.str());
+  if (!spec.ok()) return ReportError(spec.status(), file);
+  std::vector<std::string> axes;
+  for (const coordinator::Axis& a : spec->grid) {
+    axes.push_back(absl::StrCat(a.name, "[", a.values.size(), "]"));
+  }
+  axes.push_back(absl::StrCat("seeds[", spec->seeds.size(), "]"));
+  out << file << ": valid: sweep " << spec->name << " (" << spec->kind << "), "
+      << absl::StrJoin(axes, " x ") << " = " << coordinator::CountPoints(*spec)
+      << " trials\n";
+  return kExitOk;
 }
 
 int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,
@@ -168,10 +253,7 @@ int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,
   grpc::ClientContext ctx;
   client.Prepare(&ctx);
   grpc::Status st = client.stub()->SubmitSweep(&ctx, req, &resp);
-  if (!st.ok()) {
-    std::cerr << "smoe: " << file << ": ";
-    return ReportError(proto::FromGrpcStatus(st));
-  }
+  if (!st.ok()) return ReportError(proto::FromGrpcStatus(st), file);
   out << (dry_run ? "dry run: sweep " : "submitted sweep ")
       << resp.sweep().sweep_id() << ": " << resp.new_trials() << " new trials";
   if (resp.existing_trials() > 0) {
@@ -212,16 +294,7 @@ int ShowSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   client.Prepare(&ctx);
   if (int rc = Check(client.stub()->GetSweep(&ctx, req, &resp))) return rc;
   PrintSweepSummary(resp.sweep(), out);
-  if (trials) {
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& t : resp.trials()) {
-      rows.push_back({absl::StrCat(t.ordinal()), t.trial_id(),
-                      StateName(t.state()), absl::StrCat(t.attempt()),
-                      t.worker_id(), t.params_json(), t.last_error()});
-    }
-    PrintTable({"#", "TRIAL", "STATE", "ATTEMPT", "WORKER", "PARAMS", "ERROR"},
-               rows, out);
-  }
+  if (trials) PrintTrialsTable(resp, out);
   return kExitOk;
 }
 
@@ -280,7 +353,6 @@ int ExtendSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
 
 int WatchSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
                   std::ostream& out) {
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
   pb::WatchSweepRequest req;
   req.set_sweep_id(sweep_id);
   // A watch is long but bounded: one day, then the user re-runs watch.
@@ -291,27 +363,18 @@ int WatchSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   auto reader = client.stub()->WatchSweep(&ctx, req);
   pb::SweepEvent ev;
   pb::Sweep last;
-  std::string last_line;
+  SweepProgress progress;
   while (reader->Read(&ev)) {
     last = ev.sweep();
     for (const auto& t : ev.changed()) {
       if (t.state() == pb::TRIAL_STATE_FAILED) {
-        if (tty) std::cerr << "\r\033[K";
-        std::cerr << "trial " << t.trial_id() << " failed: " << t.last_error()
-                  << "\n";
+        WriteAboveStatusLine(
+            absl::StrCat("trial ", t.trial_id(), " failed: ", t.last_error()));
       }
     }
-    const std::string line = ProgressLine(last.counts(), 30);
-    if (line != last_line) {
-      if (tty) {
-        std::cerr << "\r\033[K" << line << std::flush;
-      } else {
-        std::cerr << line << "\n";
-      }
-      last_line = line;
-    }
+    SetStatusLine(progress.Line(last.counts(), absl::Now()));
   }
-  if (tty) std::cerr << "\n";
+  EndStatusLine();
   grpc::Status st = reader->Finish();
   if (!st.ok()) return ReportError(proto::FromGrpcStatus(st));
   out << "sweep " << sweep_id << " " << SweepStateName(last.state()) << ": "

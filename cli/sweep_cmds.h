@@ -12,13 +12,48 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "cli/client.h"
 #include "proto/smoe.pb.h"
 
 namespace smoe::cli {
 
-// Renders "[#####-----] 12/32  pending 18  running 2  done 12  failed 0".
+// Renders "[#####-----] 12/32  pending 18  running 2  succeeded 12  failed 0
+// cancelled 0"; a sweep without trials is "[----------] no trials yet", never
+// 0/0.
 std::string ProgressLine(const smoe::v1::StateCounts& c, int width);
+
+// "45s", "3m05s", "1h02m".
+std::string FormatEta(absl::Duration d);
+
+// A sweep's progress line with an ETA: the rate is the trials finished since
+// the first line this object made (so trials done before a `watch` started
+// do not count), over the time since then; "ETA --" until one finishes, no
+// ETA once all have.
+class SweepProgress {
+ public:
+  explicit SweepProgress(int width = 30) : width_(width) {}
+  std::string Line(const smoe::v1::StateCounts& c, absl::Time now);
+
+ private:
+  int width_;
+  absl::Time start_;
+  int start_finished_ = -1;
+};
+
+// The `sweep show --trials` table of a GetSweep reply with trials: one row per
+// trial with its ordinal, id, state, one column per grid axis (in file
+// order), seed, attempt, worker ("-" when none) and the first line of its
+// last error.
+void PrintTrialsTable(const smoe::v1::GetSweepResponse& resp,
+                      std::ostream& out);
+
+// `smoe sweep validate FILE`: checks the file offline (no coordinator, no
+// token) with the checks the coordinator makes on submit (the parameter
+// tables of trials/), reporting every problem. Prints
+// "FILE: valid: sweep NAME (KIND), M[2] x top_k[4] x seeds[2] = 16 trials";
+// returns 0, 65 (invalid; every problem on stderr) or 66 (unreadable).
+int ValidateSweepCmd(const std::string& file, std::ostream& out);
 
 int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,
                    bool watch, bool dry_run, std::ostream& out);

@@ -5,11 +5,52 @@
 #include <iostream>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "cli/local_trial.h"
+#include "cli/sweep_cmds.h"
 #include "trials/events.h"
 
 namespace smoe::cli {
+
+void TrainProgress::Step(int64_t step, int64_t total, absl::Time now) {
+  phase_.clear();
+  if (first_step_ < 0 || step < first_step_) {
+    first_step_ = step;
+    first_time_ = now;
+  }
+  step_ = step;
+  total_ = total;
+  eta_.clear();
+  if (step > first_step_ && step < total && now > first_time_) {
+    eta_ = "  ETA " + FormatEta((now - first_time_) * (total - step) /
+                                (step - first_step_));
+  }
+}
+
+void TrainProgress::Phase(const std::string& phase, int64_t done,
+                          int64_t total) {
+  phase_ = phase;
+  phase_done_ = done;
+  phase_total_ = total;
+}
+
+std::string TrainProgress::Line(const std::string& suffix) const {
+  if (total_ <= 0 && phase_.empty()) return "starting the trainer...";
+  std::string line =
+      total_ > 0
+          ? absl::StrFormat("[%s] step %d/%d", ProgressBar(step_, total_, 30),
+                            step_, total_)
+          : std::string("step 0");
+  if (!phase_.empty()) {
+    absl::StrAppend(&line, "  evaluating ", phase_.substr(phase_.find('/') + 1),
+                    " ", phase_done_, "/", phase_total_);
+  } else {
+    absl::StrAppend(&line, eta_);
+  }
+  return line + suffix;
+}
 
 int RunTrainCommand(const TrainOptions& options, std::ostream& out) {
   LocalTrial trial;
@@ -21,17 +62,33 @@ int RunTrainCommand(const TrainOptions& options, std::ostream& out) {
   trial.trainer = options.trainer;
   trial.ep_size = options.ep_size;
   trial.gpu_ids = options.gpu_ids;
+  const nlohmann::json& p = options.params;
+  if (p.value("device", "cpu") == "cpu" && p.value("width", 1.0) >= 1.0 &&
+      p.value("steps", 0) >= 1000) {
+    // The README's one-off example is this case: it finishes, but slowly.
+    std::cerr << "smoe train: a width-" << p.value("width", 1.0)
+              << " model on the CPU trains at ~1-2 steps/s per core "
+                 "(bench/results/sraven-train-cpu-2026-11-22.md), so "
+              << p.value("steps", 0)
+              << " steps take tens of minutes; the ETA shows after the first "
+                 "steps. A quick look: --width 0.25 --steps 500; a GPU: "
+                 "--device cuda\n";
+  }
   std::map<std::string, double> last_eval;
   nlohmann::json result;
   int64_t step = 0, total = 0;
+  TrainProgress progress;
   const int rc = RunLocalTrial(trial, [&](const nlohmann::json& line) {
     using Type = trials::TrialEvent::Type;
     const absl::StatusOr<trials::TrialEvent> ev = trials::EventFromJson(line);
     if (!ev.ok()) {
       // Not an event, or a malformed one: nothing to show.
+    } else if (ev->type == Type::kProgress && !ev->phase.empty()) {
+      progress.Phase(ev->phase, ev->step.value_or(0), ev->total.value_or(0));
     } else if (ev->type == Type::kProgress) {
       step = ev->step.value_or(0);
       total = ev->total.value_or(0);
+      progress.Step(step, total, absl::Now());
     } else if (ev->type == Type::kMetric) {
       if (ev->name.rfind("eval/", 0) == 0 && !std::isnan(ev->value)) {
         last_eval[ev->name] = ev->value;
@@ -40,11 +97,9 @@ int RunTrainCommand(const TrainOptions& options, std::ostream& out) {
       result = ev->metrics;
     }
     auto acc = last_eval.find("eval/ood_acc");
-    return absl::StrFormat(
-        "[%s] step %d/%d%s", ProgressBar(step, total, 30), step, total,
-        acc == last_eval.end()
-            ? ""
-            : absl::StrFormat("  ood_acc %.3f", acc->second));
+    return progress.Line(acc == last_eval.end()
+                             ? ""
+                             : absl::StrFormat("  ood_acc %.3f", acc->second));
   });
   const std::string& workdir = trial.workdir;
   if (rc == 0 && result.is_object()) {

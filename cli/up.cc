@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "cli/client.h"
 #include "cli/sweep_cmds.h"
 #include "common/logging.h"
@@ -157,27 +158,20 @@ int RunUp(const UpOptions& options) {
   auto sub = (*server)->scheduler()->SubmitSweep(yaml.str(), false);
   int rc = kExitOk;
   if (!sub.ok()) {
-    std::cerr << "smoe up: " << options.sweep_file << ": ";
-    rc = ReportError(sub.status());
+    rc = ReportError(sub.status(), "up: " + options.sweep_file);
   } else {
     const std::string id = sub->sweep.record.sweep_id;
     std::cout << "sweep " << id << ": " << sub->new_trials << " new trials, "
               << sub->existing_trials << " already present\n";
-    const bool tty = ::isatty(STDERR_FILENO) != 0;
     int64_t since = 0;
-    std::string last;
+    SweepProgress progress;
     while (true) {
       auto w = (*server)->scheduler()->WatchSweep(id, since, absl::Seconds(1));
       if (!w.ok()) break;
       since = w->sweep.version;
       smoe::v1::Sweep pb;
       coordinator::ToProto(w->sweep, &pb);
-      const std::string line = ProgressLine(pb.counts(), 30);
-      if (line != last) {
-        std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n")
-                  << std::flush;
-        last = line;
-      }
+      SetStatusLine(progress.Line(pb.counts(), absl::Now()));
       if (w->sweep.record.state != store::SweepState::kActive) break;
       struct timespec zero = {0, 0};
       if (sigtimedwait(&set, nullptr, &zero) > 0) {
@@ -185,7 +179,7 @@ int RunUp(const UpOptions& options) {
         break;
       }
     }
-    if (tty) std::cerr << "\n";
+    EndStatusLine();
     PrintSummary((*server)->store(), id, "test_acc", std::cout);
     PrintSummary((*server)->store(), id, "ood_acc", std::cout);
     std::cout << "(at M=1 the OOD split holds out whole rules, so OOD accuracy "

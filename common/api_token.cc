@@ -85,6 +85,40 @@ absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path,
   return *token;
 }
 
+namespace {
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+std::string DefaultTokenFile(const std::string& start_dir, const char* home) {
+  std::string dir = start_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  while (!dir.empty()) {
+    const std::string base = dir == "/" ? "" : dir;
+    if (IsRegularFile(base + "/smoe-data/token")) {
+      return base + "/smoe-data/token";
+    }
+    if (IsRegularFile(base + "/token") && IsRegularFile(base + "/smoe.db")) {
+      return base + "/token";
+    }
+    if (dir == "/") break;
+    const size_t slash = dir.rfind('/');
+    if (slash == std::string::npos) break;
+    dir = slash == 0 ? "/" : dir.substr(0, slash);
+  }
+  return absl::StrCat(home != nullptr ? home : ".", "/.smoe/token");
+}
+
+std::string DefaultTokenFile() {
+  char cwd[4096];
+  const std::string start = ::getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "";
+  return DefaultTokenFile(start, std::getenv("HOME"));
+}
+
 absl::StatusOr<std::string> ResolveClientToken(const std::string& token_file) {
   const char* env = std::getenv("SMOE_TOKEN");
   if (env != nullptr && *env != '\0') {

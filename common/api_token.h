@@ -28,6 +28,16 @@ absl::StatusOr<std::string> GenerateApiToken();
 absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path,
                                                   bool* created);
 
+// The token file a client uses when none is given (`smoe` commands and
+// `smoe worker`): the first of `<dir>/smoe-data/token` and, where `<dir>` is
+// itself a data directory (it holds smoe.db), `<dir>/token`, for `<dir>` =
+// `start_dir` and each of its parents up to /; else `$HOME/.smoe/token`
+// (`home`; "." when null). So a command run anywhere below the directory that
+// `smoe up` or `smoe coordinator --data-dir` used finds its token.
+std::string DefaultTokenFile(const std::string& start_dir, const char* home);
+// The same from the current directory and $HOME.
+std::string DefaultTokenFile();
+
 // Returns the client token: $SMOE_TOKEN when set and non-empty, else the
 // contents of `token_file` (whitespace trimmed). NotFound names both sources.
 absl::StatusOr<std::string> ResolveClientToken(const std::string& token_file);

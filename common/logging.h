@@ -35,6 +35,18 @@ LogLevel MinLogLevel();
 // value.
 std::string RedactSecret(absl::string_view secret);
 
+// A status line (a progress bar) kept at the bottom of the terminal. On a
+// terminal stderr, SetStatusLine redraws it in place ("\r\033[K" + line), and
+// every log line or WriteAboveStatusLine text is written above it with the
+// status redrawn below, in one write, so log lines never overwrite the bar
+// nor the bar a log line. When stderr is not a terminal, SetStatusLine writes
+// `line` and a newline each time it changes. EndStatusLine leaves the last
+// status on its own line and forgets it. Thread-safe.
+void SetStatusLine(absl::string_view line);
+void EndStatusLine();
+// Writes `text` (a newline is added when missing) above the status line.
+void WriteAboveStatusLine(absl::string_view text);
+
 namespace logging_internal {
 
 // One log line; written to stderr in the destructor.
@@ -51,6 +63,10 @@ class LogMessage {
   LogLevel level_;
   std::ostringstream stream_;
 };
+
+// Sends the status line and log lines to `fd`, treated as a terminal or not
+// (tests).
+void SetStatusOutputForTest(int fd, bool terminal);
 
 // Swallows the stream expression when the level is disabled.
 struct Voidify {

@@ -68,6 +68,7 @@ absl::Status Scheduler::Load() {
                         store_->ListSweeps());
   ParseOptions unlimited;
   unlimited.max_points = INT64_MAX;
+  unlimited.allow_scalar_seeds = true;
   for (store::SweepRecord& r : sweeps) {
     SweepEntry e;
     auto spec = ParseSweepYaml(r.spec_yaml, unlimited);

@@ -132,8 +132,6 @@ struct LeaseGrant {
 struct RunningReport {
   std::string trial_id;
   int attempt = 0;
-  int64_t step = 0;
-  int64_t total = 0;
 };
 
 struct HeartbeatReply {

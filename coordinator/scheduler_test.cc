@@ -146,8 +146,8 @@ TEST_P(SchedulerTest, SilentWorkerLosesLeaseWithoutErrorBudget) {
   ASSERT_EQ(g.size(), 1u);
   // Heartbeats keep it alive past the original lease.
   clock_.Advance(absl::Seconds(20));
-  ASSERT_TRUE(sched_->Heartbeat(w1, {{g[0].trial_id, 1, 5, 10}}, false)
-                  ->cancel.empty());
+  ASSERT_TRUE(
+      sched_->Heartbeat(w1, {{g[0].trial_id, 1}}, false)->cancel.empty());
   clock_.Advance(absl::Seconds(20));
   EXPECT_TRUE(Lease(w2).empty());  // still leased to w1
   // Then w1 goes silent.
@@ -165,7 +165,7 @@ TEST_P(SchedulerTest, SilentWorkerLosesLeaseWithoutErrorBudget) {
   EXPECT_EQ(
       sched_->ReportMetrics(w1, g[0].trial_id, 1, {{"", 1, "loss", 1}}).code(),
       absl::StatusCode::kFailedPrecondition);
-  auto hb = sched_->Heartbeat(w1, {{g[0].trial_id, 1, 9, 10}}, false);
+  auto hb = sched_->Heartbeat(w1, {{g[0].trial_id, 1}}, false);
   ASSERT_EQ(hb->cancel.size(), 1u);
   EXPECT_EQ(hb->cancel[0].second, 1);
   ASSERT_TRUE(sched_->Complete(w2, g[0].trial_id, 2, {{"acc", 1}}, 1).ok());
@@ -190,7 +190,7 @@ TEST_P(SchedulerTest, TrialIsNotReLeasedToAWorkerStillStoppingIt) {
   clock_.Advance(absl::Seconds(31));  // w froze; its lease lapses
   ASSERT_TRUE(sched_->ExpireLeases().ok());
   EXPECT_EQ(Counts("s").pending, 1);
-  auto hb = sched_->Heartbeat(w, {{g[0].trial_id, 1, 3, 10}}, false);
+  auto hb = sched_->Heartbeat(w, {{g[0].trial_id, 1}}, false);
   ASSERT_TRUE(hb.ok()) << hb.status();
   ASSERT_EQ(hb->cancel.size(), 1u);
   EXPECT_TRUE(Lease(w, 1).empty()) << "attempt 1 is still stopping on w";
@@ -213,9 +213,8 @@ TEST_P(SchedulerTest, TrialStoppingOnOneWorkerMayRunOnAnother) {
   clock_.Advance(absl::Seconds(31));
   ASSERT_TRUE(sched_->ExpireLeases().ok());
   const std::string w2 = AddWorker(1);
-  ASSERT_EQ(
-      sched_->Heartbeat(w1, {{g[0].trial_id, 1, 3, 10}}, false)->cancel.size(),
-      1u);
+  ASSERT_EQ(sched_->Heartbeat(w1, {{g[0].trial_id, 1}}, false)->cancel.size(),
+            1u);
   EXPECT_TRUE(Lease(w1, 1).empty());
   auto g2 = Lease(w2, 1);
   ASSERT_EQ(g2.size(), 1u);
@@ -292,7 +291,7 @@ TEST_P(SchedulerTest, CancelReachesWorkerThroughHeartbeat) {
   ASSERT_EQ(g.size(), 1u);
   EXPECT_EQ(*sched_->CancelSweep("s"), 3);
   EXPECT_EQ(Counts("s").cancelled, 3);
-  auto hb = sched_->Heartbeat(w, {{g[0].trial_id, g[0].attempt, 1, 10}}, false);
+  auto hb = sched_->Heartbeat(w, {{g[0].trial_id, g[0].attempt}}, false);
   ASSERT_EQ(hb->cancel.size(), 1u);
   EXPECT_EQ(hb->cancel[0].first, g[0].trial_id);
   EXPECT_TRUE(Lease(w).empty());
@@ -371,7 +370,7 @@ TEST_P(SchedulerTest, RestartKeepsEverythingAndRunningLeases) {
   clock_.Advance(absl::Seconds(40));
   ASSERT_TRUE(sched_->ExpireLeases().ok());
   EXPECT_EQ(Counts("s").running, 1);
-  auto hb = sched_->Heartbeat(w, {{g[1].trial_id, 1, 10, 10}}, false);
+  auto hb = sched_->Heartbeat(w, {{g[1].trial_id, 1}}, false);
   ASSERT_TRUE(hb.ok()) << hb.status();
   EXPECT_TRUE(hb->cancel.empty());
   ASSERT_TRUE(sched_->Complete(w, g[1].trial_id, 1, {{"acc", 0.8}}, 2).ok());

@@ -386,7 +386,7 @@ grpc::Status WorkerGatewayServiceImpl::Heartbeat(
   return Guarded(ctx, token_, [&]() -> absl::Status {
     std::vector<RunningReport> running;
     for (const auto& r : req->running()) {
-      running.push_back({r.trial_id(), r.attempt(), r.step(), r.total()});
+      running.push_back({r.trial_id(), r.attempt()});
     }
     SMOE_ASSIGN_OR_RETURN(
         HeartbeatReply reply,

@@ -120,11 +120,279 @@ bool ValidName(absl::string_view n) {
   return true;
 }
 
-absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
-                           SweepSpec* spec) {
+// Every problem found in a sweep file, in file order. A field with a problem
+// is left out of the spec, so later checks do not repeat it.
+class Problems {
+ public:
+  void Add(std::string message) { list_.push_back(std::move(message)); }
+  // Adds a non-OK status's message; returns whether `s` was OK.
+  bool Ok(const absl::Status& s) {
+    if (s.ok()) return true;
+    Add(std::string(s.message()));
+    return false;
+  }
+  bool empty() const { return list_.empty(); }
+  // OK when there is none; one problem: its message; more: "N problems:"
+  // and one per line.
+  absl::Status ToStatus() const {
+    if (list_.empty()) return absl::OkStatus();
+    if (list_.size() == 1) return absl::InvalidArgumentError(list_[0]);
+    return absl::InvalidArgumentError(absl::StrCat(
+        list_.size(), " problems:\n  ", absl::StrJoin(list_, "\n  ")));
+  }
+
+ private:
+  std::vector<std::string> list_;
+};
+
+// At most this many grid points are named when the rules between parameters
+// fail; the rest are counted.
+constexpr int kMaxPointProblems = 5;
+
+// "seeds: 3": the count the user probably meant, as a list.
+std::string SeedsHint(const YAML::Node& seeds) {
+  int64_t n = 0;
+  std::string hint = "seeds is a list";
+  if (YAML::convert<int64_t>::decode(seeds, n) && n >= 1 && n <= 10) {
+    std::vector<int64_t> list;
+    for (int64_t i = 0; i < n; ++i) list.push_back(i);
+    absl::StrAppend(&hint, "; did you mean seeds: [", absl::StrJoin(list, ", "),
+                    "] (", n, n == 1 ? " seed" : " seeds", ") or seeds: [", n,
+                    "] (only seed ", n, ")?");
+  } else {
+    absl::StrAppend(&hint, "; did you mean seeds: [", seeds.Scalar(), "]?");
+  }
+  return absl::StrCat("seeds: ", seeds.Scalar(), " is not a list: ", hint);
+}
+
+void ParseGrid(const YAML::Node& grid, SweepSpec* spec, Problems* problems) {
+  if (!grid.IsMap()) {
+    problems->Add("grid: expected a map of axis name -> list of values");
+    return;
+  }
+  for (const auto& kv : grid) {
+    Axis axis;
+    axis.name = kv.first.as<std::string>();
+    const std::string field = absl::StrCat("grid.", axis.name);
+    const YAML::Node& vals = kv.second;
+    bool ok = true;
+    if (vals.IsScalar()) {
+      auto v = ScalarToJson(vals, field);
+      ok = problems->Ok(v.status());
+      if (ok) axis.values.push_back(*v);
+    } else if (vals.IsSequence()) {
+      for (size_t i = 0; i < vals.size(); ++i) {
+        auto v = ScalarToJson(vals[i], absl::StrCat(field, "[", i, "]"));
+        if (!problems->Ok(v.status())) {
+          ok = false;
+          continue;
+        }
+        axis.values.push_back(*v);
+      }
+    } else {
+      problems->Add(absl::StrCat(field, ": expected a list of values"));
+      ok = false;
+    }
+    if (!ok) continue;
+    if (axis.values.empty()) {
+      problems->Add(
+          absl::StrCat(field, ": empty axis (give at least one value)"));
+      continue;
+    }
+    std::set<std::string> seen;
+    for (const json& v : axis.values) {
+      if (!seen.insert(v.dump()).second) {
+        problems->Add(absl::StrCat(field, ": duplicate value ", Show(v)));
+        ok = false;
+      }
+    }
+    for (const Axis& other : spec->grid) {
+      if (other.name == axis.name) {
+        problems->Add(absl::StrCat(field, ": axis given twice"));
+        ok = false;
+      }
+    }
+    if (ok) spec->grid.push_back(std::move(axis));
+  }
+}
+
+void ParseFixed(const YAML::Node& fixed, SweepSpec* spec, Problems* problems) {
+  if (!fixed.IsMap()) {
+    problems->Add("fixed: expected a map of params");
+    return;
+  }
+  for (const auto& kv : fixed) {
+    const std::string key = kv.first.as<std::string>();
+    auto v = ScalarToJson(kv.second, absl::StrCat("fixed.", key));
+    if (!problems->Ok(v.status())) continue;
+    bool ok = true;
+    for (const Axis& a : spec->grid) {
+      if (a.name == key) {
+        problems->Add(absl::StrCat("fixed.", key,
+                                   ": also a grid axis; give it in one place"));
+        ok = false;
+      }
+    }
+    if (ok) spec->fixed[key] = *v;
+  }
+}
+
+void ParseSeeds(const YAML::Node& seeds, const ParseOptions& options,
+                SweepSpec* spec, Problems* problems) {
+  spec->seeds.clear();
+  if (seeds.IsScalar() && !options.allow_scalar_seeds) {
+    problems->Add(SeedsHint(seeds));
+  } else if (seeds.IsScalar()) {
+    auto s = IntField(seeds, "seeds", 0, std::numeric_limits<int32_t>::max());
+    if (problems->Ok(s.status())) spec->seeds.push_back(*s);
+  } else if (seeds.IsSequence()) {
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      auto s = IntField(seeds[i], absl::StrCat("seeds[", i, "]"), 0,
+                        std::numeric_limits<int32_t>::max());
+      if (!problems->Ok(s.status())) continue;
+      if (std::find(spec->seeds.begin(), spec->seeds.end(), *s) !=
+          spec->seeds.end()) {
+        problems->Add(absl::StrCat("seeds[", i, "]: duplicate seed ", *s));
+        continue;
+      }
+      spec->seeds.push_back(*s);
+    }
+    if (seeds.size() == 0) problems->Add("seeds: empty list");
+  } else {
+    problems->Add("seeds: expected a list of integers, e.g. [0, 1, 2]");
+  }
+  if (spec->seeds.empty()) spec->seeds = {0};  // checked above; keeps counts
+}
+
+void ParseResources(const YAML::Node& res, SweepSpec* spec,
+                    Problems* problems) {
+  if (!res.IsMap()) {
+    problems->Add("resources: expected a map");
+    return;
+  }
+  for (const auto& kv : res) {
+    const std::string key = kv.first.as<std::string>();
+    const std::string field = absl::StrCat("resources.", key);
+    if (key == "gpus_per_trial" || key == "ep_size" || key == "slots") {
+      auto r = IntField(kv.second, field, key == "gpus_per_trial" ? 0 : 1, 64);
+      if (!problems->Ok(r.status())) continue;
+      (key == "gpus_per_trial" ? spec->resources.gpus_per_trial
+       : key == "ep_size"      ? spec->resources.ep_size
+                               : spec->resources.slots) = static_cast<int>(*r);
+    } else if (key == "labels") {
+      if (!kv.second.IsMap()) {
+        problems->Add("resources.labels: expected a map of label -> value");
+        continue;
+      }
+      for (const auto& l : kv.second) {
+        const std::string name = l.first.as<std::string>();
+        auto v = ScalarToJson(l.second, absl::StrCat(field, ".", name));
+        if (!problems->Ok(v.status())) continue;
+        if (name.empty() || InvalidUtf8Offset(name) >= 0) {
+          problems->Add(absl::StrCat(field, ": invalid label name"));
+          continue;
+        }
+        spec->resources.labels[name] =
+            v->is_string() ? v->get<std::string>() : v->dump();
+      }
+    } else {
+      problems->Add(
+          absl::StrCat("unknown key '", field,
+                       "' (allowed: gpus_per_trial, ep_size, slots, labels)"));
+    }
+  }
+  if (spec->resources.ep_size > 1 && spec->resources.gpus_per_trial > 0 &&
+      spec->resources.gpus_per_trial != spec->resources.ep_size) {
+    problems->Add(absl::StrCat(
+        "resources.gpus_per_trial: ", spec->resources.gpus_per_trial,
+        " must equal resources.ep_size (", spec->resources.ep_size,
+        ") for expert-parallel GPU trials"));
+  }
+  // kind skillmix with ep_size > 1: the student's (and a local grader's)
+  // experts are split over the ranks (worker/trainer/skillmix_models.h);
+  // whether ep_size <= num_local_experts is known only where the model
+  // lives, so smoe-trainer checks it (exit 64 naming both).
+}
+
+// Checks the grid and fixed params against the kind's table, then (when all
+// values are valid) every point against the rules between parameters.
+void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
+  const trials::TrialKind& schema = *trials::FindKind(spec.kind);
+  std::vector<std::string> names;
+  for (const auto& p : schema.params) names.push_back(p.name);
+  bool values_ok = true;
+  auto check = [&](const std::string& name, const json& v,
+                   absl::string_view where) {
+    const trials::Param* p = schema.Find(name);
+    if (p == nullptr) return;  // reported once per key below
+    values_ok &= problems->Ok(trials::CheckSweepValue(*p, v, where));
+  };
+  auto known = [&](const std::string& name, const std::string& field) {
+    if (schema.Find(name) != nullptr) return;
+    problems->Add(absl::StrCat(field, ": unknown parameter '", name,
+                               "' for kind ", spec.kind,
+                               " (known: ", absl::StrJoin(names, ", "), ")"));
+    values_ok = false;
+  };
+  for (const Axis& a : spec.grid) {
+    known(a.name, absl::StrCat("grid.", a.name));
+    for (const json& v : a.values) check(a.name, v, "grid");
+  }
+  for (const auto& [k, v] : spec.fixed.items()) {
+    known(k, absl::StrCat("fixed.", k));
+    check(k, v, "fixed");
+  }
+  if (!values_ok || points <= 0 || !problems->empty()) return;
+  int bad_points = 0;
+  for (const ExpandedTrial& t : ExpandGrid(spec)) {
+    absl::Status s = ValidateTrialParams(spec.kind, t.params);
+    // The daemon starts resources.ep_size rank processes; a trial asking
+    // for another world size would fail at run time (exit 64).
+    if (auto ep = t.params.find("ep_size");
+        s.ok() && ep != t.params.end() && ep->is_number_integer() &&
+        ep->get<int64_t>() != spec.resources.ep_size) {
+      s = absl::InvalidArgumentError(
+          absl::StrCat("params: ep_size=", ep->get<int64_t>(),
+                       " must equal resources.ep_size=", spec.resources.ep_size,
+                       " (the worker starts one process per rank; point ",
+                       t.params.dump(), ")"));
+    }
+    // Without a params.ep_size the trainer takes its world size from the
+    // ranks the daemon starts (resources.ep_size): check that one.
+    if (s.ok() && spec.kind == "sraven" && spec.resources.ep_size > 1 &&
+        !t.params.contains("ep_size")) {
+      json with_ep = t.params;
+      with_ep["ep_size"] = spec.resources.ep_size;
+      if (absl::Status e = ValidateTrialParams(spec.kind, with_ep); !e.ok()) {
+        s = absl::InvalidArgumentError(
+            absl::StrCat(e.message(), " (ep_size from resources.ep_size)"));
+      }
+    }
+    // A trial on `device: cuda` gets its GPUs from resources.gpus_per_trial;
+    // with 0 it would be leased to any worker and fail there at run time.
+    const trials::Param* device = schema.Find("device");
+    if (s.ok() && device != nullptr && spec.resources.gpus_per_trial < 1 &&
+        t.params.value("device", device->default_value) == "cuda") {
+      s = absl::InvalidArgumentError(absl::StrCat(
+          "resources.gpus_per_trial: 0, but the point ", t.params.dump(),
+          " trains on device: cuda",
+          t.params.contains("device") ? "" : " (the default for this kind)",
+          "; set resources.gpus_per_trial >= 1, or device: cpu"));
+    }
+    if (s.ok()) continue;
+    if (++bad_points <= kMaxPointProblems) problems->Ok(s);
+  }
+  if (bad_points > kMaxPointProblems) {
+    problems->Add(absl::StrCat("params: ", bad_points - kMaxPointProblems,
+                               " more grid points break the same rules"));
+  }
+}
+
+void ParseDocument(const YAML::Node& root, const ParseOptions& options,
+                   SweepSpec* spec, Problems* problems) {
   if (!root.IsMap()) {
-    return absl::InvalidArgumentError(
-        "sweep file: expected a YAML map at the top level");
+    problems->Add("sweep file: expected a YAML map at the top level");
+    return;
   }
   static const std::set<std::string> kKeys = {"name",    "kind",    "grid",
                                               "fixed",   "seeds",   "resources",
@@ -132,252 +400,57 @@ absl::Status ParseDocument(const YAML::Node& root, const ParseOptions& options,
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (!kKeys.count(key)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown key '", key,
-                       "' (allowed: ", absl::StrJoin(kKeys, ", "), ")"));
+      problems->Add(absl::StrCat("unknown key '", key, "' (allowed: ",
+                                 absl::StrJoin(kKeys, ", "), ")"));
     }
   }
   if (!root["name"] || !root["name"].IsScalar()) {
-    return absl::InvalidArgumentError("name: required (a string)");
+    problems->Add("name: required (a string)");
+  } else {
+    spec->name = root["name"].Scalar();
+    if (!ValidName(spec->name)) {
+      problems->Add(absl::StrCat("name: '", spec->name,
+                                 "' must match [a-z0-9][a-z0-9._-]{0,63}"));
+    }
   }
-  spec->name = root["name"].Scalar();
-  if (!ValidName(spec->name)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "name: '", spec->name, "' must match [a-z0-9][a-z0-9._-]{0,63}"));
-  }
+  bool kind_ok = false;
   if (!root["kind"] || !root["kind"].IsScalar()) {
-    return absl::InvalidArgumentError("kind: required (sraven | skillmix)");
-  }
-  spec->kind = root["kind"].Scalar();
-  if (trials::FindKind(spec->kind) == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kind: '", spec->kind, "' is not one of {sraven, skillmix}"));
-  }
-  if (const YAML::Node grid = root["grid"]) {
-    if (!grid.IsMap()) {
-      return absl::InvalidArgumentError(
-          "grid: expected a map of axis name -> list of values");
-    }
-    for (const auto& kv : grid) {
-      Axis axis;
-      axis.name = kv.first.as<std::string>();
-      const std::string field = absl::StrCat("grid.", axis.name);
-      const YAML::Node& vals = kv.second;
-      if (vals.IsScalar()) {
-        auto v = ScalarToJson(vals, field);
-        if (!v.ok()) return v.status();
-        axis.values.push_back(*v);
-      } else if (vals.IsSequence()) {
-        for (size_t i = 0; i < vals.size(); ++i) {
-          auto v = ScalarToJson(vals[i], absl::StrCat(field, "[", i, "]"));
-          if (!v.ok()) return v.status();
-          axis.values.push_back(*v);
-        }
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ": expected a list of values"));
-      }
-      if (axis.values.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ": empty axis (give at least one value)"));
-      }
-      std::set<std::string> seen;
-      for (const json& v : axis.values) {
-        if (!seen.insert(v.dump()).second) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(field, ": duplicate value ", Show(v)));
-        }
-      }
-      for (const Axis& other : spec->grid) {
-        if (other.name == axis.name) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(field, ": axis given twice"));
-        }
-      }
-      spec->grid.push_back(std::move(axis));
+    problems->Add("kind: required (sraven | skillmix)");
+  } else {
+    spec->kind = root["kind"].Scalar();
+    kind_ok = trials::FindKind(spec->kind) != nullptr;
+    if (!kind_ok) {
+      problems->Add(absl::StrCat("kind: '", spec->kind,
+                                 "' is not one of {sraven, skillmix}"));
     }
   }
+  if (const YAML::Node grid = root["grid"]) ParseGrid(grid, spec, problems);
   if (const YAML::Node fixed = root["fixed"]) {
-    if (!fixed.IsMap()) {
-      return absl::InvalidArgumentError("fixed: expected a map of params");
-    }
-    for (const auto& kv : fixed) {
-      const std::string key = kv.first.as<std::string>();
-      auto v = ScalarToJson(kv.second, absl::StrCat("fixed.", key));
-      if (!v.ok()) return v.status();
-      for (const Axis& a : spec->grid) {
-        if (a.name == key) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "fixed.", key, ": also a grid axis; give it in one place"));
-        }
-      }
-      spec->fixed[key] = *v;
-    }
+    ParseFixed(fixed, spec, problems);
   }
   if (const YAML::Node seeds = root["seeds"]) {
-    spec->seeds.clear();
-    if (seeds.IsScalar()) {
-      auto s = IntField(seeds, "seeds", 0, std::numeric_limits<int32_t>::max());
-      if (!s.ok()) return s.status();
-      spec->seeds.push_back(*s);
-    } else if (seeds.IsSequence()) {
-      for (size_t i = 0; i < seeds.size(); ++i) {
-        auto s = IntField(seeds[i], absl::StrCat("seeds[", i, "]"), 0,
-                          std::numeric_limits<int32_t>::max());
-        if (!s.ok()) return s.status();
-        if (std::find(spec->seeds.begin(), spec->seeds.end(), *s) !=
-            spec->seeds.end()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("seeds[", i, "]: duplicate seed ", *s));
-        }
-        spec->seeds.push_back(*s);
-      }
-    } else {
-      return absl::InvalidArgumentError("seeds: expected a list of integers");
-    }
-    if (spec->seeds.empty()) {
-      return absl::InvalidArgumentError("seeds: empty list");
-    }
+    ParseSeeds(seeds, options, spec, problems);
   }
   if (const YAML::Node res = root["resources"]) {
-    if (!res.IsMap()) {
-      return absl::InvalidArgumentError("resources: expected a map");
-    }
-    for (const auto& kv : res) {
-      const std::string key = kv.first.as<std::string>();
-      const std::string field = absl::StrCat("resources.", key);
-      if (key == "gpus_per_trial") {
-        auto r = IntField(kv.second, field, 0, 64);
-        if (!r.ok()) return r.status();
-        spec->resources.gpus_per_trial = static_cast<int>(*r);
-      } else if (key == "ep_size") {
-        auto r = IntField(kv.second, field, 1, 64);
-        if (!r.ok()) return r.status();
-        spec->resources.ep_size = static_cast<int>(*r);
-      } else if (key == "slots") {
-        auto r = IntField(kv.second, field, 1, 64);
-        if (!r.ok()) return r.status();
-        spec->resources.slots = static_cast<int>(*r);
-      } else if (key == "labels") {
-        if (!kv.second.IsMap()) {
-          return absl::InvalidArgumentError(
-              "resources.labels: expected a map of label -> value");
-        }
-        for (const auto& l : kv.second) {
-          const std::string name = l.first.as<std::string>();
-          auto v = ScalarToJson(l.second, absl::StrCat(field, ".", name));
-          if (!v.ok()) return v.status();
-          if (name.empty() || InvalidUtf8Offset(name) >= 0) {
-            return absl::InvalidArgumentError(
-                absl::StrCat(field, ": invalid label name"));
-          }
-          spec->resources.labels[name] =
-              v->is_string() ? v->get<std::string>() : v->dump();
-        }
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "unknown key '", field,
-            "' (allowed: gpus_per_trial, ep_size, slots, labels)"));
-      }
-    }
-    if (spec->resources.ep_size > 1 && spec->resources.gpus_per_trial > 0 &&
-        spec->resources.gpus_per_trial != spec->resources.ep_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "resources.gpus_per_trial: ", spec->resources.gpus_per_trial,
-          " must equal resources.ep_size (", spec->resources.ep_size,
-          ") for expert-parallel GPU trials"));
-    }
-    // kind skillmix with ep_size > 1: the student's (and a local grader's)
-    // experts are split over the ranks (worker/trainer/skillmix_models.h);
-    // whether ep_size <= num_local_experts is known only where the model
-    // lives, so smoe-trainer checks it (exit 64 naming both).
+    ParseResources(res, spec, problems);
   }
   if (const YAML::Node r = root["retries"]) {
     auto v = IntField(r, "retries", 0, 1000);
-    if (!v.ok()) return v.status();
-    spec->retries = static_cast<int>(*v);
+    if (problems->Ok(v.status())) spec->retries = static_cast<int>(*v);
   }
   if (const YAML::Node p = root["priority"]) {
     auto v = IntField(p, "priority", -1000000, 1000000);
-    if (!v.ok()) return v.status();
-    spec->priority = static_cast<int>(*v);
+    if (problems->Ok(v.status())) spec->priority = static_cast<int>(*v);
   }
   const int64_t points = CountPoints(*spec);
   if (points > options.max_points) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("grid: expands to ", points, " points, more than max ",
-                     options.max_points, " (axes x seeds)"));
+    problems->Add(absl::StrCat("grid: expands to ", points,
+                               " points, more than max ", options.max_points,
+                               " (axes x seeds)"));
   }
-  // Validate every distinct value once against the kind's schema, then one
-  // full point (catches cross-parameter rules such as top_k <= num_experts).
-  const trials::TrialKind& schema = *trials::FindKind(spec->kind);
-  auto known = [&](const std::string& n, absl::string_view where) {
-    if (schema.Find(n) != nullptr) return absl::OkStatus();
-    std::vector<std::string> names;
-    for (const auto& p : schema.params) names.push_back(p.name);
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": unknown parameter '", n, "' for kind ",
-                     spec->kind, " (known: ", absl::StrJoin(names, ", "), ")"));
-  };
-  for (const Axis& a : spec->grid) {
-    if (auto s = known(a.name, absl::StrCat("grid.", a.name)); !s.ok()) {
-      return s;
-    }
-    for (const json& v : a.values) {
-      if (auto s = trials::CheckSweepValue(*schema.Find(a.name), v, "grid");
-          !s.ok()) {
-        return s;
-      }
-    }
+  if (kind_ok && points <= options.max_points) {
+    CheckParams(*spec, points, problems);
   }
-  for (const auto& [k, v] : spec->fixed.items()) {
-    if (auto s = known(k, absl::StrCat("fixed.", k)); !s.ok()) return s;
-    if (auto s = trials::CheckSweepValue(*schema.Find(k), v, "fixed");
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (points > 0) {
-    for (const ExpandedTrial& t : ExpandGrid(*spec)) {
-      if (auto s = ValidateTrialParams(spec->kind, t.params); !s.ok()) {
-        return s;
-      }
-      // Without a params.ep_size the trainer takes its world size from the
-      // ranks the daemon starts (resources.ep_size): check that one.
-      if (spec->kind == "sraven" && spec->resources.ep_size > 1 &&
-          !t.params.contains("ep_size")) {
-        json with_ep = t.params;
-        with_ep["ep_size"] = spec->resources.ep_size;
-        if (auto s = ValidateTrialParams(spec->kind, with_ep); !s.ok()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(s.message(), " (ep_size from resources.ep_size)"));
-        }
-      }
-      // The daemon starts resources.ep_size rank processes; a trial asking
-      // for another world size would fail at run time (exit 64).
-      if (auto ep = t.params.find("ep_size");
-          ep != t.params.end() && ep->is_number_integer() &&
-          ep->get<int64_t>() != spec->resources.ep_size) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "params: ep_size=", ep->get<int64_t>(),
-            " must equal resources.ep_size=", spec->resources.ep_size,
-            " (the worker starts one process per rank; point ", t.params.dump(),
-            ")"));
-      }
-      // A trial on `device: cuda` gets its GPUs from resources.gpus_per_trial;
-      // with 0 it would be leased to any worker and fail there at run time.
-      const trials::Param* device = schema.Find("device");
-      if (device != nullptr && spec->resources.gpus_per_trial < 1 &&
-          t.params.value("device", device->default_value) == "cuda") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "resources.gpus_per_trial: 0, but the point ", t.params.dump(),
-            " trains on device: cuda",
-            t.params.contains("device") ? "" : " (the default for this kind)",
-            "; set resources.gpus_per_trial >= 1, or device: cpu"));
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -518,8 +591,9 @@ absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
     if (!root || root.IsNull()) {
       return absl::InvalidArgumentError("sweep file: empty document");
     }
-    absl::Status s = ParseDocument(root, options, &spec);
-    if (!s.ok()) return s;
+    Problems problems;
+    ParseDocument(root, options, &spec, &problems);
+    if (absl::Status s = problems.ToStatus(); !s.ok()) return s;
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("sweep file: YAML error at line ", e.mark.line + 1,

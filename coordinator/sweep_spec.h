@@ -4,6 +4,7 @@
 //
 // The sweep file: parsing, validation, grid expansion and trial identity.
 //
+// clang-format off
 //   name: sraven-demo            # sweep id, [a-z0-9][a-z0-9._-]{0,63}
 //   kind: sraven                 # sraven | skillmix
 //   grid:                        # axes -> value lists; cartesian product,
@@ -12,8 +13,10 @@
 //   fixed: {steps: 300}          # params shared by every trial
 //   seeds: [0, 1]                # default [0]; innermost
 //   resources: {gpus_per_trial: 0, ep_size: 1, slots: 1, labels: {gpu: h100}}
-//   retries: 2                   # error budget per trial (preemptions are
-//   free) priority: 0                  # higher runs first
+//   retries: 2                   # error budget per trial (preemptions
+//                                #   are free)
+//   priority: 0                  # higher runs first
+// clang-format on
 //
 // Every error names the field and the offending value.
 #ifndef SMOE_COORDINATOR_SWEEP_SPEC_H_
@@ -64,11 +67,17 @@ struct ExpandedTrial {
 
 struct ParseOptions {
   int64_t max_points = 100000;  // refuse grids that expand to more points
+  // `seeds: 3` as the one seed 3. New sweeps are refused it (seeds is a list;
+  // the message suggests [0, 1, 2]); sweeps stored before that still load.
+  bool allow_scalar_seeds = false;
 };
 
 // Parses and validates a sweep file. InvalidArgument names the field and value
 // (unknown key, wrong type, empty axis, too many points, unknown parameter or
-// a parameter out of range for the kind).
+// a parameter out of range for the kind). It reports every problem in the
+// file: one problem is the message; several are "N problems:" followed by
+// one per line ("\n  "), in file order. Rules between parameters are checked
+// only when every value is valid, and name at most 5 failing grid points.
 absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
                                          const ParseOptions& options = {});
 

@@ -13,6 +13,7 @@ namespace smoe::coordinator {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kDemo[] = R"(
 name: demo
@@ -149,6 +150,63 @@ TEST(SweepSpecTest, RejectsBadFilesNamingFieldAndValue) {
         << "for file:\n"
         << c.yaml;
   }
+}
+
+// A file with several mistakes gets all of them at once, in file order,
+// each naming its field once.
+TEST(SweepSpecTest, ReportsEveryProblemInTheFile) {
+  auto spec = ParseSweepYaml(
+      "name: Bad Name\nkind: sraven\ncolour: red\n"
+      "grid:\n  M: [1, 9]\n  topk: [1]\n  attention: [softmax, cosine]\n"
+      "fixed: {lr: fast}\nseeds: [0, 0]\nretries: -1\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string msg(spec.status().message());
+  const std::vector<std::string> want = {
+      "8 problems:\n",
+      "\n  unknown key 'colour'",
+      "\n  name: 'Bad Name'",
+      "\n  seeds[1]: duplicate seed 0",
+      "\n  retries: value -1 out of range",
+      "\n  grid.topk: unknown parameter 'topk'",
+      "\n  grid.M: expected a value in [1, 8], got 9",
+      "\n  grid.attention: expected one of {softmax",
+      "\n  fixed.lr: expected a number, got \"fast\""};
+  for (const std::string& w : want) EXPECT_THAT(msg, HasSubstr(w)) << msg;
+  // No field is reported twice.
+  EXPECT_EQ(msg.find("grid.M:"), msg.rfind("grid.M:")) << msg;
+  EXPECT_EQ(msg.find("fixed.lr:"), msg.rfind("fixed.lr:")) << msg;
+}
+
+TEST(SweepSpecTest, PointRulesNameAtMostFivePoints) {
+  auto spec = ParseSweepYaml(
+      "name: x\nkind: sraven\ngrid:\n  top_k: [9, 10, 11, 12, 13, 14, 15]\n"
+      "fixed: {num_experts: 8}\n");
+  ASSERT_FALSE(spec.ok());
+  const std::string msg(spec.status().message());
+  EXPECT_THAT(msg, HasSubstr("6 problems:"));
+  EXPECT_THAT(msg, HasSubstr("top_k=13 is larger than num_experts=8"));
+  EXPECT_THAT(msg, Not(HasSubstr("top_k=14 is larger")));
+  EXPECT_THAT(msg, HasSubstr("2 more grid points break the same rules"));
+}
+
+// `seeds: 3` reads as "three seeds" but used to mean the one seed 3.
+TEST(SweepSpecTest, ScalarSeedsAreRefusedWithAHint) {
+  auto spec = ParseSweepYaml("name: x\nkind: sraven\nseeds: 3\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(),
+            "seeds: 3 is not a list: seeds is a list; did you mean seeds: "
+            "[0, 1, 2] (3 seeds) or seeds: [3] (only seed 3)?");
+  spec = ParseSweepYaml("name: x\nkind: sraven\nseeds: 500\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("did you mean seeds: [500]?"));
+  // Sweeps stored before the rule still load (Scheduler::Recover).
+  ParseOptions stored;
+  stored.allow_scalar_seeds = true;
+  spec = ParseSweepYaml("name: x\nkind: sraven\nseeds: 3\n", stored);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->seeds, (std::vector<int64_t>{3}));
 }
 
 TEST(SweepSpecTest, RefusesTooManyPoints) {

@@ -2,9 +2,12 @@
 #include "proto/auth.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/api_token.h"
@@ -68,6 +71,41 @@ TEST(ApiTokenTest, CreateThenLoadWithMode0600) {
   EXPECT_TRUE(TokenEquals("abc", "abc"));
   EXPECT_FALSE(TokenEquals("abc", "abd"));
   EXPECT_FALSE(TokenEquals("abc", "abcd"));
+}
+
+// Without --token-file a command finds the token of the data directory it
+// runs in or under (walking up), else ~/.smoe/token.
+TEST(ApiTokenTest, DefaultTokenFileWalksUpToTheDataDirectory) {
+  const std::filesystem::path root =
+      std::filesystem::path(::testing::TempDir()) /
+      ("smoe-token-walk-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  const std::filesystem::path deep = root / "project" / "sub" / "deeper";
+  std::filesystem::create_directories(deep);
+  std::filesystem::create_directories(root / "project" / "smoe-data");
+  const std::string home = (root / "home").string();
+  // Nothing found: the home fallback.
+  EXPECT_EQ(DefaultTokenFile(deep.string(), home.c_str()),
+            home + "/.smoe/token");
+  EXPECT_EQ(DefaultTokenFile(deep.string(), nullptr), "./.smoe/token");
+  std::ofstream((root / "project" / "smoe-data" / "token").string())
+      << "smoe_x\n";
+  const std::string want = (root / "project" / "smoe-data" / "token").string();
+  EXPECT_EQ(DefaultTokenFile(deep.string(), home.c_str()), want);
+  EXPECT_EQ(DefaultTokenFile((root / "project").string() + "/", home.c_str()),
+            want);
+  // Inside the data directory itself (it holds smoe.db).
+  std::ofstream((root / "project" / "smoe-data" / "smoe.db").string()) << "";
+  std::filesystem::create_directories(root / "project" / "smoe-data" / "w");
+  EXPECT_EQ(DefaultTokenFile((root / "project" / "smoe-data" / "w").string(),
+                             home.c_str()),
+            want);
+  // A nearer data directory wins.
+  std::filesystem::create_directories(deep / "smoe-data");
+  std::ofstream((deep / "smoe-data" / "token").string()) << "smoe_y\n";
+  EXPECT_EQ(DefaultTokenFile(deep.string(), home.c_str()),
+            (deep / "smoe-data" / "token").string());
+  std::filesystem::remove_all(root);
 }
 
 // A sweep names the env var its grader key is read from and the URL it goes

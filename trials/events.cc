@@ -28,6 +28,14 @@ std::string ProgressEvent(int64_t step, int64_t total) {
   return Line({{"event", "progress"}, {"step", step}, {"total", total}});
 }
 
+std::string PhaseProgressEvent(absl::string_view phase, int64_t done,
+                               int64_t total) {
+  return Line({{"event", "progress"},
+               {"phase", std::string(phase)},
+               {"step", done},
+               {"total", total}});
+}
+
 std::string MetricEvent(int64_t step, absl::string_view name, double value) {
   return Line({{"event", "metric"},
                {"step", step},
@@ -53,6 +61,9 @@ absl::StatusOr<TrialEvent> EventFromJson(const json& j) {
   if (type == "progress") {
     e.type = TrialEvent::Type::kProgress;
     e.total = IntField(j, "total");
+    if (j.contains("phase") && j["phase"].is_string()) {
+      e.phase = j["phase"].get<std::string>();
+    }
   } else if (type == "checkpoint") {
     e.type = TrialEvent::Type::kCheckpoint;
   } else if (type == "result") {

@@ -5,6 +5,7 @@
 // The events a trial process prints on stdout, one JSON object per line
 // (docs/trainer-protocol.md, "Output"), written and read in this one place:
 //   {"event":"progress","step":1000,"total":20000}
+//   {"event":"progress","phase":"eval/test","step":2560,"total":51200}
 //   {"event":"metric","step":1000,"name":"train/loss","value":0.83}
 //   {"event":"checkpoint","step":1000}
 //   {"event":"result","metrics":{"test_acc":0.93,"ood_acc":0.58}}
@@ -30,8 +31,11 @@ struct TrialEvent {
   Type type = Type::kProgress;
   std::optional<int64_t> step;   // progress, checkpoint; metric: always set
   std::optional<int64_t> total;  // progress
-  std::string name;              // metric: not empty
-  double value = 0;              // metric; NaN when written as null
+  // progress: empty for training steps; else the work being counted, e.g.
+  // "eval/test" (step = problems evaluated of total).
+  std::string phase;
+  std::string name;  // metric: not empty
+  double value = 0;  // metric; NaN when written as null
   nlohmann::json metrics = nlohmann::json::object();  // result, as written
 };
 
@@ -39,6 +43,11 @@ struct TrialEvent {
 // as null (JSON has no NaN); invalid UTF-8 in names is replaced, never
 // thrown on.
 std::string ProgressEvent(int64_t step, int64_t total);
+// Progress within a phase of a step ("eval/test", "eval/ood"): `done` of
+// `total` units. Readers that only follow training ignore events with a
+// phase.
+std::string PhaseProgressEvent(absl::string_view phase, int64_t done,
+                               int64_t total);
 std::string MetricEvent(int64_t step, absl::string_view name, double value);
 std::string CheckpointEvent(int64_t step);
 std::string ResultEvent(const nlohmann::json& metrics);

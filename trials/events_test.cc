@@ -34,6 +34,15 @@ TEST(TrialEventsTest, ReadsWhatTheWritersWrite) {
   EXPECT_EQ(p->type, Type::kProgress);
   EXPECT_EQ(p->step, 5);
   EXPECT_EQ(p->total, 9);
+  EXPECT_TRUE(p->phase.empty());
+  auto e = ParseEvent(PhaseProgressEvent("eval/test", 256, 4096));
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->type, Type::kProgress);
+  EXPECT_EQ(e->phase, "eval/test");
+  EXPECT_EQ(e->step, 256);
+  EXPECT_EQ(e->total, 4096);
+  EXPECT_EQ(PhaseProgressEvent("eval/ood", 1, 2),
+            R"({"event":"progress","phase":"eval/ood","step":1,"total":2})");
   auto m = ParseEvent(MetricEvent(4, "eval/ood_acc", 0.75));
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->type, Type::kMetric);

@@ -11,6 +11,23 @@ int64_t TotalCount(const int64_t* counts, int n) {
   return total;
 }
 
+absl::Status ValidateAllToAllCountsArgs(int world_size,
+                                        const int64_t* send_counts,
+                                        const int64_t* recv_counts) {
+  if (send_counts == nullptr || recv_counts == nullptr) {
+    return absl::InvalidArgumentError(
+        "AllToAllCounts: send_counts and recv_counts must be non-null");
+  }
+  for (int j = 0; j < world_size; ++j) {
+    if (send_counts[j] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("AllToAllCounts: send_counts[", j, "]=", send_counts[j],
+                       " is negative"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateAllToAllVArgs(int world_size, const void* send,
                                    const int64_t* send_counts, const void* recv,
                                    const int64_t* recv_counts) {

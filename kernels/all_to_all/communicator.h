@@ -110,6 +110,13 @@ absl::Status ValidateAllToAllVArgs(int world_size, const void* send,
                                    const int64_t* send_counts, const void* recv,
                                    const int64_t* recv_counts);
 
+// Checks the arguments of an AllToAllCounts call on a communicator of
+// `world_size` ranks: non-null arrays, non-negative send counts. Returns
+// InvalidArgument naming the offending field and value.
+absl::Status ValidateAllToAllCountsArgs(int world_size,
+                                        const int64_t* send_counts,
+                                        const int64_t* recv_counts);
+
 // Returns sum(counts[0..n)).
 int64_t TotalCount(const int64_t* counts, int n);
 

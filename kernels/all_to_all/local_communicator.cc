@@ -147,12 +147,10 @@ class LocalCommunicator : public Communicator {
   absl::Status AllToAllCounts(const int64_t* send_counts,
                               int64_t* recv_counts) override {
     const int w = world_size();
-    for (int j = 0; j < w; ++j) {
-      if (send_counts[j] < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("AllToAllCounts: send_counts[", j,
-                         "]=", send_counts[j], " is negative"));
-      }
+    if (absl::Status s =
+            ValidateAllToAllCountsArgs(w, send_counts, recv_counts);
+        !s.ok()) {
+      return s;
     }
     Post p;
     p.kind = OpKind::kCounts;

@@ -107,6 +107,19 @@ TEST(LocalCommunicatorTest, NegativeCountIsInvalidArgument) {
   EXPECT_NE(s.message().find("send_counts[0]=-1"), std::string::npos) << s;
 }
 
+TEST(LocalCommunicatorTest, NegativeOrNullCountsAreInvalidArgument) {
+  auto comms = CreateLocalCommunicators(1, {});
+  int64_t send = -2, recv = 0;
+  absl::Status s = comms[0]->AllToAllCounts(&send, &recv);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("AllToAllCounts: send_counts[0]=-2"),
+            std::string::npos)
+      << s;
+  s = ValidateAllToAllCountsArgs(1, &send, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("non-null"), std::string::npos) << s;
+}
+
 TEST(LocalCommunicatorTest, WrongRecvCountFailsEveryRankWithoutHanging) {
   auto st = RunRanks(2, 10000, [&](Communicator& c) {
     std::vector<int64_t> send = {1, 1};

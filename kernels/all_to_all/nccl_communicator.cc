@@ -109,12 +109,10 @@ class NcclCommunicator : public Communicator {
   absl::Status AllToAllCounts(const int64_t* send_counts,
                               int64_t* recv_counts) override {
     if (absl::Status s = Usable(); !s.ok()) return s;
-    for (int j = 0; j < world_; ++j) {
-      if (send_counts[j] < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("AllToAllCounts: send_counts[", j,
-                         "]=", send_counts[j], " is negative"));
-      }
+    if (absl::Status s =
+            ValidateAllToAllCountsArgs(world_, send_counts, recv_counts);
+        !s.ok()) {
+      return s;
     }
     const cudaStream_t stream = Stream();
     int64_t* d_send = static_cast<int64_t*>(scratch_);

@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
@@ -85,6 +87,84 @@ TEST(E2eTest, EveryPointDoneExactlyOnce) {
   EXPECT_EQ(rc3, 0);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9) << csv;
   EXPECT_THAT(csv, HasSubstr("trial,state,M,top_k,seed,attempts"));
+
+  // `sweep show --trials`: the swept params as columns, then seed and worker.
+  auto [rc4, shown] = c.Smoe({"sweep", "show", "once", "--trials"});
+  ASSERT_EQ(rc4, 0) << shown;
+  std::vector<std::vector<std::string>> table;
+  bool in_table = false;
+  for (absl::string_view line : absl::StrSplit(shown, '\n')) {
+    in_table = in_table || absl::StartsWith(line, "#");
+    if (!in_table || line.empty()) continue;
+    table.push_back(absl::StrSplit(line, ' ', absl::SkipWhitespace()));
+  }
+  ASSERT_EQ(table.size(), 9u) << shown;
+  EXPECT_THAT(table[0],
+              testing::ElementsAre("#", "TRIAL", "STATE", "M", "top_k", "SEED",
+                                   "ATTEMPT", "WORKER", "ERROR"))
+      << shown;
+  std::set<std::string> points;
+  for (size_t i = 1; i < table.size(); ++i) {
+    ASSERT_GE(table[i].size(), 8u) << shown;
+    EXPECT_EQ(table[i][2], "succeeded");
+    points.insert(table[i][3] + "," + table[i][4]);
+    EXPECT_EQ(table[i][5], "0");  // seed
+    EXPECT_EQ(table[i][6], "1");  // attempt
+  }
+  EXPECT_EQ(points.size(), 8u) << shown;
+
+  // An unknown metric lists the sweep's metrics; exit 64 (usage).
+  auto [rc5, an] = c.Smoe({"analyze", "once", "--metric", "nope"});
+  EXPECT_EQ(rc5, 64) << an;
+  EXPECT_THAT(an, HasSubstr("smoe: --metric: 'nope' is not a result of sweep "
+                            "once; its metrics: "));
+  EXPECT_THAT(an, HasSubstr("ood_acc"));
+
+  // Without --token-file or $SMOE_TOKEN, a command run below the data
+  // directory finds its token (walking up), not ~/.smoe/token.
+  const std::string sub = c.dir() + "/coord/reports/2026";
+  std::filesystem::create_directories(sub);
+  auto [rc6, ls] =
+      RunCommand({"/bin/sh", "-c",
+                  "cd \"$0\" && exec \"$1\" sweep ls --coordinator \"$2\"", sub,
+                  c.smoe(), c.address()},
+                 {{"SMOE_TOKEN", ""}, {"HOME", c.dir()}}, absl::Seconds(30));
+  EXPECT_EQ(rc6, 0) << ls;
+  EXPECT_THAT(ls, HasSubstr("once"));
+}
+
+// `smoe sweep validate FILE` needs no coordinator and no token, and lists
+// every problem of a bad file once, with one "smoe: FILE:" prefix.
+TEST(E2eTest, SweepValidateIsOfflineAndReportsEveryProblem) {
+  Cluster c("validate", Plan(1, 1));  // no coordinator is started
+  const std::map<std::string, std::string> no_token = {{"SMOE_TOKEN", ""},
+                                                       {"HOME", c.dir()}};
+  const std::string good = c.WriteFile("good.yaml", SweepYaml("good", "1, 2"));
+  auto [rc, out] = RunCommand({c.smoe(), "sweep", "validate", good}, no_token,
+                              absl::Seconds(30));
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr(good + ": valid: sweep good (sraven), M[2] x "
+                                    "top_k[2] x seeds[1] = 4 trials"));
+  const std::string bad = c.WriteFile(
+      "bad.yaml",
+      "name: Bad\nkind: sraven\ngrid:\n  M: [1, 9]\n  topk: [1]\nseeds: 3\n");
+  auto [rc2, err] = RunCommand({c.smoe(), "sweep", "validate", bad}, no_token,
+                               absl::Seconds(30));
+  EXPECT_EQ(rc2, 65) << err;
+  EXPECT_THAT(err, HasSubstr("smoe: " + bad + ": 4 problems:\n  "));
+  for (const char* want :
+       {"\n  name: 'Bad' must match",
+        "\n  grid.M: expected a value in [1, 8], got 9",
+        "\n  grid.topk: unknown parameter 'topk'",
+        "\n  seeds: 3 is not a list: seeds is a list; did you mean seeds: "
+        "[0, 1, 2]"}) {
+    EXPECT_THAT(err, HasSubstr(want));
+  }
+  EXPECT_EQ(err.find("smoe: "), err.rfind("smoe: ")) << "one prefix\n" << err;
+  auto [rc3, missing] =
+      RunCommand({c.smoe(), "sweep", "validate", c.dir() + "/none.yaml"},
+                 no_token, absl::Seconds(30));
+  EXPECT_EQ(rc3, 66) << missing;
 }
 
 TEST(E2eTest, KilledWorkerTrialIsReleasedAndCompletedWithoutDuplicates) {
@@ -232,6 +312,9 @@ TEST(E2eTest, MalformedSweepFilesAreRejectedNamingTheField) {
     auto [rc, out] = c.Smoe({"sweep", "submit", f});
     EXPECT_EQ(rc, 65) << out;
     EXPECT_THAT(out, HasSubstr(expect));
+    // One "smoe: FILE: " prefix, not "smoe: FILE: smoe: ...".
+    EXPECT_THAT(out, HasSubstr("smoe: " + f + ": "));
+    EXPECT_EQ(out.find("smoe: "), out.rfind("smoe: ")) << out;
   }
   auto [rc, out] = c.Smoe({"sweep", "submit", c.dir() + "/missing.yaml"});
   EXPECT_EQ(rc, 66) << out;
@@ -442,12 +525,27 @@ TEST(E2eTest, TrainCommandRunsTheRealTrainer) {
   EXPECT_THAT(out, HasSubstr("SRAVEN run finished"));
   EXPECT_THAT(out, HasSubstr("ood_acc"));
   EXPECT_THAT(out, HasSubstr("step 6/6"));
+  // Evaluations show their progress; nothing shows 0/0 before the first step.
+  EXPECT_THAT(out, HasSubstr("evaluating test 0/16"));
+  EXPECT_THAT(out, HasSubstr("evaluating ood 8/16"));
+  EXPECT_THAT(out, testing::Not(HasSubstr(" 0/0")));
   auto [rc2, out2] =
       RunCommand({bin + "/smoe", "train", "sraven", "--steps", "2", "--param",
                   "bogus=1", "--workdir", dir + "-bad"},
                  {}, absl::Seconds(60));
   EXPECT_EQ(rc2, 64) << out2;
   EXPECT_THAT(out2, HasSubstr("bogus"));
+  // The README's one-off example (defaults: width 1, 2000 steps) says up
+  // front that it takes a while on the CPU and how to make it quick; the
+  // trainer here is /bin/false, so nothing trains.
+  auto [rc3, out3] =
+      RunCommand({bin + "/smoe", "train", "sraven", "--M", "4", "--top-k", "2",
+                  "--attention", "hyla", "--trainer", "/bin/false", "--workdir",
+                  dir + "-bad"},
+                 {}, absl::Seconds(60));
+  EXPECT_EQ(rc3, 1) << out3;
+  EXPECT_THAT(out3, HasSubstr("2000 steps take tens of minutes"));
+  EXPECT_THAT(out3, HasSubstr("--width 0.25 --steps 500"));
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(dir + "-bad");
 }

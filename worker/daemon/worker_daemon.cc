@@ -349,8 +349,6 @@ void WorkerDaemon::Heartbeat() {
     v1::RunningAttempt* r = req.add_running();
     r->set_trial_id(id);
     r->set_attempt(t.lease.attempt());
-    r->set_step(t.step);
-    r->set_total(t.total);
   }
   absl::StatusOr<v1::HeartbeatResponse> resp = gateway_->Heartbeat(req);
   if (!resp.ok()) {
@@ -603,8 +601,6 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
   }
   switch (ev->type) {
     case trials::TrialEvent::Type::kProgress:
-      if (ev->step.has_value()) t->step = *ev->step;
-      if (ev->total.has_value()) t->total = *ev->total;
       break;
     case trials::TrialEvent::Type::kMetric: {
       // A null value (how trainers write NaN) is forwarded as NaN so a

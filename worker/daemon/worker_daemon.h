@@ -10,13 +10,18 @@
 // One loop iteration (RunOnce) does, in order:
 //   1. (re-)register when not registered (same worker_id after a NotFound);
 //   2. read every trainer's JSONL stdout (docs/trainer-protocol.md): `metric`
-//      events are batched, `progress` goes into heartbeats, `result` is kept
-//      for Complete; reap trainers that exited and turn the exit into a report:
-//        result + exit 0 -> Complete(duration)      exit 75 -> Fail(PREEMPTED)
-//        exit 64 -> Fail(BAD_SPEC)                   after CANCEL ->
-//        Fail(CANCELLED) other/signal -> Fail(ERROR, 128+sig, stderr tail) exit
-//        0 without result -> Fail(ERROR, "no result event") while draining, any
-//        error exit -> Fail(PREEMPTED)
+//      events are batched, `result` is kept for Complete (`progress` is
+//      only the trainer's own log); reap trainers that exited and turn the
+//      exit into a report:
+// clang-format off
+//        result + exit 0          -> Complete(duration)
+//        exit 75                  -> Fail(PREEMPTED)
+//        exit 64                  -> Fail(BAD_SPEC)
+//        after CANCEL             -> Fail(CANCELLED)
+//        other exit / signal      -> Fail(ERROR, 128+sig, stderr tail)
+//        exit 0 without result    -> Fail(ERROR, "no result event")
+//        while draining, any error exit -> Fail(PREEMPTED)
+// clang-format on
 //      SIGKILLs trainers whose SIGTERM grace has passed;
 //   3. flushes metric batches (every metrics_flush_interval or
 //      metrics_flush_count metrics, and always before the attempt's
@@ -141,8 +146,6 @@ class WorkerDaemon {
     std::unique_ptr<launch::RankGroup> ranks;
     std::vector<int> gpus;
     absl::Time started;
-    int64_t step = 0;
-    int64_t total = 0;
     std::vector<v1::Metric> metrics;  // not yet flushed
     std::string dir;                  // the trial's work dir (all attempts)
     absl::Time last_flush;

@@ -128,7 +128,7 @@ TEST_F(WorkerDaemonTest, LeaseLaunchMetricsBatchedThenComplete) {
   EXPECT_EQ(gateway_.metrics.size(), 2u);
   EXPECT_EQ(gateway_.TotalMetrics(), 303);
 
-  // Heartbeats carry progress.
+  // Heartbeats name the running attempt.
   clock_.Advance(absl::Seconds(5));
   Step();
   ASSERT_GE(gateway_.heartbeats.size(), 2u);
@@ -136,8 +136,6 @@ TEST_F(WorkerDaemonTest, LeaseLaunchMetricsBatchedThenComplete) {
   ASSERT_EQ(hb.running_size(), 1);
   EXPECT_EQ(hb.running(0).trial_id(), "sw1/t0001");
   EXPECT_EQ(hb.running(0).attempt(), 2);
-  EXPECT_EQ(hb.running(0).step(), 3);
-  EXPECT_EQ(hb.running(0).total(), 10);
 
   // The last metric is flushed before Complete.
   p->Emit(R"({"event":"metric","step":400,"name":"eval/ood_acc","value":0.4})");

@@ -68,197 +68,9 @@ std::string SelfDir() {
   return slash == std::string::npos ? "" : exe.substr(0, slash);
 }
 
-absl::Status BadFlag(absl::string_view flag, absl::string_view value,
-                     absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("bad value for ", flag, ": '", value, "' (", why, ")"));
-}
-
-absl::StatusOr<absl::Duration> ParseSeconds(absl::string_view flag,
-                                            absl::string_view value) {
-  double secs = 0;
-  absl::Duration d;
-  if (absl::SimpleAtod(value, &secs)) {
-    d = absl::Seconds(secs);
-  } else if (!absl::ParseDuration(value, &d)) {
-    return BadFlag(flag, value, "expected seconds, e.g. 30 or 2.5 or 30s");
-  }
-  if (d < absl::ZeroDuration()) return BadFlag(flag, value, "must be >= 0");
-  return d;
-}
-
-absl::StatusOr<int> ParseInt(absl::string_view flag, absl::string_view value,
-                             int min) {
-  int n = 0;
-  if (!absl::SimpleAtoi(value, &n)) {
-    return BadFlag(flag, value, "expected an integer");
-  }
-  if (n < min) return BadFlag(flag, value, absl::StrCat("must be >= ", min));
-  return n;
-}
-
 std::atomic<WorkerDaemon*> g_daemon{nullptr};
 
 }  // namespace
-
-std::string WorkerUsage() {
-  return R"(usage: smoe worker [flags]
-
-Runs trials leased from a coordinator, one smoe-trainer process each.
-SIGTERM/SIGINT drain it: trainers get SIGTERM, checkpoint and are reported
-preempted (re-queued without using the error budget), then it exits 0.
-
-  --coordinator HOST:PORT  coordinator address (default 127.0.0.1:50051)
-  --token-file PATH        API token file (default ./smoe-data/token if it
-                           exists, else ~/.smoe/token); $SMOE_TOKEN wins
-  --tls-ca PATH            PEM root certificates: use TLS (default plaintext)
-  --slots N                concurrent trials (default: one per GPU, 1 on CPU)
-  --gpus N                 GPUs to use, 0..N-1 (default: from nvidia-smi)
-  --gpu-ids I,J            exactly these GPU indices (e.g. 4,5,6,7)
-  --labels k=v,k=v         labels matched against sweeps' requirements
-  --kinds K,K              trial kinds to run: sraven, skillmix (default sraven)
-  --trainer PATH           trainer binary (default: smoe-trainer next to this
-                           binary, else on $PATH)
-  --work-dir DIR           trial directories + report journal
-                           (default ./smoe-data/worker-<hostname>)
-  --grace SECONDS          SIGTERM -> SIGKILL grace on drain (default 30)
-  --worker-id ID           worker id (default: saved in the work dir, else
-                           assigned by the coordinator)
-  --rpc-timeout SECONDS    deadline of each coordinator call (default 10)
-)";
-}
-
-absl::StatusOr<WorkerFlags> ParseWorkerFlags(
-    const std::vector<std::string>& args) {
-  WorkerFlags f;
-  bool token_set = false, work_dir_set = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      f.help = true;
-      continue;
-    }
-    if (!absl::StartsWith(arg, "--")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected argument '", arg, "'"));
-    }
-    std::string name = arg, value;
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else {
-      static const char* const kKnown[] = {
-          "--coordinator", "--token-file", "--tls-ca",    "--slots",
-          "--gpus",        "--labels",     "--kinds",     "--trainer",
-          "--work-dir",    "--grace",      "--worker-id", "--rpc-timeout",
-          "--gpu-ids"};
-      bool known = false;
-      for (const char* k : kKnown) known = known || name == k;
-      if (!known) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unknown flag '", name, "'"));
-      }
-      if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("flag ", name, " needs a value"));
-      }
-      value = args[++i];
-    }
-    if (name == "--coordinator") {
-      if (value.empty() || value.find(':') == std::string::npos) {
-        return BadFlag(name, value, "expected HOST:PORT");
-      }
-      f.coordinator = value;
-    } else if (name == "--token-file") {
-      if (value.empty()) return BadFlag(name, value, "empty path");
-      f.token_file = value;
-      token_set = true;
-    } else if (name == "--tls-ca") {
-      if (value.empty()) return BadFlag(name, value, "empty path");
-      f.tls_ca = value;
-    } else if (name == "--slots") {
-      auto n = ParseInt(name, value, 1);
-      if (!n.ok()) return n.status();
-      f.slots = *n;
-    } else if (name == "--gpus") {
-      auto n = ParseInt(name, value, 0);
-      if (!n.ok()) return n.status();
-      f.gpus = *n;
-    } else if (name == "--gpu-ids") {
-      f.gpu_ids.clear();
-      for (absl::string_view id : absl::StrSplit(value, ',')) {
-        auto n = ParseInt(name, id, 0);
-        if (!n.ok()) return BadFlag(name, value, "expected indices like 0,2,3");
-        if (std::find(f.gpu_ids.begin(), f.gpu_ids.end(), *n) !=
-            f.gpu_ids.end()) {
-          return BadFlag(name, value, absl::StrCat("index ", *n, " repeated"));
-        }
-        f.gpu_ids.push_back(*n);
-      }
-    } else if (name == "--labels") {
-      f.labels.clear();
-      for (absl::string_view kv :
-           absl::StrSplit(value, ',', absl::SkipEmpty())) {
-        std::pair<std::string, std::string> p =
-            absl::StrSplit(kv, absl::MaxSplits('=', 1));
-        if (p.first.empty() || kv.find('=') == absl::string_view::npos) {
-          return BadFlag(name, value, absl::StrCat("'", kv, "' is not k=v"));
-        }
-        f.labels[p.first] = p.second;
-      }
-    } else if (name == "--kinds") {
-      f.kinds.clear();
-      for (absl::string_view k :
-           absl::StrSplit(value, ',', absl::SkipEmpty())) {
-        if (k != "sraven" && k != "skillmix") {
-          return BadFlag(
-              name, value,
-              absl::StrCat("unknown kind '", k, "'; known: sraven, skillmix"));
-        }
-        f.kinds.emplace_back(k);
-      }
-      if (f.kinds.empty()) return BadFlag(name, value, "no kind given");
-    } else if (name == "--trainer") {
-      if (value.empty()) return BadFlag(name, value, "empty path");
-      f.trainer = value;
-    } else if (name == "--work-dir") {
-      if (value.empty()) return BadFlag(name, value, "empty path");
-      f.work_dir = value;
-      work_dir_set = true;
-    } else if (name == "--grace") {
-      auto d = ParseSeconds(name, value);
-      if (!d.ok()) return d.status();
-      f.grace = *d;
-    } else if (name == "--rpc-timeout") {
-      auto d = ParseSeconds(name, value);
-      if (!d.ok()) return d.status();
-      if (*d <= absl::ZeroDuration())
-        return BadFlag(name, value, "must be > 0");
-      f.rpc_timeout = *d;
-    } else if (name == "--worker-id") {
-      if (value.empty()) return BadFlag(name, value, "empty id");
-      f.worker_id = value;
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag '", name, "'"));
-    }
-  }
-  if (!token_set) {
-    if (FileExists("smoe-data/token")) {
-      f.token_file = "smoe-data/token";
-    } else {
-      const char* home = getenv("HOME");
-      f.token_file = absl::StrCat(home ? home : ".", "/.smoe/token");
-    }
-  }
-  if (!f.gpu_ids.empty() && f.gpus >= 0) {
-    return absl::InvalidArgumentError(
-        "--gpus and --gpu-ids exclude each other: give a count or the indices");
-  }
-  if (!work_dir_set) f.work_dir = absl::StrCat("smoe-data/worker-", Hostname());
-  return f;
-}
 
 std::vector<int> DetectGpus() {
   std::vector<int> out;
@@ -286,15 +98,12 @@ std::vector<int> DetectGpus() {
 }
 
 int RunWorker(const WorkerFlags& flags) {
-  if (flags.help) {
-    std::cout << WorkerUsage();
-    return 0;
-  }
   // Token.
-  absl::StatusOr<std::string> token = ResolveClientToken(flags.token_file);
+  absl::StatusOr<std::string> token = ResolveClientToken(
+      flags.token_file.empty() ? DefaultTokenFile() : flags.token_file);
   if (!token.ok()) {
-    std::cerr << "smoe worker: no API token: " << token.status().message()
-              << " (set SMOE_TOKEN or --token-file)\n";
+    std::cerr << "smoe worker: " << token.status().message()
+              << " (or pass --token-file)\n";
     return 2;
   }
   GrpcGatewayOptions gw;
@@ -358,7 +167,9 @@ int RunWorker(const WorkerFlags& flags) {
   opt.labels = flags.labels;
   opt.kinds = flags.kinds;
   opt.trainer_path = trainer;
-  opt.work_dir = flags.work_dir;
+  opt.work_dir = flags.work_dir.empty()
+                     ? absl::StrCat("smoe-data/worker-", Hostname())
+                     : flags.work_dir;
   if (!opt.work_dir.empty() && opt.work_dir[0] != '/') {
     char cwd[4096];
     if (getcwd(cwd, sizeof(cwd)) != nullptr) {

@@ -2,14 +2,12 @@
 //
 // File: worker/daemon/worker_main.h
 //
-// The `smoe worker` entry point: flag parsing and the real wiring (gRPC
-// gateway client, POSIX launcher, real clock, signal handling).
+// The `smoe worker` entry point: the real wiring (gRPC gateway client, POSIX
+// launcher, real clock, signal handling). The flags are parsed by the CLI
+// (cli/worker_cmd.h).
 //
-//   absl::StatusOr<WorkerFlags> flags = ParseWorkerFlags(args);
-//   if (!flags.ok()) { std::cerr << flags.status().message() << "\n"
-//                                << WorkerUsage(); return 2; }
-//   if (flags->help) { std::cout << WorkerUsage(); return 0; }
-//   return RunWorker(*flags);
+//   WorkerFlags flags;  // filled from the command line
+//   return RunWorker(flags);
 #ifndef SMOE_WORKER_DAEMON_WORKER_MAIN_H_
 #define SMOE_WORKER_DAEMON_WORKER_MAIN_H_
 
@@ -22,12 +20,12 @@
 
 namespace smoe::worker {
 
-// Parsed `smoe worker` flags, defaults filled in.
+// `smoe worker` flags; an empty string means the default described.
 struct WorkerFlags {
   std::string coordinator = "127.0.0.1:50051";  // --coordinator host:port
-  // --token-file; default ./smoe-data/token when that file exists (the
-  // embedded `smoe up` layout), else $HOME/.smoe/token. $SMOE_TOKEN, when set,
-  // wins over any file.
+  // --token-file; default DefaultTokenFile() (common/api_token.h: the
+  // smoe-data/token of this directory or a parent, else ~/.smoe/token).
+  // $SMOE_TOKEN, when set, wins over any file.
   std::string token_file;
   int slots = 0;  // --slots N (>= 1); 0 = one per GPU, 1 on a CPU-only host
   int gpus = -1;  // --gpus N (>= 0) overrides nvidia-smi; -1 = detect
@@ -44,27 +42,14 @@ struct WorkerFlags {
   std::string tls_ca;     // --tls-ca PATH: PEM roots; empty = plaintext
   std::string worker_id;  // --worker-id ID; empty = saved or assigned
   absl::Duration rpc_timeout = absl::Seconds(10);  // --rpc-timeout SECONDS
-  bool help = false;                               // --help / -h
 };
-
-// Parses the arguments after `smoe worker` (both `--flag value` and
-// `--flag=value`). InvalidArgument (message without a "smoe worker:" prefix;
-// the caller adds it) names the flag and the bad value (unknown
-// flag, missing value, non-numeric or out-of-range number, malformed label,
-// unknown kind).
-absl::StatusOr<WorkerFlags> ParseWorkerFlags(
-    const std::vector<std::string>& args);
-
-// Multi-line help text for `smoe worker --help`.
-std::string WorkerUsage();
 
 // Returns the GPU indices nvidia-smi reports (`--query-gpu=index
 // --format=csv,noheader`), or an empty list when it is absent or fails (waits
 // at most 10 s).
 std::vector<int> DetectGpus();
 
-// Prints WorkerUsage() and returns 0 when flags.help. Otherwise runs the
-// daemon until it is drained (SIGTERM/SIGINT, or the coordinator's
+// Runs the daemon until it is drained (SIGTERM/SIGINT, or the coordinator's
 // drain). Returns the process exit code: 0 after a clean drain, 1 for a
 // runtime failure, 2 for a configuration error (no token, trainer not found,
 // work directory in use by another daemon); the reason goes to stderr.

@@ -80,12 +80,10 @@ class GlooCommunicator : public Communicator {
   absl::Status AllToAllCounts(const int64_t* send_counts,
                               int64_t* recv_counts) override {
     const int w = world_size();
-    for (int j = 0; j < w; ++j) {
-      if (send_counts[j] < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("AllToAllCounts: send_counts[", j,
-                         "]=", send_counts[j], " is negative"));
-      }
+    if (absl::Status s =
+            kernels::ValidateAllToAllCountsArgs(w, send_counts, recv_counts);
+        !s.ok()) {
+      return s;
     }
     return Run("AllToAllCounts", [&] {
       torch::Tensor in = torch::from_blob(const_cast<int64_t*>(send_counts),

@@ -118,11 +118,12 @@ absl::StatusOr<bool> AgreeStop(bool local, kernels::Communicator* comm,
 }
 
 // With expert parallelism (`comm` set) every rank evaluates its SliceRows of
-// each eval batch and the counts are summed over ranks.
+// each eval batch and the counts are summed over ranks. Emits about 20
+// "eval/<split>" progress events on `emit` (rank 0's; null elsewhere).
 absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
                       Split split, const TrainConfig& c, const RunOptions& opt,
                       bool want_router, bool bf16, EvalStats* out,
-                      kernels::Communicator* comm) {
+                      kernels::Communicator* comm, Emitter* emit) {
   *out = EvalStats();
   net->eval();
   torch::NoGradGuard no_grad;
@@ -135,7 +136,14 @@ absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
       r.expert_fraction.assign(static_cast<size_t>(c.model.num_experts), 0.0);
     }
   }
+  const std::string phase =
+      absl::StrCat("eval/", split == Split::kOod ? "ood" : "test");
+  const int64_t batches = (c.num_eval + bs - 1) / bs;
+  const int64_t report_every = std::max<int64_t>(1, batches / 20);
   for (int64_t j = 0; j * bs < c.num_eval; ++j) {
+    if (emit != nullptr && j % report_every == 0) {
+      emit->Emit(trials::PhaseProgressEvent(phase, j * bs, c.num_eval));
+    }
     SMOE_ASSIGN_OR_RETURN(
         bool stop, AgreeStop(opt.stop != nullptr && opt.stop->load(), comm,
                              batcher.device()));
@@ -447,11 +455,12 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
         (s.step == 1 || s.step % c.eval_every == 0 || s.step == c.steps);
     if (eval_due && s.last_eval_step != s.step) {
       EvalStats test, ood;
-      absl::Status st = Evaluate(net, batcher, Split::kTest, c, options,
-                                 /*want_router=*/true, c.bf16, &test, cm);
+      absl::Status st =
+          Evaluate(net, batcher, Split::kTest, c, options,
+                   /*want_router=*/true, c.bf16, &test, cm, &emit);
       if (st.ok() && has_ood) {
         st = Evaluate(net, batcher, Split::kOod, c, options,
-                      /*want_router=*/false, c.bf16, &ood, cm);
+                      /*want_router=*/false, c.bf16, &ood, cm, &emit);
       }
       if (absl::IsCancelled(st)) {
         SMOE_RETURN_IF_ERROR(checkpoint());

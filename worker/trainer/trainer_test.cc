@@ -122,6 +122,16 @@ TEST(TrainerTest, ResumeReproducesUninterruptedRunExactly) {
     }
   }
   EXPECT_EQ(results, 1);
+  // Each evaluation reports its progress per split, from 0 of num_eval.
+  std::map<std::string, int> eval_progress;
+  for (const json& e : sink.events) {
+    if (e["event"] != "progress" || !e.contains("phase")) continue;
+    ++eval_progress[e["phase"].get<std::string>()];
+    EXPECT_EQ(e["total"], c.num_eval) << e;
+    EXPECT_LT(e["step"].get<int64_t>(), c.num_eval) << e;
+  }
+  EXPECT_GE(eval_progress["eval/test"], 1);
+  EXPECT_GE(eval_progress["eval/ood"], 1);
 }
 
 TEST(TrainerTest, CorruptCheckpointIsAnErrorNotAFreshStart) {
@@ -392,7 +402,9 @@ TEST(TrainerBinaryTest, SigtermCheckpointsAndExits75ThenResumes) {
     int progress_lines = 0;
     while (ReadLine(c.out, &line)) {
       json e = json::parse(line);
-      if (e["event"] == "progress" && ++progress_lines >= 3) {
+      // Training progress only (evaluation progress has a "phase").
+      if (e["event"] == "progress" && !e.contains("phase") &&
+          ++progress_lines >= 3) {
         first_progress = e["step"].get<int64_t>() - 2;
         break;
       }

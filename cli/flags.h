@@ -1,0 +1,53 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: cli/flags.h
+//
+// The one way `smoe` reads its command line: CLI11 apps and subcommands, the
+// value checks they share, and the one place CLI11's parse errors are caught.
+//
+//   CLI::App app{"...", "smoe"};
+//   ... add subcommands and options ...
+//   if (std::optional<int> rc = ParseCommandLine(&app, argc, argv, out, err))
+//     return *rc;  // --help (0) or a usage error (64), already printed
+//
+// A value a check refuses is reported as CLI11 does, "<flag>: <reason>", with
+// the reason quoting the value: "--slots: '0' (must be >= 1)".
+#ifndef SMOE_CLI_FLAGS_H_
+#define SMOE_CLI_FLAGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+
+namespace smoe::cli {
+
+// Parses `argv` (argv[0] is the program) with `app`. Returns nullopt when a
+// command is to run; otherwise the exit code, after printing the help to `out`
+// (0) or the error and a hint to `err` (64, EX_USAGE).
+std::optional<int> ParseCommandLine(CLI::App* app, int argc,
+                                    const char* const* argv, std::ostream& out,
+                                    std::ostream& err);
+// The same for the arguments after the program name.
+std::optional<int> ParseCommandLine(CLI::App* app,
+                                    const std::vector<std::string>& args,
+                                    std::ostream& out, std::ostream& err);
+
+// Checks: a base-10 integer at least `min` ("'x' (expected an integer)",
+// "'0' (must be >= 1)").
+CLI::Validator IntAtLeast(int64_t min);
+// A base-10 integer in [lo, hi] ("'9' (must be in 1..8)").
+CLI::Validator IntInRange(int64_t lo, int64_t hi);
+// A non-negative 64-bit integer (seeds, batch indices).
+CLI::Validator Uint64();
+// A non-empty string ("'' (empty <what>)").
+CLI::Validator NonEmpty(const std::string& what);
+// One of `choices` ("'x' (one of a, b)").
+CLI::Validator OneOf(const std::vector<std::string>& choices);
+
+}  // namespace smoe::cli
+
+#endif  // SMOE_CLI_FLAGS_H_
