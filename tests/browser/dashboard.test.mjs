@@ -142,6 +142,8 @@ async function main() {
   // 4. The sweep page.
   await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
   await page.screenshot({ path: path.join(artifacts, 'sweep.png'), fullPage: true });
+  // The top of the page (header and headline charts) for the README.
+  await page.screenshot({ path: path.join(artifacts, 'sweep-top.png'), clip: { x: 0, y: 0, width: 1280, height: 900 } });
   // The theory overlay is off by default (a fit is a claim; the data come
   // first) and, once turned on, is captioned with its R².
   const overlays = () => page.evaluate(() => (window.__smoe.charts['headline-ood_acc-hyla']?.series || [])
@@ -331,6 +333,34 @@ async function main() {
   check(oneNote.includes('n = 1') && !oneNote.includes('bootstrap CI'),
     `one seed: the headline caption says n = 1 and claims no CI (${oneNote})`);
   await page.screenshot({ path: path.join(artifacts, 'one-seed.png'), fullPage: true });
+
+  // 11. Failures and stuck work are visible: a sweep whose only trial failed
+  // is not a green "completed"; the trial page lists the attempt with its
+  // exit code and message; a sweep no worker can run says why.
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-fail.yaml'), '--leave', '1']);
+  fixture(['fail', '--coordinator', grpc, '--token-file', tokenFile, '--count', '1']);
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-unschedulable.yaml'), '--leave', '1']);
+  await page.goto(url + '#/sweep/fixture-fail');
+  await waitFor(async () => (await page.locator('#sweep-state').count()) > 0, 'the failed sweep page');
+  const failState = page.locator('#sweep-state');
+  await waitFor(async () => (await failState.textContent()).includes('1 failed'), 'the failed count in the state badge');
+  check((await failState.getAttribute('class')).includes('completed-failed'),
+    `a completed sweep with a failed trial is not green (${await failState.getAttribute('class')})`);
+  const failedHref = await waitFor(() => page.locator('a[href^="#/trial/fixture-fail/"]').first().getAttribute('href'), 'the failed trial link');
+  await page.goto(url + failedHref);
+  await waitFor(async () => (await page.locator('#attempts').count()) > 0, 'the attempts table');
+  const attempt = await page.locator('#attempts tbody tr').first().evaluate((tr) =>
+    [...tr.querySelectorAll('td')].map((td) => td.textContent));
+  check(attempt[2] === 'failed' && attempt[3] === '70' && attempt[4].includes('no CUDA-capable device'),
+    `the trial page shows the attempt's outcome, exit code and message (${JSON.stringify(attempt)})`);
+  await page.screenshot({ path: path.join(artifacts, 'trial-failed.png'), fullPage: true });
+  await page.goto(url + '#/sweep/fixture-unschedulable');
+  const banner = await waitFor(async () => (await page.locator('#sweep-unschedulable').count()) > 0 &&
+    page.locator('#sweep-unschedulable').textContent(), 'the unschedulable banner');
+  check(/Unschedulable: (no connected worker of kind sraven has the labels pool=h200|no worker is connected)/.test(banner),
+    `a sweep no worker can run says why (${banner})`);
 
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
 }

@@ -12,6 +12,9 @@
 //   smoe-dashboard-fixture complete --coordinator H:P --token-file F
 //       [--count 1] [--kind sraven]
 //     leases and completes up to `count` pending trials.
+//   smoe-dashboard-fixture fail --coordinator H:P --token-file F
+//       [--count 1] [--kind sraven]
+//     leases up to `count` pending trials and fails them (exit code 70).
 //
 // Results (kind sraven): ood_acc = 0.9 - 0.06*|log2 k - log2(2M)| +
 // 0.01*(seed % 3 - 1) - 0.02*[attention == softmax]*M/4, test_acc = ood_acc +
@@ -52,7 +55,7 @@ struct Flags {
 };
 
 int Usage() {
-  std::cerr << "usage: smoe-dashboard-fixture seed|complete --coordinator "
+  std::cerr << "usage: smoe-dashboard-fixture seed|complete|fail --coordinator "
                "H:P --token-file F [--sweep FILE] [--leave N] [--points N] "
                "[--count N] [--kind K]\n";
   return 64;
@@ -128,6 +131,35 @@ class Fixture {
         if (!Finish(l)) return false;
         --n;
       }
+    }
+    return true;
+  }
+
+  // Leases up to n trials and fails each attempt with exit code 70 and a
+  // CUDA-style message (the failure views of the dashboard).
+  bool FailTrials(int n) {
+    pb::LeaseRequest req;
+    req.set_worker_id(worker_);
+    req.set_free_slots(n);
+    req.set_free_gpus(64 * 500);
+    pb::LeaseResponse resp;
+    grpc::ClientContext ctx;
+    Prep(&ctx);
+    if (!Ok(gw_->Lease(&ctx, req, &resp), "Lease")) return false;
+    for (const pb::TrialLease& l : resp.leases()) {
+      pb::FailRequest fr;
+      fr.set_worker_id(worker_);
+      fr.set_trial_id(l.trial_id());
+      fr.set_attempt(l.attempt());
+      fr.set_reason(pb::FailRequest::REASON_ERROR);
+      fr.set_exit_code(70);
+      fr.set_message(
+          "trainer exited with status 70: CUDA error: no "
+          "CUDA-capable device is detected");
+      pb::FailResponse fresp;
+      grpc::ClientContext c;
+      Prep(&c);
+      if (!Ok(gw_->Fail(&c, fr, &fresp), "Fail")) return false;
     }
     return true;
   }
@@ -253,6 +285,11 @@ int main(int argc, char** argv) {
     if (!fx.Run(total - f.leave)) return 1;
     std::cout << "seeded " << (total - f.leave) << " of " << total
               << " trials\n";
+    return 0;
+  }
+  if (f.cmd == "fail") {
+    if (!fx.Register(f.kind) || !fx.FailTrials(f.count)) return 1;
+    std::cout << "failed up to " << f.count << " trials\n";
     return 0;
   }
   if (f.cmd == "complete") {

@@ -57,7 +57,6 @@ absl::Status CheckRendezvousInfo(const RendezvousInfo& info);
 bool SplitRendezvousHostPort(const std::string& rendezvous, std::string* host,
                              uint16_t* port);
 
-
 // True when this build has the c10d store (SMOE_WITH_C10D_STORE).
 bool BuiltWithC10dStore();
 
