@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -654,7 +655,7 @@ absl::StatusOr<double> TimeMedianUs(
 }
 #endif  // SMOE_WITH_CUDA
 
-absl::Status NoCuda() {
+[[maybe_unused]] absl::Status NoCuda() {
   return absl::FailedPreconditionError(
       "built without CUDA (SMOE_WITH_CUDA=OFF)");
 }
@@ -918,22 +919,66 @@ absl::StatusOr<CommCheckResult> CheckCommunicators(
   return result;
 }
 
+DeviceRatesOptions DeviceRatesOptionsFor(int device, bool quick) {
+  DeviceRatesOptions o;
+  o.device = device;
+  if (quick) {
+    o.warmup = 2;
+    o.reps = 5;
+    o.copy_bytes = int64_t{256} << 20;
+    o.gemm_size = 4096;
+    o.grouped_tokens = 4096;
+    o.permute_tokens = 4096;
+    o.permute_hidden = 1024;
+  }
+  return o;
+}
+
+absl::Status ValidateDeviceRatesOptions(const DeviceRatesOptions& o) {
+  const std::pair<const char*, int64_t> fields[] = {
+      {"warmup", o.warmup},
+      {"reps", o.reps},
+      {"flush_bytes", o.flush_bytes},
+      {"copy_bytes", o.copy_bytes},
+      {"gemm_size", o.gemm_size},
+      {"grouped_tokens", o.grouped_tokens},
+      {"grouped_dim", o.grouped_dim},
+      {"permute_tokens", o.permute_tokens},
+      {"permute_hidden", o.permute_hidden}};
+  for (const auto& [name, value] : fields) {
+    // warmup may be 0; everything else must be positive.
+    if (value < 0 || (value == 0 && std::string_view(name) != "warmup")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "DeviceRatesOptions.", name, "=", value,
+          value < 0 ? ": must not be negative" : ": must be positive"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DeviceRates> MeasureDeviceRates(int device, bool quick) {
+  return MeasureDeviceRates(DeviceRatesOptionsFor(device, quick));
+}
+
+absl::StatusOr<DeviceRates> MeasureDeviceRates(
+    const DeviceRatesOptions& options) {
+  SMOE_RETURN_IF_ERROR(ValidateDeviceRatesOptions(options));
 #if defined(SMOE_WITH_CUDA)
   CurrentDeviceGuard restore;
-  SMOE_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
+  SMOE_RETURN_IF_ERROR(
+      CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
   DeviceRates rates;
-  rates.device = device;
-  const int warmup = quick ? 2 : 3;
-  const int reps = quick ? 5 : 10;
-  // 256 MiB: 5x the H100's 50 MB L2 (bench.h's L2Flusher).
-  const size_t flush_bytes = size_t{256} << 20;
+  rates.device = options.device;
+  const int warmup = options.warmup;
+  const int reps = options.reps;
+  // 256 MiB by default: 5x the H100's 50 MB L2 (bench.h's L2Flusher).
+  const size_t flush_bytes = static_cast<size_t>(options.flush_bytes);
   DeviceMem flush;
   SMOE_RETURN_IF_ERROR(flush.Alloc(flush_bytes));
   cudaStream_t stream = nullptr;  // legacy default stream
 
   {  // D2D copy, read + write bytes.
-    const size_t bytes = quick ? (size_t{256} << 20) : (size_t{1} << 30);
+    const size_t bytes = static_cast<size_t>(options.copy_bytes);
     DeviceMem a, b;
     SMOE_RETURN_IF_ERROR(Zeros<char>(bytes, &a));
     SMOE_RETURN_IF_ERROR(b.Alloc(bytes));
@@ -953,7 +998,7 @@ absl::StatusOr<DeviceRates> MeasureDeviceRates(int device, bool quick) {
   SMOE_RETURN_IF_ERROR(
       CublasStatus(cublasSetStream(handle.get(), stream), "cublasSetStream"));
   {  // Dense bf16 GEMM, fp32 accumulation.
-    const int size = quick ? 4096 : 8192;
+    const int size = options.gemm_size;
     const size_t elems = static_cast<size_t>(size) * size;
     DeviceMem a, b, c;
     SMOE_RETURN_IF_ERROR(Zeros<__nv_bfloat16>(elems, &a));
@@ -978,7 +1023,8 @@ absl::StatusOr<DeviceRates> MeasureDeviceRates(int device, bool quick) {
   }
   {  // Grouped GEMM bf16 forward, balanced: best of the two variants.
     const int e = 8, k = 2;
-    const int64_t t = quick ? 4096 : 16384, d = 1024, hdim = 1024;
+    const int64_t t = options.grouped_tokens, d = options.grouped_dim,
+                  hdim = options.grouped_dim;
     const int64_t rows = t * k;
     std::vector<int64_t> off(e + 1);
     for (int x = 0; x <= e; ++x) off[x] = rows * x / e;
@@ -1012,7 +1058,7 @@ absl::StatusOr<DeviceRates> MeasureDeviceRates(int device, bool quick) {
   }
   {  // Permute and combine bf16 (bytes as in permute_bench.cu).
     const int e = 8, k = 2;
-    const int64_t t = quick ? 4096 : 16384, d = quick ? 1024 : 4096;
+    const int64_t t = options.permute_tokens, d = options.permute_hidden;
     const int64_t rows = t * k;
     std::vector<int32_t> topk(rows);
     for (int64_t r = 0; r < t; ++r) {
@@ -1060,8 +1106,6 @@ absl::StatusOr<DeviceRates> MeasureDeviceRates(int device, bool quick) {
   }
   return rates;
 #else
-  (void)device;
-  (void)quick;
   return NoCuda();
 #endif
 }

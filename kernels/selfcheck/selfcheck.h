@@ -161,6 +161,32 @@ struct DeviceRates {
   std::string permute_shape;
 };
 
+// The shapes and repetitions of MeasureDeviceRates. DeviceRatesOptionsFor
+// gives the ones documented above (what `smoe doctor` measures); tests on the
+// fake runtime (tests/fakes/) use small ones.
+struct DeviceRatesOptions {
+  int device = 0;
+  int warmup = 3;  // untimed calls, then `reps` timed ones (median)
+  int reps = 10;
+  int64_t flush_bytes = int64_t{256} << 20;  // L2 flush before each rep
+  int64_t copy_bytes = int64_t{1} << 30;     // D2D copy
+  int gemm_size = 8192;                      // dense bf16 GEMM, square
+  int64_t grouped_tokens = 16384;            // grouped GEMM: E=8, k=2
+  int64_t grouped_dim = 1024;                // grouped GEMM d = h
+  int64_t permute_tokens = 16384;            // permute/combine: E=8, k=2
+  int64_t permute_hidden = 4096;
+};
+
+// The documented shapes: `quick` in brackets above (warmup 2, reps 5).
+DeviceRatesOptions DeviceRatesOptionsFor(int device, bool quick);
+
+// Returns InvalidArgument naming the field and value when a size or count of
+// `options` is not positive (checked in every build, before any CUDA call).
+absl::Status ValidateDeviceRatesOptions(const DeviceRatesOptions& options);
+
+absl::StatusOr<DeviceRates> MeasureDeviceRates(
+    const DeviceRatesOptions& options);
+// MeasureDeviceRates(DeviceRatesOptionsFor(device, quick)).
 absl::StatusOr<DeviceRates> MeasureDeviceRates(int device, bool quick);
 
 }  // namespace smoe::kernels

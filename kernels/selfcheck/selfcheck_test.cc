@@ -5,6 +5,9 @@
 // fault injection), and the GPU checks refusing cleanly without a device.
 #include "kernels/selfcheck/selfcheck.h"
 
+#include <string>
+
+#include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "kernels/all_to_all/nccl_communicator.h"
 #include "kernels/common/device.h"
@@ -101,6 +104,55 @@ TEST(SelfCheckTest, ResultSummaries) {
   EXPECT_FALSE(r.ok());
   EXPECT_DOUBLE_EQ(r.max_abs_err(), 1e-6);
   EXPECT_EQ(r.first_failure(), "b: 2 of 4 elements differ");
+}
+
+TEST(SelfCheckTest, DeviceRatesOptionsAreTheDocumentedShapes) {
+  const DeviceRatesOptions full = DeviceRatesOptionsFor(3, /*quick=*/false);
+  EXPECT_EQ(full.device, 3);
+  EXPECT_EQ(full.warmup, 3);
+  EXPECT_EQ(full.reps, 10);
+  EXPECT_EQ(full.flush_bytes, int64_t{256} << 20);
+  EXPECT_EQ(full.copy_bytes, int64_t{1} << 30);
+  EXPECT_EQ(full.gemm_size, 8192);
+  EXPECT_EQ(full.grouped_tokens, 16384);
+  EXPECT_EQ(full.grouped_dim, 1024);
+  EXPECT_EQ(full.permute_tokens, 16384);
+  EXPECT_EQ(full.permute_hidden, 4096);
+  const DeviceRatesOptions quick = DeviceRatesOptionsFor(0, /*quick=*/true);
+  EXPECT_EQ(quick.warmup, 2);
+  EXPECT_EQ(quick.reps, 5);
+  EXPECT_EQ(quick.flush_bytes, int64_t{256} << 20);
+  EXPECT_EQ(quick.copy_bytes, int64_t{256} << 20);
+  EXPECT_EQ(quick.gemm_size, 4096);
+  EXPECT_EQ(quick.grouped_tokens, 4096);
+  EXPECT_EQ(quick.grouped_dim, 1024);
+  EXPECT_EQ(quick.permute_tokens, 4096);
+  EXPECT_EQ(quick.permute_hidden, 1024);
+  EXPECT_TRUE(ValidateDeviceRatesOptions(full).ok());
+  EXPECT_TRUE(ValidateDeviceRatesOptions(quick).ok());
+}
+
+TEST(SelfCheckTest, BadDeviceRatesOptionsNameTheField) {
+  DeviceRatesOptions o = DeviceRatesOptionsFor(0, /*quick=*/true);
+  o.warmup = 0;  // allowed
+  EXPECT_TRUE(ValidateDeviceRatesOptions(o).ok());
+  o.warmup = -1;
+  absl::Status s = ValidateDeviceRatesOptions(o);
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_NE(s.message().find("warmup=-1"), std::string::npos) << s;
+  o = DeviceRatesOptionsFor(0, /*quick=*/true);
+  o.gemm_size = 0;
+  s = MeasureDeviceRates(o).status();  // refused before any CUDA call
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("gemm_size=0: must be positive"),
+            std::string::npos)
+      << s;
+  o = DeviceRatesOptionsFor(0, /*quick=*/true);
+  o.permute_hidden = -4;
+  s = ValidateDeviceRatesOptions(o);
+  EXPECT_NE(s.message().find("permute_hidden=-4: must not be negative"),
+            std::string::npos)
+      << s;
 }
 
 }  // namespace

@@ -48,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_runtime_api.h"
 #include "nccl.h"
 
 namespace smoe::fake_nccl {
@@ -105,9 +106,19 @@ void SetEnqueueDelay(int rank, int64_t us);
 // thread whose current device is `device` (cudaSetDevice: the device asked
 // for; -1: any thread) returns `error` (a cudaError_t or ncclResult_t value)
 // at once, without doing anything; once. Every cuda*/nccl* function of the
-// fake that returns an error code can fail this way. Reset disarms all.
+// fake that returns an error code can fail this way, and so can the cuBLAS
+// calls and the kernel launches of tests/fakes/fake_kernels.cc (call names
+// "cublasCreate", "LaunchRouterTopK", ...; the error is a cublasStatus_t for
+// cuBLAS and LaunchGroupedGemm, else a cudaError_t). Reset disarms all.
 void FailCall(const std::string& call, int error, int device = -1,
               int skip = 0);
+// Like FailCall, but only calls made after a cudaStreamQuery on `device`
+// (-1: any) answered cudaErrorNotReady count: the poll of a wait loop whose
+// stream is still busy, not the polls before it.
+void FailCallWhileBusy(const std::string& call, int error, int device = -1);
+// For the other fake files: the error armed (FailCall) for this call of
+// `call` by the calling thread (its current device), consumed; 0 when none.
+int TakeCallFault(const char* call);
 // Armed faults that have not fired ("CALL on device D"), and those that have,
 // in order (tests check that the call they meant to fail was reached).
 std::vector<std::string> ArmedCallFaults();

@@ -183,6 +183,10 @@ struct CallFault {
   int error = 0;
   int device = -1;  // -1: any
   int skip = 0;
+  // FailCallWhileBusy: counts only once a cudaStreamQuery on `device` has
+  // answered cudaErrorNotReady (`armed` from then on).
+  bool while_busy = false;
+  bool armed = true;
 };
 std::mutex& CallFaultMu() {
   static std::mutex* m = new std::mutex;
@@ -202,7 +206,8 @@ int InjectedError(const char* call, int device) {
   std::lock_guard<std::mutex> l(CallFaultMu());
   std::vector<CallFault>& v = CallFaults();
   for (auto it = v.begin(); it != v.end(); ++it) {
-    if (it->call != call || (it->device >= 0 && it->device != device)) {
+    if (it->call != call || (it->device >= 0 && it->device != device) ||
+        !it->armed) {
       continue;
     }
     if (it->skip > 0) {
@@ -954,6 +959,8 @@ const char* cudaGetErrorName(cudaError_t e) {
       return "cudaErrorInvalidValue";
     case cudaErrorMemoryAllocation:
       return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
     case cudaErrorNoDevice:
       return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice:
@@ -980,6 +987,8 @@ const char* cudaGetErrorString(cudaError_t e) {
       return "invalid argument";
     case cudaErrorMemoryAllocation:
       return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
     case cudaErrorNoDevice:
       return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice:
@@ -1013,6 +1022,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->major = 9;
   prop->minor = 0;
   prop->multiProcessorCount = 132;
+  prop->totalGlobalMem = size_t{80} << 30;
+  prop->pciBusID = 0x18 + device;
   return cudaSuccess;
 }
 
@@ -1036,6 +1047,20 @@ cudaError_t cudaSetDevice(int device) {
 cudaError_t cudaGetDevice(int* device) {
   SMOE_FAKE_INJECT("cudaGetDevice", cudaError_t, tls_device);
   *device = tls_device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* v) {
+  SMOE_FAKE_INJECT("cudaDriverGetVersion", cudaError_t, tls_device);
+  if (v == nullptr) return cudaErrorInvalidValue;
+  *v = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* v) {
+  SMOE_FAKE_INJECT("cudaRuntimeGetVersion", cudaError_t, tls_device);
+  if (v == nullptr) return cudaErrorInvalidValue;
+  *v = CUDART_VERSION;
   return cudaSuccess;
 }
 
@@ -1170,6 +1195,30 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n,
   return cudaSuccess;
 }
 
+cudaError_t cudaMemset(void* p, int value, size_t n) {
+  SMOE_FAKE_INJECT("cudaMemset", cudaError_t, tls_device);
+  State& g = G();
+  Lock l(g.mu);
+  if (n > 0 && FindDevice(p, n) == nullptr) {
+    Violation("cudaMemset outside device memory");
+    return cudaErrorInvalidValue;
+  }
+  if (cudaError_t e = Sticky(tls_device); e != cudaSuccess) return e;
+  // On the legacy stream; the host waits (CUDA: synchronous for pageable
+  // memory, and no caller here relies on anything else).
+  CUstream_st* s = Legacy(tls_device);
+  const int device = s->device;
+  const uint64_t seq = Enqueue(s, [=] {
+    {
+      Lock inner(G().mu);
+      if (!CheckLive(p, n, device, "cudaMemset")) return;
+    }
+    std::memset(p, value, n);
+  });
+  WaitSeq(l, s, seq, "cudaMemset");
+  return Sticky(tls_device);
+}
+
 cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t stream) {
   SMOE_FAKE_INJECT("cudaMemsetAsync", cudaError_t, tls_device);
   State& g = G();
@@ -1225,7 +1274,16 @@ cudaError_t cudaStreamQuery(cudaStream_t h) {
     return cudaErrorInvalidResourceHandle;
   }
   if (cudaError_t e = Sticky(s->device); e != cudaSuccess) return e;
-  return s->completed == s->enqueued ? cudaSuccess : cudaErrorNotReady;
+  if (s->completed == s->enqueued) return cudaSuccess;
+  {
+    std::lock_guard<std::mutex> cl(CallFaultMu());
+    for (CallFault& f : CallFaults()) {
+      if (f.while_busy && (f.device < 0 || f.device == tls_device)) {
+        f.armed = true;
+      }
+    }
+  }
+  return cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t h) {
@@ -1243,6 +1301,69 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t h, cudaHostFn_t fn, void* data) {
   CUstream_st* s = Resolve(h);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
   Enqueue(s, [fn, data] { fn(data); });
+  return cudaSuccess;
+}
+
+// ---- Events ----------------------------------------------------------------
+
+struct CUevent_st {
+  CUstream_st* stream = nullptr;  // of the last record; nullptr: never
+  uint64_t seq = 0;               // completes when stream->completed >= seq
+  bool done = false;              // the record ran
+  Clock::time_point when;
+};
+
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  SMOE_FAKE_INJECT("cudaEventCreate", cudaError_t, tls_device);
+  if (e == nullptr) return cudaErrorInvalidValue;
+  *e = new CUevent_st;  // lives until the process ends (a record may run)
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  SMOE_FAKE_INJECT("cudaEventDestroy", cudaError_t, tls_device);
+  if (e == nullptr) return cudaErrorInvalidResourceHandle;
+  return cudaSuccess;  // not freed: a pending record may still write it
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream) {
+  SMOE_FAKE_INJECT("cudaEventRecord", cudaError_t, tls_device);
+  if (e == nullptr) return cudaErrorInvalidResourceHandle;
+  Lock l(G().mu);
+  CUstream_st* s = Resolve(stream);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  e->stream = s;
+  e->done = false;
+  e->seq = Enqueue(s, [e] {
+    Lock inner(G().mu);
+    e->when = Clock::now();
+    e->done = true;
+  });
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  SMOE_FAKE_INJECT("cudaEventSynchronize", cudaError_t, tls_device);
+  if (e == nullptr) return cudaErrorInvalidResourceHandle;
+  Lock l(G().mu);
+  if (e->stream == nullptr) return cudaSuccess;  // never recorded
+  WaitSeq(l, e->stream, e->seq, "cudaEventSynchronize");
+  return Sticky(e->stream->device);
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start,
+                                 cudaEvent_t end) {
+  SMOE_FAKE_INJECT("cudaEventElapsedTime", cudaError_t, tls_device);
+  if (ms == nullptr || start == nullptr || end == nullptr) {
+    return cudaErrorInvalidValue;
+  }
+  Lock l(G().mu);
+  if (start->stream == nullptr || end->stream == nullptr) {
+    return cudaErrorInvalidResourceHandle;
+  }
+  if (!start->done || !end->done) return cudaErrorNotReady;
+  *ms =
+      std::chrono::duration<float, std::milli>(end->when - start->when).count();
   return cudaSuccess;
 }
 
@@ -1270,6 +1391,13 @@ const char* ncclGetErrorString(ncclResult_t r) {
     default:
       return "unknown result code";
   }
+}
+
+ncclResult_t ncclGetVersion(int* version) {
+  SMOE_FAKE_INJECT("ncclGetVersion", ncclResult_t, tls_device);
+  if (version == nullptr) return ncclInvalidArgument;
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
@@ -1525,6 +1653,16 @@ using smoe_fake::Lock;
 void FailCall(const std::string& call, int error, int device, int skip) {
   std::lock_guard<std::mutex> l(smoe_fake::CallFaultMu());
   smoe_fake::CallFaults().push_back({call, error, device, skip});
+}
+
+void FailCallWhileBusy(const std::string& call, int error, int device) {
+  std::lock_guard<std::mutex> l(smoe_fake::CallFaultMu());
+  smoe_fake::CallFaults().push_back({call, error, device, /*skip=*/0,
+                                     /*while_busy=*/true, /*armed=*/false});
+}
+
+int TakeCallFault(const char* call) {
+  return smoe_fake::InjectedError(call, smoe_fake::tls_device);
 }
 
 std::vector<std::string> ArmedCallFaults() {

@@ -4,7 +4,8 @@
 //
 // TEST-ONLY FAKE of the CUDA runtime API subset that
 // kernels/all_to_all/nccl_communicator.cc, kernels/all_to_all/payload.cc,
-// kernels/common/device.cc and the fake-NCCL tests use. Same names, signatures,
+// kernels/common/device.cc, kernels/selfcheck/selfcheck.cc and the fake tests
+// use. Same names, signatures,
 // enum names and values as CUDA 13's cuda_runtime_api.h / driver_types.h, so
 // those sources compile unchanged when tests/fakes/include comes first on the
 // include path. No GPU: host memory stands in for device memory and every
@@ -31,6 +32,7 @@ enum cudaError {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
@@ -51,6 +53,8 @@ enum cudaMemcpyKind {
 
 struct CUstream_st;
 typedef struct CUstream_st* cudaStream_t;
+struct CUevent_st;
+typedef struct CUevent_st* cudaEvent_t;
 typedef void (*cudaHostFn_t)(void* userData);
 
 const char* cudaGetErrorName(cudaError_t error);
@@ -58,14 +62,18 @@ const char* cudaGetErrorString(cudaError_t error);
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
 
-// driver_types.h's cudaDeviceProp, the fields kernels/common/device.cc reads
-// (the real struct has many more; code that reads only these compiles
-// unchanged).
+// driver_types.h's cudaDeviceProp, the fields kernels/common/device.cc and
+// kernels/selfcheck/selfcheck.cc read (the real struct has many more; code
+// that reads only these compiles unchanged).
 struct cudaDeviceProp {
   char name[256];
+  size_t totalGlobalMem;
   int major;
   int minor;
   int multiProcessorCount;
+  int pciBusID;
+  int pciDeviceID;
+  int pciDomainID;
 };
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 
@@ -73,6 +81,8 @@ cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaDriverGetVersion(int* driverVersion);
+cudaError_t cudaRuntimeGetVersion(int* runtimeVersion);
 
 cudaError_t cudaMalloc(void** devPtr, size_t size);
 cudaError_t cudaFree(void* devPtr);
@@ -83,6 +93,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count,
                        cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count,
                             cudaMemcpyKind kind, cudaStream_t stream = 0);
+cudaError_t cudaMemset(void* devPtr, int value, size_t count);
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count,
                             cudaStream_t stream = 0);
 
@@ -94,6 +105,14 @@ cudaError_t cudaStreamQuery(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
                                void* userData);
+
+// Events: a record is a stream operation that takes the host clock when it
+// runs; elapsed time is the difference of two completed records.
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = 0);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
 }  // namespace smoe_fake
 
