@@ -308,6 +308,83 @@ TEST(NcclSyncErrorsOtherTest, FailedFinalizeWaitAborts) {
   EXPECT_TRUE(v.empty()) << absl::StrJoin(v, "\n");
 }
 
+// The stream wait's own async-error poll fails while the stream is still
+// busy (rank 0's all-reduce kernel waits for rank 1, whose enqueue is held
+// back 300 ms): the poll before it, in the enqueue wait, succeeded, so this
+// is the stream wait's error return. Rank 0 returns at once with the call
+// named and its communicator aborted.
+TEST(NcclSyncErrorsOtherTest, StreamWaitPollFailureWhileBusyAborts) {
+  fake::Reset({});
+  absl::StatusOr<NcclUniqueIdBytes> id = NewNcclUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  fake::SetEnqueueDelay(1, 300000);
+  fake::SetEnqueueDelay(0, 0);
+  absl::Status after;
+  const std::vector<absl::Status> st = fake::RunRanks(
+      kWorld,
+      [&](int r) -> absl::Status {
+        NcclCommunicatorOptions o;
+        o.common.op_timeout_ms = kPeerTimeoutMs;
+        o.device = r;
+        auto comm = CreateNcclCommunicator(r, kWorld, *id, o);
+        if (!comm.ok()) return comm.status();
+        if (r == 0) {
+          fake::FailCallWhileBusy("ncclCommGetAsyncError", ncclSystemError, 0);
+        }
+        const absl::Status s = (*comm)->Barrier();
+        if (r == 0) after = (*comm)->Barrier();
+        return s;
+      },
+      kHangBudget);
+  EXPECT_TRUE(absl::IsInternal(st[0])) << st[0];
+  EXPECT_TRUE(
+      absl::StrContains(st[0].message(), "AllReduceSum: ncclCommGetAsyncError"))
+      << st[0];
+  EXPECT_TRUE(absl::StrContains(st[0].message(), NcclName(ncclSystemError)))
+      << st[0];
+  EXPECT_TRUE(absl::IsAborted(after)) << after;
+  EXPECT_EQ(absl::StrJoin(fake::FiredCallFaults(), ", "),
+            "ncclCommGetAsyncError on device 0");
+  EXPECT_EQ(fake::GetStats().live_comms, 0);
+  const std::vector<std::string> v = fake::Violations();
+  EXPECT_TRUE(v.empty()) << absl::StrJoin(v, "\n");
+}
+
+// The peer's asynchronous error arrives while rank 0 is already in the stream
+// wait (its enqueue wait finished at once; rank 1's launch, held back 300 ms,
+// fails and every peer sees ncclRemoteError): rank 0's stream wait reports
+// the remote error and aborts.
+TEST(NcclSyncErrorsOtherTest, PeerErrorDuringTheStreamWaitAborts) {
+  fake::Reset({});
+  absl::StatusOr<NcclUniqueIdBytes> id = NewNcclUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  fake::SetEnqueueDelay(1, 300000);
+  fake::SetEnqueueDelay(0, 0);
+  fake::InjectAsyncError(1, /*at_launch=*/0, ncclSystemError,
+                         /*peers_see_remote_error=*/true);
+  const std::vector<absl::Status> st = fake::RunRanks(
+      kWorld,
+      [&](int r) -> absl::Status {
+        NcclCommunicatorOptions o;
+        o.common.op_timeout_ms = 5000;
+        o.device = r;
+        auto comm = CreateNcclCommunicator(r, kWorld, *id, o);
+        if (!comm.ok()) return comm.status();
+        return (*comm)->Barrier();
+      },
+      kHangBudget);
+  EXPECT_TRUE(absl::IsInternal(st[0])) << st[0];
+  EXPECT_TRUE(absl::StartsWith(st[0].message(), "AllReduceSum: NCCL error"))
+      << st[0];
+  EXPECT_TRUE(absl::StrContains(st[0].message(), NcclName(ncclRemoteError)))
+      << st[0];
+  EXPECT_TRUE(absl::StrContains(st[1].message(), NcclName(ncclSystemError)))
+      << st[1];
+  EXPECT_EQ(fake::GetStats().live_comms, 0);
+  const std::vector<std::string> v = fake::Violations();
+  EXPECT_TRUE(v.empty()) << absl::StrJoin(v, "\n");
+}
+
 // Bad arguments are InvalidArgument naming the value, before any NCCL call,
 // and leave the communicator usable (world 1).
 TEST(NcclSyncErrorsOtherTest, BadArgumentsNameTheValue) {
