@@ -192,11 +192,11 @@ struct Machine {
   int torch_devices = 0;
 };
 
-Machine Probe() {
+Machine Probe(const DoctorDevices& d) {
   Machine m;
-  m.cuda = kernels::GetCudaStackInfo();
-  m.torch_cuda = torch::cuda::is_available();
-  m.torch_devices = static_cast<int>(torch::cuda::device_count());
+  m.cuda = d.stack_info();
+  m.torch_cuda = d.torch_cuda_available();
+  m.torch_devices = d.torch_device_count();
   return m;
 }
 
@@ -343,11 +343,8 @@ void CheckVersions(const Machine& m, DoctorCheck* c) {
 
 // ---- kernel.* ---------------------------------------------------------------
 
-using KernelFn = absl::StatusOr<kernels::KernelCheckResult> (*)(
-    const kernels::KernelCheckOptions&);
-
-void CheckKernel(const Machine& m, KernelFn fn, bool quick, bool fault,
-                 DoctorCheck* c) {
+void CheckKernel(const Machine& m, const DoctorDevices::KernelCheck& fn,
+                 bool quick, bool fault, DoctorCheck* c) {
   if (m.cuda.device_count == 0) {
     Skip(c, NoDeviceReason(m));
     return;
@@ -658,7 +655,8 @@ void CheckCommLocal(bool fault, DoctorCheck* c) {
               "LocalCommunicator world 2 (threads)", c);
 }
 
-void CheckCommNccl(const Machine& m, bool fault, DoctorCheck* c) {
+void CheckCommNccl(const Machine& m, const DoctorDevices& devices, bool fault,
+                   DoctorCheck* c) {
   if (!m.cuda.built_with_nccl) {
     Skip(c, "built without NCCL (comm.local ran the same checks)");
     return;
@@ -675,7 +673,7 @@ void CheckCommNccl(const Machine& m, bool fault, DoctorCheck* c) {
   o.op_timeout_ms = 60000;
   o.inject_fault = fault;
   CommSummary(
-      kernels::CheckCommunicators(o),
+      devices.communicators(o),
       absl::StrCat("NCCL over ", o.world_size, " GPU(s), one thread each"), c);
 }
 
@@ -894,7 +892,8 @@ void CheckTrainBf16(const Machine& m, int steps, bool fault,
 
 // ---- bench.device -----------------------------------------------------------
 
-void CheckBench(const Machine& m, bool quick, DoctorCheck* c) {
+void CheckBench(const Machine& m, const DoctorDevices& devices, bool quick,
+                DoctorCheck* c) {
   if (m.cuda.device_count == 0) {
     Skip(c, NoDeviceReason(m));
     return;
@@ -903,8 +902,7 @@ void CheckBench(const Machine& m, bool quick, DoctorCheck* c) {
   json per = json::array();
   std::string first;
   for (int d = 0; d < n; ++d) {
-    absl::StatusOr<kernels::DeviceRates> r =
-        kernels::MeasureDeviceRates(d, quick);
+    absl::StatusOr<kernels::DeviceRates> r = devices.device_rates(d, quick);
     if (!r.ok()) {
       c->figures["devices"] = per;
       Fail(c, absl::StrCat("gpu", d, ": ", r.status().ToString()));
@@ -944,6 +942,23 @@ bool IsKnownCheck(const std::string& name,
 }
 
 }  // namespace
+
+DoctorDevices RealDoctorDevices() {
+  DoctorDevices d;
+  d.stack_info = &kernels::GetCudaStackInfo;
+  d.torch_cuda_available = [] { return torch::cuda::is_available(); };
+  d.torch_device_count = [] {
+    return static_cast<int>(torch::cuda::device_count());
+  };
+  d.router_topk = &kernels::CheckRouterTopKKernels;
+  d.permute = &kernels::CheckPermuteKernels;
+  d.grouped_gemm = &kernels::CheckGroupedGemmKernels;
+  d.communicators = &kernels::CheckCommunicators;
+  d.device_rates = [](int device, bool quick) {
+    return kernels::MeasureDeviceRates(device, quick);
+  };
+  return d;
+}
 
 const char* VerdictName(Verdict verdict) {
   switch (verdict) {
@@ -993,11 +1008,12 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
                     : options.quick         ? kQuickTrainSteps
                                             : kTrainSteps;
   const bool quick = options.quick;
+  const DoctorDevices& devices = options.devices;
   Machine m;
   try {
-    m = Probe();
+    m = Probe(devices);
   } catch (const std::exception& e) {  // LibTorch's CUDA probe
-    m.cuda = kernels::GetCudaStackInfo();
+    m.cuda = devices.stack_info();
     SMOE_LOG(WARNING) << "doctor: LibTorch CUDA probe: " << FirstLine(e.what());
   }
   Curves curves;
@@ -1012,15 +1028,14 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
     c->figures = versions.figures;
   });
   run.Run("kernel.router_topk", [&](DoctorCheck* c) {
-    CheckKernel(m, &kernels::CheckRouterTopKKernels, quick,
-                run.fault("kernel.router_topk"), c);
+    CheckKernel(m, devices.router_topk, quick, run.fault("kernel.router_topk"),
+                c);
   });
   run.Run("kernel.permute", [&](DoctorCheck* c) {
-    CheckKernel(m, &kernels::CheckPermuteKernels, quick,
-                run.fault("kernel.permute"), c);
+    CheckKernel(m, devices.permute, quick, run.fault("kernel.permute"), c);
   });
   run.Run("kernel.grouped_gemm", [&](DoctorCheck* c) {
-    CheckKernel(m, &kernels::CheckGroupedGemmKernels, quick,
+    CheckKernel(m, devices.grouped_gemm, quick,
                 run.fault("kernel.grouped_gemm"), c);
   });
   run.Run("ops.moe_cpu", [&](DoctorCheck* c) {
@@ -1031,8 +1046,9 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
   });
   run.Run("comm.local",
           [&](DoctorCheck* c) { CheckCommLocal(run.fault("comm.local"), c); });
-  run.Run("comm.nccl",
-          [&](DoctorCheck* c) { CheckCommNccl(m, run.fault("comm.nccl"), c); });
+  run.Run("comm.nccl", [&](DoctorCheck* c) {
+    CheckCommNccl(m, devices, run.fault("comm.nccl"), c);
+  });
   run.Run("train.cpu_fp32", [&](DoctorCheck* c) {
     CheckTrainCpu(steps, run.fault("train.cpu_fp32"), &curves, c);
   });
@@ -1042,7 +1058,8 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
   run.Run("train.bf16", [&](DoctorCheck* c) {
     CheckTrainBf16(m, steps, run.fault("train.bf16"), curves, c);
   });
-  run.Run("bench.device", [&](DoctorCheck* c) { CheckBench(m, quick, c); });
+  run.Run("bench.device",
+          [&](DoctorCheck* c) { CheckBench(m, devices, quick, c); });
   report.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();

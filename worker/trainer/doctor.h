@@ -58,6 +58,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "kernels/selfcheck/selfcheck.h"
 #include "nlohmann/json.hpp"
 
 namespace smoe::trainer {
@@ -78,6 +80,34 @@ struct DoctorCheck {
   double seconds = 0;
 };
 
+// Where RunDoctor's machine probe and device checks come from:
+// RealDoctorDevices() (kernels/selfcheck and LibTorch's CUDA queries) unless
+// a test substitutes made-up devices (counts, results, errors), so the
+// per-device loops, verdicts and report figures run without a GPU
+// (doctor_test). What needs CUDA tensors (ops.moe_cuda, train.gpu_fp32,
+// train.bf16 on cuda) does not go through here.
+struct DoctorDevices {
+  using KernelCheck = std::function<absl::StatusOr<kernels::KernelCheckResult>(
+      const kernels::KernelCheckOptions&)>;
+  std::function<kernels::CudaStackInfo()> stack_info;
+  std::function<bool()> torch_cuda_available;  // may throw (c10::Error)
+  std::function<int()> torch_device_count;     // may throw
+  KernelCheck router_topk;                     // kernel.router_topk
+  KernelCheck permute;                         // kernel.permute
+  KernelCheck grouped_gemm;                    // kernel.grouped_gemm
+  // comm.nccl (comm.local calls kernels::CheckCommunicators itself).
+  std::function<absl::StatusOr<kernels::CommCheckResult>(
+      const kernels::CommCheckOptions&)>
+      communicators;
+  std::function<absl::StatusOr<kernels::DeviceRates>(int device, bool quick)>
+      device_rates;  // bench.device
+};
+
+// kernels::GetCudaStackInfo, torch::cuda::is_available / device_count,
+// kernels::Check*Kernels, kernels::CheckCommunicators,
+// kernels::MeasureDeviceRates.
+DoctorDevices RealDoctorDevices();
+
 struct DoctorOptions {
   bool quick = false;
   // SRAVEN steps per training run; 0: kTrainSteps (quick: kQuickTrainSteps).
@@ -89,6 +119,8 @@ struct DoctorOptions {
   std::set<std::string> inject_fault;
   // Called after each check (progress output).
   std::function<void(const DoctorCheck&)> on_check;
+  // The probe and device checks (tests replace members).
+  DoctorDevices devices = RealDoctorDevices();
 };
 
 struct DoctorReport {
