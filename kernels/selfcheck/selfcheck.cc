@@ -41,8 +41,7 @@
 namespace smoe::kernels {
 namespace {
 
-#if defined(SMOE_WITH_CUDA)
-// ---- Comparisons (host vectors) ---------------------------------------------
+// ---- Comparisons (host vectors; public as Compare*Output) -------------------
 
 KernelComparison Close(std::string what, const std::vector<float>& ref,
                        const std::vector<float>& got, double atol, double eps) {
@@ -89,6 +88,8 @@ KernelComparison Exact(std::string what, const std::vector<T>& ref,
   }
   return c;
 }
+
+#if defined(SMOE_WITH_CUDA)
 
 // The fault injection of the header for kernel outputs: adds 1 to element 0
 // (far outside every tolerance; a one-ulp flip would pass the float checks).
@@ -684,6 +685,25 @@ std::string KernelCheckResult::first_failure() const {
     if (c.num_bad > 0) return absl::StrCat(c.what, ": ", c.message);
   }
   return "";
+}
+
+KernelComparison CompareCloseOutput(std::string what,
+                                    const std::vector<float>& ref,
+                                    const std::vector<float>& got, double atol,
+                                    double eps) {
+  return Close(std::move(what), ref, got, atol, eps);
+}
+
+KernelComparison CompareExactOutput(std::string what,
+                                    const std::vector<float>& ref,
+                                    const std::vector<float>& got) {
+  return Exact(std::move(what), ref, got);
+}
+
+KernelComparison CompareExactOutput(std::string what,
+                                    const std::vector<int32_t>& ref,
+                                    const std::vector<int32_t>& got) {
+  return Exact(std::move(what), ref, got);
 }
 
 std::string FormatCudaVersion(int version) {

@@ -89,6 +89,21 @@ struct KernelCheckResult {
   std::string first_failure() const;
 };
 
+// The kernel checks' comparisons of a downloaded output `got` with its
+// reference (pure host functions): element-wise under compare.h's rule
+// (|got - ref| <= atol + eps |ref|), or bitwise. A size mismatch counts every
+// reference element as bad. The message names the first mismatch.
+KernelComparison CompareCloseOutput(std::string what,
+                                    const std::vector<float>& ref,
+                                    const std::vector<float>& got, double atol,
+                                    double eps);
+KernelComparison CompareExactOutput(std::string what,
+                                    const std::vector<float>& ref,
+                                    const std::vector<float>& got);
+KernelComparison CompareExactOutput(std::string what,
+                                    const std::vector<int32_t>& ref,
+                                    const std::vector<int32_t>& got);
+
 struct KernelCheckOptions {
   int device = 0;
   uint32_t seed = 0;   // 0: a fresh seed from std::random_device

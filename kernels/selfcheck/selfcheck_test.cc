@@ -5,7 +5,9 @@
 // fault injection), and the GPU checks refusing cleanly without a device.
 #include "kernels/selfcheck/selfcheck.h"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
@@ -104,6 +106,40 @@ TEST(SelfCheckTest, ResultSummaries) {
   EXPECT_FALSE(r.ok());
   EXPECT_DOUBLE_EQ(r.max_abs_err(), 1e-6);
   EXPECT_EQ(r.first_failure(), "b: 2 of 4 elements differ");
+}
+
+TEST(SelfCheckTest, OutputComparisons) {
+  const std::vector<float> ref = {1.0f, -2.0f, 3.0f};
+  KernelComparison c =
+      CompareCloseOutput("close", ref, {1.0f, -2.0f, 3.0f}, 1e-6, 1e-5);
+  EXPECT_EQ(c.what, "close");
+  EXPECT_FALSE(c.exact);
+  EXPECT_EQ(c.elements, 3);
+  EXPECT_EQ(c.num_bad, 0);
+  EXPECT_EQ(c.message, "");
+  c = CompareCloseOutput("close", ref, {1.0f, -2.5f, 3.0f}, 1e-6, 1e-5);
+  EXPECT_EQ(c.num_bad, 1);
+  EXPECT_DOUBLE_EQ(c.max_abs_err, 0.5);
+  EXPECT_NE(c.message.find("first at 1"), std::string::npos) << c.message;
+  c = CompareCloseOutput("close", ref, {1.0f}, 1e-6, 1e-5);
+  EXPECT_EQ(c.num_bad, 3);
+  EXPECT_EQ(c.message, "size 1 != 3");
+
+  c = CompareExactOutput("exact", ref, {1.0f, -2.0f, 3.0000002f});
+  EXPECT_TRUE(c.exact);
+  EXPECT_EQ(c.num_bad, 1);
+  EXPECT_EQ(c.message, "1 of 3 elements differ (exact); first at 2");
+  c = CompareExactOutput("exact", std::vector<int32_t>{4, 5},
+                         std::vector<int32_t>{4, 5});
+  EXPECT_EQ(c.num_bad, 0);
+  EXPECT_EQ(c.elements, 2);
+  c = CompareExactOutput("exact", std::vector<int32_t>{4, 5},
+                         std::vector<int32_t>{4, 5, 6});
+  EXPECT_EQ(c.num_bad, 2);
+  EXPECT_EQ(c.message, "size 3 != 2");
+  c = CompareExactOutput("exact", std::vector<int32_t>{4, 5},
+                         std::vector<int32_t>{5, 4});
+  EXPECT_EQ(c.message, "2 of 2 elements differ (exact); first at 0");
 }
 
 TEST(SelfCheckTest, DeviceRatesOptionsAreTheDocumentedShapes) {

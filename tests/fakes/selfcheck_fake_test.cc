@@ -156,6 +156,44 @@ TEST_F(SelfCheckFakeTest, InjectedFaultFailsEveryComparisonAndNamesIt) {
       << gemm->first_failure();
 }
 
+// The full (non-quick) shapes: two more router shapes (tied logits, T=7 with
+// k = E), a third permute shape (E=64, k=1, odd hidden).
+TEST_F(SelfCheckFakeTest, FullShapesPass) {
+  KernelCheckOptions o = Options();
+  o.quick = false;
+  absl::StatusOr<KernelCheckResult> router = CheckRouterTopKKernels(o);
+  ASSERT_TRUE(router.ok()) << router.status();
+  EXPECT_TRUE(router->ok()) << router->first_failure();
+  EXPECT_EQ(router->comparisons.size(), 25u) << Whats(*router);
+  EXPECT_TRUE(absl::StrContains(Whats(*router), "router T=7 E=8 k=8 renorm"))
+      << Whats(*router);
+  absl::StatusOr<KernelCheckResult> permute = CheckPermuteKernels(o);
+  ASSERT_TRUE(permute.ok()) << permute.status();
+  EXPECT_TRUE(permute->ok()) << permute->first_failure();
+  EXPECT_EQ(permute->comparisons.size(), 31u) << Whats(*permute);
+}
+
+// Seed 0 draws a fresh non-zero seed and reports it.
+TEST_F(SelfCheckFakeTest, SeedZeroDrawsAFreshSeed) {
+  KernelCheckOptions o = Options();
+  o.seed = 0;
+  absl::StatusOr<KernelCheckResult> gemm = CheckGroupedGemmKernels(o);
+  ASSERT_TRUE(gemm.ok()) << gemm.status();
+  EXPECT_TRUE(gemm->ok()) << gemm->first_failure();
+  EXPECT_NE(gemm->seed, 0u);
+}
+
+// When the current device cannot be read, the check still runs; there is
+// nothing to restore afterwards (the calling thread stays on the checked
+// device, as CUDA left it).
+TEST_F(SelfCheckFakeTest, UnreadableCurrentDeviceIsNotRestored) {
+  fake::FailCall("cudaGetDevice", cudaErrorUnknown);
+  absl::StatusOr<KernelCheckResult> router = CheckRouterTopKKernels(Options());
+  ASSERT_TRUE(router.ok()) << router.status();
+  EXPECT_TRUE(router->ok()) << router->first_failure();
+  EXPECT_EQ(CurrentDevice(), 1);
+}
+
 // A kernel that writes one wrong element fails exactly its comparison: the
 // checks compare what the device computed, so they can fail.
 TEST_F(SelfCheckFakeTest, AWrongKernelFailsItsComparison) {
@@ -350,6 +388,16 @@ TEST_F(SelfCheckFakeTest, NcclCheckReportsTheFailingRank) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal) << r.status();
   EXPECT_TRUE(absl::StartsWith(r.status().message(),
                                "rank 1: cudaSetDevice: cudaErrorInvalidDevice"))
+      << r.status();
+}
+
+TEST_F(SelfCheckFakeTest, NcclInitFailureOnEveryRankIsReported) {
+  fake::FailCall("ncclCommInitRankConfig", ncclSystemError, /*device=*/0);
+  fake::FailCall("ncclCommInitRankConfig", ncclSystemError, /*device=*/1);
+  absl::StatusOr<CommCheckResult> r = CheckCommunicators(NcclOptions());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal) << r.status();
+  EXPECT_TRUE(absl::StartsWith(r.status().message(),
+                               "rank 0: ncclCommInitRankConfig: NCCL error"))
       << r.status();
 }
 
