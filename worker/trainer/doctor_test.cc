@@ -6,6 +6,7 @@
 #include "worker/trainer/doctor.h"
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -421,6 +422,21 @@ TEST_F(DoctorTest, NoMadeUpGpuSkipsWithTheReason) {
             "no CUDA device (no NVIDIA driver)");
   EXPECT_EQ(Find(r, "comm.nccl").summary,
             "built without NCCL (comm.local ran the same checks)");
+}
+
+// LibTorch claims CUDA but cannot use it (here: a CPU-only LibTorch told
+// otherwise): ops.moe_cuda FAILs with LibTorch's message instead of crashing.
+TEST_F(DoctorTest, AnUnusableTorchCudaDeviceFailsTheOpsCheck) {
+  DoctorOptions o = MadeUpGpus(1);
+  o.only = {"ops.moe_cuda"};
+  o.devices.torch_cuda_available = [] { return true; };
+  o.devices.torch_device_count = [] { return 1; };
+  const DoctorReport r = RunDoctor(o);
+  const DoctorCheck& c = Find(r, "ops.moe_cuda");
+  if (torch::cuda::is_available()) GTEST_SKIP() << "a CUDA LibTorch";
+  EXPECT_EQ(c.verdict, Verdict::kFail) << FormatCheckLine(c);
+  EXPECT_FALSE(c.summary.empty());
+  EXPECT_TRUE(c.figures.contains("seed")) << c.figures;
 }
 
 TEST_F(DoctorTest, AThrowingTorchCudaProbeStillReports) {
