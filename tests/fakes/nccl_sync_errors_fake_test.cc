@@ -310,14 +310,14 @@ TEST(NcclSyncErrorsOtherTest, FailedFinalizeWaitAborts) {
 
 // The stream wait's own async-error poll fails while the stream is still
 // busy (rank 0's all-reduce kernel waits for rank 1, whose enqueue is held
-// back 300 ms): the poll before it, in the enqueue wait, succeeded, so this
+// back 1 s): the poll before it, in the enqueue wait, succeeded, so this
 // is the stream wait's error return. Rank 0 returns at once with the call
 // named and its communicator aborted.
 TEST(NcclSyncErrorsOtherTest, StreamWaitPollFailureWhileBusyAborts) {
   fake::Reset({});
   absl::StatusOr<NcclUniqueIdBytes> id = NewNcclUniqueId();
   ASSERT_TRUE(id.ok()) << id.status();
-  fake::SetEnqueueDelay(1, 300000);
+  fake::SetEnqueueDelay(1, 1000000);
   fake::SetEnqueueDelay(0, 0);
   absl::Status after;
   const std::vector<absl::Status> st = fake::RunRanks(
@@ -351,14 +351,14 @@ TEST(NcclSyncErrorsOtherTest, StreamWaitPollFailureWhileBusyAborts) {
 }
 
 // The peer's asynchronous error arrives while rank 0 is already in the stream
-// wait (its enqueue wait finished at once; rank 1's launch, held back 300 ms,
+// wait (its enqueue wait finished at once; rank 1's launch, held back 1 s,
 // fails and every peer sees ncclRemoteError): rank 0's stream wait reports
 // the remote error and aborts.
 TEST(NcclSyncErrorsOtherTest, PeerErrorDuringTheStreamWaitAborts) {
   fake::Reset({});
   absl::StatusOr<NcclUniqueIdBytes> id = NewNcclUniqueId();
   ASSERT_TRUE(id.ok()) << id.status();
-  fake::SetEnqueueDelay(1, 300000);
+  fake::SetEnqueueDelay(1, 1000000);
   fake::SetEnqueueDelay(0, 0);
   fake::InjectAsyncError(1, /*at_launch=*/0, ncclSystemError,
                          /*peers_see_remote_error=*/true);
