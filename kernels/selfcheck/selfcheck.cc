@@ -1056,13 +1056,13 @@ absl::StatusOr<DeviceRates> MeasureDeviceRates(
     double best_us = 0;
     for (GroupedGemmVariant v : {GroupedGemmVariant::kGroupedBatched,
                                  GroupedGemmVariant::kPerExpertLoop}) {
-      absl::StatusOr<double> us = TimeMedianUs(
-          [&](cudaStream_t s) {
-            return GroupedGemm(handle.get(), a.get(), b.get(), c.get(),
-                               DType::kBFloat16, off.data(), e, d, hdim, false,
-                               v, ws.get(), s);
-          },
-          stream, flush, flush_bytes, warmup, reps);
+      const auto grouped = [&](cudaStream_t s) {
+        return GroupedGemm(handle.get(), a.get(), b.get(), c.get(),
+                           DType::kBFloat16, off.data(), e, d, hdim, false, v,
+                           ws.get(), s);
+      };
+      absl::StatusOr<double> us =
+          TimeMedianUs(grouped, stream, flush, flush_bytes, warmup, reps);
       if (absl::IsUnimplemented(us.status())) continue;
       SMOE_RETURN_IF_ERROR(us.status());
       if (best_us == 0 || *us < best_us) best_us = *us;

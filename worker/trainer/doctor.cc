@@ -279,10 +279,11 @@ void CheckVersions(const Machine& m, DoctorCheck* c) {
                {"device_count", s.device_count},
                {"devices", s.devices},
                {"device_error", s.device_error}};
+  const bool cudnn = torch::cuda::cudnn_is_available();
   f["torch"] = {{"version", TORCH_VERSION},
                 {"cuda_available", m.torch_cuda},
                 {"cuda_device_count", m.torch_devices},
-                {"cudnn_available", torch::cuda::cudnn_is_available()},
+                {"cudnn_available", cudnn},
                 {"config", at::show_config()}};
   const char* omp = std::getenv("OMP_NUM_THREADS");
   f["cpu"] = {
