@@ -2,6 +2,8 @@
 #include "coordinator/http_server.h"
 
 #include <httplib.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -18,6 +21,7 @@
 #include "analysis/skillmix_tables.h"
 #include "common/api_token.h"
 #include "common/http_listener.h"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "coordinator/http_server_assets.h"
 #include "coordinator/sweep_read_model.h"
@@ -34,7 +38,23 @@ using nlohmann::json;
 // event-stream, with brotli at its slowest quality): JSON over loopback is
 // cheap to send and expensive to compress.
 constexpr char kJson[] = "application/json; charset=utf-8";
-constexpr char kCookieName[] = "smoe_token";
+constexpr char kCookieName[] = "smoe_session";
+
+// The dashboard's session cookie value: HMAC-SHA256(token, a fixed label),
+// hex. Derived from the token, never equal to it: a leaked cookie (browser
+// storage, a proxy log) does not give the API token that workers and the CLI
+// use, and rotating the token invalidates every session.
+std::string SessionFromToken(const std::string& token) {
+  static constexpr char kLabel[] = "smoe dashboard session v1";
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
+       reinterpret_cast<const unsigned char*>(kLabel), sizeof(kLabel) - 1, mac,
+       &len);
+  return absl::StrCat("s1.",
+                      absl::BytesToHexString(absl::string_view(
+                          reinterpret_cast<const char*>(mac), len)));
+}
 
 std::string Dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -134,11 +154,24 @@ absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(
   return std::make_pair(host, port);
 }
 
+std::string DescribeBind(const std::string& host, int port) {
+  const bool wildcard =
+      host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+  const std::string h = host.empty() ? "0.0.0.0" : host;
+  const bool v6 = h.find(':') != std::string::npos && h.front() != '[';
+  return absl::StrCat(v6 ? "[" : "", h, v6 ? "]" : "", ":", port,
+                      wildcard ? " (all interfaces)" : "");
+}
+
 struct HttpServer::Impl {
   Scheduler* scheduler = nullptr;
   store::ExperimentStore* store = nullptr;
   std::string token;
+  // SessionFromToken(token): the login cookie's value.
+  std::string session;
   HttpServerOptions options;
+  // Failed sign-ins and refused API calls: logged at most once per 10 s.
+  LogLimiter auth_log{absl::Seconds(10)};
   std::string host;
   int port = 0;
   httplib::Server server;
@@ -164,10 +197,23 @@ struct HttpServer::Impl {
       c = absl::StripAsciiWhitespace(c);
       if (absl::ConsumePrefix(&c, kCookieName) &&
           absl::ConsumePrefix(&c, "=")) {
-        return TokenEquals(c, token);
+        return TokenEquals(c, session);
       }
     }
     return false;
+  }
+
+  void LogRefused(const httplib::Request& req, absl::string_view what) {
+    int64_t suppressed = 0;
+    if (auth_log.Allow(absl::Now(), &suppressed)) {
+      SMOE_LOG(WARNING) << "dashboard: " << what << " from " << req.remote_addr
+                        << " (" << req.method << " " << req.path << ")"
+                        << (suppressed > 0
+                                ? absl::StrCat("; ", suppressed,
+                                               " more refused since the last "
+                                               "such line")
+                                : "");
+    }
   }
 
   // ---- handlers
@@ -487,6 +533,14 @@ struct HttpServer::Impl {
   }
 
   void Login(const httplib::Request& req, httplib::Response& res) {
+    // The token goes in the body only: a URL lands in the browser's history,
+    // proxy logs and Referer headers.
+    if (req.target.find('?') != std::string::npos) {
+      LogRefused(req, "sign-in with a query string refused");
+      return Error(res, 400,
+                   "POST /login takes the token in the body (a form field or "
+                   "JSON), never in the URL");
+    }
     std::string given;
     const bool is_json = absl::StartsWith(req.get_header_value("Content-Type"),
                                           "application/json");
@@ -497,10 +551,12 @@ struct HttpServer::Impl {
         given = body["token"].get<std::string>();
       }
     } else if (req.has_param("token")) {
+      // The query string was refused above: this is the form body.
       given = req.get_param_value("token");
     }
     given = std::string(absl::StripAsciiWhitespace(given));
     if (given.empty() || !TokenEquals(given, token)) {
+      LogRefused(req, "failed sign-in");
       // Slow down guessing a little; the token has 256 random bits anyway.
       absl::SleepFor(absl::Milliseconds(200));
       res.status = 401;
@@ -515,7 +571,7 @@ struct HttpServer::Impl {
       return;
     }
     res.set_header("Set-Cookie",
-                   absl::StrCat(kCookieName, "=", token,
+                   absl::StrCat(kCookieName, "=", session,
                                 "; Path=/; HttpOnly; SameSite=Strict"));
     if (is_json) {
       res.status = 204;
@@ -541,6 +597,7 @@ struct HttpServer::Impl {
     using httplib::Response;
     server.set_pre_routing_handler([this](const Request& req, Response& res) {
       if (absl::StartsWith(req.path, "/api/") && !Authorized(req)) {
+        LogRefused(req, "unauthenticated API request refused");
         res.set_header("WWW-Authenticate", "Bearer");
         Error(res, 401, "missing or wrong API token (see /login)");
         return httplib::Server::HandlerResponse::Handled;
@@ -628,6 +685,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   impl->store = store;
   impl->model = std::make_unique<SweepReadModel>(scheduler, store);
   impl->token = std::move(token);
+  impl->session = SessionFromToken(impl->token);
   impl->options = options;
   impl->options.threads = std::max(4, options.threads);
   impl->options.max_event_streams =
@@ -658,7 +716,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   }
   impl->port = impl->listener.port();
   std::unique_ptr<HttpServer> s(new HttpServer(std::move(impl)));
-  SMOE_LOG(INFO) << "dashboard serving on " << s->url()
+  SMOE_LOG(INFO) << "dashboard listening on " << s->bind_description()
+                 << ", open " << s->url()
                  << (EmbeddedAssetsAreFallback()
                          ? " (web app not built: npm missing at build time)"
                          : "");
@@ -666,6 +725,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
 }
 
 int HttpServer::port() const { return impl_->port; }
+
+std::string HttpServer::bind_description() const {
+  return DescribeBind(impl_->host, impl_->port);
+}
 
 std::string HttpServer::url() const {
   std::string host = impl_->host;

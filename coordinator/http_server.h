@@ -79,6 +79,8 @@ class HttpServer {
   int port() const;
   // "http://127.0.0.1:<port>/" (a wildcard host becomes 127.0.0.1).
   std::string url() const;
+  // The bound address as DescribeBind() writes it.
+  std::string bind_description() const;
   // Stops accepting, ends SSE streams, joins the threads. Idempotent.
   void Shutdown();
 
@@ -89,9 +91,15 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Splits "host:port" (IPv6 as "[::1]:port"). InvalidArgument when malformed.
+// Splits "host:port" (IPv6 as "[::1]:port"). An empty host (":8080") is
+// 0.0.0.0, every interface. InvalidArgument when malformed.
 absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(
     const std::string& listen);
+
+// What a log line says about a bound address: "127.0.0.1:8080", or for a
+// wildcard host "0.0.0.0:8080 (all interfaces)" so the log never claims a
+// loopback-only bind that is not.
+std::string DescribeBind(const std::string& host, int port);
 
 }  // namespace smoe::coordinator
 

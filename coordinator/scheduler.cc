@@ -63,6 +63,48 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(
 
 absl::Status Scheduler::Load() {
   absl::MutexLock lock(&mu_);
+  return LoadLocked(nullptr);
+}
+
+absl::Status Scheduler::Recover() {
+  absl::MutexLock lock(&mu_);
+  {
+    absl::MutexLock commit_lock(&commit_mu_);
+    if (!failed_flag_.load()) return absl::OkStatus();
+    // Failed: no new leader starts (WaitDurable returns failed_ first).
+    if (leader_active_) return absl::UnavailableError("a commit is in flight");
+  }
+  // Entries are reset in place, never erased while durable: WatchSweep
+  // waits holding a pointer to its sweep's entry.
+  std::map<std::string, int64_t> versions;
+  for (auto& [id, s] : sweeps_) {
+    versions[id] = std::max(s.version, s.durable.version);
+    s = SweepEntry();
+  }
+  trials_.clear();
+  running_.clear();
+  workers_.clear();
+  queue_.clear();
+  uncaptured_.clear();
+  const absl::Status st = LoadLocked(&versions);
+  // Sweeps whose creation never became durable are not in the store (no
+  // watcher can wait on them).
+  for (auto it = sweeps_.begin(); it != sweeps_.end();) {
+    it = it->second.record.sweep_id.empty() ? sweeps_.erase(it) : ++it;
+  }
+  if (!st.ok()) return st;
+  absl::MutexLock commit_lock(&commit_mu_);
+  lost_tickets_.emplace_back(durable_ticket_, last_ticket_);
+  durable_ticket_ = last_ticket_;
+  failed_ = absl::OkStatus();
+  failed_flag_.store(false);
+  SMOE_LOG(INFO) << "store commits work again: state reloaded from the store; "
+                    "accepting work";
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::LoadLocked(
+    const std::map<std::string, int64_t>* min_versions) {
   const absl::Time now = clock_->Now();
   SMOE_ASSIGN_OR_RETURN(std::vector<store::SweepRecord> sweeps,
                         store_->ListSweeps());
@@ -79,7 +121,8 @@ absl::Status Scheduler::Load() {
     }
     e.spec = std::move(*spec);
     e.record = std::move(r);
-    sweeps_.emplace(e.record.sweep_id, std::move(e));
+    const std::string id = e.record.sweep_id;
+    sweeps_[id] = std::move(e);
   }
   SMOE_ASSIGN_OR_RETURN(std::vector<store::WorkerRecord> workers,
                         store_->ListWorkers());
@@ -105,6 +148,15 @@ absl::Status Scheduler::Load() {
       WriteBatch b;
       b.sweeps.push_back(s.record);
       SMOE_RETURN_IF_ERROR(store_->Commit(b));
+    }
+  }
+  if (min_versions != nullptr) {
+    for (auto& [id, s] : sweeps_) {
+      auto it = min_versions->find(id);
+      if (it != min_versions->end()) {
+        s.version = std::max(s.version, it->second + 1);
+        s.changes.clear();  // watchers get a full snapshot
+      }
     }
   }
   // Everything loaded is durable.
@@ -178,6 +230,13 @@ absl::Status Scheduler::WaitDurable(uint64_t ticket) {
   absl::MutexLock lock(&commit_mu_);
   while (true) {
     if (!failed_.ok()) return failed_;
+    for (const auto& [after, upto] : lost_tickets_) {
+      if (ticket > after && ticket <= upto) {
+        return absl::UnavailableError(
+            "the coordinator's store could not commit this change (it was "
+            "not saved); retry");
+      }
+    }
     if (durable_ticket_ >= ticket) return absl::OkStatus();
     if (leader_active_) {
       commit_cv_.Wait(&commit_mu_);
@@ -221,10 +280,12 @@ absl::Status Scheduler::WaitDurable(uint64_t ticket) {
     if (st.ok()) {
       durable_ticket_ = std::max(durable_ticket_, upto);
     } else {
-      // Memory is ahead of the store now: stop accepting work until a restart
-      // reloads the store (fail-stop; nothing acknowledged is lost).
+      // Memory is ahead of the store now: stop accepting work until
+      // Recover() reloads the store (fail-stop; nothing acknowledged is
+      // lost).
       failed_ = absl::UnavailableError(absl::StrCat(
-          "coordinator store commit failed (restart the coordinator): ",
+          "coordinator store commit failed; refusing work until commits "
+          "succeed again (the coordinator retries on its own): ",
           st.message()));
       failed_flag_.store(true);
       SMOE_LOG(ERROR) << failed_;
