@@ -110,6 +110,26 @@ struct WorkerInfo {
   std::vector<std::string> kinds;  // empty: {"sraven"}
 };
 
+// Bounds on what a worker registers and reports (issue 16 item 9).
+inline constexpr size_t kMaxWorkerIdLength = 128;
+inline constexpr size_t kMaxHostnameLength = 253;
+inline constexpr int kMaxWorkerSlots = 1024;
+inline constexpr int kMaxWorkerGpus = 1024;
+inline constexpr int kMaxWorkerCpus = 1 << 20;
+inline constexpr size_t kMaxWorkerLabels = 64;
+inline constexpr size_t kMaxLabelLength = 128;
+inline constexpr size_t kMaxWorkerKinds = 16;
+inline constexpr size_t kMaxMetricNameLength = 128;
+
+// OK, or InvalidArgument naming the field and (a prefix of) the value: ids,
+// hostnames, label keys and kinds are 1..max characters of [A-Za-z0-9._:/-]
+// (an empty worker_id or hostname is allowed: the coordinator assigns an id),
+// slots 1..kMaxWorkerSlots, gpus and cpus non-negative and bounded.
+absl::Status ValidateWorkerInfo(const WorkerInfo& info);
+// A metric name: 1..kMaxMetricNameLength characters of [A-Za-z0-9._:/-] and
+// "@#%+=,[]()".
+absl::Status ValidateMetricName(absl::string_view name);
+
 struct Registration {
   std::string worker_id;
   absl::Duration heartbeat_interval;

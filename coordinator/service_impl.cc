@@ -350,7 +350,7 @@ grpc::Status WorkerGatewayServiceImpl::Register(grpc::ServerContext* ctx,
     info.hostname = req->hostname();
     info.cpus = req->cpus();
     info.gpus = req->gpus();
-    info.slots = req->slots() == 0 ? 1 : req->slots();
+    info.slots = req->slots();  // 0 is refused (ValidateWorkerInfo)
     info.labels.insert(req->labels().begin(), req->labels().end());
     info.kinds.assign(req->kinds().begin(), req->kinds().end());
     SMOE_ASSIGN_OR_RETURN(Registration r, scheduler_->Register(info));

@@ -125,7 +125,6 @@ std::pair<std::unique_ptr<Process>, int> StartCoordinatorProcess(
   return {std::move(p), port};
 }
 
-std::string Smoe() { return std::string(SMOE_BIN_DIR) + "/smoe"; }
 
 // A sweep with `seeds` x 32 points (M 1..8 x top_k 1,2,4,8).
 std::string BigSweep(const std::string& name, int seeds) {
@@ -253,6 +252,45 @@ TEST(FaultsTest, SmallMethodsRefuseLargeRequests) {
     EXPECT_NE(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
         << s.error_message();
   }
+}
+
+// Issue 16 item 9: over the wire, slots=0 is refused naming the field, a
+// 1-slot worker asking for 32 leases gets one, and a 1000-character metric
+// name is refused naming the field.
+TEST(FaultsTest, WorkerInputIsBounded) {
+  Cluster c("bounds", Plan(2, 10));
+  c.StartCoordinator();
+  const std::string token = Token(c);
+  const std::string file = c.WriteFile("s.yaml", BigSweep("wide", 1));
+  ASSERT_EQ(c.Smoe({"sweep", "submit", file}).first, 0);
+  auto stub = pb::WorkerGateway::NewStub(
+      grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  pb::RegisterRequest reg;
+  reg.set_hostname("host-1");
+  reg.set_slots(0);
+  pb::RegisterResponse reg_resp;
+  grpc::Status s = stub->Register(Context(token).get(), reg, &reg_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("slots: must be 1..1024, got 0"));
+  reg.set_slots(1);
+  ASSERT_TRUE(stub->Register(Context(token).get(), reg, &reg_resp).ok());
+  pb::LeaseRequest lease;
+  lease.set_worker_id(reg_resp.worker_id());
+  lease.set_free_slots(32);
+  pb::LeaseResponse lease_resp;
+  ASSERT_TRUE(stub->Lease(Context(token).get(), lease, &lease_resp).ok());
+  ASSERT_EQ(lease_resp.leases_size(), 1);
+  pb::ReportMetricsRequest m;
+  m.set_worker_id(reg_resp.worker_id());
+  m.set_trial_id(lease_resp.leases(0).trial_id());
+  m.set_attempt(lease_resp.leases(0).attempt());
+  pb::Metric* metric = m.add_metrics();
+  metric->set_name(std::string(1000, 'n'));
+  metric->set_step(1);
+  pb::ReportMetricsResponse m_resp;
+  s = stub->ReportMetrics(Context(token).get(), m, &m_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("metric name"));
 }
 
 // Issue 16 item 10: a worker whose token the coordinator refuses exits at
