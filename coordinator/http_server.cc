@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
+#include <map>
+#include <thread>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "analysis/curve_aggregator.h"
 #include "analysis/skillmix_tables.h"
 #include "common/api_token.h"
@@ -111,6 +115,72 @@ json RowJson(const SweepSnapshot& s, size_t i,
           {"results", results}};
 }
 
+// The connection task queue: one thread per open connection, started on
+// demand up to `max_threads` (then connections wait for a thread). cpp-httplib
+// runs a whole keep-alive connection (and an SSE stream) on one thread, so a
+// fixed pool of N threads is starved by N slow clients (issue 16 item 3: 24
+// connections that never finished their headers made /healthz time out).
+// Threads stay for reuse; shutdown() joins them all.
+class ElasticTaskQueue final : public httplib::TaskQueue {
+ public:
+  ElasticTaskQueue(int min_threads, int max_threads)
+      : max_threads_(std::max(min_threads, max_threads)) {
+    absl::MutexLock lock(&mu_);
+    for (int i = 0; i < min_threads; ++i) SpawnLocked();
+  }
+  ~ElasticTaskQueue() override = default;
+
+  void enqueue(std::function<void()> fn) override {
+    absl::MutexLock lock(&mu_);
+    jobs_.push_back(std::move(fn));
+    if (idle_ < static_cast<int>(jobs_.size()) &&
+        static_cast<int>(threads_.size()) < max_threads_) {
+      SpawnLocked();
+    }
+  }
+
+  void shutdown() override {
+    {
+      absl::MutexLock lock(&mu_);
+      shutdown_ = true;
+    }
+    // No thread is added once shutdown_ is set.
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  void SpawnLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    threads_.emplace_back([this] { Work(); });
+  }
+
+  void Work() {
+    while (true) {
+      std::function<void()> fn;
+      {
+        absl::MutexLock lock(&mu_);
+        ++idle_;
+        mu_.Await(absl::Condition(
+            +[](ElasticTaskQueue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(q->mu_) {
+              return q->shutdown_ || !q->jobs_.empty();
+            },
+            this));
+        --idle_;
+        if (jobs_.empty()) return;  // shut down and drained
+        fn = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      fn();
+    }
+  }
+
+  const int max_threads_;
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_;  // appended under mu_, joined after
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 const char kLoginPage[] = R"(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>SMoE Lab - sign in</title>
 <link rel="icon" href="data:,">
@@ -179,6 +249,8 @@ struct HttpServer::Impl {
   HttpListener listener{&server};
   std::atomic<bool> stopping{false};
   std::atomic<int> streams{0};
+  absl::Mutex streams_mu;
+  std::map<std::string, int> streams_by_client ABSL_GUARDED_BY(streams_mu);
   bool shut_down = false;
 
   std::unique_ptr<SweepReadModel> model;
@@ -461,9 +533,22 @@ struct HttpServer::Impl {
     const std::string id = req.matches[1];
     auto view = scheduler->GetSweep(id);
     if (!view.ok()) return StatusError(res, view.status());
-    if (streams.fetch_add(1) >= options.max_event_streams) {
-      streams.fetch_sub(1);
-      return Error(res, 503, "too many event streams; retry later");
+    const std::string client = req.remote_addr;
+    {
+      absl::MutexLock lock(&streams_mu);
+      int& mine = streams_by_client[client];
+      if (streams.load() >= options.max_event_streams ||
+          mine >= options.max_event_streams_per_client) {
+        if (mine == 0) streams_by_client.erase(client);
+        res.set_header("Retry-After", "5");
+        return Error(res, 503,
+                     absl::StrCat("too many event streams (at most ",
+                                  options.max_event_streams_per_client,
+                                  " per client, ", options.max_event_streams,
+                                  " in all); retry later"));
+      }
+      ++mine;
+      streams.fetch_add(1);
     }
     struct State {
       int64_t since = 0;
@@ -529,7 +614,13 @@ struct HttpServer::Impl {
                                     "\nevent: sweep\ndata: ", Dump(ev),
                                     "\n\n"));
         },
-        [this](bool) { streams.fetch_sub(1); });
+        [this, client](bool) {
+          absl::MutexLock lock(&streams_mu);
+          if (--streams_by_client[client] <= 0) {
+            streams_by_client.erase(client);
+          }
+          streams.fetch_sub(1);
+        });
   }
 
   void Login(const httplib::Request& req, httplib::Response& res) {
@@ -688,19 +779,28 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   impl->session = SessionFromToken(impl->token);
   impl->options = options;
   impl->options.threads = std::max(4, options.threads);
-  impl->options.max_event_streams =
-      std::clamp(options.max_event_streams, 1, impl->options.threads - 3);
+  impl->options.max_connections =
+      std::max(impl->options.threads, options.max_connections);
+  // Streams leave threads for everything else (/healthz, /api).
+  impl->options.max_event_streams = std::clamp(
+      options.max_event_streams, 1, impl->options.max_connections - 16);
+  impl->options.max_event_streams_per_client =
+      std::clamp(options.max_event_streams_per_client, 1,
+                 impl->options.max_event_streams);
   impl->host = addr->first;
   const int threads = impl->options.threads;
-  impl->server.new_task_queue = [threads] {
-    return new httplib::ThreadPool(threads);
+  const int max_threads = impl->options.max_connections;
+  impl->server.new_task_queue = [threads, max_threads] {
+    return new ElasticTaskQueue(threads, max_threads);
   };
   // Responses go out as header + body writes: without TCP_NODELAY, Nagle
   // and the client's delayed ACK add ~40 ms to every response.
   impl->server.set_tcp_nodelay(true);
   impl->server.set_keep_alive_max_count(1000);
   impl->server.set_keep_alive_timeout(2);
-  impl->server.set_read_timeout(10, 0);
+  // A client that stops sending mid-request is dropped after 5 s without a
+  // byte (cpp-httplib's deadline is per read, see docs/reliability.md).
+  impl->server.set_read_timeout(5, 0);
   impl->server.set_write_timeout(10, 0);
   impl->server.set_payload_max_length(1 << 20);
   impl->Routes();

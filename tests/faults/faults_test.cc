@@ -5,7 +5,11 @@
 // broke it, asserting the fixed behaviour.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,6 +147,74 @@ size_t CountOccurrences(const std::string& text, const std::string& what) {
     ++n;
   }
   return n;
+}
+
+// A loopback TCP connection to `port`, or -1.
+int Connect(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, const std::string& data) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    const ssize_t n =
+        ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Reads until `until` appears, the peer closes or `timeout` passes.
+std::string ReadUntil(int fd, const std::string& until, absl::Duration timeout) {
+  std::string got;
+  const absl::Time end = absl::Now() + timeout;
+  while (got.find(until) == std::string::npos && absl::Now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    const int ms = static_cast<int>(absl::ToInt64Milliseconds(end - absl::Now()));
+    if (::poll(&p, 1, std::max(ms, 1)) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+// One HTTP/1.1 request on a fresh connection; the status line and headers
+// (and what body arrived) within `timeout`, or "" on timeout.
+std::string HttpGet(int port, const std::string& path,
+                    const std::string& extra_headers, absl::Duration timeout) {
+  const int fd = Connect(port);
+  if (fd < 0) return "";
+  SendAll(fd, absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                           extra_headers, "Connection: close\r\n\r\n"));
+  std::string r = ReadUntil(fd, "\r\n\r\n", timeout);
+  ::close(fd);
+  return r;
+}
+
+// The dashboard's port, from the coordinator's log ("dashboard: http://...").
+int DashboardPort(const std::string& log_path) {
+  const std::string log = ReadAll(log_path);
+  const std::string key = "dashboard: http://127.0.0.1:";
+  const size_t p = log.find(key);
+  if (p == std::string::npos) return 0;
+  int port = 0;
+  absl::SimpleAtoi(log.substr(p + key.size(), log.find('/', p + key.size()) -
+                                                  p - key.size()),
+                   &port);
+  return port;
 }
 
 // Issue 16 item 4: 8 parallel unauthenticated 24 MiB calls. Before the fix
@@ -291,6 +363,55 @@ TEST(FaultsTest, WorkerInputIsBounded) {
   s = stub->ReportMetrics(Context(token).get(), m, &m_resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("metric name"));
+}
+
+// Issue 16 item 3: 40 connections that never finish their headers plus 24
+// open SSE streams (8 clients' worth from one address) used to take every
+// thread of the dashboard's fixed pool (24): /healthz and /api timed out.
+// Now each connection has a thread of its own up to a bound, streams are
+// capped per client (503 beyond), and /healthz and /api answer at once.
+TEST(FaultsTest, SlowHttpClientsDoNotStarveHealthz) {
+  Cluster c("slowhttp", Plan(2, 10));
+  c.StartCoordinator();
+  const std::string file = c.WriteFile("s.yaml", BigSweep("live", 1));
+  ASSERT_EQ(c.Smoe({"sweep", "submit", file}).first, 0);
+  const int port = DashboardPort(c.dir() + "/coordinator.log");
+  ASSERT_GT(port, 0) << ReadAll(c.dir() + "/coordinator.log");
+  const std::string auth = absl::StrCat("Authorization: Bearer ", Token(c),
+                                        "\r\n");
+  std::vector<int> fds;
+  for (int i = 0; i < 40; ++i) {
+    const int fd = Connect(port);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, "GET /api/sweeps HTTP/1.1\r\nHost: x\r\n"));
+    fds.push_back(fd);
+  }
+  int streams = 0, refused = 0;
+  for (int i = 0; i < 24; ++i) {
+    const int fd = Connect(port);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, absl::StrCat("GET /api/sweeps/live/events "
+                                         "HTTP/1.1\r\nHost: x\r\n",
+                                         auth, "\r\n")));
+    const std::string head = ReadUntil(fd, "\r\n\r\n", absl::Seconds(5));
+    if (absl::StartsWith(head, "HTTP/1.1 200")) ++streams;
+    if (absl::StartsWith(head, "HTTP/1.1 503")) ++refused;
+    fds.push_back(fd);
+  }
+  EXPECT_EQ(streams, 8) << "the per-client stream cap";
+  EXPECT_EQ(refused, 16);
+  const absl::Time start = absl::Now();
+  const std::string health = HttpGet(port, "/healthz", "", absl::Seconds(3));
+  EXPECT_TRUE(absl::StartsWith(health, "HTTP/1.1 200")) << health;
+  const std::string api = HttpGet(port, "/api/sweeps", auth, absl::Seconds(3));
+  EXPECT_TRUE(absl::StartsWith(api, "HTTP/1.1 200")) << api;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  // A stalled request is dropped after the read deadline (5 s).
+  (void)ReadUntil(fds[0], "never", absl::Seconds(8));
+  char byte;
+  EXPECT_EQ(::recv(fds[0], &byte, 1, MSG_DONTWAIT), 0)
+      << "the server closed the stalled connection";
+  for (int fd : fds) ::close(fd);
 }
 
 // Issue 16 item 10: a worker whose token the coordinator refuses exits at
