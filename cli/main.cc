@@ -59,8 +59,8 @@ int RunCoordinator(const coordinator::ServerOptions& options,
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   auto server = coordinator::CoordinatorServer::Start(options);
   if (!server.ok()) return ReportError(server.status());
-  std::cout << "smoe coordinator listening on "
-            << (*server)->bind_description() << std::endl;
+  std::cout << "smoe coordinator listening on " << (*server)->bind_description()
+            << std::endl;
   if (!(*server)->http_url().empty()) {
     std::cout << "dashboard: " << (*server)->http_url() << " (listening on "
               << (*server)->http_bind_description() << ")" << std::endl;
@@ -180,7 +180,9 @@ int Main(int argc, char** argv) {
       ->add_option("--data-dir", backup_data_dir,
                    "The coordinator's data directory (holds smoe.db)")
       ->capture_default_str();
-  backup->add_option("--out", backup_out, "Backup file to create (never overwritten)")
+  backup
+      ->add_option("--out", backup_out,
+                   "Backup file to create (never overwritten)")
       ->required();
 
   // smoe up
@@ -406,12 +408,11 @@ int Main(int argc, char** argv) {
         store::SqliteStore::Backup(backup_data_dir + "/smoe.db", backup_out);
     if (!st.ok()) {
       std::cerr << "smoe admin backup: " << st.message() << "\n";
-      return st.code() == absl::StatusCode::kFailedPrecondition
-                 ? kExitNoInput
-                 : kExitSoftware;
+      return st.code() == absl::StatusCode::kFailedPrecondition ? kExitNoInput
+                                                                : kExitSoftware;
     }
-    std::cout << "backed up " << backup_data_dir << "/smoe.db to "
-              << backup_out << " (quick_check ok)" << std::endl;
+    std::cout << "backed up " << backup_data_dir << "/smoe.db to " << backup_out
+              << " (quick_check ok)" << std::endl;
     return kExitOk;
   }
   if (coord->parsed()) {

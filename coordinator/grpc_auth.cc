@@ -68,9 +68,9 @@ class CoreServerCredentials final : public grpc::ServerCredentials {
 }  // namespace
 
 size_t MaxRequestBytes(absl::string_view method) {
-  if (absl::EndsWith(method, "/ReportMetrics") ||
-      absl::EndsWith(method, "/SubmitSweep") ||
-      absl::EndsWith(method, "/ExtendSweep")) {
+  if (absl::EndsWith(method, "ReportMetrics") ||
+      absl::EndsWith(method, "SubmitSweep") ||
+      absl::EndsWith(method, "ExtendSweep")) {
     return kMaxLargeRequestBytes;
   }
   return kMaxSmallRequestBytes;
@@ -95,13 +95,12 @@ absl::Status TokenAuthChecker::Check(absl::string_view method,
   absl::string_view given = authorization;
   const bool bearer = absl::ConsumePrefix(&given, "Bearer ");
   if (bearer && TokenEquals(given, token_)) return absl::OkStatus();
-  const char* why = authorization.empty() ? "missing API token"
-                                          : "invalid API token";
+  const char* why =
+      authorization.empty() ? "missing API token" : "invalid API token";
   int64_t suppressed = 0;
   if (log_.Allow(absl::Now(), &suppressed)) {
     SMOE_LOG(WARNING) << "refused an unauthenticated gRPC call to "
-                      << (method.empty() ? "?" : method) << " (" << why
-                      << ")"
+                      << (method.empty() ? "?" : method) << " (" << why << ")"
                       << (suppressed > 0
                               ? absl::StrCat("; ", suppressed,
                                              " more refused since the last "
@@ -114,9 +113,9 @@ absl::Status TokenAuthChecker::Check(absl::string_view method,
           : "invalid API token");
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
-TokenServerCredentials(TokenAuthChecker* checker, const std::string& cert_pem,
-                       const std::string& key_pem) {
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TokenServerCredentials(
+    TokenAuthChecker* checker, const std::string& cert_pem,
+    const std::string& key_pem) {
   // The core library must be initialised before core objects are created;
   // the wrapper keeps it initialised for its lifetime.
   grpc_init();

@@ -41,8 +41,8 @@ inline constexpr size_t kMaxLargeRequestBytes = 32 << 20;
 // Lease, Complete, Fail and the read/cancel calls).
 inline constexpr size_t kMaxSmallRequestBytes = 64 << 10;
 
-// The request size limit of the gRPC method named by its full path
-// ("/smoe.v1.WorkerGateway/Register"): kMaxLargeRequestBytes for
+// The request size limit of the gRPC method named by its name or full path
+// ("Register", "/smoe.v1.WorkerGateway/Register"): kMaxLargeRequestBytes for
 // ReportMetrics, SubmitSweep and ExtendSweep, kMaxSmallRequestBytes for the
 // others.
 size_t MaxRequestBytes(absl::string_view method);
@@ -58,8 +58,7 @@ class TokenAuthChecker {
   // OK when `authorization` is "Bearer <token>" or `method` (the call's
   // :path) is a public one (grpc.health.v1); Unauthenticated otherwise, never
   // echoing what was sent. Refusals are counted and logged (rate-limited).
-  absl::Status Check(absl::string_view method,
-                     absl::string_view authorization);
+  absl::Status Check(absl::string_view method, absl::string_view authorization);
 
   // Calls refused so far.
   int64_t refused() const { return log_.total(); }
@@ -72,9 +71,9 @@ class TokenAuthChecker {
 // Server credentials (plaintext, or TLS when both PEM strings are non-empty)
 // whose calls pass `checker` before any message is read. `checker` must
 // outlive the server.
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
-TokenServerCredentials(TokenAuthChecker* checker, const std::string& cert_pem,
-                       const std::string& key_pem);
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TokenServerCredentials(
+    TokenAuthChecker* checker, const std::string& cert_pem,
+    const std::string& key_pem);
 
 }  // namespace smoe::coordinator
 

@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <thread>
-#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -55,9 +55,8 @@ std::string SessionFromToken(const std::string& token) {
   HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
        reinterpret_cast<const unsigned char*>(kLabel), sizeof(kLabel) - 1, mac,
        &len);
-  return absl::StrCat("s1.",
-                      absl::BytesToHexString(absl::string_view(
-                          reinterpret_cast<const char*>(mac), len)));
+  return absl::StrCat("s1.", absl::BytesToHexString(absl::string_view(
+                                 reinterpret_cast<const char*>(mac), len)));
 }
 
 std::string Dump(const json& j) {
@@ -541,11 +540,11 @@ struct HttpServer::Impl {
           mine >= options.max_event_streams_per_client) {
         if (mine == 0) streams_by_client.erase(client);
         res.set_header("Retry-After", "5");
-        return Error(res, 503,
-                     absl::StrCat("too many event streams (at most ",
-                                  options.max_event_streams_per_client,
-                                  " per client, ", options.max_event_streams,
-                                  " in all); retry later"));
+        return Error(
+            res, 503,
+            absl::StrCat("too many event streams (at most ",
+                         options.max_event_streams_per_client, " per client, ",
+                         options.max_event_streams, " in all); retry later"));
       }
       ++mine;
       streams.fetch_add(1);
@@ -784,9 +783,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   // Streams leave threads for everything else (/healthz, /api).
   impl->options.max_event_streams = std::clamp(
       options.max_event_streams, 1, impl->options.max_connections - 16);
-  impl->options.max_event_streams_per_client =
-      std::clamp(options.max_event_streams_per_client, 1,
-                 impl->options.max_event_streams);
+  impl->options.max_event_streams_per_client = std::clamp(
+      options.max_event_streams_per_client, 1, impl->options.max_event_streams);
   impl->host = addr->first;
   const int threads = impl->options.threads;
   const int max_threads = impl->options.max_connections;

@@ -215,7 +215,8 @@ TEST_F(HttpServerTest, LoginRefusesATokenInTheUrl) {
   ASSERT_TRUE(g);
   EXPECT_FALSE(g->has_header("Set-Cookie"));
   // The login page posts a form to /login (the token in the body).
-  EXPECT_THAT(c.Get("/login")->body, HasSubstr("method=\"post\" action=\"/login\""));
+  EXPECT_THAT(c.Get("/login")->body,
+              HasSubstr("method=\"post\" action=\"/login\""));
 }
 
 TEST_F(HttpServerTest, SweepsAndTrialTable) {

@@ -59,9 +59,8 @@ std::string Quote(absl::string_view value) {
 absl::Status CheckName(absl::string_view field, absl::string_view value,
                        size_t max_len, absl::string_view extra = "") {
   if (value.empty() || value.size() > max_len) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": must be 1..", max_len, " characters, got ",
-                     Quote(value)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": must be 1..", max_len, " characters, got ", Quote(value)));
   }
   for (char c : value) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -69,9 +68,9 @@ absl::Status CheckName(absl::string_view field, absl::string_view value,
                     c == '-' || c == ':' || c == '/' ||
                     extra.find(c) != absl::string_view::npos;
     if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": only letters, digits and '._:/-", extra,
-          "' are allowed, got ", Quote(value)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": only letters, digits and '._:/-", extra,
+                       "' are allowed, got ", Quote(value)));
     }
   }
   return absl::OkStatus();
@@ -93,17 +92,16 @@ absl::Status ValidateWorkerInfo(const WorkerInfo& info) {
         "slots: must be 1..", kMaxWorkerSlots, ", got ", info.slots));
   }
   if (info.gpus < 0 || info.gpus > kMaxWorkerGpus) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gpus: must be 0..", kMaxWorkerGpus, ", got ", info.gpus));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus: must be 0..", kMaxWorkerGpus, ", got ", info.gpus));
   }
   if (info.cpus < 0 || info.cpus > kMaxWorkerCpus) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cpus: must be 0..", kMaxWorkerCpus, ", got ", info.cpus));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpus: must be 0..", kMaxWorkerCpus, ", got ", info.cpus));
   }
   if (info.labels.size() > kMaxWorkerLabels) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("labels: at most ", kMaxWorkerLabels, ", got ",
-                     info.labels.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "labels: at most ", kMaxWorkerLabels, ", got ", info.labels.size()));
   }
   for (const auto& [k, v] : info.labels) {
     SMOE_RETURN_IF_ERROR(CheckName("labels key", k, kMaxLabelLength));

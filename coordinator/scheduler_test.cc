@@ -637,9 +637,8 @@ TEST(SchedulerFailStopTest, RecoverAfterTheStoreCommitsAgain) {
   EXPECT_TRUE((*sched)->Recover().ok()) << "a no-op when not failed";
   std::thread watcher;
   absl::StatusOr<WatchResult> watched;
-  watcher = std::thread([&] {
-    watched = (*sched)->WatchSweep("s", version, absl::Seconds(30));
-  });
+  watcher = std::thread(
+      [&] { watched = (*sched)->WatchSweep("s", version, absl::Seconds(30)); });
   store.fail_ = true;
   EXPECT_EQ((*sched)->Lease(reg->worker_id, 1, 0).status().code(),
             absl::StatusCode::kUnavailable);

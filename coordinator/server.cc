@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -112,9 +111,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   CoordinatorServer* raw = s.get();
   s->expiry_thread_ = std::thread([raw] { raw->MaintenanceLoop(); });
   SMOE_LOG(INFO) << "coordinator listening on " << s->bind_description()
-                 << " (data "
-                 << options.data_dir << ", token " << RedactSecret(s->token_)
-                 << ")";
+                 << " (data " << options.data_dir << ", token "
+                 << RedactSecret(s->token_) << ")";
   return s;
 }
 
@@ -122,11 +120,11 @@ absl::Status CoordinatorServer::ProbeStore() {
   // Room for more than a page or two: SQLite may reuse WAL frames, so a tiny
   // write can succeed on a full disk while the next real batch fails.
   const std::string probe = options_.data_dir + "/.smoe-space-probe";
-  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                  0600);
+  int fd =
+      ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot create '", probe, "': ", std::strerror(errno)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot create '", probe, "': ", std::strerror(errno)));
   }
   const std::string chunk(64 << 10, '\0');
   absl::Status st;

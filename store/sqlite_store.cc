@@ -550,8 +550,8 @@ absl::Status SqliteStore::QuickCheck() {
   }
   if (rows->size() == 1 && (*rows)[0] == "ok") return absl::OkStatus();
   return absl::DataLossError(absl::StrCat(
-      "database '", path_, "' is damaged (PRAGMA quick_check: ",
-      absl::StrJoin(*rows, "; "),
+      "database '", path_,
+      "' is damaged (PRAGMA quick_check: ", absl::StrJoin(*rows, "; "),
       "); refusing to serve it: restore it from a backup "
       "(docs/reliability.md)"));
 }
@@ -580,8 +580,9 @@ absl::Status SqliteStore::Backup(const std::string& db_path,
         "'", dest_path, "' exists; a backup never overwrites a file"));
   }
   sqlite3* src = nullptr;
-  int rc = sqlite3_open_v2(db_path.c_str(), &src,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc =
+      sqlite3_open_v2(db_path.c_str(), &src,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     absl::Status status = SqliteError(src, rc, "backup: open", db_path);
     sqlite3_close_v2(src);
@@ -591,10 +592,10 @@ absl::Status SqliteStore::Backup(const std::string& db_path,
   const std::string tmp = dest_path + ".tmp";
   std::remove(tmp.c_str());
   sqlite3* dst = nullptr;
-  rc = sqlite3_open_v2(tmp.c_str(), &dst,
-                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                           SQLITE_OPEN_NOMUTEX,
-                       nullptr);
+  rc = sqlite3_open_v2(
+      tmp.c_str(), &dst,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+      nullptr);
   absl::Status status;
   if (rc != SQLITE_OK) {
     status = SqliteError(dst, rc, "backup: create", tmp);
@@ -635,20 +636,21 @@ absl::Status SqliteStore::Backup(const std::string& db_path,
       copy->reset();
       // Open() put the copy back in WAL mode: make it one file again.
       sqlite3* db = nullptr;
-      rc = sqlite3_open_v2(tmp.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+      rc =
+          sqlite3_open_v2(tmp.c_str(), &db,
+                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
       if (rc == SQLITE_OK) {
-        rc = sqlite3_exec(db, "PRAGMA journal_mode = DELETE", nullptr,
-                          nullptr, nullptr);
+        rc = sqlite3_exec(db, "PRAGMA journal_mode = DELETE", nullptr, nullptr,
+                          nullptr);
       }
       if (rc != SQLITE_OK) status = SqliteError(db, rc, "backup: finish", tmp);
       sqlite3_close_v2(db);
     }
   }
   if (status.ok() && std::rename(tmp.c_str(), dest_path.c_str()) != 0) {
-    status = absl::InternalError(absl::StrCat(
-        "backup: cannot rename '", tmp, "' to '", dest_path,
-        "': ", std::strerror(errno)));
+    status = absl::InternalError(absl::StrCat("backup: cannot rename '", tmp,
+                                              "' to '", dest_path,
+                                              "': ", std::strerror(errno)));
   }
   if (!status.ok()) {
     std::remove(tmp.c_str());

@@ -3,9 +3,9 @@
 // Fault-injection tests (ctest label `faults`, issue 16): each test starts a
 // real coordinator process on 127.0.0.1 and reproduces one way the issue
 // broke it, asserting the fixed behaviour.
+#include <arpa/inet.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -129,7 +129,6 @@ std::pair<std::unique_ptr<Process>, int> StartCoordinatorProcess(
   return {std::move(p), port};
 }
 
-
 // A sweep with `seeds` x 32 points (M 1..8 x top_k 1,2,4,8).
 std::string BigSweep(const std::string& name, int seeds) {
   std::string list;
@@ -176,12 +175,14 @@ bool SendAll(int fd, const std::string& data) {
 }
 
 // Reads until `until` appears, the peer closes or `timeout` passes.
-std::string ReadUntil(int fd, const std::string& until, absl::Duration timeout) {
+std::string ReadUntil(int fd, const std::string& until,
+                      absl::Duration timeout) {
   std::string got;
   const absl::Time end = absl::Now() + timeout;
   while (got.find(until) == std::string::npos && absl::Now() < end) {
     pollfd p{fd, POLLIN, 0};
-    const int ms = static_cast<int>(absl::ToInt64Milliseconds(end - absl::Now()));
+    const int ms =
+        static_cast<int>(absl::ToInt64Milliseconds(end - absl::Now()));
     if (::poll(&p, 1, std::max(ms, 1)) <= 0) continue;
     char buf[4096];
     const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
@@ -211,8 +212,8 @@ int DashboardPort(const std::string& log_path) {
   const size_t p = log.find(key);
   if (p == std::string::npos) return 0;
   int port = 0;
-  absl::SimpleAtoi(log.substr(p + key.size(), log.find('/', p + key.size()) -
-                                                  p - key.size()),
+  absl::SimpleAtoi(log.substr(p + key.size(),
+                              log.find('/', p + key.size()) - p - key.size()),
                    &port);
   return port;
 }
@@ -289,7 +290,7 @@ TEST(FaultsTest, SmallMethodsRefuseLargeRequests) {
     pb::RegisterResponse resp;
     grpc::Status s = stub->Register(Context(token).get(), req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-    EXPECT_THAT(s.error_message(), HasSubstr("/smoe.v1.WorkerGateway/Register"));
+    EXPECT_THAT(s.error_message(), HasSubstr("Register: request is"));
     EXPECT_THAT(s.error_message(), HasSubstr("at most 65536"));
   }
   {
@@ -377,8 +378,8 @@ TEST(FaultsTest, SlowHttpClientsDoNotStarveHealthz) {
   ASSERT_EQ(c.Smoe({"sweep", "submit", file}).first, 0);
   const int port = DashboardPort(c.dir() + "/coordinator.log");
   ASSERT_GT(port, 0) << ReadAll(c.dir() + "/coordinator.log");
-  const std::string auth = absl::StrCat("Authorization: Bearer ", Token(c),
-                                        "\r\n");
+  const std::string auth =
+      absl::StrCat("Authorization: Bearer ", Token(c), "\r\n");
   std::vector<int> fds;
   for (int i = 0; i < 40; ++i) {
     const int fd = Connect(port);
@@ -440,11 +441,10 @@ TEST(FaultsTest, WeakTokenIsRefusedAtStartup) {
   const std::string token_file = c.dir() + "/weak-token";
   { std::ofstream(token_file) << "abcde\n"; }
   ::chmod(token_file.c_str(), 0600);
-  auto [rc, out] = RunCommand(
-      {c.smoe(), "coordinator", "--data-dir", c.dir() + "/coord",
-       "--token-file", token_file, "--listen", "127.0.0.1:0", "--http-listen",
-       ""},
-      {}, absl::Seconds(30));
+  auto [rc, out] = RunCommand({c.smoe(), "coordinator", "--data-dir",
+                               c.dir() + "/coord", "--token-file", token_file,
+                               "--listen", "127.0.0.1:0", "--http-listen", ""},
+                              {}, absl::Seconds(30));
   EXPECT_NE(rc, 0) << out;
   EXPECT_THAT(out, HasSubstr("weak API token"));
   EXPECT_THAT(out, HasSubstr(token_file));
@@ -545,13 +545,12 @@ TEST(FaultsTest, DiskFullIsNotServingAndRecoversWhenSpaceIsFreed) {
   const std::string mnt = c.dir() + "/mnt";
   fs::create_directories(mnt);
   const std::string token_file = c.dir() + "/token";
-  const std::string script = absl::StrCat(
-      "mount -t tmpfs -o size=6m tmpfs '", mnt, "' && exec \"$0\" \"$@\"");
+  const std::string script = absl::StrCat("mount -t tmpfs -o size=6m tmpfs '",
+                                          mnt, "' && exec \"$0\" \"$@\"");
   auto [p, port] = StartCoordinatorProcess(
       c.dir(),
       {"/usr/bin/unshare", "-Urm", "/bin/sh", "-c", script, c.smoe(),
-       "coordinator", "--data-dir", mnt + "/coord", "--token-file",
-       token_file},
+       "coordinator", "--data-dir", mnt + "/coord", "--token-file", token_file},
       {});
   ASSERT_GT(port, 0) << ReadAll(c.dir() + "/coordinator.log");
   const std::string addr = absl::StrCat("127.0.0.1:", port);
@@ -562,9 +561,10 @@ TEST(FaultsTest, DiskFullIsNotServingAndRecoversWhenSpaceIsFreed) {
                              "--timeout", "10"});
     return RunCommand(argv, {}, absl::Seconds(60));
   };
-  ASSERT_EQ(smoe({"sweep", "submit", c.WriteFile("a.yaml", BigSweep("first", 1))})
-                .first,
-            0);
+  ASSERT_EQ(
+      smoe({"sweep", "submit", c.WriteFile("a.yaml", BigSweep("first", 1))})
+          .first,
+      0);
   EXPECT_EQ(HealthStatus(addr), 1);
   // Fill the tmpfs, seen through the coordinator's own mount namespace.
   const std::string filler =
