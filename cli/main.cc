@@ -28,7 +28,6 @@
 #include "cli/up.h"
 #include "cli/worker_cmd.h"
 #include "coordinator/server.h"
-#include "store/sqlite_store.h"
 #include "trials/params.h"
 #include "worker/daemon/worker_main.h"
 
@@ -405,7 +404,7 @@ int Main(int argc, char** argv) {
 
   if (backup->parsed()) {
     const absl::Status st =
-        store::SqliteStore::Backup(backup_data_dir + "/smoe.db", backup_out);
+        coordinator::BackupDataDir(backup_data_dir, backup_out);
     if (!st.ok()) {
       std::cerr << "smoe admin backup: " << st.message() << "\n";
       return st.code() == absl::StatusCode::kFailedPrecondition ? kExitNoInput

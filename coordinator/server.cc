@@ -32,6 +32,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 }  // namespace
 
+absl::Status BackupDataDir(const std::string& data_dir,
+                           const std::string& out) {
+  return store::SqliteStore::Backup(data_dir + "/smoe.db", out);
+}
+
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const ServerOptions& options) {
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer());

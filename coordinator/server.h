@@ -55,6 +55,10 @@ struct ServerOptions {
   HttpServerOptions http;
 };
 
+// `smoe admin backup`: copies <data_dir>/smoe.db to `out` while a
+// coordinator may be serving it (store::SqliteStore::Backup).
+absl::Status BackupDataDir(const std::string& data_dir, const std::string& out);
+
 class CoordinatorServer {
  public:
   // Opens the store, loads the scheduler and starts serving. Errors name the
