@@ -58,10 +58,11 @@ int RunCoordinator(const coordinator::ServerOptions& options,
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   auto server = coordinator::CoordinatorServer::Start(options);
   if (!server.ok()) return ReportError(server.status());
-  std::cout << "smoe coordinator listening on " << (*server)->address()
+  std::cout << "smoe coordinator listening on " << (*server)->bind_description()
             << std::endl;
   if (!(*server)->http_url().empty()) {
-    std::cout << "dashboard: " << (*server)->http_url() << std::endl;
+    std::cout << "dashboard: " << (*server)->http_url() << " (listening on "
+              << (*server)->http_bind_description() << ")" << std::endl;
   }
   if (!port_file.empty()) {
     // Written atomically so a watcher never reads a partial number.
@@ -156,11 +157,32 @@ int Main(int argc, char** argv) {
                    "without a heartbeat")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  coord->add_flag("--init", server_opts.init,
+                  "Create a new, empty store even where <data-dir>/smoe.db "
+                  "exists as an empty file (otherwise refused: a lost store "
+                  "must not silently restart empty)");
   coord
       ->add_option("--max-points", server_opts.scheduler.parse.max_points,
                    "Refuse sweeps that expand to more points")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+
+  // smoe admin backup
+  CLI::App* admin = app.add_subcommand("admin", "Coordinator administration");
+  admin->require_subcommand(1);
+  std::string backup_data_dir = "smoe-data", backup_out;
+  CLI::App* backup = admin->add_subcommand(
+      "backup",
+      "Copy the coordinator's database (online: the coordinator may be "
+      "running) to one checked file; restore: docs/reliability.md");
+  backup
+      ->add_option("--data-dir", backup_data_dir,
+                   "The coordinator's data directory (holds smoe.db)")
+      ->capture_default_str();
+  backup
+      ->add_option("--out", backup_out,
+                   "Backup file to create (never overwritten)")
+      ->required();
 
   // smoe up
   UpOptions up_opts;
@@ -380,6 +402,18 @@ int Main(int argc, char** argv) {
   if (doctor_cmd->parsed()) return RunDoctor(doctor_opts, std::cout, std::cerr);
   if (model_cmd->parsed()) return RunModel(model_opts, std::cerr);
 
+  if (backup->parsed()) {
+    const absl::Status st =
+        coordinator::BackupDataDir(backup_data_dir, backup_out);
+    if (!st.ok()) {
+      std::cerr << "smoe admin backup: " << st.message() << "\n";
+      return st.code() == absl::StatusCode::kFailedPrecondition ? kExitNoInput
+                                                                : kExitSoftware;
+    }
+    std::cout << "backed up " << backup_data_dir << "/smoe.db to " << backup_out
+              << " (quick_check ok)" << std::endl;
+    return kExitOk;
+  }
   if (coord->parsed()) {
     server_opts.scheduler.lease_timeout = absl::Seconds(lease_timeout_s);
     server_opts.scheduler.heartbeat_interval = absl::Seconds(heartbeat_s);

@@ -46,6 +46,25 @@ absl::StatusOr<std::string> GenerateApiToken() {
                    reinterpret_cast<const char*>(bytes), sizeof(bytes))));
 }
 
+absl::Status CheckTokenStrength(absl::string_view token,
+                                absl::string_view source) {
+  bool seen[256] = {};
+  size_t distinct = 0;
+  for (unsigned char c : token) {
+    if (!seen[c]) ++distinct;
+    seen[c] = true;
+  }
+  if (token.size() >= kMinTokenLength && distinct >= kMinTokenDistinctChars) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "token file '", source, "' holds a weak API token (", token.size(),
+      " characters, ", distinct, " distinct): a token needs at least ",
+      kMinTokenLength, " characters with ", kMinTokenDistinctChars,
+      " distinct ones; delete the file to have a strong one generated, or "
+      "write one with `openssl rand -hex 32`"));
+}
+
 absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path,
                                                   bool* created) {
   *created = false;
@@ -64,6 +83,7 @@ absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path,
       return absl::FailedPreconditionError(
           absl::StrCat("token file '", path, "' is empty"));
     }
+    if (absl::Status st = CheckTokenStrength(token, path); !st.ok()) return st;
     return token;
   }
   auto token = GenerateApiToken();

@@ -22,9 +22,21 @@ namespace smoe {
 // Returns a new random token ("smoe_" + 64 hex digits).
 absl::StatusOr<std::string> GenerateApiToken();
 
+// The weakest token a coordinator accepts: at least this many characters...
+inline constexpr size_t kMinTokenLength = 32;
+// ...of which at least this many distinct ones (a generated token has 16+).
+inline constexpr size_t kMinTokenDistinctChars = 10;
+
+// OK when `token` is at least kMinTokenLength characters with at least
+// kMinTokenDistinctChars distinct ones; InvalidArgument naming `source` (the
+// file) and the token's length (never the token) otherwise.
+absl::Status CheckTokenStrength(absl::string_view token,
+                                absl::string_view source);
+
 // Loads the token stored at `path`, or creates one there (mode 0600, created
 // atomically) when the file does not exist. Sets `*created` to whether it was
-// created. Refuses (PermissionDenied) a token file readable by group/others.
+// created. Refuses (PermissionDenied) a token file readable by group/others,
+// and (InvalidArgument, CheckTokenStrength) a weak token.
 absl::StatusOr<std::string> LoadOrCreateTokenFile(const std::string& path,
                                                   bool* created);
 

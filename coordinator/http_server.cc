@@ -2,22 +2,30 @@
 #include "coordinator/http_server.h"
 
 #include <httplib.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <deque>
+#include <map>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "analysis/curve_aggregator.h"
 #include "analysis/skillmix_tables.h"
 #include "common/api_token.h"
 #include "common/http_listener.h"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "coordinator/http_server_assets.h"
 #include "coordinator/sweep_read_model.h"
@@ -34,7 +42,22 @@ using nlohmann::json;
 // event-stream, with brotli at its slowest quality): JSON over loopback is
 // cheap to send and expensive to compress.
 constexpr char kJson[] = "application/json; charset=utf-8";
-constexpr char kCookieName[] = "smoe_token";
+constexpr char kCookieName[] = "smoe_session";
+
+// The dashboard's session cookie value: HMAC-SHA256(token, a fixed label),
+// hex. Derived from the token, never equal to it: a leaked cookie (browser
+// storage, a proxy log) does not give the API token that workers and the CLI
+// use, and rotating the token invalidates every session.
+std::string SessionFromToken(const std::string& token) {
+  static constexpr char kLabel[] = "smoe dashboard session v1";
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
+       reinterpret_cast<const unsigned char*>(kLabel), sizeof(kLabel) - 1, mac,
+       &len);
+  return absl::StrCat("s1.", absl::BytesToHexString(absl::string_view(
+                                 reinterpret_cast<const char*>(mac), len)));
+}
 
 std::string Dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -91,6 +114,72 @@ json RowJson(const SweepSnapshot& s, size_t i,
           {"results", results}};
 }
 
+// The connection task queue: one thread per open connection, started on
+// demand up to `max_threads` (then connections wait for a thread). cpp-httplib
+// runs a whole keep-alive connection (and an SSE stream) on one thread, so a
+// fixed pool of N threads is starved by N slow clients (issue 16 item 3: 24
+// connections that never finished their headers made /healthz time out).
+// Threads stay for reuse; shutdown() joins them all.
+class ElasticTaskQueue final : public httplib::TaskQueue {
+ public:
+  ElasticTaskQueue(int min_threads, int max_threads)
+      : max_threads_(std::max(min_threads, max_threads)) {
+    absl::MutexLock lock(&mu_);
+    for (int i = 0; i < min_threads; ++i) SpawnLocked();
+  }
+  ~ElasticTaskQueue() override = default;
+
+  void enqueue(std::function<void()> fn) override {
+    absl::MutexLock lock(&mu_);
+    jobs_.push_back(std::move(fn));
+    if (idle_ < static_cast<int>(jobs_.size()) &&
+        static_cast<int>(threads_.size()) < max_threads_) {
+      SpawnLocked();
+    }
+  }
+
+  void shutdown() override {
+    {
+      absl::MutexLock lock(&mu_);
+      shutdown_ = true;
+    }
+    // No thread is added once shutdown_ is set.
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  void SpawnLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    threads_.emplace_back([this] { Work(); });
+  }
+
+  void Work() {
+    while (true) {
+      std::function<void()> fn;
+      {
+        absl::MutexLock lock(&mu_);
+        ++idle_;
+        mu_.Await(absl::Condition(
+            +[](ElasticTaskQueue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(q->mu_) {
+              return q->shutdown_ || !q->jobs_.empty();
+            },
+            this));
+        --idle_;
+        if (jobs_.empty()) return;  // shut down and drained
+        fn = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      fn();
+    }
+  }
+
+  const int max_threads_;
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_;  // appended under mu_, joined after
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 const char kLoginPage[] = R"(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>SMoE Lab - sign in</title>
 <link rel="icon" href="data:,">
@@ -134,11 +223,24 @@ absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(
   return std::make_pair(host, port);
 }
 
+std::string DescribeBind(const std::string& host, int port) {
+  const bool wildcard =
+      host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+  const std::string h = host.empty() ? "0.0.0.0" : host;
+  const bool v6 = h.find(':') != std::string::npos && h.front() != '[';
+  return absl::StrCat(v6 ? "[" : "", h, v6 ? "]" : "", ":", port,
+                      wildcard ? " (all interfaces)" : "");
+}
+
 struct HttpServer::Impl {
   Scheduler* scheduler = nullptr;
   store::ExperimentStore* store = nullptr;
   std::string token;
+  // SessionFromToken(token): the login cookie's value.
+  std::string session;
   HttpServerOptions options;
+  // Failed sign-ins and refused API calls: logged at most once per 10 s.
+  LogLimiter auth_log{absl::Seconds(10)};
   std::string host;
   int port = 0;
   httplib::Server server;
@@ -146,6 +248,8 @@ struct HttpServer::Impl {
   HttpListener listener{&server};
   std::atomic<bool> stopping{false};
   std::atomic<int> streams{0};
+  absl::Mutex streams_mu;
+  std::map<std::string, int> streams_by_client ABSL_GUARDED_BY(streams_mu);
   bool shut_down = false;
 
   std::unique_ptr<SweepReadModel> model;
@@ -164,10 +268,23 @@ struct HttpServer::Impl {
       c = absl::StripAsciiWhitespace(c);
       if (absl::ConsumePrefix(&c, kCookieName) &&
           absl::ConsumePrefix(&c, "=")) {
-        return TokenEquals(c, token);
+        return TokenEquals(c, session);
       }
     }
     return false;
+  }
+
+  void LogRefused(const httplib::Request& req, absl::string_view what) {
+    int64_t suppressed = 0;
+    if (auth_log.Allow(absl::Now(), &suppressed)) {
+      SMOE_LOG(WARNING) << "dashboard: " << what << " from " << req.remote_addr
+                        << " (" << req.method << " " << req.path << ")"
+                        << (suppressed > 0
+                                ? absl::StrCat("; ", suppressed,
+                                               " more refused since the last "
+                                               "such line")
+                                : "");
+    }
   }
 
   // ---- handlers
@@ -415,9 +532,22 @@ struct HttpServer::Impl {
     const std::string id = req.matches[1];
     auto view = scheduler->GetSweep(id);
     if (!view.ok()) return StatusError(res, view.status());
-    if (streams.fetch_add(1) >= options.max_event_streams) {
-      streams.fetch_sub(1);
-      return Error(res, 503, "too many event streams; retry later");
+    const std::string client = req.remote_addr;
+    {
+      absl::MutexLock lock(&streams_mu);
+      int& mine = streams_by_client[client];
+      if (streams.load() >= options.max_event_streams ||
+          mine >= options.max_event_streams_per_client) {
+        if (mine == 0) streams_by_client.erase(client);
+        res.set_header("Retry-After", "5");
+        return Error(
+            res, 503,
+            absl::StrCat("too many event streams (at most ",
+                         options.max_event_streams_per_client, " per client, ",
+                         options.max_event_streams, " in all); retry later"));
+      }
+      ++mine;
+      streams.fetch_add(1);
     }
     struct State {
       int64_t since = 0;
@@ -483,10 +613,24 @@ struct HttpServer::Impl {
                                     "\nevent: sweep\ndata: ", Dump(ev),
                                     "\n\n"));
         },
-        [this](bool) { streams.fetch_sub(1); });
+        [this, client](bool) {
+          absl::MutexLock lock(&streams_mu);
+          if (--streams_by_client[client] <= 0) {
+            streams_by_client.erase(client);
+          }
+          streams.fetch_sub(1);
+        });
   }
 
   void Login(const httplib::Request& req, httplib::Response& res) {
+    // The token goes in the body only: a URL lands in the browser's history,
+    // proxy logs and Referer headers.
+    if (req.target.find('?') != std::string::npos) {
+      LogRefused(req, "sign-in with a query string refused");
+      return Error(res, 400,
+                   "POST /login takes the token in the body (a form field or "
+                   "JSON), never in the URL");
+    }
     std::string given;
     const bool is_json = absl::StartsWith(req.get_header_value("Content-Type"),
                                           "application/json");
@@ -497,10 +641,12 @@ struct HttpServer::Impl {
         given = body["token"].get<std::string>();
       }
     } else if (req.has_param("token")) {
+      // The query string was refused above: this is the form body.
       given = req.get_param_value("token");
     }
     given = std::string(absl::StripAsciiWhitespace(given));
     if (given.empty() || !TokenEquals(given, token)) {
+      LogRefused(req, "failed sign-in");
       // Slow down guessing a little; the token has 256 random bits anyway.
       absl::SleepFor(absl::Milliseconds(200));
       res.status = 401;
@@ -515,7 +661,7 @@ struct HttpServer::Impl {
       return;
     }
     res.set_header("Set-Cookie",
-                   absl::StrCat(kCookieName, "=", token,
+                   absl::StrCat(kCookieName, "=", session,
                                 "; Path=/; HttpOnly; SameSite=Strict"));
     if (is_json) {
       res.status = 204;
@@ -541,6 +687,7 @@ struct HttpServer::Impl {
     using httplib::Response;
     server.set_pre_routing_handler([this](const Request& req, Response& res) {
       if (absl::StartsWith(req.path, "/api/") && !Authorized(req)) {
+        LogRefused(req, "unauthenticated API request refused");
         res.set_header("WWW-Authenticate", "Bearer");
         Error(res, 401, "missing or wrong API token (see /login)");
         return httplib::Server::HandlerResponse::Handled;
@@ -628,21 +775,30 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   impl->store = store;
   impl->model = std::make_unique<SweepReadModel>(scheduler, store);
   impl->token = std::move(token);
+  impl->session = SessionFromToken(impl->token);
   impl->options = options;
   impl->options.threads = std::max(4, options.threads);
-  impl->options.max_event_streams =
-      std::clamp(options.max_event_streams, 1, impl->options.threads - 3);
+  impl->options.max_connections =
+      std::max(impl->options.threads, options.max_connections);
+  // Streams leave threads for everything else (/healthz, /api).
+  impl->options.max_event_streams = std::clamp(
+      options.max_event_streams, 1, impl->options.max_connections - 16);
+  impl->options.max_event_streams_per_client = std::clamp(
+      options.max_event_streams_per_client, 1, impl->options.max_event_streams);
   impl->host = addr->first;
   const int threads = impl->options.threads;
-  impl->server.new_task_queue = [threads] {
-    return new httplib::ThreadPool(threads);
+  const int max_threads = impl->options.max_connections;
+  impl->server.new_task_queue = [threads, max_threads] {
+    return new ElasticTaskQueue(threads, max_threads);
   };
   // Responses go out as header + body writes: without TCP_NODELAY, Nagle
   // and the client's delayed ACK add ~40 ms to every response.
   impl->server.set_tcp_nodelay(true);
   impl->server.set_keep_alive_max_count(1000);
   impl->server.set_keep_alive_timeout(2);
-  impl->server.set_read_timeout(10, 0);
+  // A client that stops sending mid-request is dropped after 5 s without a
+  // byte (cpp-httplib's deadline is per read, see docs/reliability.md).
+  impl->server.set_read_timeout(5, 0);
   impl->server.set_write_timeout(10, 0);
   impl->server.set_payload_max_length(1 << 20);
   impl->Routes();
@@ -658,7 +814,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   }
   impl->port = impl->listener.port();
   std::unique_ptr<HttpServer> s(new HttpServer(std::move(impl)));
-  SMOE_LOG(INFO) << "dashboard serving on " << s->url()
+  SMOE_LOG(INFO) << "dashboard listening on " << s->bind_description()
+                 << ", open " << s->url()
                  << (EmbeddedAssetsAreFallback()
                          ? " (web app not built: npm missing at build time)"
                          : "");
@@ -666,6 +823,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
 }
 
 int HttpServer::port() const { return impl_->port; }
+
+std::string HttpServer::bind_description() const {
+  return DescribeBind(impl_->host, impl_->port);
+}
 
 std::string HttpServer::url() const {
   std::string host = impl_->host;

@@ -6,8 +6,11 @@
 // read-only JSON API over the Scheduler and the ExperimentStore.
 //
 //   GET  /login                     login page (public)
-//   POST /login                     token=... (form) or {"token": ...} (JSON):
-//                                   sets the HttpOnly SameSite=Strict cookie
+//   POST /login                     token=... (form body) or {"token": ...}
+//                                   (JSON); a token in the query string is
+//                                   refused (400). Sets the HttpOnly
+//                                   SameSite=Strict session cookie, an HMAC
+//                                   of the token (never the token itself)
 //   POST /logout                    clears it
 //   GET  /healthz                   "ok" (public)
 //   GET  /, /index.html, /assets/*  the embedded web app (public; it holds no
@@ -37,9 +40,9 @@
 // so repeated requests against a 100k-trial sweep cost a lookup. The trials
 // table's filter/sort/page is coordinator/trial_table.h.
 //
-// Thread safety: Start/Shutdown from one thread; requests are served by a
-// fixed thread pool. SSE streams wait in bounded steps and end on client
-// disconnect or Shutdown().
+// Thread safety: Start/Shutdown from one thread; each connection is served
+// by a thread of its own (up to HttpServerOptions::max_connections). SSE
+// streams wait in bounded steps and end on client disconnect or Shutdown().
 #ifndef SMOE_COORDINATOR_HTTP_SERVER_H_
 #define SMOE_COORDINATOR_HTTP_SERVER_H_
 
@@ -56,10 +59,17 @@ namespace smoe::coordinator {
 struct HttpServerOptions {
   // host:port; port 0 picks a free port (see HttpServer::port()).
   std::string listen = "127.0.0.1:8080";
-  // Worker threads (each open SSE stream holds one).
+  // Connection threads kept ready; each open connection (and SSE stream)
+  // holds one while it is open.
   int threads = 24;
-  // Concurrent SSE streams allowed (503 beyond); at most threads - 4.
-  int max_event_streams = 16;
+  // Open connections served at once: threads are added on demand up to this
+  // many, so slow or idle clients do not starve /healthz or /api (beyond it,
+  // new connections wait for a thread).
+  int max_connections = 512;
+  // Concurrent SSE streams allowed in all and per client address (503 with
+  // Retry-After beyond); in all at most max_connections - 16.
+  int max_event_streams = 64;
+  int max_event_streams_per_client = 8;
   // SSE: how long one wait for a change lasts, and the keep-alive period.
   absl::Duration event_poll = absl::Milliseconds(500);
   absl::Duration event_keepalive = absl::Seconds(10);
@@ -79,6 +89,8 @@ class HttpServer {
   int port() const;
   // "http://127.0.0.1:<port>/" (a wildcard host becomes 127.0.0.1).
   std::string url() const;
+  // The bound address as DescribeBind() writes it.
+  std::string bind_description() const;
   // Stops accepting, ends SSE streams, joins the threads. Idempotent.
   void Shutdown();
 
@@ -89,9 +101,15 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Splits "host:port" (IPv6 as "[::1]:port"). InvalidArgument when malformed.
+// Splits "host:port" (IPv6 as "[::1]:port"). An empty host (":8080") is
+// 0.0.0.0, every interface. InvalidArgument when malformed.
 absl::StatusOr<std::pair<std::string, int>> ParseListenAddress(
     const std::string& listen);
+
+// What a log line says about a bound address: "127.0.0.1:8080", or for a
+// wildcard host "0.0.0.0:8080 (all interfaces)" so the log never claims a
+// loopback-only bind that is not.
+std::string DescribeBind(const std::string& host, int port);
 
 }  // namespace smoe::coordinator
 

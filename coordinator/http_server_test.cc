@@ -147,9 +147,14 @@ TEST_F(HttpServerTest, RefusesRequestsWithoutTheToken) {
   // The right token, as a header or as the cookie.
   r = c.Get("/api/sweeps", Auth());
   EXPECT_EQ(r->status, 200);
+  // The raw token as a cookie is refused: the session cookie is derived
+  // from the token (issue 16 item 10), never the token itself.
+  r = c.Get("/api/sweeps",
+            {{"Cookie", absl::StrCat("a=b; smoe_session=", kToken)}});
+  EXPECT_EQ(r->status, 401);
   r = c.Get("/api/sweeps",
             {{"Cookie", absl::StrCat("a=b; smoe_token=", kToken)}});
-  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->status, 401);
   // Public: health, the login page and the app shell.
   EXPECT_EQ(c.Get("/healthz")->status, 200);
   EXPECT_EQ(c.Get("/login")->status, 200);
@@ -173,10 +178,45 @@ TEST_F(HttpServerTest, LoginSetsAStrictHttpOnlyCookie) {
   EXPECT_THAT(cookie, HasSubstr("SameSite=Strict"));
   const std::string pair = cookie.substr(0, cookie.find(';'));
   EXPECT_EQ(c.Get("/api/sweeps", {{"Cookie", pair}})->status, 200);
+  // Issue 16 item 10: the cookie is derived from the token, not the token.
+  EXPECT_THAT(cookie, Not(HasSubstr(kToken)));
+  EXPECT_THAT(pair, HasSubstr("smoe_session=s1."));
   auto js =
       c.Post("/login", json({{"token", kToken}}).dump(), "application/json");
   EXPECT_EQ(js->status, 204);
   EXPECT_EQ(c.Post("/logout", "", "text/plain")->status, 204);
+}
+
+// Issue 16 item 10: truthful bind logs. `--http-listen :8080` binds every
+// interface; the log says so instead of printing the 127.0.0.1 URL alone.
+TEST(DescribeBindTest, WildcardHostsSayAllInterfaces) {
+  auto a = ParseListenAddress(":8080");  // fixed-port-ok: parsed only
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->first, "0.0.0.0");
+  EXPECT_EQ(DescribeBind(a->first, a->second),
+            "0.0.0.0:8080 (all interfaces)");  // fixed-port-ok: text only
+  EXPECT_EQ(DescribeBind("", 1), "0.0.0.0:1 (all interfaces)");
+  EXPECT_EQ(DescribeBind("::", 2), "[::]:2 (all interfaces)");
+  EXPECT_EQ(DescribeBind("127.0.0.1", 3), "127.0.0.1:3");
+  EXPECT_EQ(DescribeBind("::1", 4), "[::1]:4");
+}
+
+// Issue 16 item 10: no token in URLs. A sign-in with the token in the query
+// string is refused (and sets no cookie), even with a POST.
+TEST_F(HttpServerTest, LoginRefusesATokenInTheUrl) {
+  auto c = Client();
+  auto r = c.Post(absl::StrCat("/login?token=", kToken).c_str(), "",
+                  "application/x-www-form-urlencoded");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_FALSE(r->has_header("Set-Cookie"));
+  EXPECT_THAT(r->body, HasSubstr("never in the URL"));
+  auto g = c.Get(absl::StrCat("/login?token=", kToken).c_str());
+  ASSERT_TRUE(g);
+  EXPECT_FALSE(g->has_header("Set-Cookie"));
+  // The login page posts a form to /login (the token in the body).
+  EXPECT_THAT(c.Get("/login")->body,
+              HasSubstr("method=\"post\" action=\"/login\""));
 }
 
 TEST_F(HttpServerTest, SweepsAndTrialTable) {

@@ -48,7 +48,82 @@ store::SweepState DerivedState(const store::SweepRecord& r,
                                    : store::SweepState::kCompleted;
 }
 
+// `value` for an error message: at most 64 characters, then its length.
+std::string Quote(absl::string_view value) {
+  if (value.size() <= 64) return absl::StrCat("'", value, "'");
+  return absl::StrCat("'", value.substr(0, 64), "...' (", value.size(),
+                      " bytes)");
+}
+
+// A name made of [A-Za-z0-9._:/-] (plus `extra`), 1..max_len characters.
+absl::Status CheckName(absl::string_view field, absl::string_view value,
+                       size_t max_len, absl::string_view extra = "") {
+  if (value.empty() || value.size() > max_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": must be 1..", max_len, " characters, got ", Quote(value)));
+  }
+  for (char c : value) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                    c == '-' || c == ':' || c == '/' ||
+                    extra.find(c) != absl::string_view::npos;
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": only letters, digits and '._:/-", extra,
+                       "' are allowed, got ", Quote(value)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status ValidateWorkerInfo(const WorkerInfo& info) {
+  if (!info.worker_id.empty()) {
+    SMOE_RETURN_IF_ERROR(
+        CheckName("worker_id", info.worker_id, kMaxWorkerIdLength));
+  }
+  if (!info.hostname.empty()) {
+    SMOE_RETURN_IF_ERROR(
+        CheckName("hostname", info.hostname, kMaxHostnameLength));
+  }
+  if (info.slots < 1 || info.slots > kMaxWorkerSlots) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slots: must be 1..", kMaxWorkerSlots, ", got ", info.slots));
+  }
+  if (info.gpus < 0 || info.gpus > kMaxWorkerGpus) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus: must be 0..", kMaxWorkerGpus, ", got ", info.gpus));
+  }
+  if (info.cpus < 0 || info.cpus > kMaxWorkerCpus) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpus: must be 0..", kMaxWorkerCpus, ", got ", info.cpus));
+  }
+  if (info.labels.size() > kMaxWorkerLabels) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "labels: at most ", kMaxWorkerLabels, ", got ", info.labels.size()));
+  }
+  for (const auto& [k, v] : info.labels) {
+    SMOE_RETURN_IF_ERROR(CheckName("labels key", k, kMaxLabelLength));
+    if (v.size() > kMaxLabelLength) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("labels[", k, "]: at most ", kMaxLabelLength,
+                       " characters, got ", Quote(v)));
+    }
+  }
+  if (info.kinds.size() > kMaxWorkerKinds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kinds: at most ", kMaxWorkerKinds, ", got ", info.kinds.size()));
+  }
+  for (const std::string& k : info.kinds) {
+    SMOE_RETURN_IF_ERROR(CheckName("kinds", k, 32));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMetricName(absl::string_view name) {
+  return CheckName("metric name", name, kMaxMetricNameLength, "@#%+=,[]()");
+}
 
 Scheduler::Scheduler(store::ExperimentStore* store, Clock* clock,
                      SchedulerOptions options)
@@ -63,6 +138,48 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(
 
 absl::Status Scheduler::Load() {
   absl::MutexLock lock(&mu_);
+  return LoadLocked(nullptr);
+}
+
+absl::Status Scheduler::Recover() {
+  absl::MutexLock lock(&mu_);
+  {
+    absl::MutexLock commit_lock(&commit_mu_);
+    if (!failed_flag_.load()) return absl::OkStatus();
+    // Failed: no new leader starts (WaitDurable returns failed_ first).
+    if (leader_active_) return absl::UnavailableError("a commit is in flight");
+  }
+  // Entries are reset in place, never erased while durable: WatchSweep
+  // waits holding a pointer to its sweep's entry.
+  std::map<std::string, int64_t> versions;
+  for (auto& [id, s] : sweeps_) {
+    versions[id] = std::max(s.version, s.durable.version);
+    s = SweepEntry();
+  }
+  trials_.clear();
+  running_.clear();
+  workers_.clear();
+  queue_.clear();
+  uncaptured_.clear();
+  const absl::Status st = LoadLocked(&versions);
+  // Sweeps whose creation never became durable are not in the store (no
+  // watcher can wait on them).
+  for (auto it = sweeps_.begin(); it != sweeps_.end();) {
+    it = it->second.record.sweep_id.empty() ? sweeps_.erase(it) : ++it;
+  }
+  if (!st.ok()) return st;
+  absl::MutexLock commit_lock(&commit_mu_);
+  lost_tickets_.emplace_back(durable_ticket_, last_ticket_);
+  durable_ticket_ = last_ticket_;
+  failed_ = absl::OkStatus();
+  failed_flag_.store(false);
+  SMOE_LOG(INFO) << "store commits work again: state reloaded from the store; "
+                    "accepting work";
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::LoadLocked(
+    const std::map<std::string, int64_t>* min_versions) {
   const absl::Time now = clock_->Now();
   SMOE_ASSIGN_OR_RETURN(std::vector<store::SweepRecord> sweeps,
                         store_->ListSweeps());
@@ -79,7 +196,8 @@ absl::Status Scheduler::Load() {
     }
     e.spec = std::move(*spec);
     e.record = std::move(r);
-    sweeps_.emplace(e.record.sweep_id, std::move(e));
+    const std::string id = e.record.sweep_id;
+    sweeps_[id] = std::move(e);
   }
   SMOE_ASSIGN_OR_RETURN(std::vector<store::WorkerRecord> workers,
                         store_->ListWorkers());
@@ -105,6 +223,15 @@ absl::Status Scheduler::Load() {
       WriteBatch b;
       b.sweeps.push_back(s.record);
       SMOE_RETURN_IF_ERROR(store_->Commit(b));
+    }
+  }
+  if (min_versions != nullptr) {
+    for (auto& [id, s] : sweeps_) {
+      auto it = min_versions->find(id);
+      if (it != min_versions->end()) {
+        s.version = std::max(s.version, it->second + 1);
+        s.changes.clear();  // watchers get a full snapshot
+      }
     }
   }
   // Everything loaded is durable.
@@ -178,6 +305,13 @@ absl::Status Scheduler::WaitDurable(uint64_t ticket) {
   absl::MutexLock lock(&commit_mu_);
   while (true) {
     if (!failed_.ok()) return failed_;
+    for (const auto& [after, upto] : lost_tickets_) {
+      if (ticket > after && ticket <= upto) {
+        return absl::UnavailableError(
+            "the coordinator's store could not commit this change (it was "
+            "not saved); retry");
+      }
+    }
     if (durable_ticket_ >= ticket) return absl::OkStatus();
     if (leader_active_) {
       commit_cv_.Wait(&commit_mu_);
@@ -221,10 +355,12 @@ absl::Status Scheduler::WaitDurable(uint64_t ticket) {
     if (st.ok()) {
       durable_ticket_ = std::max(durable_ticket_, upto);
     } else {
-      // Memory is ahead of the store now: stop accepting work until a restart
-      // reloads the store (fail-stop; nothing acknowledged is lost).
+      // Memory is ahead of the store now: stop accepting work until
+      // Recover() reloads the store (fail-stop; nothing acknowledged is
+      // lost).
       failed_ = absl::UnavailableError(absl::StrCat(
-          "coordinator store commit failed (restart the coordinator): ",
+          "coordinator store commit failed; refusing work until commits "
+          "succeed again (the coordinator retries on its own): ",
           st.message()));
       failed_flag_.store(true);
       SMOE_LOG(ERROR) << failed_;
@@ -672,10 +808,7 @@ absl::Status Scheduler::DrainWorkerLocked(const std::string& worker_id) {
 // ---- worker API -------------------------------------------------------------
 
 absl::StatusOr<Registration> Scheduler::RegisterLocked(const WorkerInfo& info) {
-  if (info.slots < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("slots: must be >= 1, got ", info.slots));
-  }
+  SMOE_RETURN_IF_ERROR(ValidateWorkerInfo(info));
   const absl::Time now = clock_->Now();
   store::WorkerRecord w;
   auto it =
@@ -720,6 +853,23 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
   WorkerEntry& worker = wit->second;
   const absl::Time now = clock_->Now();
   worker.record.last_heartbeat_at = now;
+  // What the worker asks for is capped by what it registered, less what it
+  // already runs: a worker cannot take more than its capacity in one call
+  // (issue 16 item 9: a 1-slot worker got 32 leases).
+  {
+    int used_slots = 0, used_gpus = 0;
+    for (const std::string& id : worker.leased) {
+      auto t = trials_.find(id);
+      if (t == trials_.end()) continue;
+      used_gpus += t->second.gpus;
+      auto sw = sweeps_.find(t->second.sweep_id);
+      used_slots += sw == sweeps_.end()
+                        ? 1
+                        : std::max(1, sw->second.spec.resources.slots);
+    }
+    free_slots = std::min(free_slots, worker.record.slots - used_slots);
+    free_gpus = std::min(free_gpus, worker.record.gpus - used_gpus);
+  }
   std::vector<LeaseGrant> grants;
   if (worker.record.draining) return grants;
   const std::set<std::string> kinds(worker.record.kinds.begin(),
@@ -889,9 +1039,10 @@ absl::Status Scheduler::ReportMetricsLocked(
   for (store::MetricRecord m : metrics) {
     if (m.name.empty() || m.step < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "metric: name must be non-empty and step >= 0 (got name='", m.name,
-          "', step=", m.step, ")"));
+          "metric: name must be non-empty and step >= 0 (got name=",
+          Quote(m.name), ", step=", m.step, ")"));
     }
+    SMOE_RETURN_IF_ERROR(ValidateMetricName(m.name));
     m.trial_id = t->trial_id;
     m.attempt = attempt;
     batch.metrics.push_back(std::move(m));

@@ -110,6 +110,26 @@ struct WorkerInfo {
   std::vector<std::string> kinds;  // empty: {"sraven"}
 };
 
+// Bounds on what a worker registers and reports (issue 16 item 9).
+inline constexpr size_t kMaxWorkerIdLength = 128;
+inline constexpr size_t kMaxHostnameLength = 253;
+inline constexpr int kMaxWorkerSlots = 1024;
+inline constexpr int kMaxWorkerGpus = 1024;
+inline constexpr int kMaxWorkerCpus = 1 << 20;
+inline constexpr size_t kMaxWorkerLabels = 64;
+inline constexpr size_t kMaxLabelLength = 128;
+inline constexpr size_t kMaxWorkerKinds = 16;
+inline constexpr size_t kMaxMetricNameLength = 128;
+
+// OK, or InvalidArgument naming the field and (a prefix of) the value: ids,
+// hostnames, label keys and kinds are 1..max characters of [A-Za-z0-9._:/-]
+// (an empty worker_id or hostname is allowed: the coordinator assigns an id),
+// slots 1..kMaxWorkerSlots, gpus and cpus non-negative and bounded.
+absl::Status ValidateWorkerInfo(const WorkerInfo& info);
+// A metric name: 1..kMaxMetricNameLength characters of [A-Za-z0-9._:/-] and
+// "@#%+=,[]()".
+absl::Status ValidateMetricName(absl::string_view name);
+
 struct Registration {
   std::string worker_id;
   absl::Duration heartbeat_interval;
@@ -222,6 +242,18 @@ class Scheduler {
   // at the start of every Lease().
   absl::Status ExpireLeases();
 
+  // True after a store commit failed (a full disk): the scheduler is
+  // fail-stopped, every mutation is refused with Unavailable (nothing
+  // acknowledged is lost) until Recover() succeeds.
+  bool failed() const { return failed_flag_.load(); }
+  // After a failed commit: reloads the in-memory state from the store, as a
+  // restart would, and accepts mutations again. Changes that were applied in
+  // memory but never committed are dropped; their callers got an error. Call
+  // once the store can commit again (the server probes it first). OK and a
+  // no-op when not failed; the store's error when reloading fails (still
+  // failed then).
+  absl::Status Recover();
+
   const SchedulerOptions& options() const { return options_; }
   // Number of group commits so far (for benchmarks).
   int64_t group_commits();
@@ -258,6 +290,10 @@ class Scheduler {
   Scheduler(store::ExperimentStore* store, Clock* clock,
             SchedulerOptions options);
   absl::Status Load();
+  // Load's body. `min_versions` (Recover): each sweep's version before the
+  // reload; reloaded sweeps get a newer one so watchers see the change.
+  absl::Status LoadLocked(const std::map<std::string, int64_t>* min_versions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Runs `fn` under mu_, then waits until everything it queued is durable.
   // R is absl::Status or absl::StatusOr<T>.
@@ -392,6 +428,10 @@ class Scheduler {
   bool leader_active_ ABSL_GUARDED_BY(commit_mu_) = false;
   int64_t group_commits_ ABSL_GUARDED_BY(commit_mu_) = 0;
   absl::Status failed_ ABSL_GUARDED_BY(commit_mu_);
+  // Tickets (first exclusive, last inclusive) whose batches were dropped by
+  // Recover(): never durable, whatever durable_ticket_ says later.
+  std::vector<std::pair<uint64_t, uint64_t>> lost_tickets_
+      ABSL_GUARDED_BY(commit_mu_);
   std::atomic<bool> failed_flag_{false};
 };
 

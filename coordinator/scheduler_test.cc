@@ -54,10 +54,12 @@ class SchedulerTest : public ::testing::TestWithParam<bool> {
     sched_ = std::move(*s);
   }
 
-  std::string AddWorker(int slots = 1, std::vector<std::string> kinds = {}) {
+  std::string AddWorker(int slots = 1, std::vector<std::string> kinds = {},
+                        int gpus = 0) {
     WorkerInfo w;
     w.hostname = "host";
     w.slots = slots;
+    w.gpus = gpus;
     w.kinds = std::move(kinds);
     auto r = sched_->Register(w);
     EXPECT_TRUE(r.ok()) << r.status();
@@ -409,7 +411,7 @@ TEST_P(SchedulerTest, CapabilityMatching) {
                         "fixed: {device: cpu}\n",
                         false)
           .ok());
-  const std::string cpu_worker = AddWorker(4);
+  const std::string cpu_worker = AddWorker(4, {}, /*gpus=*/2);
   EXPECT_TRUE(Lease(cpu_worker, 4, /*gpus=*/0).empty());
   EXPECT_TRUE(Lease(cpu_worker, 4, /*gpus=*/1).empty());
   auto g = Lease(cpu_worker, 4, /*gpus=*/2);
@@ -433,7 +435,11 @@ TEST_P(SchedulerTest, MultiSlotTrialsUseTheirSlots) {
   ASSERT_EQ(g.size(), 2u);  // 2 + 2 slots fit in 5; a third needs 2 more
   EXPECT_EQ(g[0].slots, 2);
   EXPECT_EQ(Lease(w, 1, 0).size(), 0u);
-  EXPECT_EQ(Lease(w, 2, 0).size(), 1u);
+  // Asking for 2 while 4 of its 5 registered slots are in use gets nothing
+  // (leases are capped by the registration, issue 16 item 9)...
+  EXPECT_EQ(Lease(w, 2, 0).size(), 0u);
+  // ...and a 2-slot worker gets the third.
+  EXPECT_EQ(Lease(AddWorker(2), 2, 0).size(), 1u);
 }
 
 TEST_P(SchedulerTest, LabelMatching) {
@@ -610,6 +616,124 @@ TEST(SchedulerFailStopTest, CommitFailureStopsAcceptingWork) {
   auto again = Scheduler::Create(&store, &clock, SchedulerOptions{});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->GetSweep("s")->counts.pending, 2);
+}
+
+// Issue 16 item 2: once the store commits again, Recover() reloads the
+// state from the store and work is accepted again without a restart; what
+// was applied in memory but never committed is gone (its caller got an
+// error), and a watcher waiting across the recovery wakes with a full
+// snapshot.
+TEST(SchedulerFailStopTest, RecoverAfterTheStoreCommitsAgain) {
+  FakeClock clock;
+  FailingStore store;
+  auto sched = Scheduler::Create(&store, &clock, SchedulerOptions{});
+  ASSERT_TRUE(sched.ok());
+  ASSERT_TRUE((*sched)->SubmitSweep(Sweep("s", 2), false).ok());
+  const int64_t version = (*sched)->GetSweep("s")->version;
+  WorkerInfo w;
+  auto reg = (*sched)->Register(w);
+  ASSERT_TRUE(reg.ok());
+  EXPECT_FALSE((*sched)->failed());
+  EXPECT_TRUE((*sched)->Recover().ok()) << "a no-op when not failed";
+  std::thread watcher;
+  absl::StatusOr<WatchResult> watched;
+  watcher = std::thread(
+      [&] { watched = (*sched)->WatchSweep("s", version, absl::Seconds(30)); });
+  store.fail_ = true;
+  EXPECT_EQ((*sched)->Lease(reg->worker_id, 1, 0).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_TRUE((*sched)->failed());
+  // Still failing: Recover reloads, but the store's state is what counts;
+  // the scheduler stays failed only while Recover is not called.
+  store.fail_ = false;
+  EXPECT_EQ((*sched)->Lease(reg->worker_id, 1, 0).status().code(),
+            absl::StatusCode::kUnavailable);
+  ASSERT_TRUE((*sched)->Recover().ok());
+  EXPECT_FALSE((*sched)->failed());
+  // The lease that failed to commit was dropped: both points are pending.
+  EXPECT_EQ((*sched)->GetSweep("s")->counts.pending, 2);
+  auto grants = (*sched)->Lease(reg->worker_id, 1, 0);
+  ASSERT_TRUE(grants.ok()) << grants.status();
+  EXPECT_EQ(grants->size(), 1u);
+  watcher.join();
+  ASSERT_TRUE(watched.ok()) << watched.status();
+  EXPECT_FALSE(watched->timed_out);
+  EXPECT_GT(watched->sweep.version, version);
+}
+
+// Issue 16 item 9: worker input is bounded and validated; errors name the
+// field and the value.
+TEST(SchedulerBadInputTest, WorkerRegistrationIsBounded) {
+  FakeClock clock;
+  store::InMemoryStore store;
+  auto sched = Scheduler::Create(&store, &clock, SchedulerOptions{});
+  ASSERT_TRUE(sched.ok());
+  auto refused = [&](WorkerInfo w, const std::string& field) {
+    auto r = (*sched)->Register(w);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(field));
+  };
+  WorkerInfo w;
+  w.slots = 0;
+  refused(w, "slots: must be 1..1024, got 0");
+  w.slots = 100000;
+  refused(w, "slots");
+  w.slots = 1;
+  w.hostname = std::string(1 << 20, 'h');
+  refused(w, "hostname: must be 1..253 characters, got 'hhhh");
+  w.hostname = "host name";
+  refused(w, "hostname: only letters");
+  w.hostname = "gpu-node-7.cluster.local";
+  w.worker_id = std::string(129, 'w');
+  refused(w, "worker_id");
+  w.worker_id = "w\n1";
+  refused(w, "worker_id");
+  w.worker_id = "w-1";
+  w.gpus = -1;
+  refused(w, "gpus");
+  w.gpus = 0;
+  w.labels = {{"zone", std::string(1000, 'z')}};
+  refused(w, "labels[zone]");
+  w.labels = {{"zone", "a"}};
+  w.kinds = {"sraven", std::string(100, 'k')};
+  refused(w, "kinds");
+  w.kinds = {"sraven"};
+  EXPECT_TRUE((*sched)->Register(w).ok());
+  // Metric names are bounded too.
+  EXPECT_TRUE(ValidateMetricName("router/layer0/expert3_frac").ok());
+  EXPECT_TRUE(ValidateMetricName("eval/ood_acc").ok());
+  const absl::Status m = ValidateMetricName(std::string(1 << 20, 'm'));
+  EXPECT_EQ(m.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(m.message()), HasSubstr("metric name"));
+  EXPECT_THAT(std::string(m.message()), HasSubstr("(1048576 bytes)"));
+  EXPECT_FALSE(ValidateMetricName("a\x01b").ok());
+}
+
+// Issue 16 item 9: a 1-slot worker asking for 32 leases gets one; asking
+// again while it runs it gets none.
+TEST(SchedulerBadInputTest, LeasesAreCappedByRegisteredSlots) {
+  FakeClock clock;
+  store::InMemoryStore store;
+  auto sched = Scheduler::Create(&store, &clock, SchedulerOptions{});
+  ASSERT_TRUE(sched.ok());
+  ASSERT_TRUE((*sched)->SubmitSweep(Sweep("s", 8), false).ok());
+  WorkerInfo w;
+  w.slots = 1;
+  auto reg = (*sched)->Register(w);
+  ASSERT_TRUE(reg.ok());
+  auto grants = (*sched)->Lease(reg->worker_id, 32, 0);
+  ASSERT_TRUE(grants.ok()) << grants.status();
+  EXPECT_EQ(grants->size(), 1u);
+  grants = (*sched)->Lease(reg->worker_id, 32, 0);
+  ASSERT_TRUE(grants.ok()) << grants.status();
+  EXPECT_EQ(grants->size(), 0u);
+  WorkerInfo w3;
+  w3.slots = 3;
+  auto reg3 = (*sched)->Register(w3);
+  ASSERT_TRUE(reg3.ok());
+  grants = (*sched)->Lease(reg3->worker_id, 32, 0);
+  ASSERT_TRUE(grants.ok()) << grants.status();
+  EXPECT_EQ(grants->size(), 3u);
 }
 
 // Readers (GetSweep, ListSweeps, WatchSweep) see a version only once the

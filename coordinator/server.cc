@@ -1,14 +1,19 @@
 // Copyright 2026 SMoE Lab authors.
 #include "coordinator/server.h"
 
+#include <fcntl.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/api_token.h"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 
@@ -27,6 +32,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 
 }  // namespace
 
+absl::Status BackupDataDir(const std::string& data_dir,
+                           const std::string& out) {
+  return store::SqliteStore::Backup(data_dir + "/smoe.db", out);
+}
+
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const ServerOptions& options) {
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer());
@@ -44,6 +54,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                         LoadOrCreateTokenFile(token_file, &s->token_created_));
   store::SqliteOptions sqlite;
   sqlite.synchronous = options.synchronous;
+  sqlite.allow_empty_file = options.init;
   SMOE_ASSIGN_OR_RETURN(s->store_, store::SqliteStore::Open(
                                        options.data_dir + "/smoe.db", sqlite));
   SMOE_ASSIGN_OR_RETURN(
@@ -56,16 +67,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  std::shared_ptr<grpc::ServerCredentials> creds;
+  std::string cert, key;
   if (!options.tls_cert.empty() || !options.tls_key.empty()) {
-    SMOE_ASSIGN_OR_RETURN(std::string cert, ReadFile(options.tls_cert));
-    SMOE_ASSIGN_OR_RETURN(std::string key, ReadFile(options.tls_key));
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({key, cert});
-    creds = grpc::SslServerCredentials(ssl);
-  } else {
-    creds = grpc::InsecureServerCredentials();
+    SMOE_ASSIGN_OR_RETURN(cert, ReadFile(options.tls_cert));
+    SMOE_ASSIGN_OR_RETURN(key, ReadFile(options.tls_key));
   }
+  // The token is checked when a call's headers arrive, before its body is
+  // read (coordinator/grpc_auth.h).
+  s->auth_checker_ = std::make_unique<TokenAuthChecker>(s->token_);
+  SMOE_ASSIGN_OR_RETURN(
+      std::shared_ptr<grpc::ServerCredentials> creds,
+      TokenServerCredentials(s->auth_checker_.get(), cert, key));
   builder.AddListeningPort(options.listen, creds, &s->port_);
   // gRPC sets SO_REUSEPORT by default: a second coordinator on the same port
   // would bind too and receive a share of the first one's connections (with
@@ -73,7 +85,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(s->coordinator_service_.get());
   builder.RegisterService(s->gateway_service_.get());
-  builder.SetMaxReceiveMessageSize(64 << 20);
+  // The largest request of any method; smaller per-method limits are checked
+  // in the services (MaxRequestBytes).
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxLargeRequestBytes));
   // Clients (`smoe sweep watch`, cli/client.cc) ping idle streams every 30 s
   // to notice a dead connection; accept pings that often (gRPC's default
   // answers pings more often than every 5 min with GOAWAY).
@@ -100,18 +114,80 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     }
   }
   CoordinatorServer* raw = s.get();
-  s->expiry_thread_ = std::thread([raw] {
-    while (!raw->stop_.WaitForNotificationWithTimeout(
-        raw->options_.expiry_period)) {
-      if (absl::Status st = raw->scheduler_->ExpireLeases(); !st.ok()) {
-        SMOE_LOG(ERROR) << "lease expiry failed: " << st;
+  s->expiry_thread_ = std::thread([raw] { raw->MaintenanceLoop(); });
+  SMOE_LOG(INFO) << "coordinator listening on " << s->bind_description()
+                 << " (data " << options.data_dir << ", token "
+                 << RedactSecret(s->token_) << ")";
+  return s;
+}
+
+absl::Status CoordinatorServer::ProbeStore() {
+  // Room for more than a page or two: SQLite may reuse WAL frames, so a tiny
+  // write can succeed on a full disk while the next real batch fails.
+  const std::string probe = options_.data_dir + "/.smoe-space-probe";
+  int fd =
+      ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot create '", probe, "': ", std::strerror(errno)));
+  }
+  const std::string chunk(64 << 10, '\0');
+  absl::Status st;
+  for (int i = 0; i < 16 && st.ok(); ++i) {
+    if (::write(fd, chunk.data(), chunk.size()) !=
+        static_cast<ssize_t>(chunk.size())) {
+      st = absl::ResourceExhaustedError(absl::StrCat(
+          "cannot write 1 MiB to '", probe, "': ", std::strerror(errno)));
+    }
+  }
+  if (st.ok() && ::fsync(fd) != 0) {
+    st = absl::ResourceExhaustedError(
+        absl::StrCat("cannot sync '", probe, "': ", std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (!st.ok()) return st;
+  return store_->CheckWritable();
+}
+
+void CoordinatorServer::MaintenanceLoop() {
+  // One line per period for a fault that persists, never one per tick.
+  LogLimiter store_log(absl::Seconds(30));
+  LogLimiter expiry_log(absl::Seconds(30));
+  bool serving = true;
+  while (!stop_.WaitForNotificationWithTimeout(options_.expiry_period)) {
+    if (scheduler_->failed()) {
+      if (serving) {
+        serving = false;
+        server_->GetHealthCheckService()->SetServingStatus(false);
+        SMOE_LOG(ERROR) << "the store cannot commit: health is NOT_SERVING "
+                           "and work is refused; retrying every "
+                        << options_.expiry_period;
+      }
+      absl::Status st = ProbeStore();
+      if (st.ok()) st = scheduler_->Recover();
+      if (st.ok()) {
+        serving = true;
+        server_->GetHealthCheckService()->SetServingStatus(true);
+        SMOE_LOG(INFO) << "the store commits again: health is SERVING";
+        continue;
+      }
+      int64_t suppressed = 0;
+      if (store_log.Allow(absl::Now(), &suppressed)) {
+        SMOE_LOG(WARNING) << "the store still cannot commit (" << st.message()
+                          << "); " << suppressed
+                          << " more failed retries since the last such line";
+      }
+      continue;
+    }
+    if (absl::Status st = scheduler_->ExpireLeases(); !st.ok()) {
+      int64_t suppressed = 0;
+      if (expiry_log.Allow(absl::Now(), &suppressed)) {
+        SMOE_LOG(ERROR) << "lease expiry failed: " << st << " (" << suppressed
+                        << " more since the last such line)";
       }
     }
-  });
-  SMOE_LOG(INFO) << "coordinator serving on " << s->address() << " (data "
-                 << options.data_dir << ", token " << RedactSecret(s->token_)
-                 << ")";
-  return s;
+  }
 }
 
 std::string CoordinatorServer::address() const {
@@ -120,6 +196,16 @@ std::string CoordinatorServer::address() const {
   std::string host = colon == std::string::npos ? l : l.substr(0, colon);
   if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
   return absl::StrCat(host, ":", port_);
+}
+
+std::string CoordinatorServer::bind_description() const {
+  const std::string& l = options_.listen;
+  const size_t colon = l.rfind(':');
+  std::string host = colon == std::string::npos ? l : l.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return DescribeBind(host, port_);
 }
 
 void CoordinatorServer::Wait() { stop_.WaitForNotification(); }

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
+#include "coordinator/grpc_auth.h"
 #include "coordinator/http_server.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/service_impl.h"
@@ -40,6 +41,9 @@ struct ServerOptions {
   store::SqliteOptions::Synchronous synchronous =
       store::SqliteOptions::Synchronous::kFull;
   SchedulerOptions scheduler;
+  // Accept an empty smoe.db file as a new store (`--init`); otherwise Start()
+  // refuses it (store::SqliteOptions::allow_empty_file).
+  bool init = false;
   // How often expired leases are re-queued.
   absl::Duration expiry_period = absl::Seconds(1);
   // Dashboard (HTTP) listen address; empty = no dashboard; port 0 = any.
@@ -51,6 +55,10 @@ struct ServerOptions {
   HttpServerOptions http;
 };
 
+// `smoe admin backup`: copies <data_dir>/smoe.db to `out` while a
+// coordinator may be serving it (store::SqliteStore::Backup).
+absl::Status BackupDataDir(const std::string& data_dir, const std::string& out);
+
 class CoordinatorServer {
  public:
   // Opens the store, loads the scheduler and starts serving. Errors name the
@@ -61,8 +69,15 @@ class CoordinatorServer {
 
   // The bound gRPC port.
   int port() const { return port_; }
-  // "127.0.0.1:<port>" style address clients can dial.
+  // "127.0.0.1:<port>" style address clients can dial (a wildcard listen
+  // host becomes 127.0.0.1).
   std::string address() const;
+  // What was bound, for logs: "0.0.0.0:50051 (all interfaces)" when the
+  // listen host is a wildcard (DescribeBind).
+  std::string bind_description() const;
+  std::string http_bind_description() const {
+    return http_ ? http_->bind_description() : "";
+  }
   // The API token, and whether this start created it (print it once then).
   const std::string& token() const { return token_; }
   bool token_created() const { return token_created_; }
@@ -79,12 +94,22 @@ class CoordinatorServer {
 
  private:
   CoordinatorServer() = default;
+  // The expiry thread: re-queues expired leases; while the scheduler is
+  // fail-stopped (a store commit failed), reports NOT_SERVING on
+  // grpc.health.v1, probes the store every expiry_period and recovers once
+  // it commits again. Logs are rate-limited.
+  void MaintenanceLoop();
+  // Succeeds when the data directory takes a 1 MiB write and the store a
+  // small commit.
+  absl::Status ProbeStore();
 
   ServerOptions options_;
   std::string token_;
   bool token_created_ = false;
   int port_ = 0;
   std::unique_ptr<store::SqliteStore> store_;
+  // Before server_: outlives it (the server's credentials point to it).
+  std::unique_ptr<TokenAuthChecker> auth_checker_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<CoordinatorServiceImpl> coordinator_service_;
   std::unique_ptr<WorkerGatewayServiceImpl> gateway_service_;

@@ -4,7 +4,9 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "coordinator/grpc_auth.h"
 #include "proto/auth.h"
 #include "proto/rpc_status.h"
 
@@ -17,12 +19,19 @@ using proto::ToGrpcStatus;
 
 int64_t Ms(absl::Time t) { return absl::ToUnixMillis(t); }
 
-// Runs `fn` after the token check, converting its status.
+// Runs `fn` after the token check (again: TokenServerCredentials checked it
+// before the body was read) and the method's request size limit, converting
+// its status.
 template <typename Fn>
 grpc::Status Guarded(grpc::ServerContext* ctx, const std::string& token,
-                     Fn&& fn) {
+                     const google::protobuf::Message& req, Fn&& fn) {
   absl::Status auth = proto::CheckBearerToken(ctx->client_metadata(), token);
   if (!auth.ok()) return ToGrpcStatus(auth);
+  // "RegisterRequest" -> "Register": the method the request belongs to.
+  absl::string_view method = req.GetDescriptor()->name();
+  absl::ConsumeSuffix(&method, "Request");
+  absl::Status size = CheckRequestSize(method, req.ByteSizeLong());
+  if (!size.ok()) return ToGrpcStatus(size);
   return ToGrpcStatus(fn());
 }
 
@@ -170,7 +179,7 @@ void ToProto(const store::TrialRecord& in, pb::Trial* out) {
 grpc::Status CoordinatorServiceImpl::SubmitSweep(
     grpc::ServerContext* ctx, const pb::SubmitSweepRequest* req,
     pb::SubmitSweepResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(
         SubmitResult r,
         scheduler_->SubmitSweep(req->spec_yaml(), req->dry_run()));
@@ -181,10 +190,10 @@ grpc::Status CoordinatorServiceImpl::SubmitSweep(
   });
 }
 
-grpc::Status CoordinatorServiceImpl::ListSweeps(grpc::ServerContext* ctx,
-                                                const pb::ListSweepsRequest*,
-                                                pb::ListSweepsResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+grpc::Status CoordinatorServiceImpl::ListSweeps(
+    grpc::ServerContext* ctx, const pb::ListSweepsRequest* req,
+    pb::ListSweepsResponse* resp) {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     for (const SweepView& v : scheduler_->ListSweeps()) {
       ToProto(v, resp->add_sweeps());
     }
@@ -195,7 +204,7 @@ grpc::Status CoordinatorServiceImpl::ListSweeps(grpc::ServerContext* ctx,
 grpc::Status CoordinatorServiceImpl::GetSweep(grpc::ServerContext* ctx,
                                               const pb::GetSweepRequest* req,
                                               pb::GetSweepResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler_->GetSweep(req->sweep_id()));
     ToProto(v, resp->mutable_sweep());
     if (req->include_trials()) {
@@ -224,7 +233,7 @@ grpc::Status CoordinatorServiceImpl::GetSweep(grpc::ServerContext* ctx,
 grpc::Status CoordinatorServiceImpl::CancelSweep(
     grpc::ServerContext* ctx, const pb::CancelSweepRequest* req,
     pb::CancelSweepResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(int n, scheduler_->CancelSweep(req->sweep_id()));
     SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler_->GetSweep(req->sweep_id()));
     ToProto(v, resp->mutable_sweep());
@@ -236,7 +245,7 @@ grpc::Status CoordinatorServiceImpl::CancelSweep(
 grpc::Status CoordinatorServiceImpl::RetrySweep(
     grpc::ServerContext* ctx, const pb::RetrySweepRequest* req,
     pb::RetrySweepResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(
         int n,
         scheduler_->RetrySweep(req->sweep_id(), req->include_cancelled()));
@@ -250,7 +259,7 @@ grpc::Status CoordinatorServiceImpl::RetrySweep(
 grpc::Status CoordinatorServiceImpl::ExtendSweep(
     grpc::ServerContext* ctx, const pb::ExtendSweepRequest* req,
     pb::ExtendSweepResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     std::vector<nlohmann::json> values;
     for (int i = 0; i < req->values_size(); ++i) {
       SMOE_ASSIGN_OR_RETURN(
@@ -270,7 +279,7 @@ grpc::Status CoordinatorServiceImpl::ExtendSweep(
 grpc::Status CoordinatorServiceImpl::WatchSweep(
     grpc::ServerContext* ctx, const pb::WatchSweepRequest* req,
     grpc::ServerWriter<pb::SweepEvent>* writer) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     const absl::Time end =
         req->max_wait_ms() > 0
             ? absl::Now() + absl::Milliseconds(req->max_wait_ms())
@@ -297,7 +306,7 @@ grpc::Status CoordinatorServiceImpl::WatchSweep(
 grpc::Status CoordinatorServiceImpl::GetTrialMetrics(
     grpc::ServerContext* ctx, const pb::GetTrialMetricsRequest* req,
     pb::GetTrialMetricsResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     SMOE_RETURN_IF_ERROR(store_->GetTrial(req->trial_id()).status());
     std::optional<std::string> name;
     if (!req->name().empty()) name = req->name();
@@ -329,7 +338,7 @@ grpc::Status CoordinatorServiceImpl::GetTrialMetrics(
 grpc::Status CoordinatorServiceImpl::DrainWorker(
     grpc::ServerContext* ctx, const pb::DrainWorkerRequest* req,
     pb::DrainWorkerResponse*) {
-  return Guarded(ctx, token_,
+  return Guarded(ctx, token_, *req,
                  [&] { return scheduler_->DrainWorker(req->worker_id()); });
 }
 
@@ -338,13 +347,13 @@ grpc::Status CoordinatorServiceImpl::DrainWorker(
 grpc::Status WorkerGatewayServiceImpl::Register(grpc::ServerContext* ctx,
                                                 const pb::RegisterRequest* req,
                                                 pb::RegisterResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     WorkerInfo info;
     info.worker_id = req->worker_id();
     info.hostname = req->hostname();
     info.cpus = req->cpus();
     info.gpus = req->gpus();
-    info.slots = req->slots() == 0 ? 1 : req->slots();
+    info.slots = req->slots();  // 0 is refused (ValidateWorkerInfo)
     info.labels.insert(req->labels().begin(), req->labels().end());
     info.kinds.assign(req->kinds().begin(), req->kinds().end());
     SMOE_ASSIGN_OR_RETURN(Registration r, scheduler_->Register(info));
@@ -359,7 +368,7 @@ grpc::Status WorkerGatewayServiceImpl::Register(grpc::ServerContext* ctx,
 grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
                                              const pb::LeaseRequest* req,
                                              pb::LeaseResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(std::vector<LeaseGrant> grants,
                           scheduler_->Lease(req->worker_id(), req->free_slots(),
                                             req->free_gpus()));
@@ -383,7 +392,7 @@ grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
 grpc::Status WorkerGatewayServiceImpl::Heartbeat(
     grpc::ServerContext* ctx, const pb::HeartbeatRequest* req,
     pb::HeartbeatResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     std::vector<RunningReport> running;
     for (const auto& r : req->running()) {
       running.push_back({r.trial_id(), r.attempt()});
@@ -405,7 +414,7 @@ grpc::Status WorkerGatewayServiceImpl::Heartbeat(
 grpc::Status WorkerGatewayServiceImpl::ReportMetrics(
     grpc::ServerContext* ctx, const pb::ReportMetricsRequest* req,
     pb::ReportMetricsResponse* resp) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     std::vector<store::MetricRecord> metrics;
     metrics.reserve(static_cast<size_t>(req->metrics_size()));
     for (const pb::Metric& m : req->metrics()) {
@@ -422,7 +431,7 @@ grpc::Status WorkerGatewayServiceImpl::ReportMetrics(
 grpc::Status WorkerGatewayServiceImpl::Complete(grpc::ServerContext* ctx,
                                                 const pb::CompleteRequest* req,
                                                 pb::CompleteResponse*) {
-  return Guarded(ctx, token_, [&] {
+  return Guarded(ctx, token_, *req, [&] {
     std::map<std::string, double> results(req->results().begin(),
                                           req->results().end());
     return scheduler_->Complete(req->worker_id(), req->trial_id(),
@@ -433,7 +442,7 @@ grpc::Status WorkerGatewayServiceImpl::Complete(grpc::ServerContext* ctx,
 grpc::Status WorkerGatewayServiceImpl::Fail(grpc::ServerContext* ctx,
                                             const pb::FailRequest* req,
                                             pb::FailResponse*) {
-  return Guarded(ctx, token_, [&]() -> absl::Status {
+  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
     FailReason reason;
     switch (req->reason()) {
       case pb::FailRequest::REASON_ERROR:

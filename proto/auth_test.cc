@@ -66,6 +66,23 @@ TEST(ApiTokenTest, CreateThenLoadWithMode0600) {
   ::unsetenv("SMOE_TOKEN");
   EXPECT_EQ(ResolveClientToken((dir / "missing").string()).status().code(),
             absl::StatusCode::kNotFound);
+  // Issue 16 item 10: a weak token in the file is refused at startup,
+  // naming the file and the rule, never the token.
+  for (const char* weak : {"abcde", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                           "0123456789abcdef0123456789abcde"}) {
+    const std::string wpath = (dir / "weak").string();
+    {
+      std::ofstream out(wpath);
+      out << weak << "\n";
+    }
+    ::chmod(wpath.c_str(), 0600);
+    auto w = LoadOrCreateTokenFile(wpath, &created);
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument) << weak;
+    EXPECT_NE(w.status().message().find("weak API token"), std::string::npos);
+    EXPECT_NE(w.status().message().find(wpath), std::string::npos);
+    EXPECT_EQ(w.status().message().find(weak), std::string::npos);
+  }
+  EXPECT_TRUE(CheckTokenStrength(*t1, "t").ok());
   std::filesystem::remove_all(dir);
   EXPECT_NE(*GenerateApiToken(), *GenerateApiToken());
   EXPECT_TRUE(TokenEquals("abc", "abc"));

@@ -7,9 +7,14 @@
 #include "store/sqlite_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -18,6 +23,7 @@
 
 #include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "store/migrations.h"
@@ -435,6 +441,17 @@ SqliteStore::~SqliteStore() {
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
     const std::string& path, const SqliteOptions& options) {
+  if (path != ":memory:" && !options.allow_empty_file) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_size == 0) {
+      return absl::DataLossError(absl::StrCat(
+          "database '", path,
+          "' is an empty file (0 bytes) where a database was expected; "
+          "restore it from a backup (docs/reliability.md), or start with "
+          "--init to create a new, empty store in its place"));
+    }
+  }
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(
       path.c_str(), &db,
@@ -518,7 +535,129 @@ absl::Status SqliteStore::Initialize() {
     return absl::FailedPreconditionError(absl::StrCat(
         "sqlite on '", path_, "': foreign keys could not be enabled"));
   }
+  if (options_.quick_check) SMOE_RETURN_IF_ERROR(QuickCheck());
   return Migrate();
+}
+
+absl::Status SqliteStore::QuickCheck() {
+  absl::StatusOr<std::vector<std::string>> rows =
+      DebugQueryLocked("PRAGMA quick_check(5)", "quick_check");
+  if (!rows.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("database '", path_, "' failed PRAGMA quick_check (",
+                     rows.status().message(),
+                     "); restore it from a backup (docs/reliability.md)"));
+  }
+  if (rows->size() == 1 && (*rows)[0] == "ok") return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(
+      "database '", path_,
+      "' is damaged (PRAGMA quick_check: ", absl::StrJoin(*rows, "; "),
+      "); refusing to serve it: restore it from a backup "
+      "(docs/reliability.md)"));
+}
+
+absl::Status SqliteStore::CheckWritable() {
+  absl::MutexLock lock(&mu_);
+  SMOE_ASSIGN_OR_RETURN(
+      std::vector<std::string> v,
+      DebugQueryLocked("PRAGMA user_version", "read user_version"));
+  int64_t version = 0;
+  if (!v.empty()) version = std::strtoll(v[0].c_str(), nullptr, 10);
+  const std::string sql =
+      absl::StrCat("PRAGMA user_version = ", (version + 1) % 1000000);
+  return Exec(sql.c_str(), "write probe");
+}
+
+absl::Status SqliteStore::Backup(const std::string& db_path,
+                                 const std::string& dest_path) {
+  struct stat st;
+  if (::stat(db_path.c_str(), &st) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no database at '", db_path, "'"));
+  }
+  if (::stat(dest_path.c_str(), &st) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "'", dest_path, "' exists; a backup never overwrites a file"));
+  }
+  sqlite3* src = nullptr;
+  int rc =
+      sqlite3_open_v2(db_path.c_str(), &src,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status status = SqliteError(src, rc, "backup: open", db_path);
+    sqlite3_close_v2(src);
+    return status;
+  }
+  sqlite3_busy_timeout(src, 5000);
+  const std::string tmp = dest_path + ".tmp";
+  std::remove(tmp.c_str());
+  sqlite3* dst = nullptr;
+  rc = sqlite3_open_v2(
+      tmp.c_str(), &dst,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+      nullptr);
+  absl::Status status;
+  if (rc != SQLITE_OK) {
+    status = SqliteError(dst, rc, "backup: create", tmp);
+  } else {
+    sqlite3_backup* b = sqlite3_backup_init(dst, "main", src, "main");
+    if (b == nullptr) {
+      status = SqliteError(dst, sqlite3_errcode(dst), "backup: init", tmp);
+    } else {
+      // Copies in steps so a running coordinator's writers are not held up
+      // for the whole copy; a write in between restarts the copy (SQLite).
+      do {
+        rc = sqlite3_backup_step(b, 256);
+        if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) sqlite3_sleep(20);
+      } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+      sqlite3_backup_finish(b);
+      if (rc != SQLITE_DONE) {
+        status = SqliteError(dst, rc, "backup: copy", db_path);
+      }
+    }
+  }
+  if (status.ok()) {
+    char* err = nullptr;
+    rc = sqlite3_exec(dst, "PRAGMA journal_mode = DELETE", nullptr, nullptr,
+                      &err);
+    sqlite3_free(err);
+    if (rc != SQLITE_OK) status = SqliteError(dst, rc, "backup: finish", tmp);
+  }
+  sqlite3_close_v2(dst);
+  sqlite3_close_v2(src);
+  if (status.ok()) {
+    // Check the copy the way Open() checks a store.
+    SqliteOptions check;
+    check.busy_timeout_ms = 1000;
+    auto copy = SqliteStore::Open(tmp, check);
+    if (!copy.ok()) {
+      status = copy.status();
+    } else {
+      copy->reset();
+      // Open() put the copy back in WAL mode: make it one file again.
+      sqlite3* db = nullptr;
+      rc =
+          sqlite3_open_v2(tmp.c_str(), &db,
+                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+      if (rc == SQLITE_OK) {
+        rc = sqlite3_exec(db, "PRAGMA journal_mode = DELETE", nullptr, nullptr,
+                          nullptr);
+      }
+      if (rc != SQLITE_OK) status = SqliteError(db, rc, "backup: finish", tmp);
+      sqlite3_close_v2(db);
+    }
+  }
+  if (status.ok() && std::rename(tmp.c_str(), dest_path.c_str()) != 0) {
+    status = absl::InternalError(absl::StrCat("backup: cannot rename '", tmp,
+                                              "' to '", dest_path,
+                                              "': ", std::strerror(errno)));
+  }
+  if (!status.ok()) {
+    std::remove(tmp.c_str());
+    std::remove((tmp + "-wal").c_str());
+    std::remove((tmp + "-shm").c_str());
+  }
+  return status;
 }
 
 absl::StatusOr<int> SqliteStore::SchemaVersionLocked() {

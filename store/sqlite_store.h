@@ -66,6 +66,16 @@ struct SqliteOptions {
   // spilling to the WAL mid-transaction (about 1.5x faster at 100k trials).
   int cache_size_kib = 64 * 1024;
 
+  // Open() refuses an existing zero-length file (a database was expected
+  // there: a truncated or lost file must not silently become an empty store)
+  // unless this is set (`smoe coordinator --init`). A missing file is always
+  // created.
+  bool allow_empty_file = false;
+
+  // Open() runs `PRAGMA quick_check` and refuses (DataLoss) a damaged
+  // database. O(database size): about 1 s per GB.
+  bool quick_check = true;
+
   // Test hooks; leave unset in production.
   //
   // Called inside Commit()'s transaction after each row is written, with the
@@ -108,6 +118,20 @@ class SqliteStore final : public ExperimentStore {
   absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
       absl::string_view sweep_id,
       const std::vector<std::string>& trial_ids) override;
+
+  // Copies the database at `db_path` (which a running coordinator may be
+  // writing: SQLite's online backup API takes a consistent snapshot) to
+  // `dest_path`, a single self-contained file (journal mode DELETE, no WAL),
+  // then runs `PRAGMA quick_check` on the copy. The copy is written to
+  // `dest_path`.tmp and renamed into place only once checked.
+  // FailedPrecondition when `dest_path` exists (never overwritten) or
+  // `db_path` does not; DataLoss when the source or the copy is damaged.
+  static absl::Status Backup(const std::string& db_path,
+                             const std::string& dest_path);
+
+  // Writes one small transaction (bumps PRAGMA user_version) to check that
+  // commits succeed again after a failure (a full disk).
+  absl::Status CheckWritable();
 
   // Returns the database's schema version (the highest applied migration).
   absl::StatusOr<int> SchemaVersion();
@@ -159,6 +183,8 @@ class SqliteStore final : public ExperimentStore {
                                    std::unordered_set<std::string>* known)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int> SchemaVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PRAGMA quick_check; DataLoss quoting its first problems.
+  absl::Status QuickCheck() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   const SqliteOptions options_;

@@ -136,8 +136,9 @@ async function main() {
   await page.fill('#token', token);
   await Promise.all([page.waitForURL(/#\/sweep\/fixture/), page.click('button[type=submit]')]);
   const cookies = await context.cookies();
-  const c = cookies.find((x) => x.name === 'smoe_token');
+  const c = cookies.find((x) => x.name === 'smoe_session');
   check(c && c.httpOnly && c.sameSite === 'Strict', 'login sets an HttpOnly SameSite=Strict cookie and returns to the shared URL');
+  check(c && !c.value.includes(token), 'the session cookie is derived from the token, never the token itself');
 
   // 4. The sweep page.
   await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });

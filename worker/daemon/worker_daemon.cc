@@ -208,6 +208,7 @@ absl::Status WorkerDaemon::RunOnce() {
   if (drain_requested_.load() && !draining_) BeginDrain("SIGTERM");
 
   if (!registered_ && RpcAllowed()) TryRegister();
+  if (!fatal_.ok()) return fatal_;
 
   // Trainer output and exits.
   const absl::Time now = clock_->Now();
@@ -313,6 +314,17 @@ void WorkerDaemon::TryRegister() {
   for (const auto& [k, v] : options_.labels) (*req.mutable_labels())[k] = v;
   for (const std::string& k : options_.kinds) req.add_kinds(k);
   absl::StatusOr<v1::RegisterResponse> resp = gateway_->Register(req);
+  if (absl::IsUnauthenticated(resp.status()) ||
+      absl::IsPermissionDenied(resp.status())) {
+    // A wrong token never becomes right by retrying: stop with a clear
+    // message instead of retrying forever (issue 16 item 10).
+    fatal_ = absl::UnauthenticatedError(absl::StrCat(
+        "the coordinator refused this worker's API token (",
+        resp.status().message(),
+        "); check --token-file or $SMOE_TOKEN against the coordinator's "
+        "token file"));
+    return;
+  }
   if (!resp.ok()) {
     // NotFound cannot mean "unknown worker" here; treat every error as one to
     // retry after a backoff.

@@ -191,6 +191,8 @@ class WorkerDaemon {
   bool draining_ = false;
   bool done_ = false;
   bool registered_ = false;
+  // Set when the coordinator refuses the token at Register: Run() returns it.
+  absl::Status fatal_;
   std::string worker_id_;
   absl::Duration heartbeat_interval_ = absl::Seconds(5);
   absl::Time next_heartbeat_ = absl::InfinitePast();

@@ -251,7 +251,8 @@ int RunWorker(const WorkerFlags& flags) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (!s.ok()) {
     std::cerr << "smoe worker: " << s.message() << "\n";
-    return 1;
+    // 77 (EX_NOPERM) for a refused token, as the other smoe commands.
+    return absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s) ? 77 : 1;
   }
   return 0;
 }
