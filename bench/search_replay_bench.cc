@@ -120,6 +120,80 @@ std::vector<TrialDef> Study() {
   return out;
 }
 
+// A study to replay: per trial its group, k and values at eval_every,
+// 2 eval_every, ..., max_steps.
+struct Curve {
+  std::string id;
+  std::string group;
+  int k = 0;
+  std::vector<double> values;
+};
+
+struct Replay {
+  std::string name;
+  int64_t eval_every = 0;
+  int64_t max_steps = 0;
+  std::vector<Curve> trials;
+};
+
+Replay SyntheticReplay(const std::vector<TrialDef>& study) {
+  Replay r;
+  r.name = "synthetic";
+  r.eval_every = kEvalEvery;
+  r.max_steps = kSteps;
+  for (const TrialDef& t : study) {
+    Curve c{t.id, t.group, t.k, {}};
+    for (int64_t s = kEvalEvery; s <= kSteps; s += kEvalEvery) {
+      c.values.push_back(AccAt(t, s));
+    }
+    r.trials.push_back(std::move(c));
+  }
+  return r;
+}
+
+// bench/data/sraven-cpu-mini-ood-acc.csv: trial_id,M,top_k,attention,seed,
+// attempt,step,ood_acc (sorted by trial, step), exported from the CPU
+// miniature study's SQLite store. The step-1 evaluation (at initialisation)
+// is dropped; the rest are every 500 steps to 2500.
+bool CsvReplay(const std::string& path, Replay* out) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return false;
+  char line[512];
+  std::map<std::string, Curve> by_id;
+  std::map<std::string, std::vector<std::pair<int64_t, double>>> points;
+  bool header = true;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (header) {
+      header = false;
+      continue;
+    }
+    char id[128], attention[32];
+    int m, k, seed, attempt;
+    long long step;
+    double v;
+    if (std::sscanf(line, "%127[^,],%d,%d,%31[^,],%d,%d,%lld,%lf", id, &m, &k,
+                    attention, &seed, &attempt, &step, &v) != 8) {
+      continue;
+    }
+    Curve& c = by_id[id];
+    c.id = id;
+    c.k = k;
+    c.group = absl::StrCat("M=", m, ",attention=", attention);
+    if (step > 1) points[id].push_back({step, v});
+  }
+  std::fclose(f);
+  out->name = "sraven-cpu-mini";
+  out->eval_every = 500;
+  out->max_steps = 2500;
+  for (auto& [id, c] : by_id) {
+    std::sort(points[id].begin(), points[id].end());
+    for (const auto& [step, v] : points[id]) c.values.push_back(v);
+    if (c.values.size() != 5) return false;
+    out->trials.push_back(c);
+  }
+  return !out->trials.empty();
+}
+
 // argmax over k of the mean of `value` (k -> values); 0 when empty.
 int ArgmaxK(const std::map<int, std::vector<double>>& by_k, double* mean) {
   int best = 0;
@@ -146,12 +220,12 @@ struct GridTruth {
   int trials = 0;
 };
 
-GridTruth FullGrid(const std::vector<TrialDef>& study) {
+GridTruth FullGrid(const Replay& replay) {
   GridTruth g;
   std::map<std::string, std::map<int, std::vector<double>>> vals;
-  for (const TrialDef& t : study) {
-    vals[t.group][t.k].push_back(AccAt(t, kSteps));
-    g.trial_steps += kSteps;
+  for (const Curve& t : replay.trials) {
+    vals[t.group][t.k].push_back(t.values.back());
+    g.trial_steps += replay.max_steps;
     ++g.trials;
   }
   for (const auto& [group, by_k] : vals) {
@@ -162,6 +236,11 @@ GridTruth FullGrid(const std::vector<TrialDef>& study) {
       g.mean[group][k] = s / static_cast<double>(v.size());
     }
   }
+  return g;
+}
+
+std::map<std::string, int> NoiselessKStar(const std::vector<TrialDef>& study) {
+  std::map<std::string, int> out;
   for (const TrialDef& t : study) {
     int best = 1;
     for (int k = 2; k <= kExperts; ++k) {
@@ -169,9 +248,9 @@ GridTruth FullGrid(const std::vector<TrialDef>& study) {
         best = k;
       }
     }
-    g.k_true[t.group] = best;
+    out[t.group] = best;
   }
-  return g;
+  return out;
 }
 
 enum class Status { kQueued, kRunning, kPaused, kDone };
@@ -186,8 +265,8 @@ struct SimResult {
 };
 
 template <typename Decide>
-SimResult Simulate(const std::vector<TrialDef>& study, int workers,
-                   Decide decide) {
+SimResult Simulate(const Replay& replay, int workers, Decide decide) {
+  const std::vector<Curve>& study = replay.trials;
   const size_t n = study.size();
   std::vector<Status> status(n, Status::kQueued);
   std::vector<int64_t> progress(n, 0);
@@ -216,12 +295,13 @@ SimResult Simulate(const std::vector<TrialDef>& study, int workers,
     std::set<std::string> dirty;
     for (size_t i = 0; i < n; ++i) {
       if (status[i] != Status::kRunning) continue;
-      progress[i] += kEvalEvery;
-      r.trial_steps += kEvalEvery;
+      progress[i] += replay.eval_every;
+      r.trial_steps += replay.eval_every;
+      const size_t e = static_cast<size_t>(progress[i] / replay.eval_every) - 1;
       reports[study[i].group].push_back(
-          {study[i].id, 1, progress[i], AccAt(study[i], progress[i])});
+          {study[i].id, 1, progress[i], study[i].values[e]});
       dirty.insert(study[i].group);
-      if (progress[i] >= kSteps) {
+      if (progress[i] >= replay.max_steps) {
         status[i] = Status::kDone;
         --running;
         ++r.finished;
@@ -249,7 +329,7 @@ SimResult Simulate(const std::vector<TrialDef>& study, int workers,
   std::map<std::string, std::map<int, std::vector<double>>> done;
   for (size_t i = 0; i < n; ++i) {
     if (status[i] == Status::kDone) {
-      done[study[i].group][study[i].k].push_back(AccAt(study[i], kSteps));
+      done[study[i].group][study[i].k].push_back(study[i].values.back());
     }
   }
   for (const auto& [g, unused] : members) {
@@ -285,14 +365,19 @@ Score Compare(const GridTruth& g, const std::map<std::string, int>& k_star) {
   return s;
 }
 
-void EarlyStopping(const std::vector<TrialDef>& study, const GridTruth& g,
-                   int workers) {
+struct AshaCase {
+  int64_t min_steps, eta;
+};
+
+void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
+                   const std::vector<AshaCase>& ashas,
+                   const std::vector<int64_t>& medians) {
   std::printf(
-      "\n## Early stopping (group_by [M, attention]; %d workers)\n\n"
+      "\n## Early stopping: %s (group_by [M, attention]; %d workers)\n\n"
       "| policy | trial-steps | vs grid | finished trials | prunes | "
       "promotions | ticks | k* = grid's | mean regret | max regret |\n"
       "|---|---|---|---|---|---|---|---|---|---|\n",
-      workers);
+      replay.name.c_str(), workers);
   auto row = [&](const std::string& name, const SimResult& r) {
     const Score s = Compare(g, r.k_star);
     std::printf("| %s | %lld | %.2fx fewer | %d | %d | %d | %lld | %d/%d "
@@ -309,29 +394,28 @@ void EarlyStopping(const std::vector<TrialDef>& study, const GridTruth& g,
     grid.trial_steps = g.trial_steps;
     grid.finished = g.trials;
     grid.k_star = g.k_star;
-    grid.ticks = (g.trials + workers - 1) / workers * (kSteps / kEvalEvery);
-    row("grid (all 384 to 2700 steps)", grid);
+    grid.ticks = (g.trials + workers - 1) / workers *
+                 (replay.max_steps / replay.eval_every);
+    row(absl::StrCat("grid (all ", g.trials, " to ", replay.max_steps,
+                     " steps)"),
+        grid);
   }
-  struct AshaCase {
-    int64_t min_steps, eta;
-  };
-  for (const AshaCase& a : std::vector<AshaCase>{
-           {100, 3}, {300, 3}, {900, 3}, {300, 2}, {100, 4}}) {
-    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, kSteps};
+  for (const AshaCase& a : ashas) {
+    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps};
     std::string rungs;
     for (int64_t r : AshaRungs(c)) absl::StrAppend(&rungs, r, " ");
     row(absl::StrCat("asha min_steps ", a.min_steps, ", eta ", a.eta,
                      " (rungs ", rungs, ")"),
-        Simulate(study, workers,
+        Simulate(replay, workers,
                  [&](const std::vector<Trial>& t,
                      const std::vector<Report>& r) {
                    return DecideAsha(c, t, r);
                  }));
   }
-  for (int64_t min_steps : {300, 900}) {
-    const MedianConfig c{Mode::kMax, min_steps, kSteps};
+  for (int64_t min_steps : medians) {
+    const MedianConfig c{Mode::kMax, min_steps, replay.max_steps};
     row(absl::StrCat("median min_steps ", min_steps),
-        Simulate(study, workers,
+        Simulate(replay, workers,
                  [&](const std::vector<Trial>& t,
                      const std::vector<Report>& r) {
                    return DecideMedian(c, t, r);
@@ -339,7 +423,8 @@ void EarlyStopping(const std::vector<TrialDef>& study, const GridTruth& g,
   }
 }
 
-void Refine(const std::vector<TrialDef>& study, const GridTruth& g) {
+void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
+            const std::map<std::string, int>& k_true) {
   std::printf(
       "\n## Refine (axis top_k, bounds [1, 8], group_by [M, attention]; "
       "final accuracy at 2700 steps)\n\n"
@@ -400,7 +485,7 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g) {
       k_star[rg.group] = static_cast<int>(rg.best);
       resolved += rg.state == RefineState::kResolved;
       unresolved += rg.state != RefineState::kResolved;
-      true_match += rg.best == g.k_true.at(rg.group);
+      true_match += rg.best == k_true.at(rg.group);
     }
     const Score s = Compare(g, k_star);
     std::string initial, seeds;
@@ -420,12 +505,15 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g) {
 }  // namespace
 }  // namespace smoe::analysis::search
 
-int main() {
+int main(int argc, char** argv) {
   using namespace smoe::analysis::search;  // NOLINT
   const std::vector<TrialDef> study = Study();
-  const GridTruth g = FullGrid(study);
+  const Replay synthetic = SyntheticReplay(study);
+  const GridTruth g = FullGrid(synthetic);
+  const std::map<std::string, int> k_true = NoiselessKStar(study);
   std::printf(
-      "# Adaptive-sweep replay: paper-shaped synthetic study\n\n"
+      "# Adaptive-sweep replay\n\n"
+      "## Synthetic study\n\n"
       "384 trials = 8 M x 8 k x 2 attentions x 3 seeds, %lld steps each, "
       "evaluations every %lld steps.\n"
       "Generator: final acc = 0.97 - E(k, M) + N(0, 0.005), E = 0.005 M^2/k "
@@ -438,10 +526,32 @@ int main() {
               "brackets):\n\n| M | softmax | linear |\n|---|---|---|\n");
   for (int m = 1; m <= 8; ++m) {
     std::printf("| %d | %d (%d) | %d (%d) |\n", m,
-                g.k_star.at(GroupOf(m, 0)), g.k_true.at(GroupOf(m, 0)),
-                g.k_star.at(GroupOf(m, 1)), g.k_true.at(GroupOf(m, 1)));
+                g.k_star.at(GroupOf(m, 0)), k_true.at(GroupOf(m, 0)),
+                g.k_star.at(GroupOf(m, 1)), k_true.at(GroupOf(m, 1)));
   }
-  EarlyStopping(study, g, 16);
-  Refine(study, g);
+  EarlyStopping(synthetic, g, 16,
+                {{100, 3}, {300, 3}, {900, 3}, {300, 2}, {100, 4}},
+                {300, 900});
+  Refine(study, g, k_true);
+  // The CPU miniature study's recorded curves.
+  const std::string csv =
+      argc > 1 ? argv[1] : "bench/data/sraven-cpu-mini-ood-acc.csv";
+  Replay mini;
+  if (!CsvReplay(csv, &mini)) {
+    std::printf("\n(no recorded study: %s not readable; pass its path)\n",
+                csv.c_str());
+    return 0;
+  }
+  const GridTruth mg = FullGrid(mini);
+  std::printf(
+      "\n## Recorded study: sraven-cpu-mini (%s)\n\n"
+      "%zu trials (M 1-4 x top_k {1,2,3,4,6,8} x softmax x 3 seeds, 2500 "
+      "steps, eval/ood_acc every 500 steps). Full grid k*: ",
+      csv.c_str(), mini.trials.size());
+  for (const auto& [group, k] : mg.k_star) {
+    std::printf("%s k*=%d; ", group.c_str(), k);
+  }
+  std::printf("\n");
+  EarlyStopping(mini, mg, 16, {{500, 3}, {500, 2}}, {500, 1000});
   return 0;
 }
