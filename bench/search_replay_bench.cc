@@ -51,6 +51,9 @@ constexpr int64_t kSteps = 2700;
 constexpr int64_t kEvalEvery = 100;
 constexpr int kExperts = 8;
 constexpr uint64_t kNoiseSeed = 1;
+// tau_k = 0.15 S (1 + kTauSlope (k - 1)); 0 in the sensitivity run (no
+// crossing curves).
+double g_tau_slope = 0.05;
 
 struct TrialDef {
   std::string id;
@@ -77,8 +80,8 @@ double Etotal(int k, int m, int attention) {
 }
 
 std::string GroupOf(int m, int attention) {
-  return absl::StrCat("M=", m, ",attention=",
-                      attention == 0 ? "softmax" : "linear");
+  return absl::StrCat("M=", m,
+                      ",attention=", attention == 0 ? "softmax" : "linear");
 }
 
 TrialDef MakeTrial(int m, int k, int attention, int64_t seed) {
@@ -93,7 +96,7 @@ TrialDef MakeTrial(int m, int k, int attention, int64_t seed) {
   t.stream = static_cast<uint64_t>(((m * 16 + k) * 2 + attention) * 64 + seed);
   Rng rng = Rng::ForStream(kNoiseSeed, {t.stream, 0});
   t.final_acc = 0.97 - Etotal(k, m, attention) + 0.005 * Gaussian(rng);
-  t.tau = 0.15 * kSteps * (1 + 0.05 * (k - 1));
+  t.tau = 0.15 * kSteps * (1 + g_tau_slope * (k - 1));
   return t;
 }
 
@@ -101,8 +104,8 @@ double AccAt(const TrialDef& t, int64_t step) {
   const double c = 0.125;
   const double shape = (1 - std::exp(-static_cast<double>(step) / t.tau)) /
                        (1 - std::exp(-static_cast<double>(kSteps) / t.tau));
-  Rng rng = Rng::ForStream(kNoiseSeed,
-                           {t.stream, static_cast<uint64_t>(step) + 1});
+  Rng rng =
+      Rng::ForStream(kNoiseSeed, {t.stream, static_cast<uint64_t>(step) + 1});
   return c + (t.final_acc - c) * shape + 0.003 * Gaussian(rng);
 }
 
@@ -134,7 +137,36 @@ struct Replay {
   int64_t eval_every = 0;
   int64_t max_steps = 0;
   std::vector<Curve> trials;
+  int64_t seeds_per_trial = 1;  // > 1: a "trial" is a config's seeds run
+                                //   in lockstep (ConfigReplay)
 };
+
+// The configs of `r` as units: one curve per (group, k), the mean over its
+// seeds, each step costing `seeds` trial-steps. ASHA then ranks configs by
+// their seed mean (replicates judged together) instead of single runs.
+Replay ConfigReplay(const Replay& r) {
+  std::map<std::pair<std::string, int>, std::vector<const Curve*>> by_config;
+  for (const Curve& c : r.trials) by_config[{c.group, c.k}].push_back(&c);
+  Replay out;
+  out.name = r.name + ", configs (seed means)";
+  out.eval_every = r.eval_every;
+  out.max_steps = r.max_steps;
+  for (const auto& [key, curves] : by_config) {
+    Curve c;
+    c.id = absl::StrCat(key.first, ",k=", key.second);
+    c.group = key.first;
+    c.k = key.second;
+    c.values.assign(curves[0]->values.size(), 0.0);
+    for (const Curve* x : curves) {
+      for (size_t i = 0; i < c.values.size(); ++i) {
+        c.values[i] += x->values[i] / static_cast<double>(curves.size());
+      }
+    }
+    out.seeds_per_trial = static_cast<int64_t>(curves.size());
+    out.trials.push_back(std::move(c));
+  }
+  return out;
+}
 
 Replay SyntheticReplay(const std::vector<TrialDef>& study) {
   Replay r;
@@ -296,7 +328,7 @@ SimResult Simulate(const Replay& replay, int workers, Decide decide) {
     for (size_t i = 0; i < n; ++i) {
       if (status[i] != Status::kRunning) continue;
       progress[i] += replay.eval_every;
-      r.trial_steps += replay.eval_every;
+      r.trial_steps += replay.eval_every * replay.seeds_per_trial;
       const size_t e = static_cast<size_t>(progress[i] / replay.eval_every) - 1;
       reports[study[i].group].push_back(
           {study[i].id, 1, progress[i], study[i].values[e]});
@@ -380,14 +412,14 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
       replay.name.c_str(), workers);
   auto row = [&](const std::string& name, const SimResult& r) {
     const Score s = Compare(g, r.k_star);
-    std::printf("| %s | %lld | %.2fx fewer | %d | %d | %d | %lld | %d/%d "
-                "(%.0f%%) | %.4f | %.4f |\n",
-                name.c_str(), static_cast<long long>(r.trial_steps),
-                static_cast<double>(g.trial_steps) /
-                    static_cast<double>(r.trial_steps),
-                r.finished, r.prunes, r.promotions,
-                static_cast<long long>(r.ticks), s.match, s.groups,
-                100.0 * s.match / s.groups, s.mean_regret, s.max_regret);
+    std::printf(
+        "| %s | %lld | %.2fx fewer | %d | %d | %d | %lld | %d/%d "
+        "(%.0f%%) | %.4f | %.4f |\n",
+        name.c_str(), static_cast<long long>(r.trial_steps),
+        static_cast<double>(g.trial_steps) / static_cast<double>(r.trial_steps),
+        r.finished, r.prunes, r.promotions, static_cast<long long>(r.ticks),
+        s.match, s.groups, 100.0 * s.match / s.groups, s.mean_regret,
+        s.max_regret);
   };
   {
     SimResult grid;
@@ -406,20 +438,37 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
     for (int64_t r : AshaRungs(c)) absl::StrAppend(&rungs, r, " ");
     row(absl::StrCat("asha min_steps ", a.min_steps, ", eta ", a.eta,
                      " (rungs ", rungs, ")"),
-        Simulate(replay, workers,
-                 [&](const std::vector<Trial>& t,
-                     const std::vector<Report>& r) {
-                   return DecideAsha(c, t, r);
-                 }));
+        Simulate(
+            replay, workers,
+            [&](const std::vector<Trial>& t, const std::vector<Report>& r) {
+              return DecideAsha(c, t, r);
+            }));
+  }
+  // ASHA over configs: a config's seeds run together and are judged by
+  // their mean; workers / seeds config slots.
+  const Replay configs = ConfigReplay(replay);
+  for (const AshaCase& a : ashas) {
+    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps};
+    SimResult r = Simulate(
+        configs,
+        static_cast<int>(
+            std::max<int64_t>(1, workers / configs.seeds_per_trial)),
+        [&](const std::vector<Trial>& t, const std::vector<Report>& r) {
+          return DecideAsha(c, t, r);
+        });
+    r.finished *= static_cast<int>(configs.seeds_per_trial);
+    row(absl::StrCat("asha over configs (seed means), min_steps ", a.min_steps,
+                     ", eta ", a.eta),
+        r);
   }
   for (int64_t min_steps : medians) {
     const MedianConfig c{Mode::kMax, min_steps, replay.max_steps};
     row(absl::StrCat("median min_steps ", min_steps),
-        Simulate(replay, workers,
-                 [&](const std::vector<Trial>& t,
-                     const std::vector<Report>& r) {
-                   return DecideMedian(c, t, r);
-                 }));
+        Simulate(
+            replay, workers,
+            [&](const std::vector<Trial>& t, const std::vector<Report>& r) {
+              return DecideMedian(c, t, r);
+            }));
   }
 }
 
@@ -428,7 +477,7 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
   std::printf(
       "\n## Refine (axis top_k, bounds [1, 8], group_by [M, attention]; "
       "final accuracy at 2700 steps)\n\n"
-      "Full 1..8 grid: %d trials (8 k x 3 seeds x 32 groups).\n\n"
+      "Full 1..8 grid: %d trials (8 k x 3 seeds x 16 groups).\n\n"
       "| initial k | seeds | add_seeds | trials | vs full grid | rounds | "
       "resolved | unresolved | k* = grid's | k* = noiseless | mean regret "
       "| max regret |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -440,14 +489,13 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
     std::vector<int64_t> seeds;
     int64_t add_seeds;
   };
-  for (const Case& cs : std::vector<Case>{
-           {{1, 2, 4, 8}, {0, 1, 2}, 0},
-           {{1, 2, 4, 8}, {0, 1, 2}, 1},
-           {{2, 5, 8}, {0, 1, 2}, 1},
-           {{1, 2, 4, 8}, {0, 1}, 1},
-           {{2, 5, 8}, {0, 1}, 1},
-           {{2, 5}, {0, 1}, 1},
-           {{1, 2, 4, 8}, {0}, 2}}) {
+  for (const Case& cs : std::vector<Case>{{{1, 2, 4, 8}, {0, 1, 2}, 0},
+                                          {{1, 2, 4, 8}, {0, 1, 2}, 1},
+                                          {{2, 5, 8}, {0, 1, 2}, 1},
+                                          {{1, 2, 4, 8}, {0, 1}, 1},
+                                          {{2, 5, 8}, {0, 1}, 1},
+                                          {{2, 5}, {0, 1}, 1},
+                                          {{1, 2, 4, 8}, {0}, 2}}) {
     RefineConfig c;
     c.lo = 1;
     c.hi = kExperts;
@@ -459,8 +507,7 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
       int m = 0;
       std::sscanf(group.c_str(), "M=%d", &m);
       const int attention = group.find("linear") != std::string::npos;
-      const TrialDef t =
-          MakeTrial(m, static_cast<int>(x), attention, seed);
+      const TrialDef t = MakeTrial(m, static_cast<int>(x), attention, seed);
       points.push_back({group, x, seed, true, false, AccAt(t, kSteps)});
     };
     for (const std::string& group : groups) {
@@ -491,14 +538,14 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
     std::string initial, seeds;
     for (int64_t x : cs.initial) absl::StrAppend(&initial, x, " ");
     for (int64_t x : cs.seeds) absl::StrAppend(&seeds, x, " ");
-    std::printf("| %s| %s| %lld | %zu | %.0f%% | %d | %d/%zu | %d | %d/%d "
-                "(%.0f%%) | %d/%d | %.4f | %.4f |\n",
-                initial.c_str(), seeds.c_str(),
-                static_cast<long long>(cs.add_seeds), points.size(),
-                100.0 * static_cast<double>(points.size()) / g.trials, rounds,
-                resolved, r.groups.size(), unresolved, s.match, s.groups,
-                100.0 * s.match / s.groups, true_match, s.groups,
-                s.mean_regret, s.max_regret);
+    std::printf(
+        "| %s| %s| %lld | %zu | %.0f%% | %d | %d/%zu | %d | %d/%d "
+        "(%.0f%%) | %d/%d | %.4f | %.4f |\n",
+        initial.c_str(), seeds.c_str(), static_cast<long long>(cs.add_seeds),
+        points.size(), 100.0 * static_cast<double>(points.size()) / g.trials,
+        rounds, resolved, r.groups.size(), unresolved, s.match, s.groups,
+        100.0 * s.match / s.groups, true_match, s.groups, s.mean_regret,
+        s.max_regret);
   }
 }
 
@@ -522,17 +569,24 @@ int main(int argc, char** argv) {
       "exp(-2700/tau_k)) + N(0, 0.003), tau_k = 405 (1 + 0.05 (k - 1)); "
       "smoe::Rng seed 1.\n\n",
       static_cast<long long>(kSteps), static_cast<long long>(kEvalEvery));
-  std::printf("k* per group (full grid, mean of 3 seeds; noiseless in "
-              "brackets):\n\n| M | softmax | linear |\n|---|---|---|\n");
+  std::printf(
+      "k* per group (full grid, mean of 3 seeds; noiseless in "
+      "brackets):\n\n| M | softmax | linear |\n|---|---|---|\n");
   for (int m = 1; m <= 8; ++m) {
-    std::printf("| %d | %d (%d) | %d (%d) |\n", m,
-                g.k_star.at(GroupOf(m, 0)), k_true.at(GroupOf(m, 0)),
-                g.k_star.at(GroupOf(m, 1)), k_true.at(GroupOf(m, 1)));
+    std::printf("| %d | %d (%d) | %d (%d) |\n", m, g.k_star.at(GroupOf(m, 0)),
+                k_true.at(GroupOf(m, 0)), g.k_star.at(GroupOf(m, 1)),
+                k_true.at(GroupOf(m, 1)));
   }
   EarlyStopping(synthetic, g, 16,
-                {{100, 3}, {300, 3}, {900, 3}, {300, 2}, {100, 4}},
-                {300, 900});
+                {{100, 3}, {300, 3}, {900, 3}, {300, 2}, {100, 4}}, {300, 900});
   Refine(study, g, k_true);
+  // Sensitivity: the same study without the slower learning of larger k
+  // (tau_k = 405 for every k: curves of different k do not cross).
+  g_tau_slope = 0;
+  Replay flat = SyntheticReplay(Study());
+  flat.name = "synthetic without crossing curves (tau_k = 405 for all k)";
+  const GridTruth fg = FullGrid(flat);
+  EarlyStopping(flat, fg, 16, {{100, 3}, {300, 3}, {900, 3}, {300, 2}}, {});
   // The CPU miniature study's recorded curves.
   const std::string csv =
       argc > 1 ? argv[1] : "bench/data/sraven-cpu-mini-ood-acc.csv";

@@ -401,7 +401,7 @@ const std::vector<std::string>& SearchKeys(const std::string& strategy) {
   static const auto* median = new std::vector<std::string>{
       "strategy", "metric", "mode", "min_steps", "group_by"};
   static const auto* refine = new std::vector<std::string>{
-      "strategy", "metric", "mode",   "axis",
+      "strategy", "metric",   "mode",   "axis",
       "bounds",   "group_by", "budget", "add_seeds"};
   if (strategy == "asha") return *asha;
   if (strategy == "median") return *median;
@@ -482,8 +482,8 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
     return;
   }
   // metric, mode
-  if (const YAML::Node m = node["metric"]; m && m.IsScalar() &&
-                                           !m.Scalar().empty()) {
+  if (const YAML::Node m = node["metric"];
+      m && m.IsScalar() && !m.Scalar().empty()) {
     s.metric = m.Scalar();
   } else {
     problems->Add(absl::StrCat("search.metric: required for strategy ",
@@ -515,9 +515,9 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
       ok = false;
     }
     for (size_t i = 0; i < items.size(); ++i) {
-      const std::string field =
-          g.IsScalar() ? "search.group_by" : absl::StrCat("search.group_by[", i,
-                                                          "]");
+      const std::string field = g.IsScalar()
+                                    ? "search.group_by"
+                                    : absl::StrCat("search.group_by[", i, "]");
       if (!items[i].IsScalar()) {
         problems->Add(absl::StrCat(field, ": expected a grid axis name"));
         ok = false;
@@ -525,9 +525,9 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
       }
       const std::string name = items[i].Scalar();
       if (!is_axis(name)) {
-        problems->Add(absl::StrCat(field, ": '", name,
-                                   "' is not a grid axis (axes: ",
-                                   absl::StrJoin(axes, ", "), ")"));
+        problems->Add(absl::StrCat(
+            field, ": '", name,
+            "' is not a grid axis (axes: ", absl::StrJoin(axes, ", "), ")"));
         ok = false;
         continue;
       }
@@ -540,8 +540,7 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
       s.group_by.push_back(name);
     }
   }
-  auto int_field = [&](const char* key, int64_t lo, int64_t hi,
-                       int64_t* out) {
+  auto int_field = [&](const char* key, int64_t lo, int64_t hi, int64_t* out) {
     const YAML::Node n = node[key];
     if (!n) return false;
     auto v = IntField(n, absl::StrCat("search.", key), lo, hi);
@@ -602,9 +601,9 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
         if (x.name == s.axis) axis = &x;
       }
       if (axis == nullptr) {
-        problems->Add(absl::StrCat("search.axis: '", s.axis,
-                                   "' is not a grid axis (axes: ",
-                                   absl::StrJoin(axes, ", "), ")"));
+        problems->Add(absl::StrCat(
+            "search.axis: '", s.axis,
+            "' is not a grid axis (axes: ", absl::StrJoin(axes, ", "), ")"));
         ok = false;
       }
     } else {
@@ -629,8 +628,8 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
       }
       if (std::find(s.group_by.begin(), s.group_by.end(), s.axis) !=
           s.group_by.end()) {
-        problems->Add(absl::StrCat("search.group_by: contains the refined axis '",
-                                   s.axis, "'"));
+        problems->Add(absl::StrCat(
+            "search.group_by: contains the refined axis '", s.axis, "'"));
         ok = false;
       }
       s.bounds_lo = lo;
@@ -654,9 +653,9 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
                                          "] is empty (lo > hi)"));
               ok = false;
             } else if (lo <= hi && (lo < *blo || hi > *bhi)) {
-              problems->Add(absl::StrCat(
-                  "search.bounds: [", *blo, ", ", *bhi, "] leaves out grid.",
-                  s.axis, " values (", lo, "..", hi, ")"));
+              problems->Add(absl::StrCat("search.bounds: [", *blo, ", ", *bhi,
+                                         "] leaves out grid.", s.axis,
+                                         " values (", lo, "..", hi, ")"));
               ok = false;
             } else {
               s.bounds_lo = *blo;
@@ -704,9 +703,9 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     problems->Add("sweep file: expected a YAML map at the top level");
     return;
   }
-  static const std::set<std::string> kKeys = {"name",    "kind",    "grid",
-                                              "fixed",   "seeds",   "resources",
-                                              "retries", "priority", "search"};
+  static const std::set<std::string> kKeys = {
+      "name",      "kind",    "grid",     "fixed", "seeds",
+      "resources", "retries", "priority", "search"};
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (!kKeys.count(key)) {
@@ -772,10 +771,9 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
 bool SearchSpec::operator==(const SearchSpec& o) const {
   return strategy == o.strategy && metric == o.metric && mode == o.mode &&
          min_steps == o.min_steps && reduction == o.reduction &&
-         max_steps == o.max_steps && group_by == o.group_by &&
-         axis == o.axis && bounds_lo == o.bounds_lo &&
-         bounds_hi == o.bounds_hi && budget == o.budget &&
-         add_seeds == o.add_seeds;
+         max_steps == o.max_steps && group_by == o.group_by && axis == o.axis &&
+         bounds_lo == o.bounds_lo && bounds_hi == o.bounds_hi &&
+         budget == o.budget && add_seeds == o.add_seeds;
 }
 
 absl::Status CheckStrategySupported(const SweepSpec& spec) {

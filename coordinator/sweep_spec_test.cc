@@ -416,8 +416,8 @@ TEST(SweepSpecSearchTest, ParsesAsha) {
 }
 
 TEST(SweepSpecSearchTest, AshaDefaultsMaxStepsAndModeFromTheMetric) {
-  auto spec = WithSearch(
-      "  strategy: asha\n  metric: eval/loss\n  min_steps: 50\n");
+  auto spec =
+      WithSearch("  strategy: asha\n  metric: eval/loss\n  min_steps: 50\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->search.max_steps, 900);  // fixed.steps
   EXPECT_EQ(spec->search.mode, "min");     // a loss

@@ -50,10 +50,9 @@ std::vector<Decision> DecideAsha(const AshaConfig& c,
   const std::vector<int64_t> rungs = AshaRungs(c);
   const size_t L = rungs.size();
   std::vector<Trial> sorted = trials;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const Trial& a, const Trial& b) {
-              return a.trial_id < b.trial_id;
-            });
+  std::sort(sorted.begin(), sorted.end(), [](const Trial& a, const Trial& b) {
+    return a.trial_id < b.trial_id;
+  });
   sorted.erase(std::unique(sorted.begin(), sorted.end(),
                            [](const Trial& a, const Trial& b) {
                              return a.trial_id == b.trial_id;
@@ -159,13 +158,13 @@ std::vector<Decision> DecideAsha(const AshaConfig& c,
       d.action = Action::kPrune;
       d.final = s.complete;
       if (s.keep > 0) {
-        d.reason = absl::StrCat(where, "; below the cutoff ", Num(d.cutoff),
-                                " of the top ", s.keep,
-                                s.complete ? " (rung complete)"
-                                           : " (may be promoted later)");
+        d.reason = absl::StrCat(
+            where, "; below the cutoff ", Num(d.cutoff), " of the top ", s.keep,
+            s.complete ? " (rung complete)" : " (may be promoted later)");
       } else {
-        d.reason = absl::StrCat(where, "; paused until ", c.reduction,
-                                " results reach the rung (eta) or it completes");
+        d.reason =
+            absl::StrCat(where, "; paused until ", c.reduction,
+                         " results reach the rung (eta) or it completes");
       }
     }
     out.push_back(std::move(d));

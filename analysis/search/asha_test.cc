@@ -26,7 +26,8 @@ std::map<std::string, Decision> ById(const std::vector<Decision>& ds) {
 std::string Id(int i) { return absl::StrCat("t", i < 10 ? "0" : "", i); }
 
 TEST(AshaTest, RungArithmetic) {
-  EXPECT_THAT(AshaRungs({Mode::kMax, 10, 3, 300}), ElementsAre(10, 30, 90, 270));
+  EXPECT_THAT(AshaRungs({Mode::kMax, 10, 3, 300}),
+              ElementsAre(10, 30, 90, 270));
   EXPECT_THAT(AshaRungs({Mode::kMax, 10, 3, 270}), ElementsAre(10, 30, 90));
   EXPECT_THAT(AshaRungs({Mode::kMax, 1, 2, 8}), ElementsAre(1, 2, 4));
   EXPECT_THAT(AshaRungs({Mode::kMax, 100, 4, 1600}), ElementsAre(100, 400));
@@ -124,8 +125,8 @@ TEST(AshaTest, GroupsAreComparedSeparately) {
 TEST(AshaTest, ACompleteRungSmallerThanEtaStillPromotesItsBest) {
   const AshaConfig c{Mode::kMin, 10, 4, 160};  // loss: lower is better
   std::vector<Trial> trials = {{"a", "", false}, {"b", "", false}};
-  const auto d = ById(DecideAsha(
-      c, trials, {{"a", 1, 10, 2.0}, {"b", 1, 10, 1.5}}));
+  const auto d =
+      ById(DecideAsha(c, trials, {{"a", 1, 10, 2.0}, {"b", 1, 10, 1.5}}));
   EXPECT_EQ(d.at("b").action, Action::kPromote);
   EXPECT_EQ(d.at("a").action, Action::kPrune);
   EXPECT_TRUE(d.at("a").final);

@@ -14,9 +14,9 @@ namespace {
 
 struct Curve {
   const Trial* trial = nullptr;
-  std::vector<int64_t> steps;      // ascending
-  std::vector<double> best;        // best value up to steps[i]
-  std::vector<double> running;     // mean of values up to steps[i]
+  std::vector<int64_t> steps;   // ascending
+  std::vector<double> best;     // best value up to steps[i]
+  std::vector<double> running;  // mean of values up to steps[i]
   int64_t progress() const { return steps.empty() ? -1 : steps.back(); }
   // Running average at step s (values at steps <= s); false when none.
   bool RunningAt(int64_t s, double* out) const {
@@ -35,10 +35,9 @@ std::vector<Decision> DecideMedian(const MedianConfig& c,
                                    const std::vector<Trial>& trials,
                                    const std::vector<Report>& reports) {
   std::vector<Trial> sorted = trials;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const Trial& a, const Trial& b) {
-              return a.trial_id < b.trial_id;
-            });
+  std::sort(sorted.begin(), sorted.end(), [](const Trial& a, const Trial& b) {
+    return a.trial_id < b.trial_id;
+  });
   sorted.erase(std::unique(sorted.begin(), sorted.end(),
                            [](const Trial& a, const Trial& b) {
                              return a.trial_id == b.trial_id;
@@ -58,10 +57,10 @@ std::vector<Decision> DecideMedian(const MedianConfig& c,
     cv.best.push_back(n == 0 || Better(c.mode, r.value, cv.best.back())
                           ? r.value
                           : cv.best.back());
-    cv.running.push_back(n == 0 ? r.value
-                                : (cv.running.back() * static_cast<double>(n) +
-                                   r.value) /
-                                      static_cast<double>(n + 1));
+    cv.running.push_back(
+        n == 0 ? r.value
+               : (cv.running.back() * static_cast<double>(n) + r.value) /
+                     static_cast<double>(n + 1));
     cv.steps.push_back(r.step);
   }
   std::map<std::string, std::vector<size_t>> groups;
@@ -107,15 +106,14 @@ std::vector<Decision> DecideMedian(const MedianConfig& c,
         d.step = s;
         d.value = cv.best[i];
         d.cutoff = median;
-        d.reason = absl::StrCat("step ", s, ": best ", Num(cv.best[i]),
-                                " is worse than the median ", Num(median),
-                                " of ", others.size(),
-                                " other trials' running averages");
+        d.reason =
+            absl::StrCat("step ", s, ": best ", Num(cv.best[i]),
+                         " is worse than the median ", Num(median), " of ",
+                         others.size(), " other trials' running averages");
       } else {
         last_check = absl::StrCat("step ", s, ": best ", Num(cv.best[i]),
-                                  " is not worse than the median ",
-                                  Num(median), " of ", others.size(),
-                                  " other trials");
+                                  " is not worse than the median ", Num(median),
+                                  " of ", others.size(), " other trials");
       }
     }
     if (!pruned) {

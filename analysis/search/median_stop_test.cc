@@ -75,19 +75,18 @@ TEST(MedianStopTest, NeedsThreeOthersAndRespectsMinSteps) {
   const std::vector<Trial> four = {
       {"a", "", false}, {"b", "", false}, {"c", "", false}, {"d", "", false}};
   // Reports only at steps 10, 20 and min_steps 30: nothing judged.
-  const auto early =
-      ById(DecideMedian({Mode::kMax, 30, 100}, four,
-                        Flat({{"a", 0.9}, {"b", 0.8}, {"c", 0.7}, {"d", 0.1}})));
+  const auto early = ById(
+      DecideMedian({Mode::kMax, 30, 100}, four,
+                   Flat({{"a", 0.9}, {"b", 0.8}, {"c", 0.7}, {"d", 0.1}})));
   EXPECT_EQ(early.at("d").action, Action::kRun);
-  EXPECT_THAT(early.at("d").reason, HasSubstr("no report at step >= min_steps"));
+  EXPECT_THAT(early.at("d").reason,
+              HasSubstr("no report at step >= min_steps"));
 }
 
 TEST(MedianStopTest, ErroredRetriedCompletedAndModeMin) {
   const MedianConfig c{Mode::kMin, 10, 20};
-  const std::vector<Trial> trials = {{"a", "", false},
-                                     {"b", "", false},
-                                     {"c", "", false},
-                                     {"e", "", true}};
+  const std::vector<Trial> trials = {
+      {"a", "", false}, {"b", "", false}, {"c", "", false}, {"e", "", true}};
   // Losses: a, b, c finish (step 20 = max_steps); e errored at step 10 with
   // the best loss: retried, not pruned.
   std::vector<Report> r = Flat({{"a", 2.0}, {"b", 1.0}, {"c", 3.0}});

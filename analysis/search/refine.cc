@@ -127,15 +127,15 @@ RefineResult DecideRefine(const RefineConfig& c,
     g.best = static_cast<int64_t>(o.best.number);
     g.best_mean = g.mean[g.best];
     g.best_freq = o.best_freq;
-    const std::string at = absl::StrCat("x*=", g.best, " (mean ",
-                                        Num(g.best_mean), ")");
+    const std::string at =
+        absl::StrCat("x*=", g.best, " (mean ", Num(g.best_mean), ")");
     // 1. Untried neighbours.
     for (int64_t x : {g.best - 1, g.best + 1}) {
       if (x < c.lo || x > c.hi || xs.count(x)) continue;
       Unit u;
       for (int64_t seed : c.seeds) {
-        u.points.push_back({label, x, seed,
-                            absl::StrCat(at, ": neighbour ", x, " untried")});
+        u.points.push_back(
+            {label, x, seed, absl::StrCat(at, ": neighbour ", x, " untried")});
       }
       units.push_back(std::move(u));
     }
@@ -144,10 +144,10 @@ RefineResult DecideRefine(const RefineConfig& c,
       g.reason = absl::StrCat(at, ": adding its untried neighbours");
     } else if (g.seeds >= 2 && o.best_freq >= c.resolve_p) {
       g.state = RefineState::kResolved;
-      g.reason = absl::StrCat(at, " resolved: neighbours measured, P(argmax = ",
-                              g.best, ") = ", Num(o.best_freq), " >= ",
-                              Num(c.resolve_p), " over ", o.bootstrap_samples,
-                              " bootstrap resamples of ", g.seeds, " seeds");
+      g.reason = absl::StrCat(
+          at, " resolved: neighbours measured, P(argmax = ", g.best,
+          ") = ", Num(o.best_freq), " >= ", Num(c.resolve_p), " over ",
+          o.bootstrap_samples, " bootstrap resamples of ", g.seeds, " seeds");
     } else {
       // 3. Ambiguous: seeds where the argmax's bootstrap lands.
       std::vector<int64_t> covered;
@@ -179,8 +179,7 @@ RefineResult DecideRefine(const RefineConfig& c,
         g.reason = absl::StrCat(why, "; adding seed ", seed);
       } else {
         g.state = RefineState::kUnresolved;
-        g.reason = absl::StrCat(why, "; add_seeds (", c.add_seeds,
-                                ") spent");
+        g.reason = absl::StrCat(why, "; add_seeds (", c.add_seeds, ") spent");
       }
     }
     result.groups.push_back(std::move(g));
@@ -199,9 +198,9 @@ RefineResult DecideRefine(const RefineConfig& c,
         RefineGroup& g = result.groups[gi];
         if (g.state != RefineState::kBudget) {
           g.state = RefineState::kBudget;
-          g.reason = absl::StrCat(g.reason, "; budget ", c.budget,
-                                  " trials spent: x*=", g.best,
-                                  " not resolved");
+          g.reason =
+              absl::StrCat(g.reason, "; budget ", c.budget,
+                           " trials spent: x*=", g.best, " not resolved");
         }
         continue;
       }

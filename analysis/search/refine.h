@@ -37,8 +37,8 @@ struct RefineConfig {
   Mode mode = Mode::kMax;
   int64_t lo = 1;  // bounds of the axis
   int64_t hi = 1;
-  int64_t budget = 0;              // most trials in the sweep; 0 = none
-  int64_t add_seeds = 0;           // most extra seeds per group
+  int64_t budget = 0;                // most trials in the sweep; 0 = none
+  int64_t add_seeds = 0;             // most extra seeds per group
   std::vector<int64_t> seeds = {0};  // the sweep's seeds (for new x)
   double resolve_p = 0.9;
   int bootstrap_samples = 1000;
@@ -50,8 +50,8 @@ struct RefinePoint {
   std::string group;
   int64_t x = 0;
   int64_t seed = 0;
-  bool done = false;      // succeeded with the metric: `value` is set
-  bool pending = false;   // queued, running or being retried
+  bool done = false;     // succeeded with the metric: `value` is set
+  bool pending = false;  // queued, running or being retried
   double value = kNoValue;
 };
 
@@ -60,8 +60,8 @@ enum class RefineState {
   kExploring,    // neighbours of x* proposed
   kAddingSeeds,  // argmax ambiguous: seeds proposed
   kResolved,
-  kUnresolved,   // add_seeds spent, still ambiguous
-  kBudget,       // a proposal did not fit the budget
+  kUnresolved,  // add_seeds spent, still ambiguous
+  kBudget,      // a proposal did not fit the budget
 };
 const char* RefineStateName(RefineState s);
 
@@ -70,8 +70,8 @@ struct RefineGroup {
   RefineState state = RefineState::kWaiting;
   int64_t best = 0;  // x* (0 when nothing is measured)
   double best_mean = kNoValue;
-  double best_freq = 0;  // bootstrap P(argmax = x*)
-  int seeds = 0;         // distinct seeds measured
+  double best_freq = 0;            // bootstrap P(argmax = x*)
+  int seeds = 0;                   // distinct seeds measured
   std::map<int64_t, double> mean;  // measured x -> mean over seeds
   std::string reason;
 };
@@ -82,15 +82,14 @@ struct RefineProposal {
   int64_t seed = 0;
   std::string reason;
   bool operator==(const RefineProposal& o) const {
-    return group == o.group && x == o.x && seed == o.seed &&
-           reason == o.reason;
+    return group == o.group && x == o.x && seed == o.seed && reason == o.reason;
   }
 };
 
 struct RefineResult {
-  std::vector<RefineGroup> groups;          // by label
-  std::vector<RefineProposal> proposals;    // granted, in grant order
-  int64_t trials = 0;                       // points before the proposals
+  std::vector<RefineGroup> groups;        // by label
+  std::vector<RefineProposal> proposals;  // granted, in grant order
+  int64_t trials = 0;                     // points before the proposals
 };
 
 RefineResult DecideRefine(const RefineConfig& config,

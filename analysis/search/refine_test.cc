@@ -67,8 +67,8 @@ TEST(RefineTest, ProposesTheUntriedNeighboursOfTheBest) {
   // At the bound only the inner neighbour exists.
   const RefineResult top =
       DecideRefine(Config(), Measured("M=8", {1, 2, 4, 8}, 9));
-  EXPECT_EQ(XSeeds(top, "M=8"), (std::set<std::pair<int64_t, int64_t>>{
-                                    {7, 0}, {7, 1}, {7, 2}}));
+  EXPECT_EQ(XSeeds(top, "M=8"),
+            (std::set<std::pair<int64_t, int64_t>>{{7, 0}, {7, 1}, {7, 2}}));
 }
 
 TEST(RefineTest, WaitsWhileAPointIsPendingAndIgnoresFailedOnes) {
@@ -79,8 +79,8 @@ TEST(RefineTest, WaitsWhileAPointIsPendingAndIgnoresFailedOnes) {
   EXPECT_TRUE(r.proposals.empty());
   pts.back().pending = false;  // failed for good: tried, not measured
   r = DecideRefine(Config(), pts);
-  EXPECT_EQ(XSeeds(r, "g"), (std::set<std::pair<int64_t, int64_t>>{
-                                {5, 0}, {5, 1}, {5, 2}}));
+  EXPECT_EQ(XSeeds(r, "g"),
+            (std::set<std::pair<int64_t, int64_t>>{{5, 0}, {5, 1}, {5, 2}}));
 }
 
 TEST(RefineTest, StopsWhenTheBestIsBracketedAndSeparated) {
@@ -98,11 +98,10 @@ TEST(RefineTest, StopsWhenTheBestIsBracketedAndSeparated) {
 // 4 and 5 tie on average; the seeds disagree on which is best.
 std::vector<RefinePoint> Ambiguous() {
   std::vector<RefinePoint> pts;
-  const std::map<int64_t, std::vector<double>> v = {
-      {3, {0.70, 0.71, 0.69}},
-      {4, {0.80, 0.78, 0.82}},
-      {5, {0.79, 0.81, 0.79}},
-      {6, {0.60, 0.61, 0.62}}};
+  const std::map<int64_t, std::vector<double>> v = {{3, {0.70, 0.71, 0.69}},
+                                                    {4, {0.80, 0.78, 0.82}},
+                                                    {5, {0.79, 0.81, 0.79}},
+                                                    {6, {0.60, 0.61, 0.62}}};
   for (const auto& [x, vals] : v) {
     for (size_t s = 0; s < vals.size(); ++s) {
       pts.push_back({"g", x, static_cast<int64_t>(s), true, false, vals[s]});
@@ -142,10 +141,11 @@ TEST(RefineTest, BudgetIsSharedRoundRobinOverGroups) {
   EXPECT_EQ(r.proposals.size(), 9u);
   // Round 1: a's 3 and b's 1 (b's best is 2: neighbours 1 measured, 3);
   // round 2: a's 5. b wanted only one unit.
-  EXPECT_EQ(XSeeds(r, "a"), (std::set<std::pair<int64_t, int64_t>>{
-                                {3, 0}, {3, 1}, {3, 2}, {5, 0}, {5, 1}, {5, 2}}));
-  EXPECT_EQ(XSeeds(r, "b"), (std::set<std::pair<int64_t, int64_t>>{
-                                {3, 0}, {3, 1}, {3, 2}}));
+  EXPECT_EQ(XSeeds(r, "a"),
+            (std::set<std::pair<int64_t, int64_t>>{
+                {3, 0}, {3, 1}, {3, 2}, {5, 0}, {5, 1}, {5, 2}}));
+  EXPECT_EQ(XSeeds(r, "b"),
+            (std::set<std::pair<int64_t, int64_t>>{{3, 0}, {3, 1}, {3, 2}}));
   c.budget = 24 + 3;
   const RefineResult tight = DecideRefine(c, pts);
   EXPECT_EQ(tight.proposals.size(), 3u);

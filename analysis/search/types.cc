@@ -38,8 +38,7 @@ bool SameNumber(double a, double b) {
 bool Decision::operator==(const Decision& o) const {
   return trial_id == o.trial_id && group == o.group && action == o.action &&
          rung == o.rung && step == o.step && SameNumber(value, o.value) &&
-         SameNumber(cutoff, o.cutoff) && final == o.final &&
-         reason == o.reason;
+         SameNumber(cutoff, o.cutoff) && final == o.final && reason == o.reason;
 }
 
 std::string GroupLabel(const nlohmann::json& params,
@@ -87,10 +86,14 @@ nlohmann::json ToJson(const Decision& d) {
   auto num = [](double v) {
     return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
   };
-  return {{"trial_id", d.trial_id}, {"group", d.group},
-          {"action", ActionName(d.action)}, {"rung", d.rung},
-          {"step", d.step}, {"value", num(d.value)},
-          {"cutoff", num(d.cutoff)}, {"final", d.final},
+  return {{"trial_id", d.trial_id},
+          {"group", d.group},
+          {"action", ActionName(d.action)},
+          {"rung", d.rung},
+          {"step", d.step},
+          {"value", num(d.value)},
+          {"cutoff", num(d.cutoff)},
+          {"final", d.final},
           {"reason", d.reason}};
 }
 

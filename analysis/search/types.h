@@ -70,8 +70,8 @@ struct Decision {
   std::string trial_id;
   std::string group;
   Action action = Action::kRun;
-  int rung = -1;         // ASHA rung index; -1 when none applies
-  int64_t step = 0;      // the step the decision is about
+  int rung = -1;             // ASHA rung index; -1 when none applies
+  int64_t step = 0;          // the step the decision is about
   double value = kNoValue;   // the trial's value there
   double cutoff = kNoValue;  // the value it had to beat (NaN: none yet)
   bool final = false;        // kPrune only: no later result can undo it

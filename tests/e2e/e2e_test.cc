@@ -167,12 +167,12 @@ TEST(E2eTest, SweepValidateIsOfflineAndReportsEveryProblem) {
   EXPECT_EQ(rc3, 66) << missing;
   // An adaptive search block validates (and says it is not run yet); a bad
   // one is exit 65 naming the field.
-  const std::string asha = c.WriteFile(
-      "asha.yaml", SweepYaml("asha", "1, 2") +
-                       "search: {strategy: asha, metric: ood_acc, "
-                       "min_steps: 1, group_by: [M]}\n");
-  auto [rc4, out4] = RunCommand({c.smoe(), "sweep", "validate", asha},
-                                no_token, absl::Seconds(30));
+  const std::string asha =
+      c.WriteFile("asha.yaml", SweepYaml("asha", "1, 2") +
+                                   "search: {strategy: asha, metric: ood_acc, "
+                                   "min_steps: 1, group_by: [M]}\n");
+  auto [rc4, out4] = RunCommand({c.smoe(), "sweep", "validate", asha}, no_token,
+                                absl::Seconds(30));
   EXPECT_EQ(rc4, 0) << out4;
   EXPECT_THAT(out4, HasSubstr(asha + ": search: asha on ood_acc (max) per M; "
                                      "not yet run by the scheduler"));

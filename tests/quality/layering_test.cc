@@ -69,10 +69,9 @@ TEST(LayeringCheckerTest, FlagsEachForbiddenKind) {
   EXPECT_TRUE(CheckFile("analysis/search/asha.cc",
                         "#include \"analysis/optimal_k.h\"\n")
                   .empty());
-  EXPECT_EQ(
-      CheckFile("analysis/search/asha.cc", "#include \"store/types.h\"\n")
-          .size(),
-      1u);
+  EXPECT_EQ(CheckFile("analysis/search/asha.cc", "#include \"store/types.h\"\n")
+                .size(),
+            1u);
   EXPECT_TRUE(CheckFile("coordinator/scheduler.cc",
                         "#include \"analysis/search/asha.h\"\n")
                   .empty());
