@@ -2,6 +2,8 @@
 #include "analysis/search/asha.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +26,27 @@ std::map<std::string, Decision> ById(const std::vector<Decision>& ds) {
 }
 
 std::string Id(int i) { return absl::StrCat("t", i < 10 ? "0" : "", i); }
+
+TEST(SearchTypesTest, GroupLabelAndCanonicalReports) {
+  const nlohmann::json params = {{"M", 2}, {"attention", "softmax"}};
+  EXPECT_EQ(GroupLabel(params, {"M", "attention"}), "M=2,attention=softmax");
+  EXPECT_EQ(GroupLabel(params, {"width"}), "width=-");
+  EXPECT_EQ(GroupLabel(params, {}), "");
+  // One report per (trial, step): the highest attempt's; NaN is the worst.
+  const std::vector<Report> c = Canonical({{"b", 1, 10, 0.5},
+                                           {"a", 1, 20, std::nan("")},
+                                           {"a", 2, 10, 0.7},
+                                           {"a", 1, 10, 0.9}},
+                                          Mode::kMax);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].trial_id, "a");
+  EXPECT_EQ(c[0].attempt, 2);
+  EXPECT_DOUBLE_EQ(c[0].value, 0.7);
+  EXPECT_EQ(c[1].value, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(c[2].trial_id, "b");
+  EXPECT_EQ(Canonical({{"a", 1, 10, std::nan("")}}, Mode::kMin)[0].value,
+            std::numeric_limits<double>::infinity());
+}
 
 TEST(AshaTest, RungArithmetic) {
   EXPECT_THAT(AshaRungs({Mode::kMax, 10, 3, 300}),
