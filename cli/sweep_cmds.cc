@@ -234,6 +234,16 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
   out << file << ": valid: sweep " << spec->name << " (" << spec->kind << "), "
       << absl::StrJoin(axes, " x ") << " = " << coordinator::CountPoints(*spec)
       << " trials\n";
+  if (const coordinator::SearchSpec& search = spec->search;
+      search.strategy != "grid") {
+    out << file << ": search: " << search.strategy << " on " << search.metric
+        << " (" << search.mode << ")";
+    if (!search.group_by.empty()) {
+      out << " per " << absl::StrJoin(search.group_by, " x ");
+    }
+    out << "; not yet run by the scheduler (`smoe sweep submit` refuses it "
+           "until then; docs/adaptive-sweeps.md)\n";
+  }
   return kExitOk;
 }
 

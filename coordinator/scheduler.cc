@@ -549,6 +549,9 @@ absl::Status Scheduler::AddTrialsLocked(
 absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
     const std::string& yaml, bool dry_run) {
   SMOE_ASSIGN_OR_RETURN(SweepSpec spec, ParseSweepYaml(yaml, options_.parse));
+  // Adaptive strategies are validated but not run yet: refuse rather than
+  // silently running the full grid (dry runs too: they predict the real one).
+  SMOE_RETURN_IF_ERROR(CheckStrategySupported(spec));
   const absl::Time now = clock_->Now();
   auto it = sweeps_.find(spec.name);
   SubmitResult result;

@@ -388,15 +388,324 @@ void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
   }
 }
 
+// ---- search: ----------------------------------------------------------------
+
+const char* const kStrategies = "{grid, asha, median, refine}";
+
+// The keys each strategy takes, in the order messages list them.
+const std::vector<std::string>& SearchKeys(const std::string& strategy) {
+  static const auto* grid = new std::vector<std::string>{"strategy"};
+  static const auto* asha = new std::vector<std::string>{
+      "strategy",  "metric",    "mode",    "min_steps",
+      "reduction", "max_steps", "group_by"};
+  static const auto* median = new std::vector<std::string>{
+      "strategy", "metric", "mode", "min_steps", "group_by"};
+  static const auto* refine = new std::vector<std::string>{
+      "strategy", "metric",   "mode",   "axis",
+      "bounds",   "group_by", "budget", "add_seeds"};
+  if (strategy == "asha") return *asha;
+  if (strategy == "median") return *median;
+  if (strategy == "refine") return *refine;
+  return *grid;
+}
+
+bool IsSearchKey(const std::string& key) {
+  for (const char* s : {"grid", "asha", "median", "refine"}) {
+    const auto& keys = SearchKeys(s);
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) return true;
+  }
+  return false;
+}
+
+// The trials' step count: fixed.steps, else the kind's default; 0 when the
+// kind has none or steps is a grid axis (reported by the caller).
+int64_t TrialSteps(const SweepSpec& spec) {
+  const trials::TrialKind* kind = trials::FindKind(spec.kind);
+  if (kind == nullptr) return 0;
+  const trials::Param* steps = kind->Find("steps");
+  if (steps == nullptr) return 0;
+  for (const Axis& a : spec.grid) {
+    if (a.name == "steps") return 0;
+  }
+  const json v = spec.fixed.value("steps", steps->default_value);
+  return v.is_number_integer() ? v.get<int64_t>() : 0;
+}
+
+// Parses `search:` after the grid, fixed params and seeds (it refers to
+// them). Checks that need valid trial params run in CheckSearchPoints.
+void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
+  if (!node.IsMap()) {
+    problems->Add(absl::StrCat("search: expected a map (strategy: one of ",
+                               kStrategies, ")"));
+    return;
+  }
+  SearchSpec s;
+  if (const YAML::Node st = node["strategy"]) {
+    if (!st.IsScalar()) {
+      problems->Add(
+          absl::StrCat("search.strategy: expected one of ", kStrategies));
+      return;
+    }
+    s.strategy = st.Scalar();
+    if (s.strategy != "grid" && s.strategy != "asha" &&
+        s.strategy != "median" && s.strategy != "refine") {
+      problems->Add(absl::StrCat("search.strategy: '", s.strategy,
+                                 "' is not one of ", kStrategies));
+      return;
+    }
+  }
+  const std::vector<std::string>& allowed = SearchKeys(s.strategy);
+  const std::string allowed_list = absl::StrJoin(allowed, ", ");
+  std::vector<std::string> axes;
+  for (const Axis& a : spec->grid) axes.push_back(a.name);
+  auto is_axis = [&](const std::string& n) {
+    return std::find(axes.begin(), axes.end(), n) != axes.end();
+  };
+  bool ok = true;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    const std::string field = absl::StrCat("search.", key);
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) {
+      continue;
+    }
+    ok = false;
+    if (IsSearchKey(key)) {
+      problems->Add(absl::StrCat(field, ": not used by strategy ", s.strategy,
+                                 " (its keys: ", allowed_list, ")"));
+    } else {
+      problems->Add(absl::StrCat("unknown key '", field, "' (allowed for ",
+                                 s.strategy, ": ", allowed_list, ")"));
+    }
+  }
+  if (s.strategy == "grid") {
+    if (ok) spec->search = s;
+    return;
+  }
+  // metric, mode
+  if (const YAML::Node m = node["metric"];
+      m && m.IsScalar() && !m.Scalar().empty()) {
+    s.metric = m.Scalar();
+  } else {
+    problems->Add(absl::StrCat("search.metric: required for strategy ",
+                               s.strategy, " (a metric name, e.g. ood_acc)"));
+    ok = false;
+  }
+  const bool minimize = s.metric.find("loss") != std::string::npos ||
+                        s.metric.find("error") != std::string::npos;
+  s.mode = minimize ? "min" : "max";
+  if (const YAML::Node m = node["mode"]) {
+    if (!m.IsScalar() || (m.Scalar() != "max" && m.Scalar() != "min")) {
+      problems->Add(absl::StrCat("search.mode: '",
+                                 m.IsScalar() ? m.Scalar() : "(not a scalar)",
+                                 "' is not one of {max, min}"));
+      ok = false;
+    } else {
+      s.mode = m.Scalar();
+    }
+  }
+  // group_by: grid axes
+  if (const YAML::Node g = node["group_by"]) {
+    std::vector<YAML::Node> items;
+    if (g.IsScalar()) {
+      items.push_back(g);
+    } else if (g.IsSequence()) {
+      for (size_t i = 0; i < g.size(); ++i) items.push_back(g[i]);
+    } else {
+      problems->Add("search.group_by: expected a list of grid axes");
+      ok = false;
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      const std::string field = g.IsScalar()
+                                    ? "search.group_by"
+                                    : absl::StrCat("search.group_by[", i, "]");
+      if (!items[i].IsScalar()) {
+        problems->Add(absl::StrCat(field, ": expected a grid axis name"));
+        ok = false;
+        continue;
+      }
+      const std::string name = items[i].Scalar();
+      if (!is_axis(name)) {
+        problems->Add(absl::StrCat(
+            field, ": '", name,
+            "' is not a grid axis (axes: ", absl::StrJoin(axes, ", "), ")"));
+        ok = false;
+        continue;
+      }
+      if (std::find(s.group_by.begin(), s.group_by.end(), name) !=
+          s.group_by.end()) {
+        problems->Add(absl::StrCat(field, ": duplicate axis '", name, "'"));
+        ok = false;
+        continue;
+      }
+      s.group_by.push_back(name);
+    }
+  }
+  auto int_field = [&](const char* key, int64_t lo, int64_t hi, int64_t* out) {
+    const YAML::Node n = node[key];
+    if (!n) return false;
+    auto v = IntField(n, absl::StrCat("search.", key), lo, hi);
+    if (!problems->Ok(v.status())) {
+      ok = false;
+      return false;
+    }
+    *out = *v;
+    return true;
+  };
+  constexpr int64_t kMaxSteps = int64_t{1} << 40;
+  if (s.strategy == "asha" || s.strategy == "median") {
+    const bool has_min = int_field("min_steps", s.strategy == "asha" ? 1 : 0,
+                                   kMaxSteps, &s.min_steps);
+    if (!has_min && !node["min_steps"] && s.strategy == "asha") {
+      problems->Add(
+          "search.min_steps: required for strategy asha (the first rung, "
+          "in training steps)");
+      ok = false;
+    }
+    const int64_t steps = TrialSteps(*spec);
+    if (steps <= 0) {
+      const bool axis_steps = is_axis("steps");
+      problems->Add(absl::StrCat(
+          "search.strategy: ", s.strategy, " needs one training length: ",
+          axis_steps ? "steps is a grid axis (give it in fixed)"
+                     : absl::StrCat("kind ", spec->kind, " has no steps")));
+      ok = false;
+    }
+    if (s.strategy == "asha") {
+      int_field("reduction", 2, 1000, &s.reduction);
+      s.max_steps = steps;
+      int64_t given = 0;
+      if (int_field("max_steps", 1, kMaxSteps, &given) && steps > 0 &&
+          given != steps) {
+        problems->Add(absl::StrCat("search.max_steps: ", given,
+                                   " must equal the trials' steps (", steps,
+                                   "); leave it out to use them"));
+        ok = false;
+      }
+      if (s.min_steps > 0 && steps > 0 && s.min_steps > steps) {
+        problems->Add(absl::StrCat("search.min_steps: ", s.min_steps,
+                                   " is above max_steps ", steps));
+        ok = false;
+      }
+    } else if (s.min_steps > 0 && steps > 0 && s.min_steps >= steps) {
+      problems->Add(absl::StrCat("search.min_steps: ", s.min_steps,
+                                 " leaves no step to stop at (steps ", steps,
+                                 ")"));
+      ok = false;
+    }
+  }
+  if (s.strategy == "refine") {
+    const Axis* axis = nullptr;
+    if (const YAML::Node a = node["axis"]; a && a.IsScalar()) {
+      s.axis = a.Scalar();
+      for (const Axis& x : spec->grid) {
+        if (x.name == s.axis) axis = &x;
+      }
+      if (axis == nullptr) {
+        problems->Add(absl::StrCat(
+            "search.axis: '", s.axis,
+            "' is not a grid axis (axes: ", absl::StrJoin(axes, ", "), ")"));
+        ok = false;
+      }
+    } else {
+      problems->Add(
+          "search.axis: required for strategy refine (an integer grid axis, "
+          "e.g. top_k)");
+      ok = false;
+    }
+    if (axis != nullptr) {
+      int64_t lo = std::numeric_limits<int64_t>::max();
+      int64_t hi = std::numeric_limits<int64_t>::min();
+      for (const json& v : axis->values) {
+        if (!v.is_number_integer()) {
+          problems->Add(absl::StrCat("search.axis: ", s.axis,
+                                     " has the non-integer value ", Show(v),
+                                     " (refine needs an integer axis)"));
+          ok = false;
+          break;
+        }
+        lo = std::min(lo, v.get<int64_t>());
+        hi = std::max(hi, v.get<int64_t>());
+      }
+      if (std::find(s.group_by.begin(), s.group_by.end(), s.axis) !=
+          s.group_by.end()) {
+        problems->Add(absl::StrCat(
+            "search.group_by: contains the refined axis '", s.axis, "'"));
+        ok = false;
+      }
+      s.bounds_lo = lo;
+      s.bounds_hi = hi;
+      if (const YAML::Node b = node["bounds"]) {
+        if (!b.IsSequence() || b.size() != 2) {
+          problems->Add("search.bounds: expected [lo, hi] (two integers)");
+          ok = false;
+        } else {
+          auto blo = IntField(b[0], "search.bounds[0]",
+                              std::numeric_limits<int32_t>::min(),
+                              std::numeric_limits<int32_t>::max());
+          auto bhi = IntField(b[1], "search.bounds[1]",
+                              std::numeric_limits<int32_t>::min(),
+                              std::numeric_limits<int32_t>::max());
+          ok &= problems->Ok(blo.status());
+          ok &= problems->Ok(bhi.status());
+          if (blo.ok() && bhi.ok()) {
+            if (*blo > *bhi) {
+              problems->Add(absl::StrCat("search.bounds: [", *blo, ", ", *bhi,
+                                         "] is empty (lo > hi)"));
+              ok = false;
+            } else if (lo <= hi && (lo < *blo || hi > *bhi)) {
+              problems->Add(absl::StrCat("search.bounds: [", *blo, ", ", *bhi,
+                                         "] leaves out grid.", s.axis,
+                                         " values (", lo, "..", hi, ")"));
+              ok = false;
+            } else {
+              s.bounds_lo = *blo;
+              s.bounds_hi = *bhi;
+            }
+          }
+        }
+      }
+    }
+    if (int_field("budget", 0, 100000000, &s.budget) && s.budget > 0) {
+      const int64_t initial = CountPoints(*spec);
+      if (s.budget < initial) {
+        problems->Add(absl::StrCat("search.budget: ", s.budget,
+                                   " is below the initial grid's ", initial,
+                                   " trials"));
+        ok = false;
+      }
+    }
+    int_field("add_seeds", 0, 1000, &s.add_seeds);
+  }
+  if (ok) spec->search = s;
+}
+
+// Refine adds points up to its bounds: the points at either bound must be
+// valid trials (e.g. top_k <= num_experts). Runs when the rest is valid.
+void CheckSearchPoints(const SweepSpec& spec, Problems* problems) {
+  const SearchSpec& s = spec.search;
+  if (s.strategy != "refine") return;
+  const std::vector<ExpandedTrial> points = ExpandGrid(spec);
+  if (points.empty()) return;
+  for (int64_t bound : {s.bounds_lo, s.bounds_hi}) {
+    json params = points.front().params;
+    params[s.axis] = bound;
+    absl::Status st = ValidateTrialParams(spec.kind, params);
+    if (!st.ok()) {
+      problems->Add(absl::StrCat("search.bounds: ", s.axis, "=", bound,
+                                 " is not a valid trial: ", st.message()));
+    }
+  }
+}
+
 void ParseDocument(const YAML::Node& root, const ParseOptions& options,
                    SweepSpec* spec, Problems* problems) {
   if (!root.IsMap()) {
     problems->Add("sweep file: expected a YAML map at the top level");
     return;
   }
-  static const std::set<std::string> kKeys = {"name",    "kind",    "grid",
-                                              "fixed",   "seeds",   "resources",
-                                              "retries", "priority"};
+  static const std::set<std::string> kKeys = {
+      "name",      "kind",    "grid",     "fixed", "seeds",
+      "resources", "retries", "priority", "search"};
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (!kKeys.count(key)) {
@@ -442,6 +751,9 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     auto v = IntField(p, "priority", -1000000, 1000000);
     if (problems->Ok(v.status())) spec->priority = static_cast<int>(*v);
   }
+  if (const YAML::Node search = root["search"]) {
+    ParseSearch(search, spec, problems);
+  }
   const int64_t points = CountPoints(*spec);
   if (points > options.max_points) {
     problems->Add(absl::StrCat("grid: expands to ", points,
@@ -450,10 +762,28 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
   }
   if (kind_ok && points <= options.max_points) {
     CheckParams(*spec, points, problems);
+    if (problems->empty()) CheckSearchPoints(*spec, problems);
   }
 }
 
 }  // namespace
+
+bool SearchSpec::operator==(const SearchSpec& o) const {
+  return strategy == o.strategy && metric == o.metric && mode == o.mode &&
+         min_steps == o.min_steps && reduction == o.reduction &&
+         max_steps == o.max_steps && group_by == o.group_by && axis == o.axis &&
+         bounds_lo == o.bounds_lo && bounds_hi == o.bounds_hi &&
+         budget == o.budget && add_seeds == o.add_seeds;
+}
+
+absl::Status CheckStrategySupported(const SweepSpec& spec) {
+  if (spec.search.strategy == "grid") return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "search.strategy: ", spec.search.strategy,
+      " is not yet supported by the scheduler (only grid runs today; "
+      "`smoe sweep validate` checks the file; see docs/adaptive-sweeps.md). "
+      "Remove the search block to run the full grid"));
+}
 
 absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
   const trials::TrialKind* schema = trials::FindKind(kind);
@@ -643,6 +973,41 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
   out << YAML::EndMap;
   out << YAML::Key << "retries" << YAML::Value << spec.retries;
   out << YAML::Key << "priority" << YAML::Value << spec.priority;
+  // Grid sweeps are written as before (no search block).
+  if (spec.search.strategy != "grid") {
+    const SearchSpec& s = spec.search;
+    out << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
+    for (const std::string& key : SearchKeys(s.strategy)) {
+      out << YAML::Key << key << YAML::Value;
+      if (key == "strategy") {
+        out << s.strategy;
+      } else if (key == "metric") {
+        out << YAML::DoubleQuoted << s.metric;
+      } else if (key == "mode") {
+        out << s.mode;
+      } else if (key == "min_steps") {
+        out << s.min_steps;
+      } else if (key == "reduction") {
+        out << s.reduction;
+      } else if (key == "max_steps") {
+        out << s.max_steps;
+      } else if (key == "group_by") {
+        out << YAML::Flow << YAML::BeginSeq;
+        for (const std::string& g : s.group_by) out << YAML::DoubleQuoted << g;
+        out << YAML::EndSeq;
+      } else if (key == "axis") {
+        out << YAML::DoubleQuoted << s.axis;
+      } else if (key == "bounds") {
+        out << YAML::Flow << YAML::BeginSeq << s.bounds_lo << s.bounds_hi
+            << YAML::EndSeq;
+      } else if (key == "budget") {
+        out << s.budget;
+      } else if (key == "add_seeds") {
+        out << s.add_seeds;
+      }
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

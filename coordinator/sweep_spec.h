@@ -16,7 +16,24 @@
 //   retries: 2                   # error budget per trial (preemptions
 //                                #   are free)
 //   priority: 0                  # higher runs first
+//   search:                      # optional; default {strategy: grid}
+//     strategy: asha             # grid | asha | median | refine
+//     metric: ood_acc            # asha, median, refine: the metric judged
+//     mode: max                  # max | min (default: min when the metric
+//                                #   name contains loss/error, else max)
+//     min_steps: 100             # asha: first rung; median: grace steps
+//     reduction: 3               # asha: eta >= 2 (default 3)
+//     max_steps: 300             # asha: = the trials' steps (default)
+//     group_by: [M, attention]   # grid axes; compare only within a group
+//     axis: top_k                # refine: the integer axis refined
+//     bounds: [1, 8]             # refine: default [min, max] of the axis
+//     budget: 120                # refine: most trials in all (0: none)
+//     add_seeds: 1               # refine: most extra seeds per group
 // clang-format on
+//
+// Only `strategy: grid` runs today: the scheduler refuses the others at
+// submission until the adaptive policies (analysis/search/) are wired in;
+// `smoe sweep validate` accepts them (docs/adaptive-sweeps.md).
 //
 // Every error names the field and the offending value.
 #ifndef SMOE_COORDINATOR_SWEEP_SPEC_H_
@@ -47,6 +64,25 @@ struct Resources {
   std::map<std::string, std::string> labels;
 };
 
+// The sweep file's `search:` block. Fields a strategy does not use are
+// refused at parse time, so a spec only carries the ones that apply.
+struct SearchSpec {
+  std::string strategy = "grid";  // grid | asha | median | refine
+  std::string metric;             // asha, median, refine
+  std::string mode;               // max | min (filled in when metric is set)
+  int64_t min_steps = 0;          // asha (required), median (default 0)
+  int64_t reduction = 3;          // asha
+  int64_t max_steps = 0;          // asha: the trials' steps
+  std::vector<std::string> group_by;  // grid axes
+  std::string axis;                   // refine
+  int64_t bounds_lo = 0;              // refine
+  int64_t bounds_hi = 0;              // refine
+  int64_t budget = 0;                 // refine: most trials in all; 0: none
+  int64_t add_seeds = 0;              // refine
+  bool operator==(const SearchSpec& o) const;
+  bool operator!=(const SearchSpec& o) const { return !(*this == o); }
+};
+
 struct SweepSpec {
   std::string name;
   std::string kind;
@@ -56,6 +92,7 @@ struct SweepSpec {
   Resources resources;
   int retries = 2;
   int priority = 0;
+  SearchSpec search;
 };
 
 // One grid point.
@@ -85,6 +122,11 @@ absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
 // (trials/params.h) and the rules between parameters.
 absl::Status ValidateTrialParams(absl::string_view kind,
                                  const nlohmann::json& params);
+
+// The strategies `smoe sweep validate` accepts but the scheduler does not run
+// yet: FailedPrecondition naming the strategy ("not yet supported by the
+// scheduler"; `smoe sweep submit` exits 65), OK for grid.
+absl::Status CheckStrategySupported(const SweepSpec& spec);
 
 // Returns the number of points the spec expands to (saturates at INT64_MAX).
 int64_t CountPoints(const SweepSpec& spec);

@@ -283,7 +283,10 @@ TEST(SweepSpecTest, ShippedExamplesParse) {
   const std::pair<const char*, int64_t> files[] = {
       {"examples/sraven-demo.yaml", 16},
       {"examples/sraven-paper.yaml", 192},
-      {"examples/skillmix-mixtral.yaml", 32}};
+      {"examples/skillmix-mixtral.yaml", 32},
+      {"examples/sraven-paper-asha.yaml", 192},
+      {"examples/sraven-paper-median.yaml", 192},
+      {"examples/sraven-paper-refine.yaml", 192}};
   for (const auto& [name, points] : files) {
     std::ifstream in(std::string(src) + "/" + name);
     ASSERT_TRUE(in) << name;
@@ -359,4 +362,199 @@ TEST(SweepSpecTest, ControlCharactersAreRejected) {
 }
 
 }  // namespace
+
+// ---- search: ----------------------------------------------------------------
+
+constexpr char kStudyHead[] = R"(
+name: study
+kind: sraven
+grid:
+  M: [1, 2]
+  top_k: [1, 2, 4, 8]
+  attention: [softmax, hyla]
+fixed: {num_experts: 8, steps: 900, device: cpu}
+seeds: [0, 1, 2]
+)";
+
+absl::StatusOr<SweepSpec> WithSearch(const std::string& search) {
+  return ParseSweepYaml(std::string(kStudyHead) + "search:\n" + search);
+}
+
+TEST(SweepSpecSearchTest, GridIsTheDefaultAndYamlIsUnchanged) {
+  auto spec = ParseSweepYaml(kDemo);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->search.strategy, "grid");
+  EXPECT_TRUE(CheckStrategySupported(*spec).ok());
+  EXPECT_THAT(SweepSpecToYaml(*spec), Not(HasSubstr("search")));
+  auto explicit_grid = WithSearch("  strategy: grid\n");
+  ASSERT_TRUE(explicit_grid.ok()) << explicit_grid.status();
+  EXPECT_EQ(explicit_grid->search, SearchSpec{});
+}
+
+TEST(SweepSpecSearchTest, ParsesAsha) {
+  auto spec = WithSearch(
+      "  strategy: asha\n  metric: ood_acc\n  min_steps: 100\n"
+      "  reduction: 3\n  max_steps: 900\n  group_by: [M, attention]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const SearchSpec& s = spec->search;
+  EXPECT_EQ(s.strategy, "asha");
+  EXPECT_EQ(s.metric, "ood_acc");
+  EXPECT_EQ(s.mode, "max");
+  EXPECT_EQ(s.min_steps, 100);
+  EXPECT_EQ(s.reduction, 3);
+  EXPECT_EQ(s.max_steps, 900);
+  EXPECT_EQ(s.group_by, (std::vector<std::string>{"M", "attention"}));
+  // Not run yet: submission refuses it, naming the strategy.
+  const absl::Status st = CheckStrategySupported(*spec);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("asha is not yet supported by the scheduler"));
+  // Round trip.
+  auto again = ParseSweepYaml(SweepSpecToYaml(*spec));
+  ASSERT_TRUE(again.ok()) << again.status() << SweepSpecToYaml(*spec);
+  EXPECT_EQ(again->search, s);
+}
+
+TEST(SweepSpecSearchTest, AshaDefaultsMaxStepsAndModeFromTheMetric) {
+  auto spec =
+      WithSearch("  strategy: asha\n  metric: eval/loss\n  min_steps: 50\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->search.max_steps, 900);  // fixed.steps
+  EXPECT_EQ(spec->search.mode, "min");     // a loss
+  EXPECT_EQ(spec->search.reduction, 3);
+  EXPECT_TRUE(spec->search.group_by.empty());
+}
+
+TEST(SweepSpecSearchTest, ParsesMedianAndRefineWithRoundTrip) {
+  auto median = WithSearch(
+      "  {strategy: median, metric: ood_acc, mode: max, min_steps: 200,"
+      " group_by: M}\n");
+  ASSERT_TRUE(median.ok()) << median.status();
+  EXPECT_EQ(median->search.strategy, "median");
+  EXPECT_EQ(median->search.min_steps, 200);
+  EXPECT_EQ(median->search.group_by, (std::vector<std::string>{"M"}));
+  auto refine = WithSearch(
+      "  strategy: refine\n  metric: ood_acc\n  axis: top_k\n"
+      "  bounds: [1, 8]\n  group_by: [M, attention]\n  budget: 60\n"
+      "  add_seeds: 2\n");
+  ASSERT_TRUE(refine.ok()) << refine.status();
+  const SearchSpec& r = refine->search;
+  EXPECT_EQ(r.axis, "top_k");
+  EXPECT_EQ(r.bounds_lo, 1);
+  EXPECT_EQ(r.bounds_hi, 8);
+  EXPECT_EQ(r.budget, 60);
+  EXPECT_EQ(r.add_seeds, 2);
+  for (const SweepSpec* spec : {&*median, &*refine}) {
+    auto again = ParseSweepYaml(SweepSpecToYaml(*spec));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->search, spec->search);
+    // Same trials as the grid they start from.
+    EXPECT_EQ(ExpandGrid(*again).size(), 48u);
+  }
+  // Refine's bounds default to the axis' grid range.
+  auto bare = WithSearch("  {strategy: refine, metric: ood_acc, axis: M}\n");
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_EQ(bare->search.bounds_lo, 1);
+  EXPECT_EQ(bare->search.bounds_hi, 2);
+  EXPECT_EQ(bare->search.budget, 0);
+}
+
+TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
+  struct Case {
+    std::string search;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {"  strategy: hyperband\n",
+       "search.strategy: 'hyperband' is not one of {grid, asha, median, "
+       "refine}"},
+      {"  strategy: grid\n  metric: ood_acc\n",
+       "search.metric: not used by strategy grid"},
+      {"  {strategy: asha, metric: a, min_steps: 10, patience: 3}\n",
+       "unknown key 'search.patience' (allowed for asha: strategy, metric"},
+      {"  {strategy: refine, metric: a, axis: top_k, reduction: 3}\n",
+       "search.reduction: not used by strategy refine"},
+      {"  {strategy: asha, min_steps: 10}\n",
+       "search.metric: required for strategy asha"},
+      {"  {strategy: asha, metric: a, min_steps: 10, mode: maximum}\n",
+       "search.mode: 'maximum' is not one of {max, min}"},
+      {"  {strategy: asha, metric: a}\n",
+       "search.min_steps: required for strategy asha"},
+      {"  {strategy: asha, metric: a, min_steps: 0}\n",
+       "search.min_steps: value 0 out of range [1, "},
+      {"  {strategy: asha, metric: a, min_steps: 10, reduction: 1}\n",
+       "search.reduction: value 1 out of range [2, 1000]"},
+      {"  {strategy: asha, metric: a, min_steps: 10, reduction: 2.5}\n",
+       "search.reduction: expected an integer, got 2.5"},
+      {"  {strategy: asha, metric: a, min_steps: 10, max_steps: 1000}\n",
+       "search.max_steps: 1000 must equal the trials' steps (900)"},
+      {"  {strategy: asha, metric: a, min_steps: 1000}\n",
+       "search.min_steps: 1000 is above max_steps 900"},
+      {"  {strategy: median, metric: a, min_steps: 900}\n",
+       "search.min_steps: 900 leaves no step to stop at"},
+      {"  {strategy: asha, metric: a, min_steps: 10, group_by: [M, width]}\n",
+       "search.group_by[1]: 'width' is not a grid axis (axes: M, top_k, "
+       "attention)"},
+      {"  {strategy: asha, metric: a, min_steps: 10, group_by: [M, M]}\n",
+       "search.group_by[1]: duplicate axis 'M'"},
+      {"  {strategy: refine, metric: a}\n", "search.axis: required"},
+      {"  {strategy: refine, metric: a, axis: experts}\n",
+       "search.axis: 'experts' is not a grid axis"},
+      {"  {strategy: refine, metric: a, axis: attention}\n",
+       "search.axis: attention has the non-integer value \"softmax\""},
+      {"  {strategy: refine, metric: a, axis: top_k, group_by: [top_k]}\n",
+       "search.group_by: contains the refined axis 'top_k'"},
+      {"  {strategy: refine, metric: a, axis: top_k, bounds: [2, 8]}\n",
+       "search.bounds: [2, 8] leaves out grid.top_k values (1..8)"},
+      {"  {strategy: refine, metric: a, axis: top_k, bounds: [8, 1]}\n",
+       "search.bounds: [8, 1] is empty (lo > hi)"},
+      {"  {strategy: refine, metric: a, axis: top_k, bounds: 8}\n",
+       "search.bounds: expected [lo, hi]"},
+      {"  {strategy: refine, metric: a, axis: top_k, bounds: [1, 9]}\n",
+       "search.bounds: top_k=9 is not a valid trial: params: top_k=9 is "
+       "larger than num_experts=8"},
+      {"  {strategy: refine, metric: a, axis: top_k, budget: 47}\n",
+       "search.budget: 47 is below the initial grid's 48 trials"},
+      {"  {strategy: refine, metric: a, axis: top_k, add_seeds: -1}\n",
+       "search.add_seeds: value -1 out of range [0, 1000]"},
+      {"  [asha]\n", "search: expected a map"},
+  };
+  for (const Case& c : cases) {
+    auto spec = WithSearch(c.search);
+    ASSERT_FALSE(spec.ok()) << c.search;
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(spec.status().message()), HasSubstr(c.expect))
+        << c.search;
+  }
+}
+
+TEST(SweepSpecSearchTest, StepsOnAGridAxisOrAKindWithoutStepsIsRefused) {
+  auto axis = ParseSweepYaml(
+      "name: s\nkind: sraven\ngrid: {top_k: [1, 2], steps: [10, 20]}\n"
+      "fixed: {device: cpu}\n"
+      "search: {strategy: asha, metric: a, min_steps: 5}\n");
+  ASSERT_FALSE(axis.ok());
+  EXPECT_THAT(std::string(axis.status().message()),
+              HasSubstr("asha needs one training length: steps is a grid "
+                        "axis (give it in fixed)"));
+  auto skillmix = ParseSweepYaml(
+      "name: s\nkind: skillmix\ngrid: {ept: [1, 2]}\nfixed: {device: cpu}\n"
+      "search: {strategy: median, metric: a}\n");
+  ASSERT_FALSE(skillmix.ok());
+  EXPECT_THAT(std::string(skillmix.status().message()),
+              HasSubstr("median needs one training length: kind skillmix has "
+                        "no steps"));
+}
+
+TEST(SweepSpecSearchTest, SearchProblemsJoinTheFileReport) {
+  auto spec = WithSearch(
+      "  {strategy: asha, metric: a, min_steps: 10, reduction: 1, "
+      "group_by: [width]}\n");
+  ASSERT_FALSE(spec.ok());
+  const std::string msg(spec.status().message());
+  EXPECT_THAT(msg, HasSubstr("2 problems:"));
+  EXPECT_THAT(msg, HasSubstr("search.reduction"));
+  EXPECT_THAT(msg, HasSubstr("search.group_by[0]"));
+}
+
 }  // namespace smoe::coordinator

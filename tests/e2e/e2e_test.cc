@@ -165,6 +165,25 @@ TEST(E2eTest, SweepValidateIsOfflineAndReportsEveryProblem) {
       RunCommand({c.smoe(), "sweep", "validate", c.dir() + "/none.yaml"},
                  no_token, absl::Seconds(30));
   EXPECT_EQ(rc3, 66) << missing;
+  // An adaptive search block validates (and says it is not run yet); a bad
+  // one is exit 65 naming the field.
+  const std::string asha =
+      c.WriteFile("asha.yaml", SweepYaml("asha", "1, 2") +
+                                   "search: {strategy: asha, metric: ood_acc, "
+                                   "min_steps: 1, group_by: [M]}\n");
+  auto [rc4, out4] = RunCommand({c.smoe(), "sweep", "validate", asha}, no_token,
+                                absl::Seconds(30));
+  EXPECT_EQ(rc4, 0) << out4;
+  EXPECT_THAT(out4, HasSubstr(asha + ": search: asha on ood_acc (max) per M; "
+                                     "not yet run by the scheduler"));
+  const std::string bad_search = c.WriteFile(
+      "bad-search.yaml", SweepYaml("bads", "1, 2") +
+                             "search: {strategy: asha, metric: ood_acc, "
+                             "min_steps: 1, reduction: 1}\n");
+  auto [rc5, err5] = RunCommand({c.smoe(), "sweep", "validate", bad_search},
+                                no_token, absl::Seconds(30));
+  EXPECT_EQ(rc5, 65) << err5;
+  EXPECT_THAT(err5, HasSubstr("search.reduction: value 1 out of range"));
 }
 
 TEST(E2eTest, KilledWorkerTrialIsReleasedAndCompletedWithoutDuplicates) {

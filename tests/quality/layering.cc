@@ -40,6 +40,9 @@ const std::vector<Layer>& Layers() {
       // Sweep statistics, optimal k, theory fit, Skill-Mix tables: plain C++
       // over store types and the parameter table; used by the coordinator's
       // HTTP API and by `smoe analyze`.
+      // Adaptive-sweep policies: pure functions of recorded metrics (no
+      // store, proto or trials), reusing analysis/'s statistics.
+      {"analysis/search/", {"common/", "analysis/"}},
       {"analysis/", {"common/", "store/", "trials/", "analysis/"}},
       {"coordinator/",
        {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"}},

@@ -64,6 +64,17 @@ TEST(LayeringCheckerTest, FlagsEachForbiddenKind) {
   EXPECT_TRUE(
       CheckFile("coordinator/http_server.cc", "#include \"analysis/stats.h\"\n")
           .empty());
+  // analysis/search/ (the adaptive-sweep policies) is stricter: pure over
+  // common/ and analysis/, no store types.
+  EXPECT_TRUE(CheckFile("analysis/search/asha.cc",
+                        "#include \"analysis/optimal_k.h\"\n")
+                  .empty());
+  EXPECT_EQ(CheckFile("analysis/search/asha.cc", "#include \"store/types.h\"\n")
+                .size(),
+            1u);
+  EXPECT_TRUE(CheckFile("coordinator/scheduler.cc",
+                        "#include \"analysis/search/asha.h\"\n")
+                  .empty());
   EXPECT_TRUE(CheckFile("cli/analyze_cmd.cc", "#include \"analysis/stats.h\"\n")
                   .empty());
   EXPECT_EQ(

@@ -1,0 +1,175 @@
+// Copyright 2026 SMoE Lab authors.
+#include "analysis/search/asha.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace smoe::analysis::search {
+namespace {
+
+struct RungValue {
+  int64_t step = 0;
+  double value = 0;
+};
+
+struct TrialView {
+  const Trial* trial = nullptr;
+  std::vector<std::optional<RungValue>> at;  // per rung
+  int64_t progress = -1;                     // highest reported step
+  double last_value = kNoValue;
+};
+
+struct RungState {
+  std::vector<size_t> ranked;  // trial views with a value here, best first
+  int64_t keep = 0;
+  bool complete = false;
+};
+
+std::string Num(double v) { return absl::StrFormat("%.4g", v); }
+
+}  // namespace
+
+std::vector<int64_t> AshaRungs(const AshaConfig& c) {
+  std::vector<int64_t> out;
+  for (int64_t r = c.min_steps; r >= 1 && r < c.max_steps;) {
+    out.push_back(r);
+    if (r > c.max_steps / c.reduction) break;  // next would reach max_steps
+    r *= c.reduction;
+  }
+  return out;
+}
+
+std::vector<Decision> DecideAsha(const AshaConfig& c,
+                                 const std::vector<Trial>& trials,
+                                 const std::vector<Report>& reports) {
+  const std::vector<int64_t> rungs = AshaRungs(c);
+  const size_t L = rungs.size();
+  std::vector<Trial> sorted = trials;
+  std::sort(sorted.begin(), sorted.end(), [](const Trial& a, const Trial& b) {
+    return a.trial_id < b.trial_id;
+  });
+  sorted.erase(std::unique(sorted.begin(), sorted.end(),
+                           [](const Trial& a, const Trial& b) {
+                             return a.trial_id == b.trial_id;
+                           }),
+               sorted.end());
+  std::vector<TrialView> views(sorted.size());
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    views[i].trial = &sorted[i];
+    views[i].at.resize(L);
+    index[sorted[i].trial_id] = i;
+  }
+  for (const Report& r : Canonical(reports, c.mode)) {  // by trial, step
+    auto it = index.find(r.trial_id);
+    if (it == index.end()) continue;
+    TrialView& v = views[it->second];
+    v.progress = std::max(v.progress, r.step);
+    v.last_value = r.value;
+    for (size_t i = 0; i < L; ++i) {
+      if (!v.at[i] && r.step >= rungs[i]) v.at[i] = RungValue{r.step, r.value};
+    }
+  }
+  // Rung states per group, bottom up.
+  std::map<std::string, std::vector<size_t>> groups;
+  for (size_t i = 0; i < views.size(); ++i) {
+    groups[views[i].trial->group].push_back(i);
+  }
+  std::map<std::string, std::vector<RungState>> state;
+  for (const auto& [group, members] : groups) {
+    std::vector<RungState>& rs = state[group];
+    rs.resize(L);
+    std::vector<size_t> expected = members;  // who can reach this rung
+    bool complete = true;
+    for (size_t i = 0; i < L; ++i) {
+      RungState& s = rs[i];
+      for (size_t m : members) {
+        if (views[m].at[i]) s.ranked.push_back(m);
+      }
+      std::sort(s.ranked.begin(), s.ranked.end(), [&](size_t a, size_t b) {
+        const double va = views[a].at[i]->value;
+        const double vb = views[b].at[i]->value;
+        if (va != vb) return Better(c.mode, va, vb);
+        return views[a].trial->trial_id < views[b].trial->trial_id;
+      });
+      for (size_t e : expected) complete &= views[e].at[i].has_value();
+      s.complete = complete;
+      const int64_t n = static_cast<int64_t>(s.ranked.size());
+      s.keep = n / c.reduction;
+      if (s.complete && s.keep == 0 && n > 0) s.keep = 1;
+      expected.assign(s.ranked.begin(), s.ranked.begin() + s.keep);
+    }
+  }
+  std::vector<Decision> out;
+  out.reserve(views.size());
+  for (size_t idx = 0; idx < views.size(); ++idx) {
+    const TrialView& v = views[idx];
+    Decision d;
+    d.trial_id = v.trial->trial_id;
+    d.group = v.trial->group;
+    if (v.progress >= c.max_steps) {
+      d.action = Action::kComplete;
+      d.step = v.progress;
+      d.value = v.last_value;
+      d.reason = absl::StrCat("reached max_steps ", c.max_steps);
+      out.push_back(std::move(d));
+      continue;
+    }
+    int h = -1;
+    for (size_t i = 0; i < L; ++i) {
+      if (v.at[i]) h = static_cast<int>(i);
+    }
+    if (h < 0) {
+      d.action = v.trial->errored ? Action::kRetry : Action::kRun;
+      d.step = std::max<int64_t>(v.progress, 0);
+      d.reason =
+          v.trial->errored
+              ? "errored before a rung: retry (an error is not a bad metric)"
+              : absl::StrCat("below the first rung (step ",
+                             std::max<int64_t>(v.progress, 0), " < ",
+                             L > 0 ? rungs[0] : c.max_steps, ")");
+      out.push_back(std::move(d));
+      continue;
+    }
+    const RungState& s = state[v.trial->group][static_cast<size_t>(h)];
+    const size_t pos = static_cast<size_t>(
+        std::find(s.ranked.begin(), s.ranked.end(), idx) - s.ranked.begin());
+    d.rung = h;
+    d.step = rungs[static_cast<size_t>(h)];
+    d.value = v.at[static_cast<size_t>(h)]->value;
+    if (s.keep > 0) d.cutoff = views[s.ranked[s.keep - 1]].at[h]->value;
+    const std::string where = absl::StrCat(
+        "rung ", h, " (step ", d.step, "): ", Num(d.value), " ranks ", pos + 1,
+        " of ", s.ranked.size(), d.group.empty() ? "" : " in ", d.group);
+    if (static_cast<int64_t>(pos) < s.keep) {
+      const int64_t next = static_cast<size_t>(h) + 1 < L
+                               ? rungs[static_cast<size_t>(h) + 1]
+                               : c.max_steps;
+      d.action = v.trial->errored ? Action::kRetry : Action::kPromote;
+      d.reason = absl::StrCat(where, "; top ", s.keep, " (cutoff ",
+                              Num(d.cutoff), ") continue to step ", next,
+                              v.trial->errored ? "; errored: retry" : "");
+    } else {
+      d.action = Action::kPrune;
+      d.final = s.complete;
+      if (s.keep > 0) {
+        d.reason = absl::StrCat(
+            where, "; below the cutoff ", Num(d.cutoff), " of the top ", s.keep,
+            s.complete ? " (rung complete)" : " (may be promoted later)");
+      } else {
+        d.reason =
+            absl::StrCat(where, "; paused until ", c.reduction,
+                         " results reach the rung (eta) or it completes");
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace smoe::analysis::search

@@ -1,0 +1,222 @@
+// Copyright 2026 SMoE Lab authors.
+#include "analysis/search/asha.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/rng.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smoe::analysis::search {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::map<std::string, Decision> ById(const std::vector<Decision>& ds) {
+  std::map<std::string, Decision> out;
+  for (const Decision& d : ds) out[d.trial_id] = d;
+  return out;
+}
+
+std::string Id(int i) { return absl::StrCat("t", i < 10 ? "0" : "", i); }
+
+TEST(SearchTypesTest, GroupLabelAndCanonicalReports) {
+  const nlohmann::json params = {{"M", 2}, {"attention", "softmax"}};
+  EXPECT_EQ(GroupLabel(params, {"M", "attention"}), "M=2,attention=softmax");
+  EXPECT_EQ(GroupLabel(params, {"width"}), "width=-");
+  EXPECT_EQ(GroupLabel(params, {}), "");
+  // One report per (trial, step): the highest attempt's; NaN is the worst.
+  const std::vector<Report> c = Canonical({{"b", 1, 10, 0.5},
+                                           {"a", 1, 20, std::nan("")},
+                                           {"a", 2, 10, 0.7},
+                                           {"a", 1, 10, 0.9}},
+                                          Mode::kMax);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].trial_id, "a");
+  EXPECT_EQ(c[0].attempt, 2);
+  EXPECT_DOUBLE_EQ(c[0].value, 0.7);
+  EXPECT_EQ(c[1].value, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(c[2].trial_id, "b");
+  EXPECT_EQ(Canonical({{"a", 1, 10, std::nan("")}}, Mode::kMin)[0].value,
+            std::numeric_limits<double>::infinity());
+}
+
+TEST(AshaTest, RungArithmetic) {
+  EXPECT_THAT(AshaRungs({Mode::kMax, 10, 3, 300}),
+              ElementsAre(10, 30, 90, 270));
+  EXPECT_THAT(AshaRungs({Mode::kMax, 10, 3, 270}), ElementsAre(10, 30, 90));
+  EXPECT_THAT(AshaRungs({Mode::kMax, 1, 2, 8}), ElementsAre(1, 2, 4));
+  EXPECT_THAT(AshaRungs({Mode::kMax, 100, 4, 1600}), ElementsAre(100, 400));
+  EXPECT_TRUE(AshaRungs({Mode::kMax, 300, 3, 300}).empty());
+  // No overflow near the top of int64.
+  const int64_t big = int64_t{1} << 62;
+  EXPECT_THAT(AshaRungs({Mode::kMax, big / 2, 1000, big}),
+              ElementsAre(big / 2));
+}
+
+// Nine trials of one group at rung 0 (step 10 of 90; rungs 10, 30).
+TEST(AshaTest, PromotesTheTopThirdOfACompleteRung) {
+  const AshaConfig c{Mode::kMax, 10, 3, 90};
+  std::vector<Trial> trials;
+  std::vector<Report> reports;
+  for (int i = 0; i < 9; ++i) {
+    trials.push_back({Id(i), "M=1", false});
+    reports.push_back({Id(i), 1, 10, 0.1 * (i + 1)});
+  }
+  const auto d = ById(DecideAsha(c, trials, reports));
+  for (int i = 0; i < 9; ++i) {
+    const Decision& x = d.at(Id(i));
+    EXPECT_EQ(x.rung, 0);
+    EXPECT_EQ(x.step, 10);
+    EXPECT_DOUBLE_EQ(x.cutoff, 0.7);
+    if (i >= 6) {
+      EXPECT_EQ(x.action, Action::kPromote) << x.reason;
+      EXPECT_THAT(x.reason, HasSubstr("continue to step 30"));
+    } else {
+      EXPECT_EQ(x.action, Action::kPrune) << x.reason;
+      EXPECT_TRUE(x.final) << "all nine reached the rung";
+      EXPECT_THAT(x.reason, HasSubstr("below the cutoff 0.7 of the top 3"));
+    }
+  }
+  EXPECT_THAT(d.at(Id(8)).reason,
+              HasSubstr("rung 0 (step 10): 0.9 ranks 1 of 9 in M=1"));
+}
+
+TEST(AshaTest, PausedTrialsArePromotedWhenLaterResultsLowerTheCutoff) {
+  const AshaConfig c{Mode::kMax, 10, 3, 90};
+  std::vector<Trial> trials;
+  for (int i = 0; i < 6; ++i) trials.push_back({Id(i), "", false});
+  // Two results: fewer than eta, rung open -> both paused, not final.
+  std::vector<Report> reports = {{Id(0), 1, 10, 0.9}, {Id(1), 1, 10, 0.6}};
+  auto d = ById(DecideAsha(c, trials, reports));
+  EXPECT_EQ(d.at(Id(0)).action, Action::kPrune);
+  EXPECT_FALSE(d.at(Id(0)).final);
+  EXPECT_THAT(d.at(Id(0)).reason, HasSubstr("paused until 3 results"));
+  EXPECT_EQ(d.at(Id(3)).action, Action::kRun);
+  EXPECT_THAT(d.at(Id(3)).reason, HasSubstr("below the first rung"));
+  // A third: the best of three continues, 0.6 waits below the cutoff.
+  reports.push_back({Id(2), 1, 12, 0.5});  // first report past the rung
+  d = ById(DecideAsha(c, trials, reports));
+  EXPECT_EQ(d.at(Id(0)).action, Action::kPromote);
+  EXPECT_EQ(d.at(Id(1)).action, Action::kPrune);
+  EXPECT_FALSE(d.at(Id(1)).final);
+  EXPECT_THAT(d.at(Id(1)).reason, HasSubstr("(may be promoted later)"));
+  // Three worse results: n = 6, top 2 -> 0.6 is promoted now, and the rung
+  // is complete, so the rest are pruned for good.
+  for (int i = 3; i < 6; ++i) reports.push_back({Id(i), 1, 10, 0.1 * i - 0.2});
+  d = ById(DecideAsha(c, trials, reports));
+  EXPECT_EQ(d.at(Id(1)).action, Action::kPromote) << d.at(Id(1)).reason;
+  EXPECT_DOUBLE_EQ(d.at(Id(1)).cutoff, 0.6);
+  EXPECT_EQ(d.at(Id(2)).action, Action::kPrune);
+  EXPECT_TRUE(d.at(Id(2)).final);
+  // The promoted one reaches rung 1 and max_steps.
+  reports.push_back({Id(0), 1, 30, 0.95});
+  reports.push_back({Id(1), 1, 90, 0.97});
+  d = ById(DecideAsha(c, trials, reports));
+  EXPECT_EQ(d.at(Id(1)).action, Action::kComplete);
+  // Rung 1 is complete only when every promoted trial reached it: t01 did
+  // (its step-90 report counts for rung 1) and so did t00: keep 1 of 2.
+  EXPECT_EQ(d.at(Id(0)).rung, 1);
+  EXPECT_EQ(d.at(Id(0)).action, Action::kPrune);
+  EXPECT_TRUE(d.at(Id(0)).final);
+}
+
+TEST(AshaTest, GroupsAreComparedSeparately) {
+  const AshaConfig c{Mode::kMax, 10, 3, 90};
+  std::vector<Trial> trials;
+  std::vector<Report> reports;
+  for (int i = 0; i < 6; ++i) {
+    const bool hard = i >= 3;
+    trials.push_back({Id(i), hard ? "M=8" : "M=1", false});
+    // Every hard trial is worse than every easy one.
+    reports.push_back({Id(i), 1, 10, (hard ? 0.1 : 0.8) + 0.01 * i});
+  }
+  const auto d = ById(DecideAsha(c, trials, reports));
+  EXPECT_EQ(d.at(Id(2)).action, Action::kPromote);
+  EXPECT_EQ(d.at(Id(5)).action, Action::kPromote);
+  EXPECT_EQ(d.at(Id(0)).action, Action::kPrune);
+  EXPECT_EQ(d.at(Id(3)).action, Action::kPrune);
+}
+
+TEST(AshaTest, ACompleteRungSmallerThanEtaStillPromotesItsBest) {
+  const AshaConfig c{Mode::kMin, 10, 4, 160};  // loss: lower is better
+  std::vector<Trial> trials = {{"a", "", false}, {"b", "", false}};
+  const auto d =
+      ById(DecideAsha(c, trials, {{"a", 1, 10, 2.0}, {"b", 1, 10, 1.5}}));
+  EXPECT_EQ(d.at("b").action, Action::kPromote);
+  EXPECT_EQ(d.at("a").action, Action::kPrune);
+  EXPECT_TRUE(d.at("a").final);
+  EXPECT_DOUBLE_EQ(d.at("a").cutoff, 1.5);
+}
+
+TEST(AshaTest, ErroredTrialsAreRetriedAndHoldTheRungOpen) {
+  const AshaConfig c{Mode::kMax, 10, 3, 90};
+  std::vector<Trial> trials = {
+      {"a", "", false}, {"b", "", false}, {"c", "", true}};
+  std::vector<Report> reports = {
+      {"a", 1, 10, 0.9}, {"b", 1, 10, 0.8}, {"c", 1, 5, 0.1}};
+  auto d = ById(DecideAsha(c, trials, reports));
+  EXPECT_EQ(d.at("c").action, Action::kRetry);
+  EXPECT_THAT(d.at("c").reason, HasSubstr("an error is not a bad metric"));
+  // Without c's result the rung is open: nobody is pruned for good, and
+  // with 2 < eta results nobody is promoted yet.
+  EXPECT_EQ(d.at("b").action, Action::kPrune);
+  EXPECT_FALSE(d.at("b").final);
+  EXPECT_EQ(d.at("a").action, Action::kPrune);
+  EXPECT_FALSE(d.at("a").final);
+  // The retry's attempt 2 reports; its value supersedes attempt 1's at the
+  // same step.
+  trials[2].errored = false;
+  reports.push_back({"c", 2, 5, 0.2});
+  reports.push_back({"c", 2, 10, 0.85});
+  reports.push_back({"c", 1, 10, 0.0});  // the errored attempt's, superseded
+  d = ById(DecideAsha(c, trials, reports));
+  EXPECT_EQ(d.at("a").action, Action::kPromote);
+  EXPECT_EQ(d.at("c").action, Action::kPrune);
+  EXPECT_DOUBLE_EQ(d.at("c").value, 0.85);
+  EXPECT_TRUE(d.at("c").final);
+}
+
+TEST(AshaTest, SameReportsInAnyOrderGiveTheSameDecisions) {
+  const AshaConfig c{Mode::kMax, 8, 2, 64};  // rungs 8, 16, 32
+  Rng rng(7);
+  std::vector<Trial> trials;
+  std::vector<Report> reports;
+  for (int i = 0; i < 30; ++i) {
+    trials.push_back({Id(i), absl::StrCat("g", i % 3), i % 7 == 0});
+    const int64_t last = 4 * static_cast<int64_t>(rng.UniformRange(0, 17));
+    for (int64_t s = 4; s <= last; s += 4) {
+      // Ties on purpose: values on a coarse grid.
+      reports.push_back(
+          {Id(i), 1, s, 0.05 * static_cast<double>(rng.UniformRange(0, 8))});
+    }
+  }
+  const std::vector<Decision> want = DecideAsha(c, trials, reports);
+  ASSERT_EQ(want.size(), 30u);
+  int promoted = 0, pruned = 0;
+  for (const Decision& d : want) {
+    promoted += d.action == Action::kPromote;
+    pruned += d.action == Action::kPrune;
+  }
+  EXPECT_GT(promoted, 0);
+  EXPECT_GT(pruned, 0);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Report> shuffled = reports;
+    std::vector<Trial> roster = trials;
+    rng.Shuffle(shuffled);
+    rng.Shuffle(roster);
+    // Duplicated deliveries (an at-least-once report path) change nothing.
+    shuffled.push_back(shuffled[static_cast<size_t>(round)]);
+    EXPECT_EQ(DecideAsha(c, roster, shuffled), want) << "round " << round;
+  }
+}
+
+}  // namespace
+}  // namespace smoe::analysis::search

@@ -1,0 +1,42 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: analysis/search/median_stop.h
+//
+// The median stopping rule (Golovin et al. 2017, Google Vizier; Katib's
+// medianstop, Optuna's MedianPruner), as a pure function of the reports.
+//
+// A trial t is pruned at the first of its report steps s with
+// min_steps <= s < max_steps where its best value up to s is strictly worse
+// than the median of the running averages (mean of the values at steps
+// <= s) of the other trials of its group that have reported at a step >= s,
+// when there are at least kMinOthers (3, Katib's default) of them. Every
+// other trial in the group counts, finished or not: that makes the decision
+// a function of the recorded reports, whatever their arrival order. A prune
+// is never final (more results can move the median; the trial is then
+// promoted back). Errored trials are retried unless their metrics prune
+// them.
+#ifndef SMOE_ANALYSIS_SEARCH_MEDIAN_STOP_H_
+#define SMOE_ANALYSIS_SEARCH_MEDIAN_STOP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "analysis/search/types.h"
+
+namespace smoe::analysis::search {
+
+struct MedianConfig {
+  Mode mode = Mode::kMax;
+  int64_t min_steps = 0;
+  int64_t max_steps = 1;
+  static constexpr int kMinOthers = 3;
+};
+
+// One decision per trial of `trials`, in trial-id order.
+std::vector<Decision> DecideMedian(const MedianConfig& config,
+                                   const std::vector<Trial>& trials,
+                                   const std::vector<Report>& reports);
+
+}  // namespace smoe::analysis::search
+
+#endif  // SMOE_ANALYSIS_SEARCH_MEDIAN_STOP_H_

@@ -1,0 +1,100 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: analysis/search/refine.h
+//
+// "Resolve the optimal k": refine an integer axis (top_k) per group (e.g.
+// M x attention) until its argmax is located and separated, as a pure
+// function of the sweep's points and their final metric values.
+//
+// Per group, once none of its points is pending (running, queued or
+// errored-and-retrying), with x* = the argmax of the mean over seeds (ties:
+// the smaller x; mode min: the argmin):
+//   1. every integer neighbour x*-1, x*+1 within [lo, hi] with no point yet
+//      is proposed, with the sweep's seeds (state kExploring);
+//   2. when both are measured, a paired bootstrap over seeds of the argmax
+//      (analysis/optimal_k.h, OptimalForSeries) gives P(x*) = the fraction of
+//      resamples whose argmax is x*; P(x*) >= resolve_p (0.9) with >= 2 seeds
+//      resolves the group (kResolved);
+//   3. otherwise, while the group has added fewer than add_seeds seeds, the
+//      next seed (largest seed + 1) is proposed for every x the bootstrap's
+//      argmax covers (frequency >= 0.05) (kAddingSeeds); then kUnresolved.
+// Proposals are granted round-robin over groups in label order, one
+// (x, seeds) unit at a time, while the sweep's trials stay within `budget`
+// (0: none); a group left with an ungranted proposal is kBudget.
+#ifndef SMOE_ANALYSIS_SEARCH_REFINE_H_
+#define SMOE_ANALYSIS_SEARCH_REFINE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/search/types.h"
+
+namespace smoe::analysis::search {
+
+struct RefineConfig {
+  Mode mode = Mode::kMax;
+  int64_t lo = 1;  // bounds of the axis
+  int64_t hi = 1;
+  int64_t budget = 0;                // most trials in the sweep; 0 = none
+  int64_t add_seeds = 0;             // most extra seeds per group
+  std::vector<int64_t> seeds = {0};  // the sweep's seeds (for new x)
+  double resolve_p = 0.9;
+  int bootstrap_samples = 1000;
+  uint64_t bootstrap_seed = 0;
+};
+
+// One point of the sweep: (group, x, seed) and its state.
+struct RefinePoint {
+  std::string group;
+  int64_t x = 0;
+  int64_t seed = 0;
+  bool done = false;     // succeeded with the metric: `value` is set
+  bool pending = false;  // queued, running or being retried
+  double value = kNoValue;
+};
+
+enum class RefineState {
+  kWaiting,      // points pending
+  kExploring,    // neighbours of x* proposed
+  kAddingSeeds,  // argmax ambiguous: seeds proposed
+  kResolved,
+  kUnresolved,  // add_seeds spent, still ambiguous
+  kBudget,      // a proposal did not fit the budget
+};
+const char* RefineStateName(RefineState s);
+
+struct RefineGroup {
+  std::string group;
+  RefineState state = RefineState::kWaiting;
+  int64_t best = 0;  // x* (0 when nothing is measured)
+  double best_mean = kNoValue;
+  double best_freq = 0;            // bootstrap P(argmax = x*)
+  int seeds = 0;                   // distinct seeds measured
+  std::map<int64_t, double> mean;  // measured x -> mean over seeds
+  std::string reason;
+};
+
+struct RefineProposal {
+  std::string group;
+  int64_t x = 0;
+  int64_t seed = 0;
+  std::string reason;
+  bool operator==(const RefineProposal& o) const {
+    return group == o.group && x == o.x && seed == o.seed && reason == o.reason;
+  }
+};
+
+struct RefineResult {
+  std::vector<RefineGroup> groups;        // by label
+  std::vector<RefineProposal> proposals;  // granted, in grant order
+  int64_t trials = 0;                     // points before the proposals
+};
+
+RefineResult DecideRefine(const RefineConfig& config,
+                          const std::vector<RefinePoint>& points);
+
+}  // namespace smoe::analysis::search
+
+#endif  // SMOE_ANALYSIS_SEARCH_REFINE_H_

@@ -1,0 +1,175 @@
+// Copyright 2026 SMoE Lab authors.
+#include "analysis/search/refine.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/rng.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smoe::analysis::search {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A concave curve peaking at `peak`, plus a per-seed offset.
+double Curve(int64_t x, int64_t peak, int64_t seed, double seed_sd = 0.002) {
+  const double d = static_cast<double>(x - peak);
+  return 0.9 - 0.02 * d * d + seed_sd * static_cast<double>(seed - 1);
+}
+
+std::vector<RefinePoint> Measured(const std::string& group,
+                                  const std::vector<int64_t>& xs, int64_t peak,
+                                  const std::vector<int64_t>& seeds = {0, 1,
+                                                                       2}) {
+  std::vector<RefinePoint> out;
+  for (int64_t x : xs) {
+    for (int64_t s : seeds) {
+      out.push_back({group, x, s, true, false, Curve(x, peak, s)});
+    }
+  }
+  return out;
+}
+
+std::set<std::pair<int64_t, int64_t>> XSeeds(const RefineResult& r,
+                                             const std::string& group) {
+  std::set<std::pair<int64_t, int64_t>> out;
+  for (const RefineProposal& p : r.proposals) {
+    if (p.group == group) out.insert({p.x, p.seed});
+  }
+  return out;
+}
+
+RefineConfig Config() {
+  RefineConfig c;
+  c.lo = 1;
+  c.hi = 8;
+  c.seeds = {0, 1, 2};
+  return c;
+}
+
+TEST(RefineTest, ProposesTheUntriedNeighboursOfTheBest) {
+  const RefineResult r =
+      DecideRefine(Config(), Measured("M=4", {1, 2, 4, 8}, 5));
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].best, 4);  // the measured argmax
+  EXPECT_EQ(r.groups[0].state, RefineState::kExploring);
+  EXPECT_EQ(XSeeds(r, "M=4"),
+            (std::set<std::pair<int64_t, int64_t>>{
+                {3, 0}, {3, 1}, {3, 2}, {5, 0}, {5, 1}, {5, 2}}));
+  EXPECT_THAT(r.proposals[0].reason, HasSubstr("x*=4"));
+  EXPECT_EQ(r.trials, 12);
+  // At the bound only the inner neighbour exists.
+  const RefineResult top =
+      DecideRefine(Config(), Measured("M=8", {1, 2, 4, 8}, 9));
+  EXPECT_EQ(XSeeds(top, "M=8"),
+            (std::set<std::pair<int64_t, int64_t>>{{7, 0}, {7, 1}, {7, 2}}));
+}
+
+TEST(RefineTest, WaitsWhileAPointIsPendingAndIgnoresFailedOnes) {
+  auto pts = Measured("g", {1, 2, 4, 8}, 5);
+  pts.push_back({"g", 3, 0, false, true, kNoValue});
+  RefineResult r = DecideRefine(Config(), pts);
+  EXPECT_EQ(r.groups[0].state, RefineState::kWaiting);
+  EXPECT_TRUE(r.proposals.empty());
+  pts.back().pending = false;  // failed for good: tried, not measured
+  r = DecideRefine(Config(), pts);
+  EXPECT_EQ(XSeeds(r, "g"),
+            (std::set<std::pair<int64_t, int64_t>>{{5, 0}, {5, 1}, {5, 2}}));
+}
+
+TEST(RefineTest, StopsWhenTheBestIsBracketedAndSeparated) {
+  const RefineResult r =
+      DecideRefine(Config(), Measured("g", {1, 2, 3, 4, 5, 8}, 4));
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].state, RefineState::kResolved) << r.groups[0].reason;
+  EXPECT_EQ(r.groups[0].best, 4);
+  EXPECT_GE(r.groups[0].best_freq, 0.9);
+  EXPECT_THAT(r.groups[0].reason, HasSubstr("x*=4"));
+  EXPECT_THAT(r.groups[0].reason, HasSubstr("resolved"));
+  EXPECT_TRUE(r.proposals.empty());
+}
+
+// 4 and 5 tie on average; the seeds disagree on which is best.
+std::vector<RefinePoint> Ambiguous() {
+  std::vector<RefinePoint> pts;
+  const std::map<int64_t, std::vector<double>> v = {{3, {0.70, 0.71, 0.69}},
+                                                    {4, {0.80, 0.78, 0.82}},
+                                                    {5, {0.79, 0.81, 0.79}},
+                                                    {6, {0.60, 0.61, 0.62}}};
+  for (const auto& [x, vals] : v) {
+    for (size_t s = 0; s < vals.size(); ++s) {
+      pts.push_back({"g", x, static_cast<int64_t>(s), true, false, vals[s]});
+    }
+  }
+  return pts;
+}
+
+TEST(RefineTest, AddsSeedsWhereTheArgmaxIsAmbiguousThenGivesUp) {
+  RefineConfig c = Config();
+  c.add_seeds = 1;
+  RefineResult r = DecideRefine(c, Ambiguous());
+  EXPECT_EQ(r.groups[0].state, RefineState::kAddingSeeds) << r.groups[0].reason;
+  EXPECT_LT(r.groups[0].best_freq, 0.9);
+  EXPECT_EQ(XSeeds(r, "g"),
+            (std::set<std::pair<int64_t, int64_t>>{{4, 3}, {5, 3}}));
+  EXPECT_THAT(r.groups[0].reason, HasSubstr("covers 4, 5"));
+  // With the extra seed measured (the seeds still split 2:2 between 4 and
+  // 5), add_seeds is spent.
+  auto pts = Ambiguous();
+  pts.push_back({"g", 4, 3, true, false, 0.78});
+  pts.push_back({"g", 5, 3, true, false, 0.81});
+  r = DecideRefine(c, pts);
+  EXPECT_EQ(r.groups[0].state, RefineState::kUnresolved) << r.groups[0].reason;
+  EXPECT_TRUE(r.proposals.empty());
+  c.add_seeds = 0;
+  EXPECT_EQ(DecideRefine(c, Ambiguous()).groups[0].state,
+            RefineState::kUnresolved);
+}
+
+TEST(RefineTest, BudgetIsSharedRoundRobinOverGroups) {
+  RefineConfig c = Config();
+  auto pts = Measured("a", {1, 2, 4, 8}, 5);
+  for (const RefinePoint& p : Measured("b", {1, 2, 4, 8}, 3)) pts.push_back(p);
+  c.budget = 24 + 9;  // three units of three
+  const RefineResult r = DecideRefine(c, pts);
+  EXPECT_EQ(r.proposals.size(), 9u);
+  // Round 1: a's 3 and b's 1 (b's best is 2: neighbours 1 measured, 3);
+  // round 2: a's 5. b wanted only one unit.
+  EXPECT_EQ(XSeeds(r, "a"),
+            (std::set<std::pair<int64_t, int64_t>>{
+                {3, 0}, {3, 1}, {3, 2}, {5, 0}, {5, 1}, {5, 2}}));
+  EXPECT_EQ(XSeeds(r, "b"),
+            (std::set<std::pair<int64_t, int64_t>>{{3, 0}, {3, 1}, {3, 2}}));
+  c.budget = 24 + 3;
+  const RefineResult tight = DecideRefine(c, pts);
+  EXPECT_EQ(tight.proposals.size(), 3u);
+  EXPECT_EQ(tight.groups[1].state, RefineState::kBudget);
+  EXPECT_THAT(tight.groups[1].reason, HasSubstr("budget 27 trials spent"));
+}
+
+TEST(RefineTest, ModeMinAndOrderFree) {
+  RefineConfig c = Config();
+  c.mode = Mode::kMin;
+  auto pts = Measured("g", {1, 2, 4, 8}, 5);
+  for (RefinePoint& p : pts) p.value = 1 - p.value;  // a loss
+  const RefineResult want = DecideRefine(c, pts);
+  EXPECT_EQ(want.groups[0].best, 4);
+  EXPECT_NEAR(want.groups[0].best_mean, 1 - 0.88, 1e-9);
+  Rng rng(3);
+  for (int round = 0; round < 10; ++round) {
+    rng.Shuffle(pts);
+    const RefineResult r = DecideRefine(c, pts);
+    EXPECT_EQ(r.proposals, want.proposals);
+    EXPECT_EQ(r.groups[0].best_freq, want.groups[0].best_freq);
+    EXPECT_EQ(r.groups[0].reason, want.groups[0].reason);
+  }
+}
+
+}  // namespace
+}  // namespace smoe::analysis::search
