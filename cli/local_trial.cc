@@ -122,8 +122,10 @@ int RunLocalTrial(
   rs.reap_deadline = absl::Seconds(kReapDeadlineS);
   rs.output = [&](int r) {
     if (r == 0) {
+      // Both piped: rank 0's stderr lines are printed above the progress
+      // line, so the trainer's warnings never overwrite it.
       return launch::RankOutput{launch::OutputSpec::Pipe(),
-                                launch::OutputSpec::Inherit()};
+                                launch::OutputSpec::Pipe()};
     }
     const std::string log = absl::StrCat(trial.workdir, "/rank", r, ".log");
     return launch::RankOutput{launch::OutputSpec::File(log),
@@ -131,10 +133,15 @@ int RunLocalTrial(
   };
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   std::string last_drawn;
+  // Prints a whole line above the progress line (on a terminal the progress
+  // line is erased, the line printed, and the progress line drawn again).
+  auto print_above = [&](absl::string_view line) {
+    const bool redraw = tty && !last_drawn.empty();
+    std::cerr << (redraw ? "\r\033[K" : "") << line << "\n"
+              << (redraw ? last_drawn : "") << std::flush;
+  };
   rs.note = [&](absl::string_view line) {
-    std::cerr << (tty && !last_drawn.empty() ? "\n" : "") << cmd << ": " << line
-              << "\n";
-    last_drawn.clear();
+    print_above(absl::StrCat(cmd, ": ", line));
   };
   launch::PosixProcessLauncher launcher;
   SignalForwarding forwarding;
@@ -159,6 +166,9 @@ int RunLocalTrial(
     }
   };
   auto drain = [&]() {
+    for (const std::string& line : group.rank(0).TakeStderrLines()) {
+      print_above(line);
+    }
     for (const std::string& line : group.rank(0).TakeStdoutLines()) {
       handle_line(line);
     }
@@ -169,11 +179,9 @@ int RunLocalTrial(
     const int signals = g_signals;
     if (signals > handled_signals) {
       if (handled_signals == 0) {
-        std::cerr << (tty && !last_drawn.empty() ? "\n" : "") << cmd
-                  << ": stopping (SIGTERM to " << world
-                  << (world > 1 ? " ranks" : " trainer")
-                  << "; again to kill)\n";
-        last_drawn.clear();
+        print_above(absl::StrCat(cmd, ": stopping (SIGTERM to ", world,
+                                 world > 1 ? " ranks" : " trainer",
+                                 "; again to kill)"));
         group.Stop(absl::Seconds(trial.term_grace_s));
       } else {
         group.Kill();

@@ -99,7 +99,14 @@ TEST_F(LocalTrialTest, EachRankGetsItsEnvironmentAndOnlyRankZeroReports) {
   std::ofstream(w() + "/" + launch::kRendezvousFile) << "stale keys";
   trial_.ep_size = 2;
   trial_.gpu_ids = {4, 5, 6, 7};
-  ASSERT_EQ(Run(), 0);
+  ::testing::internal::CaptureStderr();
+  const int rc = Run();
+  const std::string ours = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(rc, 0);
+  // Rank 0's stderr comes through ours (printed above the progress line);
+  // the other ranks' goes to their logs.
+  EXPECT_THAT(ours, HasSubstr("stderr of rank 0\n"));
+  EXPECT_THAT(ours, Not(HasSubstr("stderr of rank 1")));
   ASSERT_EQ(events_.size(), 2u);
   EXPECT_EQ(events_[0]["event"], "progress");
   EXPECT_EQ(events_[0]["rank"], 0);

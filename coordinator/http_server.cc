@@ -109,6 +109,8 @@ json RowJson(const SweepSnapshot& s, size_t i,
           {"attempt", e.attempt},
           {"worker", e.worker},
           {"duration_s", e.duration_s},
+          {"error", e.error},
+          {"exit_code", e.exit_code ? json(*e.exit_code) : json()},
           {"seed", p.seed},
           {"params", params},
           {"results", results}};

@@ -56,6 +56,12 @@ bool KeyOf(const TrialRow& row, const std::string& sort, Key& k) {
     k.num = row.duration_s;
   } else if (sort == "seed") {
     k.num = static_cast<double>(p.seed);
+  } else if (sort == "exit") {
+    k.missing = !row.exit_code.has_value() || row.error.empty();
+    k.num = row.exit_code.value_or(0);
+  } else if (sort == "error") {
+    k.missing = row.error.empty();
+    k.str = row.error;
   } else if (absl::ConsumePrefix(&s, "p.")) {
     auto it = p.params.find(std::string(s));
     if (it == p.params.end()) {
@@ -87,9 +93,11 @@ std::shared_ptr<const TrialRow> MakeTrialRow(const store::TrialSummary& r,
   row->attempt = r.attempt;
   row->worker = r.worker_id;
   row->duration_s = r.duration_s;
+  row->error = r.last_error.substr(0, r.last_error.find('\n'));
+  row->exit_code = r.last_exit_code;
   row->search = absl::AsciiStrToLower(
       absl::StrCat(r.trial_id, " ", r.worker_id, " ", r.params_json, " ",
-                   store::TrialStateName(r.state)));
+                   store::TrialStateName(r.state), " ", row->error));
   return row;
 }
 

@@ -12,7 +12,7 @@
 // case-insensitive substring of the row's text (trial id, worker, params
 // JSON, state). `state` is a comma-separated list of state names. Sort keys:
 // ordinal (default) | trial | state | attempt | worker | duration | seed |
-// p.<param> | r.<result>, with a '-' prefix for descending; rows missing the
+// exit | error | p.<param> | r.<result>, with a '-' prefix for descending; rows missing the
 // key sort last either way; ties keep sweep order.
 //
 // Thread safety: every function is pure.
@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,7 +42,11 @@ struct TrialRow {
   int attempt = 0;
   std::string worker;
   double duration_s = 0;
-  std::string search;  // lower-case trial id, worker, params, state
+  // First line of the trial's last error ("" if it never failed) and the
+  // exit code of its latest ended attempt, if any.
+  std::string error;
+  std::optional<int> exit_code;
+  std::string search;  // lower-case trial id, worker, params, state, error
 };
 
 // Builds a row from the store's summary and its parsed point.

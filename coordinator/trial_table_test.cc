@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,44 @@ TEST(TrialTableTest, SortsEveryKeyKindMissingLast) {
   EXPECT_THAT(Select("", "", "r.acc"), ElementsAre(0, 2, 1, 3));
   EXPECT_THAT(Select("", "", "-r.acc"), ElementsAre(2, 0, 1, 3));
   EXPECT_THAT(Select("", "", "p.nope"), ElementsAre(0, 1, 2, 3));
+}
+
+// The error columns: the first line of the last error is searchable and
+// sortable; the exit code sorts numerically; rows that never failed sort last.
+TEST(TrialTableTest, ErrorAndExitCodeColumns) {
+  using S = store::TrialState;
+  auto failed = [](const std::string& id, const std::string& error,
+                   std::optional<int> code) {
+    store::TrialSummary s;
+    s.trial_id = id;
+    s.state = S::kFailed;
+    s.params_json = "{}";
+    s.last_error = error;
+    s.last_exit_code = code;
+    analysis::TrialPoint p;
+    p.trial_id = id;
+    p.params = json::object();
+    p.state = S::kFailed;
+    return MakeTrialRow(s, std::move(p));
+  };
+  std::vector<std::shared_ptr<const TrialRow>> rows = {
+      failed("s/a", "", 0),
+      failed("s/b", "trainer exited with status 70: no CUDA device\nstack", 70),
+      failed("s/c", "worker lost", std::nullopt),
+      failed("s/d", "bad width 0.1", 64),
+  };
+  EXPECT_EQ(rows[1]->error, "trainer exited with status 70: no CUDA device");
+  EXPECT_EQ(rows[1]->exit_code, 70);
+  auto select = [&](const std::string& q, const std::string& sort) {
+    auto page = SelectTrials(rows, ParseTrialQuery("", q, sort, 0, 10));
+    EXPECT_TRUE(page.ok()) << page.status();
+    return page.ok() ? page->rows : std::vector<size_t>{};
+  };
+  EXPECT_THAT(select("cuda", ""), ElementsAre(1));
+  EXPECT_THAT(select("stack", ""), ElementsAre());  // only the first line
+  EXPECT_THAT(select("", "exit"), ElementsAre(3, 1, 0, 2));
+  EXPECT_THAT(select("", "-exit"), ElementsAre(1, 3, 0, 2));
+  EXPECT_THAT(select("", "error"), ElementsAre(3, 1, 2, 0));
 }
 
 TEST(TrialTableTest, PagesAfterFilterAndSort) {

@@ -250,6 +250,14 @@ TrialSummary InMemoryStore::SummaryLocked(const TrialRecord& t) const {
     s.duration_s = r->second.duration_s;
     s.results = r->second.values;
   }
+  s.last_error = t.last_error;
+  for (int n = t.attempt; n >= 1; --n) {
+    auto a = attempts_.find({t.trial_id, n});
+    if (a != attempts_.end() && a->second.outcome != AttemptOutcome::kRunning) {
+      s.last_exit_code = a->second.exit_code;
+      break;
+    }
+  }
   return s;
 }
 

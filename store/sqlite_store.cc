@@ -58,7 +58,9 @@ using internal::TimeToMicros;
   "t.trial_id, t.sweep_id, t.params_json, t.seed, t.state, t.attempt, " \
   "CASE WHEN t.worker_id != '' THEN t.worker_id ELSE COALESCE((SELECT " \
   "a.worker_id FROM attempts AS a WHERE a.trial_id = t.trial_id AND "   \
-  "a.attempt = t.attempt), '') END, t.duration_s"
+  "a.attempt = t.attempt), '') END, t.duration_s, t.last_error, "       \
+  "(SELECT a.exit_code FROM attempts AS a WHERE a.trial_id = t.trial_id " \
+  "AND a.outcome != 'running' ORDER BY a.attempt DESC LIMIT 1)"
 
 constexpr char kUpsertSweep[] =
     "INSERT INTO sweeps (" SMOE_SWEEP_COLUMNS
@@ -267,6 +269,9 @@ class SqliteStore::Statement {
     return std::string(reinterpret_cast<const char*>(p), n);
   }
   int64_t ColInt(int i) const { return sqlite3_column_int64(stmt_, i); }
+  bool ColIsNull(int i) const {
+    return sqlite3_column_type(stmt_, i) == SQLITE_NULL;
+  }
   double ColReal(int i) const {
     if (sqlite3_column_type(stmt_, i) == SQLITE_NULL) {
       return std::numeric_limits<double>::quiet_NaN();
@@ -326,6 +331,8 @@ absl::StatusOr<TrialSummary> ReadSummary(const Stmt& s) {
   t.attempt = static_cast<int>(s.ColInt(5));
   t.worker_id = s.ColText(6);
   t.duration_s = s.ColReal(7);
+  t.last_error = s.ColText(8);
+  if (!s.ColIsNull(9)) t.last_exit_code = static_cast<int>(s.ColInt(9));
   return t;
 }
 

@@ -346,6 +346,53 @@ TYPED_TEST(StoreContractTest, SummariesOfSelectedTrials) {
   EXPECT_THAT(*this->store_->ListSummariesOf("a", {}), IsEmpty());
 }
 
+// The trials table shows why a trial failed: the trial's last error and the
+// exit code of its latest ended attempt (a running retry does not hide it).
+TYPED_TEST(StoreContractTest, SummariesCarryLastErrorAndExitCode) {
+  this->SeedSweep(2);
+  TrialRecord t = MakeTrial("s", 0);
+  t.state = TrialState::kRunning;
+  t.attempt = 2;
+  t.worker_id = "w2";
+  t.last_error = "exit 70: no CUDA-capable device\nsecond line";
+  AttemptRecord failed;
+  failed.trial_id = t.trial_id;
+  failed.attempt = 1;
+  failed.worker_id = "w1";
+  failed.outcome = AttemptOutcome::kFailed;
+  failed.exit_code = 70;
+  AttemptRecord running = failed;
+  running.attempt = 2;
+  running.worker_id = "w2";
+  running.outcome = AttemptOutcome::kRunning;
+  running.exit_code = 0;
+  WriteBatch b;
+  b.trials.push_back(t);
+  b.attempts = {failed, running};
+  this->MustCommit(b);
+
+  auto rows = this->store_->ListSummaries("s");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].last_error, t.last_error);
+  ASSERT_TRUE((*rows)[0].last_exit_code.has_value());
+  EXPECT_EQ(*(*rows)[0].last_exit_code, 70);
+  // Never leased: no error, no exit code.
+  EXPECT_EQ((*rows)[1].last_error, "");
+  EXPECT_FALSE((*rows)[1].last_exit_code.has_value());
+
+  // The retry ends: its exit code is now the one shown.
+  running.outcome = AttemptOutcome::kSucceeded;
+  WriteBatch b2;
+  b2.attempts.push_back(running);
+  this->MustCommit(b2);
+  auto after = this->store_->ListSummariesOf("s", {t.trial_id});
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 1u);
+  ASSERT_TRUE((*after)[0].last_exit_code.has_value());
+  EXPECT_EQ(*(*after)[0].last_exit_code, 0);
+}
+
 TYPED_TEST(StoreContractTest, MissingIdsAreNotFoundAndEmptyLists) {
   this->SeedSweep(1);
   auto sweep = this->store_->GetSweep("nope");

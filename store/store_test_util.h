@@ -108,7 +108,11 @@ inline std::string Dump(const TrialSummary& r) {
                       " state=", TrialStateName(r.state),
                       " attempt=", r.attempt, " worker=", r.worker_id,
                       " duration=", Num(r.duration_s), " results=[",
-                      absl::StrJoin(results, ","), "]}");
+                      absl::StrJoin(results, ","), "] last_error=", r.last_error,
+                      " exit=",
+                      r.last_exit_code ? absl::StrCat(*r.last_exit_code)
+                                       : std::string("none"),
+                      "}");
 }
 template <typename T>
 std::vector<std::string> DumpAll(const std::vector<T>& records) {

@@ -143,6 +143,11 @@ struct TrialSummary {
   std::string worker_id;
   double duration_s = 0;  // wall time of the successful attempt
   std::map<std::string, double> results;
+  // Why the trial last failed (TrialRecord::last_error; empty if it never
+  // did) and the exit code of its latest ended attempt, if any (the
+  // dashboard's trials table shows both).
+  std::string last_error;
+  std::optional<int> last_exit_code;
 };
 
 // A set of writes applied atomically by ExperimentStore::Commit. Rows are

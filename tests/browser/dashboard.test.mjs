@@ -349,6 +349,12 @@ async function main() {
   await waitFor(async () => (await failState.textContent()).includes('1 failed'), 'the failed count in the state badge');
   check((await failState.getAttribute('class')).includes('completed-failed'),
     `a completed sweep with a failed trial is not green (${await failState.getAttribute('class')})`);
+  // The trials table's exit and error columns.
+  const errCell = await waitFor(async () => (await page.locator('table.trials td.error').count()) > 0 &&
+    page.locator('table.trials td.error').first().textContent(), 'the trials table error cell');
+  const exitCell = await page.locator('table.trials td.exit').first().textContent();
+  check(exitCell === '70' && errCell.includes('no CUDA-capable device'),
+    `the trials table shows the failed attempt's exit code and error (${exitCell} | ${errCell})`);
   const failedHref = await waitFor(() => page.locator('a[href^="#/trial/fixture-fail/"]').first().getAttribute('href'), 'the failed trial link');
   await page.goto(url + failedHref);
   await waitFor(async () => (await page.locator('#attempts').count()) > 0, 'the attempts table');

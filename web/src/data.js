@@ -212,3 +212,17 @@ export function maxSeeds(curves) {
   for (const f of curves.facets) for (const s of f.series) for (const p of s.points) n = Math.max(n, p.n || 0);
   return n;
 }
+
+// The trials table's error cell: the first line of the trial's last error
+// (the API sends only that line), cut at 120 characters; empty when it never
+// failed.
+export function errorText(r) {
+  if (!r.error) return '';
+  return r.error.length > 120 ? r.error.slice(0, 119) + '…' : r.error;
+}
+
+// The exit-code cell: the latest ended attempt's exit code when the trial
+// failed at some point ("" otherwise: a clean run's 0 is noise).
+export function exitText(r) {
+  return r.error && r.exit_code != null ? String(r.exit_code) : '';
+}

@@ -6,7 +6,7 @@ import './style.css';
 import { api, toLogin, watchSweep } from './api.js';
 import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
 import {
-  alignSeries, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs, optimalUncertainty,
+  alignSeries, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs, optimalUncertainty,
   seriesFromCurves, skillMixSeries, theoryAccuracy, toCsv,
 } from './data.js';
 
@@ -243,6 +243,7 @@ function trialTable(box, page, st, onChange) {
     ['trial', 'trial'], ['state', 'state'], ['attempt', 'attempt'], ['worker', 'worker'],
     ['duration', 'duration (s)'], ['seed', 'seed'],
     ...cols.params.map((p) => ['p.' + p, p]), ...resultCols.map((r) => ['r.' + r, r]),
+    ['exit', 'exit'], ['error', 'error'],
   ];
   const c = card(box, `Trials (${page.matched} of ${page.total})`, { id: 'trials' });
   const q = h('input', { type: 'search', placeholder: 'filter: M=2 hyla worker…', value: st.q || '', class: 'filter' });
@@ -271,12 +272,240 @@ function trialTable(box, page, st, onChange) {
       h('td', {}, r.attempt), h('td', {}, r.worker || ''), h('td', {}, r.duration_s ? r.duration_s.toFixed(1) : ''),
       h('td', {}, r.seed),
       cols.params.map((p) => h('td', {}, fmt(r.params?.[p]))),
-      resultCols.map((m) => h('td', {}, fmt(r.results?.[m])))))));
+      resultCols.map((m) => h('td', {}, fmt(r.results?.[m]))),
+      h('td', { class: 'exit' }, exitText(r)),
+      h('td', { class: 'error', title: r.error || null }, errorText(r))))));
   c.body.appendChild(h('div', { class: 'scroll' }, table));
   c.tool('CSV', () => download('trials.csv', new Blob([toCsv(head.map((x) => x[1]), page.rows.map((r) => [
     r.trial_id, r.state, r.attempt, r.worker, r.duration_s, r.seed,
     ...cols.params.map((p) => r.params?.[p]), ...resultCols.map((m) => r.results?.[m]),
+    exitText(r), r.error || '',
   ]))], { type: 'text/csv' })), 'csv');
+}
+
+async function renderSweeps() {
+  crumbs.textContent = '';
+  app.replaceChildren(h('h2', {}, 'Sweeps'), h('div', { id: 'sweeps' }, h('p', { class: 'muted' }, 'Loading…')));
+  const draw = async () => {
+    const { sweeps } = await api('sweeps');
+    const box = document.getElementById('sweeps');
+    if (!box) return;
+    if (!sweeps.length) {
+      box.replaceChildren(h('p', { class: 'muted' }, 'No sweeps yet. Submit one: smoe sweep submit examples/sraven-demo.yaml'));
+      return;
+    }
+    box.replaceChildren(h('table', { class: 'grid sweeps' },
+      h('thead', {}, h('tr', {}, ['sweep', 'kind', 'state', 'progress', 'axes', 'updated'].map((c) => h('th', {}, c)))),
+      h('tbody', {}, sweeps.map((s) => h('tr', {},
+        h('td', {}, h('a', { href: '#/sweep/' + encodeURIComponent(s.sweep_id) }, s.sweep_id)),
+        h('td', {}, s.kind),
+        h('td', {}, sweepBadge(s)),
+        h('td', {}, progress(s.counts)),
+        h('td', { class: 'muted' }, s.axes.map((a) => `${a.name} ∈ {${a.values.join(', ')}}`).join(' × ') + ` × ${s.seeds.length} seed(s)`),
+        h('td', { class: 'muted' }, fmtTime(s.updated_ms)))))));
+  };
+  await draw();
+  const timer = setInterval(() => draw().catch(() => {}), 5000);
+  cleanup.push(() => clearInterval(timer));
+}
+
+// ---- sweep page ------------------------------------------------------------------
+
+function headlineCharts(box, curves, optimal, fits, st) {
+  const metric = curves.metric;
+  if (!curves.facets.length) {
+    box.appendChild(h('p', { class: 'muted empty' }, `No succeeded trials with ${metric} yet.`));
+    return;
+  }
+  for (const facet of curves.facets) {
+    const fit = fits.find((f) => f.facet_label === facet.label && f.ok);
+    const theory = st.theory && fit ? fit.k_star : [];
+    let xs = numericXs([facet], theory.flatMap((k) => k.curve.map((c) => c[0])));
+    const categorical = xs.some((x) => typeof x !== 'number');
+    const tick = categorical ? xs.map(String) : null;
+    const xsPlot = categorical ? xs.map((_, i) => i) : xs;
+    const series = seriesFromCurves(facet, xs, st.band, optimal, PALETTE);
+    for (const s of series) if (!s.markers) s.label = `${curves.series}=${s.label}`;
+    theory.forEach((k) => {
+      const idx = facet.series.findIndex((s) => Number(s.key) === k.N);
+      const color = PALETTE[(idx < 0 ? 7 : idx) % PALETTE.length];
+      series.push({ label: `theory ${curves.series}=${k.N}`, color, dash: [6, 4], width: 1.5,
+        values: theoryAccuracy(k, xs) });
+    });
+    const title = `${metricName(metric)} vs ${curves.x}` + (curves.facet ? ` — ${curves.facet}=${facet.label}` : '');
+    const positive = !categorical && xs.every((x) => x > 0);
+    const chart = lineChart(box, `headline-${metric}-${facet.label}`, title, {
+      xs: xsPlot, xTickLabels: tick, series, xLog2: positive && st.log,
+      xLabel: curves.x, yLabel: metricName(metric),
+    }, (maxSeeds(curves) < 2 ? 'n = 1 (one seed per point): no band, no CI'
+      : `band: ${st.band === 'sem' ? 'mean ± s.e.m.' : `${Math.round(curves.ci_level * 100)}% bootstrap CI`} over seeds`) +
+      `; big dots: optimal ${curves.x}` +
+      (theory.length ? `; dashed: fitted E(k,N) as 1 − E, clipped to [0, 1] (${fitQuality(fit)})` : ''));
+    st.charts.push(chart.u);
+  }
+}
+
+function optimalCharts(box, analysis, st) {
+  const byFacet = new Map();
+  for (const o of analysis.optimal) {
+    if (!byFacet.has(o.facet_label)) byFacet.set(o.facet_label, []);
+    byFacet.get(o.facet_label).push(o);
+  }
+  for (const [facet, rows] of byFacet) {
+    const numeric = rows.every((o) => typeof o.series === 'number');
+    const xs = numeric ? rows.map((o) => o.series) : rows.map((_, i) => i);
+    const fit = analysis.fits.find((f) => f.facet_label === facet && f.ok);
+    const series = [
+      { label: `best ${analysis.x} (argmax)`, color: PALETTE[0], values: rows.map((o) => o.best),
+        lo: rows.map((o) => o.ci_lo), hi: rows.map((o) => o.ci_hi) },
+      { label: 'smallest within 1 s.e.', color: PALETTE[2], dash: [4, 3], values: rows.map((o) => o.one_se) },
+    ];
+    if (fit && st.theory) {
+      const ks = new Map(fit.k_star.map((k) => [k.N, k.k_star]));
+      series.push({ label: 'theory k*', color: PALETTE[1], dash: [8, 4], values: rows.map((o) => ks.get(o.series) ?? null) });
+    }
+    const oneSeed = rows.every((o) => typeof o.seeds === 'number' && o.seeds < 2);
+    const chart = lineChart(box, `optimal-${facet}`, `Optimal ${analysis.x} vs ${analysis.series}` + (analysis.facet ? ` — ${analysis.facet}=${facet}` : ''), {
+      xs, xTickLabels: numeric ? null : rows.map((o) => o.series_label), series,
+      xLabel: analysis.series, yLabel: analysis.x, height: 240,
+    }, `${metricName(analysis.metric)}; ` + (oneSeed ? 'n = 1 (one seed): no CI of the argmax'
+      : `band: ${Math.round(analysis.curves.ci_level * 100)}% bootstrap CI of the argmax over seeds`) +
+      (fit && st.theory ? `; theory k*: ${fitQuality(fit)}` : ''));
+    st.charts.push(chart.u);
+  }
+}
+
+function fitSection(box, analysis, st) {
+  for (const f of analysis.fits) {
+    if (!f.ok) {
+      box.appendChild(h('p', { class: 'muted' }, `Theory fit (${analysis.facet}=${f.facet_label}): ${f.message}`));
+      continue;
+    }
+    const ns = [...new Set(f.points.map((p) => p.N))].sort((a, b) => a - b);
+    const xs = [...new Set(f.points.map((p) => p.k))].sort((a, b) => a - b);
+    const series = ns.map((n, i) => ({
+      label: `${analysis.series}=${n}`, color: PALETTE[i % PALETTE.length],
+      values: xs.map((k) => f.points.find((p) => p.k === k && p.N === n)?.residual ?? null),
+    }));
+    const c = lineChart(box, `residuals-${f.facet_label}`,
+      `E(k,N) fit residuals (measured − fitted error) — ${analysis.facet}=${f.facet_label}`,
+      { xs, series, xLog2: xs.every((x) => x > 0), xLabel: analysis.x, yLabel: 'residual', height: 200 },
+      `a = ${f.a.toPrecision(4)}, b = ${f.b.toPrecision(4)}, ${fitQuality(f)}, predicted k*` +
+      (fitMeaningful(f) ? '' : ' (no evidence)') + ': ' + f.k_star.map((k) => `N=${k.N}→${k.k_star}`).join(', '));
+    st.charts.push(c.u);
+  }
+}
+
+function optimalTable(box, analysis) {
+  const c = card(box, `Optimal ${analysis.x} per ${analysis.series} (${metricName(analysis.metric)})`, { id: 'optimal-table' });
+  const header = [analysis.facet || '-', analysis.series, `best ${analysis.x}`, 'mean', 's.e.m.', 'P(best)', 'CI', '1-s.e. rule'];
+  const rows = analysis.optimal.map((o) => {
+    const u = optimalUncertainty(o);
+    return [o.facet_label, o.series_label, o.best, o.best_mean, u.sem, u.p, u.ci, o.one_se];
+  });
+  c.body.appendChild(h('table', { class: 'grid compact' },
+    h('thead', {}, h('tr', {}, header.map((x) => h('th', {}, x)))),
+    h('tbody', {}, rows.map((r) => h('tr', {}, r.map((x) => h('td', {}, fmt(x, 4))))))));
+  c.tool('CSV', () => download('optimal-k.csv', new Blob([toCsv(header, rows)], { type: 'text/csv' })), 'csv');
+}
+
+// Skill-Mix: per metric, the metric vs EPT with a line per k_skills (mean ±
+// s.e. band) and the best EPT per k_skills as big dots (paper §3.2: the best
+// EPT grows with k). Returns the best-EPT rows of every table.
+function skillMixCharts(box, sm, st) {
+  const out = [];
+  for (const t of sm.tables) {
+    const { xs, xTickLabels, categorical, series, best } = skillMixSeries(t, PALETTE, sm.cols);
+    for (const s of series) s.bandGaps = true; // no band where the s.e. is unknown
+    const positive = !categorical && xs.every((x) => x > 0);
+    const chart = lineChart(box, `skillmix-plot-${t.metric}`, `${metricName(t.metric)} vs ${sm.rows}`, {
+      xs, xTickLabels, series, xLog2: positive, xLabel: sm.rows, yLabel: metricName(t.metric),
+    }, `a line per ${sm.cols}; band: mean ± s.e. (over seeds; one trial: its own s.e., none where it reported none); ` +
+      `big dots: best ${sm.rows} per ${sm.cols} = argmax of the mean (ties → smaller ${sm.rows})`);
+    st.charts.push(chart.u);
+    out.push(...best.map((b) => ({ metric: t.metric, ...b })));
+  }
+  return out;
+}
+
+function skillMixBestTable(box, sm, best) {
+  const c = card(box, `Best ${sm.rows} per ${sm.cols} (argmax of the mean)`, {
+    id: 'skillmix-best',
+    note: `runner-up: the next-best ${sm.rows}; gap/s.e. = (best − runner-up) / √(s.e.² + s.e.²) — ` +
+      'below about 2 the two are not told apart by these trials; "?" = s.e. unknown',
+  });
+  const header = ['metric', sm.cols, `best ${sm.rows}`, 'mean ± s.e.', `runner-up ${sm.rows}`, 'mean ± s.e.', 'gap/s.e.'];
+  const cells = (b) => [metricName(b.metric), b.col, b.best ? b.best.row : '–', meanSe(b.best, 4) || '–',
+    b.runner_up ? b.runner_up.row : '–', meanSe(b.runner_up, 4) || '–', b.gap_se === null ? '–' : b.gap_se.toFixed(1)];
+  c.body.appendChild(h('table', { class: 'grid compact' },
+    h('thead', {}, h('tr', {}, header.map((x) => h('th', {}, x)))),
+    h('tbody', {}, best.map((b) => h('tr', {
+      'data-metric': b.metric, 'data-k': b.col, 'data-best': b.best ? b.best.row : null,
+      class: b.gap_se !== null && b.gap_se < 2 ? 'within-noise' : null,
+    }, cells(b).map((x) => h('td', {}, String(x))))))));
+  window.__smoe.charts['skillmix-best'] = {
+    id: 'skillmix-best',
+    rows: best.map((b) => ({ metric: b.metric, k: b.col, best: b.best?.row ?? null, runner_up: b.runner_up?.row ?? null })),
+  };
+  c.tool('CSV', () => download('skillmix-best-ept.csv', new Blob([toCsv(
+    ['metric', sm.cols, `best_${sm.rows}`, 'mean', 'se', 'n', `runner_up_${sm.rows}`, 'runner_up_mean', 'runner_up_se', 'runner_up_n', 'gap_se'],
+    best.map((b) => [b.metric, b.col, b.best?.row, b.best?.mean, b.best?.sem, b.best?.n,
+      b.runner_up?.row, b.runner_up?.mean, b.runner_up?.sem, b.runner_up?.n, b.gap_se]))], { type: 'text/csv' })), 'csv');
+}
+
+function trialTable(box, page, st, onChange) {
+  const cols = page.columns;
+  const resultCols = cols.results.filter((r) => !r.endsWith('_per_feature'));
+  const head = [
+    ['trial', 'trial'], ['state', 'state'], ['attempt', 'attempt'], ['worker', 'worker'],
+    ['duration', 'duration (s)'], ['seed', 'seed'],
+    ...cols.params.map((p) => ['p.' + p, p]), ...resultCols.map((r) => ['r.' + r, r]),
+    ['exit', 'exit'], ['error', 'error'],
+  ];
+  const c = card(box, `Trials (${page.matched} of ${page.total})`, { id: 'trials' });
+  const q = h('input', { type: 'search', placeholder: 'filter: M=2 hyla worker…', value: st.q || '', class: 'filter' });
+  const state = h('select', { class: 'filter' }, ['', 'succeeded', 'running', 'pending', 'failed', 'cancelled']
+    .map((s) => h('option', { value: s, selected: s === (st.state || '') ? '' : null }, s || 'any state')));
+  let t;
+  q.addEventListener('input', () => { clearTimeout(t); t = setTimeout(() => onChange({ q: q.value, page: 0 }), 300); });
+  state.addEventListener('change', () => onChange({ state: state.value, page: 0 }));
+  const start = page.offset + 1;
+  const end = page.offset + page.rows.length;
+  const pager = h('span', { class: 'pager' },
+    h('button', { type: 'button', disabled: page.offset === 0 ? '' : null, onclick: () => onChange({ page: st.page - 1 }) }, '‹'),
+    ` ${page.rows.length ? start : 0}–${end} of ${page.matched} `,
+    h('button', { type: 'button', disabled: end >= page.matched ? '' : null, onclick: () => onChange({ page: st.page + 1 }) }, '›'));
+  c.body.appendChild(h('div', { class: 'table-tools' }, q, state, pager));
+  const sortKey = (st.sort || '').replace(/^-/, '');
+  const desc = (st.sort || '').startsWith('-');
+  const table = h('table', { class: 'grid trials' },
+    h('thead', {}, h('tr', {}, head.map(([k, label]) => h('th', {
+      class: 'sortable' + (k === sortKey ? (desc ? ' desc' : ' asc') : ''),
+      onclick: () => onChange({ sort: k === sortKey && !desc ? '-' + k : k, page: 0 }),
+    }, label)))),
+    h('tbody', {}, page.rows.map((r) => h('tr', { 'data-trial': r.trial_id },
+      h('td', {}, h('a', { href: '#/trial/' + r.trial_id }, r.trial_id.split('/')[1])),
+      h('td', {}, h('span', { class: 'badge ' + r.state }, r.state)),
+      h('td', {}, r.attempt), h('td', {}, r.worker || ''), h('td', {}, r.duration_s ? r.duration_s.toFixed(1) : ''),
+      h('td', {}, r.seed),
+      cols.params.map((p) => h('td', {}, fmt(r.params?.[p]))),
+      resultCols.map((m) => h('td', {}, fmt(r.results?.[m]))),
+      h('td', { class: 'exit' }, exitText(r)),
+      h('td', { class: 'error', title: r.error || null }, errorText(r))))));
+  c.body.appendChild(h('div', { class: 'scroll' }, table));
+  c.tool('CSV', () => download('trials.csv', new Blob([toCsv(head.map((x) => x[1]), page.rows.map((r) => [
+    r.trial_id, r.state, r.attempt, r.worker, r.duration_s, r.seed,
+    ...cols.params.map((p) => r.params?.[p]), ...resultCols.map((m) => r.results?.[m]),
+    exitText(r), r.error || '',
+  ]))], { type: 'text/csv' })), 'csv');
+}
+
+// The trials table's error cell: the exit code of the latest ended attempt
+// when it failed, and the first line of the trial's last error.
+function errorText(r) {
+  if (!r.error) return '';
+  const code = r.exit_code != null && r.exit_code !== 0 ? `exit ${r.exit_code}: ` : '';
+  return code + (r.error.length > 120 ? r.error.slice(0, 119) + '…' : r.error);
 }
 
 async function renderSweep(id, q) {

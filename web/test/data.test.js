@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import {
-  alignSeries, csvEscape, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
+  alignSeries, csvEscape, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
   optimalUncertainty, seriesFromCurves, skillMixBest, skillMixSeries, theoryAccuracy, toCsv,
 } from '../src/data.js';
 
@@ -231,4 +231,17 @@ test('skillMixSeries: a single k_skills, an empty column, categorical rows', () 
   // Rows shorter than rows[] (ragged JSON) read as missing cells.
   const ragged = { rows: [1, 2], cols: [2], cells: [[cell(0.1, 0.01)]] };
   assert.deepEqual(skillMixSeries(ragged, ['#a']).series[0].values, [0.1, null]);
+});
+
+test('errorText / exitText: the last error line and the last exit code', () => {
+  assert.equal(errorText({ error: '', exit_code: 3 }), '');
+  assert.equal(exitText({ error: '', exit_code: 0 }), '');
+  assert.equal(errorText({ error: 'no CUDA-capable device', exit_code: 70 }), 'no CUDA-capable device');
+  assert.equal(exitText({ error: 'no CUDA-capable device', exit_code: 70 }), '70');
+  // A retry that then succeeded keeps the error; its exit code is the retry's.
+  assert.equal(exitText({ error: 'worker lost', exit_code: 0 }), '0');
+  assert.equal(exitText({ error: 'worker lost', exit_code: null }), '');
+  const t = errorText({ error: 'x'.repeat(300), exit_code: 1 });
+  assert.equal(t.length, 120);
+  assert.ok(t.endsWith('…'));
 });

@@ -29,6 +29,7 @@ struct FakeProcessState {
   int pid = 0;
   std::vector<std::string> stdout_lines;  // not yet taken
   std::vector<std::string> stderr_tail;
+  std::vector<std::string> stderr_lines;  // not yet taken
   std::optional<ExitInfo> exit;
   std::vector<int> signals;  // received, in order
   // When set, SIGTERM makes the process exit with this code (checkpointing
@@ -65,6 +66,11 @@ class FakeProcess : public Process {
     return out;
   }
   std::vector<std::string> StderrTail() override { return s_->stderr_tail; }
+  std::vector<std::string> TakeStderrLines() override {
+    std::vector<std::string> out;
+    out.swap(s_->stderr_lines);
+    return out;
+  }
   absl::Status Signal(int sig) override {
     if (s_->exit.has_value()) return absl::OkStatus();
     s_->signals.push_back(sig);

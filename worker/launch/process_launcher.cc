@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <thread>
 #include <utility>
 
@@ -70,6 +71,20 @@ class PosixProcess final : public Process {
     return std::vector<std::string>(stderr_tail_.begin(), stderr_tail_.end());
   }
 
+  std::vector<std::string> TakeStderrLines() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<std::string> out;
+    if (stderr_dropped_ > 0) {
+      out.push_back(absl::StrCat("[", stderr_dropped_,
+                                 " earlier stderr lines dropped]"));
+      stderr_dropped_ = 0;
+    }
+    out.insert(out.end(), std::make_move_iterator(stderr_pending_.begin()),
+               std::make_move_iterator(stderr_pending_.end()));
+    stderr_pending_.clear();
+    return out;
+  }
+
   absl::Status Signal(int sig) override {
     absl::MutexLock lock(&mu_);
     if (reaped_) return absl::OkStatus();
@@ -118,6 +133,11 @@ class PosixProcess final : public Process {
     if (is_stdout) {
       stdout_lines_.push_back(std::move(line));
       return;
+    }
+    stderr_pending_.push_back(line);
+    if (stderr_pending_.size() > kMaxPendingStderrLines) {
+      stderr_pending_.pop_front();
+      ++stderr_dropped_;
     }
     stderr_tail_.push_back(std::move(line));
     while (static_cast<int>(stderr_tail_.size()) > tail_lines_) {
@@ -227,6 +247,8 @@ class PosixProcess final : public Process {
   std::string err_partial_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> stdout_lines_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> stderr_tail_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> stderr_pending_ ABSL_GUARDED_BY(mu_);
+  size_t stderr_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   bool reaped_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   ExitInfo exit_ ABSL_GUARDED_BY(mu_);

@@ -108,6 +108,15 @@ class Process {
   // oldest first.
   virtual std::vector<std::string> StderrTail() = 0;
 
+  // Returns the complete stderr lines read since the last call, oldest first
+  // (a piped stderr only; the final unterminated line once the process has
+  // ended). Bounded: when more than kMaxPendingStderrLines wait, the oldest
+  // are dropped and the first line returned says how many. Independent of
+  // StderrTail (a caller may use either or both). Lines longer than 4 KiB
+  // are cut, so at most ~4 MiB wait for a caller that never takes them.
+  virtual std::vector<std::string> TakeStderrLines() = 0;
+  static constexpr size_t kMaxPendingStderrLines = 1000;
+
   // Sends `sig` to the child's process group. A no-op (OK) once the child has
   // been reaped.
   virtual absl::Status Signal(int sig) = 0;

@@ -84,6 +84,30 @@ TEST(PosixProcessLauncherTest, ExitCodesAndStderrTail) {
   EXPECT_THAT(p->StderrTail(), ElementsAre("err3", "err4", "err5"));
 }
 
+// TakeStderrLines streams stderr (the CLI prints it above its progress
+// line): each line once, in order, the unterminated last line at the end,
+// independent of the tail; bounded, saying how many lines it dropped.
+TEST(PosixProcessLauncherTest, TakeStderrLinesStreamsAndIsBounded) {
+  PosixProcessLauncher launcher(/*stderr_tail_lines=*/2);
+  auto p = StartShell(launcher, "echo one >&2; echo out; printf two >&2");
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p->Wait(kWait).has_value());
+  EXPECT_THAT(p->TakeStderrLines(), ElementsAre("one", "two"));
+  EXPECT_TRUE(p->TakeStderrLines().empty());
+  EXPECT_THAT(p->StderrTail(), ElementsAre("one", "two"));
+  EXPECT_THAT(p->TakeStdoutLines(), ElementsAre("out"));
+
+  const size_t n = Process::kMaxPendingStderrLines + 5;
+  auto many = StartShell(launcher, absl::StrCat("seq 1 ", n, " >&2"));
+  ASSERT_NE(many, nullptr);
+  ASSERT_TRUE(many->Wait(kWait).has_value());
+  std::vector<std::string> lines = many->TakeStderrLines();
+  ASSERT_EQ(lines.size(), Process::kMaxPendingStderrLines + 1);
+  EXPECT_EQ(lines.front(), "[5 earlier stderr lines dropped]");
+  EXPECT_EQ(lines[1], "6");
+  EXPECT_EQ(lines.back(), std::to_string(n));
+}
+
 TEST(PosixProcessLauncherTest, EnvAndWorkingDirectory) {
   PosixProcessLauncher launcher;
   auto p = StartShell(launcher,
