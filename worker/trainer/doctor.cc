@@ -444,15 +444,22 @@ OpsOutputs Collect(const torch::Tensor& out, const torch::Tensor& idx,
 
 // worker/model/ops (float32; the kernels' CPU references on the CPU, the
 // CUDA kernels on CUDA tensors).
+// LibTorch's exceptions (e.g. a device it cannot use) come back as a status
+// naming the device.
 absl::StatusOr<OpsOutputs> RunOps(const OpsInputs& in, int k, RouterGating g,
                                   torch::Device dev) {
-  std::vector<torch::Tensor> l = Leaves(in, dev, torch::kFloat32);
-  model::ops::RouterOutput routing;
-  absl::StatusOr<torch::Tensor> out = model::ops::MoeForward(
-      l[0], l[1], k, g, l[2], l[3], l[4], l[5], &routing);
-  if (!out.ok()) return out.status();
-  (*out * in.probe.to(dev)).sum().backward();
-  return Collect(*out, routing.topk_idx, l);
+  try {
+    std::vector<torch::Tensor> l = Leaves(in, dev, torch::kFloat32);
+    model::ops::RouterOutput routing;
+    absl::StatusOr<torch::Tensor> out = model::ops::MoeForward(
+        l[0], l[1], k, g, l[2], l[3], l[4], l[5], &routing);
+    if (!out.ok()) return out.status();
+    (*out * in.probe.to(dev)).sum().backward();
+    return Collect(*out, routing.topk_idx, l);
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("on ", dev.str(), ": ", FirstLine(e.what())));
+  }
 }
 
 // The same layer written densely in float64 with plain torch ops: every
@@ -576,7 +583,8 @@ void CheckOpsCpu(bool quick, bool fault, DoctorCheck* c) {
                        Num(max_err, 3), ", routing exact"));
 }
 
-void CheckOpsCuda(const Machine& m, bool quick, bool fault, DoctorCheck* c) {
+void CheckOpsCuda(const Machine& m, const std::string& device, bool quick,
+                  bool fault, DoctorCheck* c) {
   if (!m.torch_cuda) {
     Skip(c, m.cuda.device_count == 0
                 ? NoDeviceReason(m)
@@ -597,7 +605,7 @@ void CheckOpsCuda(const Machine& m, bool quick, bool fault, DoctorCheck* c) {
   for (const OpsCase& oc : OpsCases(quick)) {
     absl::StatusOr<OpsOutputs> cpu = RunOps(in, oc.k, oc.gating, torch::kCPU);
     absl::StatusOr<OpsOutputs> gpu =
-        RunOps(in, oc.k, oc.gating, torch::Device(torch::kCUDA, 0));
+        RunOps(in, oc.k, oc.gating, torch::Device(device));
     if (!cpu.ok() || !gpu.ok()) {
       Fail(c, absl::StrCat(CaseLabel(oc), ": ",
                            (!gpu.ok() ? gpu : cpu).status().ToString()));
@@ -613,7 +621,7 @@ void CheckOpsCuda(const Machine& m, bool quick, bool fault, DoctorCheck* c) {
       return;
     }
   }
-  Pass(c, absl::StrCat("MoE forward+backward on cuda:0 (", backend,
+  Pass(c, absl::StrCat("MoE forward+backward on ", device, " (", backend,
                        ") vs the CPU, ", OpsCases(quick).size(),
                        " case(s): max |err| ", Num(max_err, 3)));
 }
@@ -1043,7 +1051,7 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
     CheckOpsCpu(quick, run.fault("ops.moe_cpu"), c);
   });
   run.Run("ops.moe_cuda", [&](DoctorCheck* c) {
-    CheckOpsCuda(m, quick, run.fault("ops.moe_cuda"), c);
+    CheckOpsCuda(m, devices.ops_device, quick, run.fault("ops.moe_cuda"), c);
   });
   run.Run("comm.local",
           [&](DoctorCheck* c) { CheckCommLocal(run.fault("comm.local"), c); });

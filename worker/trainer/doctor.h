@@ -84,8 +84,8 @@ struct DoctorCheck {
 // RealDoctorDevices() (kernels/selfcheck and LibTorch's CUDA queries) unless
 // a test substitutes made-up devices (counts, results, errors), so the
 // per-device loops, verdicts and report figures run without a GPU
-// (doctor_test). What needs CUDA tensors (ops.moe_cuda, train.gpu_fp32,
-// train.bf16 on cuda) does not go through here.
+// (doctor_test). What needs CUDA tensors (train.gpu_fp32, train.bf16 on
+// cuda) does not go through here; ops.moe_cuda takes its device from here.
 struct DoctorDevices {
   using KernelCheck = std::function<absl::StatusOr<kernels::KernelCheckResult>(
       const kernels::KernelCheckOptions&)>;
@@ -101,6 +101,9 @@ struct DoctorDevices {
       communicators;
   std::function<absl::StatusOr<kernels::DeviceRates>(int device, bool quick)>
       device_rates;  // bench.device
+  // Where ops.moe_cuda runs the candidate (LibTorch device string; tests use
+  // "cpu" so the comparison runs without a GPU).
+  std::string ops_device = "cuda:0";
 };
 
 // kernels::GetCudaStackInfo, torch::cuda::is_available / device_count,

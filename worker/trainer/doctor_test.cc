@@ -435,8 +435,29 @@ TEST_F(DoctorTest, AnUnusableTorchCudaDeviceFailsTheOpsCheck) {
   const DoctorCheck& c = Find(r, "ops.moe_cuda");
   if (torch::cuda::is_available()) GTEST_SKIP() << "a CUDA LibTorch";
   EXPECT_EQ(c.verdict, Verdict::kFail) << FormatCheckLine(c);
-  EXPECT_FALSE(c.summary.empty());
+  // LibTorch's exception comes back as a status naming the device.
+  EXPECT_TRUE(absl::StrContains(c.summary, "on cuda:0: ")) << FormatCheckLine(c);
   EXPECT_TRUE(c.figures.contains("seed")) << c.figures;
+}
+
+// ops.moe_cuda's comparison (candidate against the CPU run, case by case,
+// the fault injection) runs here with the candidate on the CPU.
+TEST_F(DoctorTest, TheOpsComparisonRunsOnAnInjectedDevice) {
+  DoctorOptions o = MadeUpGpus(1);
+  o.quick = true;
+  o.only = {"ops.moe_cuda"};
+  o.devices.torch_cuda_available = [] { return true; };
+  o.devices.torch_device_count = [] { return 1; };
+  o.devices.ops_device = "cpu";
+  DoctorReport r = RunDoctor(o);
+  const DoctorCheck& pass = Find(r, "ops.moe_cuda");
+  EXPECT_EQ(pass.verdict, Verdict::kPass) << FormatCheckLine(pass);
+  EXPECT_TRUE(pass.figures.contains("seed")) << pass.figures;
+  o.inject_fault = {"ops.moe_cuda"};
+  r = RunDoctor(o);
+  const DoctorCheck& fail = Find(r, "ops.moe_cuda");
+  EXPECT_EQ(fail.verdict, Verdict::kFail) << FormatCheckLine(fail);
+  EXPECT_TRUE(absl::StrContains(fail.summary, "seed")) << FormatCheckLine(fail);
 }
 
 TEST_F(DoctorTest, AThrowingTorchCudaProbeStillReports) {
