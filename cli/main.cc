@@ -18,7 +18,7 @@
 #include "cli/client.h"
 #include "cli/deploy_cmd.h"
 #include "cli/doctor_cmd.h"
-#include "cli/flags.h"
+#include "common/flags.h"
 #include "cli/local_trial.h"
 #include "cli/model_cmd.h"
 #include "cli/skillmix_cmd.h"

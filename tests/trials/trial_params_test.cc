@@ -297,7 +297,7 @@ TEST(TrialParamsDefaultsTest, ChoicesAreTheModelsNames) {
               })));
   EXPECT_THAT(k.Find("gating")->choices,
               UnorderedElementsAreArray(names(2, [](int i) {
-                return model::GatingName(static_cast<model::Gating>(i));
+                return model::RouterGatingName(static_cast<model::RouterGating>(i));
               })));
   EXPECT_THAT(k.Find("dispatch")->choices,
               UnorderedElementsAreArray(names(3, [](int i) {

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -61,7 +62,6 @@ using kernels::RouterGating;
 
 constexpr int kExitOk = 0;
 constexpr int kExitFail = 1;
-constexpr int kExitUsage = 64;
 
 // Tolerances (doctor.h states why each is what it is).
 constexpr double kGpuFp32LossRel = 1e-3;
@@ -449,7 +449,7 @@ OpsOutputs Collect(const torch::Tensor& out, const torch::Tensor& idx,
 absl::StatusOr<OpsOutputs> RunOps(const OpsInputs& in, int k, RouterGating g,
                                   torch::Device dev) {
   std::vector<torch::Tensor> l = Leaves(in, dev, torch::kFloat32);
-  model::ops::RouterOutput routing;
+  model::RouterOutput routing;
   absl::StatusOr<torch::Tensor> out = model::ops::MoeForward(
       l[0], l[1], k, g, l[2], l[3], l[4], l[5], &routing);
   if (!out.ok()) return out.status();
@@ -938,11 +938,6 @@ void CheckBench(const Machine& m, bool quick, DoctorCheck* c) {
                        n < m.cuda.device_count ? " (--quick: gpu0 only)" : ""));
 }
 
-bool IsKnownCheck(const std::string& name,
-                  const std::vector<std::string>& names) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 }  // namespace
 
 const char* VerdictName(Verdict verdict) {
@@ -1099,79 +1094,18 @@ json DoctorReportJson(const DoctorReport& report,
           {"checks", checks}};
 }
 
-const char* DoctorUsage() {
-  return "usage: smoe-trainer doctor [--quick] [--json] [--report FILE]\n"
-         "                           [--only CHECK]... [--inject-fault "
-         "CHECK]...\n"
-         "  --quick              shorter run (16 training steps, smaller "
-         "shapes, bench on gpu0)\n"
-         "  --json               print the JSON report on stdout (the check "
-         "lines go to stderr)\n"
-         "  --report FILE        also write the JSON report to FILE (attach "
-         "it to bug reports)\n"
-         "  --only CHECK         run only these checks (repeatable); the "
-         "others are SKIP\n"
-         "  --inject-fault CHECK perturb CHECK's results so it must FAIL "
-         "(tests the doctor)\n"
-         "exit: 0 no check failed, 1 a check failed, 64 usage\n";
-}
+namespace {
 
-int RunDoctorCommand(int argc, char** argv) {
+struct DoctorFlags {
   DoctorOptions options;
   bool as_json = false;
   std::string report_path;
-  auto usage = [](const std::string& why) {
-    std::fprintf(stderr, "smoe-trainer doctor: %s\n%s", why.c_str(),
-                 DoctorUsage());
-    return kExitUsage;
-  };
-  const std::vector<std::string>& names = DoctorCheckNames();
-  const std::vector<std::string>& faultable = DoctorFaultableChecks();
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    const size_t eq = arg.find('=');
-    if (absl::StartsWith(arg, "--") && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    auto take = [&](std::string* out) {
-      if (has_value) {
-        *out = value;
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(DoctorUsage(), stdout);
-      return kExitOk;
-    } else if (arg == "--quick" && !has_value) {
-      options.quick = true;
-    } else if (arg == "--json" && !has_value) {
-      as_json = true;
-    } else if (arg == "--report") {
-      if (!take(&report_path) || report_path.empty()) {
-        return usage("--report needs a file name");
-      }
-    } else if (arg == "--only" || arg == "--inject-fault") {
-      std::string name;
-      if (!take(&name)) return usage(arg + " needs a check name");
-      const bool only = arg == "--only";
-      if (!IsKnownCheck(name, only ? names : faultable)) {
-        return usage(
-            absl::StrCat(arg, " ", name, ": not one of ",
-                         absl::StrJoin(only ? names : faultable, ", ")));
-      }
-      (only ? options.only : options.inject_fault).insert(name);
-    } else {
-      return usage("unknown argument " + std::string(argv[i]));
-    }
-  }
+};
 
+int RunDoctorFlags(DoctorFlags flags) {
+  DoctorOptions& options = flags.options;
+  const bool as_json = flags.as_json;
+  const std::string& report_path = flags.report_path;
   if (std::getenv("SMOE_LOG_LEVEL") == nullptr) {
     SetMinLogLevel(LogLevel::kWarning);  // the trainer's step logs
   }
@@ -1221,6 +1155,49 @@ int RunDoctorCommand(int argc, char** argv) {
               << std::endl;
   std::fflush(lines);
   return rc;
+}
+
+}  // namespace
+
+Command AddDoctorCommand(CLI::App* app) {
+  auto f = std::make_shared<DoctorFlags>();
+  CLI::App* cmd = app->add_subcommand(
+      "doctor", "check this machine: kernels, model, communicators, training");
+  cmd->footer("exit: 0 no check failed, 1 a check failed, 64 usage");
+  cmd->add_flag("--quick", f->options.quick,
+                "shorter run (16 training steps, smaller shapes, bench on "
+                "gpu0)");
+  cmd->add_flag("--json", f->as_json,
+                "print the JSON report on stdout (the check lines go to "
+                "stderr)");
+  cmd->add_option("--report", f->report_path,
+                  "also write the JSON report to FILE (attach it to bug "
+                  "reports)")
+      ->check(NonEmpty("file name"));
+  cmd->add_option_function<std::string>(
+         "--only", [f](const std::string& v) { f->options.only.insert(v); },
+         "run only these checks (repeatable); the others are SKIP")
+      ->check(OneOf(DoctorCheckNames()))
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option_function<std::string>(
+         "--inject-fault",
+         [f](const std::string& v) { f->options.inject_fault.insert(v); },
+         "perturb CHECK's results so it must FAIL (tests the doctor)")
+      ->check(OneOf(DoctorFaultableChecks()))
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return {cmd, [f] { return RunDoctorFlags(*f); }};
+}
+
+int RunDoctorCommand(int argc, char** argv) {
+  CLI::App app{"", "smoe-trainer"};
+  app.require_subcommand(1);
+  const Command doctor = AddDoctorCommand(&app);
+  std::vector<const char*> args = {"smoe-trainer"};
+  args.insert(args.end(), argv, argv + argc);
+  return ParseAndRun(&app, {doctor}, static_cast<int>(args.size()),
+                     args.data(), std::cout, std::cerr);
 }
 
 }  // namespace smoe::trainer
