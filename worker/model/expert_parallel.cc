@@ -137,7 +137,8 @@ class EpDispatcher : public ExpertDispatcher {
     torch::Tensor buffer = Ok(ops::Permute(cast(flat), plan));
     std::vector<int64_t> send(w), recv(w, 0);
     for (int j = 0; j < w; ++j) {
-      send[j] = plan.host_offsets[(j + 1) * local] - plan.host_offsets[j * local];
+      send[j] =
+          plan.host_offsets[(j + 1) * local] - plan.host_offsets[j * local];
     }
     // 2. Row counts first, then each rank's num_tokens_per_expert for its
     //    experts and the rows themselves (dispatch).
@@ -150,12 +151,11 @@ class EpDispatcher : public ExpertDispatcher {
     torch::Tensor xr = AllToAllRows(buffer, send, recv, comm_);
     // 3. Received rows come by source rank, then by expert; the local plan
     //    (top_k 1 over the local experts) groups them by expert.
-    torch::Tensor expert_of =
-        torch::arange(local, torch::kInt64)
-            .repeat({w})
-            .repeat_interleave(per_expert.reshape({-1}))
-            .view({-1, 1})
-            .to(xr.device());
+    torch::Tensor expert_of = torch::arange(local, torch::kInt64)
+                                  .repeat({w})
+                                  .repeat_interleave(per_expert.reshape({-1}))
+                                  .view({-1, 1})
+                                  .to(xr.device());
     ops::Plan local_plan =
         Ok(ops::BuildPermutePlan(expert_of, static_cast<int>(local)));
     torch::Tensor xg = Ok(ops::Permute(xr, local_plan));

@@ -337,7 +337,8 @@ TEST(MoeTest, RouterTopKMatchesBruteForceWithTies) {
   torch::Tensor logits =
       torch::randint(0, 3, {n, e}, torch::kInt64).to(torch::kFloat64);
   auto L = logits.accessor<double, 2>();
-  for (RouterGating gating : {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
+  for (RouterGating gating :
+       {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
     for (int k = 1; k <= e; ++k) {
       absl::StatusOr<RouterOutput> r = ops::RouterTopK(logits, k, gating);
       ASSERT_TRUE(r.ok()) << r.status();
@@ -389,7 +390,8 @@ TEST(MoeTest, GatherAndDenseDispatchAgreeAtK2) {
   torch::manual_seed(8);
   ModelConfig c = Tiny();
   c.num_experts = 8;
-  for (RouterGating g : {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
+  for (RouterGating g :
+       {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
     c.gating = g;
     SmoeLayer layer(c);
     layer->to(torch::kFloat64);

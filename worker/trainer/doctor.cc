@@ -1196,8 +1196,8 @@ int RunDoctorCommand(int argc, char** argv) {
   const Command doctor = AddDoctorCommand(&app);
   std::vector<const char*> args = {"smoe-trainer"};
   args.insert(args.end(), argv, argv + argc);
-  return ParseAndRun(&app, {doctor}, static_cast<int>(args.size()),
-                     args.data(), std::cout, std::cerr);
+  return ParseAndRun(&app, {doctor}, static_cast<int>(args.size()), args.data(),
+                     std::cout, std::cerr);
 }
 
 }  // namespace smoe::trainer

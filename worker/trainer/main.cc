@@ -224,9 +224,10 @@ smoe::Command AddRunCommand(CLI::App* app) {
 int main(int argc, char** argv) {
   // May re-exec this process once (common/cpu_tuning.h): before anything else.
   const std::string tuning = smoe::cpu::TuneCpuRuntime(argv);
-  CLI::App app{"smoe-trainer: runs one trial (docs/trainer-protocol.md) and "
-               "the worker-side tools",
-               "smoe-trainer"};
+  CLI::App app{
+      "smoe-trainer: runs one trial (docs/trainer-protocol.md) and "
+      "the worker-side tools",
+      "smoe-trainer"};
   app.require_subcommand(1);
   app.footer(
       "exit: 0 done, 75 interrupted with a checkpoint saved, 64 bad trial "

@@ -212,8 +212,9 @@ Command AddMakeRandomModelCommand(CLI::App* app) {
            "overrides the shape's " + name)
         ->check(IntAtLeast(1));
   }
-  cmd->add_option("--dtype", f->dtype, "f32, bf16 or f16 (default f32; bf16 "
-                                       "for mixtral-8x7b)")
+  cmd->add_option("--dtype", f->dtype,
+                  "f32, bf16 or f16 (default f32; bf16 "
+                  "for mixtral-8x7b)")
       ->check(OneOf(DtypeNames()));
   cmd->add_option("--layout", f->layout, "classic or packed expert tensors")
       ->check(OneOf({"classic", "packed"}));
@@ -249,7 +250,8 @@ Command AddMixtralLogitsCommand(CLI::App* app) {
   cmd->add_option("--dtype", f->dtype, "f32, bf16 or f16 (default f32)")
       ->check(OneOf(DtypeNames()));
   return {cmd, [f] {
-            return RunTool("mixtral-logits", [&f] { return MixtralLogits(*f); });
+            return RunTool("mixtral-logits",
+                           [&f] { return MixtralLogits(*f); });
           }};
 }
 

@@ -161,7 +161,8 @@ TEST(MixtralRoutingTest, TiesGoToLowerIndexAndWeightsRenormalise) {
   const torch::Tensor logits =
       torch::tensor({{0.f, 1.f, 1.f, 0.f}, {2.f, 2.f, 2.f, 2.f}});
   const RouterOutput r = RouteMixtral(logits, 2);
-  EXPECT_TRUE(torch::equal(r.topk_idx, torch::tensor({{1, 2}, {0, 1}}, torch::kInt32)));
+  EXPECT_TRUE(
+      torch::equal(r.topk_idx, torch::tensor({{1, 2}, {0, 1}}, torch::kInt32)));
   EXPECT_TRUE(torch::allclose(r.topk_weights, torch::full({2, 2}, 0.5)));
   const RouterOutput one = RouteMixtral(logits, 1);
   EXPECT_TRUE(torch::equal(one.topk_weights, torch::ones({2, 1})));

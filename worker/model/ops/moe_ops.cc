@@ -445,9 +445,9 @@ absl::StatusOr<torch::Tensor> RoutedExperts(const torch::Tensor& x,
                                             const torch::Tensor& w2,
                                             const torch::Tensor& b2) {
   SMOE_ASSIGN_OR_RETURN(
-      Plan plan,
-      BuildPermutePlan(routing.topk_idx,
-                       static_cast<int>(routing.num_tokens_per_expert.numel())));
+      Plan plan, BuildPermutePlan(
+                     routing.topk_idx,
+                     static_cast<int>(routing.num_tokens_per_expert.numel())));
   // Mixed precision: custom Functions are not autocast-aware, so under
   // autocast the expert path (permute, both GEMMs, combine) is cast here to
   // autocast's dtype; without this the expert GEMMs would silently run in
@@ -468,8 +468,7 @@ absl::StatusOr<torch::Tensor> MoeForward(
     const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2,
     RouterOutput* routing) {
   SMOE_ASSIGN_OR_RETURN(RouterOutput r, RouterTopK(logits, top_k, gating));
-  SMOE_ASSIGN_OR_RETURN(torch::Tensor out,
-                        RoutedExperts(x, r, w1, b1, w2, b2));
+  SMOE_ASSIGN_OR_RETURN(torch::Tensor out, RoutedExperts(x, r, w1, b1, w2, b2));
   if (routing != nullptr) *routing = std::move(r);
   return out;
 }

@@ -376,7 +376,8 @@ LayerRun RunLayer(SmoeLayer& layer, Dispatch d, const torch::Tensor& x) {
 TEST(OpsLayerTest, OpsDispatchEqualsGatherOutputsAndGradients) {
   for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
     const double tol = dtype == torch::kFloat64 ? 1e-12 : 2e-5;
-    for (RouterGating g : {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
+    for (RouterGating g :
+         {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
       for (int k : {1, 2, 3, 8}) {
         torch::manual_seed(10 + k);
         SmoeLayer layer(TinyLayer(8, k, g));
@@ -385,7 +386,8 @@ TEST(OpsLayerTest, OpsDispatchEqualsGatherOutputsAndGradients) {
         LayerRun a = RunLayer(layer, Dispatch::kGather, x);
         LayerRun b = RunLayer(layer, Dispatch::kOps, x);
         const std::string what = std::string(c10::toString(dtype)) + " " +
-                                 RouterGatingName(g) + " k=" + std::to_string(k);
+                                 RouterGatingName(g) +
+                                 " k=" + std::to_string(k);
         EXPECT_LT(MaxDiff(a.y, b.y), tol) << what;
         EXPECT_LT(MaxDiff(a.aux, b.aux), tol) << what;
         EXPECT_EQ(a.stats.expert_fraction, b.stats.expert_fraction) << what;
@@ -523,7 +525,8 @@ TEST(OpsBf16Test, BiasGradIsAFloat32PerExpertSumRoundedOnce) {
 // Functions are not autocast-aware; MoeForward casts), on the CPU exactly as
 // on CUDA. Gradients stay within bf16 tolerance of the float32 layer's.
 TEST(OpsBf16Test, SmoeLayerUnderAutocastRunsExpertsInBf16AndTracksFloat32) {
-  for (RouterGating g : {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
+  for (RouterGating g :
+       {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
     for (int k : {1, 2, 8}) {
       torch::manual_seed(40 + k);
       SmoeLayer layer(TinyLayer(8, k, g));
