@@ -134,41 +134,45 @@ class EpDispatcher : public ExpertDispatcher {
     // 1. The plan over all E experts: rows of rank j's experts are
     //    [expert_offsets[j * local], expert_offsets[(j + 1) * local]).
     ops::Plan plan = Ok(ops::BuildPermutePlan(r.topk_idx, experts_));
-    torch::Tensor buffer = Ok(ops::Permute(cast(flat), plan));
-    std::vector<int64_t> send(w), recv(w, 0);
+    torch::Tensor permuted_x = Ok(ops::Permute(cast(flat), plan));
+    std::vector<int64_t> num_tokens_per_rank(w), num_recv_tokens_per_rank(w, 0);
     for (int j = 0; j < w; ++j) {
-      send[j] =
+      num_tokens_per_rank[j] =
           plan.host_offsets[(j + 1) * local] - plan.host_offsets[j * local];
     }
     // 2. Row counts first, then each rank's num_tokens_per_expert for its
     //    experts and the rows themselves (dispatch).
-    Check(comm_->AllToAllCounts(send.data(), recv.data()));
-    torch::Tensor per_expert =
+    Check(comm_->AllToAllCounts(num_tokens_per_rank.data(),
+                                num_recv_tokens_per_rank.data()));
+    torch::Tensor num_recv_tokens_per_expert =
         ExchangeRaw(r.num_tokens_per_expert.to(torch::kInt64).view({w, local}),
                     std::vector<int64_t>(w, 1), std::vector<int64_t>(w, 1),
                     comm_)
             .to(torch::kCPU);  // [w, local]: row j = from rank j
-    torch::Tensor xr = AllToAllRows(buffer, send, recv, comm_);
+    torch::Tensor recv_x = AllToAllRows(permuted_x, num_tokens_per_rank,
+                                        num_recv_tokens_per_rank, comm_);
     // 3. Received rows come by source rank, then by expert; the local plan
     //    (top_k 1 over the local experts) groups them by expert.
-    torch::Tensor expert_of = torch::arange(local, torch::kInt64)
-                                  .repeat({w})
-                                  .repeat_interleave(per_expert.reshape({-1}))
-                                  .view({-1, 1})
-                                  .to(xr.device());
+    torch::Tensor expert_of =
+        torch::arange(local, torch::kInt64)
+            .repeat({w})
+            .repeat_interleave(num_recv_tokens_per_expert.reshape({-1}))
+            .view({-1, 1})
+            .to(recv_x.device());
     ops::Plan local_plan =
         Ok(ops::BuildPermutePlan(expert_of, static_cast<int>(local)));
-    torch::Tensor xg = Ok(ops::Permute(xr, local_plan));
-    torch::Tensor yg = Ok(ops::ExpertMlp(
-        xg, cast(layer.expert_w1), cast(layer.expert_b1), cast(layer.expert_w2),
-        cast(layer.expert_b2), local_plan));
+    torch::Tensor expert_x = Ok(ops::Permute(recv_x, local_plan));
+    torch::Tensor expert_y = Ok(ops::ExpertMlp(
+        expert_x, cast(layer.expert_w1), cast(layer.expert_b1),
+        cast(layer.expert_w2), cast(layer.expert_b2), local_plan));
     // Un-permute: received row t is expert row dest_idx[t] (k = 1).
-    torch::Tensor yr =
-        yg.index_select(0, local_plan.dest_idx.to(torch::kInt64));
+    torch::Tensor recv_y =
+        expert_y.index_select(0, local_plan.dest_idx.to(torch::kInt64));
     // 4. Back to the tokens' ranks in plan order (combine), then the
     //    gate-weighted sum per token.
-    torch::Tensor ys = AllToAllRows(yr, recv, send, comm_);
-    return Ok(ops::Combine(ys, r.topk_weights, plan));
+    torch::Tensor y = AllToAllRows(recv_y, num_recv_tokens_per_rank,
+                                   num_tokens_per_rank, comm_);
+    return Ok(ops::Combine(y, r.topk_weights, plan));
   }
 
   torch::Tensor GlobalExpertCounts(const torch::Tensor& counts) override {
