@@ -96,6 +96,18 @@ int ParseAndRun(CLI::App* app, const std::vector<Command>& commands, int argc,
   return kExitUsage;
 }
 
+int RunOneCommand(const std::string& program, Command (*add)(CLI::App*),
+                  int argc, const char* const* argv, std::ostream& out,
+                  std::ostream& err) {
+  CLI::App app{"", program};
+  app.require_subcommand(1);
+  const Command command = add(&app);
+  std::vector<const char*> args = {program.c_str()};
+  args.insert(args.end(), argv, argv + argc);
+  return ParseAndRun(&app, {command}, static_cast<int>(args.size()),
+                     args.data(), out, err);
+}
+
 CLI::Validator IntAtLeast(int64_t min) {
   return CLI::Validator(
       [min](std::string& v) -> std::string {

@@ -50,6 +50,13 @@ struct Command {
 int ParseAndRun(CLI::App* app, const std::vector<Command>& commands, int argc,
                 const char* const* argv, std::ostream& out, std::ostream& err);
 
+// Parses and runs one subcommand on its own, in an app named `program` that
+// holds only what `add` adds: argv[0] is the subcommand's name (for callers
+// and tests that hold one subcommand's arguments).
+int RunOneCommand(const std::string& program, Command (*add)(CLI::App*),
+                  int argc, const char* const* argv, std::ostream& out,
+                  std::ostream& err);
+
 // Checks: a base-10 integer at least `min` ("'x' (expected an integer)",
 // "'0' (must be >= 1)").
 CLI::Validator IntAtLeast(int64_t min);

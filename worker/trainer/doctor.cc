@@ -1191,13 +1191,8 @@ Command AddDoctorCommand(CLI::App* app) {
 }
 
 int RunDoctorCommand(int argc, char** argv) {
-  CLI::App app{"", "smoe-trainer"};
-  app.require_subcommand(1);
-  const Command doctor = AddDoctorCommand(&app);
-  std::vector<const char*> args = {"smoe-trainer"};
-  args.insert(args.end(), argv, argv + argc);
-  return ParseAndRun(&app, {doctor}, static_cast<int>(args.size()), args.data(),
-                     std::cout, std::cerr);
+  return RunOneCommand("smoe-trainer", &AddDoctorCommand, argc, argv, std::cout,
+                       std::cerr);
 }
 
 }  // namespace smoe::trainer

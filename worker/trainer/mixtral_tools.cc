@@ -179,16 +179,6 @@ int RunTool(const char* cmd, const std::function<absl::Status()>& body) {
   }
 }
 
-int ParseAndRunOne(Command (*add)(CLI::App*), int argc, char** argv) {
-  CLI::App app{"", "smoe-trainer"};
-  app.require_subcommand(1);
-  const Command c = add(&app);
-  std::vector<const char*> args = {"smoe-trainer"};
-  args.insert(args.end(), argv, argv + argc);
-  return ParseAndRun(&app, {c}, static_cast<int>(args.size()), args.data(),
-                     std::cout, std::cerr);
-}
-
 }  // namespace
 
 Command AddMakeRandomModelCommand(CLI::App* app) {
@@ -256,11 +246,13 @@ Command AddMixtralLogitsCommand(CLI::App* app) {
 }
 
 int RunMakeRandomModel(int argc, char** argv) {
-  return ParseAndRunOne(&AddMakeRandomModelCommand, argc, argv);
+  return RunOneCommand("smoe-trainer", &AddMakeRandomModelCommand, argc, argv,
+                       std::cout, std::cerr);
 }
 
 int RunMixtralLogits(int argc, char** argv) {
-  return ParseAndRunOne(&AddMixtralLogitsCommand, argc, argv);
+  return RunOneCommand("smoe-trainer", &AddMixtralLogitsCommand, argc, argv,
+                       std::cout, std::cerr);
 }
 
 }  // namespace smoe::trainer
