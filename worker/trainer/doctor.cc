@@ -1100,10 +1100,14 @@ struct DoctorFlags {
   DoctorOptions options;
   bool as_json = false;
   std::string report_path;
+  std::vector<std::string> only, inject_fault;
 };
 
 int RunDoctorFlags(DoctorFlags flags) {
   DoctorOptions& options = flags.options;
+  options.only.insert(flags.only.begin(), flags.only.end());
+  options.inject_fault.insert(flags.inject_fault.begin(),
+                              flags.inject_fault.end());
   const bool as_json = flags.as_json;
   const std::string& report_path = flags.report_path;
   if (std::getenv("SMOE_LOG_LEVEL") == nullptr) {
@@ -1174,19 +1178,15 @@ Command AddDoctorCommand(CLI::App* app) {
                   "also write the JSON report to FILE (attach it to bug "
                   "reports)")
       ->check(NonEmpty("file name"));
-  cmd->add_option_function<std::string>(
-         "--only", [f](const std::string& v) { f->options.only.insert(v); },
-         "run only these checks (repeatable); the others are SKIP")
+  // Repeatable, one CHECK per flag.
+  cmd->add_option("--only", f->only,
+                  "run only these checks (repeatable); the others are SKIP")
       ->check(OneOf(DoctorCheckNames()))
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option_function<std::string>(
-         "--inject-fault",
-         [f](const std::string& v) { f->options.inject_fault.insert(v); },
-         "perturb CHECK's results so it must FAIL (tests the doctor)")
+      ->allow_extra_args(false);
+  cmd->add_option("--inject-fault", f->inject_fault,
+                  "perturb CHECK's results so it must FAIL (tests the doctor)")
       ->check(OneOf(DoctorFaultableChecks()))
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->allow_extra_args(false);
   return {cmd, [f] { return RunDoctorFlags(*f); }};
 }
 
