@@ -13,13 +13,12 @@
 // the reference and the kernel alike, so topk_idx compares exactly. Within a
 // row topk_idx is ordered by descending logit.
 //
-// Gate weights (RouterGating; worker/model uses this enum as its own, config
-// strings in brackets):
+// Gate weights (RouterGating, matching worker/model's Gating options):
 //   kRenormalized:  w_j = exp(l_j) / sum_{chosen c} exp(l_c)  (softmax over
 //                   all E then top-k then renormalise; equals softmax over the
-//                   chosen k logits) [topk_then_softmax]
+//                   chosen k logits: Gating::kTopKThenSoftmax)
 //   kNoRenorm:      w_j = exp(l_j) / sum_{all e} exp(l_e)   (softmax over all E
-//                   then top-k, no renormalisation) [softmax_then_topk]
+//                   then top-k, no renormalisation: Gating::kSoftmaxThenTopK)
 //
 // Shapes (DeepEP names): topk_idx [num_tokens, top_k] int32, topk_weights
 // [num_tokens, top_k] f32, num_tokens_per_expert [num_experts] int32,
