@@ -39,6 +39,7 @@
 #include "common/cpu_tuning.h"
 #include "worker/model/model_config.h"
 #include "worker/model/moe.h"
+#include "worker/model/ops/moe_ops.h"
 
 namespace {
 
@@ -62,15 +63,16 @@ std::vector<int64_t> Ints(const std::string& s) {
 // The per-expert-loop baseline (HF-Mixtral style) on the layer's parameters.
 torch::Tensor LoopForward(SmoeLayer& layer, const torch::Tensor& x, int k) {
   torch::Tensor flat = x.reshape({-1, x.size(-1)});
-  smoe::model::TopKRouting r = smoe::model::RouteTopK(
+  absl::StatusOr<smoe::model::RouterOutput> r = smoe::model::ops::RouterTopK(
       layer->RouterLogits(flat), k, layer->config().gating);
+  TORCH_CHECK(r.ok(), r.status().ToString());
   torch::Tensor out = torch::zeros_like(flat);
   for (int64_t e = 0; e < layer->config().num_experts; ++e) {
-    torch::Tensor hit = (r.indices == e).nonzero();  // [n_e, 2]: token, j
+    torch::Tensor hit = (r->topk_idx == e).nonzero();  // [n_e, 2]: token, j
     if (hit.size(0) == 0) continue;
     torch::Tensor tok = hit.select(1, 0), j = hit.select(1, 1);
     torch::Tensor y = layer->Expert(e, flat.index_select(0, tok)) *
-                      r.gates.index({tok, j}).unsqueeze(1);
+                      r->topk_weights.index({tok, j}).unsqueeze(1);
     out = out.index_add(0, tok, y);
   }
   return out.view(x.sizes());

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "cli/flags.h"
+#include "common/flags.h"
 #include "nlohmann/json.hpp"
 #include "worker/data/sraven/sraven.h"
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "cli/flags.h"
+#include "common/flags.h"
 #include "trials/params.h"
 
 namespace smoe::cli {

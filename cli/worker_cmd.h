@@ -2,7 +2,7 @@
 //
 // File: cli/worker_cmd.h
 //
-// `smoe worker`: its flags (CLI11, cli/flags.h) filled into a
+// `smoe worker`: its flags (CLI11, common/flags.h) filled into a
 // worker::WorkerFlags, which worker::RunWorker (worker/daemon/worker_main.h)
 // runs.
 //

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/flags.h"
+#include "common/flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

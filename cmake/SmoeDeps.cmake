@@ -3,7 +3,8 @@
 # (-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')).
 #
 # What each configuration needs (docs/gpu-build.md has the GPU recipe):
-#   always                 CMake >= 3.25, a C++17 compiler, Abseil (absl)
+#   always                 CMake >= 3.25, a C++17 compiler, Abseil (absl),
+#                          CLI11 (header-only; common/flags.h: smoe, smoe-trainer)
 #   SMOE_BUILD_SERVICES=OFF  + nlohmann-json (worker/trainer, skillmix, mixtral),
 #                          LibTorch for worker/model and smoe-trainer; optional:
 #                          libcurl (Skill-Mix grader), libsentencepiece,
@@ -13,7 +14,7 @@
 #   CUDA                   nvcc + cuBLAS (the toolkit; same major as LibTorch's
 #                          CUDA, checked below), NCCL for multi-GPU (optional)
 #   SMOE_BUILD_SERVICES=ON + gRPC, protobuf, SQLite, yaml-cpp, OpenSSL, libcurl,
-#                          CLI11, cpp-httplib, Node.js for web/
+#                          cpp-httplib, Node.js for web/
 # There are no FetchContent fallbacks: GPU machines usually have no network.
 # scripts/gpu-prefix packs the Debian packages of the SMOE_BUILD_SERVICES=OFF
 # set into a relocatable prefix for them instead.
@@ -23,6 +24,8 @@ find_package(absl REQUIRED)
 # Found here, not in the folders that use it: imported targets are visible
 # only below the directory that found them, and tests/ep links it too.
 find_package(nlohmann_json REQUIRED)
+# Command lines of smoe and smoe-trainer (common/flags.h, smoe_flags).
+find_package(CLI11 REQUIRED)
 include(SmoeCudaChecks)
 
 set(SMOE_NCCL_ROOT "" CACHE PATH

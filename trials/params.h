@@ -128,8 +128,8 @@ absl::Status CheckTrialParam(const TrialKind& kind, absl::string_view key,
 
 // Binding a value that passed CheckTrialValue to a config field: Set stores
 // it as T (integral floats become integers); SetEnum converts a choice with
-// `parse` (e.g. model::ParseGating) and returns parse's error, which names
-// the field and value, for a choice it does not know.
+// `parse` (e.g. model::ParseRouterGating) and returns parse's error, which
+// names the field and value, for a choice it does not know.
 template <typename T>
 absl::Status Set(const nlohmann::json& v, T* out) {
   *out = v.get<T>();

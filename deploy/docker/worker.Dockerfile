@@ -20,7 +20,7 @@ ARG LIBTORCH_SHA256=""
 ARG CUDA_ARCHITECTURES="80;90"
 ARG TORCH_CUDA_ARCH_LIST="8.0;9.0"
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# The -dev packages of the GPU part (Abseil, nlohmann-json) are
+# The -dev packages of the GPU part (Abseil, nlohmann-json, CLI11) are
 # scripts/gpu-prefix's CORE list (tests/build/check-gpu-recipe.sh checks);
 # the rest are the services' (the daemon is part of this image).
 RUN apt-get update \

@@ -295,10 +295,10 @@ TEST(TrialParamsDefaultsTest, ChoicesAreTheModelsNames) {
               UnorderedElementsAreArray(names(2, [](int i) {
                 return model::RouterKindName(static_cast<model::RouterKind>(i));
               })));
-  EXPECT_THAT(k.Find("gating")->choices,
-              UnorderedElementsAreArray(names(2, [](int i) {
-                return model::GatingName(static_cast<model::Gating>(i));
-              })));
+  EXPECT_THAT(
+      k.Find("gating")->choices, UnorderedElementsAreArray(names(2, [](int i) {
+        return model::RouterGatingName(static_cast<model::RouterGating>(i));
+      })));
   EXPECT_THAT(k.Find("dispatch")->choices,
               UnorderedElementsAreArray(names(3, [](int i) {
                 return model::DispatchName(static_cast<model::Dispatch>(i));

@@ -3,14 +3,17 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "worker/model/autocast.h"
 #include "worker/model/device.h"
 #include "worker/model/moe.h"
+#include "worker/model/ops/moe_ops.h"
 
 namespace smoe::model {
 namespace {
@@ -46,6 +49,12 @@ torch::Tensor ToCommMemory(const torch::Tensor& t, const Communicator& comm) {
 
 void Check(const absl::Status& s) {
   TORCH_CHECK(s.ok(), "expert parallel: ", s.ToString());
+}
+
+template <typename T>
+T Ok(absl::StatusOr<T> v) {
+  Check(v.status());
+  return *std::move(v);
 }
 
 // Non-differentiable all-to-all of the rows of x [n, D].
@@ -109,55 +118,61 @@ class EpDispatcher : public ExpertDispatcher {
   EpDispatcher(Communicator* comm, int64_t num_experts)
       : comm_(comm), experts_(num_experts) {}
 
+  // DeepEP's dispatch/combine over the same permute plan as the
+  // single-process ops path (ops::RoutedExperts): permute into expert-major
+  // rows, which also groups them by owning rank; send each rank its rows;
+  // permute the received rows by local expert; run the local experts
+  // (ops::ExpertMlp); un-permute; send the results back; combine.
   torch::Tensor Dispatch(const SmoeLayerImpl& layer, const torch::Tensor& flat,
-                         const TopKRouting& r) override {
+                         const RouterOutput& r) override {
     const int w = comm_->world_size();
-    const int me = comm_->rank();
-    const int64_t k = r.indices.size(1);
     const int64_t local = experts_ / w;
-    // 1. Pairs sorted by expert (stable) == grouped by owning rank.
-    torch::Tensor expert_of = r.indices.reshape({-1});
-    torch::Tensor order = std::get<1>(
-        expert_of.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
-    torch::Tensor sorted_expert = expert_of.index_select(0, order);
-    torch::Tensor token = torch::div(order, k, "floor");
-    torch::Tensor gate = r.gates.reshape({-1}).index_select(0, order);
-    torch::Tensor dest = torch::div(sorted_expert, local, "floor");
-    torch::Tensor send_t =
-        torch::bincount(dest, {}, w).to(torch::kCPU, torch::kInt64);
-    std::vector<int64_t> send(send_t.data_ptr<int64_t>(),
-                              send_t.data_ptr<int64_t>() + w);
-    std::vector<int64_t> recv(w, 0);
-    // 2. Counts first, then the rows and their expert ids (dispatch).
-    Check(comm_->AllToAllCounts(send.data(), recv.data()));
-    torch::Tensor xr =
-        AllToAllRows(flat.index_select(0, token), send, recv, comm_);
-    torch::Tensor er =
-        ExchangeRaw(sorted_expert.unsqueeze(1).contiguous(), send, recv, comm_)
-            .squeeze(1) -
-        me * local;
-    // 3. Local experts on the received rows, grouped by local expert.
-    torch::Tensor ord2 =
-        std::get<1>(er.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
-    torch::Tensor cnt2 =
-        torch::bincount(er, {}, local).to(torch::kCPU, torch::kInt64);
-    torch::Tensor xg = xr.index_select(0, ord2);
-    std::vector<torch::Tensor> outs;
-    int64_t offset = 0;
-    for (int64_t e = 0; e < local; ++e) {
-      const int64_t c = cnt2.data_ptr<int64_t>()[e];
-      if (c == 0) continue;
-      outs.push_back(layer.Expert(e, xg.narrow(0, offset, c)));
-      offset += c;
+    const std::optional<at::ScalarType> low = AutocastDtype(flat);
+    auto cast = [&](const torch::Tensor& t) {
+      return low.has_value() ? t.to(*low) : t;
+    };
+    // 1. The plan over all E experts: rows of rank j's experts are
+    //    [expert_offsets[j * local], expert_offsets[(j + 1) * local]).
+    ops::Plan plan = Ok(ops::BuildPermutePlan(r.topk_idx, experts_));
+    torch::Tensor permuted_x = Ok(ops::Permute(cast(flat), plan));
+    std::vector<int64_t> num_tokens_per_rank(w), num_recv_tokens_per_rank(w, 0);
+    for (int j = 0; j < w; ++j) {
+      num_tokens_per_rank[j] =
+          plan.host_offsets[(j + 1) * local] - plan.host_offsets[j * local];
     }
-    // NOTE: with no rows the result must still hang off xr, so that this
-    // rank's backward reaches the reverse all-to-all like its peers' do.
-    torch::Tensor yg = outs.empty() ? xg * 0.0 : torch::cat(outs, 0);
-    torch::Tensor inv = torch::empty_like(ord2).scatter_(
-        0, ord2, torch::arange(ord2.numel(), ord2.options()));
-    // 4. Back to the tokens' ranks (combine), gate-weighted sum per token.
-    torch::Tensor ys = AllToAllRows(yg.index_select(0, inv), recv, send, comm_);
-    return torch::zeros_like(flat).index_add(0, token, ys * gate.unsqueeze(1));
+    // 2. Row counts first, then each rank's num_tokens_per_expert for its
+    //    experts and the rows themselves (dispatch).
+    Check(comm_->AllToAllCounts(num_tokens_per_rank.data(),
+                                num_recv_tokens_per_rank.data()));
+    torch::Tensor num_recv_tokens_per_expert =
+        ExchangeRaw(r.num_tokens_per_expert.to(torch::kInt64).view({w, local}),
+                    std::vector<int64_t>(w, 1), std::vector<int64_t>(w, 1),
+                    comm_)
+            .to(torch::kCPU);  // [w, local]: row j = from rank j
+    torch::Tensor recv_x = AllToAllRows(permuted_x, num_tokens_per_rank,
+                                        num_recv_tokens_per_rank, comm_);
+    // 3. Received rows come by source rank, then by expert; the local plan
+    //    (top_k 1 over the local experts) groups them by expert.
+    torch::Tensor expert_of =
+        torch::arange(local, torch::kInt64)
+            .repeat({w})
+            .repeat_interleave(num_recv_tokens_per_expert.reshape({-1}))
+            .view({-1, 1})
+            .to(recv_x.device());
+    ops::Plan local_plan =
+        Ok(ops::BuildPermutePlan(expert_of, static_cast<int>(local)));
+    torch::Tensor expert_x = Ok(ops::Permute(recv_x, local_plan));
+    torch::Tensor expert_y = Ok(ops::ExpertMlp(
+        expert_x, cast(layer.expert_w1), cast(layer.expert_b1),
+        cast(layer.expert_w2), cast(layer.expert_b2), local_plan));
+    // Un-permute: received row t is expert row dest_idx[t] (k = 1).
+    torch::Tensor recv_y =
+        expert_y.index_select(0, local_plan.dest_idx.to(torch::kInt64));
+    // 4. Back to the tokens' ranks in plan order (combine), then the
+    //    gate-weighted sum per token.
+    torch::Tensor y = AllToAllRows(recv_y, num_recv_tokens_per_rank,
+                                   num_tokens_per_rank, comm_);
+    return Ok(ops::Combine(y, r.topk_weights, plan));
   }
 
   torch::Tensor GlobalExpertCounts(const torch::Tensor& counts) override {

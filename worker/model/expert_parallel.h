@@ -13,15 +13,20 @@
 // initialisation). Everything else (attention, norms, embeddings, router) is
 // replicated and kept identical by averaging gradients.
 //
-// Forward of one layer (per rank, on its own tokens): route locally (top-k of
-// the replicated router) -> sort the (token, choice) pairs by expert, which
-// also groups them by owning rank -> exchange the per-rank row counts
-// (AllToAllCounts) -> all-to-all-v of the token rows and of their expert ids
-// (dispatch) -> run the local experts on the rows they received -> all-to-all-v
-// of the results back to the tokens' ranks (combine) -> gate-weighted sum per
-// token (index_add in the same pair order as the single-process gather path).
-// Backward is autograd through AllToAllRows, whose backward is the reverse
-// all-to-all (the gradient of combine is a dispatch and vice versa).
+// Forward of one layer (per rank, on its own tokens), in DeepEP's terms and
+// over the same permute plan as the single-process ops path
+// (ops::RoutedExperts): route locally (ops::RouterTopK on the replicated
+// router: RouterOutput) -> ops::BuildPermutePlan + ops::Permute into
+// expert-major rows, which also groups them by owning rank -> exchange the
+// per-rank row counts (AllToAllCounts) and each rank's
+// num_tokens_per_expert for its experts -> all-to-all-v of the rows
+// (dispatch) -> a second plan (top_k 1 over the local experts) groups the
+// received rows by expert -> ops::ExpertMlp -> un-permute -> all-to-all-v of
+// the results back to the tokens' ranks (combine) -> ops::Combine with
+// topk_weights (per token, ascending choice j, as the single-process path).
+// Backward is autograd through the ops and AllToAllRows, whose backward is
+// the reverse all-to-all (the gradient of combine is a dispatch and vice
+// versa).
 //
 // Data parallel: each rank trains on its slice of the global batch (see
 // SliceRows). After backward, SyncGradients averages the replicated

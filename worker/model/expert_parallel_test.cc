@@ -59,7 +59,8 @@ Result Step(SmoeTransformerImpl& net, const torch::Tensor& x,
 }
 
 // Tolerance: EP computes the same float32 expression as the single-process
-// gather path, only with different row groupings in the expert matmuls and
+// ops path (same router, permute plan and combine), only with different row
+// groupings in the expert matmuls and
 // with gradients summed per rank then across ranks (in float64): rounding
 // differences of a few ulp, amplified by at most a few layers. 1e-5 relative
 // + 1e-6 absolute is ~100x the observed difference and far below any bug

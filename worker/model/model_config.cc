@@ -89,16 +89,16 @@ const char* RouterKindName(RouterKind kind) {
   return kind == RouterKind::kTopK ? "topk" : "soft";
 }
 
-absl::StatusOr<Gating> ParseGating(absl::string_view name) {
-  if (name == "topk_then_softmax") return Gating::kTopKThenSoftmax;
-  if (name == "softmax_then_topk") return Gating::kSoftmaxThenTopK;
+absl::StatusOr<RouterGating> ParseRouterGating(absl::string_view name) {
+  if (name == "topk_then_softmax") return RouterGating::kRenormalized;
+  if (name == "softmax_then_topk") return RouterGating::kNoRenorm;
   return absl::InvalidArgumentError(absl::StrCat(
       "gating=\"", name, "\": must be topk_then_softmax or softmax_then_topk"));
 }
 
-const char* GatingName(Gating gating) {
-  return gating == Gating::kTopKThenSoftmax ? "topk_then_softmax"
-                                            : "softmax_then_topk";
+const char* RouterGatingName(RouterGating gating) {
+  return gating == RouterGating::kRenormalized ? "topk_then_softmax"
+                                               : "softmax_then_topk";
 }
 
 absl::StatusOr<Dispatch> ParseDispatch(absl::string_view name) {

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "kernels/router_topk/router_topk.h"
 
 namespace smoe::model {
 
@@ -51,11 +52,12 @@ enum class RouterKind {
   kSoft,  // [soft] Soft MoE; eval with top_k < E uses Algorithm 1
 };
 
-// Top-k gate values.
-enum class Gating {
-  kTopKThenSoftmax,  // [topk_then_softmax] softmax over the chosen k logits
-  kSoftmaxThenTopK,  // [softmax_then_topk] softmax over all E, keep top k
-};
+// Top-k gate values: the kernels' enum is the model's too (one gating
+// vocabulary from the config string down to the CUDA kernel; kernels/ sits
+// below worker/model, so this adds no dependency and needs no mapping):
+//   kRenormalized [topk_then_softmax] softmax over the chosen k logits
+//   kNoRenorm     [softmax_then_topk] softmax over all E, keep top k
+using kernels::RouterGating;
 
 // How tokens reach the experts (same math, different cost).
 enum class Dispatch {
@@ -68,11 +70,11 @@ enum class Dispatch {
 
 absl::StatusOr<AttentionKind> ParseAttentionKind(absl::string_view name);
 absl::StatusOr<RouterKind> ParseRouterKind(absl::string_view name);
-absl::StatusOr<Gating> ParseGating(absl::string_view name);
+absl::StatusOr<RouterGating> ParseRouterGating(absl::string_view name);
 absl::StatusOr<Dispatch> ParseDispatch(absl::string_view name);
 const char* AttentionKindName(AttentionKind kind);
 const char* RouterKindName(RouterKind kind);
-const char* GatingName(Gating gating);
+const char* RouterGatingName(RouterGating gating);
 const char* DispatchName(Dispatch dispatch);
 
 struct ModelConfig {
@@ -85,7 +87,7 @@ struct ModelConfig {
   int num_experts = 8;             // E; 1 = the dense model (no router)
   int top_k = 2;                   // k; for kSoft: experts kept at eval
   RouterKind router = RouterKind::kTopK;
-  Gating gating = Gating::kTopKThenSoftmax;
+  RouterGating gating = RouterGating::kRenormalized;
   // kOps: on CPU 1.2-2.4x faster per layer than kGather (bench/results/
   // moe-layer-cpu-2026-11-22.md), same math up to summation order; on CUDA
   // the project's kernels.

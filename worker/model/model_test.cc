@@ -12,6 +12,7 @@
 #include "worker/model/attention.h"
 #include "worker/model/model_config.h"
 #include "worker/model/moe.h"
+#include "worker/model/ops/moe_ops.h"
 #include "worker/model/transformer.h"
 
 namespace smoe::model {
@@ -329,18 +330,20 @@ TEST(ModelTest, GradientCheckDoublePrecision) {
 }
 
 // Brute force: per token sort expert ids by (-logit, id).
-TEST(MoeTest, TopKRoutingMatchesBruteForceWithTies) {
+TEST(MoeTest, RouterTopKMatchesBruteForceWithTies) {
   torch::manual_seed(5);
   const int n = 50, e = 6;
   // Quantised logits make ties common.
   torch::Tensor logits =
       torch::randint(0, 3, {n, e}, torch::kInt64).to(torch::kFloat64);
   auto L = logits.accessor<double, 2>();
-  for (Gating gating : {Gating::kTopKThenSoftmax, Gating::kSoftmaxThenTopK}) {
+  for (RouterGating gating :
+       {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
     for (int k = 1; k <= e; ++k) {
-      TopKRouting r = RouteTopK(logits, k, gating);
-      auto I = r.indices.accessor<int64_t, 2>();
-      auto G = r.gates.accessor<double, 2>();
+      absl::StatusOr<RouterOutput> r = ops::RouterTopK(logits, k, gating);
+      ASSERT_TRUE(r.ok()) << r.status();
+      auto I = r->topk_idx.accessor<int32_t, 2>();
+      auto G = r->topk_weights.accessor<double, 2>();
       for (int i = 0; i < n; ++i) {
         std::vector<int> ids(e);
         std::iota(ids.begin(), ids.end(), 0);
@@ -352,7 +355,7 @@ TEST(MoeTest, TopKRoutingMatchesBruteForceWithTies) {
         for (int j = 0; j < k; ++j) z_k += std::exp(L[i][ids[j]]);
         for (int j = 0; j < k; ++j) {
           ASSERT_EQ(I[i][j], ids[j]) << "token " << i << " k=" << k;
-          const double want = gating == Gating::kTopKThenSoftmax
+          const double want = gating == RouterGating::kRenormalized
                                   ? std::exp(L[i][ids[j]]) / z_k
                                   : std::exp(L[i][ids[j]]) / z_all;
           EXPECT_NEAR(G[i][j], want, 1e-12);
@@ -387,7 +390,8 @@ TEST(MoeTest, GatherAndDenseDispatchAgreeAtK2) {
   torch::manual_seed(8);
   ModelConfig c = Tiny();
   c.num_experts = 8;
-  for (Gating g : {Gating::kTopKThenSoftmax, Gating::kSoftmaxThenTopK}) {
+  for (RouterGating g :
+       {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
     c.gating = g;
     SmoeLayer layer(c);
     layer->to(torch::kFloat64);

@@ -32,18 +32,6 @@ double MeanEntropy(const torch::Tensor& probs) {
 
 }  // namespace
 
-TopKRouting RouteTopK(const torch::Tensor& logits, int k, Gating gating) {
-  TopKRouting r;
-  r.indices = DescendingOrder(logits).narrow(-1, 0, k).contiguous();
-  r.probs = torch::softmax(logits, -1);
-  if (gating == Gating::kTopKThenSoftmax) {
-    r.gates = torch::softmax(logits.gather(-1, r.indices), -1);
-  } else {
-    r.gates = r.probs.gather(-1, r.indices);
-  }
-  return r;
-}
-
 torch::Tensor TopKMask(const torch::Tensor& scores, int k) {
   torch::Tensor idx = DescendingOrder(scores).narrow(-1, 0, k);
   return torch::zeros(scores.sizes(), scores.options().dtype(torch::kInt64))
@@ -105,31 +93,27 @@ torch::Tensor SmoeLayerImpl::forward(const torch::Tensor& x,
 torch::Tensor SmoeLayerImpl::TopKForward(const torch::Tensor& flat,
                                          torch::Tensor* aux_loss,
                                          RouterStats* stats) {
-  const int k = config_.top_k;
   const bool want_aux = aux_loss != nullptr && config_.load_balance_alpha > 0;
   torch::Tensor logits = RouterLogits(flat);
-  torch::Tensor y, probs, counts;
-  if (dispatcher_ == nullptr && config_.dispatch == Dispatch::kOps) {
-    ops::RouterOutput route;
-    y = OpsDispatch(flat, logits, &route);
-    if (want_aux || stats != nullptr) {
-      probs = torch::softmax(logits, -1);
-      counts = route.num_tokens_per_expert.to(probs.scalar_type());
-    }
+  absl::StatusOr<RouterOutput> routed =
+      ops::RouterTopK(logits, config_.top_k, config_.gating);
+  // NOTE: the config was validated; a failure here is a broken invariant and
+  // surfaces as c10::Error like any LibTorch op (trainer entry points catch).
+  TORCH_CHECK(routed.ok(), "SMoE router: ", routed.status().ToString());
+  const RouterOutput& r = *routed;
+  torch::Tensor y;
+  if (dispatcher_ != nullptr) {
+    y = dispatcher_->Dispatch(*this, flat, r);
+  } else if (config_.dispatch == Dispatch::kOps) {
+    y = OpsDispatch(flat, r);
+  } else if (config_.dispatch == Dispatch::kGather) {
+    y = GatherDispatch(flat, r);
   } else {
-    TopKRouting r = RouteTopK(logits, k, config_.gating);
-    y = dispatcher_ != nullptr ? dispatcher_->Dispatch(*this, flat, r)
-        : config_.dispatch == Dispatch::kGather ? GatherDispatch(flat, r)
-                                                : DenseDispatch(flat, r);
-    probs = r.probs;
-    if (want_aux || stats != nullptr) {
-      counts =
-          torch::zeros({experts_}, probs.options())
-              .index_add(0, r.indices.reshape({-1}),
-                         torch::ones({r.indices.numel()}, probs.options()));
-    }
+    y = DenseDispatch(flat, r);
   }
   if (want_aux || stats != nullptr) {
+    torch::Tensor probs = torch::softmax(logits, -1);
+    torch::Tensor counts = r.num_tokens_per_expert.to(probs.scalar_type());
     // Expert parallel: f_i over the global batch (P_i stays local; averaging
     // the gradients over ranks then gives the global loss's gradient).
     if (dispatcher_ != nullptr)
@@ -148,31 +132,25 @@ torch::Tensor SmoeLayerImpl::TopKForward(const torch::Tensor& flat,
 }
 
 torch::Tensor SmoeLayerImpl::OpsDispatch(const torch::Tensor& flat,
-                                         const torch::Tensor& logits,
-                                         ops::RouterOutput* route) const {
-  const kernels::RouterGating gating =
-      config_.gating == Gating::kTopKThenSoftmax
-          ? kernels::RouterGating::kRenormalized
-          : kernels::RouterGating::kNoRenorm;
+                                         const RouterOutput& r) const {
   absl::StatusOr<torch::Tensor> y =
-      ops::MoeForward(flat, logits, config_.top_k, gating, expert_w1, expert_b1,
-                      expert_w2, expert_b2, route);
-  // NOTE: the config was validated; a failure here is a broken invariant and
-  // surfaces as c10::Error like any LibTorch op (trainer entry points catch).
+      ops::RoutedExperts(flat, r, expert_w1, expert_b1, expert_w2, expert_b2);
   TORCH_CHECK(y.ok(), "SMoE ops dispatch: ", y.status().ToString());
   return *std::move(y);
 }
 
 torch::Tensor SmoeLayerImpl::GatherDispatch(const torch::Tensor& flat,
-                                            const TopKRouting& r) const {
-  const int64_t k = r.indices.size(1);
-  torch::Tensor expert_of = r.indices.reshape({-1});  // [N*k]
+                                            const RouterOutput& r) const {
+  const int64_t k = r.topk_idx.size(1);
+  torch::Tensor expert_of = r.topk_idx.reshape({-1}).to(torch::kInt64);
   torch::Tensor order = std::get<1>(
       expert_of.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
-  torch::Tensor counts = torch::bincount(expert_of, {}, experts_).cpu();
+  torch::Tensor counts = r.num_tokens_per_expert.to(torch::kCPU, torch::kInt64);
   const int64_t* count = counts.data_ptr<int64_t>();
   torch::Tensor token = torch::div(order, k, "floor");
-  torch::Tensor gate = r.gates.reshape({-1}).index_select(0, order);
+  torch::Tensor gate = r.topk_weights.to(flat.scalar_type())
+                           .reshape({-1})
+                           .index_select(0, order);
   torch::Tensor xs = flat.index_select(0, token);
   std::vector<torch::Tensor> outs;
   int64_t offset = 0;
@@ -186,10 +164,11 @@ torch::Tensor SmoeLayerImpl::GatherDispatch(const torch::Tensor& flat,
 }
 
 torch::Tensor SmoeLayerImpl::DenseDispatch(const torch::Tensor& flat,
-                                           const TopKRouting& r) const {
+                                           const RouterOutput& r) const {
   const int64_t n = flat.size(0);
-  torch::Tensor g = torch::zeros({n, experts_}, r.gates.options())
-                        .scatter(1, r.indices, r.gates);  // [N, E]
+  torch::Tensor w = r.topk_weights.to(flat.scalar_type());
+  torch::Tensor g = torch::zeros({n, experts_}, w.options())
+                        .scatter(1, r.topk_idx.to(torch::kInt64), w);  // [N, E]
   torch::Tensor h = torch::gelu(
       torch::matmul(flat.unsqueeze(0), expert_w1) + expert_b1.unsqueeze(1),
       "tanh");  // [E, N, mlp]

@@ -13,9 +13,11 @@
 //
 // Routers:
 //  * kTopK: router [D, E] without bias on the pre-LN input; top-k by logit
-//    with ties broken towards the lower expert index; gates renormalised over
-//    the chosen k (kTopKThenSoftmax) or softmax over all E then top-k without
-//    renormalisation (kSoftmaxThenTopK). No capacity, no token dropping.
+//    with ties broken towards the lower expert index (ops::RouterTopK, the
+//    one router of every dispatch, into a RouterOutput, routing.h); gates
+//    renormalised over the chosen k (RouterGating::kRenormalized) or softmax
+//    over all E then top-k without renormalisation (kNoRenorm). No capacity,
+//    no token dropping.
 //    Optional Switch load-balancing loss alpha * E * sum_i f_i P_i with f_i =
 //    fraction of (token, choice) assignments to expert i (no gradient) and
 //    P_i = mean full-softmax probability of expert i.
@@ -41,7 +43,7 @@
 #include <vector>
 
 #include "worker/model/model_config.h"
-#include "worker/model/ops/moe_ops.h"
+#include "worker/model/routing.h"
 
 namespace smoe::model {
 
@@ -56,15 +58,6 @@ struct RouterStats {
   double entropy = 0.0;
 };
 
-struct TopKRouting {
-  torch::Tensor indices;  // [N, k] int64, by descending logit, ties low index
-  torch::Tensor gates;    // [N, k] gate values (differentiable)
-  torch::Tensor probs;    // [N, E] softmax over all E logits
-};
-
-// Routes N tokens given logits [N, E]. REQUIRES: 1 <= k <= E.
-TopKRouting RouteTopK(const torch::Tensor& logits, int k, Gating gating);
-
 // Returns [B, E] int64 (0/1) marking, per row, the k largest entries of
 // `scores` [B, E] (ties -> lower index).
 torch::Tensor TopKMask(const torch::Tensor& scores, int k);
@@ -73,16 +66,16 @@ class SmoeLayerImpl;
 
 // Expert-parallel hook (worker/model/expert_parallel.h). When a layer has a
 // dispatcher, its top-k path (E > 1) sends tokens through it instead of the
-// gather/dense dispatch, and the load-balancing f_i uses global counts.
+// ops/gather/dense dispatch, and the load-balancing f_i uses global counts.
 class ExpertDispatcher {
  public:
   virtual ~ExpertDispatcher() = default;
-  // Returns [N, D]: row n = sum_j routing.gates[n, j] * expert
-  // routing.indices[n, j] applied to flat[n] (flat [N, D]), wherever that
+  // Returns [N, D]: row n = sum_j routing.topk_weights[n, j] * expert
+  // routing.topk_idx[n, j] applied to flat[n] (flat [N, D]), wherever that
   // expert lives. Collective: every rank calls it once per forward.
   virtual torch::Tensor Dispatch(const SmoeLayerImpl& layer,
                                  const torch::Tensor& flat,
-                                 const TopKRouting& routing) = 0;
+                                 const RouterOutput& routing) = 0;
   // Returns per-expert assignment counts [E] summed over ranks (collective).
   virtual torch::Tensor GlobalExpertCounts(const torch::Tensor& counts) = 0;
 };
@@ -125,15 +118,13 @@ class SmoeLayerImpl : public torch::nn::Module {
                             RouterStats* stats);
   torch::Tensor SoftForward(const torch::Tensor& x, RouterStats* stats);
   torch::Tensor GatherDispatch(const torch::Tensor& flat,
-                               const TopKRouting& r) const;
+                               const RouterOutput& r) const;
   torch::Tensor DenseDispatch(const torch::Tensor& flat,
-                              const TopKRouting& r) const;
-  // Dispatch::kOps: route, permute, expert MLPs and combine through
-  // worker/model/ops (gates applied in the combine); `route` receives the
-  // router output.
+                              const RouterOutput& r) const;
+  // Dispatch::kOps: permute, expert MLPs and combine through worker/model/ops
+  // (gates applied in the combine).
   torch::Tensor OpsDispatch(const torch::Tensor& flat,
-                            const torch::Tensor& logits,
-                            ops::RouterOutput* route) const;
+                            const RouterOutput& r) const;
 
   ModelConfig config_;
   int64_t d_model_, mlp_, experts_;

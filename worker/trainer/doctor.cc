@@ -24,6 +24,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -61,7 +62,6 @@ using kernels::RouterGating;
 
 constexpr int kExitOk = 0;
 constexpr int kExitFail = 1;
-constexpr int kExitUsage = 64;
 
 // Tolerances (doctor.h states why each is what it is).
 constexpr double kGpuFp32LossRel = 1e-3;
@@ -450,7 +450,7 @@ absl::StatusOr<OpsOutputs> RunOps(const OpsInputs& in, int k, RouterGating g,
                                   torch::Device dev) {
   try {
     std::vector<torch::Tensor> l = Leaves(in, dev, torch::kFloat32);
-    model::ops::RouterOutput routing;
+    model::RouterOutput routing;
     absl::StatusOr<torch::Tensor> out = model::ops::MoeForward(
         l[0], l[1], k, g, l[2], l[3], l[4], l[5], &routing);
     if (!out.ok()) return out.status();
@@ -945,11 +945,6 @@ void CheckBench(const Machine& m, const DoctorDevices& devices, bool quick,
                        n < m.cuda.device_count ? " (--quick: gpu0 only)" : ""));
 }
 
-bool IsKnownCheck(const std::string& name,
-                  const std::vector<std::string>& names) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 }  // namespace
 
 DoctorDevices RealDoctorDevices() {
@@ -1125,79 +1120,22 @@ json DoctorReportJson(const DoctorReport& report,
           {"checks", checks}};
 }
 
-const char* DoctorUsage() {
-  return "usage: smoe-trainer doctor [--quick] [--json] [--report FILE]\n"
-         "                           [--only CHECK]... [--inject-fault "
-         "CHECK]...\n"
-         "  --quick              shorter run (16 training steps, smaller "
-         "shapes, bench on gpu0)\n"
-         "  --json               print the JSON report on stdout (the check "
-         "lines go to stderr)\n"
-         "  --report FILE        also write the JSON report to FILE (attach "
-         "it to bug reports)\n"
-         "  --only CHECK         run only these checks (repeatable); the "
-         "others are SKIP\n"
-         "  --inject-fault CHECK perturb CHECK's results so it must FAIL "
-         "(tests the doctor)\n"
-         "exit: 0 no check failed, 1 a check failed, 64 usage\n";
-}
+namespace {
 
-int RunDoctorCommand(int argc, char** argv) {
+struct DoctorFlags {
   DoctorOptions options;
   bool as_json = false;
   std::string report_path;
-  auto usage = [](const std::string& why) {
-    std::fprintf(stderr, "smoe-trainer doctor: %s\n%s", why.c_str(),
-                 DoctorUsage());
-    return kExitUsage;
-  };
-  const std::vector<std::string>& names = DoctorCheckNames();
-  const std::vector<std::string>& faultable = DoctorFaultableChecks();
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    const size_t eq = arg.find('=');
-    if (absl::StartsWith(arg, "--") && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    auto take = [&](std::string* out) {
-      if (has_value) {
-        *out = value;
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(DoctorUsage(), stdout);
-      return kExitOk;
-    } else if (arg == "--quick" && !has_value) {
-      options.quick = true;
-    } else if (arg == "--json" && !has_value) {
-      as_json = true;
-    } else if (arg == "--report") {
-      if (!take(&report_path) || report_path.empty()) {
-        return usage("--report needs a file name");
-      }
-    } else if (arg == "--only" || arg == "--inject-fault") {
-      std::string name;
-      if (!take(&name)) return usage(arg + " needs a check name");
-      const bool only = arg == "--only";
-      if (!IsKnownCheck(name, only ? names : faultable)) {
-        return usage(
-            absl::StrCat(arg, " ", name, ": not one of ",
-                         absl::StrJoin(only ? names : faultable, ", ")));
-      }
-      (only ? options.only : options.inject_fault).insert(name);
-    } else {
-      return usage("unknown argument " + std::string(argv[i]));
-    }
-  }
+  std::vector<std::string> only, inject_fault;
+};
 
+int RunDoctorFlags(DoctorFlags flags) {
+  DoctorOptions& options = flags.options;
+  options.only.insert(flags.only.begin(), flags.only.end());
+  options.inject_fault.insert(flags.inject_fault.begin(),
+                              flags.inject_fault.end());
+  const bool as_json = flags.as_json;
+  const std::string& report_path = flags.report_path;
   if (std::getenv("SMOE_LOG_LEVEL") == nullptr) {
     SetMinLogLevel(LogLevel::kWarning);  // the trainer's step logs
   }
@@ -1247,6 +1185,40 @@ int RunDoctorCommand(int argc, char** argv) {
               << std::endl;
   std::fflush(lines);
   return rc;
+}
+
+}  // namespace
+
+Command AddDoctorCommand(CLI::App* app) {
+  auto f = std::make_shared<DoctorFlags>();
+  CLI::App* cmd = app->add_subcommand(
+      "doctor", "check this machine: kernels, model, communicators, training");
+  cmd->footer("exit: 0 no check failed, 1 a check failed, 64 usage");
+  cmd->add_flag("--quick", f->options.quick,
+                "shorter run (16 training steps, smaller shapes, bench on "
+                "gpu0)");
+  cmd->add_flag("--json", f->as_json,
+                "print the JSON report on stdout (the check lines go to "
+                "stderr)");
+  cmd->add_option("--report", f->report_path,
+                  "also write the JSON report to FILE (attach it to bug "
+                  "reports)")
+      ->check(NonEmpty("file name"));
+  // Repeatable, one CHECK per flag.
+  cmd->add_option("--only", f->only,
+                  "run only these checks (repeatable); the others are SKIP")
+      ->check(OneOf(DoctorCheckNames()))
+      ->allow_extra_args(false);
+  cmd->add_option("--inject-fault", f->inject_fault,
+                  "perturb CHECK's results so it must FAIL (tests the doctor)")
+      ->check(OneOf(DoctorFaultableChecks()))
+      ->allow_extra_args(false);
+  return {cmd, [f] { return RunDoctorFlags(*f); }};
+}
+
+int RunDoctorCommand(int argc, char** argv) {
+  return RunOneCommand("smoe-trainer", &AddDoctorCommand, argc, argv, std::cout,
+                       std::cerr);
 }
 
 }  // namespace smoe::trainer

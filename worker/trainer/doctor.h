@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/flags.h"
 #include "kernels/selfcheck/selfcheck.h"
 #include "nlohmann/json.hpp"
 
@@ -155,15 +156,14 @@ nlohmann::json DoctorReportJson(const DoctorReport& report,
                                 const DoctorOptions& options);
 
 // `smoe-trainer doctor [--quick] [--json] [--report FILE] [--only CHECK]...
-// [--inject-fault CHECK]...`; argv[0] is "doctor". Human lines go to stdout as
-// the checks finish (to stderr with --json, which prints the report on
-// stdout). Returns 0 when no check FAILed, 1 otherwise (or when the report
-// cannot be written), 64 on a usage error.
-int RunDoctorCommand(int argc, char** argv);
+// [--inject-fault CHECK]...`, a CLI11 subcommand (common/flags.h). Human
+// lines go to stdout as the checks finish (to stderr with --json, which
+// prints the report on stdout). Exit code 0 when no check FAILed, 1
+// otherwise (or when the report cannot be written), 64 on a usage error.
+Command AddDoctorCommand(CLI::App* app);
 
-// The usage text of RunDoctorCommand (`smoe doctor --help` has its own copy
-// in cli/doctor_cmd.cc, plus --trainer).
-const char* DoctorUsage();
+// Parses and runs the doctor subcommand; argv[0] is "doctor".
+int RunDoctorCommand(int argc, char** argv);
 
 }  // namespace smoe::trainer
 

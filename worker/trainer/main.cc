@@ -17,6 +17,8 @@
 // Kinds: "sraven" (training, worker/trainer/trainer.h) and "skillmix"
 // (Skill-Mix evaluation, worker/trainer/skillmix_trial.h).
 //
+// Flags and subcommands are one CLI11 app (common/flags.h): a bad value or
+// a missing flag is reported as "--flag: 'value' (reason)" with exit 64.
 // JSON Lines events on stdout, logs on stderr. Exit codes: 0 done (a result
 // was emitted), 75 interrupted by SIGTERM/SIGINT with a checkpoint saved, 64
 // bad trial spec or usage, 1 any other error.
@@ -28,13 +30,17 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_tuning.h"
+#include "common/flags.h"
 #include "common/logging.h"
 #include "worker/trainer/doctor.h"
 #include "worker/trainer/mixtral_tools.h"
@@ -155,54 +161,9 @@ int CpuInfo(const std::string& tuning) {
   return self_test.empty() ? kExitOk : kExitError;
 }
 
-int Usage(const char* why) {
-  std::fprintf(
-      stderr,
-      "smoe-trainer: %s\nusage: smoe-trainer run --trial TRIAL.json "
-      "--workdir DIR\n"
-      "       smoe-trainer doctor [--quick] [--json] [--report FILE]\n",
-      why);
-  return kExitUsage;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  // May re-exec this process once (common/cpu_tuning.h): before anything else.
-  const std::string tuning = smoe::cpu::TuneCpuRuntime(argv);
-  if (argc >= 2 && std::strcmp(argv[1], "cpu-info") == 0) {
-    return CpuInfo(tuning);
-  }
-  // Mixtral runtime tools (worker/trainer/mixtral_tools.h).
-  if (argc >= 2 && std::strcmp(argv[1], "make-random-model") == 0) {
-    return smoe::trainer::RunMakeRandomModel(argc - 1, argv + 1);
-  }
-  if (argc >= 2 && std::strcmp(argv[1], "mixtral-logits") == 0) {
-    return smoe::trainer::RunMixtralLogits(argc - 1, argv + 1);
-  }
-  // The machine self-check (worker/trainer/doctor.h; `smoe doctor`).
-  if (argc >= 2 && std::strcmp(argv[1], "doctor") == 0) {
-    return smoe::trainer::RunDoctorCommand(argc - 1, argv + 1);
-  }
-  if (argc < 2 || std::strcmp(argv[1], "run") != 0) {
-    return Usage("expected the `run` command");
-  }
-  std::string trial_path, workdir;
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if ((arg == "--trial" || arg == "--workdir") && i + 1 < argc) {
-      (arg == "--trial" ? trial_path : workdir) = argv[++i];
-    } else if (arg.rfind("--trial=", 0) == 0) {
-      trial_path = arg.substr(8);
-    } else if (arg.rfind("--workdir=", 0) == 0) {
-      workdir = arg.substr(10);
-    } else {
-      return Usage(("unknown argument " + arg).c_str());
-    }
-  }
-  if (trial_path.empty() || workdir.empty()) {
-    return Usage("--trial and --workdir are required");
-  }
+// `smoe-trainer run --trial TRIAL.json --workdir DIR` (the daemon's command
+// line; docs/trainer-protocol.md).
+int RunTrial(const std::string& trial_path, const std::string& workdir) {
   std::ifstream in(trial_path);
   if (!in) {
     std::fprintf(stderr, "smoe-trainer: cannot read %s\n", trial_path.c_str());
@@ -242,4 +203,46 @@ int main(int argc, char** argv) {
   absl::StatusOr<smoe::trainer::TrainResult> result =
       smoe::trainer::RunTraining(spec->config, options);
   return ExitCodeFor(result.status());
+}
+
+smoe::Command AddRunCommand(CLI::App* app) {
+  auto paths = std::make_shared<std::pair<std::string, std::string>>();
+  CLI::App* cmd = app->add_subcommand(
+      "run", "run one trial: JSON Lines events on stdout, logs on stderr");
+  cmd->add_option("--trial", paths->first, "the trial spec (TRIAL.json)")
+      ->required()
+      ->check(smoe::NonEmpty("file name"));
+  cmd->add_option("--workdir", paths->second,
+                  "the attempt's directory (checkpoints, outputs)")
+      ->required()
+      ->check(smoe::NonEmpty("directory"));
+  return {cmd, [paths] { return RunTrial(paths->first, paths->second); }};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // May re-exec this process once (common/cpu_tuning.h): before anything else.
+  const std::string tuning = smoe::cpu::TuneCpuRuntime(argv);
+  CLI::App app{
+      "smoe-trainer: runs one trial (docs/trainer-protocol.md) and "
+      "the worker-side tools",
+      "smoe-trainer"};
+  app.require_subcommand(1);
+  app.footer(
+      "exit: 0 done, 75 interrupted with a checkpoint saved, 64 bad trial "
+      "spec or usage, 1 any other error");
+  CLI::App* cpu_info = app.add_subcommand(
+      "cpu-info",
+      "CPU features, the OpenBLAS kernels in use, the tuning decision, a "
+      "GEMM self-test");
+  const std::vector<smoe::Command> commands = {
+      AddRunCommand(&app),
+      {cpu_info, [&tuning] { return CpuInfo(tuning); }},
+      smoe::trainer::AddMakeRandomModelCommand(&app),
+      smoe::trainer::AddMixtralLogitsCommand(&app),
+      // The machine self-check (worker/trainer/doctor.h; `smoe doctor`).
+      smoe::trainer::AddDoctorCommand(&app),
+  };
+  return smoe::ParseAndRun(&app, commands, argc, argv, std::cout, std::cerr);
 }

@@ -22,14 +22,21 @@
 //     "logits_ept{K}" [T, V] F32 of one unpadded forward pass. Used by
 //     bench/mixtral_peer_check.py.
 //
-// Both return a process exit code (0 ok, 64 usage or bad input, 1 other
-// errors) and print errors to stderr.
+// Flags are CLI11 options (common/flags.h): a bad value is reported as
+// "--flag: 'value' (reason)". Both commands return a process exit code (0 ok,
+// 64 usage or bad input, 1 other errors) and print errors to stderr.
 #ifndef SMOE_WORKER_TRAINER_MIXTRAL_TOOLS_H_
 #define SMOE_WORKER_TRAINER_MIXTRAL_TOOLS_H_
 
+#include "common/flags.h"
+
 namespace smoe::trainer {
 
-// argv[0] is the subcommand name.
+// Adds the subcommand to `app` (smoe-trainer's); run() runs it once parsed.
+Command AddMakeRandomModelCommand(CLI::App* app);
+Command AddMixtralLogitsCommand(CLI::App* app);
+
+// Parses and runs one subcommand; argv[0] is the subcommand name.
 int RunMakeRandomModel(int argc, char** argv);
 int RunMixtralLogits(int argc, char** argv);
 

@@ -28,7 +28,7 @@ absl::Status Bind(const std::string& key, const json& v, TrainConfig* c) {
   if (key == "num_experts") return Set(v, &m.num_experts);
   if (key == "top_k") return Set(v, &m.top_k);
   if (key == "router") return SetEnum(v, &model::ParseRouterKind, &m.router);
-  if (key == "gating") return SetEnum(v, &model::ParseGating, &m.gating);
+  if (key == "gating") return SetEnum(v, &model::ParseRouterGating, &m.gating);
   if (key == "dispatch") {
     return SetEnum(v, &model::ParseDispatch, &m.dispatch);
   }
@@ -140,7 +140,7 @@ std::string TrajectoryFingerprint(const TrainConfig& c) {
             {"num_experts", m.num_experts},
             {"top_k", m.top_k},
             {"router", model::RouterKindName(m.router)},
-            {"gating", model::GatingName(m.gating)},
+            {"gating", model::RouterGatingName(m.gating)},
             {"soft_slots", m.soft_slots_per_expert},
             {"load_balance_alpha", m.load_balance_alpha},
             {"seed", c.seed},

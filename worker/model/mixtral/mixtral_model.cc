@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "worker/model/mixtral/mixtral_checkpoint.h"
 #include "worker/model/mixtral/mixtral_expert_parallel.h"
+#include "worker/model/ops/moe_ops.h"
 
 namespace smoe::model::mixtral {
 namespace {
@@ -78,40 +79,48 @@ torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& positions,
   return x * cos + rotated * sin;
 }
 
-MixtralRouting RouteMixtral(const torch::Tensor& router_logits, int64_t top_k) {
-  MixtralRouting r;
-  r.probs = torch::softmax(router_logits.to(torch::kFloat32), -1);
-  // NOTE: a stable descending sort keeps equal probabilities in index order,
-  // so ties go to the lower expert index (torch::topk leaves them undefined).
-  auto [vals, idx] = torch::sort(r.probs, /*stable=*/true, /*dim=*/-1,
-                                 /*descending=*/true);
-  vals = vals.narrow(1, 0, top_k);
-  r.topk_idx = idx.narrow(1, 0, top_k).contiguous();
-  r.topk_weights = (vals / vals.sum(-1, /*keepdim=*/true)).contiguous();
-  return r;
+RouterOutput RouteMixtral(const torch::Tensor& router_logits, int64_t top_k) {
+  absl::StatusOr<RouterOutput> r =
+      ops::RouterTopK(router_logits.to(torch::kFloat32),
+                      static_cast<int>(top_k), RouterGating::kRenormalized);
+  // NOTE: callers validate top_k (SetExpertsPerToken / ResolveEpt); a failure
+  // is a broken invariant and raises c10::Error like any LibTorch op.
+  TORCH_CHECK(r.ok(), "Mixtral router: ", r.status().ToString());
+  return *std::move(r);
 }
 
 torch::Tensor MoeForward(const torch::Tensor& x,
                          const MixtralLayerWeights& layer, int64_t top_k) {
-  const torch::Tensor logits = torch::matmul(x, layer.gate.t());
-  const MixtralRouting r = RouteMixtral(logits, top_k);
-  const torch::Tensor weights = r.topk_weights.to(x.scalar_type()).flatten();
-  const torch::Tensor idx = r.topk_idx.flatten();  // [N * K]
-  torch::Tensor y = torch::zeros_like(x);
+  const RouterOutput r = RouteMixtral(torch::matmul(x, layer.gate.t()), top_k);
   const int64_t local = layer.w1.size(0);
+  const int64_t first = layer.first_expert;
+  absl::StatusOr<ops::Plan> plan =
+      ops::BuildPermutePlan(r.topk_idx, static_cast<int>(layer.gate.size(0)));
+  TORCH_CHECK(plan.ok(), "Mixtral MoE: ", plan.status().ToString());
+  // The ops permute and combine f32, bf16 and f64; f16 goes through f32
+  // (a permute is a copy, so only the combine's rounding changes).
+  const bool via_f32 = x.scalar_type() == torch::kFloat16;
+  absl::StatusOr<torch::Tensor> rows =
+      ops::Permute(via_f32 ? x.to(torch::kFloat32) : x, *plan);
+  TORCH_CHECK(rows.ok(), "Mixtral MoE: ", rows.status().ToString());
+  torch::Tensor expert_out = torch::zeros_like(*rows);
   for (int64_t e = 0; e < local; ++e) {
-    const torch::Tensor sel =
-        (idx == layer.first_expert + e).nonzero().squeeze(1);
-    if (sel.numel() == 0) continue;
-    const torch::Tensor token = sel.div(top_k, "floor");
-    const torch::Tensor xe = x.index_select(0, token);
+    const int64_t lo = plan->host_offsets[first + e];
+    const int64_t n = plan->host_offsets[first + e + 1] - lo;
+    if (n == 0) continue;
+    const torch::Tensor xe = rows->narrow(0, lo, n).to(x.scalar_type());
     const torch::Tensor h = F::silu(torch::matmul(xe, layer.w1[e].t())) *
                             torch::matmul(xe, layer.w3[e].t());
-    const torch::Tensor out = torch::matmul(h, layer.w2[e].t()) *
-                              weights.index_select(0, sel).unsqueeze(1);
-    y.index_add_(0, token, out);
+    expert_out.narrow(0, lo, n).copy_(torch::matmul(h, layer.w2[e].t()));
   }
-  return y;
+  // Only the local experts' pairs count: the others' weights are zero.
+  const torch::Tensor mine =
+      (r.topk_idx >= first) & (r.topk_idx < first + local);
+  absl::StatusOr<torch::Tensor> y = ops::Combine(
+      expert_out, r.topk_weights * mine.to(r.topk_weights.scalar_type()),
+      *plan);
+  TORCH_CHECK(y.ok(), "Mixtral MoE: ", y.status().ToString());
+  return y->to(x.scalar_type());
 }
 
 torch::Tensor FilterLogits(const torch::Tensor& logits, int64_t top_k,

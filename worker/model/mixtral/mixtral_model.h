@@ -49,6 +49,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "worker/model/mixtral/mixtral_config.h"
+#include "worker/model/routing.h"
 
 namespace smoe::kernels {
 class Communicator;
@@ -90,21 +91,22 @@ torch::Tensor RmsNorm(const torch::Tensor& x, const torch::Tensor& weight,
 torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& positions,
                         double theta);
 
-// Mixtral routing of N tokens (section 2.1).
-struct MixtralRouting {
-  torch::Tensor probs;         // [N, E] f32, softmax over all E
-  torch::Tensor topk_idx;      // [N, K] int64, by descending prob, ties low
-  torch::Tensor topk_weights;  // [N, K] f32, renormalised to sum 1
-};
-
-// Routes router logits [N, E] (any float dtype; softmax in fp32) to the
-// `top_k` experts. REQUIRES: 1 <= top_k <= E.
-MixtralRouting RouteMixtral(const torch::Tensor& router_logits, int64_t top_k);
+// Mixtral routing of N tokens (section 2.1): the model's router
+// (ops::RouterTopK, worker/model/routing.h) on the logits [N, E] (any float
+// dtype; routed in fp32) with RouterGating::kRenormalized, i.e. HF's softmax
+// over all E, top k, renormalised to sum 1: topk_idx [N, K] int32 by
+// descending logit (ties -> lower index), topk_weights [N, K] f32.
+// REQUIRES: 1 <= top_k <= E.
+RouterOutput RouteMixtral(const torch::Tensor& router_logits, int64_t top_k);
 
 // Sparse MoE block on x [N, H] (the post-attention RMSNorm output) at
-// `top_k` experts per token. Computes only the layer's local experts
-// [first_expert, first_expert + E_local) and returns their weighted sum
-// [N, H] (the full output when E_local == E). REQUIRES: 1 <= top_k <= E.
+// `top_k` experts per token, over the SRAVEN layer's permute plan
+// (ops::BuildPermutePlan / Permute / Combine): computes only the layer's
+// local experts [first_expert, first_expert + E_local) on their expert-major
+// rows and returns their weighted sum [N, H] (the full output when
+// E_local == E; other experts' weights are zero in the combine). f16 rows
+// are permuted and combined in f32 (the ops' dtypes), the experts run in
+// x's dtype. REQUIRES: 1 <= top_k <= E.
 torch::Tensor MoeForward(const torch::Tensor& x,
                          const MixtralLayerWeights& layer, int64_t top_k);
 

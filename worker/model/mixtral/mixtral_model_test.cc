@@ -160,12 +160,13 @@ fs::path* MixtralModelTest::dir_ = nullptr;
 TEST(MixtralRoutingTest, TiesGoToLowerIndexAndWeightsRenormalise) {
   const torch::Tensor logits =
       torch::tensor({{0.f, 1.f, 1.f, 0.f}, {2.f, 2.f, 2.f, 2.f}});
-  const MixtralRouting r = RouteMixtral(logits, 2);
-  EXPECT_TRUE(torch::equal(r.topk_idx, torch::tensor({{1, 2}, {0, 1}})));
+  const RouterOutput r = RouteMixtral(logits, 2);
+  EXPECT_TRUE(
+      torch::equal(r.topk_idx, torch::tensor({{1, 2}, {0, 1}}, torch::kInt32)));
   EXPECT_TRUE(torch::allclose(r.topk_weights, torch::full({2, 2}, 0.5)));
-  const MixtralRouting one = RouteMixtral(logits, 1);
+  const RouterOutput one = RouteMixtral(logits, 1);
   EXPECT_TRUE(torch::equal(one.topk_weights, torch::ones({2, 1})));
-  EXPECT_EQ(r.probs.scalar_type(), torch::kFloat32);
+  EXPECT_EQ(r.topk_weights.scalar_type(), torch::kFloat32);
   // bf16 logits are routed in fp32.
   EXPECT_EQ(
       RouteMixtral(logits.to(torch::kBFloat16), 2).topk_weights.scalar_type(),

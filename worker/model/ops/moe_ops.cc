@@ -313,7 +313,12 @@ absl::StatusOr<RouterOutput> RouterTopK(const torch::Tensor& logits, int top_k,
   torch::Tensor l = keep_f64 ? logits : logits.to(torch::kFloat32);
   variable_list out = RouterTopKFn::apply(l, static_cast<int64_t>(top_k),
                                           static_cast<int64_t>(gating));
-  return RouterOutput{out[0], out[1], out[2], out[3]};
+  RouterOutput r;
+  r.topk_weights = out[0];
+  r.topk_idx = out[1];
+  r.num_tokens_per_expert = out[2];
+  r.expert_offsets = out[3];
+  return r;
 }
 
 absl::StatusOr<Plan> BuildPermutePlan(const torch::Tensor& topk_idx,
@@ -433,15 +438,16 @@ absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
                        plan);
 }
 
-absl::StatusOr<torch::Tensor> MoeForward(
-    const torch::Tensor& x, const torch::Tensor& logits, int top_k,
-    kernels::RouterGating gating, const torch::Tensor& w1,
-    const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2,
-    RouterOutput* routing) {
-  SMOE_ASSIGN_OR_RETURN(RouterOutput r, RouterTopK(logits, top_k, gating));
+absl::StatusOr<torch::Tensor> RoutedExperts(const torch::Tensor& x,
+                                            const RouterOutput& routing,
+                                            const torch::Tensor& w1,
+                                            const torch::Tensor& b1,
+                                            const torch::Tensor& w2,
+                                            const torch::Tensor& b2) {
   SMOE_ASSIGN_OR_RETURN(
-      Plan plan,
-      BuildPermutePlan(r.topk_idx, static_cast<int>(logits.size(1))));
+      Plan plan, BuildPermutePlan(
+                     routing.topk_idx,
+                     static_cast<int>(routing.num_tokens_per_expert.numel())));
   // Mixed precision: custom Functions are not autocast-aware, so under
   // autocast the expert path (permute, both GEMMs, combine) is cast here to
   // autocast's dtype; without this the expert GEMMs would silently run in
@@ -453,7 +459,16 @@ absl::StatusOr<torch::Tensor> MoeForward(
   SMOE_ASSIGN_OR_RETURN(torch::Tensor buffer, Permute(cast(x), plan));
   SMOE_ASSIGN_OR_RETURN(torch::Tensor y, ExpertMlp(buffer, cast(w1), cast(b1),
                                                    cast(w2), cast(b2), plan));
-  SMOE_ASSIGN_OR_RETURN(torch::Tensor out, Combine(y, r.topk_weights, plan));
+  return Combine(y, routing.topk_weights, plan);
+}
+
+absl::StatusOr<torch::Tensor> MoeForward(
+    const torch::Tensor& x, const torch::Tensor& logits, int top_k,
+    kernels::RouterGating gating, const torch::Tensor& w1,
+    const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2,
+    RouterOutput* routing) {
+  SMOE_ASSIGN_OR_RETURN(RouterOutput r, RouterTopK(logits, top_k, gating));
+  SMOE_ASSIGN_OR_RETURN(torch::Tensor out, RoutedExperts(x, r, w1, b1, w2, b2));
   if (routing != nullptr) *routing = std::move(r);
   return out;
 }

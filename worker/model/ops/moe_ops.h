@@ -51,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/permute/permute.h"
 #include "kernels/router_topk/router_topk.h"
+#include "worker/model/routing.h"
 
 namespace smoe::model::ops {
 
@@ -58,20 +59,10 @@ namespace smoe::model::ops {
 // LibTorch and kernels/ compiled with CUDA).
 bool KernelsOnCuda();
 
-// Output of RouterTopK for N tokens, E experts, top_k = k.
-struct RouterOutput {
-  torch::Tensor topk_weights;           // [N, k] float32 (float64 for float64
-                                        // CPU logits); differentiable
-  torch::Tensor topk_idx;               // [N, k] int32, by descending logit
-  torch::Tensor num_tokens_per_expert;  // [E] int32
-  torch::Tensor expert_offsets;         // [E + 1] int32, exclusive prefix sum
-};
-
 // Routes logits [N, E] (floating point, any device): the top_k largest
-// logits per row (ties -> lower expert index), gate weights by `gating`
-// (kRenormalized = Gating::kTopKThenSoftmax, kNoRenorm =
-// Gating::kSoftmaxThenTopK), per-expert counts and offsets. Gradients flow
-// from topk_weights to logits.
+// logits per row (ties -> lower expert index), gate weights by `gating`,
+// per-expert counts and offsets (RouterOutput, worker/model/routing.h). The
+// model's only top-k router. Gradients flow from topk_weights to logits.
 // REQUIRES: logits 2-D with finite values, 1 <= top_k <= E.
 absl::StatusOr<RouterOutput> RouterTopK(const torch::Tensor& logits, int top_k,
                                         kernels::RouterGating gating);
@@ -132,8 +123,21 @@ absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
                                         const torch::Tensor& b2,
                                         const Plan& plan);
 
+// The experts' part of the top-k MoE feed-forward on flat tokens x [N, D]
+// routed by `routing` (from RouterTopK): BuildPermutePlan, Permute,
+// ExpertMlp, Combine with routing.topk_weights. Under autocast the expert
+// path runs in autocast's dtype (weights float32).
+// REQUIRES: w1 [E, D, mlp], b1 [E, mlp], w2 [E, mlp, D], b2 [E, D] with
+// E == routing.num_tokens_per_expert.numel().
+absl::StatusOr<torch::Tensor> RoutedExperts(const torch::Tensor& x,
+                                            const RouterOutput& routing,
+                                            const torch::Tensor& w1,
+                                            const torch::Tensor& b1,
+                                            const torch::Tensor& w2,
+                                            const torch::Tensor& b2);
+
 // The whole top-k MoE feed-forward on flat tokens x [N, D] with router
-// logits [N, E]: route, permute, ExpertMlp, combine. `routing` (optional)
+// logits [N, E]: RouterTopK, then RoutedExperts. `routing` (optional)
 // receives the router output (counts for the load-balancing loss and
 // telemetry).
 absl::StatusOr<torch::Tensor> MoeForward(

@@ -110,13 +110,19 @@ TEST(OpsRouterTest, ForwardEqualsReferenceAndGenericPath) {
         EXPECT_EQ(MaxDiff(f32->topk_weights, torch::tensor(w).view({37, k})),
                   0.0);
         EXPECT_LT(MaxDiff(f32->topk_weights, f64->topk_weights), 1e-6);
-        // Same selection and gates as the model's RouteTopK.
-        auto old = RouteTopK(F64(logits), k,
-                             g == RouterGating::kRenormalized
-                                 ? Gating::kTopKThenSoftmax
-                                 : Gating::kSoftmaxThenTopK);
-        EXPECT_TRUE(torch::equal(old.indices, f64->topk_idx.to(torch::kInt64)));
-        EXPECT_LT(MaxDiff(old.gates, f64->topk_weights), 1e-15);
+        // Same selection and gates as the plain torch expression (stable
+        // descending sort; softmax over the chosen k or over all E).
+        const torch::Tensor l64 = F64(logits);
+        const torch::Tensor old_idx =
+            std::get<1>(l64.sort(/*stable=*/true, /*dim=*/-1,
+                                 /*descending=*/true))
+                .narrow(-1, 0, k);
+        const torch::Tensor old_gates =
+            g == RouterGating::kRenormalized
+                ? torch::softmax(l64.gather(-1, old_idx), -1)
+                : torch::softmax(l64, -1).gather(-1, old_idx);
+        EXPECT_TRUE(torch::equal(old_idx, f64->topk_idx.to(torch::kInt64)));
+        EXPECT_LT(MaxDiff(old_gates, f64->topk_weights), 1e-15);
       }
     }
   }
@@ -331,7 +337,7 @@ TEST(OpsGroupedLinearTest, ExpertMlpGradientsMatchFiniteDifferences) {
 
 // ---- The SMoE layer --------------------------------------------------------
 
-ModelConfig TinyLayer(int experts, int k, Gating g) {
+ModelConfig TinyLayer(int experts, int k, RouterGating g) {
   ModelConfig c;
   c.num_features = 1;  // T = 9
   c.width = 0.125;     // D = 16, mlp = 32
@@ -370,7 +376,8 @@ LayerRun RunLayer(SmoeLayer& layer, Dispatch d, const torch::Tensor& x) {
 TEST(OpsLayerTest, OpsDispatchEqualsGatherOutputsAndGradients) {
   for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
     const double tol = dtype == torch::kFloat64 ? 1e-12 : 2e-5;
-    for (Gating g : {Gating::kTopKThenSoftmax, Gating::kSoftmaxThenTopK}) {
+    for (RouterGating g :
+         {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
       for (int k : {1, 2, 3, 8}) {
         torch::manual_seed(10 + k);
         SmoeLayer layer(TinyLayer(8, k, g));
@@ -379,7 +386,8 @@ TEST(OpsLayerTest, OpsDispatchEqualsGatherOutputsAndGradients) {
         LayerRun a = RunLayer(layer, Dispatch::kGather, x);
         LayerRun b = RunLayer(layer, Dispatch::kOps, x);
         const std::string what = std::string(c10::toString(dtype)) + " " +
-                                 GatingName(g) + " k=" + std::to_string(k);
+                                 RouterGatingName(g) +
+                                 " k=" + std::to_string(k);
         EXPECT_LT(MaxDiff(a.y, b.y), tol) << what;
         EXPECT_LT(MaxDiff(a.aux, b.aux), tol) << what;
         EXPECT_EQ(a.stats.expert_fraction, b.stats.expert_fraction) << what;
@@ -396,7 +404,7 @@ TEST(OpsLayerTest, OpsDispatchEqualsGatherOutputsAndGradients) {
 
 TEST(OpsLayerTest, ZeroTokenExpertsAndAllTokensToOneExpert) {
   torch::manual_seed(20);
-  SmoeLayer layer(TinyLayer(4, 1, Gating::kTopKThenSoftmax));
+  SmoeLayer layer(TinyLayer(4, 1, RouterGating::kRenormalized));
   layer->to(torch::kFloat64);
   {
     // Router column 2 dominates: every token goes to expert 2.
@@ -420,7 +428,7 @@ TEST(OpsLayerTest, ZeroTokenExpertsAndAllTokensToOneExpert) {
 
 TEST(OpsLayerTest, KEqualsEIsTheDenseSoftmaxMixture) {
   torch::manual_seed(21);
-  ModelConfig c = TinyLayer(4, 4, Gating::kTopKThenSoftmax);
+  ModelConfig c = TinyLayer(4, 4, RouterGating::kRenormalized);
   SmoeLayer layer(c);
   layer->to(torch::kFloat64);
   layer->set_dispatch(Dispatch::kOps);
@@ -517,14 +525,15 @@ TEST(OpsBf16Test, BiasGradIsAFloat32PerExpertSumRoundedOnce) {
 // Functions are not autocast-aware; MoeForward casts), on the CPU exactly as
 // on CUDA. Gradients stay within bf16 tolerance of the float32 layer's.
 TEST(OpsBf16Test, SmoeLayerUnderAutocastRunsExpertsInBf16AndTracksFloat32) {
-  for (Gating g : {Gating::kTopKThenSoftmax, Gating::kSoftmaxThenTopK}) {
+  for (RouterGating g :
+       {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
     for (int k : {1, 2, 8}) {
       torch::manual_seed(40 + k);
       SmoeLayer layer(TinyLayer(8, k, g));
       layer->set_dispatch(Dispatch::kOps);
       torch::Tensor x = torch::randn({3, 9, 16});
       const std::string what =
-          std::string(GatingName(g)) + " k=" + std::to_string(k);
+          std::string(RouterGatingName(g)) + " k=" + std::to_string(k);
       // float32 reference.
       LayerRun ref = RunLayer(layer, Dispatch::kOps, x);
       // bf16 autocast: the router's matmul yields bf16 logits.

@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "cli/flags.h"
+#include "common/flags.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace smoe::cli {
+namespace smoe {
 namespace {
 
 constexpr int kExitOk = 0;
@@ -84,6 +84,30 @@ std::optional<int> ParseCommandLine(CLI::App* app,
                           err);
 }
 
+int ParseAndRun(CLI::App* app, const std::vector<Command>& commands, int argc,
+                const char* const* argv, std::ostream& out, std::ostream& err) {
+  if (std::optional<int> rc = ParseCommandLine(app, argc, argv, out, err)) {
+    return *rc;
+  }
+  for (const Command& c : commands) {
+    if (c.app->parsed()) return c.run();
+  }
+  err << app->get_name() << ": a subcommand is required\n";
+  return kExitUsage;
+}
+
+int RunOneCommand(const std::string& program, Command (*add)(CLI::App*),
+                  int argc, const char* const* argv, std::ostream& out,
+                  std::ostream& err) {
+  CLI::App app{"", program};
+  app.require_subcommand(1);
+  const Command command = add(&app);
+  std::vector<const char*> args = {program.c_str()};
+  args.insert(args.end(), argv, argv + argc);
+  return ParseAndRun(&app, {command}, static_cast<int>(args.size()),
+                     args.data(), out, err);
+}
+
 CLI::Validator IntAtLeast(int64_t min) {
   return CLI::Validator(
       [min](std::string& v) -> std::string {
@@ -144,4 +168,4 @@ CLI::Validator OneOf(const std::vector<std::string>& choices) {
       "");
 }
 
-}  // namespace smoe::cli
+}  // namespace smoe

@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "cli/flags.h"
+#include "common/flags.h"
 
 #include <sstream>
 #include <string>
@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace smoe::cli {
+namespace smoe {
 namespace {
 
 using ::testing::HasSubstr;
@@ -86,4 +86,4 @@ TEST_F(FlagsTest, HelpExitsZeroOnStdout) {
 }
 
 }  // namespace
-}  // namespace smoe::cli
+}  // namespace smoe
