@@ -16,7 +16,10 @@ namespace {
 using json = nlohmann::json;
 
 // Stand-ins for overflowing numbers while nlohmann parses the line (it
-// refuses them); a control character keeps them from matching real text.
+// refuses them): JSON strings whose value starts with a control character,
+// so they cannot match real text. As written in the JSON, and as parsed.
+constexpr char kPosInfJson[] = "\"\\u0001smoe+inf\"";
+constexpr char kNegInfJson[] = "\"\\u0001smoe-inf\"";
 constexpr char kPosInf[] = "\x01smoe+inf";
 constexpr char kNegInf[] = "\x01smoe-inf";
 
@@ -61,7 +64,7 @@ bool ReplaceOverflows(absl::string_view text, std::string* out) {
       char* end = nullptr;
       const double v = std::strtod(token.c_str(), &end);
       if (end == token.c_str() + token.size() && std::isinf(v)) {
-        absl::StrAppend(out, "\"", v > 0 ? kPosInf : kNegInf, "\"");
+        out->append(v > 0 ? kPosInfJson : kNegInfJson);
         replaced = true;
       } else {
         out->append(token);

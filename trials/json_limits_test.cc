@@ -65,8 +65,8 @@ TEST(ParseEventTest, MetricStepBeyondInt64OrNameTooLongIsRefused) {
                           R"("name":"x","value":1})")
                    .ok());
   const std::string long_name(kMaxMetricNameBytes + 1, 'n');
-  EXPECT_FALSE(ParseEvent(R"({"event":"metric","step":1,"name":")" +
-                          long_name + R"(","value":1})")
+  EXPECT_FALSE(ParseEvent(R"({"event":"metric","step":1,"name":")" + long_name +
+                          R"(","value":1})")
                    .ok());
   EXPECT_TRUE(ParseEvent(R"({"event":"metric","step":1,"name":")" +
                          long_name.substr(1) + R"(","value":1})")
@@ -75,8 +75,8 @@ TEST(ParseEventTest, MetricStepBeyondInt64OrNameTooLongIsRefused) {
 
 TEST(ParseEventTest, DeeplyNestedLineIsInvalidNotACrash) {
   absl::StatusOr<TrialEvent> e =
-      ParseEvent(R"({"event":"result","metrics":)" +
-                 std::string(100000, '[') + std::string(100000, ']') + "}");
+      ParseEvent(R"({"event":"result","metrics":)" + std::string(100000, '[') +
+                 std::string(100000, ']') + "}");
   EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -110,10 +110,10 @@ TEST(WorkerFaultsTest, HungTrainerIsKilledReportedHungAndRetried) {
   }
   EXPECT_LT(took, absl::Seconds(60));
   // The sweep file's bound is checked at submission, naming the field.
-  const std::string bad = c.WriteFile(
-      "bad.yaml",
-      "name: hg2\nkind: sraven\ngrid:\n  M: [1]\n"
-      "resources: {progress_timeout_s: 0}\n");
+  const std::string bad =
+      c.WriteFile("bad.yaml",
+                  "name: hg2\nkind: sraven\ngrid:\n  M: [1]\n"
+                  "resources: {progress_timeout_s: 0}\n");
   auto [rc2, out2] = c.Smoe({"sweep", "submit", bad});
   EXPECT_EQ(rc2, 65) << out2;
   EXPECT_THAT(out2, HasSubstr("resources.progress_timeout_s"));
@@ -135,25 +135,21 @@ TEST(TrainerFaultsTest, MalformedTrialJsonExits64WithAMessageNeverASignal) {
                         R"("kind":")", kind, R"(","seed":0,"params":)", params,
                         "}");
   };
-  const std::vector<std::tuple<std::string, std::string, std::string>> cases =
-      {
-          {"deep top level", deep, "nests deeper than 64 levels"},
-          {"deep object", deep_object, "nests deeper"},
-          {"deep param", trial("sraven", R"({"M":)" + deep + "}"),
-           "nests deeper"},
-          {"deep skillmix param", trial("skillmix", R"({"model":)" + deep + "}"),
-           "nests deeper"},
-          {"width 1e-300", trial("sraven", R"({"width":1e-300})"),
-           "width=1e-300"},
-          {"width 0.1", trial("sraven", R"({"width":0.1})"),
-           "multiple of 0.0625"},
-          {"overflowing number", trial("sraven", R"({"M":1e999})"),
-           "not valid JSON"},
-          {"empty file", "", "not valid JSON"},
-          {"binary", std::string("\x00\xff\xfe{", 4), "not valid JSON"},
-          {"top_k > num_experts",
-           trial("sraven", R"({"top_k":9,"num_experts":8})"), "top_k"},
-      };
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"deep top level", deep, "nests deeper than 64 levels"},
+      {"deep object", deep_object, "nests deeper"},
+      {"deep param", trial("sraven", R"({"M":)" + deep + "}"), "nests deeper"},
+      {"deep skillmix param", trial("skillmix", R"({"model":)" + deep + "}"),
+       "nests deeper"},
+      {"width 1e-300", trial("sraven", R"({"width":1e-300})"), "width=1e-300"},
+      {"width 0.1", trial("sraven", R"({"width":0.1})"), "multiple of 0.0625"},
+      {"overflowing number", trial("sraven", R"({"M":1e999})"),
+       "not valid JSON"},
+      {"empty file", "", "not valid JSON"},
+      {"binary", std::string("\x00\xff\xfe{", 4), "not valid JSON"},
+      {"top_k > num_experts", trial("sraven", R"({"top_k":9,"num_experts":8})"),
+       "top_k"},
+  };
   for (const auto& [what, text, expect] : cases) {
     const std::string path = WriteText(dir + "/TRIAL.json", text);
     const absl::Time start = absl::Now();
@@ -173,11 +169,12 @@ TEST(TrainerFaultsTest, SubmitAndTrainerAgreeOnTheParameterTable) {
   const std::string dir = TempDir("agree");
   const std::string smoe = std::string(SMOE_BIN_DIR) + "/smoe";
   for (const std::string width : {"0.1", "1e-300", "0.0624", "257"}) {
-    const std::string file = WriteText(
-        dir + "/s.yaml", absl::StrCat("name: w\nkind: sraven\ngrid:\n  M: [1]\n",
-                                      "fixed: {width: ", width, "}\n"));
-    auto [rc, out] = RunCommand({smoe, "sweep", "validate", file}, {},
-                                absl::Seconds(60));
+    const std::string file =
+        WriteText(dir + "/s.yaml",
+                  absl::StrCat("name: w\nkind: sraven\ngrid:\n  M: [1]\n",
+                               "fixed: {width: ", width, "}\n"));
+    auto [rc, out] =
+        RunCommand({smoe, "sweep", "validate", file}, {}, absl::Seconds(60));
     EXPECT_EQ(rc, 65) << width << ": " << out;
     EXPECT_THAT(out, HasSubstr("fixed.width")) << width;
     if (!fs::exists(TrainerBinary())) continue;
@@ -220,14 +217,14 @@ TEST(TrainerFaultsTest, SubmitAndTrainerAgreeOnTheParameterTable) {
 TEST(TrainerFaultsTest, CorruptCheckpointIsSetAsideAndThePreviousResumed) {
   if (!fs::exists(TrainerBinary())) GTEST_SKIP() << "smoe-trainer not built";
   const std::string dir = TempDir("ckpt");
-  const std::string trial = WriteText(
-      dir + "/TRIAL.json",
-      R"({"kind":"sraven","seed":1,"params":{"M": 1, "width": 0.125,
+  const std::string trial =
+      WriteText(dir + "/TRIAL.json",
+                R"({"kind":"sraven","seed":1,"params":{"M": 1, "width": 0.125,
           "depth": 1, "num_experts": 2, "top_k": 1, "steps": 6,
           "batch_size": 8, "eval_every": 6, "num_eval": 8, "warmup": 0,
           "checkpoint_every": 2, "log_every": 1}})");
-  const std::vector<std::string> argv = {TrainerBinary(), "run", "--trial",
-                                         trial, "--workdir", dir + "/work"};
+  const std::vector<std::string> argv = {
+      TrainerBinary(), "run", "--trial", trial, "--workdir", dir + "/work"};
   auto [rc, out] = RunCommand(argv, {}, absl::Seconds(120));
   ASSERT_EQ(rc, 0) << out;
   const std::string ckpt = dir + "/work/checkpoint.smoeckpt";
@@ -238,8 +235,9 @@ TEST(TrainerFaultsTest, CorruptCheckpointIsSetAsideAndThePreviousResumed) {
   WriteText(ckpt, bytes);
   auto [rc2, out2] = RunCommand(argv, {}, absl::Seconds(120));
   EXPECT_EQ(rc2, 0) << out2;
-  EXPECT_THAT(out2,
-              HasSubstr(R"({"event":"checkpoint","step":4,"restored":"previous")"));
+  EXPECT_THAT(
+      out2,
+      HasSubstr(R"({"event":"checkpoint","step":4,"restored":"previous")"));
   EXPECT_THAT(out2, HasSubstr("checksum mismatch"));
   EXPECT_THAT(out2, HasSubstr(R"("event":"result")"));
   int aside = 0;

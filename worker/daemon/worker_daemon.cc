@@ -81,8 +81,8 @@ std::vector<v1::Metric> ReadMetricHistory(const std::string& dir) {
     last[{*ev->step, ev->name}] = ev->value;
   }
   if (dropped > 0) {
-    SMOE_LOG(WARNING) << dir << "/" << kMetricHistory << ": dropped "
-                      << dropped << " unreadable line(s)";
+    SMOE_LOG(WARNING) << dir << "/" << kMetricHistory << ": dropped " << dropped
+                      << " unreadable line(s)";
   }
   std::vector<v1::Metric> out;
   out.reserve(last.size());
@@ -659,9 +659,9 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
         results[k] = v.get<double>();
         if (std::isinf(results[k])) {
           // Written beyond the double range (1e999): kept as +/-inf.
-          SMOE_LOG(WARNING) << "trial " << t->lease.trial_id() << ": result "
-                            << k << " is " << results[k]
-                            << " (not finite); recorded as such";
+          SMOE_LOG(WARNING)
+              << "trial " << t->lease.trial_id() << ": result " << k << " is "
+              << results[k] << " (not finite); recorded as such";
         }
       }
       t->result = std::move(results);
@@ -676,8 +676,8 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
         // as a metric so the trial's page shows it.
         SMOE_LOG(WARNING) << "trial " << t->lease.trial_id() << " attempt "
                           << t->lease.attempt() << ": resumed from "
-                          << ev->restored << " at step "
-                          << ev->step.value_or(0) << ": " << ev->detail;
+                          << ev->restored << " at step " << ev->step.value_or(0)
+                          << ": " << ev->detail;
         v1::Metric m;
         m.set_step(std::max<int64_t>(0, ev->step.value_or(0)));
         m.set_name(std::string(kCheckpointRestoredMetric) + ev->restored);
@@ -741,11 +741,10 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
     head = absl::StrCat("cancelled by the coordinator; trainer ", how);
   } else if (t->hung) {
     reason = v1::FailRequest::REASON_HUNG;
-    head = absl::StrCat(
-        "hung: no trainer event for ",
-        absl::ToInt64Seconds(t->progress_timeout),
-        " s (resources.progress_timeout_s); killed (", how,
-        "); the next attempt resumes from the last checkpoint");
+    head = absl::StrCat("hung: no trainer event for ",
+                        absl::ToInt64Seconds(t->progress_timeout),
+                        " s (resources.progress_timeout_s); killed (", how,
+                        "); the next attempt resumes from the last checkpoint");
   } else if (!exit.signaled && exit.exit_code == 75) {
     reason = v1::FailRequest::REASON_PREEMPTED;
     head = "trainer interrupted (exit 75); checkpoint saved";

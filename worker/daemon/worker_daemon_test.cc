@@ -208,14 +208,20 @@ TEST_F(WorkerDaemonTest, BadMetricHistoryLinesAreDroppedAloneOnResend) {
   ASSERT_EQ(system(("mkdir -p '" + dir + "'").c_str()), 0);
   {
     std::ofstream out(dir + "/metrics.jsonl");
-    out << R"({"step":1,"name":"train/loss","value":0.5})" << "\n"
-        << R"({"step":-3,"name":"train/loss","value":0.4})" << "\n"
-        << R"({"step":2,"name":"","value":0.4})" << "\n"
-        << R"({"step":1e300,"name":"train/loss","value":0.4})" << "\n"
+    out << R"({"step":1,"name":"train/loss","value":0.5})"
+        << "\n"
+        << R"({"step":-3,"name":"train/loss","value":0.4})"
+        << "\n"
+        << R"({"step":2,"name":"","value":0.4})"
+        << "\n"
+        << R"({"step":1e300,"name":"train/loss","value":0.4})"
+        << "\n"
         << R"({"step":3,"name":")" << std::string(300, 'n')
-        << R"(","value":0.4})" << "\n"
+        << R"(","value":0.4})"
+        << "\n"
         << std::string(100000, '[') << "\n"
-        << R"({"step":4,"name":"train/loss","value":0.25})" << "\n"
+        << R"({"step":4,"name":"train/loss","value":0.25})"
+        << "\n"
         << R"({"step":5,"name":"train/lo)";  // torn by a crash
   }
   auto p = StartOne("sw1/t1", 2);

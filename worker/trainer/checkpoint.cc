@@ -2,16 +2,15 @@
 #include "worker/trainer/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 #include <unistd.h>
 
-#include <sys/stat.h>
-
 #include <cerrno>
-#include <ctime>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -128,8 +127,8 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt) {
   // The new file is durable: only now does the old one step back.
   const std::string prev = PreviousCheckpointPath(path);
   if (::rename(path.c_str(), prev.c_str()) != 0 && errno != ENOENT) {
-    return absl::InternalError(absl::StrCat("rename ", path, " -> ", prev,
-                                            ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("rename ", path, " -> ", prev, ": ",
+                                            std::strerror(errno)));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     return absl::InternalError(
@@ -151,8 +150,8 @@ absl::StatusOr<std::string> SetAsideCheckpoint(const std::string& path) {
     name = absl::StrCat(base, "-", i);
   }
   if (::rename(path.c_str(), name.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("rename ", path, " -> ", name,
-                                            ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("rename ", path, " -> ", name, ": ",
+                                            std::strerror(errno)));
   }
   SyncDirectoryOf(path).IgnoreError();
   return name;
@@ -164,8 +163,8 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   std::string bytes((std::istreambuf_iterator<char>(in)),
                     std::istreambuf_iterator<char>());
   auto corrupt = [&](absl::string_view why) {
-    return absl::DataLossError(absl::StrCat(
-        "checkpoint ", path, " is corrupt (", why, ")"));
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", path, " is corrupt (", why, ")"));
   };
   size_t pos = 0;
   if (bytes.size() < sizeof(kMagic) ||
