@@ -259,8 +259,12 @@ TEST_F(WorkerDaemonTest, OverflowingResultIsRecordedAsInfinity) {
 TEST_F(WorkerDaemonTest, DeeplyNestedEventLineIsDroppedAlone) {
   MakeDaemon();
   auto p = StartOne("sw1/t1");
-  p->Emit(R"({"event":"result","metrics":)" + std::string(100000, '[') +
-          std::string(100000, ']') + "}");
+  // An object nested 100k deep: copying it into the event overflowed the
+  // stack (SIGSEGV in the daemon) before the depth check.
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += R"({"a":)";
+  deep += "1" + std::string(100000, '}');
+  p->Emit(R"({"event":"result","metrics":)" + deep + "}");
   p->Emit(R"({"event":"result","metrics":{"test_acc":0.5}})");
   p->Exit(0);
   Step();
