@@ -939,7 +939,8 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
     grants.push_back(LeaseGrant{
         t.trial_id, t.sweep_id, t.attempt, s.spec.kind, t.seed, t.params_json,
         s.spec.resources.gpus_per_trial, s.spec.resources.ep_size,
-        t.lease_expires_at, s.spec.resources.slots});
+        t.lease_expires_at, s.spec.resources.slots,
+        s.spec.resources.progress_timeout_s});
     free_slots -= s.spec.resources.slots;
     free_gpus -= s.spec.resources.gpus_per_trial;
   }
@@ -1020,7 +1021,9 @@ void Scheduler::EndAttemptLocked(const TrialRecord& trial,
   t.state = next_state;
   t.worker_id.clear();
   t.updated_at = now;
-  if (outcome == AttemptOutcome::kFailed) ++t.error_count;
+  if (outcome == AttemptOutcome::kFailed || outcome == AttemptOutcome::kHung) {
+    ++t.error_count;
+  }
   if (outcome == AttemptOutcome::kPreempted ||
       outcome == AttemptOutcome::kLost) {
     ++t.preempt_count;
@@ -1081,9 +1084,12 @@ absl::Status Scheduler::FailLocked(const std::string& worker_id,
   const SweepEntry& sweep = sweeps_.at(t->sweep_id);
   WriteBatch batch;
   switch (reason) {
-    case FailReason::kError: {
+    case FailReason::kError:
+    case FailReason::kHung: {
       const bool exhausted = t->error_count + 1 > sweep.spec.retries;
-      EndAttemptLocked(*t, AttemptOutcome::kFailed,
+      EndAttemptLocked(*t,
+                       reason == FailReason::kHung ? AttemptOutcome::kHung
+                                                   : AttemptOutcome::kFailed,
                        exhausted ? TrialState::kFailed : TrialState::kPending,
                        exit_code, message, &batch);
       break;

@@ -147,6 +147,7 @@ struct LeaseGrant {
   int ep_size = 1;
   absl::Time lease_expires_at;
   int slots = 1;  // worker slots the attempt occupies (resources.slots)
+  int progress_timeout_s = kDefaultProgressTimeoutS;  // resources.*
 };
 
 struct RunningReport {
@@ -161,7 +162,9 @@ struct HeartbeatReply {
   bool drain = false;
 };
 
-enum class FailReason { kError, kPreempted, kBadSpec, kCancelled };
+// kHung: the worker killed a trainer that missed its progress deadline; it
+// consumes the error budget like kError, recorded as AttemptOutcome::kHung.
+enum class FailReason { kError, kPreempted, kBadSpec, kCancelled, kHung };
 
 struct WatchResult {
   SweepView sweep;

@@ -298,6 +298,44 @@ TEST_P(SchedulerTest, AdaptiveStrategyIsRefusedNotRunAsAGrid) {
   EXPECT_EQ(grid->new_trials, 2);
 }
 
+// Issue 16 item 1: a hung attempt (the worker killed a trainer that missed
+// resources.progress_timeout_s) uses the error budget like an error and is
+// recorded with outcome "hung"; the lease carries the sweep's deadline.
+TEST_P(SchedulerTest, HungAttemptsUseTheErrorBudgetAndAreRecordedAsHung) {
+  ASSERT_TRUE(sched_
+                  ->SubmitSweep(Sweep("s", 1, /*retries=*/1, 0,
+                                      "resources: {progress_timeout_s: 7}\n"),
+                                false)
+                  .ok());
+  const std::string w = AddWorker();
+  for (int i = 1; i <= 2; ++i) {
+    auto g = Lease(w);
+    ASSERT_EQ(g.size(), 1u) << "attempt " << i;
+    EXPECT_EQ(g[0].progress_timeout_s, 7);
+    ASSERT_TRUE(sched_
+                    ->Fail(w, g[0].trial_id, g[0].attempt, FailReason::kHung,
+                           137, "hung: no trainer event for 7 s")
+                    .ok());
+  }
+  const std::string id = sched_->ListTrials("s")->at(0).trial_id;
+  auto t = *store_.GetTrial(id);
+  EXPECT_EQ(t.state, TrialState::kFailed);  // first try + 1 retry
+  EXPECT_EQ(t.error_count, 2);
+  EXPECT_EQ(t.preempt_count, 0);
+  auto attempts = store_.ListAttempts(id);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 2u);
+  for (const auto& a : *attempts) {
+    EXPECT_EQ(a.outcome, store::AttemptOutcome::kHung);
+    EXPECT_EQ(a.exit_code, 137);
+  }
+  // Without the key, the default deadline.
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("d", 1), false).ok());
+  auto g = Lease(w);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].progress_timeout_s, kDefaultProgressTimeoutS);
+}
+
 TEST_P(SchedulerTest, BadSpecFailsPermanently) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1, /*retries=*/5), false).ok());
   const std::string w = AddWorker();

@@ -79,6 +79,8 @@ pb::AttemptOutcome ToProto(store::AttemptOutcome o) {
       return pb::ATTEMPT_OUTCOME_CANCELLED;
     case store::AttemptOutcome::kBadSpec:
       return pb::ATTEMPT_OUTCOME_BAD_SPEC;
+    case store::AttemptOutcome::kHung:
+      return pb::ATTEMPT_OUTCOME_HUNG;
   }
   return pb::ATTEMPT_OUTCOME_UNSPECIFIED;
 }
@@ -131,6 +133,8 @@ void SpecToProto(const SweepSpec& s, pb::SweepSpec* out) {
   out->mutable_resources()->set_gpus_per_trial(s.resources.gpus_per_trial);
   out->mutable_resources()->set_ep_size(s.resources.ep_size);
   out->mutable_resources()->set_slots(s.resources.slots);
+  out->mutable_resources()->set_progress_timeout_s(
+      s.resources.progress_timeout_s);
   for (const auto& [k, v] : s.resources.labels) {
     (*out->mutable_resources()->mutable_labels())[k] = v;
   }
@@ -384,6 +388,7 @@ grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
       l->set_ep_size(g.ep_size);
       l->set_lease_expires_ms(Ms(g.lease_expires_at));
       l->set_slots(g.slots);
+      l->set_progress_timeout_s(g.progress_timeout_s);
     }
     return absl::OkStatus();
   });
@@ -456,6 +461,9 @@ grpc::Status WorkerGatewayServiceImpl::Fail(grpc::ServerContext* ctx,
         break;
       case pb::FailRequest::REASON_CANCELLED:
         reason = FailReason::kCancelled;
+        break;
+      case pb::FailRequest::REASON_HUNG:
+        reason = FailReason::kHung;
         break;
       default:
         return absl::InvalidArgumentError(

@@ -279,6 +279,10 @@ void ParseResources(const YAML::Node& res, SweepSpec* spec,
       (key == "gpus_per_trial" ? spec->resources.gpus_per_trial
        : key == "ep_size"      ? spec->resources.ep_size
                                : spec->resources.slots) = static_cast<int>(*r);
+    } else if (key == "progress_timeout_s") {
+      auto r = IntField(kv.second, field, 1, 604800);
+      if (!problems->Ok(r.status())) continue;
+      spec->resources.progress_timeout_s = static_cast<int>(*r);
     } else if (key == "labels") {
       if (!kv.second.IsMap()) {
         problems->Add("resources.labels: expected a map of label -> value");
@@ -298,7 +302,8 @@ void ParseResources(const YAML::Node& res, SweepSpec* spec,
     } else {
       problems->Add(
           absl::StrCat("unknown key '", field,
-                       "' (allowed: gpus_per_trial, ep_size, slots, labels)"));
+                       "' (allowed: gpus_per_trial, ep_size, slots, labels, "
+                       "progress_timeout_s)"));
     }
   }
   if (spec->resources.ep_size > 1 && spec->resources.gpus_per_trial > 0 &&

@@ -12,7 +12,8 @@
 //     top_k: [1, 2, 4, 8]
 //   fixed: {steps: 300}          # params shared by every trial
 //   seeds: [0, 1]                # default [0]; innermost
-//   resources: {gpus_per_trial: 0, ep_size: 1, slots: 1, labels: {gpu: h100}}
+//   resources: {gpus_per_trial: 0, ep_size: 1, slots: 1, labels: {gpu: h100},
+//               progress_timeout_s: 1800}
 //   retries: 2                   # error budget per trial (preemptions
 //                                #   are free)
 //   priority: 0                  # higher runs first
@@ -55,6 +56,11 @@ struct Axis {
   std::vector<nlohmann::json> values;  // scalars: numbers, strings, bools
 };
 
+// resources.progress_timeout_s when the sweep file leaves it out: longer than
+// any gap between a healthy trainer's events (model loading, one evaluation
+// 20th, log_every steps at the paper's size).
+inline constexpr int kDefaultProgressTimeoutS = 1800;
+
 struct Resources {
   int gpus_per_trial = 0;
   int ep_size = 1;
@@ -62,6 +68,10 @@ struct Resources {
   // Worker labels a trial requires: every key must be present on the worker
   // with the same value (e.g. {gpu: h100, zone: eu}).
   std::map<std::string, std::string> labels;
+  // Progress deadline (docs/reliability.md): a trial whose trainer prints no
+  // event for this many seconds is killed by its worker and reported hung
+  // (an error: retried within `retries`). 1..604800 (a week).
+  int progress_timeout_s = kDefaultProgressTimeoutS;
 };
 
 // The sweep file's `search:` block. Fields a strategy does not use are

@@ -109,6 +109,10 @@ TEST(SweepSpecTest, RejectsBadFilesNamingFieldAndValue) {
        "retries: value -1 out of range"},
       {"name: x\nkind: sraven\nresources: {gpus: 1}\n",
        "unknown key 'resources.gpus'"},
+      {"name: x\nkind: sraven\nresources: {progress_timeout_s: 0}\n",
+       "resources.progress_timeout_s: value 0 out of range"},
+      {"name: x\nkind: sraven\nresources: {progress_timeout_s: 604801}\n",
+       "resources.progress_timeout_s: value 604801 out of range"},
       {"name: x\nkind: sraven\ngrid:\n  top_k: [16]\nfixed: {num_experts: 8}\n",
        "top_k=16 is larger than num_experts=8"},
       {"name: x\nkind: skillmix\nfixed: {model: /m}\n"

@@ -58,6 +58,8 @@ const char* AttemptOutcomeName(AttemptOutcome o) {
       return "cancelled";
     case AttemptOutcome::kBadSpec:
       return "bad_spec";
+    case AttemptOutcome::kHung:
+      return "hung";
   }
   return "unknown";
 }
@@ -79,7 +81,7 @@ absl::StatusOr<TrialState> ParseTrialState(absl::string_view name) {
 }
 
 absl::StatusOr<AttemptOutcome> ParseAttemptOutcome(absl::string_view name) {
-  return ParseByName<AttemptOutcome, 7>(name, &AttemptOutcomeName,
+  return ParseByName<AttemptOutcome, 8>(name, &AttemptOutcomeName,
                                         "attempt outcome");
 }
 

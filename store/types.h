@@ -47,6 +47,8 @@ enum class AttemptOutcome {
   kLost = 4,       // lease expired (worker silent): consumes no error budget
   kCancelled = 5,  // the user cancelled the sweep
   kBadSpec = 6,    // exit 64: failed permanently, no retry
+  kHung = 7,       // no trainer event within the progress deadline; killed.
+                   // Consumes the error budget, like kFailed
 };
 
 enum class SweepState {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "trials/json_limits.h"
 
 namespace smoe::trials {
 namespace {
@@ -15,10 +16,21 @@ std::string Line(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// The integer in `j[key]` when it is a number.
+// The integer in `j[key]` when it is a number that fits an int64 (a float is
+// truncated; 1e300, NaN and the infinities do not fit).
 std::optional<int64_t> IntField(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return std::nullopt;
+  if (it->is_number_float()) {
+    const double x = it->get<double>();
+    if (!(x > -9.2e18 && x < 9.2e18)) return std::nullopt;
+    return static_cast<int64_t>(x);
+  }
+  if (it->is_number_unsigned() &&
+      it->get<uint64_t>() >
+          static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return std::nullopt;
+  }
   return it->get<int64_t>();
 }
 
@@ -47,6 +59,14 @@ std::string CheckpointEvent(int64_t step) {
   return Line({{"event", "checkpoint"}, {"step", step}});
 }
 
+std::string CheckpointRestoredEvent(int64_t step, absl::string_view restored,
+                                    absl::string_view detail) {
+  return Line({{"event", "checkpoint"},
+               {"step", step},
+               {"restored", std::string(restored)},
+               {"detail", std::string(detail)}});
+}
+
 std::string ResultEvent(const json& metrics) {
   return Line({{"event", "result"}, {"metrics", metrics}});
 }
@@ -66,6 +86,12 @@ absl::StatusOr<TrialEvent> EventFromJson(const json& j) {
     }
   } else if (type == "checkpoint") {
     e.type = TrialEvent::Type::kCheckpoint;
+    if (j.contains("restored") && j["restored"].is_string()) {
+      e.restored = j["restored"].get<std::string>();
+      if (j.contains("detail") && j["detail"].is_string()) {
+        e.detail = j["detail"].get<std::string>();
+      }
+    }
   } else if (type == "result") {
     e.type = TrialEvent::Type::kResult;
     if (j.contains("metrics") && j["metrics"].is_object()) {
@@ -78,9 +104,11 @@ absl::StatusOr<TrialEvent> EventFromJson(const json& j) {
           "metric event: step must be a number >= 0 (", Line(j), ")"));
     }
     if (!j.contains("name") || !j["name"].is_string() ||
-        j["name"].get_ref<const std::string&>().empty()) {
+        j["name"].get_ref<const std::string&>().empty() ||
+        j["name"].get_ref<const std::string&>().size() > kMaxMetricNameBytes) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "metric event: name must be a non-empty string (", Line(j), ")"));
+          "metric event: name must be a non-empty string of at most ",
+          kMaxMetricNameBytes, " bytes (", Line(j).substr(0, 200), ")"));
     }
     e.name = j["name"].get<std::string>();
     if (!j.contains("value") ||
@@ -98,8 +126,10 @@ absl::StatusOr<TrialEvent> EventFromJson(const json& j) {
 }
 
 absl::StatusOr<TrialEvent> ParseEvent(absl::string_view line) {
-  const json j = json::parse(line.begin(), line.end(), nullptr,
-                             /*allow_exceptions=*/false);
+  if (absl::Status deep = CheckJsonDepth(line, "event line"); !deep.ok()) {
+    return deep;
+  }
+  const json j = ParseJsonLine(line);
   if (j.is_discarded()) return absl::NotFoundError("not JSON");
   return EventFromJson(j);
 }

@@ -8,6 +8,7 @@
 //   {"event":"progress","phase":"eval/test","step":2560,"total":51200}
 //   {"event":"metric","step":1000,"name":"train/loss","value":0.83}
 //   {"event":"checkpoint","step":1000}
+//   {"event":"checkpoint","step":500,"restored":"previous","detail":"..."}
 //   {"event":"result","metrics":{"test_acc":0.93,"ood_acc":0.58}}
 // Writers: smoe-trainer (both trial kinds) and tests/fake_trainer. Readers:
 // the worker daemon and `smoe train` / `smoe skillmix run`.
@@ -16,6 +17,7 @@
 #ifndef SMOE_TRIALS_EVENTS_H_
 #define SMOE_TRIALS_EVENTS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +27,10 @@
 #include "nlohmann/json.hpp"
 
 namespace smoe::trials {
+
+// The longest metric name an event may carry; longer ones are refused as
+// malformed (the coordinator stores names as keys).
+inline constexpr size_t kMaxMetricNameBytes = 256;
 
 struct TrialEvent {
   enum class Type { kProgress, kMetric, kCheckpoint, kResult };
@@ -37,6 +43,12 @@ struct TrialEvent {
   std::string name;  // metric: not empty
   double value = 0;  // metric; NaN when written as null
   nlohmann::json metrics = nlohmann::json::object();  // result, as written
+  // checkpoint: set when the trainer could not resume from its latest
+  // checkpoint: "previous" (resumed from the one before) or "scratch"; step
+  // is where it resumes (0 for scratch) and `detail` says what was set aside
+  // and why.
+  std::string restored;
+  std::string detail;
 };
 
 // One event line, without the newline. A non-finite metric value is written
@@ -50,18 +62,27 @@ std::string PhaseProgressEvent(absl::string_view phase, int64_t done,
                                int64_t total);
 std::string MetricEvent(int64_t step, absl::string_view name, double value);
 std::string CheckpointEvent(int64_t step);
+// At start, when the latest checkpoint failed verification and was set
+// aside: {"event":"checkpoint","step":S,"restored":"previous"|"scratch",
+// "detail":"..."}.
+std::string CheckpointRestoredEvent(int64_t step, absl::string_view restored,
+                                    absl::string_view detail);
 std::string ResultEvent(const nlohmann::json& metrics);
 
 // Reads one parsed stdout line. NotFound: not an event (not an object, or no
 // string "event"): trainers may print other lines. InvalidArgument, naming
 // what is wrong: an unknown event, or a metric the coordinator would refuse
-// (no numeric step >= 0, an empty or missing name, a value that is neither
-// a number nor null). Numbers in step/total are truncated to integers; a
-// progress or checkpoint event without them leaves them unset; a result
-// without an object "metrics" has {}.
+// (no numeric step in 0..int64, an empty, missing or longer than
+// kMaxMetricNameBytes name, a value that is neither a number nor null).
+// Numbers in step/total are truncated to integers; a progress or checkpoint
+// event without them (or with a step beyond int64) leaves them unset; a
+// result without an object "metrics" has {}.
 absl::StatusOr<TrialEvent> EventFromJson(const nlohmann::json& line);
 
-// The same for a line of text (blank or not JSON: NotFound).
+// The same for a line of text (blank or not JSON: NotFound; nested deeper
+// than trials/json_limits.h allows: InvalidArgument). A number beyond the
+// double range (1e999) reads as +/-infinity (ParseJsonLine), so a result
+// that overflows is recorded as inf, not lost with its whole line.
 absl::StatusOr<TrialEvent> ParseEvent(absl::string_view line);
 
 }  // namespace smoe::trials

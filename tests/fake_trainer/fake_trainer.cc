@@ -20,9 +20,12 @@
 // default's. Without a plan: {"mode":"succeed","steps":20,"step_ms":50}.
 //
 // Behaviour fields:
-//   mode           succeed | crash | abort | hang | exit75 | exit64
+//   mode           succeed | crash | abort | hang | sigstop | exit75 | exit64
 //                  (exit75 checkpoints and exits 75 only on a fresh start;
-//                  the resumed run then succeeds)
+//                  the resumed run then succeeds; sigstop stops itself with
+//                  SIGSTOP: a hung trainer that no signal but SIGKILL ends)
+//   until_attempt  the mode applies on attempts <= N only; later attempts
+//                  succeed (default: every attempt)
 //   steps          total steps (default 20)
 //   step_ms        wall time per step in ms (default 50)
 //   at_step        step at which crash/abort/hang/exit75 happens
@@ -205,6 +208,11 @@ int main(int argc, char** argv) {
   const int checkpoint_every =
       std::max(1, behaviour.value("checkpoint_every", 5));
   const bool ignore_sigterm = behaviour.value("ignore_sigterm", false);
+  if (behaviour.contains("until_attempt") &&
+      behaviour["until_attempt"].is_number() &&
+      attempt > behaviour["until_attempt"].get<int>()) {
+    mode = "succeed";
+  }
   if (attempt <= fail_attempts) mode = "crash";
 
   // Resume.
@@ -269,6 +277,11 @@ int main(int argc, char** argv) {
                 s);
         checkpoint(done);
         return 75;
+      }
+      if (mode == "sigstop") {
+        fprintf(stderr, "smoe-fake-trainer: SIGSTOP at step %d\n", s);
+        fflush(stderr);
+        raise(SIGSTOP);
       }
       if (mode == "hang") {
         fprintf(stderr, "smoe-fake-trainer: hanging at step %d\n", s);

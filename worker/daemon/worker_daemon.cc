@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -21,6 +22,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "trials/events.h"
+#include "trials/json_limits.h"
 
 namespace smoe::worker {
 namespace {
@@ -28,6 +30,10 @@ namespace {
 using json = nlohmann::json;
 
 constexpr size_t kMaxFailMessage = 8192;
+
+// Metric recording a checkpoint recovery: checkpoint/restored_previous or
+// checkpoint/restored_scratch, value = the step the attempt resumed from.
+constexpr char kCheckpointRestoredMetric[] = "checkpoint/restored_";
 
 absl::Status MakeDirs(const std::string& path) {
   std::string cur;
@@ -55,17 +61,28 @@ std::vector<v1::Metric> ReadMetricHistory(const std::string& dir) {
   std::map<std::pair<int64_t, std::string>, double> last;  // (step, name)
   std::ifstream in(dir + "/" + kMetricHistory);
   std::string line;
+  int dropped = 0;
   while (std::getline(in, line)) {
-    const json m = json::parse(line, nullptr, false);
-    if (!m.is_object() || !m.contains("step") || !m["step"].is_number() ||
-        !m.contains("name") || !m["name"].is_string() || !m.contains("value") ||
-        !(m["value"].is_number() || m["value"].is_null())) {
-      continue;  // a torn last line after a crash
+    // Each line is checked as the metric event it came from: a line the
+    // coordinator would refuse (a torn last line after a crash, a corrupt
+    // one) is dropped alone; sent, it would get the whole batch refused.
+    json m = trials::ParseJsonLine(line);
+    if (!m.is_object()) {
+      ++dropped;
+      continue;
+    }
+    m["event"] = "metric";
+    absl::StatusOr<trials::TrialEvent> ev = trials::EventFromJson(m);
+    if (!ev.ok()) {
+      ++dropped;
+      continue;
     }
     // null: NaN (nlohmann writes NaN as null).
-    last[{m["step"].get<int64_t>(), m["name"].get<std::string>()}] =
-        m["value"].is_null() ? std::numeric_limits<double>::quiet_NaN()
-                             : m["value"].get<double>();
+    last[{*ev->step, ev->name}] = ev->value;
+  }
+  if (dropped > 0) {
+    SMOE_LOG(WARNING) << dir << "/" << kMetricHistory << ": dropped " << dropped
+                      << " unreadable line(s)";
   }
   std::vector<v1::Metric> out;
   out.reserve(last.size());
@@ -220,6 +237,7 @@ absl::Status WorkerDaemon::RunOnce() {
       finished.push_back(id);
       continue;
     }
+    CheckProgress(&t, now);
     if (static_cast<int>(t.metrics.size()) >= options_.metrics_flush_count ||
         (!t.metrics.empty() &&
          now - t.last_flush >= options_.metrics_flush_interval)) {
@@ -509,7 +527,9 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
     return FailLease(lease, v1::FailRequest::REASON_PREEMPTED, 0,
                      "worker has no free slot or GPU for this trial");
   }
-  json params = json::parse(lease.params_json(), nullptr, false);
+  json params = trials::CheckJsonDepth(lease.params_json(), "params_json").ok()
+                    ? json::parse(lease.params_json(), nullptr, false)
+                    : json(json::value_t::discarded);
   if (params.is_discarded() || !params.is_object()) {
     return FailLease(lease, v1::FailRequest::REASON_BAD_SPEC, 64,
                      "params_json is not a JSON object");
@@ -543,6 +563,10 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
   t.gpus.assign(free_gpus.begin(), free_gpus.begin() + lease.gpus());
   t.started = clock_->Now();
   t.last_flush = t.started;
+  t.last_event = t.started;
+  t.progress_timeout = lease.progress_timeout_s() > 0
+                           ? absl::Seconds(lease.progress_timeout_s())
+                           : options_.default_progress_timeout;
   const int world = std::max(1, lease.ep_size());
   launch::RankGroupSpec spec;
   spec.argv = {options_.trainer_path, "run", "--trial", trial_json,
@@ -595,6 +619,20 @@ void WorkerDaemon::ConsumeOutput(Trial* t) {
   }
 }
 
+void WorkerDaemon::CheckProgress(Trial* t, absl::Time now) {
+  if (t->hung || t->cancel_requested || t->ranks->term_sent() ||
+      t->ranks->kill_sent()) {
+    return;  // already stopping: the stop's own grace applies
+  }
+  if (now - t->last_event < t->progress_timeout) return;
+  t->hung = true;
+  SMOE_LOG(WARNING) << "trial " << t->lease.trial_id() << " attempt "
+                    << t->lease.attempt() << ": no trainer event for "
+                    << (now - t->last_event) << " (progress deadline "
+                    << t->progress_timeout << "); killing it as hung";
+  t->ranks->Kill();
+}
+
 void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
   if (absl::StripAsciiWhitespace(line).empty()) return;
   absl::StatusOr<trials::TrialEvent> ev = trials::ParseEvent(line);
@@ -603,6 +641,8 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
                     << ": ignoring non-event stdout line";
     return;
   }
+  // Any event, even one refused below, shows the trainer is alive.
+  t->last_event = clock_->Now();
   if (!ev.ok()) {
     // A metric the coordinator would refuse (empty name, negative step) is
     // dropped here, alone: it would make the coordinator refuse its whole
@@ -627,7 +667,14 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
     case trials::TrialEvent::Type::kResult: {
       std::map<std::string, double> results;
       for (const auto& [k, v] : ev->metrics.items()) {
-        if (v.is_number()) results[k] = v.get<double>();
+        if (!v.is_number()) continue;  // null (NaN) and non-numbers: absent
+        results[k] = v.get<double>();
+        if (std::isinf(results[k])) {
+          // Written beyond the double range (1e999): kept as +/-inf.
+          SMOE_LOG(WARNING)
+              << "trial " << t->lease.trial_id() << ": result " << k << " is "
+              << results[k] << " (not finite); recorded as such";
+        }
       }
       t->result = std::move(results);
       break;
@@ -635,6 +682,20 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
     case trials::TrialEvent::Type::kCheckpoint:
       SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id()
                       << " checkpoint at step " << ev->step.value_or(0);
+      if (!ev->restored.empty()) {
+        // The latest checkpoint failed verification: the trainer set it
+        // aside and resumed from the previous one or from scratch. Recorded
+        // as a metric so the trial's page shows it.
+        SMOE_LOG(WARNING) << "trial " << t->lease.trial_id() << " attempt "
+                          << t->lease.attempt() << ": resumed from "
+                          << ev->restored << " at step " << ev->step.value_or(0)
+                          << ": " << ev->detail;
+        v1::Metric m;
+        m.set_step(std::max<int64_t>(0, ev->step.value_or(0)));
+        m.set_name(std::string(kCheckpointRestoredMetric) + ev->restored);
+        m.set_value(static_cast<double>(m.step()));
+        t->metrics.push_back(std::move(m));
+      }
       break;
   }
 }
@@ -690,6 +751,12 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
   if (t->cancel_requested) {
     reason = v1::FailRequest::REASON_CANCELLED;
     head = absl::StrCat("cancelled by the coordinator; trainer ", how);
+  } else if (t->hung) {
+    reason = v1::FailRequest::REASON_HUNG;
+    head = absl::StrCat("hung: no trainer event for ",
+                        absl::ToInt64Seconds(t->progress_timeout),
+                        " s (resources.progress_timeout_s); killed (", how,
+                        "); the next attempt resumes from the last checkpoint");
   } else if (!exit.signaled && exit.exit_code == 75) {
     reason = v1::FailRequest::REASON_PREEMPTED;
     head = "trainer interrupted (exit 75); checkpoint saved";

@@ -21,6 +21,7 @@
 //        other exit / signal      -> Fail(ERROR, 128+sig, stderr tail)
 //        exit 0 without result    -> Fail(ERROR, "no result event")
 //        while draining, any error exit -> Fail(PREEMPTED)
+//        killed for the progress deadline -> Fail(HUNG, 128+9)
 // clang-format on
 //      SIGKILLs trainers whose SIGTERM grace has passed;
 //   3. flushes metric batches (every metrics_flush_interval or
@@ -44,6 +45,19 @@
 // still alive after `grace`, report them, try to deliver the outbox for up to
 // drain_flush_timeout (what is left stays journaled for the next start), then
 // done() becomes true and Run() returns.
+//
+// Hung trainers: rank 0 must print an event (any trials/events.h line:
+// progress, metric, checkpoint, result) at least every
+// lease.progress_timeout_s (the sweep's resources.progress_timeout_s; 0 =
+// options.default_progress_timeout), counted from the start and from each
+// event. A trainer that misses it (SIGSTOP, a deadlock, a collective that
+// never returns) gets SIGKILL on every rank's process group at once: a silent
+// trainer cannot be trusted to checkpoint, and its last checkpoint on disk is
+// durable (written atomically). The attempt is reported as Fail(HUNG):
+// error-like, it uses the sweep's `retries` budget (a deadlock is usually
+// deterministic; a preemption-like report would retry it forever), and the
+// next attempt resumes from the last checkpoint. Not checked while the
+// attempt is already stopping (cancel, drain).
 //
 // Trial directory: <work_dir>/trials/<trial_id with '/' -> '_'>, reused by
 // every attempt (the trainer resumes from its checkpoint there); TRIAL.json is
@@ -101,6 +115,9 @@ struct WorkerDaemonOptions {
   absl::Duration backoff_initial = absl::Milliseconds(200);
   absl::Duration backoff_max = absl::Seconds(10);
   absl::Duration drain_flush_timeout = absl::Seconds(10);
+  // Progress deadline for a lease without one (progress_timeout_s 0, an
+  // older coordinator): see the file comment, "Hung trainers".
+  absl::Duration default_progress_timeout = absl::Seconds(1800);
   absl::Duration tick = absl::Milliseconds(100);  // Run(): pause between steps
   uint64_t jitter_seed = 0;                       // 0 = random
 };
@@ -151,6 +168,9 @@ class WorkerDaemon {
     absl::Time last_flush;
     std::optional<std::map<std::string, double>> result;
     bool cancel_requested = false;
+    absl::Duration progress_timeout;  // see "Hung trainers"
+    absl::Time last_event;            // start, then rank 0's last event
+    bool hung = false;                // killed for the progress deadline
   };
   enum class RpcOutcome { kOk, kRetry, kDrop };
 
@@ -168,6 +188,8 @@ class WorkerDaemon {
                          const std::string& message);
   void ConsumeOutput(Trial* t);
   void HandleEvent(Trial* t, const std::string& line);
+  // Kills the trial's ranks when it missed its progress deadline.
+  void CheckProgress(Trial* t, absl::Time now);
   absl::Status FinishTrial(Trial* t);
   absl::Status FlushMetrics(Trial* t);
   absl::Status DeliverOutbox();

@@ -198,6 +198,80 @@ TEST_F(WorkerDaemonTest, NanMetricsForwardedAndInvalidOnesDroppedAlone) {
   EXPECT_TRUE(std::isnan(again.metrics(1).value()));
 }
 
+// Issue 16 item 8: one bad line in the trial dir's metric history (corrupt
+// or torn) is dropped alone; the rest is re-sent under the new attempt.
+// Before, it went into the re-sent batch and the coordinator refused the
+// whole batch (INVALID_ARGUMENT), which the daemon then dropped.
+TEST_F(WorkerDaemonTest, BadMetricHistoryLinesAreDroppedAloneOnResend) {
+  MakeDaemon();
+  const std::string dir = daemon_->TrialDir("sw1/t1");
+  ASSERT_EQ(system(("mkdir -p '" + dir + "'").c_str()), 0);
+  {
+    std::ofstream out(dir + "/metrics.jsonl");
+    out << R"({"step":1,"name":"train/loss","value":0.5})"
+        << "\n"
+        << R"({"step":-3,"name":"train/loss","value":0.4})"
+        << "\n"
+        << R"({"step":2,"name":"","value":0.4})"
+        << "\n"
+        << R"({"step":1e300,"name":"train/loss","value":0.4})"
+        << "\n"
+        << R"({"step":3,"name":")" << std::string(300, 'n')
+        << R"(","value":0.4})"
+        << "\n"
+        << std::string(100000, '[') << "\n"
+        << R"({"step":4,"name":"train/loss","value":0.25})"
+        << "\n"
+        << R"({"step":5,"name":"train/lo)";  // torn by a crash
+  }
+  auto p = StartOne("sw1/t1", 2);
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  ASSERT_EQ(gateway_.metrics.size(), 1u);
+  const auto& batch = gateway_.metrics[0];
+  ASSERT_EQ(batch.metrics_size(), 2);
+  EXPECT_EQ(batch.metrics(0).step(), 1);
+  EXPECT_EQ(batch.metrics(1).step(), 4);
+  EXPECT_DOUBLE_EQ(batch.metrics(1).value(), 0.25);
+}
+
+// Issue 16 item 8: a result written beyond the double range is recorded as
+// inf, not lost with its line ("no result event").
+TEST_F(WorkerDaemonTest, OverflowingResultIsRecordedAsInfinity) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  p->Emit(R"({"event":"metric","step":1,"name":"train/loss","value":1e999})");
+  p->Emit(R"({"event":"result","metrics":{"test_acc":0.5,"train_loss":1e999,)"
+          R"("x":-1e999,"y":null}})");
+  p->Exit(0);
+  Step();
+  ASSERT_EQ(gateway_.completes.size(), 1u) << gateway_.fails.size();
+  const auto& r = gateway_.completes[0].results();
+  EXPECT_DOUBLE_EQ(r.at("test_acc"), 0.5);
+  EXPECT_TRUE(std::isinf(r.at("train_loss")) && r.at("train_loss") > 0);
+  EXPECT_TRUE(std::isinf(r.at("x")) && r.at("x") < 0);
+  EXPECT_EQ(r.count("y"), 0u);
+  ASSERT_EQ(gateway_.TotalMetrics(), 1);
+  EXPECT_TRUE(std::isinf(gateway_.metrics[0].metrics(0).value()));
+}
+
+// A trainer's line nested 100k deep is refused alone; the daemon survives.
+TEST_F(WorkerDaemonTest, DeeplyNestedEventLineIsDroppedAlone) {
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  // An object nested 100k deep: copying it into the event overflowed the
+  // stack (SIGSEGV in the daemon) before the depth check.
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += R"({"a":)";
+  deep += "1" + std::string(100000, '}');
+  p->Emit(R"({"event":"result","metrics":)" + deep + "}");
+  p->Emit(R"({"event":"result","metrics":{"test_acc":0.5}})");
+  p->Exit(0);
+  Step();
+  ASSERT_EQ(gateway_.completes.size(), 1u);
+  EXPECT_DOUBLE_EQ(gateway_.completes[0].results().at("test_acc"), 0.5);
+}
+
 TEST_F(WorkerDaemonTest, CrashReportsErrorWithExitCodeAndStderrTail) {
   MakeDaemon();
   auto p = StartOne("sw1/t1");
@@ -251,6 +325,56 @@ TEST_F(WorkerDaemonTest, ExitZeroWithoutResultIsError) {
   EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_ERROR);
   EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("no result event"));
   EXPECT_TRUE(gateway_.completes.empty());
+}
+
+// Issue 16 item 1: a trainer that stops printing events (SIGSTOP, a
+// deadlock) is killed at its progress deadline and reported hung, which uses
+// the error budget (the coordinator retries it).
+TEST_F(WorkerDaemonTest, SilentTrainerIsKilledAsHungAtItsProgressDeadline) {
+  MakeDaemon();
+  gateway_.AddLease("sw1/t1", 2);
+  gateway_.lease_responses.back().mutable_leases(0)->set_progress_timeout_s(60);
+  Step();
+  ASSERT_EQ(launcher_.started.size(), 1u);
+  auto p = launcher_.started.back();
+  clock_.Advance(absl::Seconds(30));
+  p->Emit(R"({"event":"progress","step":1,"total":10})");
+  Step();
+  clock_.Advance(absl::Seconds(59));  // 59 s since the last event
+  Step();
+  EXPECT_TRUE(p->signals.empty());
+  EXPECT_TRUE(gateway_.fails.empty());
+  clock_.Advance(absl::Seconds(1));  // 60 s: the deadline
+  Step();
+  EXPECT_THAT(p->signals, ElementsAre(SIGKILL));
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_HUNG);
+  EXPECT_EQ(gateway_.fails[0].attempt(), 2);
+  EXPECT_EQ(gateway_.fails[0].exit_code(), 128 + SIGKILL);
+  EXPECT_THAT(gateway_.fails[0].message(),
+              HasSubstr("hung: no trainer event for 60 s"));
+  EXPECT_EQ(daemon_->running_count(), 0);
+}
+
+TEST_F(WorkerDaemonTest, LeaseWithoutProgressDeadlineUsesTheDaemonDefault) {
+  options_.default_progress_timeout = absl::Seconds(100);
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");  // progress_timeout_s 0: an older coordinator
+  // Metrics and checkpoints count as events too.
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(absl::Seconds(90));
+    p->Emit(i == 1 ? R"({"event":"checkpoint","step":5})"
+                   : R"({"event":"metric","step":1,"name":"x","value":1})");
+    Step();
+  }
+  EXPECT_TRUE(p->signals.empty());
+  clock_.Advance(absl::Seconds(100));
+  Step();
+  EXPECT_THAT(p->signals, ElementsAre(SIGKILL));
+  Step();
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_HUNG);
 }
 
 TEST_F(WorkerDaemonTest, BadParamsJsonIsBadSpecWithoutLaunching) {

@@ -2,6 +2,7 @@
 #include "worker/trainer/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -46,6 +48,27 @@ bool Take(const std::string& in, size_t* pos, T* v) {
   std::memcpy(v, in.data() + *pos, sizeof(T));
   *pos += sizeof(T);
   return true;
+}
+
+// fsync of the directory holding `path`, so renames in it are durable.
+absl::Status SyncDirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("open ", dir, ": ", std::strerror(errno)));
+  }
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) {
+    return absl::InternalError(
+        absl::StrCat("fsync ", dir, ": ", std::strerror(err)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -101,11 +124,37 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& ckpt) {
     return absl::InternalError(
         absl::StrCat("fsync/close ", tmp, ": ", std::strerror(errno)));
   }
+  // The new file is durable: only now does the old one step back.
+  const std::string prev = PreviousCheckpointPath(path);
+  if (::rename(path.c_str(), prev.c_str()) != 0 && errno != ENOENT) {
+    return absl::InternalError(absl::StrCat("rename ", path, " -> ", prev, ": ",
+                                            std::strerror(errno)));
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     return absl::InternalError(
         absl::StrCat("rename ", tmp, " -> ", path, ": ", std::strerror(errno)));
   }
-  return absl::OkStatus();
+  return SyncDirectoryOf(path);
+}
+
+std::string PreviousCheckpointPath(const std::string& path) {
+  return path + ".prev";
+}
+
+absl::StatusOr<std::string> SetAsideCheckpoint(const std::string& path) {
+  const std::string base =
+      absl::StrCat(path, ".corrupt-", static_cast<int64_t>(std::time(nullptr)));
+  std::string name = base;
+  struct stat st;
+  for (int i = 1; ::stat(name.c_str(), &st) == 0; ++i) {
+    name = absl::StrCat(base, "-", i);
+  }
+  if (::rename(path.c_str(), name.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("rename ", path, " -> ", name, ": ",
+                                            std::strerror(errno)));
+  }
+  SyncDirectoryOf(path).IgnoreError();
+  return name;
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
@@ -114,9 +163,8 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   std::string bytes((std::istreambuf_iterator<char>(in)),
                     std::istreambuf_iterator<char>());
   auto corrupt = [&](absl::string_view why) {
-    return absl::DataLossError(absl::StrCat(
-        "checkpoint ", path, " is corrupt (", why,
-        "); refusing to restart from scratch: delete it to start over"));
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", path, " is corrupt (", why, ")"));
   };
   size_t pos = 0;
   if (bytes.size() < sizeof(kMagic) ||
@@ -127,8 +175,10 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   uint32_t version = 0;
   uint64_t meta_len = 0, payload_len = 0, hash = 0;
   if (!Take(bytes, &pos, &version)) return corrupt("truncated header");
-  if (version != kVersion) {
-    return corrupt(absl::StrCat("unsupported version ", version));
+  if (version != kVersion) {  // intact, from another trainer version
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", path, " has format version ", version,
+                     "; this trainer reads version ", kVersion));
   }
   if (!Take(bytes, &pos, &meta_len) || bytes.size() - pos < meta_len) {
     return corrupt("truncated metadata");

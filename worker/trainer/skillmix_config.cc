@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "trials/json_limits.h"
 #include "trials/params.h"
 #include "worker/trainer/trial_envelope.h"
 
@@ -81,6 +82,10 @@ absl::Status ApplyParam(const std::string& key, const json& v,
 }  // namespace
 
 absl::StatusOr<std::string> TrialKind(absl::string_view text) {
+  if (absl::Status deep = trials::CheckJsonDepth(text, "TRIAL.json");
+      !deep.ok()) {
+    return deep;
+  }
   json j = json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError("TRIAL.json is not a JSON object");

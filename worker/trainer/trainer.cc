@@ -287,7 +287,8 @@ absl::Status LoadState(const std::string& path, const TrainConfig& c,
   const int world = comm != nullptr ? comm->world_size() : 1;
   SMOE_ASSIGN_OR_RETURN(Checkpoint ckpt, ReadCheckpoint(path));
   json meta = json::parse(ckpt.meta_json, nullptr, false);
-  if (meta.is_discarded() || !meta.is_object() || !meta.contains("step")) {
+  if (meta.is_discarded() || !meta.is_object() || !meta.contains("step") ||
+      !meta["step"].is_number_integer() || meta["step"].get<int64_t>() < 0) {
     return absl::DataLossError(
         absl::StrCat("checkpoint ", path, " has unreadable metadata"));
   }
@@ -299,7 +300,9 @@ absl::Status LoadState(const std::string& path, const TrainConfig& c,
   }
   std::map<std::string, at::Tensor> by_name(ckpt.tensors.begin(),
                                             ckpt.tensors.end());
-  torch::NoGradGuard no_grad;
+  // Every tensor is checked before any is copied: a checkpoint that fails
+  // here leaves the freshly initialised state untouched.
+  std::vector<std::pair<torch::Tensor*, torch::Tensor>> copies;
   for (size_t i = 0; i < opt->params.size(); ++i) {
     for (auto [prefix, dst] :
          {std::pair<const char*, torch::Tensor*>{"param/", &opt->params[i]},
@@ -318,9 +321,11 @@ absl::Status LoadState(const std::string& path, const TrainConfig& c,
                                                 " lacks or misshapes ", prefix,
                                                 opt->names[i]));
       }
-      dst->copy_(src);
+      copies.emplace_back(dst, src);
     }
   }
+  torch::NoGradGuard no_grad;
+  for (auto& [dst, src] : copies) dst->copy_(src);
   s->step = meta.at("step").get<int64_t>();
   s->last_eval_step = meta.value("last_eval_step", int64_t{0});
   s->window_sum = meta.value("window_sum", 0.0);
@@ -330,6 +335,53 @@ absl::Status LoadState(const std::string& path, const TrainConfig& c,
                            : std::numeric_limits<double>::quiet_NaN();
   s->eval = meta.value("eval", json::object());
   return absl::OkStatus();
+}
+
+// What RestoreState did.
+struct Restored {
+  bool loaded = false;  // s and opt hold a checkpoint's state
+  // "" (the latest checkpoint, or a fresh start with none), "previous" or
+  // "scratch" (a checkpoint failed verification and was set aside).
+  std::string fallback;
+  std::string detail;  // what was set aside, and why
+};
+
+// Resumes from the newest checkpoint in the workdir that verifies: the
+// latest, else the previous one (checkpoint.h). One that fails verification
+// (DataLoss: truncated, checksum mismatch, unreadable) is renamed aside by
+// rank 0, never deleted, and the next is tried; with none left the run
+// starts from scratch. Other errors (another configuration's checkpoint,
+// another format version) stop the run: they are not corruption.
+absl::StatusOr<Restored> RestoreState(const std::string& ckpt_path,
+                                      const TrainConfig& c, LoopState* s,
+                                      Optimizer* opt,
+                                      kernels::Communicator* comm) {
+  const int rank = comm != nullptr ? comm->rank() : 0;
+  Restored r;
+  for (const std::string& path :
+       {ckpt_path, PreviousCheckpointPath(ckpt_path)}) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) continue;
+    absl::Status loaded = LoadState(path, c, s, opt, comm);
+    if (loaded.ok()) {
+      r.loaded = true;
+      if (!r.detail.empty()) r.fallback = "previous";
+      SMOE_LOG(INFO) << "resumed from " << path << " at step " << s->step;
+      return r;
+    }
+    if (!absl::IsDataLoss(loaded)) return loaded;
+    std::string aside = "(left for rank 0)";
+    if (rank == 0) {
+      absl::StatusOr<std::string> moved = SetAsideCheckpoint(path);
+      if (!moved.ok()) return moved.status();
+      aside = *moved;
+    }
+    SMOE_LOG(WARNING) << loaded.message() << "; set aside as " << aside;
+    absl::StrAppend(&r.detail, r.detail.empty() ? "" : "; ", loaded.message(),
+                    ": set aside as ", aside);
+  }
+  if (!r.detail.empty()) r.fallback = "scratch";
+  return r;
 }
 
 void AdamWUpdate(Optimizer& opt, const TrainConfig& c, int64_t step) {
@@ -423,12 +475,11 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
     opt.decay.push_back(model::DecayParameter(p.key(), p.value()));
   }
   LoopState s;
-  {
-    struct stat st;
-    if (::stat(ckpt_path.c_str(), &st) == 0) {
-      SMOE_RETURN_IF_ERROR(LoadState(ckpt_path, c, &s, &opt, cm));
-      SMOE_LOG(INFO) << "resumed from " << ckpt_path << " at step " << s.step;
-    }
+  SMOE_ASSIGN_OR_RETURN(const Restored restored,
+                        RestoreState(ckpt_path, c, &s, &opt, cm));
+  if (!restored.fallback.empty()) {
+    emit.Emit(trials::CheckpointRestoredEvent(s.step, restored.fallback,
+                                              restored.detail));
   }
 
   Batcher batcher(gen, c.model.num_values, device);

@@ -82,12 +82,14 @@ std::string CheckpointPath(const std::string& workdir);
 void ConfigureTorchThreads();
 
 // Trains and evaluates one trial, resuming from workdir's checkpoint if there
-// is one. Returns the result (after emitting the `result` event), or:
+// is one. A checkpoint that fails verification (checkpoint.h) is set aside
+// (renamed, never deleted) and the run resumes from the previous checkpoint,
+// else from scratch, emitting trials::CheckpointRestoredEvent first. Returns
+// the result (after emitting the `result` event), or:
 //   Cancelled         stop requested; a checkpoint was written (exit 75)
 //   InvalidArgument   bad config (exit 64)
-//   DataLoss          corrupt checkpoint in workdir
-//   FailedPrecondition checkpoint from a different trajectory, or device=cuda
-//                     without a GPU
+//   FailedPrecondition checkpoint from a different trajectory or format
+//                     version, or device=cuda without a GPU
 //   Internal          a LibTorch error (message included)
 // Never throws.
 absl::StatusOr<TrainResult> RunTraining(const TrainConfig& config,

@@ -2,6 +2,7 @@
 #include "worker/trainer/trial_envelope.h"
 
 #include "absl/strings/str_cat.h"
+#include "trials/json_limits.h"
 #include "trials/params.h"
 
 namespace smoe::trainer {
@@ -21,6 +22,12 @@ absl::Status GetString(const std::string& key, const json& v,
 }  // namespace
 
 absl::StatusOr<TrialEnvelope> ParseTrialEnvelope(absl::string_view text) {
+  // Before parsing: copying or printing a value nested 100k deep overflows
+  // the stack (SIGSEGV instead of exit 64).
+  if (absl::Status deep = trials::CheckJsonDepth(text, "TRIAL.json");
+      !deep.ok()) {
+    return deep;
+  }
   const json j = json::parse(text.begin(), text.end(), nullptr,
                              /*allow_exceptions=*/false);
   if (j.is_discarded()) {

@@ -28,7 +28,8 @@ struct TrialEnvelope {
 };
 
 // Parses TRIAL.json text. InvalidArgument naming the key and value for bad
-// JSON, a non-object, an unknown top-level key, or a wrong type or range.
+// JSON, a non-object, an unknown top-level key, or a wrong type or range;
+// also for text nested deeper than trials::kMaxJsonDepth.
 absl::StatusOr<TrialEnvelope> ParseTrialEnvelope(absl::string_view text);
 
 }  // namespace smoe::trainer
