@@ -122,7 +122,7 @@ absl::Status ValidateWorkerInfo(const WorkerInfo& info) {
 }
 
 absl::Status ValidateMetricName(absl::string_view name) {
-  return CheckName("metric name", name, kMaxMetricNameLength, "@#%+=,[]()");
+  return trials::ValidateMetricName(name);
 }
 
 Scheduler::Scheduler(store::ExperimentStore* store, Clock* clock,
@@ -479,15 +479,15 @@ std::string Scheduler::UnschedulableLocked(const SweepEntry& s) const {
 }
 
 SweepView Scheduler::ViewLocked(const SweepEntry& s) const {
-  SweepView v{s.record, s.spec, s.counts, s.version};
-  v.unschedulable = UnschedulableLocked(s);
+  SweepView v{s.record, s.spec, s.counts, s.version, UnschedulableLocked(s)};
   return v;
 }
 
 SweepView Scheduler::DurableViewLocked(const SweepEntry& s) const {
-  SweepView v{s.durable.record, s.spec, s.durable.counts, s.durable.version};
-  // Not versioned: it follows the workers' heartbeats, read live.
-  v.unschedulable = UnschedulableLocked(s);
+  // `unschedulable` is not versioned: it follows the workers' heartbeats,
+  // read live.
+  SweepView v{s.durable.record, s.spec, s.durable.counts, s.durable.version,
+              UnschedulableLocked(s)};
   return v;
 }
 

@@ -44,6 +44,7 @@
 #include "common/clock.h"
 #include "coordinator/sweep_spec.h"
 #include "store/experiment_store.h"
+#include "trials/events.h"
 
 namespace smoe::coordinator {
 
@@ -119,15 +120,15 @@ inline constexpr int kMaxWorkerCpus = 1 << 20;
 inline constexpr size_t kMaxWorkerLabels = 64;
 inline constexpr size_t kMaxLabelLength = 128;
 inline constexpr size_t kMaxWorkerKinds = 16;
-inline constexpr size_t kMaxMetricNameLength = 128;
+inline constexpr size_t kMaxMetricNameLength = trials::kMaxMetricNameBytes;
 
 // OK, or InvalidArgument naming the field and (a prefix of) the value: ids,
 // hostnames, label keys and kinds are 1..max characters of [A-Za-z0-9._:/-]
 // (an empty worker_id or hostname is allowed: the coordinator assigns an id),
 // slots 1..kMaxWorkerSlots, gpus and cpus non-negative and bounded.
 absl::Status ValidateWorkerInfo(const WorkerInfo& info);
-// A metric name: 1..kMaxMetricNameLength characters of [A-Za-z0-9._:/-] and
-// "@#%+=,[]()".
+// A metric name: trials::ValidateMetricName (the worker applies the same
+// rule when it parses the trainer's events).
 absl::Status ValidateMetricName(absl::string_view name);
 
 struct Registration {

@@ -12,8 +12,8 @@
 // case-insensitive substring of the row's text (trial id, worker, params
 // JSON, state). `state` is a comma-separated list of state names. Sort keys:
 // ordinal (default) | trial | state | attempt | worker | duration | seed |
-// exit | error | p.<param> | r.<result>, with a '-' prefix for descending; rows missing the
-// key sort last either way; ties keep sweep order.
+// exit | error | p.<param> | r.<result>, with a '-' prefix for descending; rows
+// missing the key sort last either way; ties keep sweep order.
 //
 // Thread safety: every function is pure.
 #ifndef SMOE_COORDINATOR_TRIAL_TABLE_H_

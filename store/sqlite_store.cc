@@ -54,11 +54,11 @@ using internal::TimeToMicros;
   "draining, registered_at_us, last_heartbeat_at_us"
 // A finished trial's worker is its latest attempt's (trials.worker_id is the
 // lease holder and is cleared when the attempt ends).
-#define SMOE_SUMMARY_COLUMNS                                            \
-  "t.trial_id, t.sweep_id, t.params_json, t.seed, t.state, t.attempt, " \
-  "CASE WHEN t.worker_id != '' THEN t.worker_id ELSE COALESCE((SELECT " \
-  "a.worker_id FROM attempts AS a WHERE a.trial_id = t.trial_id AND "   \
-  "a.attempt = t.attempt), '') END, t.duration_s, t.last_error, "       \
+#define SMOE_SUMMARY_COLUMNS                                              \
+  "t.trial_id, t.sweep_id, t.params_json, t.seed, t.state, t.attempt, "   \
+  "CASE WHEN t.worker_id != '' THEN t.worker_id ELSE COALESCE((SELECT "   \
+  "a.worker_id FROM attempts AS a WHERE a.trial_id = t.trial_id AND "     \
+  "a.attempt = t.attempt), '') END, t.duration_s, t.last_error, "         \
   "(SELECT a.exit_code FROM attempts AS a WHERE a.trial_id = t.trial_id " \
   "AND a.outcome != 'running' ORDER BY a.attempt DESC LIMIT 1)"
 

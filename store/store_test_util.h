@@ -103,16 +103,14 @@ inline std::string Dump(const TrialSummary& r) {
   for (const auto& [k, v] : r.results) {
     results.push_back(absl::StrCat(k, "=", Num(v)));
   }
-  return absl::StrCat("summary{", r.trial_id, " sweep=", r.sweep_id,
-                      " params=", r.params_json, " seed=", r.seed,
-                      " state=", TrialStateName(r.state),
-                      " attempt=", r.attempt, " worker=", r.worker_id,
-                      " duration=", Num(r.duration_s), " results=[",
-                      absl::StrJoin(results, ","), "] last_error=", r.last_error,
-                      " exit=",
-                      r.last_exit_code ? absl::StrCat(*r.last_exit_code)
-                                       : std::string("none"),
-                      "}");
+  return absl::StrCat(
+      "summary{", r.trial_id, " sweep=", r.sweep_id, " params=", r.params_json,
+      " seed=", r.seed, " state=", TrialStateName(r.state),
+      " attempt=", r.attempt, " worker=", r.worker_id,
+      " duration=", Num(r.duration_s), " results=[",
+      absl::StrJoin(results, ","), "] last_error=", r.last_error, " exit=",
+      r.last_exit_code ? absl::StrCat(*r.last_exit_code) : std::string("none"),
+      "}");
 }
 template <typename T>
 std::vector<std::string> DumpAll(const std::vector<T>& records) {

@@ -103,12 +103,16 @@ absl::StatusOr<TrialEvent> EventFromJson(const json& j) {
       return absl::InvalidArgumentError(absl::StrCat(
           "metric event: step must be a number >= 0 (", Line(j), ")"));
     }
-    if (!j.contains("name") || !j["name"].is_string() ||
-        j["name"].get_ref<const std::string&>().empty() ||
-        j["name"].get_ref<const std::string&>().size() > kMaxMetricNameBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "metric event: name must be a non-empty string of at most ",
-          kMaxMetricNameBytes, " bytes (", Line(j).substr(0, 200), ")"));
+    if (!j.contains("name") || !j["name"].is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric event: name must be a string (",
+                       Line(j).substr(0, 200), ")"));
+    }
+    if (absl::Status st =
+            ValidateMetricName(j["name"].get_ref<const std::string&>());
+        !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric event: ", st.message()));
     }
     e.name = j["name"].get<std::string>();
     if (!j.contains("value") ||
@@ -132,6 +136,31 @@ absl::StatusOr<TrialEvent> ParseEvent(absl::string_view line) {
   const json j = ParseJsonLine(line);
   if (j.is_discarded()) return absl::NotFoundError("not JSON");
   return EventFromJson(j);
+}
+
+absl::Status ValidateMetricName(absl::string_view name) {
+  auto quoted = [&] {
+    return name.size() > 64 ? absl::StrCat("'", name.substr(0, 64), "...' (",
+                                           name.size(), " bytes)")
+                            : absl::StrCat("'", name, "'");
+  };
+  if (name.empty() || name.size() > kMaxMetricNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metric name: must be 1..", kMaxMetricNameBytes,
+                     " characters, got ", quoted()));
+  }
+  constexpr absl::string_view kExtra = "._:/-@#%+=,[]()";
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') ||
+                    kExtra.find(c) != absl::string_view::npos;
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric name: only letters, digits and '", kExtra,
+                       "' are allowed, got ", quoted()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace smoe::trials

@@ -32,6 +32,13 @@ namespace smoe::trials {
 // malformed (the coordinator stores names as keys).
 inline constexpr size_t kMaxMetricNameBytes = 256;
 
+// The one metric-name rule, applied by the worker when it parses a trainer's
+// events and by the coordinator when it stores them (so a name the worker
+// accepts is never refused later with the rest of its batch):
+// 1..kMaxMetricNameBytes characters of [A-Za-z0-9._:/-] and "@#%+=,[]()".
+// InvalidArgument names the field and (a prefix of) the value.
+absl::Status ValidateMetricName(absl::string_view name);
+
 struct TrialEvent {
   enum class Type { kProgress, kMetric, kCheckpoint, kResult };
   Type type = Type::kProgress;

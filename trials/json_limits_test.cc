@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "trials/events.h"
@@ -71,6 +72,26 @@ TEST(ParseEventTest, MetricStepBeyondInt64OrNameTooLongIsRefused) {
   EXPECT_TRUE(ParseEvent(R"({"event":"metric","step":1,"name":")" +
                          long_name.substr(1) + R"(","value":1})")
                   .ok());
+}
+
+// One metric-name rule for the worker and the coordinator: a name the worker
+// accepts is never refused later (with the rest of its batch).
+TEST(ParseEventTest, MetricNamesFollowTheCoordinatorsRule) {
+  for (const char* ok : {"eval/ood_acc", "router/load[3]", "a:b-c.d_e@f#1"}) {
+    EXPECT_TRUE(ValidateMetricName(ok).ok()) << ok;
+    EXPECT_TRUE(
+        ParseEvent(absl::StrCat(R"({"event":"metric","step":1,"name":")", ok,
+                                R"(","value":1})"))
+            .ok())
+        << ok;
+  }
+  for (const char* bad : {"", "has space", "quote'd", "\u00e9"}) {
+    const auto e = ParseEvent(absl::StrCat(
+        R"({"event":"metric","step":1,"name":")", bad, R"(","value":1})"));
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_THAT(std::string(e.status().message()), HasSubstr("metric name"))
+        << bad;
+  }
 }
 
 TEST(ParseEventTest, DeeplyNestedLineIsInvalidNotACrash) {

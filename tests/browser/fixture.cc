@@ -104,7 +104,8 @@ class Fixture {
   bool Register(const std::string& kind) {
     pb::RegisterRequest req;
     req.set_hostname("fixture");
-    req.set_slots(100000);
+    req.set_slots(
+        1024);  // the most a worker may register; leases are capped by it
     req.set_gpus(64);
     req.add_kinds(kind);
     pb::RegisterResponse resp;

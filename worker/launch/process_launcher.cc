@@ -75,8 +75,8 @@ class PosixProcess final : public Process {
     absl::MutexLock lock(&mu_);
     std::vector<std::string> out;
     if (stderr_dropped_ > 0) {
-      out.push_back(absl::StrCat("[", stderr_dropped_,
-                                 " earlier stderr lines dropped]"));
+      out.push_back(
+          absl::StrCat("[", stderr_dropped_, " earlier stderr lines dropped]"));
       stderr_dropped_ = 0;
     }
     out.insert(out.end(), std::make_move_iterator(stderr_pending_.begin()),

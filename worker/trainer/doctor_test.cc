@@ -436,7 +436,8 @@ TEST_F(DoctorTest, AnUnusableTorchCudaDeviceFailsTheOpsCheck) {
   if (torch::cuda::is_available()) GTEST_SKIP() << "a CUDA LibTorch";
   EXPECT_EQ(c.verdict, Verdict::kFail) << FormatCheckLine(c);
   // LibTorch's exception comes back as a status naming the device.
-  EXPECT_TRUE(absl::StrContains(c.summary, "on cuda:0: ")) << FormatCheckLine(c);
+  EXPECT_TRUE(absl::StrContains(c.summary, "on cuda:0: "))
+      << FormatCheckLine(c);
   EXPECT_TRUE(c.figures.contains("seed")) << c.figures;
 }
 
