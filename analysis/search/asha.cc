@@ -49,15 +49,7 @@ std::vector<Decision> DecideAsha(const AshaConfig& c,
                                  const std::vector<Report>& reports) {
   const std::vector<int64_t> rungs = AshaRungs(c);
   const size_t L = rungs.size();
-  std::vector<Trial> sorted = trials;
-  std::sort(sorted.begin(), sorted.end(), [](const Trial& a, const Trial& b) {
-    return a.trial_id < b.trial_id;
-  });
-  sorted.erase(std::unique(sorted.begin(), sorted.end(),
-                           [](const Trial& a, const Trial& b) {
-                             return a.trial_id == b.trial_id;
-                           }),
-               sorted.end());
+  const std::vector<Trial> sorted = SortedUniqueTrials(trials);
   std::vector<TrialView> views(sorted.size());
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < sorted.size(); ++i) {

@@ -34,15 +34,7 @@ std::string Num(double v) { return absl::StrFormat("%.4g", v); }
 std::vector<Decision> DecideMedian(const MedianConfig& c,
                                    const std::vector<Trial>& trials,
                                    const std::vector<Report>& reports) {
-  std::vector<Trial> sorted = trials;
-  std::sort(sorted.begin(), sorted.end(), [](const Trial& a, const Trial& b) {
-    return a.trial_id < b.trial_id;
-  });
-  sorted.erase(std::unique(sorted.begin(), sorted.end(),
-                           [](const Trial& a, const Trial& b) {
-                             return a.trial_id == b.trial_id;
-                           }),
-               sorted.end());
+  const std::vector<Trial> sorted = SortedUniqueTrials(trials);
   std::vector<Curve> curves(sorted.size());
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < sorted.size(); ++i) {

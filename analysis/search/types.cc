@@ -97,4 +97,16 @@ nlohmann::json ToJson(const Decision& d) {
           {"reason", d.reason}};
 }
 
+std::vector<Trial> SortedUniqueTrials(std::vector<Trial> trials) {
+  std::sort(trials.begin(), trials.end(), [](const Trial& a, const Trial& b) {
+    return a.trial_id < b.trial_id;
+  });
+  trials.erase(std::unique(trials.begin(), trials.end(),
+                           [](const Trial& a, const Trial& b) {
+                             return a.trial_id == b.trial_id;
+                           }),
+               trials.end());
+  return trials;
+}
+
 }  // namespace smoe::analysis::search

@@ -90,6 +90,9 @@ std::string GroupLabel(const nlohmann::json& params,
 // idempotent; this only makes the choice order-free). A non-finite value
 // (a diverged run) becomes the worst value under `mode`.
 std::vector<Report> Canonical(std::vector<Report> reports, Mode mode);
+// The trials sorted by trial_id, duplicates (same id) dropped: the order the
+// policies decide in, whatever order the trials arrived in.
+std::vector<Trial> SortedUniqueTrials(std::vector<Trial> trials);
 
 nlohmann::json ToJson(const Decision& d);
 
