@@ -476,8 +476,8 @@ struct HttpServer::Impl {
     const int max_points = IntParam(req, "max_points", 2000, 2, 100000);
     auto metrics = store->ListMetrics(id, name);
     if (!metrics.ok()) return StatusError(res, metrics.status());
-    // Ordered by (name, step): cut into runs per name, then stride-downsample
-    // each run to max_points (first and last point kept).
+    // Ordered by (name, step): cut into runs per name, then downsample each
+    // run to max_points (first and last point kept).
     json series = json::object();
     size_t i = 0;
     const auto& m = *metrics;
@@ -485,22 +485,11 @@ struct HttpServer::Impl {
       size_t j = i;
       while (j < m.size() && m[j].name == m[i].name) ++j;
       const size_t n = j - i;
-      const double stride = n <= static_cast<size_t>(max_points)
-                                ? 1.0
-                                : static_cast<double>(n - 1) / (max_points - 1);
       json steps = json::array(), values = json::array();
-      size_t last = SIZE_MAX;
-      for (double f = 0; f < static_cast<double>(n) - 0.5; f += stride) {
-        const size_t k = i + static_cast<size_t>(std::llround(f));
-        if (k == last || k >= j) continue;
-        last = k;
-        steps.push_back(m[k].step);
-        values.push_back(std::isfinite(m[k].value) ? json(m[k].value) : json());
-      }
-      if (last != j - 1) {
-        steps.push_back(m[j - 1].step);
-        values.push_back(std::isfinite(m[j - 1].value) ? json(m[j - 1].value)
-                                                       : json());
+      for (size_t k : DownsampleIndices(n, static_cast<size_t>(max_points))) {
+        const store::MetricRecord& p = m[i + k];
+        steps.push_back(p.step);
+        values.push_back(std::isfinite(p.value) ? json(p.value) : json());
       }
       series[m[i].name] = {{"steps", steps}, {"values", values}, {"count", n}};
       i = j;

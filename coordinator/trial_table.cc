@@ -174,4 +174,19 @@ absl::StatusOr<TrialPage> SelectTrials(
   return page;
 }
 
+std::vector<size_t> DownsampleIndices(size_t n, size_t max_points) {
+  std::vector<size_t> out;
+  if (n == 0) return out;
+  if (max_points < 2) max_points = 2;
+  const double stride =
+      n <= max_points ? 1.0 : static_cast<double>(n - 1) / (max_points - 1);
+  for (double f = 0; f < static_cast<double>(n) - 0.5; f += stride) {
+    const size_t k = static_cast<size_t>(std::llround(f));
+    if (k >= n || (!out.empty() && k == out.back())) continue;
+    out.push_back(k);
+  }
+  if (out.back() != n - 1) out.push_back(n - 1);
+  return out;
+}
+
 }  // namespace smoe::coordinator

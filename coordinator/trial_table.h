@@ -83,6 +83,12 @@ absl::StatusOr<TrialPage> SelectTrials(
 // integral floats without a decimal point, anything else as JSON.
 std::string ParamLabel(const nlohmann::json& v);
 
+// Which of `n` points of one learning curve to send when at most
+// `max_points` (>= 2) are wanted: all when n <= max_points, else an even
+// stride over the indices with the first and the last always kept; strictly
+// increasing.
+std::vector<size_t> DownsampleIndices(size_t n, size_t max_points);
+
 }  // namespace smoe::coordinator
 
 #endif  // SMOE_COORDINATOR_TRIAL_TABLE_H_

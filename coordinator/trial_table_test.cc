@@ -5,6 +5,7 @@
 // unknown-key error.
 #include "coordinator/trial_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -173,6 +174,26 @@ TEST(TrialTableTest, UnknownSortKeyIsAnError) {
   EXPECT_EQ(page.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(page.status().message()),
               HasSubstr("unknown sort key 'bogus'"));
+}
+
+// The trial page's curves: at most max_points, first and last kept, evenly
+// strided, strictly increasing; short curves whole.
+TEST(TrialTableTest, DownsampleIndices) {
+  EXPECT_THAT(DownsampleIndices(0, 10), ElementsAre());
+  EXPECT_THAT(DownsampleIndices(1, 10), ElementsAre(0));
+  EXPECT_THAT(DownsampleIndices(4, 4), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(DownsampleIndices(5, 3), ElementsAre(0, 2, 4));
+  EXPECT_THAT(DownsampleIndices(10, 2), ElementsAre(0, 9));
+  for (size_t n : {7u, 100u, 1001u, 5000u}) {
+    for (size_t max_points : {2u, 3u, 10u, 999u}) {
+      const std::vector<size_t> idx = DownsampleIndices(n, max_points);
+      ASSERT_FALSE(idx.empty());
+      EXPECT_LE(idx.size(), std::max(max_points, size_t{2})) << n;
+      EXPECT_EQ(idx.front(), 0u);
+      EXPECT_EQ(idx.back(), n - 1);
+      for (size_t i = 1; i < idx.size(); ++i) EXPECT_LT(idx[i - 1], idx[i]);
+    }
+  }
 }
 
 TEST(TrialTableTest, ParamLabels) {
