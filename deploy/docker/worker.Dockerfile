@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
 # SMoE Lab GPU worker image: `smoe worker` (the daemon) + `smoe-trainer`
+# (and smoe-trainer-full, which it runs for kind skillmix and doctor)
 # built with SMOE_WITH_CUDA against PyTorch's CUDA LibTorch; NCCL and the
 # CUDA runtime come from the nvidia/cuda base (libnccl-dev: /usr/include),
 # whose CUDA major must match LibTorch's (cu126 here; CMake checks, review
@@ -41,9 +42,10 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DTORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST}" \
       -DCMAKE_PREFIX_PATH=/opt/libtorch \
       -DSMOE_WEB=OFF -DSMOE_BUILD_TESTS=OFF -DSMOE_BUILD_BENCHMARKS=OFF \
- && cmake --build build --target smoe smoe-trainer \
+ && cmake --build build --target smoe smoe-trainer smoe-trainer-full \
  && strip build/bin/smoe \
- && deploy/docker/runtime-packages.sh build/bin/smoe build/bin/smoe-trainer > build/runtime-packages
+ && deploy/docker/runtime-packages.sh build/bin/smoe build/bin/smoe-trainer \
+      build/bin/smoe-trainer-full > build/runtime-packages
 
 FROM nvidia/cuda:12.6.3-runtime-ubuntu24.04
 COPY --from=build /src/build/runtime-packages /tmp/runtime-packages
@@ -55,7 +57,8 @@ RUN apt-get update \
       --no-create-home --shell /usr/sbin/nologin smoe \
  && install -d -o 10001 -g 10001 -m 0700 /var/lib/smoe-worker
 COPY --from=build /opt/libtorch/lib /opt/libtorch/lib
-COPY --from=build /src/build/bin/smoe /src/build/bin/smoe-trainer /usr/local/bin/
+COPY --from=build /src/build/bin/smoe /src/build/bin/smoe-trainer \
+     /src/build/bin/smoe-trainer-full /usr/local/bin/
 ENV LD_LIBRARY_PATH=/opt/libtorch/lib:/usr/local/nvidia/lib64 \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility \

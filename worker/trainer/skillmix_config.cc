@@ -81,19 +81,6 @@ absl::Status ApplyParam(const std::string& key, const json& v,
 
 }  // namespace
 
-absl::StatusOr<std::string> TrialKind(absl::string_view text) {
-  if (absl::Status deep = trials::CheckJsonDepth(text, "TRIAL.json");
-      !deep.ok()) {
-    return deep;
-  }
-  json j = json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError("TRIAL.json is not a JSON object");
-  }
-  if (!j.contains("kind") || !j["kind"].is_string()) return std::string();
-  return j["kind"].get<std::string>();
-}
-
 absl::StatusOr<SkillMixTrialConfig> ParseSkillMixTrialJson(
     absl::string_view text) {
   SMOE_ASSIGN_OR_RETURN(TrialEnvelope e, ParseTrialEnvelope(text));

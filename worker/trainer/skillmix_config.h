@@ -54,9 +54,6 @@ struct SkillMixTrialConfig {
 absl::StatusOr<SkillMixTrialConfig> ParseSkillMixTrialJson(
     absl::string_view text);
 
-// The "kind" of a TRIAL.json ("" if absent); InvalidArgument for bad JSON.
-absl::StatusOr<std::string> TrialKind(absl::string_view text);
-
 }  // namespace smoe::trainer
 
 #endif  // SMOE_WORKER_TRAINER_SKILLMIX_CONFIG_H_

@@ -1,5 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 #include "worker/trainer/skillmix_trial.h"
+#include "worker/trainer/trial_envelope.h"
 
 #include <stdlib.h>
 #include <unistd.h>

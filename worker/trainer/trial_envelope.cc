@@ -77,4 +77,17 @@ absl::StatusOr<TrialEnvelope> ParseTrialEnvelope(absl::string_view text) {
   return e;
 }
 
+absl::StatusOr<std::string> TrialKind(absl::string_view text) {
+  if (absl::Status deep = trials::CheckJsonDepth(text, "TRIAL.json");
+      !deep.ok()) {
+    return deep;
+  }
+  json j = json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("TRIAL.json is not a JSON object");
+  }
+  if (!j.contains("kind") || !j["kind"].is_string()) return std::string();
+  return j["kind"].get<std::string>();
+}
+
 }  // namespace smoe::trainer

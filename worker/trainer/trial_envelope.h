@@ -32,6 +32,11 @@ struct TrialEnvelope {
 // also for text nested deeper than trials::kMaxJsonDepth.
 absl::StatusOr<TrialEnvelope> ParseTrialEnvelope(absl::string_view text);
 
+// The "kind" of a TRIAL.json ("" if absent); InvalidArgument for bad JSON or
+// text nested deeper than trials::kMaxJsonDepth. smoe-trainer reads it first
+// to pick the program that runs the trial (main.cc).
+absl::StatusOr<std::string> TrialKind(absl::string_view text);
+
 }  // namespace smoe::trainer
 
 #endif  // SMOE_WORKER_TRAINER_TRIAL_ENVELOPE_H_
