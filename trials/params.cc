@@ -80,9 +80,15 @@ Problem Check(const Param& p, const json& v, bool integral_floats) {
   return Problem::kType;
 }
 
-// The string's extra rule (Param::check), after the table's own checks.
+// The value's extra rule (Param::check for strings, Param::number_check
+// for numbers), after the table's own checks.
 absl::Status CheckExtra(const Param& p, const json& v) {
-  if (p.check == nullptr) return absl::OkStatus();
+  if (p.type == ParamType::kNumber && p.number_check != nullptr) {
+    return p.number_check(v.get<double>());
+  }
+  if (p.type != ParamType::kString || p.check == nullptr) {
+    return absl::OkStatus();
+  }
   return p.check(v.get_ref<const std::string&>());
 }
 
@@ -196,6 +202,11 @@ Param Param::NonEmpty() && {
 
 Param Param::Checked(absl::Status (*fn)(absl::string_view)) && {
   check = fn;
+  return std::move(*this);
+}
+
+Param Param::CheckedNumber(absl::Status (*fn)(double)) && {
+  number_check = fn;
   return std::move(*this);
 }
 

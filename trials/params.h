@@ -65,11 +65,15 @@ struct Param {
   bool non_empty = false;            // kString: "" is refused
   // kString: a further rule; its error names the field and value.
   absl::Status (*check)(absl::string_view value) = nullptr;
+  // kNumber: a further rule (after the range); its error names the field
+  // and value.
+  absl::Status (*number_check)(double value) = nullptr;
   std::string doc;
 
   Param MultipleOf(double step) &&;
   Param NonEmpty() &&;
   Param Checked(absl::Status (*fn)(absl::string_view)) &&;
+  Param CheckedNumber(absl::Status (*fn)(double)) &&;
 };
 
 // One line per parameter. REQUIRES: the default is allowed.

@@ -6,6 +6,8 @@
 // start from the same values (tests/trials/trial_params_test.cc). Note that
 // `top_k` here is the student's sampling top-k over the vocabulary; experts
 // per token is `ept`.
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/api_token.h"
 #include "trials/params.h"
 
@@ -16,6 +18,17 @@ namespace {
 // variables may go to the sweep-chosen grader URL.
 absl::Status CheckKeyEnv(absl::string_view name) {
   return name.empty() ? absl::OkStatus() : CheckApiKeyEnvName(name);
+}
+
+// The grader waits 1/rate seconds between requests: a positive rate below
+// kMinRate would wait for hours (1e-300: forever), so it is refused.
+constexpr double kMinRate = 1e-3;
+absl::Status CheckRate(double rate) {
+  if (rate <= 0 || rate >= kMinRate) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "grader_requests_per_second: ", rate,
+      " is a positive rate below 0.001 (more than 1000 s between requests); "
+      "use <= 0 for unlimited or a rate >= 0.001"));
 }
 
 }  // namespace
@@ -51,7 +64,7 @@ Choice("grader_prompt_kind", "gpt", {"gpt", "llama"}, "grading prompt and parser
 Int("grader_max_new_tokens", 512, 1, 32768, "grader tokens per reply"),
 Number("grader_temperature", 1.0, Closed(0, 10), "grader sampling temperature (the API default the reference used)"),
 Int("grader_ept", 0, 0, 64, "local grader's experts per token; 0 = its default"),
-Number("grader_requests_per_second", 2.0, AnyNumber(), "API request rate; <= 0 = unlimited"),
+Number("grader_requests_per_second", 2.0, AnyNumber(), "API request rate; <= 0 = unlimited, else >= 0.001").CheckedNumber(&CheckRate),
 String("grader_cache_dir", "", "grader reply cache; \"\" = WORKDIR/grader_cache"),
 Bool("filter_explicit_name", false, "zero a skill's point when the answer names the skill"),
 String("skills_path", "", "skills file (.csv or .json); \"\" = the 10 released skills"),

@@ -235,6 +235,17 @@ TEST_P(TrialParamsTest, EveryEndAcceptedOnePastRefusedByBoth) {
               HasSubstr("unknown parameter \"no_such_param\""));
 }
 
+// A rule beyond the range (Param::number_check): the grader would wait
+// 1/rate seconds between requests, so a tiny positive rate is refused by
+// both, while "unlimited" (<= 0) and real rates pass.
+TEST(TrialParamsExtraRuleTest, GraderRateHasALowerBoundForPositiveRates) {
+  const TrialKind& kind = *trials::FindKind("skillmix");
+  const Param& p = *kind.Find("grader_requests_per_second");
+  SCOPED_TRACE("skillmix.grader_requests_per_second");
+  for (double ok : {-1.0, 0.0, 0.001, 2.0, 1e9}) ExpectAccepted(kind, p, ok);
+  for (double bad : {1e-300, 1e-9, 0.000999}) ExpectRefused(kind, p, bad);
+}
+
 // The trainer reads every entry (a changed value changes the config), and
 // the table's default is the config's default (stating it changes nothing).
 TEST_P(TrialParamsTest, TrainerBindsEveryEntryWithTheTablesDefault) {
