@@ -651,6 +651,10 @@ class FailingStore : public store::ExperimentStore {
       absl::string_view id, const std::vector<std::string>& ids) override {
     return inner_.ListSummariesOf(id, ids);
   }
+  absl::StatusOr<std::vector<store::DecisionRecord>> ListDecisions(
+      absl::string_view id, int64_t after_seq, int64_t limit) override {
+    return inner_.ListDecisions(id, after_seq, limit);
+  }
   bool fail_ = false;
   std::function<void()> before_commit_;  // runs at the start of Commit
 
