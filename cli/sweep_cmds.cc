@@ -241,8 +241,7 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
     if (!search.group_by.empty()) {
       out << " per " << absl::StrJoin(search.group_by, " x ");
     }
-    out << "; not yet run by the scheduler (`smoe sweep submit` refuses it "
-           "until then; docs/adaptive-sweeps.md)\n";
+    out << " (docs/adaptive-sweeps.md)\n";
   }
   return kExitOk;
 }
