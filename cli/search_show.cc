@@ -10,22 +10,11 @@ namespace smoe::cli {
 namespace pb = smoe::v1;
 
 std::string FormatDecision(const pb::Decision& d) {
-  std::string who =
-      d.trial_id().empty() ? absl::StrCat("group ", d.group()) : d.trial_id();
-  std::string line = absl::StrCat("#", d.seq(), " ", who, " ", d.action());
-  if (d.action() == "prune" || d.action() == "promote" ||
-      d.action() == "resume") {
-    if (d.rung() >= 0) absl::StrAppend(&line, " rung ", d.rung());
-    absl::StrAppend(&line, " step ", d.step());
-    if (d.has_value())
-      absl::StrAppend(&line, absl::StrFormat(": %.4g", d.value()));
-    if (d.has_cutoff()) {
-      absl::StrAppend(&line, absl::StrFormat(" (cutoff %.4g)", d.cutoff()));
-    }
-    if (d.action() == "prune" && d.final()) absl::StrAppend(&line, " final");
-  }
-  absl::StrAppend(&line, ": ", d.reason());
-  return line;
+  // The reason names the rung, step, value and cutoff.
+  return absl::StrCat(
+      "#", d.seq(), " ",
+      d.trial_id().empty() ? absl::StrCat("group ", d.group()) : d.trial_id(),
+      " ", d.action(), d.final() ? " (final)" : "", ": ", d.reason());
 }
 
 void PrintSearchSummary(const pb::GetSweepResponse& resp, std::ostream& out) {

@@ -18,8 +18,8 @@ namespace smoe::cli {
 // Decisions `smoe sweep show` asks for (the newest ones).
 inline constexpr int kShownDecisions = 20;
 
-// One decision as a line: "#12 a/1f2e... prune rung 0 step 10: 0.25 <
-// cutoff 0.5 (final): <reason>".
+// One decision as a line: "#12 a/1f2e... prune (final): <reason>" (the
+// reason names the rung, step, value and cutoff).
 std::string FormatDecision(const smoe::v1::Decision& d);
 
 // Prints the search block of a GetSweep answer; nothing for a grid sweep.

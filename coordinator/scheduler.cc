@@ -1221,6 +1221,10 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
       if (IsSearchMetric(metric, name)) s->finals[r.trial_id] = value;
     }
   }
+  // A cancelled sweep runs nothing: no promotion back to pending, no points.
+  if (s->record.state == store::SweepState::kCancelled) {
+    return absl::OkStatus();
+  }
   // The state `batch` leads to: memory, overlaid with the batch's trials.
   SearchInputs in;
   in.spec = &s->spec;

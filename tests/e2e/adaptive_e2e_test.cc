@@ -162,6 +162,7 @@ TEST(AdaptiveE2eTest, AshaSweepPrunesPromotesResumesAndFinishes) {
   // `smoe sweep show` prints the pruned state and the decisions.
   auto [show_rc, show] = c.Smoe({"sweep", "show", "asha"});
   EXPECT_EQ(show_rc, 0) << show;
+  std::printf("%s", show.c_str());  // the log shows what users see
   EXPECT_THAT(show, HasSubstr("pruned"));
   EXPECT_THAT(show, HasSubstr("trial-steps"));
   EXPECT_THAT(show, HasSubstr("rung 0"));
