@@ -545,7 +545,9 @@ SchedulerRun SimulateScheduler(const Replay& replay, int workers,
     }
     const int free = workers - static_cast<int>(running.size());
     if (free > 0) {
-      for (const LeaseGrant& g : *sched.Lease(w, free, 0)) {
+      auto grants = sched.Lease(w, free, 0);
+      if (!grants.ok()) break;
+      for (const LeaseGrant& g : *grants) {
         auto it = curve_of_trial.find(g.trial_id);
         if (it == curve_of_trial.end()) {
           const nlohmann::json p = nlohmann::json::parse(g.params_json);
@@ -590,7 +592,8 @@ SchedulerRun SimulateScheduler(const Replay& replay, int workers,
   std::map<std::string, std::map<int, std::vector<double>>> done;
   std::set<std::string> groups;
   for (const Curve& c : replay.trials) groups.insert(c.group);
-  for (const store::TrialRecord& t : *sched.ListTrials("replay")) {
+  const std::vector<store::TrialRecord> trials = *sched.ListTrials("replay");
+  for (const store::TrialRecord& t : trials) {
     if (t.state != store::TrialState::kSucceeded) continue;
     const Curve& c = replay.trials[curve_of_trial.at(t.trial_id)];
     done[c.group][c.k].push_back(c.values.back());
