@@ -8,6 +8,7 @@
 // checkpoint when promoted); refine adds the untried neighbours of the best
 // top_k and stops when resolved; a coordinator killed with SIGKILL mid-sweep
 // loses no decision and takes none twice.
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
