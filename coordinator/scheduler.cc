@@ -1073,7 +1073,11 @@ absl::Status Scheduler::ReportMetricsLocked(
       search_metric =
           search_metric || IsSearchMetric(sweep.spec.search.metric, m.name);
     }
-    if (search_metric) {
+    if (search_metric && sweep.spec.search.strategy == "refine") {
+      // Refine decides on final results only (Complete); the reports count
+      // for the trial-steps used.
+      MirrorSearchLocked(&sweep, batch);
+    } else if (search_metric) {
       // The decision commits with the report that caused it.
       SMOE_RETURN_IF_ERROR(PlanSearchLocked(&sweep, &batch));
       return CommitAndApplyLocked(batch);
@@ -1201,26 +1205,31 @@ absl::Status Scheduler::LoadSearchLocked(SweepEntry* s) {
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
-  if (!IsAdaptive(s->spec)) return absl::OkStatus();
+void Scheduler::MirrorSearchLocked(SweepEntry* s, const WriteBatch& batch) {
   const std::string& sweep_id = s->record.sweep_id;
   const std::string& metric = s->spec.search.metric;
   auto ours = [&](const std::string& trial_id) {
     auto it = trials_.find(trial_id);
     return it != trials_.end() && it->second.sweep_id == sweep_id;
   };
-  for (const store::MetricRecord& m : batch->metrics) {
+  for (const store::MetricRecord& m : batch.metrics) {
     if (IsSearchMetric(metric, m.name) && ours(m.trial_id)) {
       s->reports[m.trial_id].push_back(
           {m.trial_id, m.attempt, m.step, m.value});
     }
   }
-  for (const WriteBatch::Result& r : batch->results) {
+  for (const WriteBatch::Result& r : batch.results) {
     if (!ours(r.trial_id)) continue;
     for (const auto& [name, value] : r.values) {
       if (IsSearchMetric(metric, name)) s->finals[r.trial_id] = value;
     }
   }
+}
+
+absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
+  if (!IsAdaptive(s->spec)) return absl::OkStatus();
+  const std::string& sweep_id = s->record.sweep_id;
+  MirrorSearchLocked(s, *batch);
   // A cancelled sweep runs nothing: no promotion back to pending, no points.
   if (s->record.state == store::SweepState::kCancelled) {
     return absl::OkStatus();

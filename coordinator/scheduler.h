@@ -429,6 +429,10 @@ class Scheduler {
   // Adaptive sweeps: fills the search mirrors of `s` from the store.
   absl::Status LoadSearchLocked(SweepEntry* s)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adaptive sweeps: records `batch`'s search-metric reports and results of
+  // `s`'s trials in the search mirrors.
+  void MirrorSearchLocked(SweepEntry* s, const store::WriteBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Adaptive sweeps: records `batch`'s search-metric reports and results in
   // the mirrors, computes the search plan on the state `batch` leads to and
   // appends it (state changes, new points, decisions) to `batch`, so the

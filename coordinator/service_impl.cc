@@ -255,12 +255,16 @@ grpc::Status CoordinatorServiceImpl::GetSweep(grpc::ServerContext* ctx,
     if (IsAdaptive(v.spec)) {
       SMOE_ASSIGN_OR_RETURN(SearchUsage u,
                             scheduler_->GetSearchUsage(req->sweep_id()));
-      SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
-                            store_->ListDecisions(req->sweep_id(), 0, 0));
       pb::SearchUsage* usage = resp->mutable_search_usage();
       usage->set_trial_steps_used(u.trial_steps_used);
       usage->set_full_grid_trial_steps(u.full_grid_trial_steps);
-      usage->set_decisions(static_cast<int32_t>(log.size()));
+      // The log is read only when asked for (watchers poll GetSweep).
+      std::vector<store::DecisionRecord> log;
+      if (req->decisions_limit() > 0) {
+        SMOE_ASSIGN_OR_RETURN(log,
+                              store_->ListDecisions(req->sweep_id(), 0, 0));
+        usage->set_decisions(static_cast<int32_t>(log.size()));
+      }
       const size_t limit =
           static_cast<size_t>(std::max(0, req->decisions_limit()));
       const size_t first = log.size() > limit ? log.size() - limit : 0;
