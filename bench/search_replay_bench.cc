@@ -28,6 +28,16 @@
 // kPromote (or, for the median rule, no longer pruned) is resumed from its
 // checkpoint before any fresh trial starts. A policy's k* for a group is
 // the argmax over k of the mean final accuracy of the trials it finished.
+//
+// "Through the real scheduler" replays the synthetic study through
+// coordinator::Scheduler itself (the code the coordinator runs: search
+// driver, decision log, pruned state, promotion via re-lease) over an
+// InMemoryStore with a FakeClock and one fake worker of W slots: per tick it
+// heartbeats (a pruned trial's attempt is cancelled there; its progress is
+// its checkpoint), leases into free slots, advances every running trial by
+// one evaluation interval and reports eval/ood_acc (a report refused as
+// stale means the trial was pruned by an earlier report of the tick: its
+// steps are not counted), and completes trials at max_steps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -42,7 +52,11 @@
 #include "analysis/search/asha.h"
 #include "analysis/search/median_stop.h"
 #include "analysis/search/refine.h"
+#include "common/clock.h"
 #include "common/rng.h"
+#include "coordinator/scheduler.h"
+#include "nlohmann/json.hpp"
+#include "store/in_memory_store.h"
 
 namespace smoe::analysis::search {
 namespace {
@@ -472,6 +486,164 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
   }
 }
 
+struct SchedulerRun {
+  SimResult sim;
+  int64_t usage_used = 0;  // Scheduler::GetSearchUsage
+  int64_t usage_full = 0;
+  int decisions = 0;
+  double wall_s = 0;
+};
+
+// The synthetic study through coordinator::Scheduler (see the file comment).
+SchedulerRun SimulateScheduler(const Replay& replay, int workers,
+                               const std::string& search) {
+  using coordinator::LeaseGrant;
+  using coordinator::RunningReport;
+  const absl::Time wall0 = absl::Now();
+  std::map<std::string, size_t> curve_of;  // "M%d-k%d-%s-s%d" -> index
+  for (size_t i = 0; i < replay.trials.size(); ++i) {
+    curve_of[replay.trials[i].id] = i;
+  }
+  store::InMemoryStore store;
+  FakeClock clock;
+  coordinator::SchedulerOptions opts;
+  opts.lease_timeout = absl::Hours(1);
+  SchedulerRun out;
+  auto sched_or = coordinator::Scheduler::Create(&store, &clock, opts);
+  if (!sched_or.ok()) return out;
+  coordinator::Scheduler& sched = **sched_or;
+  const std::string yaml = absl::StrCat(
+      "name: replay\nkind: sraven\ngrid:\n  M: [1, 2, 3, 4, 5, 6, 7, 8]\n"
+      "  attention: [softmax, hyla]\n  top_k: [1, 2, 3, 4, 5, 6, 7, 8]\n"
+      "fixed: {steps: ",
+      replay.max_steps, ", num_experts: 8}\nseeds: [0, 1, 2]\nsearch: ", search,
+      "\n");
+  auto sub = sched.SubmitSweep(yaml, false);
+  if (!sub.ok()) {
+    std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
+    return out;
+  }
+  coordinator::WorkerInfo info;
+  info.hostname = "replay";
+  info.slots = workers;
+  const std::string w = sched.Register(info)->worker_id;
+  struct Run {
+    int attempt = 0;
+    size_t curve = 0;
+  };
+  std::map<std::string, Run> running;
+  std::map<std::string, int64_t> progress;  // trial -> checkpoint step
+  std::map<std::string, size_t> curve_of_trial;
+  SimResult& r = out.sim;
+  const int64_t every = replay.eval_every;
+  while (true) {
+    std::vector<RunningReport> hb;
+    for (const auto& [id, run] : running) hb.push_back({id, run.attempt});
+    auto reply = sched.Heartbeat(w, hb, false);
+    for (const auto& [id, attempt] : reply->cancel) {
+      if (running.erase(id) > 0) ++r.prunes;
+    }
+    const int free = workers - static_cast<int>(running.size());
+    if (free > 0) {
+      auto grants = sched.Lease(w, free, 0);
+      if (!grants.ok()) break;
+      for (const LeaseGrant& g : *grants) {
+        auto it = curve_of_trial.find(g.trial_id);
+        if (it == curve_of_trial.end()) {
+          const nlohmann::json p = nlohmann::json::parse(g.params_json);
+          const std::string id = absl::StrFormat(
+              "M%d-k%d-%s-s%d", p.at("M").get<int>(), p.at("top_k").get<int>(),
+              p.at("attention") == "softmax" ? "softmax" : "linear", g.seed);
+          it = curve_of_trial.emplace(g.trial_id, curve_of.at(id)).first;
+        }
+        running[g.trial_id] = {g.attempt, it->second};
+        if (g.attempt > 1) ++r.promotions;
+      }
+    }
+    if (running.empty()) break;
+    ++r.ticks;
+    clock.Advance(absl::Seconds(1));
+    std::vector<std::string> ended;
+    for (const auto& [id, run] : running) {
+      const Curve& c = replay.trials[run.curve];
+      const int64_t step = progress[id] + every;
+      store::MetricRecord m;
+      m.name = "eval/ood_acc";
+      m.step = step;
+      m.value = c.values[static_cast<size_t>(step / every) - 1];
+      if (!sched.ReportMetrics(w, id, run.attempt, {m}).ok()) {
+        ended.push_back(id);  // pruned by an earlier report of this tick
+        ++r.prunes;
+        continue;
+      }
+      progress[id] = step;
+      r.trial_steps += every;
+      if (step >= replay.max_steps) {
+        if (sched
+                .Complete(w, id, run.attempt, {{"ood_acc", c.values.back()}}, 1)
+                .ok()) {
+          ++r.finished;
+        }
+        ended.push_back(id);
+      }
+    }
+    for (const std::string& id : ended) running.erase(id);
+  }
+  std::map<std::string, std::map<int, std::vector<double>>> done;
+  std::set<std::string> groups;
+  for (const Curve& c : replay.trials) groups.insert(c.group);
+  const std::vector<store::TrialRecord> trials = *sched.ListTrials("replay");
+  for (const store::TrialRecord& t : trials) {
+    if (t.state != store::TrialState::kSucceeded) continue;
+    const Curve& c = replay.trials[curve_of_trial.at(t.trial_id)];
+    done[c.group][c.k].push_back(c.values.back());
+  }
+  for (const std::string& g : groups) {
+    r.k_star[g] = done.count(g) ? ArgmaxK(done[g], nullptr) : 0;
+  }
+  auto usage = sched.GetSearchUsage("replay");
+  if (usage.ok()) {
+    out.usage_used = usage->trial_steps_used;
+    out.usage_full = usage->full_grid_trial_steps;
+  }
+  out.decisions = static_cast<int>(store.ListDecisions("replay", 0, 0)->size());
+  out.wall_s = absl::ToDoubleSeconds(absl::Now() - wall0);
+  return out;
+}
+
+void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
+                      const std::vector<AshaCase>& ashas) {
+  std::printf(
+      "\n## Through the real scheduler: %s (coordinator::Scheduler, "
+      "InMemoryStore, fake clock, one fake worker with %d slots)\n\n"
+      "| policy | trial-steps | vs grid | scheduler's usage (used / full) | "
+      "finished trials | stops | re-leases | ticks | decisions logged | "
+      "k* = grid's | mean regret | wall s |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      replay.name.c_str(), workers);
+  for (const AshaCase& a : ashas) {
+    const SchedulerRun run = SimulateScheduler(
+        replay, workers,
+        absl::StrCat(
+            "{strategy: asha, metric: ood_acc, min_steps: ", a.min_steps,
+            ", reduction: ", a.eta, ", group_by: [M, attention]}"));
+    const SimResult& r = run.sim;
+    const Score s = Compare(g, r.k_star);
+    std::printf(
+        "| asha min_steps %lld, eta %lld | %lld | %.2fx fewer | %lld / %lld | "
+        "%d | %d | %d | %lld | %d | %d/%d (%.0f%%) | %.4f | %.1f |\n",
+        static_cast<long long>(a.min_steps), static_cast<long long>(a.eta),
+        static_cast<long long>(r.trial_steps),
+        static_cast<double>(g.trial_steps) /
+            static_cast<double>(std::max<int64_t>(1, r.trial_steps)),
+        static_cast<long long>(run.usage_used),
+        static_cast<long long>(run.usage_full), r.finished, r.prunes,
+        r.promotions, static_cast<long long>(r.ticks), run.decisions, s.match,
+        s.groups, 100.0 * s.match / std::max(1, s.groups), s.mean_regret,
+        run.wall_s);
+  }
+}
+
 void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
             const std::map<std::string, int>& k_true) {
   std::printf(
@@ -579,6 +751,7 @@ int main(int argc, char** argv) {
   }
   EarlyStopping(synthetic, g, 16,
                 {{100, 3}, {300, 3}, {900, 3}, {300, 2}, {100, 4}}, {300, 900});
+  ThroughScheduler(synthetic, g, 16, {{300, 3}, {300, 2}});
   Refine(study, g, k_true);
   // Sensitivity: the same study without the slower learning of larger k
   // (tau_k = 405 for every k: curves of different k do not cross).

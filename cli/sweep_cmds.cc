@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "cli/search_show.h"
 #include "common/logging.h"
 #include "coordinator/sweep_spec.h"
 #include "nlohmann/json.hpp"
@@ -43,6 +44,8 @@ const char* StateName(pb::TrialState s) {
       return "failed";
     case pb::TRIAL_STATE_CANCELLED:
       return "cancelled";
+    case pb::TRIAL_STATE_PRUNED:
+      return "pruned";
     default:
       return "?";
   }
@@ -143,7 +146,7 @@ void PrintSweepSummary(const pb::Sweep& s, std::ostream& out) {
 }  // namespace
 
 std::string ProgressLine(const pb::StateCounts& c, int width) {
-  const int finished = c.succeeded() + c.failed() + c.cancelled();
+  const int finished = c.succeeded() + c.failed() + c.cancelled() + c.pruned();
   if (c.total() <= 0) {
     return absl::StrCat("[", std::string(static_cast<size_t>(width), '-'),
                         "] no trials yet");
@@ -152,10 +155,12 @@ std::string ProgressLine(const pb::StateCounts& c, int width) {
   std::string bar(static_cast<size_t>(filled), '#');
   bar.append(static_cast<size_t>(width - filled), '-');
   return absl::StrFormat(
-      "[%s] %d/%d  pending %d  running %d  succeeded %d  failed %d  cancelled "
-      "%d",
-      bar, finished, c.total(), c.pending(), c.running(), c.succeeded(),
-      c.failed(), c.cancelled());
+             "[%s] %d/%d  pending %d  running %d  succeeded %d  failed %d  "
+             "cancelled "
+             "%d",
+             bar, finished, c.total(), c.pending(), c.running(), c.succeeded(),
+             c.failed(), c.cancelled()) +
+         (c.pruned() > 0 ? absl::StrCat("  pruned ", c.pruned()) : "");
 }
 
 std::string FormatEta(absl::Duration d) {
@@ -167,7 +172,7 @@ std::string FormatEta(absl::Duration d) {
 }
 
 std::string SweepProgress::Line(const pb::StateCounts& c, absl::Time now) {
-  const int finished = c.succeeded() + c.failed() + c.cancelled();
+  const int finished = c.succeeded() + c.failed() + c.cancelled() + c.pruned();
   std::string line = ProgressLine(c, width_);
   if (c.total() <= 0) return line;
   if (start_finished_ < 0 || finished < start_finished_) {
@@ -241,8 +246,7 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
     if (!search.group_by.empty()) {
       out << " per " << absl::StrJoin(search.group_by, " x ");
     }
-    out << "; not yet run by the scheduler (`smoe sweep submit` refuses it "
-           "until then; docs/adaptive-sweeps.md)\n";
+    out << " (docs/adaptive-sweeps.md)\n";
   }
   return kExitOk;
 }
@@ -299,11 +303,13 @@ int ShowSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   pb::GetSweepRequest req;
   req.set_sweep_id(sweep_id);
   req.set_include_trials(trials);
+  req.set_decisions_limit(kShownDecisions);
   pb::GetSweepResponse resp;
   grpc::ClientContext ctx;
   client.Prepare(&ctx);
   if (int rc = Check(client.stub()->GetSweep(&ctx, req, &resp))) return rc;
   PrintSweepSummary(resp.sweep(), out);
+  PrintSearchSummary(resp, out);
   if (trials) PrintTrialsTable(resp, out);
   return kExitOk;
 }
@@ -389,7 +395,11 @@ int WatchSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   if (!st.ok()) return ReportError(proto::FromGrpcStatus(st));
   out << "sweep " << sweep_id << " " << SweepStateName(last.state()) << ": "
       << last.counts().succeeded() << " succeeded, " << last.counts().failed()
-      << " failed, " << last.counts().cancelled() << " cancelled\n";
+      << " failed, " << last.counts().cancelled() << " cancelled"
+      << (last.counts().pruned() > 0
+              ? absl::StrCat(", ", last.counts().pruned(), " pruned")
+              : "")
+      << "\n";
   if (last.state() == pb::SWEEP_STATE_ACTIVE) return kExitUnavailable;
   return last.counts().failed() + last.counts().cancelled() == 0 ? kExitOk
                                                                  : kExitFailure;

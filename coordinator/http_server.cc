@@ -28,6 +28,7 @@
 #include "common/log_limiter.h"
 #include "common/logging.h"
 #include "coordinator/http_server_assets.h"
+#include "coordinator/search_http.h"
 #include "coordinator/sweep_read_model.h"
 #include "coordinator/trial_table.h"
 #include "nlohmann/json.hpp"
@@ -68,7 +69,8 @@ int64_t ToUnixMs(absl::Time t) { return absl::ToUnixMillis(t); }
 json CountsJson(const StateCounts& c) {
   return {{"pending", c.pending},     {"running", c.running},
           {"succeeded", c.succeeded}, {"failed", c.failed},
-          {"cancelled", c.cancelled}, {"total", c.total()}};
+          {"cancelled", c.cancelled}, {"pruned", c.pruned},
+          {"total", c.total()}};
 }
 
 json SweepJson(const SweepView& v) {
@@ -736,6 +738,12 @@ struct HttpServer::Impl {
     server.Get(
         absl::StrCat("/api/sweeps/", kSweep, "/skillmix"),
         [this](const Request& req, Response& res) { GetSkillMix(req, res); });
+    server.Get(absl::StrCat("/api/sweeps/", kSweep, "/search"),
+               [this](const Request& req, Response& res) {
+                 auto body = SearchJson(scheduler, store, req.matches[1], 200);
+                 if (!body.ok()) return StatusError(res, body.status());
+                 res.set_content(Dump(*body), kJson);
+               });
     server.Get(absl::StrCat("/api/sweeps/", kSweep, "/events"),
                [this](const Request& req, Response& res) { Events(req, res); });
     server.Get("/api/trials/([a-z0-9][a-z0-9._-]{0,63}/[0-9a-f]{16})/metrics",

@@ -38,6 +38,9 @@ void Count(StateCounts* c, TrialState s, int delta) {
     case TrialState::kCancelled:
       c->cancelled += delta;
       break;
+    case TrialState::kPruned:
+      c->pruned += delta;
+      break;
   }
 }
 
@@ -216,6 +219,18 @@ absl::Status Scheduler::LoadLocked(
     }
     ApplyTrialLocked(t);
   }
+  // Adaptive sweeps: reload the search mirrors and apply what the recorded
+  // metrics decide that is not applied yet (nothing, unless the policy
+  // changed; a decision and its state change commit together).
+  for (auto& [id, s] : sweeps_) {
+    if (!IsAdaptive(s.spec)) continue;
+    SMOE_RETURN_IF_ERROR(LoadSearchLocked(&s));
+    WriteBatch b;
+    SMOE_RETURN_IF_ERROR(PlanSearchLocked(&s, &b));
+    if (b.empty()) continue;
+    SMOE_RETURN_IF_ERROR(store_->Commit(b));
+    for (const TrialRecord& t : b.trials) ApplyTrialLocked(t);
+  }
   for (auto& [id, s] : sweeps_) {
     const store::SweepState derived = DerivedState(s.record, s.counts);
     if (derived != s.record.state) {
@@ -341,6 +356,7 @@ absl::Status Scheduler::WaitDurable(uint64_t ticket) {
       move_into(merged.metrics, b.metrics);
       move_into(merged.workers, b.workers);
       move_into(merged.results, b.results);
+      move_into(merged.decisions, b.decisions);
     }
     const absl::Status st =
         merged.empty() ? absl::OkStatus() : store_->Commit(merged);
@@ -549,9 +565,6 @@ absl::Status Scheduler::AddTrialsLocked(
 absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
     const std::string& yaml, bool dry_run) {
   SMOE_ASSIGN_OR_RETURN(SweepSpec spec, ParseSweepYaml(yaml, options_.parse));
-  // Adaptive strategies are validated but not run yet: refuse rather than
-  // silently running the full grid (dry runs too: they predict the real one).
-  SMOE_RETURN_IF_ERROR(CheckStrategySupported(spec));
   const absl::Time now = clock_->Now();
   auto it = sweeps_.find(spec.name);
   SubmitResult result;
@@ -1053,6 +1066,23 @@ absl::Status Scheduler::ReportMetricsLocked(
     m.attempt = attempt;
     batch.metrics.push_back(std::move(m));
   }
+  SweepEntry& sweep = sweeps_.at(t->sweep_id);
+  if (IsAdaptive(sweep.spec)) {
+    bool search_metric = false;
+    for (const store::MetricRecord& m : batch.metrics) {
+      search_metric =
+          search_metric || IsSearchMetric(sweep.spec.search.metric, m.name);
+    }
+    if (search_metric && sweep.spec.search.strategy == "refine") {
+      // Refine decides on final results only (Complete); the reports count
+      // for the trial-steps used.
+      MirrorSearchLocked(&sweep, batch);
+    } else if (search_metric) {
+      // The decision commits with the report that caused it.
+      SMOE_RETURN_IF_ERROR(PlanSearchLocked(&sweep, &batch));
+      return CommitAndApplyLocked(batch);
+    }
+  }
   return EnqueueLocked(batch);
 }
 
@@ -1072,6 +1102,7 @@ absl::Status Scheduler::CompleteLocked(
   EndAttemptLocked(*t, AttemptOutcome::kSucceeded, TrialState::kSucceeded, 0,
                    "", &batch);
   batch.results.push_back({trial_id, duration_s, results});
+  SMOE_RETURN_IF_ERROR(PlanSearchForBatchLocked(&batch));
   return CommitAndApplyLocked(batch);
 }
 
@@ -1107,6 +1138,7 @@ absl::Status Scheduler::FailLocked(const std::string& worker_id,
                        exit_code, message, &batch);
       break;
   }
+  SMOE_RETURN_IF_ERROR(PlanSearchForBatchLocked(&batch));
   return CommitAndApplyLocked(batch);
 }
 
@@ -1131,7 +1163,196 @@ absl::Status Scheduler::ExpireLeasesLocked() {
         absl::StrCat("lease expired: worker ", t.worker_id, " went silent"),
         &batch);
   }
+  SMOE_RETURN_IF_ERROR(PlanSearchForBatchLocked(&batch));
   return CommitAndApplyLocked(batch);
+}
+
+// ---- adaptive sweeps (search_driver.h)
+// ---------------------------------------
+
+absl::Status Scheduler::LoadSearchLocked(SweepEntry* s) {
+  s->reports.clear();
+  s->finals.clear();
+  s->last.clear();
+  const std::string& metric = s->spec.search.metric;
+  for (const std::string& id : s->trial_ids) {
+    if (id.empty()) continue;
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::MetricRecord> ms,
+                          store_->ListMetrics(id, std::nullopt));
+    for (const store::MetricRecord& m : ms) {
+      if (!IsSearchMetric(metric, m.name)) continue;
+      s->reports[id].push_back({id, m.attempt, m.step, m.value});
+    }
+  }
+  if (s->spec.search.strategy == "refine") {
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialSummary> rows,
+                          store_->ListSummaries(s->record.sweep_id));
+    for (const store::TrialSummary& r : rows) {
+      for (const auto& [name, value] : r.results) {
+        if (IsSearchMetric(metric, name)) s->finals[r.trial_id] = value;
+      }
+    }
+  }
+  SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
+                        store_->ListDecisions(s->record.sweep_id, 0, 0));
+  for (const store::DecisionRecord& d : log) {
+    if (d.trial_id.empty()) {
+      s->last[GroupKey(d.group)] = {d.action, d.rung, d.final};
+    } else if (d.action != "add") {
+      s->last[d.trial_id] = {d.action, d.rung, d.final};
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Scheduler::MirrorSearchLocked(SweepEntry* s, const WriteBatch& batch) {
+  const std::string& sweep_id = s->record.sweep_id;
+  const std::string& metric = s->spec.search.metric;
+  auto ours = [&](const std::string& trial_id) {
+    auto it = trials_.find(trial_id);
+    return it != trials_.end() && it->second.sweep_id == sweep_id;
+  };
+  for (const store::MetricRecord& m : batch.metrics) {
+    if (IsSearchMetric(metric, m.name) && ours(m.trial_id)) {
+      s->reports[m.trial_id].push_back(
+          {m.trial_id, m.attempt, m.step, m.value});
+    }
+  }
+  for (const WriteBatch::Result& r : batch.results) {
+    if (!ours(r.trial_id)) continue;
+    for (const auto& [name, value] : r.values) {
+      if (IsSearchMetric(metric, name)) s->finals[r.trial_id] = value;
+    }
+  }
+}
+
+absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
+  if (!IsAdaptive(s->spec)) return absl::OkStatus();
+  const std::string& sweep_id = s->record.sweep_id;
+  MirrorSearchLocked(s, *batch);
+  // A cancelled sweep runs nothing: no promotion back to pending, no points.
+  if (s->record.state == store::SweepState::kCancelled) {
+    return absl::OkStatus();
+  }
+  // The state `batch` leads to: memory, overlaid with the batch's trials.
+  SearchInputs in;
+  in.spec = &s->spec;
+  std::map<std::string, size_t> index;
+  for (const std::string& id : s->trial_ids) {
+    if (id.empty()) continue;
+    index[id] = in.trials.size();
+    in.trials.push_back(trials_.at(id));
+  }
+  for (const TrialRecord& t : batch->trials) {
+    if (t.sweep_id != sweep_id) continue;
+    auto it = index.find(t.trial_id);
+    if (it == index.end()) {
+      index[t.trial_id] = in.trials.size();
+      in.trials.push_back(t);
+    } else {
+      in.trials[it->second] = t;
+    }
+  }
+  for (const auto& [id, rs] : s->reports) {
+    in.reports.insert(in.reports.end(), rs.begin(), rs.end());
+  }
+  in.finals = s->finals;
+  in.last = s->last;
+  SearchPlan plan = PlanSearch(in);
+  if (plan.empty()) return absl::OkStatus();
+  const absl::Time now = clock_->Now();
+  for (const TrialChange& c : plan.changes) {
+    TrialRecord cur = in.trials[index.at(c.trial_id)];
+    if (c.next == TrialState::kPruned && cur.state == TrialState::kRunning) {
+      // Stopped through the worker's next heartbeat (its attempt is no
+      // longer current): the trainer checkpoints and exits.
+      EndAttemptLocked(cur, AttemptOutcome::kPruned, TrialState::kPruned, 0,
+                       "pruned by the sweep's search policy", batch);
+      batch->trials.back().last_error = cur.last_error;
+    } else {
+      cur.state = c.next;
+      cur.updated_at = now;
+      batch->trials.push_back(cur);
+    }
+  }
+  if (!plan.add.empty() && s->record.state != store::SweepState::kCancelled) {
+    std::vector<ExpandedTrial> valid;
+    for (const ExpandedTrial& e : plan.add) {
+      absl::Status v = ValidateTrialParams(s->spec.kind, e.params);
+      if (!v.ok()) {
+        SMOE_LOG(WARNING) << "sweep " << sweep_id << ": refine point "
+                          << e.params.dump() << " is not a valid trial: " << v;
+        continue;
+      }
+      valid.push_back(e);
+    }
+    int added = 0;
+    SMOE_RETURN_IF_ERROR(AddTrialsLocked(s, valid, batch, &added));
+  }
+  for (store::DecisionRecord& d : plan.decisions) {
+    d.sweep_id = sweep_id;
+    d.at = now;
+    if (d.trial_id.empty()) {
+      s->last[GroupKey(d.group)] = {d.action, d.rung, d.final};
+    } else if (d.action != "add") {
+      s->last[d.trial_id] = {d.action, d.rung, d.final};
+    }
+    SMOE_LOG(INFO) << "sweep " << sweep_id << ": " << d.action << " "
+                   << (d.trial_id.empty() ? d.group : d.trial_id) << ": "
+                   << d.reason;
+    batch->decisions.push_back(std::move(d));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::PlanSearchForBatchLocked(WriteBatch* batch) {
+  std::set<std::string> touched;
+  for (const TrialRecord& t : batch->trials) touched.insert(t.sweep_id);
+  for (const WriteBatch::Result& r : batch->results) {
+    auto it = trials_.find(r.trial_id);
+    if (it != trials_.end()) touched.insert(it->second.sweep_id);
+  }
+  for (const std::string& id : touched) {
+    auto it = sweeps_.find(id);
+    if (it == sweeps_.end()) continue;
+    SMOE_RETURN_IF_ERROR(PlanSearchLocked(&it->second, batch));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SearchUsage> Scheduler::GetSearchUsage(
+    const std::string& sweep_id) {
+  absl::MutexLock lock(&mu_);
+  SMOE_ASSIGN_OR_RETURN(SweepEntry * s, FindDurableSweepLocked(sweep_id));
+  SearchUsage u;
+  if (!IsAdaptive(s->spec)) return u;
+  std::vector<TrialRecord> trials;
+  for (const std::string& id : s->trial_ids) {
+    if (!id.empty()) trials.push_back(trials_.at(id));
+  }
+  const int64_t steps = SearchMaxSteps(s->spec, trials);
+  for (const TrialRecord& t : trials) {
+    if (t.state == TrialState::kSucceeded) {
+      u.trial_steps_used += steps;
+      continue;
+    }
+    int64_t reached = 0;
+    auto it = s->reports.find(t.trial_id);
+    if (it != s->reports.end()) {
+      for (const auto& r : it->second) reached = std::max(reached, r.step);
+    }
+    u.trial_steps_used += std::min(reached, steps);
+  }
+  int64_t points = CountPoints(s->spec);
+  if (s->spec.search.strategy == "refine") {
+    for (const Axis& a : s->spec.grid) {
+      if (a.name != s->spec.search.axis || a.values.empty()) continue;
+      points = points / static_cast<int64_t>(a.values.size()) *
+               (s->spec.search.bounds_hi - s->spec.search.bounds_lo + 1);
+    }
+  }
+  u.full_grid_trial_steps = points * steps;
+  return u;
 }
 
 // ---- public wrappers: run under mu_, then wait until durable ---------------

@@ -41,7 +41,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "analysis/search/types.h"
 #include "common/clock.h"
+#include "coordinator/search_driver.h"
 #include "coordinator/sweep_spec.h"
 #include "store/experiment_store.h"
 #include "trials/events.h"
@@ -74,9 +76,20 @@ struct StateCounts {
   int succeeded = 0;
   int failed = 0;
   int cancelled = 0;
+  int pruned = 0;  // adaptive sweeps: stopped by the search policy
   int total() const {
-    return pending + running + succeeded + failed + cancelled;
+    return pending + running + succeeded + failed + cancelled + pruned;
   }
+};
+
+// Work done by an adaptive sweep (docs/adaptive-sweeps.md): the trial-steps
+// its trials reached (succeeded: their `steps`; others: their last report of
+// the search metric) against the full grid's (asha, median: every point of
+// the sweep for all its steps; refine: the grid with the refined axis over
+// all of `bounds`).
+struct SearchUsage {
+  int64_t trial_steps_used = 0;
+  int64_t full_grid_trial_steps = 0;
 };
 
 // A sweep as readers see it. From GetSweep, ListSweeps and WatchSweep it is
@@ -209,6 +222,9 @@ class Scheduler {
   // `since` up to its version (the records as the scheduler has them now).
   absl::StatusOr<WatchResult> WatchSweep(const std::string& sweep_id,
                                          int64_t since, absl::Duration timeout);
+  // Adaptive sweeps: trial-steps used against the full grid's. NotFound for
+  // an unknown sweep; zeros for a grid sweep.
+  absl::StatusOr<SearchUsage> GetSearchUsage(const std::string& sweep_id);
   // Marks a worker draining: it gets `drain` in its next heartbeat reply.
   absl::Status DrainWorker(const std::string& worker_id);
 
@@ -279,6 +295,12 @@ class Scheduler {
     int64_t version = 0;  // in memory: may be ahead of the store
     std::deque<std::pair<int64_t, std::string>> changes;  // (version, trial)
     DurableSweep durable;
+    // Adaptive sweeps (search_driver.h), mirrored from the store: the search
+    // metric's reports per trial, refine's final values, and the last
+    // logged decision per trial / group.
+    std::map<std::string, std::vector<analysis::search::Report>> reports;
+    std::map<std::string, double> finals;
+    std::map<std::string, LoggedDecision> last;
   };
   using Captured = std::vector<std::pair<std::string, DurableSweep>>;
   struct WorkerEntry {
@@ -403,6 +425,22 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The sweep as durable (what readers see).
   SweepView DurableViewLocked(const SweepEntry& s) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adaptive sweeps: fills the search mirrors of `s` from the store.
+  absl::Status LoadSearchLocked(SweepEntry* s)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adaptive sweeps: records `batch`'s search-metric reports and results of
+  // `s`'s trials in the search mirrors.
+  void MirrorSearchLocked(SweepEntry* s, const store::WriteBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adaptive sweeps: records `batch`'s search-metric reports and results in
+  // the mirrors, computes the search plan on the state `batch` leads to and
+  // appends it (state changes, new points, decisions) to `batch`, so the
+  // decision commits with what caused it. A no-op for grid sweeps.
+  absl::Status PlanSearchLocked(SweepEntry* s, store::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PlanSearchLocked for every sweep with a trial in `batch`.
+  absl::Status PlanSearchForBatchLocked(store::WriteBatch* batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AddTrialsLocked(SweepEntry* sweep,
                                const std::vector<ExpandedTrial>& points,

@@ -274,33 +274,6 @@ TEST_P(SchedulerTest, PreemptionsNeverConsumeErrorBudget) {
   EXPECT_EQ(store_.GetTrial(g[0].trial_id)->error_count, 0);
 }
 
-TEST_P(SchedulerTest, AdaptiveStrategyIsRefusedNotRunAsAGrid) {
-  const std::string yaml =
-      "name: a\nkind: sraven\ngrid:\n  top_k: [1, 2]\n"
-      "fixed: {steps: 90, device: cpu}\nseeds: [0, 1, 2]\n"
-      "search: {strategy: asha, metric: ood_acc, min_steps: 10}\n";
-  for (bool dry_run : {true, false}) {
-    auto sub = sched_->SubmitSweep(yaml, dry_run);
-    ASSERT_FALSE(sub.ok());
-    EXPECT_EQ(sub.status().code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_THAT(std::string(sub.status().message()),
-                ::testing::HasSubstr(
-                    "search.strategy: asha is not yet supported by the "
-                    "scheduler"));
-  }
-  EXPECT_EQ(sched_->GetSweep("a").status().code(), absl::StatusCode::kNotFound);
-  // An explicit grid strategy runs as before.
-  auto grid = sched_->SubmitSweep(
-      "name: g\nkind: sraven\ngrid:\n  top_k: [1, 2]\n"
-      "fixed: {device: cpu}\nsearch: {strategy: grid}\n",
-      false);
-  ASSERT_TRUE(grid.ok()) << grid.status();
-  EXPECT_EQ(grid->new_trials, 2);
-}
-
-// Issue 16 item 1: a hung attempt (the worker killed a trainer that missed
-// resources.progress_timeout_s) uses the error budget like an error and is
-// recorded with outcome "hung"; the lease carries the sweep's deadline.
 TEST_P(SchedulerTest, HungAttemptsUseTheErrorBudgetAndAreRecordedAsHung) {
   ASSERT_TRUE(sched_
                   ->SubmitSweep(Sweep("s", 1, /*retries=*/1, 0,
@@ -650,6 +623,10 @@ class FailingStore : public store::ExperimentStore {
   absl::StatusOr<std::vector<store::TrialSummary>> ListSummariesOf(
       absl::string_view id, const std::vector<std::string>& ids) override {
     return inner_.ListSummariesOf(id, ids);
+  }
+  absl::StatusOr<std::vector<store::DecisionRecord>> ListDecisions(
+      absl::string_view id, int64_t after_seq, int64_t limit) override {
+    return inner_.ListDecisions(id, after_seq, limit);
   }
   bool fail_ = false;
   std::function<void()> before_commit_;  // runs at the start of Commit

@@ -3,6 +3,9 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
@@ -47,6 +50,8 @@ pb::TrialState ToProto(store::TrialState s) {
       return pb::TRIAL_STATE_FAILED;
     case store::TrialState::kCancelled:
       return pb::TRIAL_STATE_CANCELLED;
+    case store::TrialState::kPruned:
+      return pb::TRIAL_STATE_PRUNED;
   }
   return pb::TRIAL_STATE_UNSPECIFIED;
 }
@@ -81,6 +86,8 @@ pb::AttemptOutcome ToProto(store::AttemptOutcome o) {
       return pb::ATTEMPT_OUTCOME_BAD_SPEC;
     case store::AttemptOutcome::kHung:
       return pb::ATTEMPT_OUTCOME_HUNG;
+    case store::AttemptOutcome::kPruned:
+      return pb::ATTEMPT_OUTCOME_PRUNED;
   }
   return pb::ATTEMPT_OUTCOME_UNSPECIFIED;
 }
@@ -157,10 +164,25 @@ void ToProto(const SweepView& in, pb::Sweep* out) {
   c->set_succeeded(in.counts.succeeded);
   c->set_failed(in.counts.failed);
   c->set_cancelled(in.counts.cancelled);
+  c->set_pruned(in.counts.pruned);
   c->set_total(in.counts.total());
   out->set_created_ms(Ms(in.record.created_at));
   out->set_updated_ms(Ms(in.record.updated_at));
   out->set_unschedulable(in.unschedulable);
+}
+
+void ToProto(const store::DecisionRecord& in, pb::Decision* out) {
+  out->set_seq(in.seq);
+  out->set_trial_id(in.trial_id);
+  out->set_action(in.action);
+  out->set_group(in.group);
+  out->set_rung(in.rung);
+  out->set_step(in.step);
+  if (!std::isnan(in.value)) out->set_value(in.value);
+  if (!std::isnan(in.cutoff)) out->set_cutoff(in.cutoff);
+  out->set_final(in.final);
+  out->set_reason(in.reason);
+  out->set_at_ms(Ms(in.at));
 }
 
 void ToProto(const store::TrialRecord& in, pb::Trial* out) {
@@ -228,6 +250,26 @@ grpc::Status CoordinatorServiceImpl::GetSweep(grpc::ServerContext* ctx,
           }
           out->set_duration_s(it->second->duration_s);
         }
+      }
+    }
+    if (IsAdaptive(v.spec)) {
+      SMOE_ASSIGN_OR_RETURN(SearchUsage u,
+                            scheduler_->GetSearchUsage(req->sweep_id()));
+      pb::SearchUsage* usage = resp->mutable_search_usage();
+      usage->set_trial_steps_used(u.trial_steps_used);
+      usage->set_full_grid_trial_steps(u.full_grid_trial_steps);
+      // The log is read only when asked for (watchers poll GetSweep).
+      std::vector<store::DecisionRecord> log;
+      if (req->decisions_limit() > 0) {
+        SMOE_ASSIGN_OR_RETURN(log,
+                              store_->ListDecisions(req->sweep_id(), 0, 0));
+        usage->set_decisions(static_cast<int32_t>(log.size()));
+      }
+      const size_t limit =
+          static_cast<size_t>(std::max(0, req->decisions_limit()));
+      const size_t first = log.size() > limit ? log.size() - limit : 0;
+      for (size_t i = first; i < log.size(); ++i) {
+        ToProto(log[i], resp->add_decisions());
       }
     }
     return absl::OkStatus();

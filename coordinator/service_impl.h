@@ -24,6 +24,7 @@ namespace smoe::coordinator {
 // Converts domain records to proto messages.
 void ToProto(const SweepView& in, smoe::v1::Sweep* out);
 void ToProto(const store::TrialRecord& in, smoe::v1::Trial* out);
+void ToProto(const store::DecisionRecord& in, smoe::v1::Decision* out);
 
 class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
  public:

@@ -781,15 +781,6 @@ bool SearchSpec::operator==(const SearchSpec& o) const {
          budget == o.budget && add_seeds == o.add_seeds;
 }
 
-absl::Status CheckStrategySupported(const SweepSpec& spec) {
-  if (spec.search.strategy == "grid") return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "search.strategy: ", spec.search.strategy,
-      " is not yet supported by the scheduler (only grid runs today; "
-      "`smoe sweep validate` checks the file; see docs/adaptive-sweeps.md). "
-      "Remove the search block to run the full grid"));
-}
-
 absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
   const trials::TrialKind* schema = trials::FindKind(kind);
   if (schema == nullptr) {

@@ -133,11 +133,6 @@ absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
 absl::Status ValidateTrialParams(absl::string_view kind,
                                  const nlohmann::json& params);
 
-// The strategies `smoe sweep validate` accepts but the scheduler does not run
-// yet: FailedPrecondition naming the strategy ("not yet supported by the
-// scheduler"; `smoe sweep submit` exits 65), OK for grid.
-absl::Status CheckStrategySupported(const SweepSpec& spec);
-
 // Returns the number of points the spec expands to (saturates at INT64_MAX).
 int64_t CountPoints(const SweepSpec& spec);
 

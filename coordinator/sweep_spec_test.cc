@@ -388,7 +388,6 @@ TEST(SweepSpecSearchTest, GridIsTheDefaultAndYamlIsUnchanged) {
   auto spec = ParseSweepYaml(kDemo);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->search.strategy, "grid");
-  EXPECT_TRUE(CheckStrategySupported(*spec).ok());
   EXPECT_THAT(SweepSpecToYaml(*spec), Not(HasSubstr("search")));
   auto explicit_grid = WithSearch("  strategy: grid\n");
   ASSERT_TRUE(explicit_grid.ok()) << explicit_grid.status();
@@ -408,11 +407,6 @@ TEST(SweepSpecSearchTest, ParsesAsha) {
   EXPECT_EQ(s.reduction, 3);
   EXPECT_EQ(s.max_steps, 900);
   EXPECT_EQ(s.group_by, (std::vector<std::string>{"M", "attention"}));
-  // Not run yet: submission refuses it, naming the strategy.
-  const absl::Status st = CheckStrategySupported(*spec);
-  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(st.message()),
-              HasSubstr("asha is not yet supported by the scheduler"));
   // Round trip.
   auto again = ParseSweepYaml(SweepSpecToYaml(*spec));
   ASSERT_TRUE(again.ok()) << again.status() << SweepSpecToYaml(*spec);

@@ -61,6 +61,11 @@ class ExperimentStore {
   // the trials and results tables only (never the metrics table).
   virtual absl::StatusOr<std::vector<TrialSummary>> ListSummaries(
       absl::string_view sweep_id) = 0;
+  // Returns the decision log of `sweep_id` in commit order (by seq); only
+  // those with seq > `after_seq`, at most `limit` (0 = all).
+  virtual absl::StatusOr<std::vector<DecisionRecord>> ListDecisions(
+      absl::string_view sweep_id, int64_t after_seq, int64_t limit) = 0;
+
   // Returns the summary rows of the given trials of `sweep_id` (ids of other
   // sweeps and unknown ids are skipped), by ordinal. Costs O(ids), so callers
   // can refresh a few changed rows of a large sweep.

@@ -78,6 +78,12 @@ absl::Status InMemoryStore::Validate(const WriteBatch& batch) const {
   for (const WriteBatch::Result& r : batch.results) {
     if (!TrialKnown(r.trial_id, batch_trials)) return internal::MissingTrial(r);
   }
+  for (const DecisionRecord& d : batch.decisions) {
+    if (batch_sweeps.count(d.sweep_id) == 0 &&
+        sweeps_.find(d.sweep_id) == sweeps_.end()) {
+      return internal::MissingSweep(d);
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -107,7 +113,24 @@ absl::Status InMemoryStore::Commit(const WriteBatch& batch) {
   for (const WriteBatch::Result& r : batch.results) {
     results_[r.trial_id] = StoredResult{r.duration_s, r.values};
   }
+  for (DecisionRecord d : batch.decisions) {
+    d.seq = decisions_.empty() ? 1 : decisions_.back().seq + 1;
+    d.at = Truncate(d.at);
+    decisions_.push_back(std::move(d));
+  }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<DecisionRecord>> InMemoryStore::ListDecisions(
+    absl::string_view sweep_id, int64_t after_seq, int64_t limit) {
+  absl::MutexLock lock(&mu_);
+  std::vector<DecisionRecord> out;
+  for (const DecisionRecord& d : decisions_) {
+    if (d.sweep_id != sweep_id || d.seq <= after_seq) continue;
+    if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) break;
+    out.push_back(d);
+  }
+  return out;
 }
 
 absl::StatusOr<SweepRecord> InMemoryStore::GetSweep(

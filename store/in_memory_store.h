@@ -48,6 +48,8 @@ class InMemoryStore final : public ExperimentStore {
       absl::string_view trial_id, std::optional<std::string> name) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummaries(
       absl::string_view sweep_id) override;
+  absl::StatusOr<std::vector<DecisionRecord>> ListDecisions(
+      absl::string_view sweep_id, int64_t after_seq, int64_t limit) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
       absl::string_view sweep_id,
       const std::vector<std::string>& trial_ids) override;
@@ -90,6 +92,7 @@ class InMemoryStore final : public ExperimentStore {
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, StoredResult, std::less<>> results_
       ABSL_GUARDED_BY(mu_);
+  std::vector<DecisionRecord> decisions_ ABSL_GUARDED_BY(mu_);  // by seq
 };
 
 }  // namespace smoe::store

@@ -89,6 +89,27 @@ CREATE TABLE trial_results (
 ) WITHOUT ROWID;
 )sql";
 
+// 003: adaptive sweeps (docs/adaptive-sweeps.md): the search policy's
+// decision log. Trial state 'pruned' and attempt outcome 'pruned' are new
+// values of existing TEXT columns and need no schema change.
+constexpr char kDecisions[] = R"sql(
+CREATE TABLE decisions (
+  seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+  sweep_id TEXT NOT NULL REFERENCES sweeps (sweep_id),
+  trial_id TEXT NOT NULL,  -- '' for a group-level decision
+  action   TEXT NOT NULL,
+  grp      TEXT NOT NULL,
+  rung     INTEGER NOT NULL,
+  step     INTEGER NOT NULL,
+  value    REAL,  -- NULL = none
+  cutoff   REAL,  -- NULL = none
+  final    INTEGER NOT NULL,
+  reason   TEXT NOT NULL,
+  at_us    INTEGER NOT NULL
+);
+CREATE INDEX decisions_by_sweep ON decisions (sweep_id, seq);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -96,6 +117,7 @@ const std::vector<Migration>& Migrations() {
       new std::vector<Migration>{
           {1, "initial", kInitial},
           {2, "trial_results", kTrialResults},
+          {3, "decisions", kDecisions},
       };
   return *kMigrations;
 }

@@ -109,6 +109,14 @@ constexpr char kDeleteResults[] =
     "DELETE FROM trial_results WHERE trial_id = ?";
 constexpr char kInsertResult[] =
     "INSERT INTO trial_results (trial_id, name, value) VALUES (?, ?, ?)";
+constexpr char kInsertDecision[] =
+    "INSERT INTO decisions (sweep_id, trial_id, action, grp, rung, step, "
+    "value, cutoff, final, reason, at_us) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+constexpr char kListDecisions[] =
+    "SELECT seq, sweep_id, trial_id, action, grp, rung, step, value, cutoff, "
+    "final, reason, at_us FROM decisions WHERE sweep_id = ? AND seq > ? "
+    "ORDER BY seq LIMIT ?";
 constexpr char kSetDuration[] =
     "UPDATE trials SET duration_s = ? WHERE trial_id = ?";
 
@@ -900,6 +908,28 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
     }
     row_written();
   }
+  for (const DecisionRecord& r : batch.decisions) {
+    if (sweeps.count(r.sweep_id) == 0) {
+      SMOE_ASSIGN_OR_RETURN(
+          bool found, Exists(kSweepExists, r.sweep_id, "commit: find sweep"));
+      if (!found) return internal::MissingSweep(r);
+      sweeps.insert(r.sweep_id);
+    }
+    SMOE_STATEMENT(s, kInsertDecision, "commit: insert decision");
+    s.Text(r.sweep_id)
+        .Text(r.trial_id)
+        .Text(r.action)
+        .Text(r.group)
+        .Int(r.rung)
+        .Int(r.step)
+        .Real(r.value)
+        .Real(r.cutoff)
+        .Int(r.final ? 1 : 0)
+        .Text(r.reason)
+        .Time(r.at);
+    SMOE_RETURN_IF_ERROR(s.Run());
+    row_written();
+  }
   return absl::OkStatus();
 }
 
@@ -1025,6 +1055,33 @@ absl::StatusOr<std::vector<TrialSummary>> SqliteStore::ListSummaries(
     auto it = index.find(s.ColText(0));
     if (it == index.end()) continue;
     out[it->second].results[s.ColText(1)] = s.ColReal(2);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<DecisionRecord>> SqliteStore::ListDecisions(
+    absl::string_view sweep_id, int64_t after_seq, int64_t limit) {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, kListDecisions, "list decisions");
+  s.Text(sweep_id).Int(after_seq).Int(limit > 0 ? limit : -1);
+  std::vector<DecisionRecord> out;
+  while (true) {
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    DecisionRecord d;
+    d.seq = s.ColInt(0);
+    d.sweep_id = s.ColText(1);
+    d.trial_id = s.ColText(2);
+    d.action = s.ColText(3);
+    d.group = s.ColText(4);
+    d.rung = static_cast<int>(s.ColInt(5));
+    d.step = s.ColInt(6);
+    d.value = s.ColReal(7);
+    d.cutoff = s.ColReal(8);
+    d.final = s.ColInt(9) != 0;
+    d.reason = s.ColText(10);
+    d.at = s.ColTime(11);
+    out.push_back(std::move(d));
   }
   return out;
 }

@@ -113,6 +113,8 @@ class SqliteStore final : public ExperimentStore {
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
   absl::StatusOr<std::vector<MetricRecord>> ListMetrics(
       absl::string_view trial_id, std::optional<std::string> name) override;
+  absl::StatusOr<std::vector<DecisionRecord>> ListDecisions(
+      absl::string_view sweep_id, int64_t after_seq, int64_t limit) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummaries(
       absl::string_view sweep_id) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(

@@ -172,6 +172,50 @@ TEST(SqliteStoreTest, MigratesAVersion1DatabaseToLatest) {
   EXPECT_EQ(summaries[0].results.at("acc"), 1.0);
 }
 
+TEST(SqliteStoreTest, MigratesAVersion2DatabaseToDecisionsAndPruned) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  {
+    SqliteOptions v2;
+    v2.TEST_max_schema_version = 2;
+    auto store = MustOpen(path, v2);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(Value(store->SchemaVersion()), 2);
+    WriteBatch b;
+    b.sweeps.push_back(MakeSweep("old"));
+    b.trials.push_back(MakeTrial("old", 0));
+    b.trials.push_back(MakeTrial("old", 1));
+    ASSERT_TRUE(store->Commit(b).ok());
+    // Version 2 has no decision log.
+    WriteBatch d;
+    DecisionRecord r;
+    r.sweep_id = "old";
+    r.action = "prune";
+    d.decisions.push_back(r);
+    EXPECT_FALSE(store->Commit(d).ok());
+  }
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Value(store->SchemaVersion()), LatestSchemaVersion());
+  EXPECT_EQ(Value(store->ListTrials("old")).size(), 2u);
+  EXPECT_TRUE(Value(store->ListDecisions("old", 0, 0)).empty());
+  WriteBatch b;
+  TrialRecord t = MakeTrial("old", 1);
+  t.state = TrialState::kPruned;
+  b.trials.push_back(t);
+  DecisionRecord r;
+  r.sweep_id = "old";
+  r.trial_id = t.trial_id;
+  r.action = "prune";
+  r.reason = "after the upgrade";
+  b.decisions.push_back(r);
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_EQ(Value(store->GetTrial(t.trial_id)).state, TrialState::kPruned);
+  auto log = Value(store->ListDecisions("old", 0, 0));
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].reason, "after the upgrade");
+}
+
 TEST(SqliteStoreTest, RefusesADatabaseWithANewerSchema) {
   ScopedTempDir dir;
   const std::string path = dir.File("store.db");

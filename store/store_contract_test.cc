@@ -453,6 +453,90 @@ TYPED_TEST(StoreContractTest, MetricOfUnknownTrialFailsAndWritesNothing) {
   EXPECT_EQ(this->Snapshot(), before);
 }
 
+TYPED_TEST(StoreContractTest, DecisionsAppendInOrderWithNanAndPrunedState) {
+  this->SeedSweep(2);
+  this->SeedSweep(1, "other");
+  WriteBatch b;
+  TrialRecord pruned = MakeTrial("s", 0);
+  pruned.state = TrialState::kPruned;
+  b.trials.push_back(pruned);
+  AttemptRecord a = MakeAttempt(pruned.trial_id, 1);
+  a.outcome = AttemptOutcome::kPruned;
+  b.attempts.push_back(a);
+  DecisionRecord d;
+  d.sweep_id = "s";
+  d.trial_id = pruned.trial_id;
+  d.action = "prune";
+  d.group = "M=1";
+  d.rung = 0;
+  d.step = 10;
+  d.value = 0.25;
+  d.cutoff = std::numeric_limits<double>::quiet_NaN();
+  d.final = true;
+  d.reason = "rung 0: below the cutoff";
+  d.at = T0();
+  b.decisions.push_back(d);
+  DecisionRecord other = d;
+  other.sweep_id = "other";
+  b.decisions.push_back(other);
+  DecisionRecord promote = d;
+  promote.action = "promote";
+  promote.final = false;
+  promote.cutoff = 0.5;
+  b.decisions.push_back(promote);
+  this->MustCommit(b);
+  // Appended, never upserted: the same decision again is a new row.
+  WriteBatch again;
+  again.decisions.push_back(d);
+  this->MustCommit(again);
+
+  EXPECT_EQ(this->store_->GetTrial(pruned.trial_id)->state,
+            TrialState::kPruned);
+  EXPECT_EQ(this->store_->ListAttempts(pruned.trial_id)->at(0).outcome,
+            AttemptOutcome::kPruned);
+  auto all = this->store_->ListDecisions("s", 0, 0);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].action, "prune");
+  EXPECT_EQ((*all)[1].action, "promote");
+  EXPECT_EQ((*all)[2].action, "prune");
+  EXPECT_LT((*all)[0].seq, (*all)[1].seq);
+  EXPECT_LT((*all)[1].seq, (*all)[2].seq);
+  EXPECT_EQ((*all)[0].group, "M=1");
+  EXPECT_EQ((*all)[0].rung, 0);
+  EXPECT_EQ((*all)[0].step, 10);
+  EXPECT_EQ((*all)[0].value, 0.25);
+  EXPECT_TRUE(std::isnan((*all)[0].cutoff));
+  EXPECT_TRUE((*all)[0].final);
+  EXPECT_EQ((*all)[0].reason, "rung 0: below the cutoff");
+  EXPECT_EQ((*all)[0].at, T0());
+  EXPECT_EQ((*all)[1].cutoff, 0.5);
+  auto after = this->store_->ListDecisions("s", (*all)[0].seq, 1);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].seq, (*all)[1].seq);
+  EXPECT_EQ(this->store_->ListDecisions("other", 0, 0)->size(), 1u);
+  EXPECT_THAT(*this->store_->ListDecisions("nope", 0, 0), IsEmpty());
+}
+
+TYPED_TEST(StoreContractTest, DecisionOfUnknownSweepFailsAndWritesNothing) {
+  this->SeedSweep(1);
+  const std::string before = this->Snapshot();
+  WriteBatch b;
+  TrialRecord t = MakeTrial("s", 0);
+  t.state = TrialState::kPruned;
+  b.trials.push_back(t);
+  DecisionRecord d;
+  d.sweep_id = "ghost";
+  d.action = "prune";
+  b.decisions.push_back(d);
+  absl::Status s = this->store_->Commit(b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'ghost'"));
+  EXPECT_EQ(this->Snapshot(), before);
+  EXPECT_THAT(*this->store_->ListDecisions("ghost", 0, 0), IsEmpty());
+}
+
 TYPED_TEST(StoreContractTest, AttemptOrResultOfUnknownTrialFails) {
   this->SeedSweep(1);
   const std::string before = this->Snapshot();

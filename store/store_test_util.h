@@ -141,6 +141,12 @@ inline std::string Snapshot(ExperimentStore& store) {
   }
   for (const auto& s : Value(store.ListSummaries(""))) out += Dump(s) + "\n";
   for (const auto& w : Value(store.ListWorkers())) out += Dump(w) + "\n";
+  for (const auto& s : Value(store.ListSweeps())) {
+    for (const auto& d : Value(store.ListDecisions(s.sweep_id, 0, 0))) {
+      out += absl::StrCat("decision ", d.seq, " ", d.trial_id, " ", d.action,
+                          " ", d.reason, "\n");
+    }
+  }
   return out;
 }
 

@@ -37,6 +37,12 @@ absl::Status MissingSweep(const TrialRecord& trial) {
                        trial.sweep_id);
 }
 
+absl::Status MissingSweep(const DecisionRecord& decision) {
+  return MissingParent(absl::StrCat("decision '", decision.action, "' on '",
+                                    decision.trial_id, "'"),
+                       "sweep", decision.sweep_id);
+}
+
 absl::Status MissingTrial(const AttemptRecord& attempt) {
   return MissingParent(absl::StrCat("attempt ", attempt.attempt, " of trial '",
                                     attempt.trial_id, "'"),

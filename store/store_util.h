@@ -32,6 +32,7 @@ inline absl::Time Truncate(absl::Time t) {
 // FailedPrecondition naming the row and the parent it references that exists
 // neither in the store nor earlier in the same batch.
 absl::Status MissingSweep(const TrialRecord& trial);
+absl::Status MissingSweep(const DecisionRecord& decision);
 absl::Status MissingTrial(const AttemptRecord& attempt);
 absl::Status MissingTrial(const MetricRecord& metric);
 absl::Status MissingTrial(const WriteBatch::Result& result);

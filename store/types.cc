@@ -38,6 +38,8 @@ const char* TrialStateName(TrialState s) {
       return "failed";
     case TrialState::kCancelled:
       return "cancelled";
+    case TrialState::kPruned:
+      return "pruned";
   }
   return "unknown";
 }
@@ -60,6 +62,8 @@ const char* AttemptOutcomeName(AttemptOutcome o) {
       return "bad_spec";
     case AttemptOutcome::kHung:
       return "hung";
+    case AttemptOutcome::kPruned:
+      return "pruned";
   }
   return "unknown";
 }
@@ -77,11 +81,11 @@ const char* SweepStateName(SweepState s) {
 }
 
 absl::StatusOr<TrialState> ParseTrialState(absl::string_view name) {
-  return ParseByName<TrialState, 5>(name, &TrialStateName, "trial state");
+  return ParseByName<TrialState, 6>(name, &TrialStateName, "trial state");
 }
 
 absl::StatusOr<AttemptOutcome> ParseAttemptOutcome(absl::string_view name) {
-  return ParseByName<AttemptOutcome, 8>(name, &AttemptOutcomeName,
+  return ParseByName<AttemptOutcome, 9>(name, &AttemptOutcomeName,
                                         "attempt outcome");
 }
 

@@ -30,12 +30,16 @@ namespace smoe::store {
 // Lifecycle of one grid point.
 //   kPending -> kRunning (leased) -> kSucceeded | kFailed | kPending (retry,
 //   preemption, lost lease) ; kPending | kRunning -> kCancelled.
+//   Adaptive sweeps (docs/adaptive-sweeps.md): kPending | kRunning -> kPruned
+//   (stopped by the search policy; checkpoint kept, no error budget spent)
+//   -> kPending (promoted: resumes from its checkpoint).
 enum class TrialState {
   kPending = 0,
   kRunning = 1,
   kSucceeded = 2,
   kFailed = 3,
   kCancelled = 4,
+  kPruned = 5,
 };
 
 // How one attempt ended.
@@ -49,6 +53,7 @@ enum class AttemptOutcome {
   kBadSpec = 6,    // exit 64: failed permanently, no retry
   kHung = 7,       // no trainer event within the progress deadline; killed.
                    // Consumes the error budget, like kFailed
+  kPruned = 8,     // stopped by the sweep's search policy: no budget used
 };
 
 enum class SweepState {
@@ -66,7 +71,8 @@ absl::StatusOr<TrialState> ParseTrialState(absl::string_view name);
 absl::StatusOr<AttemptOutcome> ParseAttemptOutcome(absl::string_view name);
 absl::StatusOr<SweepState> ParseSweepState(absl::string_view name);
 
-// True for kSucceeded, kFailed, kCancelled.
+// True for kSucceeded, kFailed, kCancelled (not kPruned: a pruned trial can
+// be promoted).
 bool IsTerminal(TrialState s);
 
 struct SweepRecord {
@@ -152,6 +158,25 @@ struct TrialSummary {
   std::optional<int> last_exit_code;
 };
 
+// One decision of an adaptive sweep's search policy (docs/adaptive-sweeps.md),
+// appended to the sweep's decision log in the same commit as the state change
+// it causes. `seq` is assigned by the store (increasing per store; 0 in a
+// batch).
+struct DecisionRecord {
+  int64_t seq = 0;
+  std::string sweep_id;
+  std::string trial_id;  // "" for a group-level decision
+  std::string action;    // prune | promote | retry | add | resolve | ...
+  std::string group;     // the policy's group label
+  int rung = -1;         // ASHA rung; -1 when none applies
+  int64_t step = 0;      // the step the decision is about
+  double value = 0;      // the trial's value there (NaN: none)
+  double cutoff = 0;     // the value it had to beat (NaN: none)
+  bool final = false;
+  std::string reason;
+  absl::Time at = absl::UnixEpoch();
+};
+
 // A set of writes applied atomically by ExperimentStore::Commit. Rows are
 // upserted by primary key:
 //   sweeps by sweep_id; trials by trial_id; attempts by (trial_id, attempt);
@@ -170,10 +195,13 @@ struct WriteBatch {
     std::map<std::string, double> values;
   };
   std::vector<Result> results;
+  // Appended (never upserted), after the sweeps and trials they refer to.
+  std::vector<DecisionRecord> decisions;
 
   bool empty() const {
     return sweeps.empty() && trials.empty() && attempts.empty() &&
-           metrics.empty() && workers.empty() && results.empty();
+           metrics.empty() && workers.empty() && results.empty() &&
+           decisions.empty();
   }
 };
 

@@ -15,17 +15,18 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(TypesTest, TrialStateNamesRoundTrip) {
-  for (int i = 0; i <= 4; ++i) {
+  for (int i = 0; i <= 5; ++i) {
     const auto s = static_cast<TrialState>(i);
     auto parsed = ParseTrialState(TrialStateName(s));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, s);
   }
   EXPECT_STREQ(TrialStateName(TrialState::kSucceeded), "succeeded");
+  EXPECT_STREQ(TrialStateName(TrialState::kPruned), "pruned");
 }
 
 TEST(TypesTest, AttemptOutcomeNamesRoundTrip) {
-  for (int i = 0; i <= 6; ++i) {
+  for (int i = 0; i <= 8; ++i) {
     const auto o = static_cast<AttemptOutcome>(i);
     auto parsed = ParseAttemptOutcome(AttemptOutcomeName(o));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -60,6 +61,7 @@ TEST(TypesTest, IsTerminal) {
   EXPECT_TRUE(IsTerminal(TrialState::kSucceeded));
   EXPECT_TRUE(IsTerminal(TrialState::kFailed));
   EXPECT_TRUE(IsTerminal(TrialState::kCancelled));
+  EXPECT_FALSE(IsTerminal(TrialState::kPruned));  // can be promoted
 }
 
 }  // namespace

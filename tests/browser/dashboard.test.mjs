@@ -369,6 +369,19 @@ async function main() {
   check(/Unschedulable: (no connected worker of kind sraven has the labels pool=h200|no worker is connected)/.test(banner),
     `a sweep no worker can run says why (${banner})`);
 
+  // 12. Adaptive sweeps: a refine sweep's page lists the search's decisions
+  // (the added neighbours of the best k) and its trial-steps use.
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-refine.yaml')]);
+  await page.goto(url + '#/sweep/fixture-refine');
+  const decisions = await waitFor(async () => (await page.locator('#search-decisions tbody tr').count()) >= 4 &&
+    page.locator('#search-decisions').textContent(), 'the search decisions table');
+  check(decisions.includes('add') && decisions.includes('neighbour 3 untried') && decisions.includes('neighbour 5 untried'),
+    `the refine sweep lists the added neighbours of k* = 4 (${decisions.slice(0, 300)})`);
+  const usage = await page.locator('#search-usage').textContent();
+  check(usage.includes('trial-steps used / full-grid estimate'), `the search panel states the trial-steps used (${usage})`);
+  await page.screenshot({ path: path.join(artifacts, 'refine.png'), fullPage: true });
+
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
 }
 

@@ -208,6 +208,7 @@ absl::StatusOr<smoe::v1::GetSweepResponse> Cluster::GetSweep(
   smoe::v1::GetSweepRequest req;
   req.set_sweep_id(id);
   req.set_include_trials(true);
+  req.set_decisions_limit(10000);  // adaptive sweeps: the whole decision log
   smoe::v1::GetSweepResponse resp;
   grpc::ClientContext ctx;
   client()->Prepare(&ctx);

@@ -165,7 +165,7 @@ TEST(E2eTest, SweepValidateIsOfflineAndReportsEveryProblem) {
       RunCommand({c.smoe(), "sweep", "validate", c.dir() + "/none.yaml"},
                  no_token, absl::Seconds(30));
   EXPECT_EQ(rc3, 66) << missing;
-  // An adaptive search block validates (and says it is not run yet); a bad
+  // An adaptive search block validates (and names its strategy); a bad
   // one is exit 65 naming the field.
   const std::string asha =
       c.WriteFile("asha.yaml", SweepYaml("asha", "1, 2") +
@@ -174,8 +174,8 @@ TEST(E2eTest, SweepValidateIsOfflineAndReportsEveryProblem) {
   auto [rc4, out4] = RunCommand({c.smoe(), "sweep", "validate", asha}, no_token,
                                 absl::Seconds(30));
   EXPECT_EQ(rc4, 0) << out4;
-  EXPECT_THAT(out4, HasSubstr(asha + ": search: asha on ood_acc (max) per M; "
-                                     "not yet run by the scheduler"));
+  EXPECT_THAT(out4, HasSubstr(asha + ": search: asha on ood_acc (max) per M "
+                                     "(docs/adaptive-sweeps.md)"));
   const std::string bad_search = c.WriteFile(
       "bad-search.yaml", SweepYaml("bads", "1, 2") +
                              "search: {strategy: asha, metric: ood_acc, "

@@ -32,6 +32,9 @@
 //                  (default steps/2)
 //   exit_code      exit status for crash (default 1)
 //   checkpoint_every  write a checkpoint every N steps (default 5)
+//   eval_every     also emit eval/ood_acc every N steps before the last, at
+//                  ood_acc * s / steps (a rising curve; default 0: only at
+//                  the end). Adaptive-sweep tests judge rungs on it.
 //   ignore_sigterm for hang: ignore SIGTERM too (only SIGKILL ends it)
 //   fail_attempts  crash (exit 1) on attempts <= N, then use `mode`
 //                  (also accepted at the plan's top level)
@@ -208,6 +211,7 @@ int main(int argc, char** argv) {
   const int checkpoint_every =
       std::max(1, behaviour.value("checkpoint_every", 5));
   const bool ignore_sigterm = behaviour.value("ignore_sigterm", false);
+  const int eval_every = std::max(0, behaviour.value("eval_every", 0));
   if (behaviour.contains("until_attempt") &&
       behaviour["until_attempt"].is_number() &&
       attempt > behaviour["until_attempt"].get<int>()) {
@@ -259,6 +263,10 @@ int main(int argc, char** argv) {
     return 75;
   };
 
+  const double gap =
+      std::fabs(Param(params, "top_k", 1) - Param(params, "M", 1));
+  const double ood = 1.0 / (1.0 + gap);
+  const double test = 1.0 / (1.0 + 0.5 * gap);
   for (int s = start; s <= steps; ++s) {
     if (g_term) return on_term();
     if (s == at_step) {
@@ -295,14 +303,13 @@ int main(int argc, char** argv) {
     if (g_term) return on_term();
     Emit(smoe::trials::ProgressEvent(s, steps));
     Emit(smoe::trials::MetricEvent(s, "train/loss", 1.0 / (1.0 + s)));
+    if (eval_every > 0 && s < steps && s % eval_every == 0) {
+      Emit(smoe::trials::MetricEvent(s, "eval/ood_acc", ood * s / steps));
+    }
     done = s;
     if (s % checkpoint_every == 0) checkpoint(s);
   }
 
-  const double gap =
-      std::fabs(Param(params, "top_k", 1) - Param(params, "M", 1));
-  const double ood = 1.0 / (1.0 + gap);
-  const double test = 1.0 / (1.0 + 0.5 * gap);
   Emit(smoe::trials::MetricEvent(steps, "eval/ood_acc", ood));
   Emit(smoe::trials::ResultEvent({{"test_acc", test},
                                   {"ood_acc", ood},

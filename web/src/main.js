@@ -4,6 +4,7 @@
 //   #/trial/<sweep>/<hex>      learning curves + router telemetry
 import './style.css';
 import { api, toLogin, watchSweep } from './api.js';
+import { renderSearch } from './search.js';
 import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
 import {
   alignSeries, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
@@ -49,7 +50,7 @@ function setLive(on) {
 
 function progress(counts) {
   const total = counts.total || 0;
-  const done = counts.succeeded + counts.failed + counts.cancelled;
+  const done = counts.succeeded + counts.failed + counts.cancelled + (counts.pruned || 0);
   const pct = total ? (100 * done) / total : 0;
   const bar = h('div', { class: 'bar', title: `${done}/${total} finished` },
     h('span', { class: 'ok', style: `width:${total ? (100 * counts.succeeded) / total : 0}%` }),
@@ -247,7 +248,7 @@ function trialTable(box, page, st, onChange) {
   ];
   const c = card(box, `Trials (${page.matched} of ${page.total})`, { id: 'trials' });
   const q = h('input', { type: 'search', placeholder: 'filter: M=2 hyla worker…', value: st.q || '', class: 'filter' });
-  const state = h('select', { class: 'filter' }, ['', 'succeeded', 'running', 'pending', 'failed', 'cancelled']
+  const state = h('select', { class: 'filter' }, ['', 'succeeded', 'running', 'pending', 'failed', 'cancelled', 'pruned']
     .map((s) => h('option', { value: s, selected: s === (st.state || '') ? '' : null }, s || 'any state')));
   let t;
   q.addEventListener('input', () => { clearTimeout(t); t = setTimeout(() => onChange({ q: q.value, page: 0 }), 300); });
@@ -296,7 +297,8 @@ async function renderSweep(id, q) {
   const controls = h('div', { class: 'controls' });
   const charts = h('div', { class: 'charts', id: 'charts' });
   const tableBox = h('div', { id: 'table' });
-  app.replaceChildren(head, controls, charts, tableBox);
+  const searchBox = h('div', { id: 'search' });
+  app.replaceChildren(head, controls, charts, searchBox, tableBox);
 
   let sweep = null;
   const drawHead = (sw) => {
@@ -319,6 +321,7 @@ async function renderSweep(id, q) {
     });
     sweep = page.sweep;
     drawHead(sweep);
+    renderSearch(searchBox, id).catch(() => searchBox.replaceChildren());
     tableBox.replaceChildren();
     trialTable(tableBox, page, st, (change) => {
       Object.assign(st, change);

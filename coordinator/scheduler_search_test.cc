@@ -1,0 +1,366 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// Adaptive sweeps through the real Scheduler (docs/adaptive-sweeps.md):
+// ASHA prunes and promotes from the reported metrics, a pruned trial is
+// stopped through the heartbeat and resumes when promoted, errors are
+// retried rather than pruned, refine adds points and resolves, and a
+// restart (the same store, a fresh Scheduler) takes no decision twice.
+// FakeClock, no sleeps; InMemoryStore and SqliteStore.
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "coordinator/scheduler.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "store/in_memory_store.h"
+#include "store/sqlite_store.h"
+#include "store/store_test_util.h"
+
+namespace smoe::coordinator {
+namespace {
+
+using store::AttemptOutcome;
+using store::TrialState;
+using ::testing::HasSubstr;
+
+// 4 trials (top_k 1, 2, 4, 8), 40 steps, rungs at 10 and 20 (eta 2).
+constexpr char kAsha[] =
+    "name: a\nkind: sraven\ngrid:\n  top_k: [1, 2, 4, 8]\n"
+    "fixed: {steps: 40, device: cpu}\nretries: 2\n"
+    "search: {strategy: asha, metric: ood_acc, min_steps: 10, "
+    "reduction: 2}\n";
+
+class SchedulerSearchTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) {
+      auto s = store::SqliteStore::Open(dir_.File("store.db"));
+      ASSERT_TRUE(s.ok()) << s.status();
+      sqlite_ = std::move(*s);
+      store_ = sqlite_.get();
+    } else {
+      store_ = &memory_;
+    }
+    Restart();
+  }
+
+  void Restart() {
+    sched_.reset();
+    SchedulerOptions opts;
+    opts.lease_timeout = absl::Seconds(30);
+    auto s = Scheduler::Create(store_, &clock_, opts);
+    ASSERT_TRUE(s.ok()) << s.status();
+    sched_ = std::move(*s);
+  }
+
+  std::string AddWorker(int slots) {
+    WorkerInfo w;
+    w.hostname = "host";
+    w.slots = slots;
+    auto r = sched_->Register(w);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->worker_id : "";
+  }
+
+  // The trial id of the point with top_k = k.
+  std::string TrialOf(int k) {
+    const std::vector<store::TrialRecord> trials = *sched_->ListTrials("a");
+    for (const store::TrialRecord& t : trials) {
+      if (nlohmann::json::parse(t.params_json).at("top_k") == k) {
+        return t.trial_id;
+      }
+    }
+    ADD_FAILURE() << "no trial with top_k " << k;
+    return "";
+  }
+
+  store::TrialRecord Trial(int k) { return *store_->GetTrial(TrialOf(k)); }
+
+  absl::Status Report(const std::string& worker, int k, int attempt,
+                      int64_t step, double value) {
+    store::MetricRecord m;
+    m.name = "eval/ood_acc";
+    m.step = step;
+    m.value = value;
+    return sched_->ReportMetrics(worker, TrialOf(k), attempt, {m});
+  }
+
+  std::vector<store::DecisionRecord> Log(const std::string& sweep = "a") {
+    return *store_->ListDecisions(sweep, 0, 0);
+  }
+
+  // "prune k=1 rung 0" lines of the decision log, for readable asserts.
+  std::vector<std::string> LogLines() {
+    std::map<std::string, int> k_of;
+    for (int k : {1, 2, 4, 8}) k_of[TrialOf(k)] = k;
+    std::vector<std::string> out;
+    for (const store::DecisionRecord& d : Log()) {
+      out.push_back(absl::StrCat(d.action, " k=", k_of[d.trial_id], " rung ",
+                                 d.rung, d.final ? " final" : ""));
+    }
+    return out;
+  }
+
+  std::set<std::string> Cancelled(const std::string& worker,
+                                  const std::vector<RunningReport>& running) {
+    auto hb = sched_->Heartbeat(worker, running, false);
+    EXPECT_TRUE(hb.ok()) << hb.status();
+    std::set<std::string> out;
+    for (const auto& [id, attempt] : hb->cancel) out.insert(id);
+    return out;
+  }
+
+  store::testing::ScopedTempDir dir_;
+  FakeClock clock_;
+  store::InMemoryStore memory_;
+  std::unique_ptr<store::SqliteStore> sqlite_;
+  store::ExperimentStore* store_ = nullptr;
+  std::unique_ptr<Scheduler> sched_;
+};
+
+TEST_P(SchedulerSearchTest, AshaPrunesPromotesResumesAndFinishes) {
+  auto sub = sched_->SubmitSweep(kAsha, false);
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  ASSERT_EQ(sub->new_trials, 4);
+  const std::string w = AddWorker(4);
+  auto leases = sched_->Lease(w, 4, 0);
+  ASSERT_TRUE(leases.ok());
+  ASSERT_EQ(leases->size(), 4u);
+  std::vector<RunningReport> running;
+  for (const LeaseGrant& g : *leases) running.push_back({g.trial_id, 1});
+
+  // Rung 0 (step 10): k=1 first, alone: paused (not final).
+  ASSERT_TRUE(Report(w, 1, 1, 10, 0.1).ok());
+  EXPECT_EQ(Trial(1).state, TrialState::kPruned);
+  // Other metrics (not the search metric) of running trials are stored as
+  // before and decide nothing.
+  store::MetricRecord loss;
+  loss.name = "train/loss";
+  loss.step = 10;
+  loss.value = 1.0;
+  ASSERT_TRUE(sched_->ReportMetrics(w, TrialOf(2), 1, {loss}).ok());
+  ASSERT_TRUE(Report(w, 2, 1, 10, 0.4).ok());  // keep 1 of 2: k=2 passes
+  ASSERT_TRUE(Report(w, 4, 1, 10, 0.3).ok());  // keep 1 of 3: k=4 paused
+  EXPECT_EQ(Trial(4).state, TrialState::kPruned);
+  // k=8 completes the rung: keep 2 of 4 -> k=4 is promoted back.
+  ASSERT_TRUE(Report(w, 8, 1, 10, 0.2).ok());
+  EXPECT_EQ(Trial(4).state, TrialState::kPending);
+  EXPECT_EQ(Trial(8).state, TrialState::kPruned);
+  EXPECT_EQ(Trial(2).state, TrialState::kRunning);
+  // One batch per report; within one, trial-id order.
+  std::vector<std::string> lines = LogLines();
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_THAT(std::vector<std::string>(lines.begin(), lines.begin() + 3),
+              ::testing::ElementsAre("prune k=1 rung 0", "promote k=2 rung 0",
+                                     "prune k=4 rung 0"));
+  // k=1's pause became final: logged again, without a state change.
+  EXPECT_THAT(std::vector<std::string>(lines.begin() + 3, lines.end()),
+              ::testing::UnorderedElementsAre("promote k=4 rung 0",
+                                              "prune k=8 rung 0 final",
+                                              "prune k=1 rung 0 final"));
+  for (const store::DecisionRecord& d : Log()) {
+    if (d.trial_id != TrialOf(8)) continue;
+    EXPECT_EQ(d.value, 0.2);
+    EXPECT_EQ(d.cutoff, 0.3);
+    EXPECT_THAT(d.reason, HasSubstr("rung 0"));
+  }
+  // Pruned attempts ended as `pruned`, with no error budget spent.
+  for (int k : {1, 8}) {
+    EXPECT_EQ(store_->ListAttempts(TrialOf(k))->at(0).outcome,
+              AttemptOutcome::kPruned);
+    EXPECT_EQ(Trial(k).error_count, 0);
+    EXPECT_EQ(Trial(k).preempt_count, 0);
+  }
+  auto view = sched_->GetSweep("a");
+  EXPECT_EQ(view->counts.pruned, 2);
+  EXPECT_EQ(view->counts.pending, 1);
+
+  // The heartbeat stops the pruned (and the re-queued) attempts.
+  EXPECT_EQ(Cancelled(w, running),
+            (std::set<std::string>{TrialOf(1), TrialOf(4), TrialOf(8)}));
+  // Their trainers exit; the worker's reports are stale and refused.
+  EXPECT_EQ(
+      sched_->Fail(w, TrialOf(1), 1, FailReason::kCancelled, 75, "").code(),
+      absl::StatusCode::kFailedPrecondition);
+  // k=4 is not leased to the worker while its old attempt still stops there.
+  EXPECT_TRUE(sched_->Lease(w, 3, 0)->empty());
+  EXPECT_TRUE(Cancelled(w, {{TrialOf(2), 1}}).empty());
+  auto resumed = sched_->Lease(w, 3, 0);
+  ASSERT_TRUE(resumed.ok());
+  ASSERT_EQ(resumed->size(), 1u);
+  EXPECT_EQ((*resumed)[0].trial_id, TrialOf(4));
+  EXPECT_EQ((*resumed)[0].attempt, 2);
+
+  // Rung 1 (step 20): k=2 first, paused until k=4 reports; then k=2 wins.
+  ASSERT_TRUE(Report(w, 2, 1, 20, 0.5).ok());
+  EXPECT_EQ(Trial(2).state, TrialState::kPruned);
+  ASSERT_TRUE(Report(w, 4, 2, 20, 0.45).ok());
+  EXPECT_EQ(Trial(2).state, TrialState::kPending);
+  EXPECT_EQ(Trial(4).state, TrialState::kPruned);
+  lines = LogLines();
+  EXPECT_THAT(
+      std::vector<std::string>(lines.end() - 3, lines.end()),
+      ::testing::UnorderedElementsAre("prune k=2 rung 1", "promote k=2 rung 1",
+                                      "prune k=4 rung 1 final"));
+  EXPECT_EQ(lines[lines.size() - 3], "prune k=2 rung 1");
+  EXPECT_TRUE(
+      Cancelled(w, {{TrialOf(2), 1}, {TrialOf(4), 2}}).count(TrialOf(4)));
+  EXPECT_TRUE(Cancelled(w, {}).empty());
+  auto again = sched_->Lease(w, 4, 0);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ((*again)[0].trial_id, TrialOf(2));
+  ASSERT_TRUE(Report(w, 2, 2, 40, 0.6).ok());
+  ASSERT_TRUE(sched_->Complete(w, TrialOf(2), 2, {{"ood_acc", 0.6}}, 1).ok());
+
+  view = sched_->GetSweep("a");
+  EXPECT_EQ(view->record.state, store::SweepState::kCompleted);
+  EXPECT_EQ(view->counts.succeeded, 1);
+  EXPECT_EQ(view->counts.pruned, 3);
+  auto usage = sched_->GetSearchUsage("a");
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(usage->full_grid_trial_steps, 4 * 40);
+  EXPECT_EQ(usage->trial_steps_used, 40 + 20 + 10 + 10);
+
+  // A restart recomputes every decision from the store and takes none again.
+  const size_t decisions = Log().size();
+  Restart();
+  EXPECT_EQ(Log().size(), decisions);
+  EXPECT_EQ(sched_->GetSweep("a")->counts.pruned, 3);
+  EXPECT_EQ(sched_->GetSweep("a")->record.state, store::SweepState::kCompleted);
+}
+
+TEST_P(SchedulerSearchTest, RestartMidSweepTakesNoDecisionTwice) {
+  ASSERT_TRUE(sched_->SubmitSweep(kAsha, false).ok());
+  std::string w = AddWorker(4);
+  ASSERT_EQ(sched_->Lease(w, 4, 0)->size(), 4u);
+  ASSERT_TRUE(Report(w, 1, 1, 10, 0.1).ok());
+  ASSERT_TRUE(Report(w, 2, 1, 10, 0.4).ok());
+  const std::vector<std::string> before = LogLines();
+  ASSERT_EQ(before.size(), 2u);
+  Restart();  // as after kill -9: only what was committed is there
+  EXPECT_EQ(LogLines(), before);
+  EXPECT_EQ(Trial(1).state, TrialState::kPruned);
+  EXPECT_EQ(Trial(2).state, TrialState::kRunning);
+  // The worker keeps its leases across the restart; the sweep goes on.
+  ASSERT_TRUE(Report(w, 4, 1, 10, 0.3).ok());
+  ASSERT_TRUE(Report(w, 8, 1, 10, 0.2).ok());
+  Restart();
+  Restart();
+  EXPECT_THAT(LogLines(),
+              ::testing::UnorderedElementsAre(
+                  "prune k=1 rung 0", "promote k=2 rung 0", "prune k=4 rung 0",
+                  "promote k=4 rung 0", "prune k=8 rung 0 final",
+                  "prune k=1 rung 0 final"));
+}
+
+TEST_P(SchedulerSearchTest, ErroredTrialsAreRetriedNotPruned) {
+  ASSERT_TRUE(sched_->SubmitSweep(kAsha, false).ok());
+  const std::string w = AddWorker(4);
+  ASSERT_EQ(sched_->Lease(w, 4, 0)->size(), 4u);
+  // k=1 errors before rung 0; the others report.
+  ASSERT_TRUE(
+      sched_->Fail(w, TrialOf(1), 1, FailReason::kError, 1, "boom").ok());
+  ASSERT_TRUE(Report(w, 2, 1, 10, 0.4).ok());
+  ASSERT_TRUE(Report(w, 4, 1, 10, 0.3).ok());
+  ASSERT_TRUE(Report(w, 8, 1, 10, 0.2).ok());
+  // k=1 is retried, and holds rung 0 open: nothing there is final.
+  EXPECT_EQ(Trial(1).state, TrialState::kPending);
+  EXPECT_EQ(Trial(1).error_count, 1);
+  for (const store::DecisionRecord& d : Log()) {
+    EXPECT_NE(d.trial_id, TrialOf(1));
+    EXPECT_FALSE(d.final) << d.reason;
+  }
+  // Its retry reports a winning value: it passes, and keep = 2 of 4.
+  auto retry = sched_->Lease(w, 4, 0);
+  ASSERT_TRUE(retry.ok());
+  std::string retried;
+  for (const LeaseGrant& g : *retry) {
+    if (g.trial_id == TrialOf(1)) retried = g.trial_id;
+  }
+  ASSERT_FALSE(retried.empty());
+  ASSERT_TRUE(Report(w, 1, 2, 10, 0.9).ok());
+  EXPECT_EQ(Trial(1).state, TrialState::kRunning);
+  EXPECT_EQ(Trial(2).state, TrialState::kRunning);
+  EXPECT_EQ(Trial(4).state, TrialState::kPruned);
+  EXPECT_EQ(Trial(8).state, TrialState::kPruned);
+  // Their pauses became final once k=1's retry completed the rung.
+  std::map<std::string, store::DecisionRecord> last;
+  for (const store::DecisionRecord& d : Log()) last[d.trial_id] = d;
+  for (int k : {4, 8}) {
+    EXPECT_EQ(last[TrialOf(k)].action, "prune");
+    EXPECT_TRUE(last[TrialOf(k)].final);
+  }
+  EXPECT_EQ(last[TrialOf(1)].action, "promote");
+}
+
+TEST_P(SchedulerSearchTest, RefineAddsNeighboursAndResolves) {
+  const std::string yaml =
+      "name: r\nkind: sraven\ngrid:\n  top_k: [2, 4]\n"
+      "fixed: {steps: 10, device: cpu}\nseeds: [0, 1]\n"
+      "search: {strategy: refine, metric: ood_acc, axis: top_k, "
+      "bounds: [1, 8]}\n";
+  auto sub = sched_->SubmitSweep(yaml, false);
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  ASSERT_EQ(sub->new_trials, 4);
+  const std::string w = AddWorker(8);
+  // A unimodal curve peaking at k = 4, seed 1 slightly above seed 0.
+  auto value = [](int k, int64_t seed) {
+    const std::map<int, double> v = {{2, 0.5}, {3, 0.6}, {4, 0.7}, {5, 0.62}};
+    return v.at(k) + 0.01 * static_cast<double>(seed);
+  };
+  auto run_all = [&]() {
+    auto leases = sched_->Lease(w, 8, 0);
+    ASSERT_TRUE(leases.ok());
+    for (const LeaseGrant& g : *leases) {
+      const int k = nlohmann::json::parse(g.params_json).at("top_k");
+      ASSERT_TRUE(sched_
+                      ->Complete(w, g.trial_id, g.attempt,
+                                 {{"ood_acc", value(k, g.seed)}}, 1)
+                      .ok());
+    }
+  };
+  run_all();
+  // x* = 4: its neighbours 3 and 5 were added, with both seeds.
+  std::multiset<int> ks;
+  const std::vector<store::TrialRecord> trials = *sched_->ListTrials("r");
+  for (const store::TrialRecord& t : trials) {
+    ks.insert(nlohmann::json::parse(t.params_json).at("top_k").get<int>());
+  }
+  EXPECT_EQ(ks, (std::multiset<int>{2, 2, 3, 3, 4, 4, 5, 5}));
+  auto log = Log("r");
+  ASSERT_EQ(log.size(), 4u);
+  for (const store::DecisionRecord& d : log) {
+    EXPECT_EQ(d.action, "add");
+    EXPECT_THAT(d.reason, HasSubstr("x*=4"));
+  }
+  EXPECT_EQ(sched_->GetSweep("r")->record.state, store::SweepState::kActive);
+  run_all();
+  log = Log("r");
+  ASSERT_EQ(log.size(), 5u);
+  EXPECT_EQ(log.back().action, "resolved");
+  EXPECT_EQ(log.back().rung, 4);
+  EXPECT_TRUE(log.back().final);
+  EXPECT_EQ(sched_->GetSweep("r")->record.state, store::SweepState::kCompleted);
+  EXPECT_EQ(sched_->GetSweep("r")->counts.succeeded, 8);
+  auto usage = sched_->GetSearchUsage("r");
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(usage->full_grid_trial_steps, 8 * 2 * 10);  // k 1..8 x 2 seeds
+  EXPECT_EQ(usage->trial_steps_used, 8 * 10);
+  Restart();
+  EXPECT_EQ(Log("r").size(), 5u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, SchedulerSearchTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Sqlite" : "InMemory";
+                         });
+
+}  // namespace
+}  // namespace smoe::coordinator

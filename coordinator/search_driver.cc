@@ -1,0 +1,243 @@
+// Copyright 2026 SMoE Lab authors.
+#include "coordinator/search_driver.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/search/asha.h"
+#include "analysis/search/median_stop.h"
+#include "analysis/search/refine.h"
+
+namespace smoe::coordinator {
+namespace {
+
+namespace search = ::smoe::analysis::search;
+using store::TrialRecord;
+using store::TrialState;
+
+nlohmann::json ParamsOf(const TrialRecord& t) {
+  nlohmann::json p = nlohmann::json::parse(t.params_json, nullptr, false);
+  return p.is_object() ? p : nlohmann::json::object();
+}
+
+// Trials the policy still considers: failed and cancelled ones can reach no
+// rung and would hold rungs open forever.
+bool Considered(TrialState s) {
+  return s != TrialState::kFailed && s != TrialState::kCancelled;
+}
+
+}  // namespace
+
+int64_t SearchMaxSteps(const SweepSpec& spec,
+                       const std::vector<TrialRecord>& trials) {
+  if (spec.search.max_steps > 0) return spec.search.max_steps;
+  for (const TrialRecord& t : trials) {
+    const nlohmann::json p = ParamsOf(t);
+    if (p.contains("steps") && p["steps"].is_number_integer()) {
+      return p["steps"].get<int64_t>();
+    }
+  }
+  if (spec.fixed.contains("steps") && spec.fixed["steps"].is_number_integer()) {
+    return spec.fixed["steps"].get<int64_t>();
+  }
+  return 1;
+}
+
+namespace {
+
+store::DecisionRecord FromDecision(const search::Decision& d,
+                                   const std::string& action) {
+  store::DecisionRecord r;
+  r.trial_id = d.trial_id;
+  r.action = action;
+  r.group = d.group;
+  r.rung = d.rung;
+  r.step = d.step;
+  r.value = d.value;
+  r.cutoff = d.cutoff;
+  r.final = d.final;
+  r.reason = d.reason;
+  return r;
+}
+
+// ASHA and the median rule: prune, promote, and log rung passes.
+void PlanStopping(const SearchInputs& in, SearchPlan* plan) {
+  const SweepSpec& spec = *in.spec;
+  std::vector<search::Trial> trials;
+  std::map<std::string, const TrialRecord*> by_id;
+  for (const TrialRecord& t : in.trials) {
+    if (!Considered(t.state)) continue;
+    search::Trial st;
+    st.trial_id = t.trial_id;
+    st.group = search::GroupLabel(ParamsOf(t), spec.search.group_by);
+    st.errored = t.state == TrialState::kPending && t.error_count > 0;
+    trials.push_back(std::move(st));
+    by_id[t.trial_id] = &t;
+  }
+  const search::Mode mode = search::ParseMode(spec.search.mode);
+  std::vector<search::Decision> decisions;
+  if (spec.search.strategy == "asha") {
+    search::AshaConfig c;
+    c.mode = mode;
+    c.min_steps = std::max<int64_t>(1, spec.search.min_steps);
+    c.reduction = std::max<int64_t>(2, spec.search.reduction);
+    c.max_steps = SearchMaxSteps(spec, in.trials);
+    decisions = search::DecideAsha(c, trials, in.reports);
+  } else {
+    search::MedianConfig c;
+    c.mode = mode;
+    c.min_steps = spec.search.min_steps;
+    c.max_steps = SearchMaxSteps(spec, in.trials);
+    decisions = search::DecideMedian(c, trials, in.reports);
+  }
+  for (const search::Decision& d : decisions) {
+    auto it = by_id.find(d.trial_id);
+    if (it == by_id.end()) continue;
+    const TrialRecord& t = *it->second;
+    auto logged = in.last.find(d.trial_id);
+    const LoggedDecision* last =
+        logged == in.last.end() ? nullptr : &logged->second;
+    switch (d.action) {
+      case search::Action::kPrune:
+        if (t.state == TrialState::kPending ||
+            t.state == TrialState::kRunning) {
+          plan->changes.push_back({t.trial_id, TrialState::kPruned});
+          plan->decisions.push_back(FromDecision(d, "prune"));
+        } else if (t.state == TrialState::kPruned && d.final &&
+                   (last == nullptr || last->action != "prune" ||
+                    last->rung != d.rung || !last->final)) {
+          // A pause became final (its rung completed): logged once.
+          plan->decisions.push_back(FromDecision(d, "prune"));
+        }
+        break;
+      case search::Action::kPromote:
+      case search::Action::kRun:
+      case search::Action::kRetry:
+        if (t.state == TrialState::kPruned) {
+          plan->changes.push_back({t.trial_id, TrialState::kPending});
+          plan->decisions.push_back(FromDecision(
+              d, d.action == search::Action::kPromote ? "promote" : "resume"));
+        } else if (d.action == search::Action::kPromote &&
+                   t.state != TrialState::kSucceeded &&
+                   (last == nullptr || last->action != "promote" ||
+                    last->rung != d.rung)) {
+          // A running trial passed a rung: logged once per rung.
+          plan->decisions.push_back(FromDecision(d, "promote"));
+        }
+        break;
+      case search::Action::kComplete:
+        break;
+    }
+  }
+}
+
+// Refine: new points for the proposals, and settled group states.
+void PlanRefine(const SearchInputs& in, SearchPlan* plan) {
+  const SweepSpec& spec = *in.spec;
+  const std::string& axis = spec.search.axis;
+  search::RefineConfig c;
+  c.mode = search::ParseMode(spec.search.mode);
+  c.lo = spec.search.bounds_lo;
+  c.hi = spec.search.bounds_hi;
+  c.budget = spec.search.budget;
+  c.add_seeds = spec.search.add_seeds;
+  c.seeds = spec.seeds;
+  std::vector<search::RefinePoint> points;
+  // A template point per group: the params a new point copies.
+  std::map<std::string, nlohmann::json> templates;
+  std::vector<TrialRecord> sorted = in.trials;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const TrialRecord& a, const TrialRecord& b) {
+              return a.trial_id < b.trial_id;
+            });
+  for (const TrialRecord& t : sorted) {
+    const nlohmann::json params = ParamsOf(t);
+    if (!params.contains(axis) || !params[axis].is_number_integer()) continue;
+    search::RefinePoint p;
+    p.group = search::GroupLabel(params, spec.search.group_by);
+    p.x = params[axis].get<int64_t>();
+    p.seed = t.seed;
+    p.pending = t.state == TrialState::kPending ||
+                t.state == TrialState::kRunning ||
+                t.state == TrialState::kPruned;
+    auto f = in.finals.find(t.trial_id);
+    p.done = t.state == TrialState::kSucceeded && f != in.finals.end();
+    if (p.done) p.value = f->second;
+    points.push_back(p);
+    templates.emplace(p.group, params);
+  }
+  const search::RefineResult r = search::DecideRefine(c, points);
+  for (const search::RefineProposal& p : r.proposals) {
+    auto t = templates.find(p.group);
+    if (t == templates.end()) continue;
+    ExpandedTrial e;
+    e.params = t->second;
+    e.params[axis] = p.x;
+    e.seed = p.seed;
+    e.trial_id = TrialId(spec.name, spec.kind, e.params, e.seed);
+    plan->add.push_back(e);
+    store::DecisionRecord d;
+    d.trial_id = e.trial_id;
+    d.action = "add";
+    d.group = p.group;
+    d.step = p.x;
+    d.value = search::kNoValue;
+    d.cutoff = search::kNoValue;
+    d.reason = absl::StrCat(axis, "=", p.x, " seed ", p.seed, ": ", p.reason);
+    plan->decisions.push_back(std::move(d));
+  }
+  for (const search::RefineGroup& g : r.groups) {
+    if (g.state != search::RefineState::kResolved &&
+        g.state != search::RefineState::kUnresolved &&
+        g.state != search::RefineState::kBudget) {
+      continue;
+    }
+    const std::string action = search::RefineStateName(g.state);
+    auto logged = in.last.find(GroupKey(g.group));
+    if (logged != in.last.end() && logged->second.action == action &&
+        logged->second.rung == static_cast<int>(g.best)) {
+      continue;
+    }
+    store::DecisionRecord d;
+    d.action = action;
+    d.group = g.group;
+    d.rung = static_cast<int>(g.best);  // refine: x* in the rung column
+    d.step = g.best;
+    d.value = g.best_mean;
+    d.cutoff = g.best_freq;  // refine: the bootstrap P(argmax = x*)
+    d.final = g.state == search::RefineState::kResolved;
+    d.reason = absl::StrCat(axis, "*=", g.best, ": ", g.reason);
+    plan->decisions.push_back(std::move(d));
+  }
+}
+
+}  // namespace
+
+bool IsAdaptive(const SweepSpec& spec) {
+  return spec.search.strategy == "asha" || spec.search.strategy == "median" ||
+         spec.search.strategy == "refine";
+}
+
+bool IsSearchMetric(const std::string& metric, const std::string& name) {
+  return !metric.empty() &&
+         (name == metric || name == absl::StrCat("eval/", metric));
+}
+
+std::string GroupKey(const std::string& label) {
+  return absl::StrCat("group:", label);
+}
+
+SearchPlan PlanSearch(const SearchInputs& in) {
+  SearchPlan plan;
+  if (in.spec == nullptr || !IsAdaptive(*in.spec)) return plan;
+  if (in.spec->search.strategy == "refine") {
+    PlanRefine(in, &plan);
+  } else {
+    PlanStopping(in, &plan);
+  }
+  return plan;
+}
+
+}  // namespace smoe::coordinator

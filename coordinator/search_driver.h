@@ -1,0 +1,95 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: coordinator/search_driver.h
+//
+// The bridge between an adaptive sweep's search policy
+// (analysis/search/: asha, median, refine) and the scheduler
+// (docs/adaptive-sweeps.md). PlanSearch is a pure function of what the store
+// records about one sweep — its trials and their states, the search metric's
+// reports, the final results and the decision log so far — and returns the
+// difference between the policy's desired state and the current one:
+//   * prune:   a pending or running trial the policy stops -> kPruned;
+//   * promote: a pruned trial the policy wants running again -> kPending
+//              (it resumes from its checkpoint when leased again);
+//   * log:     a running trial that passed a rung (logged once per rung);
+//   * add:     refine's proposals, new points of the sweep;
+//   * group:   refine's group states when they settle (resolved, ...).
+// The scheduler applies a plan in the same transaction as the report that
+// caused it, so a coordinator killed at any point restarts with every
+// decision it took and takes none twice: recomputing the plan from the store
+// gives no difference for the decisions already applied.
+//
+// Thread safety: PlanSearch is pure.
+#ifndef SMOE_COORDINATOR_SEARCH_DRIVER_H_
+#define SMOE_COORDINATOR_SEARCH_DRIVER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/search/types.h"
+#include "coordinator/sweep_spec.h"
+#include "store/types.h"
+
+namespace smoe::coordinator {
+
+// True for the strategies the scheduler drives (asha, median, refine).
+bool IsAdaptive(const SweepSpec& spec);
+
+// True when a metric named `name` is the search metric `metric` (the
+// trainer reports evaluations as "eval/<name>").
+bool IsSearchMetric(const std::string& metric, const std::string& name);
+
+// What the driver remembers of the decision log, per trial and per group:
+// the last logged action and rung (recomputed from the store on restart).
+struct LoggedDecision {
+  std::string action;
+  int rung = -1;
+  bool final = false;
+};
+
+struct SearchInputs {
+  const SweepSpec* spec = nullptr;
+  // Every trial of the sweep (any order).
+  std::vector<store::TrialRecord> trials;
+  // The search metric's reports, every trial (any order).
+  std::vector<analysis::search::Report> reports;
+  // Refine: the search metric's final value of each succeeded trial.
+  std::map<std::string, double> finals;
+  // The last logged decision per trial id, and per refine group ("group:" +
+  // label).
+  std::map<std::string, LoggedDecision> last;
+};
+
+struct TrialChange {
+  std::string trial_id;
+  store::TrialState next = store::TrialState::kPending;  // kPruned | kPending
+};
+
+struct SearchPlan {
+  std::vector<TrialChange> changes;
+  std::vector<ExpandedTrial> add;  // refine: new points, in grant order
+  // One per change, then log-only decisions and one per added point; sweep
+  // id and time are left for the scheduler to fill in.
+  std::vector<store::DecisionRecord> decisions;
+  bool empty() const {
+    return changes.empty() && add.empty() && decisions.empty();
+  }
+};
+
+// The plan for one sweep (empty for grid). Deterministic: the same inputs in
+// any order give the same plan.
+SearchPlan PlanSearch(const SearchInputs& in);
+
+// The trials' training length: search.max_steps when set, else the `steps`
+// of the first trial that has one, else fixed.steps, else 1.
+int64_t SearchMaxSteps(const SweepSpec& spec,
+                       const std::vector<store::TrialRecord>& trials);
+
+// The key of a refine group in SearchInputs::last.
+std::string GroupKey(const std::string& label);
+
+}  // namespace smoe::coordinator
+
+#endif  // SMOE_COORDINATOR_SEARCH_DRIVER_H_
