@@ -1,6 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
 #include "worker/trainer/skillmix_trial.h"
-#include "worker/trainer/trial_envelope.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "worker/eval/skillmix/data.h"
 #include "worker/trainer/skillmix_config.h"
+#include "worker/trainer/trial_envelope.h"
 
 #if SMOE_SKILLMIX_TEST_HTTPLIB
 #include <httplib.h>
