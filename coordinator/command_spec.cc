@@ -105,8 +105,8 @@ bool ParseDeclaration(const std::string& name, const YAML::Node& decl,
   p.name = name;
   const YAML::Node type = decl["type"];
   if (!type || !type.IsScalar()) {
-    problems->push_back(absl::StrCat(
-        field, ".type: required (int, number, string or bool)"));
+    problems->push_back(
+        absl::StrCat(field, ".type: required (int, number, string or bool)"));
     return false;
   }
   const std::string t = type.Scalar();
@@ -124,17 +124,17 @@ bool ParseDeclaration(const std::string& name, const YAML::Node& decl,
                                      "bool}"));
     return false;
   }
-  const bool numeric = p.type == trials::ParamType::kInt ||
-                       p.type == trials::ParamType::kNumber;
+  const bool numeric =
+      p.type == trials::ParamType::kInt || p.type == trials::ParamType::kNumber;
   // min / max: of the parameter's own type.
   for (const char* bound : {"min", "max"}) {
     const YAML::Node b = decl[bound];
     if (!b) continue;
     const std::string bfield = absl::StrCat(field, ".", bound);
     if (!numeric) {
-      problems->push_back(
-          absl::StrCat(bfield, ": only int and number parameters have ", bound,
-                       " (this one is ", t, ")"));
+      problems->push_back(absl::StrCat(bfield,
+                                       ": only int and number parameters have ",
+                                       bound, " (this one is ", t, ")"));
       ok = false;
       continue;
     }
@@ -155,8 +155,8 @@ bool ParseDeclaration(const std::string& name, const YAML::Node& decl,
       (is_min ? p.int_lo : p.int_hi) = v->get<int64_t>();
     } else {
       if (!v->is_number() || !std::isfinite(v->get<double>())) {
-        problems->push_back(
-            absl::StrCat(bfield, ": expected a finite number, got ", v->dump()));
+        problems->push_back(absl::StrCat(
+            bfield, ": expected a finite number, got ", v->dump()));
         ok = false;
         continue;
       }
@@ -338,10 +338,11 @@ void ParseParamsBlock(const YAML::Node& node, const ScalarReader& scalar,
     // The worker passes SMOE_PARAM_<NAME upper-cased>: names must stay
     // distinct there.
     if (!upper.insert(absl::AsciiStrToUpper(name)).second) {
-      problems->push_back(absl::StrCat(
-          "params.", name, ": declared twice (names are compared ignoring "
-          "case: each is passed as SMOE_PARAM_",
-          absl::AsciiStrToUpper(name), ")"));
+      problems->push_back(
+          absl::StrCat("params.", name,
+                       ": declared twice (names are compared ignoring "
+                       "case: each is passed as SMOE_PARAM_",
+                       absl::AsciiStrToUpper(name), ")"));
       continue;
     }
     trials::Param p;

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/sweep_spec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "store/in_memory_store.h"
 
@@ -84,8 +84,9 @@ TEST(CommandSpecTest, ParsesCommandAndDeclaredParams) {
   EXPECT_EQ(CountPoints(*spec), 8);
   const std::vector<ExpandedTrial> points = ExpandGrid(*spec);
   ASSERT_EQ(points.size(), 8u);
-  EXPECT_EQ(points[0].params,
-            json({{"lr", 0.01}, {"opt", "sgd"}, {"data", "tiny"}, {"scale", 2}}));
+  EXPECT_EQ(
+      points[0].params,
+      json({{"lr", 0.01}, {"opt", "sgd"}, {"data", "tiny"}, {"scale", 2}}));
   // The built-in kinds keep their tables.
   auto sraven = ParseSweepYaml("name: s\nkind: sraven\ngrid: {M: [1]}\n");
   ASSERT_TRUE(sraven.ok());
@@ -136,7 +137,8 @@ fixed: {n: -5}
   EXPECT_FALSE(ExtendAxis(&extended, "lr", {json(3)}).ok());
 }
 
-TEST(CommandSpecTest, ValuesAreCheckedAgainstTheDeclarationNamingFieldAndValue) {
+TEST(CommandSpecTest,
+     ValuesAreCheckedAgainstTheDeclarationNamingFieldAndValue) {
   EXPECT_EQ(Error(WithReplaced(kToy, "lr: [0.01, 0.1]", "lr: [0.01, 2]")),
             "grid.lr: expected a value in [0, 1], got 2");
   EXPECT_THAT(Error(WithReplaced(kToy, "opt: [sgd, adam]", "opt: [sgd, rms]")),
@@ -174,8 +176,7 @@ TEST(CommandSpecTest, BadCommandAndParamsBlocksAreRefusedNamingTheField) {
   EXPECT_EQ(Error(WithReplaced(kToy, "bias: {type: bool", "bias: {type: flag")),
             "params.bias.type: 'flag' is not one of {int, number, string, "
             "bool}");
-  EXPECT_EQ(Error(WithReplaced(kToy, "min: 1, max: 100000",
-                               "min: 10, max: 5")),
+  EXPECT_EQ(Error(WithReplaced(kToy, "min: 1, max: 100000", "min: 10, max: 5")),
             "params.steps: min 10 is larger than max 5");
   EXPECT_EQ(Error(WithReplaced(kToy, "default: 20", "default: 0")),
             "params.steps.default: expected a value in [1, 100000], got 0");
@@ -188,9 +189,10 @@ TEST(CommandSpecTest, BadCommandAndParamsBlocksAreRefusedNamingTheField) {
                                  "  scale: {type: number}\n  SCALE: "
                                  "{type: int}\n")),
               HasSubstr("params.SCALE: declared twice"));
-  EXPECT_THAT(Error(WithReplaced(kToy, "  scale: {type: number}\n",
-                                 "  scale: {type: number}\n  2x: {type: int}\n")),
-              HasSubstr("params.2x: invalid parameter name"));
+  EXPECT_THAT(
+      Error(WithReplaced(kToy, "  scale: {type: number}\n",
+                         "  scale: {type: number}\n  2x: {type: int}\n")),
+      HasSubstr("params.2x: invalid parameter name"));
   // Both blocks belong to kind command only; kind command needs `command`.
   EXPECT_THAT(Error("name: s\nkind: sraven\ncommand: {program: /x}\n"),
               HasSubstr("command: only for kind: command"));
@@ -269,9 +271,8 @@ TEST_F(CommandSchedulerTest, StoredSweepReloadsAndResubmissionKeepsTheCommand) {
   auto same = sched_->SubmitSweep(kToy, false);
   ASSERT_TRUE(same.ok()) << same.status();
   EXPECT_EQ(same->new_trials, 0);
-  auto more =
-      sched_->SubmitSweep(WithReplaced(kToy, "seeds: [0, 1]", "seeds: [0, 1, 2]"),
-                          false);
+  auto more = sched_->SubmitSweep(
+      WithReplaced(kToy, "seeds: [0, 1]", "seeds: [0, 1, 2]"), false);
   ASSERT_TRUE(more.ok()) << more.status();
   EXPECT_EQ(more->new_trials, 4);
   auto ext = sched_->ExtendSweep("toy", "lr", {json(0.5)});
@@ -285,8 +286,8 @@ TEST_F(CommandSchedulerTest, StoredSweepReloadsAndResubmissionKeepsTheCommand) {
   EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(other.status().message(),
               HasSubstr("different command or params declaration"));
-  auto redeclared = sched_->SubmitSweep(
-      WithReplaced(kToy, "max: 100000", "max: 100"), false);
+  auto redeclared =
+      sched_->SubmitSweep(WithReplaced(kToy, "max: 100000", "max: 100"), false);
   EXPECT_EQ(redeclared.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 

@@ -957,7 +957,8 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
         s.spec.resources.progress_timeout_s, CommandSpec{}, ""});
     if (s.spec.kind == kCommandKind) {
       grants.back().command = s.spec.command;
-      grants.back().defaults_json = trials::Defaults(s.spec.command_kind).dump();
+      grants.back().defaults_json =
+          trials::Defaults(s.spec.command_kind).dump();
     }
     free_slots -= s.spec.resources.slots;
     free_gpus -= s.spec.resources.gpus_per_trial;

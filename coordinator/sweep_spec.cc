@@ -711,8 +711,9 @@ bool ParseCommandKind(const YAML::Node& root, SweepSpec* spec,
   if (spec->kind != kCommandKind) {
     for (const char* key : {"command", "params"}) {
       if (root[key]) {
-        problems->Add(absl::StrCat(key, ": only for kind: command (this sweep "
-                                        "is kind ",
+        problems->Add(absl::StrCat(key,
+                                   ": only for kind: command (this sweep "
+                                   "is kind ",
                                    spec->kind, ")"));
       }
     }
@@ -748,7 +749,7 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     return;
   }
   static const std::set<std::string> kKeys = {
-      "name",    "kind",     "grid",   "fixed",   "seeds",  "resources",
+      "name",    "kind",     "grid",   "fixed",   "seeds", "resources",
       "retries", "priority", "search", "command", "params"};
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
@@ -771,11 +772,12 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     problems->Add("kind: required (sraven | skillmix | command)");
   } else {
     spec->kind = root["kind"].Scalar();
-    kind_ok = spec->kind == kCommandKind ||
-              trials::FindKind(spec->kind) != nullptr;
+    kind_ok =
+        spec->kind == kCommandKind || trials::FindKind(spec->kind) != nullptr;
     if (!kind_ok) {
-      problems->Add(absl::StrCat("kind: '", spec->kind,
-                                 "' is not one of {sraven, skillmix, command}"));
+      problems->Add(
+          absl::StrCat("kind: '", spec->kind,
+                       "' is not one of {sraven, skillmix, command}"));
     }
   }
   if (kind_ok) kind_ok = ParseCommandKind(root, spec, problems);
@@ -849,10 +851,11 @@ absl::Status ValidateTrialParams(const SweepSpec& spec, const json& params) {
   }
   for (const trials::Param& p : schema.params) {
     if (p.default_value.is_null() && !params.contains(p.name)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "params.", p.name, ": required (declared without a default) but "
-          "not set for the point ", params.dump(),
-          "; give it in fixed or grid"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("params.", p.name,
+                       ": required (declared without a default) but "
+                       "not set for the point ",
+                       params.dump(), "; give it in fixed or grid"));
     }
   }
   return absl::OkStatus();

@@ -124,8 +124,11 @@ TEST_F(CommandLaunchTest, RunsTheProgramWithParamsInFileEnvAndArgs) {
   // The same as every trial: no GPUs, no API token.
   EXPECT_EQ(env.at("CUDA_VISIBLE_DEVICES"), "");
   EXPECT_THAT(p->spec.unset_env, ::testing::Contains("SMOE_TOKEN"));
-  const json resolved = {{"steps", 20}, {"lr", 0.5},      {"opt", "sgd"},
-                         {"bias", true}, {"data", "tiny"}};
+  const json resolved = {{"steps", 20},
+                         {"lr", 0.5},
+                         {"opt", "sgd"},
+                         {"bias", true},
+                         {"data", "tiny"}};
   EXPECT_EQ(json::parse(ReadFile(dir + "/params.json")), resolved);
   const json trial = json::parse(ReadFile(dir + "/TRIAL.json"));
   EXPECT_EQ(trial["kind"], "command");
@@ -175,9 +178,9 @@ TEST_F(CommandLaunchTest, ProgramOutsideTheAllowedDirectoriesNeverStarts) {
   MakeDaemon();
   AddCommandLease("toy/a", outside, "{}");
   AddCommandLease("toy/b", link, "{}");
-  AddCommandLease("toy/c", allowed_ + "/../" +
-                               elsewhere.substr(elsewhere.rfind('/') + 1) +
-                               "/evil.sh",
+  AddCommandLease("toy/c",
+                  allowed_ + "/../" +
+                      elsewhere.substr(elsewhere.rfind('/') + 1) + "/evil.sh",
                   "{}");
   AddCommandLease("toy/d", allowed_ + "/missing.sh", "{}");
   AddCommandLease("toy/e", not_exec, "{}");

@@ -558,10 +558,10 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
         {"attempt", lease.attempt()},   {"kind", lease.kind()},
         {"seed", lease.seed()},         {"params", params}};
     if (command) {
-      trial["command"] = {{"program", command->program},
-                          {"args", json(std::vector<std::string>(
-                                       command->argv.begin() + 1,
-                                       command->argv.end()))}};
+      trial["command"] = {
+          {"program", command->program},
+          {"args", json(std::vector<std::string>(command->argv.begin() + 1,
+                                                 command->argv.end()))}};
     }
     s = WriteFileAtomic(trial_json, trial.dump(2) + "\n");
   }
