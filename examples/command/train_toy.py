@@ -14,8 +14,8 @@ import smoe_report as smoe
 
 p = smoe.params()
 steps, lr = int(p["steps"]), float(p["lr"])
-if p["optimizer"] == "momentum" and lr > 0.5:
-    smoe.bad_params(f"lr={lr}: momentum diverges above 0.5")
+if p["optimizer"] == "momentum" and lr > 0.1:
+    smoe.bad_params(f"lr={lr}: momentum diverges above 0.1")
 seed = json.load(open(os.environ["SMOE_TRIAL"]))["seed"]
 ckpt = os.path.join(smoe.workdir(), "toy_checkpoint.json")
 
