@@ -133,6 +133,16 @@ TEST_F(CommandKindE2eTest, SweepsThePythonExampleOnRealWorkers) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 13) << csv;
   EXPECT_THAT(csv, HasSubstr("loss"));
 
+  // `smoe analyze`: x and series default to the grid axes of the file.
+  auto [arc, aout] = c.Smoe({"analyze", "toy-sgd", "--metric", "loss",
+                             "--format", "json", "--bootstrap", "0"});
+  ASSERT_EQ(arc, 0) << aout;
+  const auto analysis = nlohmann::json::parse(aout, nullptr, false);
+  ASSERT_TRUE(analysis.is_object()) << aout;
+  EXPECT_EQ(analysis.value("x", ""), "lr") << aout;
+  EXPECT_EQ(analysis.value("series", ""), "optimizer") << aout;
+  EXPECT_THAT(aout, HasSubstr("momentum"));
+
   // A parameter the program refuses (exit 64): failed at once, no retry.
   const std::string refused = c.WriteFile(
       "refused.yaml",
