@@ -22,7 +22,7 @@ using nlohmann::json;
 
 struct CurveAggregator::Impl {
   explicit Impl(AggregateOptions o)
-      : options(std::move(o)), defaults(KindDefaults(options.kind)) {}
+      : options(std::move(o)), defaults(ParamDefaults(options)) {}
 
   struct Entry {
     bool has_value = false;

@@ -174,6 +174,11 @@ const json& KindDefaults(const std::string& kind) {
   return it == defaults->end() ? *empty : it->second;
 }
 
+const json& ParamDefaults(const AggregateOptions& options) {
+  return options.defaults.is_object() ? options.defaults
+                                      : KindDefaults(options.kind);
+}
+
 CellStats Summarize(const std::vector<double>& values) {
   CellStats s;
   s.n = static_cast<int>(values.size());
@@ -211,7 +216,7 @@ Curves AggregateCurves(const std::vector<TrialPoint>& trials,
   Curves out;
   out.options = options;
   out.trials_total = static_cast<int>(trials.size());
-  const json& defaults = KindDefaults(options.kind);
+  const json& defaults = ParamDefaults(options);
   std::map<CellKey, std::vector<std::pair<int64_t, double>>> cells;
   for (const TrialPoint& t : trials) {
     if (options.succeeded_only && t.state != store::TrialState::kSucceeded) {

@@ -78,7 +78,13 @@ struct AggregateOptions {
   // Only succeeded trials are used unless this is false (then any trial with
   // the metric counts).
   bool succeeded_only = true;
+  // The parameter defaults when not the built-in kind's (kind command: the
+  // ones the sweep file declares); null: KindDefaults(kind).
+  nlohmann::json defaults;
 };
+
+// options.defaults when it is an object, else KindDefaults(options.kind).
+const nlohmann::json& ParamDefaults(const AggregateOptions& options);
 
 struct CellStats {
   int n = 0;

@@ -70,7 +70,7 @@ std::pair<double, double> Nnls2(const std::vector<double>& f1,
 std::vector<TheoryFit> FitTotalError(const Curves& curves,
                                      const std::vector<TrialPoint>& trials) {
   const AggregateOptions& opt = curves.options;
-  const json& defaults = KindDefaults(opt.kind);
+  const json& defaults = ParamDefaults(opt);
   CellParams tm;
   for (const TrialPoint& t : trials) {
     if (opt.succeeded_only && t.state != store::TrialState::kSucceeded) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "analysis/analyze.h"
 #include "analysis/skillmix_tables.h"
+#include "coordinator/sweep_spec.h"
 #include "proto/rpc_status.h"
 #include "proto/smoe.pb.h"
 
@@ -244,9 +245,27 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
   }
   an::AggregateOptions o;
   o.kind = resp.sweep().kind();
-  o.metric = or_default(flags.metric, "ood_acc");
-  o.x = or_default(flags.x, "top_k");
-  o.series = or_default(flags.series, "M");
+  // kind command: the declared defaults; x and series default to the first
+  // two grid axes and the metric to the first result name.
+  std::vector<std::string> axes = {"top_k", "M"};
+  std::string metric = "ood_acc";
+  if (o.kind == coordinator::kCommandKind) {
+    coordinator::ParseOptions po;
+    po.max_points = std::numeric_limits<int64_t>::max();
+    po.allow_scalar_seeds = true;
+    auto spec = coordinator::ParseSweepYaml(resp.sweep().spec_yaml(), po);
+    axes = {"", ""};
+    if (spec.ok()) {
+      o.defaults = trials::Defaults(spec->command_kind);
+      for (size_t i = 0; i < spec->grid.size() && i < 2; ++i) {
+        axes[i] = spec->grid[i].name;
+      }
+    }
+    if (!metrics.empty()) metric = *metrics.begin();
+  }
+  o.metric = or_default(flags.metric, metric.c_str());
+  o.x = or_default(flags.x, axes[0].c_str());
+  o.series = or_default(flags.series, axes[1].c_str());
   o.facet = flags.facet;
   o.bootstrap_samples = flags.bootstrap;
   o.seed = flags.seed;

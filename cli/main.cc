@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "cli/worker_cmd.h"
 #include "common/flags.h"
 #include "coordinator/server.h"
+#include "coordinator/sweep_spec.h"
 #include "trials/params.h"
 #include "worker/daemon/worker_main.h"
 
@@ -89,6 +91,38 @@ std::unique_ptr<CoordinatorClient> MakeClient(const ClientOptions& options,
     return nullptr;
   }
   return std::move(*client);
+}
+
+// `smoe params command --sweep FILE`: the table a kind-command sweep file
+// declares, checked as `smoe sweep validate` checks it (exit 65 if not).
+int PrintCommandParams(const std::string& path, bool markdown) {
+  if (path.empty()) {
+    std::cerr << "smoe params: kind command declares its params in the sweep "
+                 "file: pass --sweep FILE\n";
+    return kExitUsage;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "smoe params: cannot read '" << path << "'\n";
+    return kExitNoInput;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<coordinator::SweepSpec> spec =
+      coordinator::ParseSweepYaml(text.str());
+  if (!spec.ok()) {
+    std::cerr << "smoe params: " << path << ": " << spec.status().message()
+              << "\n";
+    return kExitDataErr;
+  }
+  if (spec->kind != coordinator::kCommandKind) {
+    std::cerr << "smoe params: " << path << " is kind " << spec->kind
+              << "; run `smoe params " << spec->kind << "`\n";
+    return kExitUsage;
+  }
+  std::cout << (markdown ? trials::FormatMarkdown(spec->command_kind)
+                         : trials::FormatText(spec->command_kind));
+  return kExitOk;
 }
 
 }  // namespace
@@ -364,11 +398,17 @@ int Main(int argc, char** argv) {
   for (const trials::TrialKind* k : trials::AllKinds()) {
     kind_names.push_back(k->name);
   }
-  params->add_option("KIND", params_kind, "sraven | skillmix")
+  kind_names.push_back(coordinator::kCommandKind);
+  std::string params_sweep;
+  params->add_option("KIND", params_kind, "sraven | skillmix | command")
       ->required()
       ->check(CLI::IsMember(kind_names));
   params->add_flag("--markdown", params_markdown,
                    "A Markdown table (as in docs/trainer-protocol.md)");
+  params
+      ->add_option("--sweep", params_sweep,
+                   "kind command: the sweep file declaring the params")
+      ->type_name("FILE");
 
   // smoe deploy render (cli/deploy_cmd.h)
   DeployRenderOptions deploy_opts;
@@ -422,6 +462,9 @@ int Main(int argc, char** argv) {
     return RunCoordinator(server_opts, port_file);
   }
   if (up->parsed()) return RunUp(up_opts);
+  if (params->parsed() && params_kind == coordinator::kCommandKind) {
+    return PrintCommandParams(params_sweep, params_markdown);
+  }
   if (params->parsed()) {
     const trials::TrialKind& k = *trials::FindKind(params_kind);
     std::cout << (params_markdown ? trials::FormatMarkdown(k)

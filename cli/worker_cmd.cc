@@ -87,6 +87,12 @@ std::string KindsError(const std::string& value,
   }
   std::vector<std::string> kinds;
   for (absl::string_view k : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+    if (k == "command") {
+      return absl::StrCat(Quoted(value),
+                          " (kind command is enabled by --allow-command DIR, "
+                          "which names the directories of the programs it "
+                          "may run)");
+    }
     if (std::find(known.begin(), known.end(), k) == known.end()) {
       return absl::StrCat(Quoted(value), " (unknown kind '", k,
                           "'; known: ", absl::StrJoin(known, ", "), ")");
@@ -159,6 +165,12 @@ CLI::App* AddWorkerCommand(CLI::App* app, worker::WorkerFlags* flags) {
       ->check(CLI::Validator(
           [](std::string& v) { return KindsError(v, nullptr); }, ""))
       ->type_name("KIND,...");
+  cmd->add_option("--allow-command", flags->allow_command,
+                  "Run kind-command trials (the sweep's own program) whose "
+                  "program lies under DIR; repeatable (default: none)")
+      ->check(NonEmpty("directory"))
+      ->type_name("DIR")
+      ->allow_extra_args(false);
   cmd->add_option("--trainer", flags->trainer,
                   "Trainer binary (default: smoe-trainer next to this binary, "
                   "else on $PATH)")

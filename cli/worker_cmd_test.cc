@@ -133,6 +133,8 @@ TEST(WorkerCmdTest, BadValuesExit64NamingFlagAndValue) {
       {{"--rpc-timeout", "0"}, {"--rpc-timeout: '0' (must be > 0)"}},
       {{"--labels", "zone"}, {"--labels: 'zone'"}},
       {{"--kinds", "sraven,imagenet"}, {"imagenet", "known: sraven"}},
+      {{"--kinds", "command"}, {"enabled by --allow-command DIR"}},
+      {{"--allow-command="}, {"--allow-command: ''"}},
       {{"--coordinator", "localhost"}, {"--coordinator: 'localhost'"}},
       {{"--trainer="}, {"--trainer: ''"}},
       {{"--frobnicate", "1"}, {"--frobnicate", "not expected"}},
@@ -146,6 +148,15 @@ TEST(WorkerCmdTest, BadValuesExit64NamingFlagAndValue) {
       EXPECT_THAT(p.err, HasSubstr(w)) << testing::PrintToString(c.args);
     }
   }
+}
+
+// User programs (kind command) only from the directories named; repeatable.
+TEST(WorkerCmdTest, AllowCommandIsRepeatable) {
+  const Parsed p = ParseWorker(
+      {"--allow-command", "/opt/a", "--allow-command=/opt/b", "--slots", "2"});
+  ASSERT_EQ(p.code, -1) << p.err;
+  EXPECT_THAT(p.flags.allow_command, ElementsAre("/opt/a", "/opt/b"));
+  EXPECT_EQ(p.flags.slots, 2);
 }
 
 TEST(WorkerCmdTest, HelpExitsZeroAndListsTheFlags) {

@@ -384,6 +384,7 @@ struct HttpServer::Impl {
                                         const SweepSnapshot& snap) const {
     analysis::AggregateOptions o;
     o.kind = snap.kind;
+    o.defaults = snap.defaults;
     o.metric = Param(req, "metric", "ood_acc");
     o.x = Param(req, "x", "top_k");
     o.series = Param(req, "series", "M");

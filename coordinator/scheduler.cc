@@ -475,6 +475,13 @@ std::string Scheduler::UnschedulableLocked(const SweepEntry& s) const {
     max_slots = std::max(max_slots, rec.slots);
   }
   if (live == 0) return "no worker is connected";
+  if (of_kind == 0 && s.spec.kind == kCommandKind) {
+    return absl::StrCat(
+        "no connected worker runs kind command (", live,
+        " connected; a worker runs user programs only when started with "
+        "`smoe worker --allow-command DIR`, DIR holding ",
+        s.spec.command.program, ")");
+  }
   if (of_kind == 0) {
     return absl::StrCat(
         "no connected worker runs kind ", s.spec.kind, " (", live,
@@ -610,6 +617,13 @@ absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
     return absl::FailedPreconditionError(absl::StrCat(
         "sweep '", spec.name, "' exists with kind ", e.spec.kind,
         "; re-submitted with kind ", spec.kind, " (use a new name)"));
+  }
+  if (e.spec.command != spec.command ||
+      !SameSchema(e.spec.command_kind, spec.command_kind)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sweep '", spec.name,
+        "' exists with a different command or params declaration; use a new "
+        "name"));
   }
   if (e.spec.fixed != spec.fixed) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -953,7 +967,12 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
         t.trial_id, t.sweep_id, t.attempt, s.spec.kind, t.seed, t.params_json,
         s.spec.resources.gpus_per_trial, s.spec.resources.ep_size,
         t.lease_expires_at, s.spec.resources.slots,
-        s.spec.resources.progress_timeout_s});
+        s.spec.resources.progress_timeout_s, CommandSpec{}, ""});
+    if (s.spec.kind == kCommandKind) {
+      grants.back().command = s.spec.command;
+      grants.back().defaults_json =
+          trials::Defaults(s.spec.command_kind).dump();
+    }
     free_slots -= s.spec.resources.slots;
     free_gpus -= s.spec.resources.gpus_per_trial;
   }

@@ -162,6 +162,10 @@ struct LeaseGrant {
   absl::Time lease_expires_at;
   int slots = 1;  // worker slots the attempt occupies (resources.slots)
   int progress_timeout_s = kDefaultProgressTimeoutS;  // resources.*
+  // kind command: the program, and {name: default} of the declared params
+  // (the worker fills them in; docs/trainer-protocol.md).
+  CommandSpec command;
+  std::string defaults_json;
 };
 
 struct RunningReport {

@@ -431,6 +431,12 @@ grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
       l->set_lease_expires_ms(Ms(g.lease_expires_at));
       l->set_slots(g.slots);
       l->set_progress_timeout_s(g.progress_timeout_s);
+      if (!g.command.program.empty()) {
+        pb::TrialCommand* c = l->mutable_command();
+        c->set_program(g.command.program);
+        for (const std::string& a : g.command.args) c->add_args(a);
+        c->set_defaults_json(g.defaults_json);
+      }
     }
     return absl::OkStatus();
   });

@@ -93,6 +93,9 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Reload(
   auto snap = std::make_shared<SweepSnapshot>();
   snap->version = view->version;
   snap->kind = view->record.kind;
+  if (const trials::TrialKind* k = SweepKind(view->spec)) {
+    snap->defaults = trials::Defaults(*k);
+  }
   std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
   auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
   snap->rows.reserve(rows->size());

@@ -40,6 +40,7 @@ namespace smoe::coordinator {
 struct SweepSnapshot {
   int64_t version = -1;  // the sweep's durable version the rows reflect
   std::string kind;
+  nlohmann::json defaults;  // params' defaults (SweepKind: kind command too)
   std::vector<std::shared_ptr<const TrialRow>> rows;  // by ordinal
   std::shared_ptr<const std::unordered_map<std::string, size_t>>
       index;                                // trial id -> position

@@ -322,7 +322,7 @@ void ParseResources(const YAML::Node& res, SweepSpec* spec,
 // Checks the grid and fixed params against the kind's table, then (when all
 // values are valid) every point against the rules between parameters.
 void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
-  const trials::TrialKind& schema = *trials::FindKind(spec.kind);
+  const trials::TrialKind& schema = *SweepKind(spec);
   std::vector<std::string> names;
   for (const auto& p : schema.params) names.push_back(p.name);
   bool values_ok = true;
@@ -350,11 +350,12 @@ void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
   if (!values_ok || points <= 0 || !problems->empty()) return;
   int bad_points = 0;
   for (const ExpandedTrial& t : ExpandGrid(spec)) {
-    absl::Status s = ValidateTrialParams(spec.kind, t.params);
+    absl::Status s = ValidateTrialParams(spec, t.params);
     // The daemon starts resources.ep_size rank processes; a trial asking
     // for another world size would fail at run time (exit 64).
+    const bool builtin = spec.kind != kCommandKind;
     if (auto ep = t.params.find("ep_size");
-        s.ok() && ep != t.params.end() && ep->is_number_integer() &&
+        builtin && s.ok() && ep != t.params.end() && ep->is_number_integer() &&
         ep->get<int64_t>() != spec.resources.ep_size) {
       s = absl::InvalidArgumentError(
           absl::StrCat("params: ep_size=", ep->get<int64_t>(),
@@ -376,7 +377,8 @@ void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
     // A trial on `device: cuda` gets its GPUs from resources.gpus_per_trial;
     // with 0 it would be leased to any worker and fail there at run time.
     const trials::Param* device = schema.Find("device");
-    if (s.ok() && device != nullptr && spec.resources.gpus_per_trial < 1 &&
+    if (s.ok() && builtin && device != nullptr &&
+        spec.resources.gpus_per_trial < 1 &&
         t.params.value("device", device->default_value) == "cuda") {
       s = absl::InvalidArgumentError(absl::StrCat(
           "resources.gpus_per_trial: 0, but the point ", t.params.dump(),
@@ -425,7 +427,7 @@ bool IsSearchKey(const std::string& key) {
 // The trials' step count: fixed.steps, else the kind's default; 0 when the
 // kind has none or steps is a grid axis (reported by the caller).
 int64_t TrialSteps(const SweepSpec& spec) {
-  const trials::TrialKind* kind = trials::FindKind(spec.kind);
+  const trials::TrialKind* kind = SweepKind(spec);
   if (kind == nullptr) return 0;
   const trials::Param* steps = kind->Find("steps");
   if (steps == nullptr) return 0;
@@ -694,12 +696,50 @@ void CheckSearchPoints(const SweepSpec& spec, Problems* problems) {
   for (int64_t bound : {s.bounds_lo, s.bounds_hi}) {
     json params = points.front().params;
     params[s.axis] = bound;
-    absl::Status st = ValidateTrialParams(spec.kind, params);
+    absl::Status st = ValidateTrialParams(spec, params);
     if (!st.ok()) {
       problems->Add(absl::StrCat("search.bounds: ", s.axis, "=", bound,
                                  " is not a valid trial: ", st.message()));
     }
   }
+}
+
+// `command:` and `params:`: required / allowed with kind command only.
+// Returns whether the parameter table is usable for the checks that follow.
+bool ParseCommandKind(const YAML::Node& root, SweepSpec* spec,
+                      Problems* problems) {
+  if (spec->kind != kCommandKind) {
+    for (const char* key : {"command", "params"}) {
+      if (root[key]) {
+        problems->Add(absl::StrCat(key,
+                                   ": only for kind: command (this sweep "
+                                   "is kind ",
+                                   spec->kind, ")"));
+      }
+    }
+    return true;
+  }
+  std::vector<std::string> found;
+  if (const YAML::Node c = root["command"]) {
+    ParseCommandBlock(c, &spec->command, &found);
+  } else {
+    found.push_back(
+        "command: required for kind: command ({program: /absolute/path, "
+        "args: [...]})");
+  }
+  const size_t before = found.size();
+  const ScalarReader scalar = [](const YAML::Node& n, absl::string_view f) {
+    return ScalarToJson(n, f);
+  };
+  if (const YAML::Node p = root["params"]) {
+    ParseParamsBlock(p, scalar, &spec->command_kind, &found);
+  } else {
+    ParseParamsBlock(YAML::Node(YAML::NodeType::Null), scalar,
+                     &spec->command_kind, &found);
+  }
+  const bool schema_ok = found.size() == before;
+  for (std::string& m : found) problems->Add(std::move(m));
+  return schema_ok;
 }
 
 void ParseDocument(const YAML::Node& root, const ParseOptions& options,
@@ -709,8 +749,8 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     return;
   }
   static const std::set<std::string> kKeys = {
-      "name",      "kind",    "grid",     "fixed", "seeds",
-      "resources", "retries", "priority", "search"};
+      "name",    "kind",     "grid",   "fixed",   "seeds", "resources",
+      "retries", "priority", "search", "command", "params"};
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (!kKeys.count(key)) {
@@ -729,15 +769,18 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
   }
   bool kind_ok = false;
   if (!root["kind"] || !root["kind"].IsScalar()) {
-    problems->Add("kind: required (sraven | skillmix)");
+    problems->Add("kind: required (sraven | skillmix | command)");
   } else {
     spec->kind = root["kind"].Scalar();
-    kind_ok = trials::FindKind(spec->kind) != nullptr;
+    kind_ok =
+        spec->kind == kCommandKind || trials::FindKind(spec->kind) != nullptr;
     if (!kind_ok) {
-      problems->Add(absl::StrCat("kind: '", spec->kind,
-                                 "' is not one of {sraven, skillmix}"));
+      problems->Add(
+          absl::StrCat("kind: '", spec->kind,
+                       "' is not one of {sraven, skillmix, command}"));
     }
   }
+  if (kind_ok) kind_ok = ParseCommandKind(root, spec, problems);
   if (const YAML::Node grid = root["grid"]) ParseGrid(grid, spec, problems);
   if (const YAML::Node fixed = root["fixed"]) {
     ParseFixed(fixed, spec, problems);
@@ -779,6 +822,34 @@ bool SearchSpec::operator==(const SearchSpec& o) const {
          max_steps == o.max_steps && group_by == o.group_by && axis == o.axis &&
          bounds_lo == o.bounds_lo && bounds_hi == o.bounds_hi &&
          budget == o.budget && add_seeds == o.add_seeds;
+}
+
+const trials::TrialKind* SweepKind(const SweepSpec& spec) {
+  if (spec.kind == kCommandKind) return &spec.command_kind;
+  return trials::FindKind(spec.kind);
+}
+
+absl::Status ValidateTrialParams(const SweepSpec& spec, const json& params) {
+  if (spec.kind != kCommandKind) return ValidateTrialParams(spec.kind, params);
+  const trials::TrialKind& schema = spec.command_kind;
+  for (const auto& [k, v] : params.items()) {
+    const trials::Param* p = schema.Find(k);
+    if (p == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "params: unknown parameter '", k, "' for kind ", spec.kind));
+    }
+    if (auto s = trials::CheckSweepValue(*p, v, "params"); !s.ok()) return s;
+  }
+  for (const trials::Param& p : schema.params) {
+    if (p.default_value.is_null() && !params.contains(p.name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("params.", p.name,
+                       ": required (declared without a default) but "
+                       "not set for the point ",
+                       params.dump(), "; give it in fixed or grid"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
@@ -969,6 +1040,9 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
   out << YAML::EndMap;
   out << YAML::Key << "retries" << YAML::Value << spec.retries;
   out << YAML::Key << "priority" << YAML::Value << spec.priority;
+  if (spec.kind == kCommandKind) {
+    EmitCommandBlocks(spec.command, spec.command_kind, &out);
+  }
   // Grid sweeps are written as before (no search block).
   if (spec.search.strategy != "grid") {
     const SearchSpec& s = spec.search;

@@ -6,7 +6,9 @@
 //
 // clang-format off
 //   name: sraven-demo            # sweep id, [a-z0-9][a-z0-9._-]{0,63}
-//   kind: sraven                 # sraven | skillmix
+//   kind: sraven                 # sraven | skillmix | command
+//   command: {program: /p, args: []}  # kind command only (command_spec.h)
+//   params: {lr: {type: number}}      # kind command only: the schema
 //   grid:                        # axes -> value lists; cartesian product,
 //     M: [1, 2]                  #   first axis outermost
 //     top_k: [1, 2, 4, 8]
@@ -47,7 +49,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "coordinator/command_spec.h"
 #include "nlohmann/json.hpp"
+#include "trials/params.h"
 
 namespace smoe::coordinator {
 
@@ -103,7 +107,16 @@ struct SweepSpec {
   int retries = 2;
   int priority = 0;
   SearchSpec search;
+  // kind command only: the program, and the parameter table declared in the
+  // file (`params:`); see command_spec.h.
+  CommandSpec command;
+  trials::TrialKind command_kind;
 };
+
+// The parameter table a sweep's trials are checked against: the declared
+// one for kind command, else trials::FindKind(spec.kind) (nullptr for an
+// unknown kind). Every reader of a sweep's parameters goes through this.
+const trials::TrialKind* SweepKind(const SweepSpec& spec);
 
 // One grid point.
 struct ExpandedTrial {
@@ -131,6 +144,10 @@ absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
 // Validates one resolved parameter set against the kind's table
 // (trials/params.h) and the rules between parameters.
 absl::Status ValidateTrialParams(absl::string_view kind,
+                                 const nlohmann::json& params);
+// The same against a sweep's own table (SweepKind); for kind command also
+// every declared parameter without a default must be set.
+absl::Status ValidateTrialParams(const SweepSpec& spec,
                                  const nlohmann::json& params);
 
 // Returns the number of points the spec expands to (saturates at INT64_MAX).

@@ -290,7 +290,8 @@ TEST(SweepSpecTest, ShippedExamplesParse) {
       {"examples/skillmix-mixtral.yaml", 32},
       {"examples/sraven-paper-asha.yaml", 192},
       {"examples/sraven-paper-median.yaml", 192},
-      {"examples/sraven-paper-refine.yaml", 192}};
+      {"examples/sraven-paper-refine.yaml", 192},
+      {"examples/command-sweep.yaml", 12}};
   for (const auto& [name, points] : files) {
     std::ifstream in(std::string(src) + "/" + name);
     ASSERT_TRUE(in) << name;

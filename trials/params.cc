@@ -138,6 +138,17 @@ std::string TypePhrase(ParamType t) {
   return kTypeWords[static_cast<int>(t)].phrase;
 }
 
+// An integer range open on one side or both (a sweep file's declared
+// params): ">= 1", "<= 9", "any integer"; "" when bounded on both sides.
+std::string IntOneSided(const Param& p) {
+  const bool lo = p.int_lo != std::numeric_limits<int64_t>::min();
+  const bool hi = p.int_hi != std::numeric_limits<int64_t>::max();
+  if (lo && hi) return "";
+  if (lo) return absl::StrCat(">= ", p.int_lo);
+  if (hi) return absl::StrCat("<= ", p.int_hi);
+  return "any integer";
+}
+
 // What a refused value must be, to follow "must be " or "expected ":
 // "an integer", "in 1..8" (`dotted`) or "in [1, 8]", "in [0, 1)", ">= 0",
 // "one of {cpu, cuda}", "a multiple of 0.0625", "a non-empty string".
@@ -148,6 +159,7 @@ std::string Expected(Problem problem, const Param& p, bool dotted) {
       return TypePhrase(p.type);
     case Problem::kRange:
       if (p.type == ParamType::kInt) {
+        if (const std::string one = IntOneSided(p); !one.empty()) return one;
         return dotted ? absl::StrCat("in ", p.int_lo, "..", p.int_hi)
                       : absl::StrCat("in [", p.int_lo, ", ", p.int_hi, "]");
       }
@@ -312,6 +324,7 @@ absl::Status JsonParamError(absl::string_view key, const json& value,
 std::string Allowed(const Param& p) {
   switch (p.type) {
     case ParamType::kInt:
+      if (const std::string one = IntOneSided(p); !one.empty()) return one;
       return absl::StrCat(p.int_lo, "..", p.int_hi);
     case ParamType::kNumber:
       return p.multiple_of > 0

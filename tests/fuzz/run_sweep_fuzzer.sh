@@ -20,6 +20,7 @@ cp -n "$src"/tests/fuzz/corpus/* "$out/corpus/" 2>/dev/null || true
 "$CXX" -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=undefined -I"$src" \
   "$src/tests/fuzz/sweep_spec_fuzzer.cc" "$src/coordinator/sweep_spec.cc" \
+  "$src/coordinator/command_spec.cc" \
   "$src/common/api_token.cc" "$src/trials/params.cc" \
   "$src/trials/sraven_params.cc" "$src/trials/skillmix_params.cc" \
   -o "$out/sweep_spec_fuzzer" \

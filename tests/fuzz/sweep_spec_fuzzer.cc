@@ -22,6 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto again = smoe::coordinator::ParseSweepYaml(
       smoe::coordinator::SweepSpecToYaml(*spec), opts);
   if (!again.ok()) abort();
+  // kind command: the program and the declared params survive too.
+  if (again->command != spec->command ||
+      !smoe::coordinator::SameSchema(again->command_kind, spec->command_kind)) {
+    abort();
+  }
   const auto a = smoe::coordinator::ExpandGrid(*spec);
   const auto b = smoe::coordinator::ExpandGrid(*again);
   if (a.size() != b.size()) abort();

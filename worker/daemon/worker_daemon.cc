@@ -23,6 +23,7 @@
 #include "common/status_macros.h"
 #include "trials/events.h"
 #include "trials/json_limits.h"
+#include "worker/daemon/command_launch.h"
 
 namespace smoe::worker {
 namespace {
@@ -537,12 +538,35 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
   const std::string dir = TrialDir(lease.trial_id());
   absl::Status s = MakeDirs(dir);
   const std::string trial_json = dir + "/TRIAL.json";
+  // kind command: the user's program instead of the trainer (its checks
+  // fail the attempt as a bad spec, before anything runs).
+  std::optional<CommandLaunch> command;
+  if (lease.kind() == kCommandKind) {
+    absl::StatusOr<CommandLaunch> c =
+        ResolveCommand(lease, params, dir, options_.allowed_command_dirs);
+    if (!c.ok()) {
+      SMOE_LOG(WARNING) << "trial " << lease.trial_id() << ": " << c.status();
+      return FailLease(lease, v1::FailRequest::REASON_BAD_SPEC, 64,
+                       std::string(c.status().message()));
+    }
+    params = c->params;
+    command = *std::move(c);
+  }
   if (s.ok()) {
     json trial = {
         {"sweep_id", lease.sweep_id()}, {"trial_id", lease.trial_id()},
         {"attempt", lease.attempt()},   {"kind", lease.kind()},
         {"seed", lease.seed()},         {"params", params}};
+    if (command) {
+      trial["command"] = {
+          {"program", command->program},
+          {"args", json(std::vector<std::string>(command->argv.begin() + 1,
+                                                 command->argv.end()))}};
+    }
     s = WriteFileAtomic(trial_json, trial.dump(2) + "\n");
+  }
+  if (s.ok() && command) {
+    s = WriteFileAtomic(command->params_path, params.dump(2) + "\n");
   }
   if (!s.ok()) {
     return FailLease(
@@ -571,6 +595,10 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
   launch::RankGroupSpec spec;
   spec.argv = {options_.trainer_path, "run", "--trial", trial_json,
                "--workdir",           dir};
+  if (command) {
+    spec.argv = command->argv;
+    spec.env = command->env;
+  }
   spec.working_dir = dir;
   spec.world_size = world;
   spec.rendezvous_dir = dir;

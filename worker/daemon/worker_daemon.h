@@ -105,6 +105,10 @@ struct WorkerDaemonOptions {
   std::vector<std::string> kinds = {"sraven"};
   std::string trainer_path;  // REQUIRES: non-empty (not checked for existence)
   std::string work_dir;      // REQUIRES: non-empty; created if missing
+  // --allow-command: the only directories whose programs kind-command trials
+  // may run (command_launch.h); empty: none. Register "command" in `kinds`
+  // to be leased them.
+  std::vector<std::string> allowed_command_dirs;
   // Drain: SIGTERM -> SIGKILL; also the rank group's grace (rank_group.h).
   absl::Duration grace = absl::Seconds(30);
   absl::Duration cancel_grace =

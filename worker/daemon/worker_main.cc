@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -166,6 +168,23 @@ int RunWorker(const WorkerFlags& flags) {
                   : std::max(1, static_cast<int>(opt.gpu_indices.size()));
   opt.labels = flags.labels;
   opt.kinds = flags.kinds;
+  // User programs: only under directories named with --allow-command.
+  for (const std::string& d : flags.allow_command) {
+    char real[PATH_MAX];
+    struct stat st;
+    if (realpath(d.c_str(), real) == nullptr || stat(real, &st) != 0 ||
+        !S_ISDIR(st.st_mode)) {
+      std::cerr << "smoe worker: bad value for --allow-command: '" << d
+                << "' is not a directory\n";
+      return 2;
+    }
+    opt.allowed_command_dirs.push_back(real);
+  }
+  if (!opt.allowed_command_dirs.empty() &&
+      std::find(opt.kinds.begin(), opt.kinds.end(), "command") ==
+          opt.kinds.end()) {
+    opt.kinds.push_back("command");
+  }
   opt.trainer_path = trainer;
   opt.work_dir = flags.work_dir.empty()
                      ? absl::StrCat("smoe-data/worker-", Hostname())

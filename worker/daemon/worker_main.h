@@ -34,6 +34,10 @@ struct WorkerFlags {
   std::vector<int> gpu_ids;
   std::map<std::string, std::string> labels;    // --labels k=v,k=v
   std::vector<std::string> kinds = {"sraven"};  // --kinds sraven,skillmix
+  // --allow-command DIR (repeatable): run kind-command trials whose program
+  // lies under one of these directories (worker/daemon/command_launch.h);
+  // adds kind "command" to `kinds`. Empty: no user programs.
+  std::vector<std::string> allow_command;
   // --trainer PATH; empty = smoe-trainer next to the running binary (or in
   // ../worker/trainer/ of a build tree), else the first on $PATH.
   std::string trainer;
