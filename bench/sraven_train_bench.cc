@@ -12,12 +12,20 @@
 //
 //   sraven_train_bench [--steps N] [--device cpu|cuda] [--k 1,2,4,8]
 //                      [--attention softmax,hyla] [--dispatch gather,ops,dense]
+//                      [--profile trace.json]
+//
+// --profile: record every LibTorch op of every row with the autograd
+// profiler (chrome trace; bench/sraven_profile.py aggregates it per op
+// class).
 //
 // Prints a Markdown table. Threads: OMP_NUM_THREADS (default 1).
+#include <torch/csrc/autograd/profiler_legacy.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +52,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> ks = {"1", "2", "4", "8"};
   std::vector<std::string> attentions = {"softmax", "hyla"};
   std::vector<std::string> dispatches = {"gather", "ops", "dense"};
+  std::string profile;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--steps") {
@@ -56,6 +65,8 @@ int main(int argc, char** argv) {
       attentions = Split(value);
     } else if (flag == "--dispatch") {
       dispatches = Split(value);
+    } else if (flag == "--profile") {
+      profile = value;
     } else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 64;
@@ -75,6 +86,11 @@ int main(int argc, char** argv) {
   std::printf("| attention | k | dispatch | steps/s | tokens/s | ms/step |\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   std::map<std::string, double> rate;
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> recorder;
+  if (!profile.empty()) {
+    recorder =
+        std::make_unique<torch::autograd::profiler::RecordProfile>(profile);
+  }
   for (const std::string& attention : attentions) {
     for (const std::string& k : ks) {
       for (const std::string& dispatch : dispatches) {
@@ -129,6 +145,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  recorder.reset();  // writes the trace
   if (dispatches.size() >= 2) {
     const std::string& base = dispatches[0];
     std::printf("\n| attention | k |");
