@@ -11,42 +11,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "worker/model/cpu_math.h"
+
 namespace smoe::model {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// exp(x) for x <= 0 in float: Cephes expf (range reduction by ln 2 in two
-// parts, degree-6 polynomial, 2^n by exponent bits), about 1 ulp. Below -87
-// it returns exactly 0 (exp < 1.7e-38 is nothing next to the row maximum's
-// exp(0) = 1, and a true 0 keeps subnormals, which cost ~100x per
-// operation, out of the padding lanes). Branch- and select-free (the clamp
-// is a multiply by 0 or 1), so GCC vectorises the row loop without
-// -ffinite-math-only.
-inline float ExpNonPositive(float x) {
-  const float in = static_cast<float>(x >= -87.0f);  // 1, or 0 below -87
-  x = x * in + (1.0f - in) * -87.0f;                 // exact for either
-  const float t = x * 1.44269504088896341f;
-  const int n = static_cast<int>(t - 0.5f);  // round to nearest, t <= 0
-  const float fn = static_cast<float>(n);
-  float r = x - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  const float z = r * r;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * z + r + 1.0f;
-  const int32_t bits = (n + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return y * scale * in;
-}
-
-inline double ExpNonPositive(double x) { return std::exp(x); }
 
 constexpr int64_t kLanes = 16;  // row padding: one AVX-512 float vector
 // Bias of the padding keys: exp(kPadBias - max) underflows to (almost) 0,
@@ -126,12 +98,18 @@ inline __attribute__((always_inline)) void LoadKv(const T* __restrict base,
 // Forward of heads [h0, h1) for all batch rows. bias [H, T, tp] (padding
 // kPadBias), keep [T, tp] (padding 0) or null, p_out [B, H, T, tp].
 // Scratch: (dk + dv + 2) * tp values, zeroed by the caller.
-template <typename T>
+// TP, DK > 0: the padded row length and the head width (dk == dv) as
+// compile-time constants (the spec model's heads are 4 wide), so the row
+// loops unroll and rows stay in registers; 0: runtime values.
+template <typename T, int TP = 0, int DK = 0>
 inline __attribute__((always_inline)) void ForwardHeadsBody(
     const T* __restrict qkv, const T* __restrict bias,
-    const T* __restrict keep, T scale, const Dims& d, T* __restrict p_out,
+    const T* __restrict keep, T scale, const Dims& d_in, T* __restrict p_out,
     T* __restrict y /*[B, T, H*dv]*/, int64_t h0, int64_t h1,
     T* __restrict scratch) {
+  Dims d = d_in;
+  if (TP > 0) d.tp = TP;
+  if (DK > 0) d.dk = d.dv = DK;
   const int64_t t = d.t, tp = d.tp;
   T* __restrict kt = scratch;
   T* __restrict vt = kt + d.dk * tp;
@@ -178,12 +156,15 @@ inline __attribute__((always_inline)) void ForwardHeadsBody(
 // Backward of heads [h0, h1): writes dqkv's columns of these heads and
 // gbias rows [h0, h1) ([H, T, tp], summed over the batch).
 // Scratch: 2 * (dk + dv) * tp + 3 * tp values, zeroed by the caller.
-template <typename T>
+template <typename T, int TP = 0, int DK = 0>
 inline __attribute__((always_inline)) void BackwardHeadsBody(
     const T* __restrict qkv, const T* __restrict p, const T* __restrict keep,
-    const T* __restrict gy /*[B, T, H*dv]*/, T scale, const Dims& d,
+    const T* __restrict gy /*[B, T, H*dv]*/, T scale, const Dims& d_in,
     T* __restrict gqkv, T* __restrict gbias, int64_t h0, int64_t h1,
     T* __restrict scratch) {
+  Dims d = d_in;
+  if (TP > 0) d.tp = TP;
+  if (DK > 0) d.dk = d.dv = DK;
   const int64_t t = d.t, tp = d.tp;
   T* __restrict kt = scratch;
   T* __restrict vt = kt + d.dk * tp;
@@ -259,12 +240,30 @@ inline __attribute__((always_inline)) void BackwardHeadsBody(
 #define SMOE_CPU_CLONES
 #endif
 
+// Width-4 heads at T = 9M (M = 1..8) pad to 16..80: constant-size
+// versions for those, the runtime-size body otherwise.
+#define SMOE_SPECIALISE(CALL)                 \
+  if (d.dk == 4 && d.dv == 4) {               \
+    switch (d.tp) {                           \
+      case 16: CALL(16, 4); return;           \
+      case 32: CALL(32, 4); return;           \
+      case 48: CALL(48, 4); return;           \
+      case 64: CALL(64, 4); return;           \
+      case 80: CALL(80, 4); return;           \
+      default: break;                         \
+    }                                         \
+  }                                           \
+  CALL(0, 0)
+
 SMOE_CPU_CLONES void ForwardHeadsF32(const float* qkv, const float* bias,
                                      const float* keep, float scale,
                                      const Dims& d, float* p_out, float* y,
                                      int64_t h0, int64_t h1, float* scratch) {
-  ForwardHeadsBody<float>(qkv, bias, keep, scale, d, p_out, y, h0, h1,
-                          scratch);
+#define SMOE_FWD(TP, DK)                                                   \
+  ForwardHeadsBody<float, TP, DK>(qkv, bias, keep, scale, d, p_out, y, h0, \
+                                  h1, scratch)
+  SMOE_SPECIALISE(SMOE_FWD);
+#undef SMOE_FWD
 }
 
 SMOE_CPU_CLONES void BackwardHeadsF32(const float* qkv, const float* p,
@@ -272,9 +271,13 @@ SMOE_CPU_CLONES void BackwardHeadsF32(const float* qkv, const float* p,
                                       float scale, const Dims& d, float* gqkv,
                                       float* gbias, int64_t h0, int64_t h1,
                                       float* scratch) {
-  BackwardHeadsBody<float>(qkv, p, keep, gy, scale, d, gqkv, gbias, h0, h1,
-                           scratch);
+#define SMOE_BWD(TP, DK)                                                   \
+  BackwardHeadsBody<float, TP, DK>(qkv, p, keep, gy, scale, d, gqkv, gbias, \
+                                   h0, h1, scratch)
+  SMOE_SPECIALISE(SMOE_BWD);
+#undef SMOE_BWD
 }
+#undef SMOE_SPECIALISE
 
 template <typename T>
 void ForwardHeads(const T* qkv, const T* bias, const T* keep, T scale,
