@@ -25,11 +25,11 @@
 // class).
 //
 // Prints a Markdown table. Threads: OMP_NUM_THREADS (default 1).
+#include <time.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/torch.h>
 
 #include <algorithm>
-#include <time.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -37,8 +37,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"

@@ -115,9 +115,9 @@ torch::Tensor AttentionImpl::FusedForward(const torch::Tensor& x) {
                .div_(1.0 - p)
                .to(x.scalar_type());
   }
-  torch::Tensor y = FusedSoftmaxAttention(
-      qkv, rel_bias, bucket_, keep, heads_, dk_, dv_,
-      1.0 / std::sqrt(static_cast<double>(dk_)));
+  torch::Tensor y =
+      FusedSoftmaxAttention(qkv, rel_bias, bucket_, keep, heads_, dk_, dv_,
+                            1.0 / std::sqrt(static_cast<double>(dk_)));
   return torch::addmm(bo, y.view({b * t, heads_ * dv_}), wo)
       .view({b, t, d_model_});
 }

@@ -30,16 +30,17 @@ inline __attribute__((always_inline)) void GeluBody(const T* __restrict x,
 }
 
 template <typename T>
-inline __attribute__((always_inline)) void GeluGradBody(
-    const T* __restrict g, const T* __restrict x, T* __restrict gx,
-    int64_t n) {
+inline __attribute__((always_inline)) void GeluGradBody(const T* __restrict g,
+                                                        const T* __restrict x,
+                                                        T* __restrict gx,
+                                                        int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const T v = x[i];
     const T v2 = v * v;
     const T t = TanhViaExp(T(kBeta) * (v + T(kKappa) * v2 * v));
     const T left = T(0.5) * (T(1) + t);
-    const T right = T(0.5) * v * (T(1) - t * t) * T(kBeta) *
-                    (T(1) + T(3 * kKappa) * v2);
+    const T right =
+        T(0.5) * v * (T(1) - t * t) * T(kBeta) * (T(1) + T(3 * kKappa) * v2);
     gx[i] = g[i] * (left + right);
   }
 }

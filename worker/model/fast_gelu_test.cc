@@ -49,8 +49,8 @@ TEST(FastGeluTest, AsAccurateAsTorchGeluTanhAndItsGradient) {
     EXPECT_LE(ours_g, std::max(16.0, 2 * torch_g));
     // And plain closeness where y is not tiny (|x| <= 3: the bulk).
     torch::Tensor bulk = x.abs() <= 3;
-    EXPECT_TRUE(torch::allclose(ya.masked_select(bulk),
-                                yb.masked_select(bulk), 1e-5, 1e-6));
+    EXPECT_TRUE(torch::allclose(ya.masked_select(bulk), yb.masked_select(bulk),
+                                1e-5, 1e-6));
   }
 }
 

@@ -19,7 +19,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-
 constexpr int64_t kLanes = 16;  // row padding: one AVX-512 float vector
 // Bias of the padding keys: exp(kPadBias - max) underflows to (almost) 0,
 // and the padded value rows are zero, so padding never reaches an output.
@@ -35,7 +34,7 @@ struct Dims {
 
 // Loops over a padded row in blocks of kLanes: the inner loop has a constant
 // trip count, so every clone vectorises it without a scalar epilogue.
-#define SMOE_ROW_LOOP(j, tp)                         \
+#define SMOE_ROW_LOOP(j, tp)                          \
   for (int64_t j##0 = 0; j##0 < (tp); j##0 += kLanes) \
     for (int64_t j = j##0; j < j##0 + kLanes; ++j)
 
@@ -103,8 +102,8 @@ inline __attribute__((always_inline)) void LoadKv(const T* __restrict base,
 // loops unroll and rows stay in registers; 0: runtime values.
 template <typename T, int TP = 0, int DK = 0>
 inline __attribute__((always_inline)) void ForwardHeadsBody(
-    const T* __restrict qkv, const T* __restrict bias,
-    const T* __restrict keep, T scale, const Dims& d_in, T* __restrict p_out,
+    const T* __restrict qkv, const T* __restrict bias, const T* __restrict keep,
+    T scale, const Dims& d_in, T* __restrict p_out,
     T* __restrict y /*[B, T, H*dv]*/, int64_t h0, int64_t h1,
     T* __restrict scratch) {
   Dims d = d_in;
@@ -221,8 +220,10 @@ inline __attribute__((always_inline)) void BackwardHeadsBody(
       }
       for (int64_t j = 0; j < t; ++j) {
         T* __restrict row = gbase + j * d.row;
-        for (int64_t c = 0; c < d.dk; ++c) row[d.k_off(h) + c] = gkt[c * tp + j];
-        for (int64_t c = 0; c < d.dv; ++c) row[d.v_off(h) + c] = gvt[c * tp + j];
+        for (int64_t c = 0; c < d.dk; ++c)
+          row[d.k_off(h) + c] = gkt[c * tp + j];
+        for (int64_t c = 0; c < d.dv; ++c)
+          row[d.v_off(h) + c] = gvt[c * tp + j];
       }
     }
   }
@@ -242,26 +243,37 @@ inline __attribute__((always_inline)) void BackwardHeadsBody(
 
 // Width-4 heads at T = 9M (M = 1..8) pad to 16..80: constant-size
 // versions for those, the runtime-size body otherwise.
-#define SMOE_SPECIALISE(CALL)                 \
-  if (d.dk == 4 && d.dv == 4) {               \
-    switch (d.tp) {                           \
-      case 16: CALL(16, 4); return;           \
-      case 32: CALL(32, 4); return;           \
-      case 48: CALL(48, 4); return;           \
-      case 64: CALL(64, 4); return;           \
-      case 80: CALL(80, 4); return;           \
-      default: break;                         \
-    }                                         \
-  }                                           \
+#define SMOE_SPECIALISE(CALL)   \
+  if (d.dk == 4 && d.dv == 4) { \
+    switch (d.tp) {             \
+      case 16:                  \
+        CALL(16, 4);            \
+        return;                 \
+      case 32:                  \
+        CALL(32, 4);            \
+        return;                 \
+      case 48:                  \
+        CALL(48, 4);            \
+        return;                 \
+      case 64:                  \
+        CALL(64, 4);            \
+        return;                 \
+      case 80:                  \
+        CALL(80, 4);            \
+        return;                 \
+      default:                  \
+        break;                  \
+    }                           \
+  }                             \
   CALL(0, 0)
 
 SMOE_CPU_CLONES void ForwardHeadsF32(const float* qkv, const float* bias,
                                      const float* keep, float scale,
                                      const Dims& d, float* p_out, float* y,
                                      int64_t h0, int64_t h1, float* scratch) {
-#define SMOE_FWD(TP, DK)                                                   \
-  ForwardHeadsBody<float, TP, DK>(qkv, bias, keep, scale, d, p_out, y, h0, \
-                                  h1, scratch)
+#define SMOE_FWD(TP, DK)                                                       \
+  ForwardHeadsBody<float, TP, DK>(qkv, bias, keep, scale, d, p_out, y, h0, h1, \
+                                  scratch)
   SMOE_SPECIALISE(SMOE_FWD);
 #undef SMOE_FWD
 }
@@ -271,7 +283,7 @@ SMOE_CPU_CLONES void BackwardHeadsF32(const float* qkv, const float* p,
                                       float scale, const Dims& d, float* gqkv,
                                       float* gbias, int64_t h0, int64_t h1,
                                       float* scratch) {
-#define SMOE_BWD(TP, DK)                                                   \
+#define SMOE_BWD(TP, DK)                                                    \
   BackwardHeadsBody<float, TP, DK>(qkv, p, keep, gy, scale, d, gqkv, gbias, \
                                    h0, h1, scratch)
   SMOE_SPECIALISE(SMOE_BWD);
@@ -308,7 +320,12 @@ void BackwardHeads(const T* qkv, const T* p, const T* keep, const T* gy,
 
 Dims DimsOf(const torch::Tensor& qkv, int64_t heads, int64_t dk, int64_t dv) {
   const int64_t t = qkv.size(1);
-  return Dims{qkv.size(0), t,   heads, dk, dv, qkv.size(2),
+  return Dims{qkv.size(0),
+              t,
+              heads,
+              dk,
+              dv,
+              qkv.size(2),
               (t + kLanes - 1) / kLanes * kLanes};
 }
 
@@ -336,11 +353,10 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "fused_attention_fwd", [&] {
       const scalar_t* kptr = kp.numel() > 0 ? kp.data_ptr<scalar_t>() : nullptr;
       at::parallel_for(0, d.h, 1, [&](int64_t h0, int64_t h1) {
-        ForwardHeads<scalar_t>(qkv.data_ptr<scalar_t>(),
-                               bias.data_ptr<scalar_t>(), kptr,
-                               static_cast<scalar_t>(scale), d,
-                               p.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
-                               h0, h1);
+        ForwardHeads<scalar_t>(
+            qkv.data_ptr<scalar_t>(), bias.data_ptr<scalar_t>(), kptr,
+            static_cast<scalar_t>(scale), d, p.data_ptr<scalar_t>(),
+            y.data_ptr<scalar_t>(), h0, h1);
       });
     });
     ctx->save_for_backward({qkv, p, bucket, kp});
@@ -358,9 +374,9 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
     const torch::Tensor& p = saved[1];
     const torch::Tensor& bucket = saved[2];
     const torch::Tensor& keep = saved[3];
-    const Dims d = DimsOf(qkv, ctx->saved_data["heads"].toInt(),
-                          ctx->saved_data["dk"].toInt(),
-                          ctx->saved_data["dv"].toInt());
+    const Dims d =
+        DimsOf(qkv, ctx->saved_data["heads"].toInt(),
+               ctx->saved_data["dk"].toInt(), ctx->saved_data["dv"].toInt());
     const double scale = ctx->saved_data["scale"].toDouble();
     const int64_t nb = ctx->saved_data["nb"].toInt();
     torch::Tensor gqkv, grel;
@@ -382,8 +398,14 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
                  .index_add_(1, bucket,
                              gbias.narrow(2, 0, d.t).reshape({d.h, -1}));
     }
-    return {gqkv,           grel,           torch::Tensor(), torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {gqkv,
+            grel,
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -415,8 +437,7 @@ torch::Tensor FusedSoftmaxAttention(const torch::Tensor& qkv,
   torch::Tensor k = keep.defined() ? keep.to(qkv.scalar_type())
                                    : torch::empty({0}, qkv.options());
   return FusedAttentionFn::apply(qkv, rel_bias.to(qkv.scalar_type()),
-                                 bucket.reshape({-1}), k, heads, dk, dv,
-                                 scale);
+                                 bucket.reshape({-1}), k, heads, dk, dv, scale);
 }
 
 }  // namespace smoe::model

@@ -24,8 +24,8 @@ torch::Tensor Reference(const torch::Tensor& qkv, const torch::Tensor& rel,
                .reshape({b, t, h, dv})
                .permute({0, 2, 1, 3});
   auto bias = rel.index_select(1, bucket).view({h, t, t});
-  auto a = torch::softmax(torch::matmul(q, k.transpose(-1, -2)) * scale + bias,
-                          -1);
+  auto a =
+      torch::softmax(torch::matmul(q, k.transpose(-1, -2)) * scale + bias, -1);
   if (keep.defined()) a = a * keep;
   return torch::matmul(a, v).permute({0, 2, 1, 3}).reshape({b, t, h * dv});
 }
@@ -64,8 +64,8 @@ TEST(FusedAttentionTest, ForwardAndGradientsMatchUnfusedOps) {
         torch::Tensor r2 = in.rel.clone().requires_grad_(true);
         torch::Tensor y1 =
             FusedSoftmaxAttention(q1, r1, in.bucket, in.keep, h, dk, dv, scale);
-        torch::Tensor y2 = Reference(q2, r2, in.bucket, in.keep, h, dk, dv,
-                                     scale);
+        torch::Tensor y2 =
+            Reference(q2, r2, in.bucket, in.keep, h, dk, dv, scale);
         torch::Tensor g = torch::randn_like(y1);
         (y1 * g).sum().backward();
         (y2 * g).sum().backward();

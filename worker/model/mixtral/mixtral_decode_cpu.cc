@@ -54,8 +54,8 @@ SMOE_CPU_CLONES void MatVecAddRows(const float* w, const float* x, float s,
 // h[r] = silu(w1[r] . x) * (w3[r] . x), rows [lo, hi): both rows streamed
 // in one pass.
 SMOE_CPU_CLONES void GateUpRows(const float* w1, const float* w3,
-                                const float* x, float* h, int64_t k,
-                                int64_t lo, int64_t hi) {
+                                const float* x, float* h, int64_t k, int64_t lo,
+                                int64_t hi) {
   for (int64_t r = lo; r < hi; ++r) {
     const float a = Dot(w1 + r * k, x, k);
     const float b = Dot(w3 + r * k, x, k);
@@ -68,8 +68,8 @@ SMOE_CPU_CLONES void GateUpRows(const float* w1, const float* w3,
 bool DecodeKernelsApply(const torch::Tensor& x, const torch::Tensor& w) {
   return x.is_cpu() && w.is_cpu() && x.scalar_type() == torch::kFloat32 &&
          w.scalar_type() == torch::kFloat32 && x.dim() >= 1 &&
-         x.numel() == x.size(-1) && w.dim() == 2 &&
-         w.size(1) == x.size(-1) && w.is_contiguous();
+         x.numel() == x.size(-1) && w.dim() == 2 && w.size(1) == x.size(-1) &&
+         w.is_contiguous();
 }
 
 torch::Tensor MatVec(const torch::Tensor& x, const torch::Tensor& w) {
@@ -93,8 +93,8 @@ torch::Tensor MoeDecode(const torch::Tensor& x, const torch::Tensor& gate,
   const int64_t e = gate.size(0), hdim = gate.size(1), f = w1.size(1);
   TORCH_CHECK(top_k >= 1 && top_k <= e, "MoeDecode: top_k ", top_k,
               " outside 1..", e);
-  TORCH_CHECK(w1.is_contiguous() && w3.is_contiguous() &&
-                  w2.is_contiguous() && w1.size(0) == e,
+  TORCH_CHECK(w1.is_contiguous() && w3.is_contiguous() && w2.is_contiguous() &&
+                  w1.size(0) == e,
               "MoeDecode: expert weights must be contiguous, all E local");
   // Router: E logits (one small matrix-vector product, one thread).
   const torch::Tensor xc = x.contiguous();
@@ -105,9 +105,8 @@ torch::Tensor MoeDecode(const torch::Tensor& x, const torch::Tensor& gate,
   // over the chosen logits (== softmax over all, top-k, renormalise).
   std::vector<int64_t> order(e);
   for (int64_t i = 0; i < e; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return logits[a] > logits[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
   const float mx = logits[order[0]];
   std::vector<float> wts(top_k);
   float sum = 0;
