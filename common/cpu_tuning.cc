@@ -2,6 +2,9 @@
 #include "common/cpu_tuning.h"
 
 #include <dlfcn.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <setjmp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -135,7 +138,23 @@ std::string RunBlasSelfTest() {
   return error;
 }
 
+void KeepFreedMemory() {
+#if defined(__GLIBC__)
+  const char* sw = std::getenv(kSwitchEnv);
+  if (sw != nullptr && std::strcmp(sw, "off") == 0) return;
+  // glibc serves blocks above M_MMAP_THRESHOLD with fresh mmap()s and gives
+  // heap tops above M_TRIM_THRESHOLD back to the kernel, so a training step's
+  // large activations were new pages every step: page faults and the
+  // kernel's page clearing took 7-20 % of a SRAVEN step (issue 19,
+  // bench/results/sraven-profile-2026-11-24.md). Serve blocks up to 32 MiB
+  // (glibc's maximum) from the heap and keep up to 1 GiB of free heap.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
 std::string TuneCpuRuntime(char** argv) {
+  KeepFreedMemory();
   const CpuEnvInputs in = CollectCpuEnvInputs();
   const CpuEnvPlan plan = PlanCpuEnvironment(in);
   if (plan.reexec()) {

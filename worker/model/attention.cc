@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "worker/model/fused_attention.h"
+
 namespace smoe::model {
 
 torch::Tensor LecunNormal(at::IntArrayRef shape, int64_t fan_in) {
@@ -93,7 +95,43 @@ torch::Tensor AttentionImpl::Normalise(const torch::Tensor& s) const {
   return s;
 }
 
+torch::Tensor AttentionImpl::FusedForward(const torch::Tensor& x) {
+  const int64_t b = x.size(0);
+  const int64_t t = x.size(1);
+  TORCH_CHECK(t == seq_len_, "attention built for T=", seq_len_, ", got ", t);
+  // One GEMM for q, k and v (bias folded in), the fused attention, one GEMM
+  // for the output projection: 3 large ops instead of ~20 small ones.
+  torch::Tensor w = torch::cat({wq, wk, wv}, 1);
+  torch::Tensor bias =
+      torch::cat({bq.reshape({-1}), bk.reshape({-1}), bv.reshape({-1})});
+  torch::Tensor qkv =
+      torch::addmm(bias, x.reshape({b * t, d_model_}), w).view({b, t, -1});
+  const double p = config_.attention_dropout;
+  torch::Tensor keep;
+  if (is_training() && p > 0) {
+    // The same draw as the unfused path (one T x T mask, default generator).
+    keep = torch::bernoulli(
+               torch::full({t, t}, 1.0 - p, x.options().dtype(torch::kFloat32)))
+               .div_(1.0 - p)
+               .to(x.scalar_type());
+  }
+  torch::Tensor y =
+      FusedSoftmaxAttention(qkv, rel_bias, bucket_, keep, heads_, dk_, dv_,
+                            1.0 / std::sqrt(static_cast<double>(dk_)));
+  return torch::addmm(bo, y.view({b * t, heads_ * dv_}), wo)
+      .view({b, t, d_model_});
+}
+
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+  if (fused_ && ScoreNormOf(config_.attention) == ScoreNorm::kSoftmaxOverKeys &&
+      ValueNetOf(config_.attention) == ValueNet::kLinear &&
+      FusedAttentionSupported(x)) {
+    return FusedForward(x);
+  }
+  return UnfusedForward(x);
+}
+
+torch::Tensor AttentionImpl::UnfusedForward(const torch::Tensor& x) {
   const int64_t b = x.size(0);
   const int64_t t = x.size(1);
   torch::Tensor a = Normalise(Scores(x));  // [B, H, T, T]

@@ -55,6 +55,15 @@ class AttentionImpl : public torch::nn::Module {
   // [B, H, T, T]. Exposed for tests.
   torch::Tensor Normalise(const torch::Tensor& scores) const;
 
+  // The unfused LibTorch-op path (every attention kind, any device/dtype),
+  // and the fused CPU path (softmax attention with the linear value network,
+  // float32/float64 on the CPU; worker/model/fused_attention.h). forward()
+  // takes the fused one where it applies unless set_fused(false). Exposed
+  // for tests (the fused path is checked against the unfused one).
+  torch::Tensor UnfusedForward(const torch::Tensor& x);
+  torch::Tensor FusedForward(const torch::Tensor& x);
+  void set_fused(bool fused) { fused_ = fused; }
+
   torch::Tensor wq, bq, wk, bk, wv, bv, wo, bo, rel_bias;
 
  private:
@@ -63,6 +72,7 @@ class AttentionImpl : public torch::nn::Module {
   ModelConfig config_;
   int64_t d_model_, heads_, dk_, dv_, seq_len_;
   torch::Tensor bucket_;  // [T*T] int64; not a buffer (dtype casts skip it)
+  bool fused_ = true;
 };
 TORCH_MODULE(Attention);
 

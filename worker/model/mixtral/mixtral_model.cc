@@ -4,7 +4,9 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +14,7 @@
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "worker/model/mixtral/mixtral_checkpoint.h"
+#include "worker/model/mixtral/mixtral_decode_cpu.h"
 #include "worker/model/mixtral/mixtral_expert_parallel.h"
 #include "worker/model/ops/moe_ops.h"
 
@@ -346,15 +349,26 @@ absl::StatusOr<torch::Tensor> MixtralModel::StepImpl(
   torch::Tensor x = weights_.embed_tokens.index_select(0, ids.flatten())
                         .view({b, t, c.hidden_size});
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  // Batch-1 decode on the CPU in float32: matrix-vector kernels that stream
+  // each weight once (mixtral_decode_cpu.h); everything else: LibTorch.
+  // SMOE_MIXTRAL_DECODE_KERNELS=off keeps the LibTorch path (A/B benches).
+  static const bool kernels_on = [] {
+    const char* v = std::getenv("SMOE_MIXTRAL_DECODE_KERNELS");
+    return v == nullptr || std::string(v) != "off";
+  }();
+  const bool gemv = kernels_on && b * t == 1 && options_.comm == nullptr &&
+                    DecodeKernelsApply(x, weights_.lm_head);
+  auto linear = [&](const torch::Tensor& in, const torch::Tensor& w) {
+    return gemv ? MatVec(in, w).view({b, t, w.size(0)})
+                : torch::matmul(in, w.t());
+  };
   for (int64_t li = 0; li < c.num_hidden_layers; ++li) {
     const MixtralLayerWeights& l = weights_.layers[li];
     torch::Tensor hn = RmsNorm(x, l.input_layernorm, c.rms_norm_eps);
     torch::Tensor q =
-        torch::matmul(hn, l.q_proj.t()).view({b, t, heads, d}).transpose(1, 2);
-    torch::Tensor k =
-        torch::matmul(hn, l.k_proj.t()).view({b, t, kv, d}).transpose(1, 2);
-    torch::Tensor v =
-        torch::matmul(hn, l.v_proj.t()).view({b, t, kv, d}).transpose(1, 2);
+        linear(hn, l.q_proj).view({b, t, heads, d}).transpose(1, 2);
+    torch::Tensor k = linear(hn, l.k_proj).view({b, t, kv, d}).transpose(1, 2);
+    torch::Tensor v = linear(hn, l.v_proj).view({b, t, kv, d}).transpose(1, 2);
     q = ApplyRope(q, positions, c.rope_theta);
     k = ApplyRope(k, positions, c.rope_theta);
     cache->k[li].narrow(2, s0, t).copy_(k);
@@ -371,8 +385,12 @@ absl::StatusOr<torch::Tensor> MixtralModel::StepImpl(
                                 .reshape({b, heads, t, d})
                                 .transpose(1, 2)
                                 .reshape({b, t, heads * d});
-    x = x + torch::matmul(o, l.o_proj.t());
+    x = x + linear(o, l.o_proj);
     hn = RmsNorm(x, l.post_attention_layernorm, c.rms_norm_eps);
+    if (gemv) {
+      x = x + MoeDecode(hn, l.gate, l.w1, l.w3, l.w2, ept).view({b, t, -1});
+      continue;
+    }
     // With expert parallelism MoeForward is this rank's partial sum; the
     // all-reduce completes it (identically on every rank).
     SMOE_ASSIGN_OR_RETURN(
@@ -384,7 +402,7 @@ absl::StatusOr<torch::Tensor> MixtralModel::StepImpl(
   }
   cache->length = s;
   x = RmsNorm(x, weights_.norm, c.rms_norm_eps);
-  return torch::matmul(x, weights_.lm_head.t()).to(torch::kFloat32);
+  return linear(x, weights_.lm_head).to(torch::kFloat32);
 }
 
 absl::StatusOr<torch::Tensor> MixtralModel::Step(const torch::Tensor& tokens,

@@ -301,6 +301,32 @@ TEST_F(MixtralModelTest, KvCacheDecodeEqualsFullRecompute) {
               HasSubstr("overflow"));
 }
 
+// Batch-1 decode takes the CPU matrix-vector kernels (mixtral_decode_cpu.h:
+// streamed projections, router + chosen experts only); it must equal the
+// LibTorch path of the full-sequence forward at every EPT.
+TEST_F(MixtralModelTest, BatchOneDecodeKernelsEqualFullRecompute) {
+  auto m = LoadOrDie("single");
+  ASSERT_NE(m, nullptr);
+  torch::manual_seed(9);
+  const torch::Tensor tokens = torch::randint(0, 320, {1, 9});
+  for (int64_t ept : {int64_t{1}, int64_t{2}, m->config().num_local_experts}) {
+    auto full = m->Forward(tokens, ept);
+    ASSERT_TRUE(full.ok());
+    auto cache = m->NewCache(1, 9);
+    ASSERT_TRUE(cache.ok());
+    std::vector<torch::Tensor> parts;
+    for (int64_t t = 0; t < 9; ++t) {
+      auto step = m->Step(tokens.narrow(1, t, 1), &*cache, ept);
+      ASSERT_TRUE(step.ok());
+      parts.push_back(*step);
+    }
+    const torch::Tensor got = torch::cat(parts, 1);
+    EXPECT_TRUE(torch::allclose(got, *full, 1e-5, 1e-5))
+        << "ept " << ept << " max diff "
+        << (got - *full).abs().max().item<double>();
+  }
+}
+
 TEST_F(MixtralModelTest, ShardedAndPackedCheckpointsLoadTheSameModel) {
   RandomCheckpointOptions o;
   o.seed = 11;

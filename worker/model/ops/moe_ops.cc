@@ -21,6 +21,7 @@
 #include "common/status_macros.h"
 #include "kernels/permute/permute.h"
 #include "worker/model/autocast.h"
+#include "worker/model/fast_gelu.h"
 #include "worker/model/ops/launch.h"
 
 namespace smoe::model::ops {
@@ -434,8 +435,9 @@ absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
                                         const Plan& plan) {
   SMOE_ASSIGN_OR_RETURN(torch::Tensor h, GroupedLinear(buffer, w1, b1, plan));
   // NOTE: the cast is a no-op unless an autocast list changed gelu's dtype.
-  return GroupedLinear(torch::gelu(h, "tanh").to(h.scalar_type()), w2, b2,
-                       plan);
+  // GeluTanh: torch::gelu(h, "tanh") with vectorised loops on CPU
+  // float32/64 (worker/model/fast_gelu.h), torch::gelu elsewhere.
+  return GroupedLinear(GeluTanh(h).to(h.scalar_type()), w2, b2, plan);
 }
 
 absl::StatusOr<torch::Tensor> RoutedExperts(const torch::Tensor& x,

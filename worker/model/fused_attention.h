@@ -1,0 +1,53 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: worker/model/fused_attention.h
+//
+// Fused short-sequence softmax attention for the SRAVEN transformer on the
+// CPU (issue 19): one autograd op for scores + relative bias + softmax +
+// dropout + values over every (batch, head) pair, reading q/k/v straight out
+// of the fused projection [B, T, H*dk | H*dk | H*dv] and writing the heads'
+// outputs in the [B, T, H*dv] layout the output projection reads. It replaces
+// ~12 LibTorch ops per layer (3 bias adds, permutes, 2 batched matmuls of
+// 2,048 tiny [T, 4] products, the bias gather, softmax, the dropout multiply)
+// and their backward ops.
+//
+// Math (per b, h; i, j in [0, T); c over the head's value width):
+//   S[i,j] = scale * q_i . k_j + rel_bias[h, bucket[i*T + j]]
+//   P      = softmax_j(S)                 (saved for backward, [B, H, T, T])
+//   A      = P * keep                     (keep: [T, T], already 1/(1-p))
+//   y_i    = sum_j A[i,j] v_j
+// Backward: dA = dy v^T, dv = A^T dy, dP = dA * keep,
+//   dS = P * (dP - rowsum(P * dP)), dq = scale dS k, dk = scale dS^T q,
+//   d rel_bias[h, bucket[i*T + j]] += sum_b dS[b,h,i,j].
+//
+// Threads: at::parallel_for over heads (each head's bias gradient is then
+// private to one thread; no atomics, deterministic).
+// dtypes: float32 and float64 on the CPU (float64 for the gradient checks).
+// Callers fall back to the unfused LibTorch ops elsewhere
+// (FusedAttentionSupported).
+#ifndef SMOE_WORKER_MODEL_FUSED_ATTENTION_H_
+#define SMOE_WORKER_MODEL_FUSED_ATTENTION_H_
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+namespace smoe::model {
+
+// True when FusedSoftmaxAttention can take `qkv` (CPU, float32/float64).
+bool FusedAttentionSupported(const torch::Tensor& qkv);
+
+// qkv [B, T, H*dk + H*dk + H*dv] (q, then k, then v; head-major within
+// each), rel_bias [H, NB], bucket [T*T] int64 (entries in [0, NB)), keep
+// undefined (no dropout) or [T, T] of the qkv dtype (the keep mask already
+// divided by 1 - p). Returns y [B, T, H*dv]. Differentiable in qkv and
+// rel_bias.
+torch::Tensor FusedSoftmaxAttention(const torch::Tensor& qkv,
+                                    const torch::Tensor& rel_bias,
+                                    const torch::Tensor& bucket,
+                                    const torch::Tensor& keep, int64_t heads,
+                                    int64_t dk, int64_t dv, double scale);
+
+}  // namespace smoe::model
+
+#endif  // SMOE_WORKER_MODEL_FUSED_ATTENTION_H_

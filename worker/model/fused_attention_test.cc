@@ -1,0 +1,170 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/model/fused_attention.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "worker/model/attention.h"
+#include "worker/model/model_config.h"
+
+namespace smoe::model {
+namespace {
+
+// The unfused reference written with plain LibTorch ops (differentiable).
+torch::Tensor Reference(const torch::Tensor& qkv, const torch::Tensor& rel,
+                        const torch::Tensor& bucket, const torch::Tensor& keep,
+                        int64_t h, int64_t dk, int64_t dv, double scale) {
+  const int64_t b = qkv.size(0), t = qkv.size(1);
+  auto q = qkv.narrow(2, 0, h * dk).view({b, t, h, dk}).permute({0, 2, 1, 3});
+  auto k =
+      qkv.narrow(2, h * dk, h * dk).view({b, t, h, dk}).permute({0, 2, 1, 3});
+  auto v = qkv.narrow(2, 2 * h * dk, h * dv)
+               .reshape({b, t, h, dv})
+               .permute({0, 2, 1, 3});
+  auto bias = rel.index_select(1, bucket).view({h, t, t});
+  auto a =
+      torch::softmax(torch::matmul(q, k.transpose(-1, -2)) * scale + bias, -1);
+  if (keep.defined()) a = a * keep;
+  return torch::matmul(a, v).permute({0, 2, 1, 3}).reshape({b, t, h * dv});
+}
+
+struct Inputs {
+  torch::Tensor qkv, rel, bucket, keep;
+};
+
+Inputs Random(torch::Dtype dtype, int64_t b, int64_t t, int64_t h, int64_t dk,
+              int64_t dv, int64_t nb, bool dropout) {
+  Inputs in;
+  const auto o = torch::TensorOptions(dtype);
+  in.qkv = torch::randn({b, t, h * (2 * dk + dv)}, o).mul_(2.0);
+  in.rel = torch::randn({h, nb}, o);
+  in.bucket = RelativeBucketMatrix(static_cast<int>(t)).reshape({-1});
+  if (nb != t) in.bucket = in.bucket.remainder(nb);
+  if (dropout) {
+    in.keep = torch::bernoulli(torch::full({t, t}, 0.7, o)).div_(0.7);
+  }
+  return in;
+}
+
+TEST(FusedAttentionTest, ForwardAndGradientsMatchUnfusedOps) {
+  torch::manual_seed(3);
+  for (bool dropout : {false, true}) {
+    for (auto [h, dk, dv, t] :
+         {std::tuple<int64_t, int64_t, int64_t, int64_t>{2, 4, 4, 9},
+          {3, 2, 5, 7},
+          {16, 4, 4, 36}}) {
+      for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+        Inputs in = Random(dtype, 3, t, h, dk, dv, t, dropout);
+        const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
+        torch::Tensor q1 = in.qkv.clone().requires_grad_(true);
+        torch::Tensor r1 = in.rel.clone().requires_grad_(true);
+        torch::Tensor q2 = in.qkv.clone().requires_grad_(true);
+        torch::Tensor r2 = in.rel.clone().requires_grad_(true);
+        torch::Tensor y1 =
+            FusedSoftmaxAttention(q1, r1, in.bucket, in.keep, h, dk, dv, scale);
+        torch::Tensor y2 =
+            Reference(q2, r2, in.bucket, in.keep, h, dk, dv, scale);
+        torch::Tensor g = torch::randn_like(y1);
+        (y1 * g).sum().backward();
+        (y2 * g).sum().backward();
+        const double tol = dtype == torch::kFloat64 ? 1e-12 : 2e-5;
+        SCOPED_TRACE(::testing::Message()
+                     << "h=" << h << " dk=" << dk << " dv=" << dv << " t=" << t
+                     << " dropout=" << dropout << " dtype=" << dtype);
+        EXPECT_TRUE(torch::allclose(y1, y2, tol, tol))
+            << (y1 - y2).abs().max().item<double>();
+        EXPECT_TRUE(torch::allclose(q1.grad(), q2.grad(), tol, tol))
+            << (q1.grad() - q2.grad()).abs().max().item<double>();
+        EXPECT_TRUE(torch::allclose(r1.grad(), r2.grad(), tol, tol))
+            << (r1.grad() - r2.grad()).abs().max().item<double>();
+      }
+    }
+  }
+}
+
+TEST(FusedAttentionTest, GradcheckFloat64) {
+  // Finite differences on the fused op itself (float64, small shape, with a
+  // bucket table that maps several pairs to one bias entry).
+  torch::manual_seed(5);
+  for (bool dropout : {false, true}) {
+    Inputs in = Random(torch::kFloat64, 2, 5, 2, 3, 2, 3, dropout);
+    torch::Tensor qkv = in.qkv.clone().requires_grad_(true);
+    torch::Tensor rel = in.rel.clone().requires_grad_(true);
+    auto f = [&](const torch::Tensor& a, const torch::Tensor& r) {
+      return FusedSoftmaxAttention(a, r, in.bucket, in.keep, 2, 3, 2,
+                                   1.0 / std::sqrt(3.0));
+    };
+    torch::Tensor g = torch::randn({2, 5, 4}, torch::kFloat64);
+    torch::Tensor loss = (f(qkv, rel) * g).sum();
+    auto grads = torch::autograd::grad({loss}, {qkv, rel});
+    const double eps = 1e-6;
+    for (int which = 0; which < 2; ++which) {
+      torch::Tensor base = which == 0 ? in.qkv : in.rel;
+      torch::Tensor num = torch::zeros_like(base);
+      auto flat = num.view({-1});
+      for (int64_t i = 0; i < base.numel(); ++i) {
+        torch::Tensor p = base.clone(), m = base.clone();
+        p.view({-1})[i] += eps;
+        m.view({-1})[i] -= eps;
+        torch::NoGradGuard ng;
+        const double lp = which == 0 ? (f(p, in.rel) * g).sum().item<double>()
+                                     : (f(in.qkv, p) * g).sum().item<double>();
+        const double lm = which == 0 ? (f(m, in.rel) * g).sum().item<double>()
+                                     : (f(in.qkv, m) * g).sum().item<double>();
+        flat[i] = (lp - lm) / (2 * eps);
+      }
+      EXPECT_TRUE(torch::allclose(grads[which], num, 1e-6, 1e-6))
+          << "input " << which << " dropout " << dropout << " max diff "
+          << (grads[which] - num).abs().max().item<double>();
+    }
+  }
+}
+
+TEST(FusedAttentionTest, AttentionModuleFusedMatchesUnfused) {
+  // The module's fused path (one qkv GEMM, fused op, addmm) against its own
+  // unfused path, with dropout (same generator state) and gradients.
+  ModelConfig c;
+  c.num_features = 1;
+  c.width = 0.25;  // D = 32, H = 4, d = 4
+  c.attention_dropout = 0.2;
+  Attention attn(c);
+  torch::Tensor x = torch::randn({3, c.seq_len(), c.model_dim()});
+  for (bool train : {false, true}) {
+    attn->train(train);
+    torch::manual_seed(11);
+    torch::Tensor y1 = attn->FusedForward(x);
+    y1.pow(2).sum().backward();
+    std::vector<torch::Tensor> g1;
+    for (auto& p : attn->parameters()) {
+      g1.push_back(p.grad().clone());
+      p.mutable_grad().zero_();
+    }
+    torch::manual_seed(11);
+    torch::Tensor y2 = attn->UnfusedForward(x);
+    y2.pow(2).sum().backward();
+    EXPECT_TRUE(torch::allclose(y1, y2, 1e-5, 1e-5))
+        << "train " << train << " " << (y1 - y2).abs().max().item<double>();
+    auto params = attn->named_parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      torch::Tensor g2 = params[i].value().grad();
+      EXPECT_TRUE(torch::allclose(g1[i], g2, 1e-4, 1e-5))
+          << params[i].key() << " train " << train << " "
+          << (g1[i] - g2).abs().max().item<double>();
+      params[i].value().mutable_grad().zero_();
+    }
+  }
+}
+
+TEST(FusedAttentionTest, RejectsBadShapes) {
+  torch::Tensor qkv = torch::randn({2, 9, 10});
+  torch::Tensor rel = torch::randn({2, 9});
+  torch::Tensor bucket = RelativeBucketMatrix(9).reshape({-1});
+  EXPECT_THROW(FusedSoftmaxAttention(qkv, rel, bucket, {}, 2, 4, 4, 0.5),
+               c10::Error);
+  EXPECT_FALSE(FusedAttentionSupported(torch::randn({2}, torch::kBFloat16)));
+}
+
+}  // namespace
+}  // namespace smoe::model
