@@ -89,6 +89,13 @@ CREATE TABLE trial_results (
 ) WITHOUT ROWID;
 )sql";
 
+// 003: the dashboard's sweep annotations (set by admins).
+constexpr char kSweepAnnotations[] = R"sql(
+ALTER TABLE sweeps ADD COLUMN notes TEXT NOT NULL DEFAULT '';
+ALTER TABLE sweeps ADD COLUMN tags_json TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE sweeps ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -96,6 +103,7 @@ const std::vector<Migration>& Migrations() {
       new std::vector<Migration>{
           {1, "initial", kInitial},
           {2, "trial_results", kTrialResults},
+          {3, "sweep_annotations", kSweepAnnotations},
       };
   return *kMigrations;
 }
