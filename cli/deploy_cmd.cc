@@ -327,7 +327,6 @@ int RunDeployRender(const DeployRenderOptions& opts, std::ostream& out,
       worker_entry.created = absl::FromUnixSeconds(st.st_mtime);
     }
   }
-  const std::string tokens_text = coordinator::FormatTokensFile({worker_entry});
 
   TempDir tmp;
   std::string tmpl =
@@ -358,6 +357,20 @@ int RunDeployRender(const DeployRenderOptions& opts, std::ostream& out,
   const std::string kustomization =
       RenderKustomization(opts, "../k8s/overlays/" + opts.overlay,
                           OverlayHasWorkerDoctor(overlay_text));
+  // The overlay's own role tokens (viewers made with `smoe token create
+  // --data-dir` there) are kept; the workers' entry is this render's.
+  auto overlay_tokens =
+      coordinator::ReadTokensFile((overlay_dir / "tokens").string());
+  if (!overlay_tokens.ok()) {
+    err << prefix << overlay_tokens.status().message() << "\n";
+    return kNoInput;
+  }
+  std::vector<coordinator::TokenEntry> entries;
+  for (const coordinator::TokenEntry& e : *overlay_tokens) {
+    if (e.name != worker_entry.name) entries.push_back(e);
+  }
+  entries.push_back(worker_entry);
+  const std::string tokens_text = coordinator::FormatTokensFile(entries);
   fs::remove(overlay_dir / "worker-token", ec);
   fs::remove(overlay_dir / "tokens", ec);
   if (!WriteFile(overlay_dir / "token", *token + "\n", 0600) ||

@@ -197,7 +197,7 @@ TEST(SqliteStoreTest, AVersion2DatabaseGetsSweepAnnotations) {
   WriteBatch b;
   b.sweeps.push_back(old);
   ASSERT_TRUE(store->Commit(b).ok());
-  EXPECT_EQ(Dump(Value(store->GetSweep("old"))), Dump(old));
+  EXPECT_EQ(testing::Dump(Value(store->GetSweep("old"))), testing::Dump(old));
 }
 
 TEST(SqliteStoreTest, RefusesADatabaseWithANewerSchema) {
