@@ -76,8 +76,11 @@ class DeadlineSocketStream final : public httplib::Stream {
   void StartRequest(absl::Time deadline) {
     deadline_ = deadline;
     expired_ = false;
+    failed_ = false;
   }
   bool expired() const { return expired_; }
+  // A read timed out (per read or at the deadline) during this request.
+  bool failed() const { return failed_; }
   bool buffered() const { return pos_ < len_; }
 
   bool is_readable() const override {
@@ -91,8 +94,13 @@ class DeadlineSocketStream final : public httplib::Stream {
     if (size == 0) return 0;
     if (!buffered()) {
       const absl::Duration wait = ReadWait();
+      const bool deadline_bound = wait < read_timeout_;
       if (wait <= absl::ZeroDuration() || !Poll(sock_, POLLIN, wait)) {
-        if (absl::Now() >= deadline_) expired_ = true;
+        // Timed out: at the request deadline when it bounded the wait.
+        // Either way the connection is not reused (cpp-httplib answers 400
+        // and would wait for the next request on it).
+        failed_ = true;
+        expired_ = deadline_bound;
         return -1;
       }
       ssize_t n;
@@ -144,6 +152,7 @@ class DeadlineSocketStream final : public httplib::Stream {
   const absl::Duration write_timeout_;
   absl::Time deadline_ = absl::InfiniteFuture();
   bool expired_ = false;
+  bool failed_ = false;
   char buf_[4096];
   size_t pos_ = 0;
   size_t len_ = 0;
@@ -165,6 +174,11 @@ int BoundedHttpServer::open_connections(const std::string& address) const {
   absl::MutexLock lock(&mu_);
   auto it = open_.find(address);
   return it == open_.end() ? 0 : it->second;
+}
+
+bool BoundedHttpServer::RaiseListenBacklog(int backlog) {
+  const socket_t sock = svr_sock_;
+  return sock != INVALID_SOCKET && ::listen(sock, backlog) == 0;
 }
 
 bool BoundedHttpServer::WaitForRequest(socket_t sock) const {
@@ -243,6 +257,7 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
         ++deadline_closed_;
         break;
       }
+      if (strm.failed()) break;
       if (!ret || connection_closed) break;
       --count;
     }

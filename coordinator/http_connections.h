@@ -52,6 +52,11 @@ class BoundedHttpServer : public httplib::Server {
 
   void set_limits(const HttpConnectionLimits& limits) { limits_ = limits; }
 
+  // Raises the bound socket's listen backlog (cpp-httplib 0.11 listens with
+  // a backlog of 5: a burst of connections overflowed it and waited for
+  // 1 s SYN retransmits). After binding; false when it fails.
+  bool RaiseListenBacklog(int backlog);
+
   // Connections refused for the per-client cap, and closed at the request
   // deadline, so far.
   int64_t refused_per_client() const;

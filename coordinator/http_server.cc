@@ -829,6 +829,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
         "': ", listening.message(), " (--http-listen '' turns it off)"));
   }
   impl->port = impl->listener.port();
+  // Bursts of connections (a page load, reconnecting SSE streams) wait in
+  // the kernel's queue instead of for SYN retransmits.
+  impl->server.RaiseListenBacklog(1024);
   std::unique_ptr<HttpServer> s(new HttpServer(std::move(impl)));
   SMOE_LOG(INFO) << "dashboard listening on " << s->bind_description()
                  << ", open " << s->url()
