@@ -244,6 +244,25 @@ TEST_F(HttpActionsTest, ARevokedTokensSessionEnds) {
   EXPECT_EQ(c.Get("/api/sweeps", {{"Cookie", cookie}})->status, 401);
 }
 
+TEST(SameOriginRequestTest, OriginAndSecFetchSite) {
+  auto req = [](std::initializer_list<std::pair<const char*, const char*>> h) {
+    httplib::Request r;
+    r.headers.emplace("Host", "127.0.0.1:8080");
+    for (const auto& [k, v] : h) r.headers.emplace(k, v);
+    return SameOriginRequest(r);
+  };
+  EXPECT_TRUE(req({}));
+  EXPECT_TRUE(req({{"Origin", "http://127.0.0.1:8080"}}));
+  EXPECT_FALSE(req({{"Origin", "http://127.0.0.1:9090"}}));
+  EXPECT_FALSE(req({{"Origin", "https://evil.example"}}));
+  EXPECT_FALSE(req({{"Origin", "null"}}));
+  EXPECT_TRUE(req({{"Origin", "null"}, {"Sec-Fetch-Site", "same-origin"}}));
+  EXPECT_FALSE(req({{"Origin", "null"}, {"Sec-Fetch-Site", "cross-site"}}));
+  EXPECT_FALSE(req({{"Sec-Fetch-Site", "cross-site"}}));
+  EXPECT_FALSE(req({{"Sec-Fetch-Site", "same-site"}}));
+  EXPECT_TRUE(req({{"Sec-Fetch-Site", "none"}}));
+}
+
 TEST_F(HttpActionsTest, CrossSiteSignInIsRefused) {
   auto c = Client();
   auto r = c.Post("/login", {{"Origin", "https://evil.example"}},

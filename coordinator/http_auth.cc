@@ -98,15 +98,20 @@ HttpCaller ResolveCaller(TokenRegistry* tokens, const httplib::Request& req) {
 }
 
 bool SameOriginRequest(const httplib::Request& req) {
-  if (absl::AsciiStrToLower(req.get_header_value("Sec-Fetch-Site")) ==
-      "cross-site") {
-    return false;
-  }
+  // What the browser says about where the request comes from: same-origin,
+  // same-site (another port or subdomain: not us), cross-site, or none (typed
+  // in by the user).
+  const std::string site =
+      absl::AsciiStrToLower(req.get_header_value("Sec-Fetch-Site"));
+  if (site == "cross-site" || site == "same-site") return false;
   if (!req.has_header("Origin")) return true;
   // get_header_value returns a copy: keep it alive.
   const std::string origin_header = req.get_header_value("Origin");
   absl::string_view origin = origin_header;
-  // "null" (sandboxed frames, file: pages) is never our origin.
+  // The dashboard sends `Referrer-Policy: no-referrer`, with which browsers
+  // send `Origin: null` for form posts; the browser's Sec-Fetch-Site then
+  // says whether it was our own page.
+  if (origin == "null") return site == "same-origin";
   if (!absl::ConsumePrefix(&origin, "http://") &&
       !absl::ConsumePrefix(&origin, "https://")) {
     return false;

@@ -19,7 +19,10 @@
 //
 // CSRF: every request that is not GET/HEAD must not come from a foreign page:
 //   - a present `Origin` must be the request's own (scheme-less host:port
-//     equal to `Host`), and `Sec-Fetch-Site: cross-site` is refused;
+//     equal to `Host`; `null`, which browsers send for form posts from a page
+//     with `Referrer-Policy: no-referrer`, only with `Sec-Fetch-Site:
+//     same-origin`), and `Sec-Fetch-Site: cross-site` or `same-site` is
+//     refused;
 //   - a cookie-authenticated request must carry `X-CSRF-Token`, an HMAC of
 //     the session cookie that GET /api/session returns (a page of another
 //     site can neither read it nor set the header without a CORS preflight,
