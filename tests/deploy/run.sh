@@ -150,8 +150,13 @@ case "$mode" in
     grep -q "name: smoe-worker-token" "$tmp/render.yaml" || { echo "no smoe-worker-token Secret"; exit 1; }
     grep -q "secretName: smoe-worker-token" "$tmp/render.yaml" || { echo "workers do not mount smoe-worker-token"; exit 1; }
     grep -q -- "--tokens-file=/etc/smoe/tokens/tokens" "$tmp/render.yaml" || { echo "the coordinator does not read the tokens file"; exit 1; }
-    base64 -d <<<"$(grep -A3 '^  tokens:' "$tmp/render.yaml" | sed -n 's/^  tokens: //p' | head -1)" 2>/dev/null | grep -q "k8s-workers	worker	[0-9]*	$worker_hash" \
+    # The Secret's data (base64, folded as a YAML block).
+    tokens_b64=$(awk '/^  tokens: \|$/ {on=1; next} on && /^    / {gsub(/ /, ""); printf "%s", $0; next} {on=0}' "$tmp/render.yaml")
+    base64 -d <<<"$tokens_b64" | grep -qP "^k8s-workers\tworker\t[0-9]+\t$worker_hash\$" \
       || { echo "the tokens Secret does not hold the worker token's hash"; exit 1; }
+    if base64 -d <<<"$tokens_b64" | grep -qF "$(tr -d '\n' <"$token-worker")"; then
+      echo "the tokens Secret holds the worker token itself"; exit 1
+    fi
     echo "worker token hash: ${worker_hash:0:12}"
     node "$here/validate-k8s.mjs" "$tmp/render.yaml"
     node "$here/check-policy.mjs" --expect-workers 3 --expect-gpus 2 \
