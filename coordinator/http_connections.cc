@@ -86,8 +86,10 @@ class DeadlineSocketStream final : public httplib::Stream {
   bool is_readable() const override {
     return buffered() || Poll(sock_, POLLIN, ReadWait());
   }
+  // False once the peer has closed: an SSE stream (which asks this between
+  // events) ends as soon as its client goes, not at its next write.
   bool is_writable() const override {
-    return Poll(sock_, POLLOUT, write_timeout_);
+    return PeerOpen() && Poll(sock_, POLLOUT, write_timeout_);
   }
 
   ssize_t read(char* ptr, size_t size) override {
@@ -143,6 +145,16 @@ class DeadlineSocketStream final : public httplib::Stream {
   socket_t socket() const override { return sock_; }
 
  private:
+  bool PeerOpen() const {
+    pollfd p{sock_, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return true;
+    if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return false;
+    char c;
+    const ssize_t n = ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                               errno == EINTR));
+  }
+
   absl::Duration ReadWait() const {
     return std::min(read_timeout_, deadline_ - absl::Now());
   }

@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/http_listener.h"
 #include "gmock/gmock.h"
@@ -86,6 +87,21 @@ class BoundedHttpServerTest : public ::testing::Test {
     server_.Get("/x", [](const httplib::Request&, httplib::Response& r) {
       r.set_content("x\n", "text/plain");
     });
+    server_.Get("/stream",
+                [this](const httplib::Request&, httplib::Response& r) {
+                  r.set_chunked_content_provider(
+                      "text/event-stream",
+                      [this](size_t, httplib::DataSink& sink) {
+                        if (!stream_started_.HasBeenNotified()) {
+                          stream_started_.Notify();
+                          const std::string hello = "data: hi\n\n";
+                          return sink.write(hello.data(), hello.size());
+                        }
+                        absl::SleepFor(absl::Milliseconds(50));
+                        return sink.is_writable();
+                      },
+                      [this](bool) { stream_ended_.Notify(); });
+                });
     ASSERT_TRUE(listener_.Start("127.0.0.1", 0).ok());
     port_ = listener_.port();
   }
@@ -101,6 +117,8 @@ class BoundedHttpServerTest : public ::testing::Test {
     return r;
   }
 
+  absl::Notification stream_started_;
+  absl::Notification stream_ended_;
   BoundedHttpServer server_;
   HttpListener listener_{&server_};
   int port_ = 0;
@@ -168,6 +186,20 @@ TEST_F(BoundedHttpServerTest, ATricklingClientIsCutAtTheRequestDeadline) {
     ++n;
   }
   EXPECT_EQ(n, 2u) << both;
+}
+
+// A stream (SSE) whose client goes away ends at once: is_writable() sees the
+// closed peer instead of waiting for a write to fail.
+TEST_F(BoundedHttpServerTest, AStreamEndsWhenItsClientCloses) {
+  const int fd = ConnectFrom("127.0.0.1", port_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(Send(fd, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(stream_started_.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  ReadAll(fd, absl::Milliseconds(200));
+  const absl::Time closed = absl::Now();
+  ::close(fd);
+  ASSERT_TRUE(stream_ended_.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_LT(absl::Now() - closed, absl::Seconds(1));
 }
 
 }  // namespace
