@@ -28,6 +28,10 @@
 //   GET  /api/sweeps/{id}/events    Server-Sent Events: `sweep` events with
 //                                   the counts and the changed trials' rows
 //   GET  /api/trials/{id}/metrics   ?name=&max_points=2000 : metric series
+//   GET  /api/session, POST/PUT     the signed-in role and CSRF token, and
+//        /api/sweeps/{id}/...,      the admin actions (cancel, retry,
+//        /api/trials/{id}/...       archive, notes/tags):
+//                                   coordinator/http_actions.h
 //
 // Auth: every route has a row in the access table (coordinator/access.h);
 // /api/ routes need a token of role viewer (reads) or admin (the actions of
