@@ -247,13 +247,15 @@ TEST_F(HttpActionsTest, ARevokedTokensSessionEnds) {
 TEST(SameOriginRequestTest, OriginAndSecFetchSite) {
   auto req = [](std::initializer_list<std::pair<const char*, const char*>> h) {
     httplib::Request r;
-    r.headers.emplace("Host", "127.0.0.1:8080");
+    r.headers.emplace("Host", "127.0.0.1:8080");  // fixed-port-ok: parsed only
     for (const auto& [k, v] : h) r.headers.emplace(k, v);
     return SameOriginRequest(r);
   };
   EXPECT_TRUE(req({}));
-  EXPECT_TRUE(req({{"Origin", "http://127.0.0.1:8080"}}));
-  EXPECT_FALSE(req({{"Origin", "http://127.0.0.1:9090"}}));
+  EXPECT_TRUE(req(
+      {{"Origin", "http://127.0.0.1:8080"}}));  // fixed-port-ok: parsed only
+  EXPECT_FALSE(req(
+      {{"Origin", "http://127.0.0.1:9090"}}));  // fixed-port-ok: parsed only
   EXPECT_FALSE(req({{"Origin", "https://evil.example"}}));
   EXPECT_FALSE(req({{"Origin", "null"}}));
   EXPECT_TRUE(req({{"Origin", "null"}, {"Sec-Fetch-Site", "same-origin"}}));
