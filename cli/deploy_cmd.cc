@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/api_token.h"
+#include "coordinator/tokens.h"
 
 namespace smoe::cli {
 namespace {
@@ -150,8 +151,9 @@ CLI::App* AddDeployCommand(CLI::App* app, DeployRenderOptions* opts) {
                          " when --image-repo is given)");
   render
       ->add_option("--token-file", opts->token_file,
-                   "API token file for the Secret; created (mode 0600) if "
-                   "missing")
+                   "Admin API token file for the Secret; created (mode 0600) "
+                   "if missing. The workers' worker-role token is FILE-worker "
+                   "(created too)")
       ->required();
   render->add_option("--manifests-dir", opts->manifests_dir,
                      "deploy/k8s directory (default: $SMOE_DEPLOY_DIR, the "
@@ -301,6 +303,31 @@ int RunDeployRender(const DeployRenderOptions& opts, std::ostream& out,
         << " (mode 0600)\n";
   }
 
+  // The workers get a worker-role token of their own (docs/roles.md), kept
+  // next to the admin token so renders are stable; the coordinator learns
+  // its hash from the `tokens` Secret.
+  const std::string worker_token_file = opts.token_file + "-worker";
+  absl::StatusOr<std::string> worker_token =
+      LoadOrCreateTokenFile(worker_token_file, &created);
+  if (!worker_token.ok()) {
+    err << prefix << worker_token.status().message() << "\n";
+    return kNoPerm;
+  }
+  if (created) {
+    err << prefix << "created the workers' worker-role token in "
+        << worker_token_file << " (mode 0600)\n";
+  }
+  coordinator::TokenEntry worker_entry;
+  worker_entry.name = "k8s-workers";
+  worker_entry.role = coordinator::Role::kWorker;
+  worker_entry.sha256_hex = coordinator::TokenSha256Hex(*worker_token);
+  {
+    struct stat st;
+    if (::stat(worker_token_file.c_str(), &st) == 0) {
+      worker_entry.created = absl::FromUnixSeconds(st.st_mtime);
+    }
+  }
+
   TempDir tmp;
   std::string tmpl =
       (fs::temp_directory_path() / "smoe-render-XXXXXX").string();
@@ -330,7 +357,25 @@ int RunDeployRender(const DeployRenderOptions& opts, std::ostream& out,
   const std::string kustomization =
       RenderKustomization(opts, "../k8s/overlays/" + opts.overlay,
                           OverlayHasWorkerDoctor(overlay_text));
+  // The overlay's own role tokens (viewers made with `smoe token create
+  // --data-dir` there) are kept; the workers' entry is this render's.
+  auto overlay_tokens =
+      coordinator::ReadTokensFile((overlay_dir / "tokens").string());
+  if (!overlay_tokens.ok()) {
+    err << prefix << overlay_tokens.status().message() << "\n";
+    return kNoInput;
+  }
+  std::vector<coordinator::TokenEntry> entries;
+  for (const coordinator::TokenEntry& e : *overlay_tokens) {
+    if (e.name != worker_entry.name) entries.push_back(e);
+  }
+  entries.push_back(worker_entry);
+  const std::string tokens_text = coordinator::FormatTokensFile(entries);
+  fs::remove(overlay_dir / "worker-token", ec);
+  fs::remove(overlay_dir / "tokens", ec);
   if (!WriteFile(overlay_dir / "token", *token + "\n", 0600) ||
+      !WriteFile(overlay_dir / "worker-token", *worker_token + "\n", 0600) ||
+      !WriteFile(overlay_dir / "tokens", tokens_text, 0600) ||
       !WriteFile(render_dir / "kustomization.yaml", kustomization, 0644)) {
     err << prefix << "writing " << tmp.path << ": " << std::strerror(errno)
         << "\n";

@@ -24,6 +24,7 @@
 #include "cli/skillmix_cmd.h"
 #include "cli/sraven_cmd.h"
 #include "cli/sweep_cmds.h"
+#include "cli/token_cmd.h"
 #include "cli/train_cmd.h"
 #include "cli/up.h"
 #include "cli/worker_cmd.h"
@@ -164,7 +165,11 @@ int Main(int argc, char** argv) {
                    "Directory for smoe.db and the token")
       ->capture_default_str();
   coord->add_option("--token-file", server_opts.token_file,
-                    "API token file (default <data-dir>/token)");
+                    "Admin API token file (default <data-dir>/token)");
+  coord->add_option("--tokens-file", server_opts.tokens_file,
+                    "Tokens of other roles (viewer, worker, admin): name, "
+                    "role and hash per line; default <data-dir>/tokens "
+                    "(`smoe token create`, docs/roles.md)");
   CLI::Option* http_listen_opt =
       coord
           ->add_option("--http-listen", server_opts.http_listen,
@@ -217,6 +222,10 @@ int Main(int argc, char** argv) {
       ->add_option("--out", backup_out,
                    "Backup file to create (never overwritten)")
       ->required();
+
+  // smoe token create|list|revoke
+  TokenCommands token_cmds;
+  AddTokenCommands(&app, &token_cmds);
 
   // smoe up
   UpOptions up_opts;
@@ -442,6 +451,10 @@ int Main(int argc, char** argv) {
   if (doctor_cmd->parsed()) return RunDoctor(doctor_opts, std::cout, std::cerr);
   if (model_cmd->parsed()) return RunModel(model_opts, std::cerr);
 
+  if (const int rc = RunTokenCommand(token_cmds, std::cout, std::cerr);
+      rc >= 0) {
+    return rc;
+  }
   if (backup->parsed()) {
     const absl::Status st =
         coordinator::BackupDataDir(backup_data_dir, backup_out);

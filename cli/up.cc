@@ -24,6 +24,7 @@
 #include "common/logging.h"
 #include "coordinator/server.h"
 #include "coordinator/service_impl.h"
+#include "coordinator/tokens.h"
 #include "nlohmann/json.hpp"
 
 namespace smoe::cli {
@@ -141,19 +142,28 @@ int RunUp(const UpOptions& options) {
               << " is taken: pass --http-port 0 for any free port)\n";
   }
 
+  // The local workers get a worker-role token of their own (docs/roles.md):
+  // they can lease and report, never submit, cancel or read sweeps.
+  const std::string worker_token_file = options.data_dir + "/worker-token";
+  auto worker_token =
+      coordinator::EnsureTokenFile((*server)->tokens_file(), worker_token_file,
+                                   "local-workers", coordinator::Role::kWorker);
+  if (!worker_token.ok()) return ReportError(worker_token.status());
+
   std::vector<pid_t> workers;
   for (int i = 0; i < options.workers; ++i) {
     const std::string dir = absl::StrCat(options.data_dir, "/worker-", i);
     std::filesystem::create_directories(dir);
     workers.push_back(
         Spawn({self, "worker", "--coordinator", addr, "--token-file",
-               options.data_dir + "/token", "--work-dir", dir, "--slots",
+               worker_token_file, "--work-dir", dir, "--slots",
                absl::StrCat(options.slots_per_worker), "--trainer", trainer,
                "--worker-id", absl::StrCat("local-", i)},
               dir + "/worker.log"));
   }
   std::cout << "workers: " << options.workers << " local (logs in "
-            << options.data_dir << "/worker-*/worker.log)\n";
+            << options.data_dir << "/worker-*/worker.log; worker-role token in "
+            << worker_token_file << ")\n";
 
   auto sub = (*server)->scheduler()->SubmitSweep(yaml.str(), false);
   int rc = kExitOk;

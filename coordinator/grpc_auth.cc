@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/api_token.h"
 #include "common/logging.h"
+#include "coordinator/access.h"
 
 namespace smoe::coordinator {
 namespace {
@@ -40,8 +41,8 @@ void ProcessAuthMetadata(void* state, grpc_auth_context* /*context*/,
     cb(user_data, nullptr, 0, nullptr, 0, GRPC_STATUS_OK, nullptr);
   } else {
     const std::string message(s.message());
-    cb(user_data, nullptr, 0, nullptr, 0, GRPC_STATUS_UNAUTHENTICATED,
-       message.c_str());
+    cb(user_data, nullptr, 0, nullptr, 0,
+       static_cast<grpc_status_code>(s.code()), message.c_str());
   }
 }
 
@@ -84,33 +85,59 @@ absl::Status CheckRequestSize(absl::string_view method, size_t request_bytes) {
                    " bytes; this method accepts at most ", limit));
 }
 
-TokenAuthChecker::TokenAuthChecker(std::string token)
-    : token_(std::move(token)) {}
+TokenAuthChecker::TokenAuthChecker(TokenRegistry* tokens) : tokens_(tokens) {}
 
 absl::Status TokenAuthChecker::Check(absl::string_view method,
                                      absl::string_view authorization) {
-  if (absl::StartsWith(method, "/grpc.health.v1.Health/")) {
-    return absl::OkStatus();
-  }
+  const std::optional<Access> required = GrpcAccess(method);
+  if (required == Access::kPublic) return absl::OkStatus();
   absl::string_view given = authorization;
-  const bool bearer = absl::ConsumePrefix(&given, "Bearer ");
-  if (bearer && TokenEquals(given, token_)) return absl::OkStatus();
-  const char* why =
-      authorization.empty() ? "missing API token" : "invalid API token";
+  std::optional<Principal> who;
+  if (absl::ConsumePrefix(&given, "Bearer ")) {
+    who = tokens_->Authenticate(given);
+  }
+  absl::Status st;
+  if (!who.has_value()) {
+    st = absl::UnauthenticatedError(
+        authorization.empty()
+            ? "missing API token (metadata 'authorization: Bearer <token>')"
+            : "invalid API token");
+  } else if (!required.has_value()) {
+    st = absl::PermissionDeniedError(
+        absl::StrCat(method.empty() ? "?" : method,
+                     " has no access rule (coordinator/access.cc); refused"));
+  } else {
+    st = Authorize(who, *required, method);
+  }
+  if (st.ok()) return st;
   int64_t suppressed = 0;
   if (log_.Allow(absl::Now(), &suppressed)) {
-    SMOE_LOG(WARNING) << "refused an unauthenticated gRPC call to "
-                      << (method.empty() ? "?" : method) << " (" << why << ")"
+    SMOE_LOG(WARNING) << (who.has_value() ? "refused a gRPC call to "
+                                          : "refused an unauthenticated gRPC "
+                                            "call to ")
+                      << (method.empty() ? "?" : method) << " ("
+                      << (who.has_value()         ? st.message()
+                          : authorization.empty() ? "missing API token"
+                                                  : "invalid API token")
+                      << ")"
                       << (suppressed > 0
                               ? absl::StrCat("; ", suppressed,
                                              " more refused since the last "
                                              "such line")
                               : "");
   }
-  return absl::UnauthenticatedError(
-      authorization.empty()
-          ? "missing API token (metadata 'authorization: Bearer <token>')"
-          : "invalid API token");
+  return st;
+}
+
+absl::Status TokenAuthChecker::CheckMetadata(
+    absl::string_view method,
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
+  auto it = metadata.find("authorization");
+  absl::string_view authorization;
+  if (it != metadata.end()) {
+    authorization = absl::string_view(it->second.data(), it->second.size());
+  }
+  return Check(method, authorization);
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TokenServerCredentials(

@@ -2,8 +2,8 @@
 //
 // File: coordinator/grpc_auth.h
 //
-// Token checking at the gRPC transport, before any request body is read, and
-// the per-method request size limits.
+// Token and role checking at the gRPC transport, before any request body is
+// read, and the per-method request size limits.
 //
 // The services also check the token (service_impl.cc), but a handler runs
 // only after gRPC has read and parsed the whole request: an unauthenticated
@@ -13,7 +13,11 @@
 // runs when the call's headers arrive: a call without the right
 // `authorization: Bearer <token>` is refused there with UNAUTHENTICATED and
 // its stream is reset, so its body is never buffered beyond the HTTP/2
-// flow-control window. grpc.health.v1 stays public (Kubernetes probes).
+// flow-control window. The token's role is checked there too, against the
+// access table (coordinator/access.h): a viewer or worker token calling an
+// admin method is refused with PERMISSION_DENIED naming the role needed, and
+// a method missing from the table is refused for everyone. grpc.health.v1
+// stays public (Kubernetes probes).
 //
 // Refusals are logged at most once per 10 s with the count of the others.
 //
@@ -25,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -32,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/log_limiter.h"
+#include "coordinator/tokens.h"
 
 namespace smoe::coordinator {
 
@@ -53,18 +59,26 @@ absl::Status CheckRequestSize(absl::string_view method, size_t request_bytes);
 
 class TokenAuthChecker {
  public:
-  explicit TokenAuthChecker(std::string token);
+  // `tokens` is not owned and must outlive the checker.
+  explicit TokenAuthChecker(TokenRegistry* tokens);
 
-  // OK when `authorization` is "Bearer <token>" or `method` (the call's
-  // :path) is a public one (grpc.health.v1); Unauthenticated otherwise, never
-  // echoing what was sent. Refusals are counted and logged (rate-limited).
+  // OK when `method` (the call's :path) is public (grpc.health.v1), or
+  // `authorization` is "Bearer <token>" for a token whose role the access
+  // table allows for `method`. Unauthenticated for a missing or unknown
+  // token (never echoing what was sent), PermissionDenied naming the role
+  // needed for a token of the wrong role or a method without a table row.
+  // Refusals are counted and logged (rate-limited).
   absl::Status Check(absl::string_view method, absl::string_view authorization);
+  // The same from a server call's metadata (the services check again).
+  absl::Status CheckMetadata(
+      absl::string_view method,
+      const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
 
   // Calls refused so far.
   int64_t refused() const { return log_.total(); }
 
  private:
-  const std::string token_;
+  TokenRegistry* const tokens_;
   LogLimiter log_{absl::Seconds(10)};
 };
 

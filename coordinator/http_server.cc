@@ -27,6 +27,9 @@
 #include "common/http_listener.h"
 #include "common/log_limiter.h"
 #include "common/logging.h"
+#include "coordinator/http_actions.h"
+#include "coordinator/http_auth.h"
+#include "coordinator/http_connections.h"
 #include "coordinator/http_server_assets.h"
 #include "coordinator/search_http.h"
 #include "coordinator/sweep_read_model.h"
@@ -43,22 +46,9 @@ using nlohmann::json;
 // event-stream, with brotli at its slowest quality): JSON over loopback is
 // cheap to send and expensive to compress.
 constexpr char kJson[] = "application/json; charset=utf-8";
-constexpr char kCookieName[] = "smoe_session";
-
-// The dashboard's session cookie value: HMAC-SHA256(token, a fixed label),
-// hex. Derived from the token, never equal to it: a leaked cookie (browser
-// storage, a proxy log) does not give the API token that workers and the CLI
-// use, and rotating the token invalidates every session.
-std::string SessionFromToken(const std::string& token) {
-  static constexpr char kLabel[] = "smoe dashboard session v1";
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
-       reinterpret_cast<const unsigned char*>(kLabel), sizeof(kLabel) - 1, mac,
-       &len);
-  return absl::StrCat("s1.", absl::BytesToHexString(absl::string_view(
-                                 reinterpret_cast<const char*>(mac), len)));
-}
+// The session cookie (coordinator/http_auth.h): carries the token's name and
+// role and an HMAC, never the token.
+constexpr const char* kCookieName = kSessionCookieName;
 
 std::string Dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -88,6 +78,9 @@ json SweepJson(const SweepView& v) {
           {"axes", axes},
           {"fixed", v.spec.fixed},
           {"seeds", v.spec.seeds},
+          {"notes", v.record.notes},
+          {"tags", v.record.tags},
+          {"archived", v.record.archived},
           {"created_ms", ToUnixMs(v.record.created_at)},
           {"updated_ms", ToUnixMs(v.record.updated_at)}};
 }
@@ -239,15 +232,20 @@ std::string DescribeBind(const std::string& host, int port) {
 struct HttpServer::Impl {
   Scheduler* scheduler = nullptr;
   store::ExperimentStore* store = nullptr;
-  std::string token;
-  // SessionFromToken(token): the login cookie's value.
-  std::string session;
+  // Tokens and roles (coordinator/tokens.h); owned_tokens when Start() was
+  // given a bare token.
+  TokenRegistry* tokens = nullptr;
+  std::unique_ptr<TokenRegistry> owned_tokens;
+  // Every registered (method, pattern), for the access-table test.
+  std::vector<std::pair<std::string, std::string>> routes;
   HttpServerOptions options;
   // Failed sign-ins and refused API calls: logged at most once per 10 s.
   LogLimiter auth_log{absl::Seconds(10)};
   std::string host;
   int port = 0;
-  httplib::Server server;
+  // cpp-httplib's server with per-client connection caps and a request
+  // deadline (coordinator/http_connections.h).
+  BoundedHttpServer server;
   // After `server`: destroyed (stopped and joined) before it.
   HttpListener listener{&server};
   std::atomic<bool> stopping{false};
@@ -260,23 +258,6 @@ struct HttpServer::Impl {
 
   // ---- auth
   // -------------------------------------------------------------------
-
-  bool Authorized(const httplib::Request& req) const {
-    const std::string auth = req.get_header_value("Authorization");
-    absl::string_view a(auth);
-    if (absl::ConsumePrefix(&a, "Bearer ")) {
-      return TokenEquals(absl::StripAsciiWhitespace(a), token);
-    }
-    const std::string cookies = req.get_header_value("Cookie");
-    for (absl::string_view c : absl::StrSplit(cookies, ';')) {
-      c = absl::StripAsciiWhitespace(c);
-      if (absl::ConsumePrefix(&c, kCookieName) &&
-          absl::ConsumePrefix(&c, "=")) {
-        return TokenEquals(c, session);
-      }
-    }
-    return false;
-  }
 
   void LogRefused(const httplib::Request& req, absl::string_view what) {
     int64_t suppressed = 0;
@@ -639,7 +620,14 @@ struct HttpServer::Impl {
       given = req.get_param_value("token");
     }
     given = std::string(absl::StripAsciiWhitespace(given));
-    if (given.empty() || !TokenEquals(given, token)) {
+    const std::optional<Principal> who = tokens->Authenticate(given);
+    if (who.has_value() && who->role == Role::kWorker) {
+      LogRefused(req, "sign-in with a worker token refused");
+      return Error(res, 403,
+                   "a worker token cannot sign in to the dashboard (it needs "
+                   "role 'viewer' or 'admin')");
+    }
+    if (!who.has_value()) {
       LogRefused(req, "failed sign-in");
       // Slow down guessing a little; the token has 256 random bits anyway.
       absl::SleepFor(absl::Milliseconds(200));
@@ -654,9 +642,10 @@ struct HttpServer::Impl {
       }
       return;
     }
-    res.set_header("Set-Cookie",
-                   absl::StrCat(kCookieName, "=", session,
-                                "; Path=/; HttpOnly; SameSite=Strict"));
+    res.set_header(
+        "Set-Cookie",
+        absl::StrCat(kCookieName, "=", SessionCookieValue(*tokens, *who),
+                     "; Path=/; HttpOnly; SameSite=Strict"));
     if (is_json) {
       res.status = 204;
     } else {
@@ -679,15 +668,30 @@ struct HttpServer::Impl {
   void Routes() {
     using httplib::Request;
     using httplib::Response;
+    // Every request passes the access table, its role and (when it changes
+    // state) the Origin and CSRF checks first (coordinator/http_auth.h).
     server.set_pre_routing_handler([this](const Request& req, Response& res) {
-      if (absl::StartsWith(req.path, "/api/") && !Authorized(req)) {
-        LogRefused(req, "unauthenticated API request refused");
-        res.set_header("WWW-Authenticate", "Bearer");
-        Error(res, 401, "missing or wrong API token (see /login)");
-        return httplib::Server::HandlerResponse::Handled;
+      std::optional<HttpRefusal> refused = CheckHttpRequest(tokens, req);
+      if (!refused.has_value()) {
+        return httplib::Server::HandlerResponse::Unhandled;
       }
-      return httplib::Server::HandlerResponse::Unhandled;
+      LogRefused(req, absl::StrCat("refused (", refused->status, " ",
+                                   refused->message, ")"));
+      if (refused->status == 401) res.set_header("WWW-Authenticate", "Bearer");
+      Error(res, refused->status, refused->message);
+      return httplib::Server::HandlerResponse::Handled;
     });
+    // Routes are registered through Add so each one is listed in `routes`
+    // (HttpServer::routes(), checked against the access table by a test).
+    auto Add = [this](const char* method, const std::string& pattern,
+                      httplib::Server::Handler h) {
+      routes.emplace_back(method, pattern);
+      const std::string m = method;
+      if (m == "GET") server.Get(pattern, std::move(h));
+      if (m == "POST") server.Post(pattern, std::move(h));
+      if (m == "PUT") server.Put(pattern, std::move(h));
+      if (m == "DELETE") server.Delete(pattern, std::move(h));
+    };
     server.set_post_routing_handler([](const Request& req, Response& res) {
       res.set_header("X-Content-Type-Options", "nosniff");
       res.set_header("X-Frame-Options", "DENY");
@@ -706,17 +710,17 @@ struct HttpServer::Impl {
           // Library exceptions end here (our code does not throw).
           Error(res, 500, "internal error");
         });
-    server.Get("/healthz", [](const Request&, Response& res) {
+    Add("GET", "/healthz", [](const Request&, Response& res) {
       res.set_content("ok\n", "text/plain; charset=utf-8");
     });
-    server.Get("/login", [](const Request&, Response& res) {
+    Add("GET", "/login", [](const Request&, Response& res) {
       std::string page = kLoginPage;
       page.replace(page.find("<!--ERROR-->"), 12, "");
       res.set_content(page, "text/html; charset=utf-8");
     });
-    server.Post("/login",
-                [this](const Request& req, Response& res) { Login(req, res); });
-    server.Post("/logout", [](const Request&, Response& res) {
+    Add("POST", "/login",
+        [this](const Request& req, Response& res) { Login(req, res); });
+    Add("POST", "/logout", [](const Request&, Response& res) {
       res.set_header("Set-Cookie",
                      absl::StrCat(kCookieName,
                                   "=; Path=/; HttpOnly; SameSite=Strict; "
@@ -724,39 +728,34 @@ struct HttpServer::Impl {
       res.status = 204;
     });
     constexpr char kSweep[] = "([a-z0-9][a-z0-9._-]{0,63})";
-    server.Get("/api/sweeps", [this](const Request& req, Response& res) {
-      ListSweeps(req, res);
-    });
-    server.Get(
-        absl::StrCat("/api/sweeps/", kSweep),
+    Add("GET", "/api/sweeps",
+        [this](const Request& req, Response& res) { ListSweeps(req, res); });
+    Add("GET", absl::StrCat("/api/sweeps/", kSweep),
         [this](const Request& req, Response& res) { GetSweepPage(req, res); });
-    server.Get(
-        absl::StrCat("/api/sweeps/", kSweep, "/curves"),
+    Add("GET", absl::StrCat("/api/sweeps/", kSweep, "/curves"),
         [this](const Request& req, Response& res) { GetCurves(req, res); });
-    server.Get(
-        absl::StrCat("/api/sweeps/", kSweep, "/analysis"),
+    Add("GET", absl::StrCat("/api/sweeps/", kSweep, "/analysis"),
         [this](const Request& req, Response& res) { GetAnalysis(req, res); });
-    server.Get(
-        absl::StrCat("/api/sweeps/", kSweep, "/skillmix"),
+    Add("GET", absl::StrCat("/api/sweeps/", kSweep, "/skillmix"),
         [this](const Request& req, Response& res) { GetSkillMix(req, res); });
-    server.Get(absl::StrCat("/api/sweeps/", kSweep, "/search"),
-               [this](const Request& req, Response& res) {
-                 auto body = SearchJson(scheduler, store, req.matches[1], 200);
-                 if (!body.ok()) return StatusError(res, body.status());
-                 res.set_content(Dump(*body), kJson);
-               });
-    server.Get(absl::StrCat("/api/sweeps/", kSweep, "/events"),
-               [this](const Request& req, Response& res) { Events(req, res); });
-    server.Get("/api/trials/([a-z0-9][a-z0-9._-]{0,63}/[0-9a-f]{16})/metrics",
-               [this](const Request& req, Response& res) {
-                 GetTrialMetrics(req, res);
-               });
-    server.Get("/api/.*", [](const Request&, Response& res) {
+    Add("GET", absl::StrCat("/api/sweeps/", kSweep, "/search"),
+        [this](const Request& req, Response& res) {
+          auto body = SearchJson(scheduler, store, req.matches[1], 200);
+          if (!body.ok()) return StatusError(res, body.status());
+          res.set_content(Dump(*body), kJson);
+        });
+    Add("GET", absl::StrCat("/api/sweeps/", kSweep, "/events"),
+        [this](const Request& req, Response& res) { Events(req, res); });
+    Add("GET", "/api/trials/([a-z0-9][a-z0-9._-]{0,63}/[0-9a-f]{16})/metrics",
+        [this](const Request& req, Response& res) {
+          GetTrialMetrics(req, res);
+        });
+    AddActionRoutes(Add, scheduler, tokens);
+    Add("GET", "/api/.*", [](const Request&, Response& res) {
       Error(res, 404, "no such API route");
     });
-    server.Get("/.*", [this](const Request& req, Response& res) {
-      ServeAsset(req, res);
-    });
+    Add("GET", "/.*",
+        [this](const Request& req, Response& res) { ServeAsset(req, res); });
   }
 };
 
@@ -765,17 +764,34 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     Scheduler* scheduler, store::ExperimentStore* store, std::string token,
     const HttpServerOptions& options) {
+  if (token.empty()) {
+    return absl::InvalidArgumentError("the HTTP server needs the API token");
+  }
+  auto owned = std::make_unique<TokenRegistry>(std::move(token), "");
+  TokenRegistry* tokens = owned.get();
+  return Start(scheduler, store, tokens, options, std::move(owned));
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    Scheduler* scheduler, store::ExperimentStore* store, TokenRegistry* tokens,
+    const HttpServerOptions& options) {
+  return Start(scheduler, store, tokens, options, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    Scheduler* scheduler, store::ExperimentStore* store, TokenRegistry* tokens,
+    const HttpServerOptions& options, std::unique_ptr<TokenRegistry> owned) {
   auto addr = ParseListenAddress(options.listen);
   if (!addr.ok()) return addr.status();
-  if (token.empty()) {
+  if (tokens == nullptr || tokens->session_key().empty()) {
     return absl::InvalidArgumentError("the HTTP server needs the API token");
   }
   auto impl = std::make_unique<Impl>();
   impl->scheduler = scheduler;
   impl->store = store;
   impl->model = std::make_unique<SweepReadModel>(scheduler, store);
-  impl->token = std::move(token);
-  impl->session = SessionFromToken(impl->token);
+  impl->owned_tokens = std::move(owned);
+  impl->tokens = tokens;
   impl->options = options;
   impl->options.threads = std::max(4, options.threads);
   impl->options.max_connections =
@@ -788,6 +804,14 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   impl->host = addr->first;
   const int threads = impl->options.threads;
   const int max_threads = impl->options.max_connections;
+  HttpConnectionLimits limits;
+  // SSE streams are connections too: a client may hold its streams and a few
+  // more.
+  limits.max_per_client =
+      std::max(options.max_connections_per_client,
+               impl->options.max_event_streams_per_client + 4);
+  limits.request_deadline = options.request_deadline;
+  impl->server.set_limits(limits);
   impl->server.new_task_queue = [threads, max_threads] {
     return new ElasticTaskQueue(threads, max_threads);
   };
@@ -797,7 +821,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   impl->server.set_keep_alive_max_count(1000);
   impl->server.set_keep_alive_timeout(2);
   // A client that stops sending mid-request is dropped after 5 s without a
-  // byte (cpp-httplib's deadline is per read, see docs/reliability.md).
+  // byte, and one that keeps sending slowly at the request deadline
+  // (HttpServerOptions::request_deadline, docs/reliability.md).
   impl->server.set_read_timeout(5, 0);
   impl->server.set_write_timeout(10, 0);
   impl->server.set_payload_max_length(1 << 20);
@@ -813,6 +838,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
         "': ", listening.message(), " (--http-listen '' turns it off)"));
   }
   impl->port = impl->listener.port();
+  // Bursts of connections (a page load, reconnecting SSE streams) wait in
+  // the kernel's queue instead of for SYN retransmits.
+  impl->server.RaiseListenBacklog(1024);
   std::unique_ptr<HttpServer> s(new HttpServer(std::move(impl)));
   SMOE_LOG(INFO) << "dashboard listening on " << s->bind_description()
                  << ", open " << s->url()
@@ -823,6 +851,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
 }
 
 int HttpServer::port() const { return impl_->port; }
+
+const std::vector<std::pair<std::string, std::string>>& HttpServer::routes()
+    const {
+  return impl_->routes;
+}
 
 std::string HttpServer::bind_description() const {
   return DescribeBind(impl_->host, impl_->port);

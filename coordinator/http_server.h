@@ -28,9 +28,16 @@
 //   GET  /api/sweeps/{id}/events    Server-Sent Events: `sweep` events with
 //                                   the counts and the changed trials' rows
 //   GET  /api/trials/{id}/metrics   ?name=&max_points=2000 : metric series
+//   GET  /api/session, POST/PUT     the signed-in role and CSRF token, and
+//        /api/sweeps/{id}/...,      the admin actions (cancel, retry,
+//        /api/trials/{id}/...       archive, notes/tags):
+//                                   coordinator/http_actions.h
 //
-// Auth: every /api/ route needs the API token, as `Authorization: Bearer T`
-// or the cookie set by POST /login; compared in constant time; 401 otherwise.
+// Auth: every route has a row in the access table (coordinator/access.h);
+// /api/ routes need a token of role viewer (reads) or admin (the actions of
+// coordinator/http_actions.h), as `Authorization: Bearer T` or the session
+// cookie set by POST /login; 401 without one, 403 naming the role needed.
+// State-changing requests are checked for CSRF (coordinator/http_auth.h).
 // The token is never logged or echoed.
 //
 // This file holds routing, auth, query-parameter parsing and JSON only. The
@@ -48,10 +55,13 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/tokens.h"
 #include "store/experiment_store.h"
 
 namespace smoe::coordinator {
@@ -66,6 +76,11 @@ struct HttpServerOptions {
   // many, so slow or idle clients do not starve /healthz or /api (beyond it,
   // new connections wait for a thread).
   int max_connections = 512;
+  // Open connections per client address (SSE streams included; 503 with
+  // Retry-After beyond), and the time to read one whole request once its
+  // first byte arrived (coordinator/http_connections.h).
+  int max_connections_per_client = 64;
+  absl::Duration request_deadline = absl::Seconds(10);
   // Concurrent SSE streams allowed in all and per client address (503 with
   // Retry-After beyond); in all at most max_connections - 16.
   int max_event_streams = 64;
@@ -79,14 +94,22 @@ struct HttpServerOptions {
 
 class HttpServer {
  public:
-  // Binds and starts serving. Neither pointer is owned; both must outlive
-  // the server. Unavailable when the address cannot be bound.
+  // Binds and starts serving. No pointer is owned; all must outlive the
+  // server. `tokens` says who may do what (coordinator/tokens.h). The
+  // overload with a bare token serves that token as the only (admin) one.
+  // Unavailable when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
+      Scheduler* scheduler, store::ExperimentStore* store,
+      TokenRegistry* tokens, const HttpServerOptions& options);
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
       Scheduler* scheduler, store::ExperimentStore* store, std::string token,
       const HttpServerOptions& options);
   ~HttpServer();
 
   int port() const;
+  // Every registered route as (method, pattern); each has a row in the access
+  // table (coordinator/access.h).
+  const std::vector<std::pair<std::string, std::string>>& routes() const;
   // "http://127.0.0.1:<port>/" (a wildcard host becomes 127.0.0.1).
   std::string url() const;
   // The bound address as DescribeBind() writes it.
@@ -98,6 +121,10 @@ class HttpServer {
 
  private:
   explicit HttpServer(std::unique_ptr<Impl> impl);
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
+      Scheduler* scheduler, store::ExperimentStore* store,
+      TokenRegistry* tokens, const HttpServerOptions& options,
+      std::unique_ptr<TokenRegistry> owned);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -31,6 +31,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -232,6 +233,26 @@ class Scheduler {
   // Marks a worker draining: it gets `drain` in its next heartbeat reply.
   absl::Status DrainWorker(const std::string& worker_id);
 
+  // ---- dashboard actions (scheduler_actions.cc) -----------------------------
+  // Cancels one pending or running trial (a running attempt is killed through
+  // its worker's next heartbeat). FailedPrecondition naming the state for a
+  // finished trial; NotFound for an unknown one.
+  absl::Status CancelTrial(const std::string& trial_id);
+  // Re-queues one failed or cancelled trial with fresh budgets.
+  // FailedPrecondition naming the state otherwise, or when its sweep is
+  // cancelled (retry the sweep instead).
+  absl::Status RetryTrial(const std::string& trial_id);
+  // Sets the fields of `a` that are present on the sweep's record (notes at
+  // most 8 KiB; at most 32 tags of 1..64 characters of [A-Za-z0-9._:+-]).
+  // InvalidArgument naming the field and value.
+  struct SweepAnnotation {
+    std::optional<std::string> notes;
+    std::optional<std::vector<std::string>> tags;
+    std::optional<bool> archived;
+  };
+  absl::StatusOr<SweepView> AnnotateSweep(const std::string& sweep_id,
+                                          const SweepAnnotation& a);
+
   // ---- worker API -----------------------------------------------------------
 
   absl::StatusOr<Registration> Register(const WorkerInfo& info);
@@ -365,6 +386,13 @@ class Scheduler {
   absl::StatusOr<int> ExtendSweepLocked(
       const std::string& sweep_id, const std::string& axis,
       const std::vector<nlohmann::json>& values)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CancelTrialLocked(const std::string& trial_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RetryTrialLocked(const std::string& trial_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<SweepView> AnnotateSweepLocked(const std::string& sweep_id,
+                                                const SweepAnnotation& a)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DrainWorkerLocked(const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -60,10 +60,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   SMOE_ASSIGN_OR_RETURN(
       s->scheduler_,
       Scheduler::Create(s->store_.get(), Clock::Real(), options.scheduler));
+  // Tokens and roles are checked when a call's headers arrive, before its
+  // body is read (coordinator/grpc_auth.h), and again by the services.
+  s->tokens_ = std::make_unique<TokenRegistry>(s->token_, s->tokens_file());
+  s->auth_checker_ = std::make_unique<TokenAuthChecker>(s->tokens_.get());
   s->coordinator_service_ = std::make_unique<CoordinatorServiceImpl>(
-      s->scheduler_.get(), s->store_.get(), s->token_);
+      s->scheduler_.get(), s->store_.get(), s->auth_checker_.get());
   s->gateway_service_ = std::make_unique<WorkerGatewayServiceImpl>(
-      s->scheduler_.get(), s->token_);
+      s->scheduler_.get(), s->auth_checker_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -72,9 +76,6 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     SMOE_ASSIGN_OR_RETURN(cert, ReadFile(options.tls_cert));
     SMOE_ASSIGN_OR_RETURN(key, ReadFile(options.tls_key));
   }
-  // The token is checked when a call's headers arrive, before its body is
-  // read (coordinator/grpc_auth.h).
-  s->auth_checker_ = std::make_unique<TokenAuthChecker>(s->token_);
   SMOE_ASSIGN_OR_RETURN(
       std::shared_ptr<grpc::ServerCredentials> creds,
       TokenServerCredentials(s->auth_checker_.get(), cert, key));
@@ -103,8 +104,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (!options.http_listen.empty()) {
     HttpServerOptions http = options.http;
     http.listen = options.http_listen;
-    auto h = HttpServer::Start(s->scheduler_.get(), s->store_.get(), s->token_,
-                               http);
+    auto h = HttpServer::Start(s->scheduler_.get(), s->store_.get(),
+                               s->tokens_.get(), http);
     if (h.ok()) {
       s->http_ = std::move(*h);
     } else if (options.http_required) {

@@ -23,6 +23,7 @@
 #include "coordinator/http_server.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/service_impl.h"
+#include "coordinator/tokens.h"
 #include "store/sqlite_store.h"
 
 namespace smoe::coordinator {
@@ -32,8 +33,13 @@ struct ServerOptions {
   std::string data_dir = "smoe-data";
   // gRPC listen address; port 0 picks a free port (see port()).
   std::string listen = "127.0.0.1:50051";
-  // API token file; default <data_dir>/token (created 0600 on first start).
+  // The admin API token file; default <data_dir>/token (created 0600 on
+  // first start). Tokens of other roles: <data_dir>/tokens (docs/roles.md).
   std::string token_file;
+  // The role tokens (name, role, hash; coordinator/tokens.h); default
+  // <data_dir>/tokens. Re-read when it changes (a Kubernetes Secret volume
+  // updated in place works).
+  std::string tokens_file;
   // Optional TLS: PEM server certificate chain and private key files.
   std::string tls_cert;
   std::string tls_key;
@@ -80,6 +86,11 @@ class CoordinatorServer {
   }
   // The API token, and whether this start created it (print it once then).
   const std::string& token() const { return token_; }
+  // The role tokens' file (`<data_dir>/tokens`, coordinator/tokens.h).
+  std::string tokens_file() const {
+    return options_.tokens_file.empty() ? TokensFile(options_.data_dir)
+                                        : options_.tokens_file;
+  }
   bool token_created() const { return token_created_; }
   Scheduler* scheduler() { return scheduler_.get(); }
   // The dashboard's URL ("http://127.0.0.1:8080/"), or "" when it is off.
@@ -108,7 +119,9 @@ class CoordinatorServer {
   bool token_created_ = false;
   int port_ = 0;
   std::unique_ptr<store::SqliteStore> store_;
-  // Before server_: outlives it (the server's credentials point to it).
+  // Before server_ and http_: outlive them (the server's credentials point to
+  // the checker, the checker and the dashboard to the registry).
+  std::unique_ptr<TokenRegistry> tokens_;
   std::unique_ptr<TokenAuthChecker> auth_checker_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<CoordinatorServiceImpl> coordinator_service_;

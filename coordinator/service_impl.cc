@@ -22,17 +22,18 @@ using proto::ToGrpcStatus;
 
 int64_t Ms(absl::Time t) { return absl::ToUnixMillis(t); }
 
-// Runs `fn` after the token check (again: TokenServerCredentials checked it
-// before the body was read) and the method's request size limit, converting
-// its status.
+// Runs `fn` after the token and role check (again: TokenServerCredentials
+// checked it before the body was read) and the method's request size limit,
+// converting its status.
 template <typename Fn>
-grpc::Status Guarded(grpc::ServerContext* ctx, const std::string& token,
+grpc::Status Guarded(grpc::ServerContext* ctx, const ServiceAuth& auth,
                      const google::protobuf::Message& req, Fn&& fn) {
-  absl::Status auth = proto::CheckBearerToken(ctx->client_metadata(), token);
-  if (!auth.ok()) return ToGrpcStatus(auth);
   // "RegisterRequest" -> "Register": the method the request belongs to.
   absl::string_view method = req.GetDescriptor()->name();
   absl::ConsumeSuffix(&method, "Request");
+  absl::Status allowed = auth.checker->CheckMetadata(
+      absl::StrCat("/", auth.service, "/", method), ctx->client_metadata());
+  if (!allowed.ok()) return ToGrpcStatus(allowed);
   absl::Status size = CheckRequestSize(method, req.ByteSizeLong());
   if (!size.ok()) return ToGrpcStatus(size);
   return ToGrpcStatus(fn());
@@ -205,7 +206,7 @@ void ToProto(const store::TrialRecord& in, pb::Trial* out) {
 grpc::Status CoordinatorServiceImpl::SubmitSweep(
     grpc::ServerContext* ctx, const pb::SubmitSweepRequest* req,
     pb::SubmitSweepResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(
         SubmitResult r,
         scheduler_->SubmitSweep(req->spec_yaml(), req->dry_run()));
@@ -219,7 +220,7 @@ grpc::Status CoordinatorServiceImpl::SubmitSweep(
 grpc::Status CoordinatorServiceImpl::ListSweeps(
     grpc::ServerContext* ctx, const pb::ListSweepsRequest* req,
     pb::ListSweepsResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     for (const SweepView& v : scheduler_->ListSweeps()) {
       ToProto(v, resp->add_sweeps());
     }
@@ -230,7 +231,7 @@ grpc::Status CoordinatorServiceImpl::ListSweeps(
 grpc::Status CoordinatorServiceImpl::GetSweep(grpc::ServerContext* ctx,
                                               const pb::GetSweepRequest* req,
                                               pb::GetSweepResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler_->GetSweep(req->sweep_id()));
     ToProto(v, resp->mutable_sweep());
     if (req->include_trials()) {
@@ -279,7 +280,7 @@ grpc::Status CoordinatorServiceImpl::GetSweep(grpc::ServerContext* ctx,
 grpc::Status CoordinatorServiceImpl::CancelSweep(
     grpc::ServerContext* ctx, const pb::CancelSweepRequest* req,
     pb::CancelSweepResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(int n, scheduler_->CancelSweep(req->sweep_id()));
     SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler_->GetSweep(req->sweep_id()));
     ToProto(v, resp->mutable_sweep());
@@ -291,7 +292,7 @@ grpc::Status CoordinatorServiceImpl::CancelSweep(
 grpc::Status CoordinatorServiceImpl::RetrySweep(
     grpc::ServerContext* ctx, const pb::RetrySweepRequest* req,
     pb::RetrySweepResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(
         int n,
         scheduler_->RetrySweep(req->sweep_id(), req->include_cancelled()));
@@ -305,7 +306,7 @@ grpc::Status CoordinatorServiceImpl::RetrySweep(
 grpc::Status CoordinatorServiceImpl::ExtendSweep(
     grpc::ServerContext* ctx, const pb::ExtendSweepRequest* req,
     pb::ExtendSweepResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     std::vector<nlohmann::json> values;
     for (int i = 0; i < req->values_size(); ++i) {
       SMOE_ASSIGN_OR_RETURN(
@@ -325,7 +326,7 @@ grpc::Status CoordinatorServiceImpl::ExtendSweep(
 grpc::Status CoordinatorServiceImpl::WatchSweep(
     grpc::ServerContext* ctx, const pb::WatchSweepRequest* req,
     grpc::ServerWriter<pb::SweepEvent>* writer) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     const absl::Time end =
         req->max_wait_ms() > 0
             ? absl::Now() + absl::Milliseconds(req->max_wait_ms())
@@ -352,7 +353,7 @@ grpc::Status CoordinatorServiceImpl::WatchSweep(
 grpc::Status CoordinatorServiceImpl::GetTrialMetrics(
     grpc::ServerContext* ctx, const pb::GetTrialMetricsRequest* req,
     pb::GetTrialMetricsResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     SMOE_RETURN_IF_ERROR(store_->GetTrial(req->trial_id()).status());
     std::optional<std::string> name;
     if (!req->name().empty()) name = req->name();
@@ -384,7 +385,7 @@ grpc::Status CoordinatorServiceImpl::GetTrialMetrics(
 grpc::Status CoordinatorServiceImpl::DrainWorker(
     grpc::ServerContext* ctx, const pb::DrainWorkerRequest* req,
     pb::DrainWorkerResponse*) {
-  return Guarded(ctx, token_, *req,
+  return Guarded(ctx, auth_, *req,
                  [&] { return scheduler_->DrainWorker(req->worker_id()); });
 }
 
@@ -393,7 +394,7 @@ grpc::Status CoordinatorServiceImpl::DrainWorker(
 grpc::Status WorkerGatewayServiceImpl::Register(grpc::ServerContext* ctx,
                                                 const pb::RegisterRequest* req,
                                                 pb::RegisterResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     WorkerInfo info;
     info.worker_id = req->worker_id();
     info.hostname = req->hostname();
@@ -414,7 +415,7 @@ grpc::Status WorkerGatewayServiceImpl::Register(grpc::ServerContext* ctx,
 grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
                                              const pb::LeaseRequest* req,
                                              pb::LeaseResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(std::vector<LeaseGrant> grants,
                           scheduler_->Lease(req->worker_id(), req->free_slots(),
                                             req->free_gpus()));
@@ -445,7 +446,7 @@ grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
 grpc::Status WorkerGatewayServiceImpl::Heartbeat(
     grpc::ServerContext* ctx, const pb::HeartbeatRequest* req,
     pb::HeartbeatResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     std::vector<RunningReport> running;
     for (const auto& r : req->running()) {
       running.push_back({r.trial_id(), r.attempt()});
@@ -467,7 +468,7 @@ grpc::Status WorkerGatewayServiceImpl::Heartbeat(
 grpc::Status WorkerGatewayServiceImpl::ReportMetrics(
     grpc::ServerContext* ctx, const pb::ReportMetricsRequest* req,
     pb::ReportMetricsResponse* resp) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     std::vector<store::MetricRecord> metrics;
     metrics.reserve(static_cast<size_t>(req->metrics_size()));
     for (const pb::Metric& m : req->metrics()) {
@@ -484,7 +485,7 @@ grpc::Status WorkerGatewayServiceImpl::ReportMetrics(
 grpc::Status WorkerGatewayServiceImpl::Complete(grpc::ServerContext* ctx,
                                                 const pb::CompleteRequest* req,
                                                 pb::CompleteResponse*) {
-  return Guarded(ctx, token_, *req, [&] {
+  return Guarded(ctx, auth_, *req, [&] {
     std::map<std::string, double> results(req->results().begin(),
                                           req->results().end());
     return scheduler_->Complete(req->worker_id(), req->trial_id(),
@@ -495,7 +496,7 @@ grpc::Status WorkerGatewayServiceImpl::Complete(grpc::ServerContext* ctx,
 grpc::Status WorkerGatewayServiceImpl::Fail(grpc::ServerContext* ctx,
                                             const pb::FailRequest* req,
                                             pb::FailResponse*) {
-  return Guarded(ctx, token_, *req, [&]() -> absl::Status {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
     FailReason reason;
     switch (req->reason()) {
       case pb::FailRequest::REASON_ERROR:

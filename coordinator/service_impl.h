@@ -3,7 +3,8 @@
 // File: coordinator/service_impl.h
 //
 // The gRPC adapters: convert proto <-> domain types and absl::Status <->
-// grpc::Status, check the bearer token, and call the Scheduler. No logic here.
+// grpc::Status, check the bearer token and its role, and call the Scheduler. No
+// logic here.
 //
 // Uses gRPC's synchronous API on purpose: every mutating call blocks on a
 // durable SQLite commit (fsync), which must not run on the callback API's
@@ -15,11 +16,19 @@
 
 #include <string>
 
+#include "coordinator/grpc_auth.h"
 #include "coordinator/scheduler.h"
 #include "proto/smoe.grpc.pb.h"
 #include "store/experiment_store.h"
 
 namespace smoe::coordinator {
+
+// What a service checks each call against: the checker (token and role, as
+// the transport did before the body was read) and the service's full name.
+struct ServiceAuth {
+  TokenAuthChecker* checker;
+  const char* service;  // "smoe.v1.Coordinator"
+};
 
 // Converts domain records to proto messages.
 void ToProto(const SweepView& in, smoe::v1::Sweep* out);
@@ -30,8 +39,10 @@ class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
  public:
   // None of the pointers is owned.
   CoordinatorServiceImpl(Scheduler* scheduler, store::ExperimentStore* store,
-                         std::string token)
-      : scheduler_(scheduler), store_(store), token_(std::move(token)) {}
+                         TokenAuthChecker* checker)
+      : scheduler_(scheduler),
+        store_(store),
+        auth_{checker, "smoe.v1.Coordinator"} {}
 
   grpc::Status SubmitSweep(grpc::ServerContext* ctx,
                            const smoe::v1::SubmitSweepRequest* req,
@@ -64,13 +75,13 @@ class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
  private:
   Scheduler* const scheduler_;
   store::ExperimentStore* const store_;
-  const std::string token_;
+  const ServiceAuth auth_;
 };
 
 class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
  public:
-  WorkerGatewayServiceImpl(Scheduler* scheduler, std::string token)
-      : scheduler_(scheduler), token_(std::move(token)) {}
+  WorkerGatewayServiceImpl(Scheduler* scheduler, TokenAuthChecker* checker)
+      : scheduler_(scheduler), auth_{checker, "smoe.v1.WorkerGateway"} {}
 
   grpc::Status Register(grpc::ServerContext* ctx,
                         const smoe::v1::RegisterRequest* req,
@@ -92,7 +103,7 @@ class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
 
  private:
   Scheduler* const scheduler_;
-  const std::string token_;
+  const ServiceAuth auth_;
 };
 
 }  // namespace smoe::coordinator

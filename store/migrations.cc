@@ -110,6 +110,13 @@ CREATE TABLE decisions (
 CREATE INDEX decisions_by_sweep ON decisions (sweep_id, seq);
 )sql";
 
+// 004: the dashboard's sweep annotations (set by admins).
+constexpr char kSweepAnnotations[] = R"sql(
+ALTER TABLE sweeps ADD COLUMN notes TEXT NOT NULL DEFAULT '';
+ALTER TABLE sweeps ADD COLUMN tags_json TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE sweeps ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -118,6 +125,7 @@ const std::vector<Migration>& Migrations() {
           {1, "initial", kInitial},
           {2, "trial_results", kTrialResults},
           {3, "decisions", kDecisions},
+          {4, "sweep_annotations", kSweepAnnotations},
       };
   return *kMigrations;
 }

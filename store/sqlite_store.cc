@@ -42,6 +42,8 @@ using internal::TimeToMicros;
 #define SMOE_SWEEP_COLUMNS                                          \
   "sweep_id, kind, spec_yaml, priority, max_error_retries, state, " \
   "created_at_us, updated_at_us"
+// Schema 3's annotation columns, read after SMOE_SWEEP_COLUMNS.
+#define SMOE_SWEEP_ANNOTATION_COLUMNS ", notes, tags_json, archived"
 #define SMOE_TRIAL_COLUMNS                                             \
   "trial_id, sweep_id, ordinal, params_json, seed, state, attempt, "   \
   "error_count, preempt_count, gpus, worker_id, lease_expires_at_us, " \
@@ -70,6 +72,11 @@ constexpr char kUpsertSweep[] =
     "max_error_retries = excluded.max_error_retries, state = excluded.state, "
     "created_at_us = excluded.created_at_us, "
     "updated_at_us = excluded.updated_at_us";
+// A separate statement so an old-schema database (upgrade tests build one)
+// still takes the base row.
+constexpr char kUpdateSweepAnnotations[] =
+    "UPDATE sweeps SET notes = ?, tags_json = ?, archived = ? "
+    "WHERE sweep_id = ?";
 constexpr char kUpsertTrial[] =
     "INSERT INTO trials (" SMOE_TRIAL_COLUMNS
     ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -128,9 +135,11 @@ constexpr char kSweepExists[] = "SELECT 1 FROM sweeps WHERE sweep_id = ?";
 constexpr char kTrialExists[] = "SELECT 1 FROM trials WHERE trial_id = ?";
 
 constexpr char kGetSweep[] =
-    "SELECT " SMOE_SWEEP_COLUMNS " FROM sweeps WHERE sweep_id = ?";
+    "SELECT " SMOE_SWEEP_COLUMNS SMOE_SWEEP_ANNOTATION_COLUMNS
+    " FROM sweeps WHERE sweep_id = ?";
 constexpr char kListSweeps[] =
-    "SELECT " SMOE_SWEEP_COLUMNS " FROM sweeps ORDER BY created_at_us, rowid";
+    "SELECT " SMOE_SWEEP_COLUMNS SMOE_SWEEP_ANNOTATION_COLUMNS
+    " FROM sweeps ORDER BY created_at_us, rowid";
 constexpr char kGetTrial[] =
     "SELECT " SMOE_TRIAL_COLUMNS " FROM trials WHERE trial_id = ?";
 constexpr char kListTrialsOfSweep[] =
@@ -321,6 +330,14 @@ absl::StatusOr<SweepRecord> ReadSweep(const Stmt& s) {
   r.state = *state;
   r.created_at = s.ColTime(6);
   r.updated_at = s.ColTime(7);
+  r.notes = s.ColText(8);
+  const nlohmann::json tags =
+      nlohmann::json::parse(s.ColText(9), nullptr, /*allow_exceptions=*/false);
+  if (!tags.is_array()) return Corrupt("sweep " + r.sweep_id, "bad tags_json");
+  for (const nlohmann::json& t : tags) {
+    if (t.is_string()) r.tags.push_back(t.get<std::string>());
+  }
+  r.archived = s.ColInt(10) != 0;
   return r;
 }
 
@@ -814,6 +831,15 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
         .Time(r.created_at)
         .Time(r.updated_at);
     SMOE_RETURN_IF_ERROR(s.Run());
+    if (options_.TEST_max_schema_version == 0 ||
+        options_.TEST_max_schema_version >= 3) {
+      SMOE_STATEMENT(a, kUpdateSweepAnnotations, "commit: sweep annotations");
+      a.Text(r.notes)
+          .Text(nlohmann::json(r.tags).dump())
+          .Int(r.archived ? 1 : 0)
+          .Text(r.sweep_id);
+      SMOE_RETURN_IF_ERROR(a.Run());
+    }
     sweeps.insert(r.sweep_id);
     row_written();
   }

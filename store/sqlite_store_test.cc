@@ -216,6 +216,34 @@ TEST(SqliteStoreTest, MigratesAVersion2DatabaseToDecisionsAndPruned) {
   EXPECT_EQ(log[0].reason, "after the upgrade");
 }
 
+TEST(SqliteStoreTest, AVersion2DatabaseGetsSweepAnnotations) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  {
+    SqliteOptions v2;
+    v2.TEST_max_schema_version = 2;
+    auto store = MustOpen(path, v2);
+    ASSERT_NE(store, nullptr);
+    WriteBatch b;
+    b.sweeps.push_back(MakeSweep("old"));
+    ASSERT_TRUE(store->Commit(b).ok());
+  }
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Value(store->SchemaVersion()), LatestSchemaVersion());
+  SweepRecord old = Value(store->GetSweep("old"));
+  EXPECT_EQ(old.notes, "");
+  EXPECT_TRUE(old.tags.empty());
+  EXPECT_FALSE(old.archived);
+  old.notes = "rerun with more seeds";
+  old.tags = {"paper"};
+  old.archived = true;
+  WriteBatch b;
+  b.sweeps.push_back(old);
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_EQ(testing::Dump(Value(store->GetSweep("old"))), testing::Dump(old));
+}
+
 TEST(SqliteStoreTest, RefusesADatabaseWithANewerSchema) {
   ScopedTempDir dir;
   const std::string path = dir.File("store.db");

@@ -133,6 +133,9 @@ TYPED_TEST(StoreContractTest, UpsertsOverwrite) {
   sweep.state = SweepState::kCancelled;
   sweep.spec_yaml = "extended";
   sweep.updated_at = T0() + absl::Hours(1);
+  sweep.notes = "k=4 looks best\n\"quoted\" \xc3\xa9";
+  sweep.tags = {"paper", "ablation:hyla"};
+  sweep.archived = true;
   TrialRecord trial = MakeTrial("s", 1);
   trial.state = TrialState::kRunning;
   trial.attempt = 3;

@@ -65,7 +65,8 @@ inline std::string Dump(const SweepRecord& r) {
       "sweep{", r.sweep_id, " kind=", r.kind, " spec=", r.spec_yaml,
       " prio=", r.priority, " retries=", r.max_error_retries,
       " state=", SweepStateName(r.state), " created=", Time(r.created_at),
-      " updated=", Time(r.updated_at), "}");
+      " updated=", Time(r.updated_at), " notes=", r.notes,
+      " tags=", absl::StrJoin(r.tags, ","), " archived=", r.archived, "}");
 }
 inline std::string Dump(const TrialRecord& r) {
   return absl::StrCat(

@@ -84,6 +84,11 @@ struct SweepRecord {
   SweepState state = SweepState::kActive;
   absl::Time created_at = absl::UnixEpoch();
   absl::Time updated_at = absl::UnixEpoch();
+  // Set from the dashboard by admins (schema 3): free-text notes, tags, and
+  // whether the sweep is archived (hidden from the default sweep list).
+  std::string notes;
+  std::vector<std::string> tags;
+  bool archived = false;
 };
 
 struct TrialRecord {

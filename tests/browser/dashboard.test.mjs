@@ -8,7 +8,9 @@
 //   export download real files, the trial page draws learning curves and
 //   router load, and the Skill-Mix page plots each metric vs EPT with a line
 //   per k_skills and the best EPT per k (dots and a table, derived here from
-//   the fixture's formulas), live, next to the EPT x k_skills tables.
+//   the fixture's formulas), live, next to the EPT x k_skills tables; an
+//   admin retries and cancels a trial and annotates a sweep, a viewer sees
+//   no actions, and requests without the CSRF token are refused.
 // Screenshots go to $SMOE_ARTIFACTS. Exit 77 = skipped (and why).
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -381,6 +383,46 @@ async function main() {
   const usage = await page.locator('#search-usage').textContent();
   check(usage.includes('trial-steps used / full-grid estimate'), `the search panel states the trial-steps used (${usage})`);
   await page.screenshot({ path: path.join(artifacts, 'refine.png'), fullPage: true });
+  // 13. Admin actions (docs/roles.md): the signed-in admin retries and
+  // cancels a trial and annotates a sweep from the dashboard; a request
+  // without the session's CSRF token is refused; a viewer sees no actions.
+  await page.goto(url + failedHref);
+  await waitFor(async () => (await page.locator('#trial-retry').count()) > 0, 'the retry button of a failed trial');
+  await page.click('#trial-retry');
+  await waitFor(async () => (await page.locator('h2 .badge').textContent()) === 'pending', 'the retried trial shown pending');
+  await waitFor(async () => (await page.locator('#trial-cancel').count()) > 0, 'the cancel button of a pending trial');
+  await page.click('#trial-cancel');
+  await waitFor(async () => (await page.locator('h2 .badge').textContent()) === 'cancelled', 'the cancelled trial shown cancelled');
+  check(true, 'an admin retries and cancels a trial from its page');
+  await page.goto(url + '#/sweep/fixture-fail');
+  await waitFor(async () => (await page.locator('#sweep-notes-input').count()) > 0, 'the notes editor');
+  await page.fill('#sweep-notes-input', 'k=4 best at M=1; rerun M=3 with more seeds');
+  await page.fill('#sweep-tags-input', 'paper, ablation');
+  await page.click('#sweep-save-notes');
+  await waitFor(async () => (await page.locator('#sweep-tags .tag').allTextContents()).join(',') === 'paper,ablation',
+    'the saved tags on the sweep page');
+  await page.screenshot({ path: path.join(artifacts, 'admin-actions.png'), fullPage: true });
+  const noCsrf = await page.request.post(url + 'api/sweeps/fixture-fail/archive', { data: { archived: true } });
+  check(noCsrf.status() === 403 && (await noCsrf.text()).includes('X-CSRF-Token'),
+    `a state-changing request without the CSRF token is refused (${noCsrf.status()})`);
+  const made = spawnSync(path.join(bin, 'smoe'), ['token', 'create', '--role', 'viewer', '--name', 'browser-viewer',
+    '--data-dir', path.join(work, 'data')], { encoding: 'utf8', timeout: 30000 });
+  const viewerToken = (made.stdout || '').trim();
+  check(made.status === 0 && /^smoe_[0-9a-f]{64}$/.test(viewerToken), 'smoe token create prints a viewer token');
+  const vctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
+  const vpage = await vctx.newPage();
+  await vpage.goto(url + 'login');
+  await vpage.fill('#token', viewerToken);
+  await Promise.all([vpage.waitForURL(/#\/$|\/$/), vpage.click('button[type=submit]')]);
+  await vpage.goto(url + '#/sweep/fixture-fail');
+  await waitFor(async () => (await vpage.locator('#sweep-notes').count()) > 0, 'the notes for a viewer');
+  check((await vpage.locator('#sweep-actions button').count()) === 0 &&
+    (await vpage.locator('#sweep-notes').textContent()).includes('rerun M=3'),
+    'a viewer sees the notes and tags but no action buttons');
+  const denied = await vpage.request.post(url + 'api/sweeps/fixture-fail/cancel');
+  check(denied.status() === 403 && (await denied.text()).includes("needs role 'admin'"),
+    `a viewer's action is refused naming the role needed (${denied.status()})`);
+  await vctx.close();
 
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
 }

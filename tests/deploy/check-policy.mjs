@@ -93,6 +93,10 @@ for (const file of files) {
     const where = `${file}: ${w.kind}/smoe-worker`;
     const pod = w.spec.template.spec;
     const c = pod.containers.find((x) => x.name === "worker");
+    // Workers hold a worker-role token (docs/roles.md), never the admin one.
+    const secrets = (pod.volumes ?? []).map((v) => v.secret?.secretName ?? "");
+    if (secrets.some((n) => n.startsWith("smoe-api-token"))) fail(where, "workers mount the admin token Secret (use smoe-worker-token)");
+    if (!secrets.some((n) => n.startsWith("smoe-worker-token"))) fail(where, "worker-role token Secret smoe-worker-token not mounted");
     const env = {};
     for (const ef of c.envFrom ?? []) Object.assign(env, configMaps.get(ef.configMapRef?.name) ?? {});
     for (const e of c.env ?? []) if (e.value !== undefined) env[e.name] = e.value;

@@ -51,6 +51,10 @@ render() {
     cp -r "$root/deploy/k8s" "$tmp/k8s"
   fi
   (umask 077 && echo "smoe_test_token_not_secret" >"$tmp/k8s/overlays/$1/token")
+  (umask 077 && echo "smoe_test_worker_token_not_secret" >"$tmp/k8s/overlays/$1/worker-token")
+  printf 'k8s-workers\tworker\t0\t%s\n' \
+    "$(printf smoe_test_worker_token_not_secret | sha256sum | cut -d' ' -f1)" \
+    >"$tmp/k8s/overlays/$1/tokens"
   kubectl kustomize "$tmp/k8s/overlays/$1" >"$tmp/$1.yaml"
 }
 
@@ -137,6 +141,23 @@ case "$mode" in
     [[ "$(stat -c %a "$tmp/render.yaml")" == 600 ]] || { echo "output not 0600"; exit 1; }
     want=$(base64 -w0 <"$token")
     tr -d ' \n' <"$tmp/render.yaml" | grep -qF "token:|$want" || { echo "rendered Secret does not hold the token"; exit 1; }
+    # The workers mount a worker-role token of their own, not the admin one;
+    # the coordinator gets its hash (never the token) in the tokens Secret.
+    [[ "$(stat -c %a "$token-worker")" == 600 ]] || { echo "worker token file not 0600"; exit 1; }
+    want_worker=$(base64 -w0 <"$token-worker")
+    tr -d ' \n' <"$tmp/render.yaml" | grep -qF "token:|$want_worker" || { echo "rendered worker Secret does not hold the worker token"; exit 1; }
+    worker_hash=$(tr -d '\n' <"$token-worker" | sha256sum | cut -d' ' -f1)
+    grep -q "name: smoe-worker-token" "$tmp/render.yaml" || { echo "no smoe-worker-token Secret"; exit 1; }
+    grep -q "secretName: smoe-worker-token" "$tmp/render.yaml" || { echo "workers do not mount smoe-worker-token"; exit 1; }
+    grep -q -- "--tokens-file=/etc/smoe/tokens/tokens" "$tmp/render.yaml" || { echo "the coordinator does not read the tokens file"; exit 1; }
+    # The Secret's data (base64, folded as a YAML block).
+    tokens_b64=$(awk '/^  tokens: \|$/ {on=1; next} on && /^    / {gsub(/ /, ""); printf "%s", $0; next} {on=0}' "$tmp/render.yaml")
+    base64 -d <<<"$tokens_b64" | grep -qP "^k8s-workers\tworker\t[0-9]+\t$worker_hash\$" \
+      || { echo "the tokens Secret does not hold the worker token's hash"; exit 1; }
+    if base64 -d <<<"$tokens_b64" | grep -qF "$(tr -d '\n' <"$token-worker")"; then
+      echo "the tokens Secret holds the worker token itself"; exit 1
+    fi
+    echo "worker token hash: ${worker_hash:0:12}"
     node "$here/validate-k8s.mjs" "$tmp/render.yaml"
     node "$here/check-policy.mjs" --expect-workers 3 --expect-gpus 2 \
       --expect-image-tag 9.9.9-test "$tmp/render.yaml"

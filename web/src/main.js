@@ -5,6 +5,7 @@
 import './style.css';
 import { api, toLogin, watchSweep } from './api.js';
 import { renderSearch } from './search.js';
+import { sweepActions, sweepLabels, trialActions } from './actions.js';
 import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
 import {
   alignSeries, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
@@ -81,7 +82,7 @@ async function renderSweeps() {
     box.replaceChildren(h('table', { class: 'grid sweeps' },
       h('thead', {}, h('tr', {}, ['sweep', 'kind', 'state', 'progress', 'axes', 'updated'].map((c) => h('th', {}, c)))),
       h('tbody', {}, sweeps.map((s) => h('tr', {},
-        h('td', {}, h('a', { href: '#/sweep/' + encodeURIComponent(s.sweep_id) }, s.sweep_id)),
+        h('td', {}, h('a', { href: '#/sweep/' + encodeURIComponent(s.sweep_id) }, s.sweep_id), ' ', sweepLabels(s)),
         h('td', {}, s.kind),
         h('td', {}, sweepBadge(s)),
         h('td', {}, progress(s.counts)),
@@ -305,7 +306,8 @@ async function renderSweep(id, q) {
     head.replaceChildren(h('h2', {}, sw.sweep_id, ' ', sweepBadge(sw, 'sweep-state')),
       h('div', { class: 'muted' }, `${sw.kind} · ` + sw.axes.map((a) => `${a.name} ∈ {${a.values.join(', ')}}`).join(' × ') + ` × seeds {${sw.seeds.join(', ')}}`),
       h('div', { id: 'sweep-progress' }, progress(sw.counts)),
-      sw.unschedulable ? h('div', { class: 'alert', id: 'sweep-unschedulable' }, 'Unschedulable: ' + sw.unschedulable) : '');
+      sw.unschedulable ? h('div', { class: 'alert', id: 'sweep-unschedulable' }, 'Unschedulable: ' + sw.unschedulable) : '',
+      sweepActions(sw, () => loadTable().catch(showError)));
   };
   const saveQuery = () => {
     const nq = new URLSearchParams();
@@ -479,7 +481,7 @@ async function renderTrial(trialId) {
   const box = h('div', { class: 'grid-charts' });
   app.replaceChildren(h('h2', {}, trialId, ' ', h('span', { class: 'badge ' + t.state }, t.state)),
     h('p', { class: 'muted' }, `seed ${t.seed} · ` + Object.entries(t.params || {}).map(([k, v]) => `${k}=${v}`).join(' · ')),
-    attemptsTable(t.attempts || []), box);
+    trialActions(trialId, t.state, () => route()), attemptsTable(t.attempts || []), box);
   const names = Object.keys(t.metrics);
   const charts = [];
   const draw = (id, title, list, yLabel, note) => {

@@ -1,0 +1,284 @@
+// Copyright 2026 SMoE Lab authors.
+#include "coordinator/http_connections.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace smoe::coordinator {
+namespace {
+
+// Waits up to `wait` for `events` on `sock`; true when they are ready.
+bool Poll(socket_t sock, short events, absl::Duration wait) {
+  const absl::Time end = absl::Now() + wait;
+  while (true) {
+    const int64_t ms =
+        std::max<int64_t>(0, absl::ToInt64Milliseconds(end - absl::Now()));
+    pollfd p{sock, events, 0};
+    const int rc =
+        ::poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 1 << 30)));
+    if (rc > 0) return true;
+    if (rc == 0) return false;
+    if (errno != EINTR) return false;
+  }
+}
+
+std::string NumericHost(const sockaddr_storage& addr, socklen_t len,
+                        int* port) {
+  char host[NI_MAXHOST] = "";
+  char serv[NI_MAXSERV] = "";
+  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, host,
+                    sizeof(host), serv, sizeof(serv),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return "";
+  }
+  if (port != nullptr) *port = std::atoi(serv);
+  return host;
+}
+
+// A socket stream whose reads share one deadline per request (StartRequest)
+// on top of the per-read timeout, and which buffers what it reads (requests
+// may be pipelined, and cpp-httplib reads header lines byte by byte).
+class DeadlineSocketStream final : public httplib::Stream {
+ public:
+  DeadlineSocketStream(socket_t sock, absl::Duration read_timeout,
+                       absl::Duration write_timeout)
+      : sock_(sock),
+        read_timeout_(read_timeout),
+        write_timeout_(write_timeout) {}
+
+  // Reads (without consuming) until the buffer holds a whole first line, the
+  // buffer is full, the peer closes or the deadline passes; returns that
+  // line's start. Only before the first read().
+  std::string PeekLine() {
+    while (std::memchr(buf_, '\n', len_) == nullptr && len_ < sizeof(buf_)) {
+      const absl::Duration wait = ReadWait();
+      if (wait <= absl::ZeroDuration() || !Poll(sock_, POLLIN, wait)) break;
+      ssize_t n;
+      do {
+        n = ::recv(sock_, buf_ + len_, sizeof(buf_) - len_, 0);
+      } while (n < 0 && errno == EINTR);
+      if (n <= 0) break;
+      len_ += static_cast<size_t>(n);
+    }
+    return std::string(buf_, len_);
+  }
+
+  void StartRequest(absl::Time deadline) {
+    deadline_ = deadline;
+    expired_ = false;
+    failed_ = false;
+  }
+  bool expired() const { return expired_; }
+  // A read timed out (per read or at the deadline) during this request.
+  bool failed() const { return failed_; }
+  bool buffered() const { return pos_ < len_; }
+
+  bool is_readable() const override {
+    return buffered() || Poll(sock_, POLLIN, ReadWait());
+  }
+  // False once the peer has closed: an SSE stream (which asks this between
+  // events) ends as soon as its client goes, not at its next write.
+  bool is_writable() const override {
+    return PeerOpen() && Poll(sock_, POLLOUT, write_timeout_);
+  }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (size == 0) return 0;
+    if (!buffered()) {
+      const absl::Duration wait = ReadWait();
+      const bool deadline_bound = wait < read_timeout_;
+      if (wait <= absl::ZeroDuration() || !Poll(sock_, POLLIN, wait)) {
+        // Timed out: at the request deadline when it bounded the wait.
+        // Either way the connection is not reused (cpp-httplib answers 400
+        // and would wait for the next request on it).
+        failed_ = true;
+        expired_ = deadline_bound;
+        return -1;
+      }
+      ssize_t n;
+      do {
+        n = ::recv(sock_, buf_, sizeof(buf_), 0);
+      } while (n < 0 && errno == EINTR);
+      if (n <= 0) return n;
+      pos_ = 0;
+      len_ = static_cast<size_t>(n);
+    }
+    const size_t n = std::min(size, len_ - pos_);
+    std::memcpy(ptr, buf_ + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) return -1;
+    ssize_t n;
+    do {
+      n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage addr;
+    socklen_t len = sizeof(addr);
+    if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      ip = NumericHost(addr, len, &port);
+    }
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage addr;
+    socklen_t len = sizeof(addr);
+    if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      ip = NumericHost(addr, len, &port);
+    }
+  }
+  socket_t socket() const override { return sock_; }
+
+ private:
+  bool PeerOpen() const {
+    pollfd p{sock_, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return true;
+    if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return false;
+    char c;
+    const ssize_t n = ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                               errno == EINTR));
+  }
+
+  absl::Duration ReadWait() const {
+    return std::min(read_timeout_, deadline_ - absl::Now());
+  }
+
+  const socket_t sock_;
+  const absl::Duration read_timeout_;
+  const absl::Duration write_timeout_;
+  absl::Time deadline_ = absl::InfiniteFuture();
+  bool expired_ = false;
+  bool failed_ = false;
+  char buf_[4096];
+  size_t pos_ = 0;
+  size_t len_ = 0;
+};
+
+}  // namespace
+
+int64_t BoundedHttpServer::refused_per_client() const {
+  absl::MutexLock lock(&mu_);
+  return refused_;
+}
+
+int64_t BoundedHttpServer::deadline_closed() const {
+  absl::MutexLock lock(&mu_);
+  return deadline_closed_;
+}
+
+int BoundedHttpServer::open_connections(const std::string& address) const {
+  absl::MutexLock lock(&mu_);
+  auto it = open_.find(address);
+  return it == open_.end() ? 0 : it->second;
+}
+
+bool BoundedHttpServer::RaiseListenBacklog(int backlog) {
+  const socket_t sock = svr_sock_;
+  return sock != INVALID_SOCKET && ::listen(sock, backlog) == 0;
+}
+
+bool BoundedHttpServer::WaitForRequest(socket_t sock) const {
+  const absl::Time end = absl::Now() + absl::Seconds(keep_alive_timeout_sec_);
+  while (svr_sock_ != INVALID_SOCKET) {
+    const absl::Duration left = end - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    // Short steps, so a stopping server does not wait for idle clients.
+    if (Poll(sock, POLLIN, std::min(left, absl::Milliseconds(100)))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
+  std::string client;
+  {
+    sockaddr_storage addr;
+    socklen_t len = sizeof(addr);
+    if (::getpeername(sock, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      client = NumericHost(addr, len, nullptr);
+    }
+  }
+  bool admitted = false;
+  {
+    absl::MutexLock lock(&mu_);
+    int& open = open_[client];
+    if (open < limits_.max_per_client) {
+      ++open;
+      admitted = true;
+    } else {
+      ++refused_;
+    }
+  }
+  bool ret = false;
+  const absl::Duration read_timeout =
+      absl::Seconds(read_timeout_sec_) + absl::Microseconds(read_timeout_usec_);
+  const absl::Duration write_timeout = absl::Seconds(write_timeout_sec_) +
+                                       absl::Microseconds(write_timeout_usec_);
+  if (!admitted) {
+    // Health probes are never starved: a connection over the cap may still
+    // ask for /healthz (one request, its first line within 1 s); anything
+    // else is told why and closed.
+    DeadlineSocketStream strm(sock, read_timeout, write_timeout);
+    strm.StartRequest(absl::Now() + absl::Seconds(1));
+    const std::string head = strm.PeekLine();
+    if (absl::StartsWith(head, "GET /healthz ") ||
+        absl::StartsWith(head, "HEAD /healthz ")) {
+      strm.StartRequest(absl::Now() + limits_.request_deadline);
+      bool connection_closed = false;
+      ret = process_request(strm, /*close_connection=*/true, connection_closed,
+                            nullptr);
+    } else {
+      const std::string body =
+          absl::StrCat("too many connections from this client (at most ",
+                       limits_.max_per_client, "); retry later\n");
+      const std::string reply = absl::StrCat(
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "
+          "charset=utf-8\r\nRetry-After: 5\r\nConnection: close\r\n"
+          "Content-Length: ",
+          body.size(), "\r\n\r\n", body);
+      // Best effort, never blocking.
+      (void)::send(sock, reply.data(), reply.size(),
+                   MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+  } else {
+    DeadlineSocketStream strm(sock, read_timeout, write_timeout);
+    size_t count = keep_alive_max_count_;
+    while (count > 0 && (strm.buffered() || WaitForRequest(sock))) {
+      strm.StartRequest(absl::Now() + limits_.request_deadline);
+      bool connection_closed = false;
+      ret = process_request(strm, count == 1, connection_closed, nullptr);
+      if (strm.expired()) {
+        absl::MutexLock lock(&mu_);
+        ++deadline_closed_;
+        break;
+      }
+      if (strm.failed()) break;
+      if (!ret || connection_closed) break;
+      --count;
+    }
+    absl::MutexLock lock(&mu_);
+    if (--open_[client] <= 0) open_.erase(client);
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return ret;
+}
+
+}  // namespace smoe::coordinator

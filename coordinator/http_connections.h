@@ -1,0 +1,82 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: coordinator/http_connections.h
+//
+// BoundedHttpServer: a cpp-httplib server whose connections are bounded per
+// client and in time (issue 16 item 3):
+//
+//   - at most `max_per_client` open connections per client address; the next
+//     one is answered `503 Service Unavailable` (Retry-After) and closed
+//     within 1 s, unless its request is `GET /healthz` (health probes are
+//     never starved by their own address's connections);
+//   - a total deadline for reading each request (request line, headers and
+//     the body, at most payload_max_length): cpp-httplib 0.11's read timeout
+//     is per read(), so a client sending one byte every few seconds kept its
+//     connection and thread forever. Past the deadline the connection is
+//     closed.
+//
+// It replaces cpp-httplib's per-connection loop (the private virtual
+// Server::process_and_close_socket, which Server's accept loop calls for each
+// connection) with the same keep-alive loop over a socket stream of its own
+// that enforces both limits, and hands each request to the library's
+// process_request() as before. Responses (and SSE streams) are written with
+// the server's write timeout, as before.
+//
+// Thread safety: connections are served concurrently; the counters are
+// guarded.
+#ifndef SMOE_COORDINATOR_HTTP_CONNECTIONS_H_
+#define SMOE_COORDINATOR_HTTP_CONNECTIONS_H_
+
+#include <httplib.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace smoe::coordinator {
+
+struct HttpConnectionLimits {
+  // Open connections per client address (SSE streams included).
+  int max_per_client = 64;
+  // Time to read one whole request once its first byte arrived.
+  absl::Duration request_deadline = absl::Seconds(10);
+};
+
+class BoundedHttpServer : public httplib::Server {
+ public:
+  explicit BoundedHttpServer(HttpConnectionLimits limits = {})
+      : limits_(limits) {}
+
+  void set_limits(const HttpConnectionLimits& limits) { limits_ = limits; }
+
+  // Raises the bound socket's listen backlog (cpp-httplib 0.11 listens with
+  // a backlog of 5: a burst of connections overflowed it and waited for
+  // 1 s SYN retransmits). After binding; false when it fails.
+  bool RaiseListenBacklog(int backlog);
+
+  // Connections refused for the per-client cap, and closed at the request
+  // deadline, so far.
+  int64_t refused_per_client() const;
+  int64_t deadline_closed() const;
+  // Open connections of `address` now.
+  int open_connections(const std::string& address) const;
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  // Waits until `sock` has data (true) or the keep-alive timeout passes or
+  // the server stops (false).
+  bool WaitForRequest(socket_t sock) const;
+
+  HttpConnectionLimits limits_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, int> open_ ABSL_GUARDED_BY(mu_);
+  int64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t deadline_closed_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace smoe::coordinator
+
+#endif  // SMOE_COORDINATOR_HTTP_CONNECTIONS_H_
