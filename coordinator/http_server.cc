@@ -27,6 +27,7 @@
 #include "common/http_listener.h"
 #include "common/log_limiter.h"
 #include "common/logging.h"
+#include "coordinator/artifact_routes.h"
 #include "coordinator/http_server_assets.h"
 #include "coordinator/sweep_read_model.h"
 #include "coordinator/trial_table.h"
@@ -742,6 +743,7 @@ struct HttpServer::Impl {
                [this](const Request& req, Response& res) {
                  GetTrialMetrics(req, res);
                });
+    RegisterArtifactRoutes(&server, store, options.checkpoints);
     server.Get("/api/.*", [](const Request&, Response& res) {
       Error(res, 404, "no such API route");
     });

@@ -60,10 +60,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   SMOE_ASSIGN_OR_RETURN(
       s->scheduler_,
       Scheduler::Create(s->store_.get(), Clock::Real(), options.scheduler));
+  CheckpointStoreOptions ckpt = options.checkpoints;
+  if (ckpt.dir.empty()) ckpt.dir = options.data_dir + "/checkpoints";
+  SMOE_ASSIGN_OR_RETURN(s->checkpoints_,
+                        CheckpointStore::Open(s->store_.get(), ckpt));
   s->coordinator_service_ = std::make_unique<CoordinatorServiceImpl>(
-      s->scheduler_.get(), s->store_.get(), s->token_);
+      s->scheduler_.get(), s->store_.get(), s->token_, s->checkpoints_.get());
   s->gateway_service_ = std::make_unique<WorkerGatewayServiceImpl>(
-      s->scheduler_.get(), s->token_);
+      s->scheduler_.get(), s->token_, s->checkpoints_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -103,6 +107,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (!options.http_listen.empty()) {
     HttpServerOptions http = options.http;
     http.listen = options.http_listen;
+    http.checkpoints = s->checkpoints_.get();
     auto h = HttpServer::Start(s->scheduler_.get(), s->store_.get(), s->token_,
                                http);
     if (h.ok()) {
@@ -154,8 +159,20 @@ void CoordinatorServer::MaintenanceLoop() {
   // One line per period for a fault that persists, never one per tick.
   LogLimiter store_log(absl::Seconds(30));
   LogLimiter expiry_log(absl::Seconds(30));
+  LogLimiter gc_log(absl::Seconds(60));
   bool serving = true;
+  absl::Time next_gc = absl::Now();
   while (!stop_.WaitForNotificationWithTimeout(options_.expiry_period)) {
+    if (!scheduler_->failed() && absl::Now() >= next_gc) {
+      // Blobs of trials that ended (also cancelled ones, which no worker
+      // reports) and of trials that no longer exist.
+      next_gc = absl::Now() + options_.checkpoint_gc_period;
+      absl::StatusOr<int> n = checkpoints_->CollectGarbage();
+      int64_t suppressed = 0;
+      if (!n.ok() && gc_log.Allow(absl::Now(), &suppressed)) {
+        SMOE_LOG(WARNING) << "checkpoint GC failed: " << n.status();
+      }
+    }
     if (scheduler_->failed()) {
       if (serving) {
         serving = false;

@@ -78,6 +78,9 @@ absl::Status InMemoryStore::Validate(const WriteBatch& batch) const {
   for (const WriteBatch::Result& r : batch.results) {
     if (!TrialKnown(r.trial_id, batch_trials)) return internal::MissingTrial(r);
   }
+  for (const CheckpointRecord& c : batch.checkpoints) {
+    if (!TrialKnown(c.trial_id, batch_trials)) return internal::MissingTrial(c);
+  }
   return absl::OkStatus();
 }
 
@@ -107,6 +110,12 @@ absl::Status InMemoryStore::Commit(const WriteBatch& batch) {
   for (const WriteBatch::Result& r : batch.results) {
     results_[r.trial_id] = StoredResult{r.duration_s, r.values};
   }
+  for (const CheckpointRecord& c : batch.checkpoints) {
+    CheckpointRecord n = c;
+    n.created_at = Truncate(n.created_at);
+    checkpoints_[{c.trial_id, c.step}] = std::move(n);
+  }
+  for (const auto& key : batch.deleted_checkpoints) checkpoints_.erase(key);
   return absl::OkStatus();
 }
 
@@ -259,6 +268,16 @@ TrialSummary InMemoryStore::SummaryLocked(const TrialRecord& t) const {
     }
   }
   return s;
+}
+
+absl::StatusOr<std::vector<CheckpointRecord>> InMemoryStore::ListCheckpoints(
+    absl::string_view trial_id) {
+  absl::MutexLock lock(&mu_);
+  std::vector<CheckpointRecord> out;
+  for (const auto& [key, c] : checkpoints_) {
+    if (trial_id.empty() || key.first == trial_id) out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace smoe::store

@@ -51,6 +51,8 @@ class InMemoryStore final : public ExperimentStore {
   absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
       absl::string_view sweep_id,
       const std::vector<std::string>& trial_ids) override;
+  absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(
+      absl::string_view trial_id) override;
 
  private:
   struct StoredSweep {
@@ -89,6 +91,9 @@ class InMemoryStore final : public ExperimentStore {
   std::map<std::string, WorkerRecord, std::less<>> workers_
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, StoredResult, std::less<>> results_
+      ABSL_GUARDED_BY(mu_);
+  // (trial_id, step) -> record.
+  std::map<std::pair<std::string, int64_t>, CheckpointRecord> checkpoints_
       ABSL_GUARDED_BY(mu_);
 };
 

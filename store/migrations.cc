@@ -89,6 +89,22 @@ CREATE TABLE trial_results (
 ) WITHOUT ROWID;
 )sql";
 
+// 003: metadata of the checkpoint blobs the coordinator keeps for trials
+// (coordinator/checkpoint_store.h); the blobs are files beside smoe.db.
+constexpr char kTrialCheckpoints[] = R"sql(
+CREATE TABLE trial_checkpoints (
+  trial_id      TEXT NOT NULL REFERENCES trials (trial_id),
+  step          INTEGER NOT NULL,
+  file_name     TEXT NOT NULL,
+  bytes         INTEGER NOT NULL,
+  sha256        TEXT NOT NULL,
+  attempt       INTEGER NOT NULL,
+  worker_id     TEXT NOT NULL,
+  created_at_us INTEGER NOT NULL,
+  PRIMARY KEY (trial_id, step)
+) WITHOUT ROWID;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -96,6 +112,7 @@ const std::vector<Migration>& Migrations() {
       new std::vector<Migration>{
           {1, "initial", kInitial},
           {2, "trial_results", kTrialResults},
+          {3, "trial_checkpoints", kTrialCheckpoints},
       };
   return *kMigrations;
 }

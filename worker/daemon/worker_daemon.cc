@@ -201,6 +201,10 @@ WorkerDaemon::WorkerDaemon(GatewayClient* gateway,
                                      : std::random_device{}()),
       worker_id_(options_.worker_id) {
   for (int g : options_.gpu_indices) gpu_busy_[g] = false;
+  if (options_.checkpoint_sync) {
+    uploader_ =
+        std::make_unique<CheckpointUploader>(gateway_, options_.checkpoint_dir);
+  }
 }
 
 WorkerDaemon::~WorkerDaemon() {
@@ -244,6 +248,7 @@ absl::Status WorkerDaemon::RunOnce() {
       SMOE_RETURN_IF_ERROR(FlushMetrics(&t));
     }
   }
+  TakeCheckpointNotes(nullptr);
   for (const std::string& id : finished) {
     auto it = trials_.find(id);
     SMOE_RETURN_IF_ERROR(FinishTrial(&it->second));
@@ -555,6 +560,19 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
   t.dir = dir;
   // A re-leased attempt on this host: re-send what earlier attempts reported.
   t.metrics = ReadMetricHistory(dir);
+  if (options_.checkpoint_sync) {
+    // A newer checkpoint stored by an attempt on another worker.
+    for (const CheckpointNote& n :
+         options_.checkpoint_dir.empty()
+             ? RestoreCheckpoint(gateway_, worker_id_, lease, dir)
+             : RestoreSharedCheckpoint(options_.checkpoint_dir, lease, dir)) {
+      v1::Metric m;
+      m.set_step(n.step);
+      m.set_name(n.name);
+      m.set_value(n.value);
+      t.metrics.push_back(std::move(m));
+    }
+  }
   if (!t.metrics.empty()) {
     SMOE_LOG(INFO) << "trial " << lease.trial_id() << " attempt "
                    << lease.attempt() << ": re-sending " << t.metrics.size()
@@ -682,6 +700,18 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
     case trials::TrialEvent::Type::kCheckpoint:
       SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id()
                       << " checkpoint at step " << ev->step.value_or(0);
+      if (uploader_ != nullptr && ev->restored.empty() && ev->step.has_value()) {
+        const std::string file =
+            ev->file.empty() ? kDefaultCheckpointFile : ev->file;
+        absl::Status s = uploader_->Snapshot(worker_id_, t->lease, t->dir,
+                                             *ev->step, file);
+        if (absl::IsNotFound(s)) {
+          SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id() << ": " << s;
+        } else if (!s.ok()) {
+          SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()
+                            << ": checkpoint not uploaded: " << s.message();
+        }
+      }
       if (!ev->restored.empty()) {
         // The latest checkpoint failed verification: the trainer set it
         // aside and resumed from the previous one or from scratch. Recorded
@@ -714,7 +744,40 @@ absl::Status WorkerDaemon::FlushMetrics(Trial* t) {
   return outbox_->Add(std::move(e));
 }
 
+void WorkerDaemon::TakeCheckpointNotes(Trial* finishing) {
+  if (uploader_ == nullptr) return;
+  for (CheckpointNote& n : uploader_->TakeNotes()) {
+    Trial* t = nullptr;
+    if (finishing != nullptr && finishing->lease.trial_id() == n.trial_id) {
+      t = finishing;
+    } else if (auto it = trials_.find(n.trial_id); it != trials_.end()) {
+      t = &it->second;
+    }
+    if (t == nullptr || t->lease.attempt() != n.attempt) continue;
+    v1::Metric m;
+    m.set_step(n.step);
+    m.set_name(n.name);
+    m.set_value(n.value);
+    t->metrics.push_back(std::move(m));
+  }
+}
+
 absl::Status WorkerDaemon::FinishTrial(Trial* t) {
+  if (uploader_ != nullptr) {
+    const launch::ExitInfo e = t->ranks->DecisiveExit();
+    const bool resumable =
+        !t->cancel_requested && ((!e.signaled && e.exit_code == 75) ||
+                                 (draining_ && t->ranks->term_sent()));
+    // The next attempt, on any worker, resumes from the checkpoint written
+    // at SIGTERM: report the preemption once it is stored (or after grace).
+    if (resumable &&
+        !uploader_->WaitIdle(t->lease.trial_id(), options_.grace)) {
+      SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()
+                        << ": checkpoint upload still running after "
+                        << options_.grace << "; reporting the preemption";
+    }
+    TakeCheckpointNotes(t);
+  }
   SMOE_RETURN_IF_ERROR(FlushMetrics(t));
   for (int g : t->gpus) gpu_busy_[g] = false;
   next_lease_ = absl::InfinitePast();  // a slot is free: ask for work now
