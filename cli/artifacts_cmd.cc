@@ -98,10 +98,10 @@ int ArtifactsCmd(CoordinatorClient& client, const std::string& trial_id,
   if (bytes != info.bytes() ||
       (!info.sha256().empty() && digest != info.sha256())) {
     if (!to_stdout) std::remove(part.c_str());
-    return ReportError(absl::DataLossError(absl::StrCat(
-        "download of '", download, "' failed verification: got ", bytes,
-        " bytes, sha256 ", digest, "; expected ", info.bytes(), " bytes, sha256 ",
-        info.sha256())));
+    return ReportError(absl::DataLossError(
+        absl::StrCat("download of '", download, "' failed verification: got ",
+                     bytes, " bytes, sha256 ", digest, "; expected ",
+                     info.bytes(), " bytes, sha256 ", info.sha256())));
   }
   if (to_stdout) return kExitOk;
   if (std::rename(part.c_str(), path.c_str()) != 0) {

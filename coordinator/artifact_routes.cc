@@ -33,10 +33,10 @@ void Error(httplib::Response& res, const absl::Status& s) {
     default:
       res.status = 500;
   }
-  res.set_content(nlohmann::json({{"error", std::string(s.message())}})
-                      .dump(-1, ' ', false,
-                            nlohmann::json::error_handler_t::replace),
-                  kJson);
+  res.set_content(
+      nlohmann::json({{"error", std::string(s.message())}})
+          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      kJson);
 }
 
 // An open file streamed by httplib's content provider.
@@ -52,30 +52,30 @@ struct OpenFile {
 void RegisterArtifactRoutes(httplib::Server* server,
                             store::ExperimentStore* store,
                             CheckpointStore* checkpoints) {
+  server->Get(absl::StrCat("/api/trials/", kTrial, "/artifacts"),
+              [store, checkpoints](const httplib::Request& req,
+                                   httplib::Response& res) {
+                const std::string id = req.matches[1];
+                auto list = ListArtifacts(store, checkpoints, id);
+                if (!list.ok()) return Error(res, list.status());
+                nlohmann::json out = {{"trial_id", id},
+                                      {"artifacts", nlohmann::json::array()}};
+                for (const ArtifactInfo& a : *list) {
+                  out["artifacts"].push_back(
+                      {{"name", a.name},
+                       {"kind", a.kind},
+                       {"bytes", a.bytes},
+                       {"sha256", a.sha256},
+                       {"step", a.step},
+                       {"created_ms", absl::ToUnixMillis(a.created_at)},
+                       {"url", absl::StrCat("/api/trials/", id, "/artifacts/",
+                                            a.name)}});
+                }
+                res.set_content(out.dump(), kJson);
+              });
   server->Get(
-      absl::StrCat("/api/trials/", kTrial, "/artifacts"),
-      [store, checkpoints](const httplib::Request& req,
-                           httplib::Response& res) {
-        const std::string id = req.matches[1];
-        auto list = ListArtifacts(store, checkpoints, id);
-        if (!list.ok()) return Error(res, list.status());
-        nlohmann::json out = {{"trial_id", id},
-                              {"artifacts", nlohmann::json::array()}};
-        for (const ArtifactInfo& a : *list) {
-          out["artifacts"].push_back(
-              {{"name", a.name},
-               {"kind", a.kind},
-               {"bytes", a.bytes},
-               {"sha256", a.sha256},
-               {"step", a.step},
-               {"created_ms", absl::ToUnixMillis(a.created_at)},
-               {"url", absl::StrCat("/api/trials/", id, "/artifacts/",
-                                    a.name)}});
-        }
-        res.set_content(out.dump(), kJson);
-      });
-  server->Get(
-      absl::StrCat("/api/trials/", kTrial, "/artifacts/([A-Za-z0-9._-]{1,200})"),
+      absl::StrCat("/api/trials/", kTrial,
+                   "/artifacts/([A-Za-z0-9._-]{1,200})"),
       [store, checkpoints](const httplib::Request& req,
                            httplib::Response& res) {
         const std::string id = req.matches[1];
@@ -86,8 +86,8 @@ void RegisterArtifactRoutes(httplib::Server* server,
           for (const store::CheckpointRecord& c : checkpoints->List(id)) {
             if (CheckpointArtifactName(c) != name) continue;
             auto file = std::make_shared<OpenFile>();
-            file->fd = ::open(checkpoints->BlobPath(c).c_str(),
-                              O_RDONLY | O_CLOEXEC);
+            file->fd =
+                ::open(checkpoints->BlobPath(c).c_str(), O_RDONLY | O_CLOEXEC);
             if (file->fd < 0) {
               return Error(res, absl::NotFoundError(absl::StrCat(
                                     "artifact '", name, "' is gone")));
@@ -99,8 +99,8 @@ void RegisterArtifactRoutes(httplib::Server* server,
                 [file](size_t offset, size_t length, httplib::DataSink& sink) {
                   char buf[1 << 16];
                   const size_t want = std::min(length, sizeof(buf));
-                  const ssize_t n = ::pread(file->fd, buf, want,
-                                            static_cast<off_t>(offset));
+                  const ssize_t n =
+                      ::pread(file->fd, buf, want, static_cast<off_t>(offset));
                   if (n <= 0) return false;
                   return sink.write(buf, static_cast<size_t>(n));
                 });
@@ -109,7 +109,8 @@ void RegisterArtifactRoutes(httplib::Server* server,
         }
         std::string body;
         absl::Status st = ReadArtifact(
-            store, checkpoints, id, name, [](const ArtifactInfo&) { return true; },
+            store, checkpoints, id, name,
+            [](const ArtifactInfo&) { return true; },
             [&body](absl::string_view data) {
               body.append(data.data(), data.size());
               return true;

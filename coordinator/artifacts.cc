@@ -82,9 +82,9 @@ absl::Status ReadArtifact(
   if (name == kResultName) {
     SMOE_ASSIGN_OR_RETURN(std::string result, ResultJson(store, t));
     if (result.empty()) {
-      return absl::NotFoundError(absl::StrCat(
-          "trial ", trial_id, " has no result.json (it is ",
-          store::TrialStateName(t.state), ", not succeeded)"));
+      return absl::NotFoundError(
+          absl::StrCat("trial ", trial_id, " has no result.json (it is ",
+                       store::TrialStateName(t.state), ", not succeeded)"));
     }
     ArtifactInfo a;
     a.name = kResultName;

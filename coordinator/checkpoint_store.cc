@@ -119,7 +119,8 @@ absl::Status CheckpointStore::Load() {
     SMOE_LOG(WARNING) << "checkpoint store: " << missing.size()
                       << " row(s) without a complete blob; forgetting them";
     store::WriteBatch b;
-    for (const auto& c : missing) b.deleted_checkpoints.push_back({c.trial_id, c.step});
+    for (const auto& c : missing)
+      b.deleted_checkpoints.push_back({c.trial_id, c.step});
     SMOE_RETURN_IF_ERROR(store_->Commit(b));
   }
   // Debris of interrupted uploads: .part files, blobs with no row (a crash
@@ -165,8 +166,8 @@ CheckpointStore::BeginUpload(store::CheckpointRecord header) {
   }
   if (header.bytes > options_.max_blob_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "checkpoint of trial ", header.trial_id, " step ", header.step,
-        " is ", Mib(header.bytes),
+        "checkpoint of trial ", header.trial_id, " step ", header.step, " is ",
+        Mib(header.bytes),
         ", over the coordinator's --checkpoint-max-bytes of ",
         Mib(options_.max_blob_bytes),
         "; not stored (use a shared checkpoint dir for large checkpoints)"));
@@ -193,8 +194,8 @@ CheckpointStore::BeginUpload(store::CheckpointRecord header) {
         options_.max_total_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "checkpoint of ", Mib(header.bytes), " refused: the store holds ",
-          Mib(total_bytes_ + reserved_bytes_), " of its --checkpoint-store-bytes ",
-          Mib(options_.max_total_bytes)));
+          Mib(total_bytes_ + reserved_bytes_),
+          " of its --checkpoint-store-bytes ", Mib(options_.max_total_bytes)));
     }
     reserved_bytes_ += header.bytes;
     seq = ++upload_seq_;
@@ -205,11 +206,11 @@ CheckpointStore::BeginUpload(store::CheckpointRecord header) {
   fs::create_directories(dir, ec);
   st.part = absl::StrCat(dir, "/", header.step, ".", seq, kPartSuffix);
   st.header = std::move(header);
-  st.fd = ::open(st.part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                 0600);
+  st.fd =
+      ::open(st.part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (st.fd < 0) {
-    return absl::InternalError(absl::StrCat(
-        "cannot create '", st.part, "': ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot create '", st.part, "': ", std::strerror(errno)));
   }
   return up;
 }
@@ -239,8 +240,8 @@ absl::Status CheckpointStore::Upload::Append(absl::string_view data) {
     const ssize_t n = ::write(st.fd, data.data() + off, data.size() - off);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "cannot write '", st.part, "': ", std::strerror(errno)));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot write '", st.part, "': ", std::strerror(errno)));
     }
     off += static_cast<size_t>(n);
   }
@@ -251,9 +252,9 @@ absl::Status CheckpointStore::Upload::Append(absl::string_view data) {
 absl::StatusOr<store::CheckpointRecord> CheckpointStore::Upload::Finish() {
   State& st = *state_;
   if (st.written != st.header.bytes) {
-    return absl::DataLossError(absl::StrCat(
-        "checkpoint upload ended after ", st.written, " of ", st.header.bytes,
-        " bytes"));
+    return absl::DataLossError(absl::StrCat("checkpoint upload ended after ",
+                                            st.written, " of ", st.header.bytes,
+                                            " bytes"));
   }
   const std::string sha = st.sha.HexDigest();
   if (sha != st.header.sha256) {
@@ -315,7 +316,8 @@ absl::Status CheckpointStore::Record(const store::CheckpointRecord& c) {
 absl::Status CheckpointStore::Delete(
     const std::vector<store::CheckpointRecord>& records) {
   store::WriteBatch b;
-  for (const auto& c : records) b.deleted_checkpoints.push_back({c.trial_id, c.step});
+  for (const auto& c : records)
+    b.deleted_checkpoints.push_back({c.trial_id, c.step});
   SMOE_RETURN_IF_ERROR(store_->Commit(b));
   for (const auto& c : records) ::unlink(BlobPath(c).c_str());
   return absl::OkStatus();
@@ -398,8 +400,7 @@ absl::Status CheckpointStore::Read(
   }
   const std::string got = sha.HexDigest();
   if (got != c.sha256) {
-    return set_aside(
-        absl::StrCat("SHA-256 ", got, ", recorded ", c.sha256));
+    return set_aside(absl::StrCat("SHA-256 ", got, ", recorded ", c.sha256));
   }
   return absl::OkStatus();
 }

@@ -83,8 +83,8 @@ class CheckpointStoreTest : public ::testing::Test {
   int FilesIn(const std::string& trial) {
     int n = 0;
     std::error_code ec;
-    const std::string d = dir_.File("checkpoints/") + trial.substr(0, 1) +
-                          "_" + trial.substr(trial.find('/') + 1);
+    const std::string d = dir_.File("checkpoints/") + trial.substr(0, 1) + "_" +
+                          trial.substr(trial.find('/') + 1);
     for (auto& e : fs::directory_iterator(d, ec)) {
       (void)e;
       ++n;

@@ -7,8 +7,8 @@
 #include "absl/strings/strip.h"
 #include "common/blob_file.h"
 #include "common/logging.h"
-#include "coordinator/artifacts.h"
 #include "common/status_macros.h"
+#include "coordinator/artifacts.h"
 #include "coordinator/grpc_auth.h"
 #include "proto/auth.h"
 #include "proto/rpc_status.h"
@@ -546,8 +546,8 @@ grpc::Status WorkerGatewayServiceImpl::PutCheckpoint(
   absl::Status auth = proto::CheckBearerToken(ctx->client_metadata(), token_);
   if (!auth.ok()) return ToGrpcStatus(auth);
   if (checkpoints_ == nullptr) {
-    return ToGrpcStatus(absl::UnimplementedError(
-        "this coordinator stores no checkpoints"));
+    return ToGrpcStatus(
+        absl::UnimplementedError("this coordinator stores no checkpoints"));
   }
   return ToGrpcStatus([&]() -> absl::Status {
     pb::CheckpointChunk header;
@@ -574,9 +574,9 @@ grpc::Status WorkerGatewayServiceImpl::PutCheckpoint(
     pb::CheckpointChunk chunk;
     while (reader->Read(&chunk)) {
       if (chunk.data().size() > kBlobChunkBytes) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "PutCheckpoint: chunk of ", chunk.data().size(),
-            " bytes; at most ", kBlobChunkBytes, " per message"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("PutCheckpoint: chunk of ", chunk.data().size(),
+                         " bytes; at most ", kBlobChunkBytes, " per message"));
       }
       SMOE_RETURN_IF_ERROR(up->Append(chunk.data()));
     }
@@ -605,11 +605,11 @@ grpc::Status WorkerGatewayServiceImpl::GetCheckpoint(
     std::optional<store::CheckpointRecord> c =
         checkpoints_->Latest(req->trial_id(), req->before_step());
     if (!c.has_value()) {
-      return absl::NotFoundError(absl::StrCat(
-          "no stored checkpoint of trial ", req->trial_id(),
-          req->before_step() > 0
-              ? absl::StrCat(" before step ", req->before_step())
-              : ""));
+      return absl::NotFoundError(
+          absl::StrCat("no stored checkpoint of trial ", req->trial_id(),
+                       req->before_step() > 0
+                           ? absl::StrCat(" before step ", req->before_step())
+                           : ""));
     }
     pb::CheckpointChunk header;
     header.set_trial_id(c->trial_id);

@@ -1103,10 +1103,9 @@ absl::StatusOr<std::vector<TrialSummary>> SqliteStore::ListSummariesOf(
 absl::StatusOr<std::vector<CheckpointRecord>> SqliteStore::ListCheckpoints(
     absl::string_view trial_id) {
   absl::MutexLock lock(&mu_);
-  SMOE_STATEMENT(s,
-                 trial_id.empty() ? kListAllCheckpoints
-                                  : kListCheckpointsOfTrial,
-                 "list checkpoints");
+  SMOE_STATEMENT(
+      s, trial_id.empty() ? kListAllCheckpoints : kListCheckpointsOfTrial,
+      "list checkpoints");
   if (!trial_id.empty()) s.Text(trial_id);
   std::vector<CheckpointRecord> out;
   while (true) {

@@ -158,12 +158,12 @@ struct TrialSummary {
 // coordinator/checkpoint_store.h). Unique per (trial_id, step).
 struct CheckpointRecord {
   std::string trial_id;
-  int64_t step = 0;        // the trainer's checkpoint event step
-  std::string file_name;   // the file's name in the trial's work dir
+  int64_t step = 0;       // the trainer's checkpoint event step
+  std::string file_name;  // the file's name in the trial's work dir
   int64_t bytes = 0;
-  std::string sha256;      // lowercase hex of the whole blob
-  int attempt = 0;         // the attempt that uploaded it
-  std::string worker_id;   // the worker that uploaded it
+  std::string sha256;     // lowercase hex of the whole blob
+  int attempt = 0;        // the attempt that uploaded it
+  std::string worker_id;  // the worker that uploaded it
   absl::Time created_at = absl::UnixEpoch();
 };
 

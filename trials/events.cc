@@ -60,7 +60,8 @@ std::string CheckpointEvent(int64_t step) {
 }
 
 std::string CheckpointEvent(int64_t step, absl::string_view file) {
-  return Line({{"event", "checkpoint"}, {"step", step}, {"file", std::string(file)}});
+  return Line(
+      {{"event", "checkpoint"}, {"step", step}, {"file", std::string(file)}});
 }
 
 std::string CheckpointRestoredEvent(int64_t step, absl::string_view restored,

@@ -109,8 +109,9 @@ bool WaitForUploads(Cluster& c, const std::string& sweep, int uploads,
     bool all = s.ok() && s->trials_size() > 0;
     if (all) {
       for (const auto& t : s->trials()) {
-        if (static_cast<int>(Series(c, t.trial_id(), "checkpoint/uploaded")
-                                 .size()) < uploads) {
+        if (static_cast<int>(
+                Series(c, t.trial_id(), "checkpoint/uploaded").size()) <
+            uploads) {
           all = false;
         }
       }
@@ -129,7 +130,8 @@ TEST(CheckpointFaultsTest, DrainedTrialResumesOnAnotherWorkerAtItsCheckpoint) {
   c.StartCoordinator();
   c.StartWorker(0, 1);
   const std::string file = c.WriteFile(
-      "s.yaml", "name: mv\nkind: sraven\ngrid:\n  M: [1]\nfixed: {steps: 10}\n");
+      "s.yaml",
+      "name: mv\nkind: sraven\ngrid:\n  M: [1]\nfixed: {steps: 10}\n");
   auto [rc, out] = c.Smoe({"sweep", "submit", file});
   ASSERT_EQ(rc, 0) << out;
   ASSERT_TRUE(WaitForUploads(c, "mv", 2, absl::Seconds(60)));
@@ -216,14 +218,15 @@ TEST(CheckpointFaultsTest, DrainedTrialResumesOnAnotherWorkerAtItsCheckpoint) {
   ASSERT_EQ(arc, 0) << aout;
   EXPECT_THAT(aout, HasSubstr("result.json"));
   EXPECT_THAT(aout, ::testing::Not(HasSubstr("checkpoint-")));
-  std::cout << "drain with upload took " << drain_took
-            << "; checkpointed step " << checkpointed << "\n";
+  std::cout << "drain with upload took " << drain_took << "; checkpointed step "
+            << checkpointed << "\n";
 }
 
 // A stored checkpoint that fails verification on download is set aside (on
 // the coordinator) and the attempt resumes from the previous stored one, or
 // from scratch when that is bad too; both reported.
-TEST(CheckpointFaultsTest, CorruptStoredCheckpointIsSetAsideAndThePreviousUsed) {
+TEST(CheckpointFaultsTest,
+     CorruptStoredCheckpointIsSetAsideAndThePreviousUsed) {
   Cluster c("ckpt-corrupt", R"({"default": {"mode": "succeed", "steps": 400,
       "step_ms": 25, "checkpoint_every": 5}})");
   c.StartCoordinator();
@@ -272,8 +275,9 @@ TEST(CheckpointFaultsTest, CorruptStoredCheckpointIsSetAsideAndThePreviousUsed) 
   }
   EXPECT_THAT(ReadText(c.dir() + "/coordinator.log"),
               HasSubstr("failed verification"));
-  EXPECT_THAT(ReadText(c.dir() + "/worker-1/worker.log"),
-              HasSubstr("no verified stored checkpoint; starting from scratch"));
+  EXPECT_THAT(
+      ReadText(c.dir() + "/worker-1/worker.log"),
+      HasSubstr("no verified stored checkpoint; starting from scratch"));
 }
 
 // A checkpoint over the coordinator's cap is refused with a message naming
@@ -284,7 +288,8 @@ TEST(CheckpointFaultsTest, CheckpointOverTheCapIsRefusedNamingItsSize) {
   c.StartCoordinator({"--checkpoint-max-bytes", "4096"});
   c.StartWorker(0, 1);
   const std::string file = c.WriteFile(
-      "s.yaml", "name: cap\nkind: sraven\ngrid:\n  M: [1]\nfixed: {steps: 10}\n");
+      "s.yaml",
+      "name: cap\nkind: sraven\ngrid:\n  M: [1]\nfixed: {steps: 10}\n");
   auto [rc, out] = c.Smoe({"sweep", "submit", file});
   ASSERT_EQ(rc, 0) << out;
   ASSERT_TRUE(c.WaitFor("cap", Done, absl::Seconds(60)));
@@ -300,9 +305,9 @@ TEST(CheckpointFaultsTest, CheckpointOverTheCapIsRefusedNamingItsSize) {
   EXPECT_THAT(log, HasSubstr("coordinator refused the checkpoint"));
   EXPECT_THAT(log, HasSubstr("over the coordinator's --checkpoint-max-bytes "
                              "of 4096 bytes"));
-  EXPECT_THAT(log, HasSubstr(absl::StrCat(
-                       static_cast<int64_t>(refused.begin()->second),
-                       " bytes")));
+  EXPECT_THAT(
+      log, HasSubstr(absl::StrCat(static_cast<int64_t>(refused.begin()->second),
+                                  " bytes")));
   EXPECT_EQ(FilesUnder(c.dir() + "/coord/checkpoints"), 0);
 }
 

@@ -27,6 +27,7 @@ using json = nlohmann::json;
 constexpr char kLocalMeta[] = "checkpoint.step";
 constexpr char kUploadDir[] = ".upload";
 constexpr char kDownload[] = ".download";
+constexpr int64_t kCopyBelowBytes = int64_t{64} << 20;
 
 void WriteLocalMeta(const std::string& trial_dir, int64_t step,
                     const std::string& file) {
@@ -166,8 +167,12 @@ absl::Status CheckpointUploader::Snapshot(const std::string& worker_id,
   job.file = file;
   job.snapshot = absl::StrCat(dir, "/", step, "-", file);
   ::unlink(job.snapshot.c_str());
-  if (::link(src.c_str(), job.snapshot.c_str()) != 0) {
-    // No hard links here (another filesystem, a FUSE mount): copy.
+  // A large checkpoint is hard-linked (no copy; trainers replace it by
+  // rename, which leaves the linked inode alone); a small one, or where
+  // linking fails, is copied (safe for a file appended in place, like
+  // Skill-Mix's skillmix_checkpoint.jsonl).
+  if (st.st_size <= kCopyBelowBytes ||
+      ::link(src.c_str(), job.snapshot.c_str()) != 0) {
     absl::StatusOr<FileDigest> copied = CopyFileAtomic(src, job.snapshot);
     if (!copied.ok()) return copied.status();
   }
@@ -241,8 +246,8 @@ void CheckpointUploader::Upload(const Job& job) {
     status = CopyToShared(job, &bytes);
     if (!status.ok()) {
       SMOE_LOG(WARNING) << "checkpoint of trial " << job.trial_id << " step "
-                        << job.step << " not copied to the shared dir: "
-                        << status;
+                        << job.step
+                        << " not copied to the shared dir: " << status;
       return;
     }
   }
@@ -301,8 +306,7 @@ std::vector<CheckpointNote> RestoreCheckpoint(GatewayClient* gateway,
     return notes;
   }
   auto note = [&](const std::string& name, int64_t step, double value) {
-    notes.push_back(
-        {lease.trial_id(), lease.attempt(), step, name, value});
+    notes.push_back({lease.trial_id(), lease.attempt(), step, name, value});
   };
   const std::string download = absl::StrCat(trial_dir, "/", kDownload);
   int64_t before = 0;
@@ -379,7 +383,8 @@ std::vector<CheckpointNote> RestoreCheckpoint(GatewayClient* gateway,
   if (!notes.empty()) {
     SMOE_LOG(WARNING) << "trial " << lease.trial_id()
                       << ": no verified stored checkpoint; starting from "
-                      << (local.has_value() ? "the local checkpoint" : "scratch");
+                      << (local.has_value() ? "the local checkpoint"
+                                            : "scratch");
   }
   return notes;
 }
@@ -423,7 +428,8 @@ std::vector<CheckpointNote> RestoreSharedCheckpoint(
                         << ": shared checkpoint of step " << step
                         << " failed verification; set aside as " << where;
       notes.push_back({lease.trial_id(), lease.attempt(), step,
-                       "checkpoint/download_corrupt", static_cast<double>(step)});
+                       "checkpoint/download_corrupt",
+                       static_cast<double>(step)});
       continue;
     }
     const std::string target = absl::StrCat(trial_dir, "/", file);

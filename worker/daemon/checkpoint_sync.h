@@ -79,7 +79,8 @@ struct LocalCheckpoint {
   int64_t step = 0;
   std::string file;
 };
-std::optional<LocalCheckpoint> ReadLocalCheckpoint(const std::string& trial_dir);
+std::optional<LocalCheckpoint> ReadLocalCheckpoint(
+    const std::string& trial_dir);
 
 class CheckpointUploader {
  public:

@@ -105,8 +105,8 @@ class GrpcGatewayClient final : public GatewayClient {
     grpc::Status s = writer->Finish();
     if (!s.ok()) return proto::FromGrpcStatus(s);
     if (sent != header.total_bytes()) {
-      return absl::DataLossError(absl::StrCat("sent ", sent, " of ",
-                                              header.total_bytes(), " bytes"));
+      return absl::DataLossError(
+          absl::StrCat("sent ", sent, " of ", header.total_bytes(), " bytes"));
     }
     return resp;
   }
@@ -141,7 +141,8 @@ class GrpcGatewayClient final : public GatewayClient {
     if (!s.ok()) return proto::FromGrpcStatus(s);
     if (!have_header) return absl::DataLossError("empty checkpoint stream");
     if (!written) {
-      return absl::InternalError(absl::StrCat("cannot write '", dest_path, "'"));
+      return absl::InternalError(
+          absl::StrCat("cannot write '", dest_path, "'"));
     }
     return header;
   }

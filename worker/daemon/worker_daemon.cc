@@ -700,11 +700,12 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
     case trials::TrialEvent::Type::kCheckpoint:
       SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id()
                       << " checkpoint at step " << ev->step.value_or(0);
-      if (uploader_ != nullptr && ev->restored.empty() && ev->step.has_value()) {
+      if (uploader_ != nullptr && ev->restored.empty() &&
+          ev->step.has_value()) {
         const std::string file =
             ev->file.empty() ? kDefaultCheckpointFile : ev->file;
-        absl::Status s = uploader_->Snapshot(worker_id_, t->lease, t->dir,
-                                             *ev->step, file);
+        absl::Status s =
+            uploader_->Snapshot(worker_id_, t->lease, t->dir, *ev->step, file);
         if (absl::IsNotFound(s)) {
           SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id() << ": " << s;
         } else if (!s.ok()) {

@@ -169,7 +169,10 @@ absl::StatusOr<skillmix::SkillMixResult> RunSkillMixTrial(
                                    : std::numeric_limits<double>::quiet_NaN()));
       }
     }
-    if (new_work) emit(trials::CheckpointEvent(p.done));
+    // Named, so the worker daemon uploads it (checkpoint_sync.h).
+    if (new_work) {
+      emit(trials::CheckpointEvent(p.done, "skillmix_checkpoint.jsonl"));
+    }
   };
   auto should_stop = [&] {
     return options.stop != nullptr && options.stop->load();
