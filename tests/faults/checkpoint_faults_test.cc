@@ -90,6 +90,15 @@ int FilesUnder(const std::string& dir) {
   return n;
 }
 
+// The step inside a stored fake-trainer checkpoint (checkpoint.json). The
+// daemon labels a blob with its event's step; when the trainer writes the
+// next checkpoint before the daemon reads the event, the content is newer
+// than the label (never older), so resumption is checked against content.
+int64_t ContentStep(const std::string& path) {
+  const auto j = nlohmann::json::parse(ReadText(path), nullptr, false);
+  return j.is_object() && j.contains("step") ? j["step"].get<int64_t>() : -1;
+}
+
 void FlipByte(const std::string& path, std::streamoff at) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekg(at);
@@ -159,6 +168,8 @@ TEST(CheckpointFaultsTest, DrainedTrialResumesOnAnotherWorkerAtItsCheckpoint) {
   EXPECT_EQ(blobs.rbegin()->first, checkpointed)
       << "the SIGTERM checkpoint is stored before Fail(PREEMPTED)";
   EXPECT_LE(blobs.size(), 2u) << "the newest two are kept";
+  EXPECT_EQ(ContentStep(blobs.rbegin()->second), checkpointed)
+      << "the checkpoint written at SIGTERM";
 
   // Worker A's host is gone: nothing of the trial is left on any worker.
   fs::remove_all(c.dir() + "/worker-0");
@@ -250,9 +261,11 @@ TEST(CheckpointFaultsTest,
     ASSERT_EQ(blobs.size(), 2u) << t.trial_id();
     const auto p = nlohmann::json::parse(t.params_json());
     newest[t.trial_id()] = blobs.rbegin()->first;
+    const int64_t previous = ContentStep(blobs.begin()->second);
+    ASSERT_GT(previous, 0);
     FlipByte(blobs.rbegin()->second, 3);
     if (p["M"] == 1) {
-      expect_start[t.trial_id()] = blobs.begin()->first + 1;  // the previous
+      expect_start[t.trial_id()] = previous + 1;
     } else {
       FlipByte(blobs.begin()->second, 3);
       expect_start[t.trial_id()] = 1;  // scratch
