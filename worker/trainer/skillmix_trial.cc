@@ -154,6 +154,12 @@ absl::StatusOr<skillmix::SkillMixResult> RunSkillMixTrial(
 
   int last_done = -1;
   auto progress = [&](const skillmix::SkillMixProgress& p) {
+    if (last_done < 0 && !p.checkpoint_set_aside.empty()) {
+      // Corrupt lines were set aside; the valid ones resumed (the daemon
+      // records checkpoint/restored_previous).
+      emit(trials::CheckpointRestoredEvent(p.done, "previous",
+                                           p.checkpoint_set_aside));
+    }
     emit(trials::ProgressEvent(p.done, p.total));
     if (p.done == last_done) return;
     const bool new_work = last_done >= 0;  // not the initial (resume) call
