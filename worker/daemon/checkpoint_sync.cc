@@ -181,6 +181,7 @@ absl::Status CheckpointUploader::Snapshot(const std::string& worker_id,
   if (it != pending_.end() && it->second.snapshot != job.snapshot) {
     ::unlink(it->second.snapshot.c_str());  // superseded before it went out
   }
+  if (in_flight_ == job.trial_id) supersede_.store(true);
   pending_[job.trial_id] = std::move(job);
   cv_.SignalAll();
   return absl::OkStatus();
@@ -215,6 +216,7 @@ void CheckpointUploader::Loop() {
       job = std::move(it->second);
       pending_.erase(it);
       in_flight_ = job.trial_id;
+      supersede_.store(false);
     }
     Upload(job);
     ::unlink(job.snapshot.c_str());
@@ -258,7 +260,13 @@ void CheckpointUploader::Upload(const Job& job) {
       cv_.WaitWithTimeout(&mu_, absl::Seconds(attempt));
       if (stop_ || pending_.count(job.trial_id) > 0) return;
     }
-    status = gateway_->PutCheckpoint(header, job.snapshot).status();
+    status =
+        gateway_->PutCheckpoint(header, job.snapshot, &supersede_).status();
+    if (absl::IsCancelled(status) && supersede_.load()) {
+      SMOE_LOG(DEBUG) << "checkpoint upload of trial " << job.trial_id
+                      << " step " << job.step << " superseded";
+      return;
+    }
     if (status.ok() || !IsTransient(status.code())) break;
   }
   CheckpointNote note;

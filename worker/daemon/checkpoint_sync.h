@@ -15,8 +15,9 @@
 // cannot change a linked inode; a copy where linking fails) and records the
 // step in <trial dir>/checkpoint.step; the uploader thread then streams it
 // (PutCheckpoint) with its SHA-256. Only the newest pending snapshot of a
-// trial is uploaded; older pending ones are dropped. Uploads are best
-// effort: a refusal (over the coordinator's cap: the reply names the size)
+// trial is uploaded; older pending ones are dropped, and an upload in
+// flight is abandoned when a newer snapshot of its trial arrives. Uploads are
+// best effort: a refusal (over the coordinator's cap: the reply names the size)
 // is logged once per trial and reported as an outcome; transient errors are
 // retried up to 3 times.
 //
@@ -44,6 +45,7 @@
 #ifndef SMOE_WORKER_DAEMON_CHECKPOINT_SYNC_H_
 #define SMOE_WORKER_DAEMON_CHECKPOINT_SYNC_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -127,6 +129,10 @@ class CheckpointUploader {
   absl::CondVar cv_;
   std::map<std::string, Job> pending_ ABSL_GUARDED_BY(mu_);  // by trial
   std::string in_flight_ ABSL_GUARDED_BY(mu_);
+  // Set when a newer snapshot of the in-flight trial arrives: the running
+  // upload is abandoned (a drain's SIGTERM checkpoint does not wait behind
+  // a superseded one).
+  std::atomic<bool> supersede_{false};
   std::vector<CheckpointNote> notes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, bool> refused_logged_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

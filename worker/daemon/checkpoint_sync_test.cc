@@ -54,7 +54,8 @@ class BlobGateway : public GatewayClient {
     return v1::FailResponse();
   }
   absl::StatusOr<v1::PutCheckpointResponse> PutCheckpoint(
-      const v1::CheckpointChunk& header, const std::string& path) override {
+      const v1::CheckpointChunk& header, const std::string& path,
+      const std::atomic<bool>*) override {
     absl::MutexLock lock(&mu);
     const std::string data = ReadAll(path);
     if (static_cast<int64_t>(data.size()) > cap) {

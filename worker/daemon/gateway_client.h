@@ -10,6 +10,7 @@
 #ifndef SMOE_WORKER_DAEMON_GATEWAY_CLIENT_H_
 #define SMOE_WORKER_DAEMON_GATEWAY_CLIENT_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -42,10 +43,12 @@ class GatewayClient {
 
   // Streams the file at `path` as the checkpoint `header` describes (ids,
   // step, file_name, total_bytes, sha256; no data) in kBlobChunkBytes
-  // chunks. The default (a coordinator or fake without checkpoint storage)
-  // answers Unimplemented.
+  // chunks. `cancel` (may be null) is polled between chunks: once true the
+  // upload is abandoned with Cancelled. The default (a coordinator or fake
+  // without checkpoint storage) answers Unimplemented.
   virtual absl::StatusOr<v1::PutCheckpointResponse> PutCheckpoint(
-      const v1::CheckpointChunk& header, const std::string& path);
+      const v1::CheckpointChunk& header, const std::string& path,
+      const std::atomic<bool>* cancel);
   // Downloads the stored checkpoint `req` names into `dest_path` (created or
   // truncated) and returns its header (step, file_name, total_bytes,
   // sha256). The caller verifies the file. Default: Unimplemented.

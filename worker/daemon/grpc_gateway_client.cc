@@ -14,7 +14,7 @@
 namespace smoe::worker {
 
 absl::StatusOr<v1::PutCheckpointResponse> GatewayClient::PutCheckpoint(
-    const v1::CheckpointChunk&, const std::string&) {
+    const v1::CheckpointChunk&, const std::string&, const std::atomic<bool>*) {
   return absl::UnimplementedError("checkpoint storage not supported");
 }
 
@@ -77,7 +77,8 @@ class GrpcGatewayClient final : public GatewayClient {
   }
 
   absl::StatusOr<v1::PutCheckpointResponse> PutCheckpoint(
-      const v1::CheckpointChunk& header, const std::string& path) override {
+      const v1::CheckpointChunk& header, const std::string& path,
+      const std::atomic<bool>* cancel) override {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
@@ -93,6 +94,11 @@ class GrpcGatewayClient final : public GatewayClient {
     std::vector<char> buf(kBlobChunkBytes);
     int64_t sent = 0;
     while (ok && in) {
+      if (cancel != nullptr && cancel->load()) {
+        ctx.TryCancel();
+        writer->Finish().ok();
+        return absl::CancelledError("checkpoint upload superseded");
+      }
       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
       const std::streamsize n = in.gcount();
       if (n <= 0) break;
