@@ -384,7 +384,7 @@ async function main() {
   const artHref = await artLink.getAttribute('href');
   check(artName === 'checkpoint-40-checkpoint.json', `the stored checkpoint is listed (${artName})`);
   const artBody = await page.evaluate(async (u) => (await fetch(u, { credentials: 'same-origin' })).text(), artHref);
-  check(/"step":40/.test(artBody), `the download link returns the checkpoint's bytes (${artBody})`);
+  check(JSON.parse(artBody).step === 40, `the download link returns the checkpoint's bytes (${artBody})`);
   const anonStatus = await page.evaluate(async (u) => (await fetch(u, { credentials: 'omit' })).status, artHref);
   check(anonStatus === 401, `the download needs the token (${anonStatus})`);
   await page.screenshot({ path: path.join(artifacts, 'trial-artifacts.png'), fullPage: true });

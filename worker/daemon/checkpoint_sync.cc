@@ -80,9 +80,11 @@ std::string SharedTrialDir(const std::string& shared_dir,
 }
 
 CheckpointUploader::CheckpointUploader(GatewayClient* gateway,
-                                       std::string shared_dir)
+                                       std::string shared_dir,
+                                       std::function<bool(uint64_t)> delivered)
     : gateway_(gateway),
       shared_dir_(std::move(shared_dir)),
+      delivered_(std::move(delivered)),
       thread_([this] { Loop(); }) {}
 
 absl::Status CheckpointUploader::CopyToShared(const Job& job, int64_t* bytes) {
@@ -142,7 +144,8 @@ absl::Status CheckpointUploader::Snapshot(const std::string& worker_id,
                                           const v1::TrialLease& lease,
                                           const std::string& trial_dir,
                                           int64_t step,
-                                          const std::string& file) {
+                                          const std::string& file,
+                                          uint64_t after_report) {
   if (absl::Status s = ValidateBlobFileName(file, "checkpoint event file");
       !s.ok()) {
     return s;
@@ -165,6 +168,7 @@ absl::Status CheckpointUploader::Snapshot(const std::string& worker_id,
   job.attempt = lease.attempt();
   job.step = step;
   job.file = file;
+  job.after_report = after_report;
   job.snapshot = absl::StrCat(dir, "/", step, "-", file);
   ::unlink(job.snapshot.c_str());
   // A large checkpoint is hard-linked (no copy; trainers replace it by
@@ -217,6 +221,18 @@ void CheckpointUploader::Loop() {
       pending_.erase(it);
       in_flight_ = job.trial_id;
       supersede_.store(false);
+      // The metrics reported before the checkpoint go first.
+      while (!stop_ && delivered_ && !delivered_(job.after_report) &&
+             pending_.count(job.trial_id) == 0) {
+        cv_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
+      }
+      if (stop_) return;
+      if (pending_.count(job.trial_id) > 0) {  // superseded while waiting
+        ::unlink(job.snapshot.c_str());
+        in_flight_.clear();
+        cv_.SignalAll();
+        continue;
+      }
     }
     Upload(job);
     ::unlink(job.snapshot.c_str());

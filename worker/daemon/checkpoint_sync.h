@@ -47,6 +47,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -90,8 +91,13 @@ class CheckpointUploader {
   // thread.
   // `shared_dir`: the shared-filesystem mode's directory; empty = upload to
   // the coordinator.
+  // `delivered(id)` (may be null) says whether the daemon's reports up to
+  // outbox entry `id` are acknowledged: a snapshot is uploaded only after
+  // the metrics reported before it, so a trial resumed elsewhere from it has
+  // no gap in its curves.
   explicit CheckpointUploader(GatewayClient* gateway,
-                              std::string shared_dir = "");
+                              std::string shared_dir = "",
+                              std::function<bool(uint64_t)> delivered = {});
   ~CheckpointUploader();  // abandons what is pending; joins the thread
 
   // Snapshots <trial_dir>/<file> (see the file comment) and queues its
@@ -100,7 +106,7 @@ class CheckpointUploader {
   absl::Status Snapshot(const std::string& worker_id,
                         const v1::TrialLease& lease,
                         const std::string& trial_dir, int64_t step,
-                        const std::string& file);
+                        const std::string& file, uint64_t after_report = 0);
 
   // Waits until nothing of `trial_id` is queued or in flight, at most
   // `timeout` (real time). True when idle.
@@ -117,6 +123,7 @@ class CheckpointUploader {
     int64_t step = 0;
     std::string file;
     std::string snapshot;  // path of the linked copy
+    uint64_t after_report = 0;  // outbox id that must be delivered first
   };
   void Loop();
   void Upload(const Job& job);
@@ -125,6 +132,7 @@ class CheckpointUploader {
 
   GatewayClient* const gateway_;
   const std::string shared_dir_;
+  const std::function<bool(uint64_t)> delivered_;
   absl::Mutex mu_;
   absl::CondVar cv_;
   std::map<std::string, Job> pending_ ABSL_GUARDED_BY(mu_);  // by trial

@@ -202,8 +202,9 @@ WorkerDaemon::WorkerDaemon(GatewayClient* gateway,
       worker_id_(options_.worker_id) {
   for (int g : options_.gpu_indices) gpu_busy_[g] = false;
   if (options_.checkpoint_sync) {
-    uploader_ =
-        std::make_unique<CheckpointUploader>(gateway_, options_.checkpoint_dir);
+    uploader_ = std::make_unique<CheckpointUploader>(
+        gateway_, options_.checkpoint_dir,
+        [this](uint64_t id) { return delivered_id_.load() >= id; });
   }
 }
 
@@ -451,7 +452,9 @@ absl::Status WorkerDaemon::DeliverOutbox() {
     if (s.ok()) {
       OnRpcOk();
       SMOE_LOG(DEBUG) << what << " acknowledged";
+      const uint64_t id = e.id;
       SMOE_RETURN_IF_ERROR(outbox_->PopFront());
+      delivered_id_.store(id);
       continue;
     }
     RpcOutcome outcome = OnRpcError(s, what);
@@ -468,7 +471,9 @@ absl::Status WorkerDaemon::DeliverOutbox() {
     if (outcome == RpcOutcome::kDrop) {
       SMOE_LOG(WARNING) << what << " refused (" << s
                         << "); treating as acknowledged";
+      const uint64_t id = e.id;
       SMOE_RETURN_IF_ERROR(outbox_->PopFront());
+      delivered_id_.store(id);
       continue;
     }
     break;  // retry later, in order
@@ -704,8 +709,12 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
           ev->step.has_value()) {
         const std::string file =
             ev->file.empty() ? kDefaultCheckpointFile : ev->file;
-        absl::Status s =
-            uploader_->Snapshot(worker_id_, t->lease, t->dir, *ev->step, file);
+        // Queue the metrics up to here first: the upload waits for them.
+        absl::Status s = FlushMetrics(t);
+        if (s.ok()) {
+          s = uploader_->Snapshot(worker_id_, t->lease, t->dir, *ev->step,
+                                  file, outbox_->last_id());
+        }
         if (absl::IsNotFound(s)) {
           SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id() << ": " << s;
         } else if (!s.ok()) {
@@ -771,6 +780,10 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
                                  (draining_ && t->ranks->term_sent()));
     // The next attempt, on any worker, resumes from the checkpoint written
     // at SIGTERM: report the preemption once it is stored (or after grace).
+    // Its upload waits for the metrics before it: deliver them now.
+    if (resumable && registered_ && RpcAllowed()) {
+      SMOE_RETURN_IF_ERROR(DeliverOutbox());
+    }
     if (resumable &&
         !uploader_->WaitIdle(t->lease.trial_id(), options_.grace)) {
       SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()

@@ -245,6 +245,8 @@ class WorkerDaemon {
   uint64_t not_found_entry_ = 0;         // outbox id that got NOT_FOUND once
   std::map<std::string, Trial> trials_;  // key: trial_id
   std::map<int, bool> gpu_busy_;         // gpu index -> allocated
+  // Outbox id acknowledged last (entries are delivered in order).
+  std::atomic<uint64_t> delivered_id_{0};
   std::unique_ptr<CheckpointUploader> uploader_;  // checkpoint_sync only
 };
 
