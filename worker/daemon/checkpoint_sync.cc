@@ -143,8 +143,7 @@ CheckpointUploader::~CheckpointUploader() {
 absl::Status CheckpointUploader::Snapshot(const std::string& worker_id,
                                           const v1::TrialLease& lease,
                                           const std::string& trial_dir,
-                                          int64_t step,
-                                          const std::string& file,
+                                          int64_t step, const std::string& file,
                                           uint64_t after_report) {
   if (absl::Status s = ValidateBlobFileName(file, "checkpoint event file");
       !s.ok()) {

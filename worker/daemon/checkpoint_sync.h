@@ -122,7 +122,7 @@ class CheckpointUploader {
     int attempt = 0;
     int64_t step = 0;
     std::string file;
-    std::string snapshot;  // path of the linked copy
+    std::string snapshot;       // path of the linked copy
     uint64_t after_report = 0;  // outbox id that must be delivered first
   };
   void Loop();

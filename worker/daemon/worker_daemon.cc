@@ -712,8 +712,8 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
         // Queue the metrics up to here first: the upload waits for them.
         absl::Status s = FlushMetrics(t);
         if (s.ok()) {
-          s = uploader_->Snapshot(worker_id_, t->lease, t->dir, *ev->step,
-                                  file, outbox_->last_id());
+          s = uploader_->Snapshot(worker_id_, t->lease, t->dir, *ev->step, file,
+                                  outbox_->last_id());
         }
         if (absl::IsNotFound(s)) {
           SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id() << ": " << s;
