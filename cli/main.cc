@@ -16,6 +16,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/analyze_cmd.h"
+#include "cli/artifacts_cmd.h"
 #include "cli/client.h"
 #include "cli/deploy_cmd.h"
 #include "cli/doctor_cmd.h"
@@ -201,6 +202,23 @@ int Main(int argc, char** argv) {
                   "exists as an empty file (otherwise refused: a lost store "
                   "must not silently restart empty)");
   coord
+      ->add_option("--checkpoint-max-bytes",
+                   server_opts.checkpoints.max_blob_bytes,
+                   "Largest checkpoint a worker may upload (bytes); larger "
+                   "ones are refused and stay on their worker")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  coord->add_option("--checkpoint-shared-dir",
+                    server_opts.checkpoints.shared_dir,
+                    "The workers' --checkpoint-dir, when mounted here too: "
+                    "ended trials' directories are deleted");
+  coord
+      ->add_option("--checkpoint-store-bytes",
+                   server_opts.checkpoints.max_total_bytes,
+                   "Bytes of checkpoints kept in <data-dir>/checkpoints in all")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  coord
       ->add_option("--max-points", server_opts.scheduler.parse.max_points,
                    "Refuse sweeps that expand to more points")
       ->capture_default_str()
@@ -298,6 +316,18 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "csv", "json"}));
   add_client_flags(results);
+
+  // smoe artifacts
+  std::string artifact_trial, artifact_download, artifact_out;
+  CLI::App* artifacts = app.add_subcommand(
+      "artifacts", "List or download a trial's checkpoints and result file");
+  artifacts->add_option("TRIAL", artifact_trial, "Trial id (SWEEP/HASH)")
+      ->required();
+  artifacts->add_option("--download", artifact_download,
+                        "Download the artifact of this name");
+  artifacts->add_option("-o,--output", artifact_out,
+                        "Where to write it (default: its name; '-': stdout)");
+  add_client_flags(artifacts);
 
   // smoe train sraven
   CLI::App* train = app.add_subcommand("train", "One local training run");
@@ -545,6 +575,10 @@ int Main(int argc, char** argv) {
   if (watch_cmd->parsed()) return WatchSweepCmd(*client, sweep_id, std::cout);
   if (results->parsed())
     return ResultsCmd(*client, sweep_id, format, std::cout);
+  if (artifacts->parsed()) {
+    return ArtifactsCmd(*client, artifact_trial, artifact_download,
+                        artifact_out, std::cout);
+  }
   if (analyze->parsed()) {
     return AnalyzeCmd(*client, sweep_id, analyze_flags, std::cout);
   }

@@ -187,6 +187,14 @@ CLI::App* AddWorkerCommand(CLI::App* app, worker::WorkerFlags* flags) {
          "SIGTERM -> SIGKILL grace on drain, seconds (default 30)")
       ->check(Seconds(/*positive=*/false))
       ->type_name("SECONDS");
+  cmd->add_option("--checkpoint-dir", flags->checkpoint_dir,
+                  "Keep trial checkpoints in this shared directory (every "
+                  "worker mounts it, e.g. a ReadWriteMany PVC) instead of "
+                  "uploading them to the coordinator")
+      ->check(NonEmpty("path"))
+      ->type_name("DIR");
+  cmd->add_flag("--no-checkpoint-sync", flags->no_checkpoint_sync,
+                "Keep checkpoints on this worker only (no upload/download)");
   cmd->add_option("--worker-id", flags->worker_id,
                   "Worker id (default: saved in the work dir, else assigned "
                   "by the coordinator)")

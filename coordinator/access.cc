@@ -50,6 +50,8 @@ const std::vector<GrpcRule>& GrpcAccessTable() {
       {"/smoe.v1.Coordinator/GetSweep", Access::kViewer},
       {"/smoe.v1.Coordinator/WatchSweep", Access::kViewer},
       {"/smoe.v1.Coordinator/GetTrialMetrics", Access::kViewer},
+      {"/smoe.v1.Coordinator/ListArtifacts", Access::kViewer},
+      {"/smoe.v1.Coordinator/GetArtifact", Access::kViewer},
       // The worker daemon.
       {"/smoe.v1.WorkerGateway/Register", Access::kWorker},
       {"/smoe.v1.WorkerGateway/Lease", Access::kWorker},
@@ -57,6 +59,8 @@ const std::vector<GrpcRule>& GrpcAccessTable() {
       {"/smoe.v1.WorkerGateway/ReportMetrics", Access::kWorker},
       {"/smoe.v1.WorkerGateway/Complete", Access::kWorker},
       {"/smoe.v1.WorkerGateway/Fail", Access::kWorker},
+      {"/smoe.v1.WorkerGateway/PutCheckpoint", Access::kWorker},
+      {"/smoe.v1.WorkerGateway/GetCheckpoint", Access::kWorker},
   };
   return *kTable;
 }
@@ -82,6 +86,9 @@ const std::vector<HttpRule>& HttpAccessTable() {
       {"GET", "/api/sweeps/" SMOE_SWEEP "/events", Access::kViewer},
       {"GET", "/api/sweeps/" SMOE_SWEEP "/search", Access::kViewer},
       {"GET", "/api/trials/" SMOE_TRIAL "/metrics", Access::kViewer},
+      {"GET", "/api/trials/" SMOE_TRIAL "/artifacts", Access::kViewer},
+      {"GET", "/api/trials/" SMOE_TRIAL "/artifacts/([A-Za-z0-9._-]{1,200})",
+       Access::kViewer},
       // Actions (coordinator/http_actions.cc); CSRF-checked.
       {"POST", "/api/sweeps/" SMOE_SWEEP "/cancel", Access::kAdmin},
       {"POST", "/api/sweeps/" SMOE_SWEEP "/retry", Access::kAdmin},

@@ -30,6 +30,7 @@
 #include "coordinator/http_actions.h"
 #include "coordinator/http_auth.h"
 #include "coordinator/http_connections.h"
+#include "coordinator/artifact_routes.h"
 #include "coordinator/http_server_assets.h"
 #include "coordinator/search_http.h"
 #include "coordinator/sweep_read_model.h"
@@ -751,6 +752,7 @@ struct HttpServer::Impl {
           GetTrialMetrics(req, res);
         });
     AddActionRoutes(Add, scheduler, tokens);
+    RegisterArtifactRoutes(Add, store, options.checkpoints);
     Add("GET", "/api/.*", [](const Request&, Response& res) {
       Error(res, 404, "no such API route");
     });

@@ -60,6 +60,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/checkpoint_store.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/tokens.h"
 #include "store/experiment_store.h"
@@ -90,6 +91,9 @@ struct HttpServerOptions {
   absl::Duration event_keepalive = absl::Seconds(10);
   // Bootstrap resamples for the curves and the optimal-k CI.
   int bootstrap_samples = 1000;
+  // Checkpoint artifacts (coordinator/artifact_routes.h); null = none
+  // listed. Not owned.
+  CheckpointStore* checkpoints = nullptr;
 };
 
 class HttpServer {

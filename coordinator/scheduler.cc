@@ -1035,6 +1035,13 @@ absl::StatusOr<TrialRecord*> Scheduler::CurrentAttemptLocked(
   return &t;
 }
 
+absl::Status Scheduler::CheckCurrentAttempt(const std::string& worker_id,
+                                            const std::string& trial_id,
+                                            int attempt) {
+  absl::MutexLock lock(&mu_);
+  return CurrentAttemptLocked(worker_id, trial_id, attempt).status();
+}
+
 void Scheduler::EndAttemptLocked(const TrialRecord& trial,
                                  AttemptOutcome outcome, TrialState next_state,
                                  int exit_code, const std::string& message,

@@ -283,6 +283,12 @@ class Scheduler {
                     int attempt, FailReason reason, int exit_code,
                     const std::string& message);
 
+  // OK when `attempt` of `trial_id` is running on `worker_id` (what
+  // ReportMetrics requires); FailedPrecondition for a stale attempt, NotFound
+  // for an unknown trial. Reads only (checkpoint uploads and downloads).
+  absl::Status CheckCurrentAttempt(const std::string& worker_id,
+                                   const std::string& trial_id, int attempt);
+
   // Re-queues trials whose lease lapsed. Called by the server every second and
   // at the start of every Lease().
   absl::Status ExpireLeases();

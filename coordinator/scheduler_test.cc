@@ -609,6 +609,10 @@ class FailingStore : public store::ExperimentStore {
       absl::string_view id) override {
     return inner_.ListAttempts(id);
   }
+  absl::StatusOr<std::vector<store::CheckpointRecord>> ListCheckpoints(
+      absl::string_view id) override {
+    return inner_.ListCheckpoints(id);
+  }
   absl::StatusOr<std::vector<store::WorkerRecord>> ListWorkers() override {
     return inner_.ListWorkers();
   }

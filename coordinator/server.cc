@@ -60,14 +60,19 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   SMOE_ASSIGN_OR_RETURN(
       s->scheduler_,
       Scheduler::Create(s->store_.get(), Clock::Real(), options.scheduler));
+  CheckpointStoreOptions ckpt = options.checkpoints;
+  if (ckpt.dir.empty()) ckpt.dir = options.data_dir + "/checkpoints";
+  SMOE_ASSIGN_OR_RETURN(s->checkpoints_,
+                        CheckpointStore::Open(s->store_.get(), ckpt));
   // Tokens and roles are checked when a call's headers arrive, before its
   // body is read (coordinator/grpc_auth.h), and again by the services.
   s->tokens_ = std::make_unique<TokenRegistry>(s->token_, s->tokens_file());
   s->auth_checker_ = std::make_unique<TokenAuthChecker>(s->tokens_.get());
   s->coordinator_service_ = std::make_unique<CoordinatorServiceImpl>(
-      s->scheduler_.get(), s->store_.get(), s->auth_checker_.get());
+      s->scheduler_.get(), s->store_.get(), s->auth_checker_.get(),
+      s->checkpoints_.get());
   s->gateway_service_ = std::make_unique<WorkerGatewayServiceImpl>(
-      s->scheduler_.get(), s->auth_checker_.get());
+      s->scheduler_.get(), s->auth_checker_.get(), s->checkpoints_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -104,6 +109,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (!options.http_listen.empty()) {
     HttpServerOptions http = options.http;
     http.listen = options.http_listen;
+    http.checkpoints = s->checkpoints_.get();
     auto h = HttpServer::Start(s->scheduler_.get(), s->store_.get(),
                                s->tokens_.get(), http);
     if (h.ok()) {
@@ -155,8 +161,20 @@ void CoordinatorServer::MaintenanceLoop() {
   // One line per period for a fault that persists, never one per tick.
   LogLimiter store_log(absl::Seconds(30));
   LogLimiter expiry_log(absl::Seconds(30));
+  LogLimiter gc_log(absl::Seconds(60));
   bool serving = true;
+  absl::Time next_gc = absl::Now();
   while (!stop_.WaitForNotificationWithTimeout(options_.expiry_period)) {
+    if (!scheduler_->failed() && absl::Now() >= next_gc) {
+      // Blobs of trials that ended (also cancelled ones, which no worker
+      // reports) and of trials that no longer exist.
+      next_gc = absl::Now() + options_.checkpoint_gc_period;
+      absl::StatusOr<int> n = checkpoints_->CollectGarbage();
+      int64_t suppressed = 0;
+      if (!n.ok() && gc_log.Allow(absl::Now(), &suppressed)) {
+        SMOE_LOG(WARNING) << "checkpoint GC failed: " << n.status();
+      }
+    }
     if (scheduler_->failed()) {
       if (serving) {
         serving = false;

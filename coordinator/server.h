@@ -59,6 +59,10 @@ struct ServerOptions {
   // the user named the address.
   bool http_required = false;
   HttpServerOptions http;
+  // Checkpoint blobs (coordinator/checkpoint_store.h); an empty dir means
+  // <data_dir>/checkpoints. Garbage-collected every checkpoint_gc_period.
+  CheckpointStoreOptions checkpoints;
+  absl::Duration checkpoint_gc_period = absl::Seconds(10);
 };
 
 // `smoe admin backup`: copies <data_dir>/smoe.db to `out` while a
@@ -97,6 +101,7 @@ class CoordinatorServer {
   std::string http_url() const { return http_ ? http_->url() : ""; }
   int http_port() const { return http_ ? http_->port() : 0; }
   store::ExperimentStore* store() { return store_.get(); }
+  CheckpointStore* checkpoints() { return checkpoints_.get(); }
 
   // Blocks until Shutdown().
   void Wait();
@@ -124,6 +129,7 @@ class CoordinatorServer {
   std::unique_ptr<TokenRegistry> tokens_;
   std::unique_ptr<TokenAuthChecker> auth_checker_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<CheckpointStore> checkpoints_;
   std::unique_ptr<CoordinatorServiceImpl> coordinator_service_;
   std::unique_ptr<WorkerGatewayServiceImpl> gateway_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -8,7 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/blob_file.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
+#include "coordinator/artifacts.h"
 #include "coordinator/grpc_auth.h"
 #include "proto/auth.h"
 #include "proto/rpc_status.h"
@@ -389,6 +392,51 @@ grpc::Status CoordinatorServiceImpl::DrainWorker(
                  [&] { return scheduler_->DrainWorker(req->worker_id()); });
 }
 
+grpc::Status CoordinatorServiceImpl::ListArtifacts(
+    grpc::ServerContext* ctx, const pb::ListArtifactsRequest* req,
+    pb::ListArtifactsResponse* resp) {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    SMOE_ASSIGN_OR_RETURN(
+        std::vector<ArtifactInfo> list,
+        coordinator::ListArtifacts(store_, checkpoints_, req->trial_id()));
+    for (const ArtifactInfo& a : list) {
+      pb::Artifact* out = resp->add_artifacts();
+      out->set_name(a.name);
+      out->set_kind(a.kind);
+      out->set_bytes(a.bytes);
+      out->set_sha256(a.sha256);
+      out->set_step(a.step);
+      out->set_created_ms(Ms(a.created_at));
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorServiceImpl::GetArtifact(
+    grpc::ServerContext* ctx, const pb::GetArtifactRequest* req,
+    grpc::ServerWriter<pb::ArtifactChunk>* writer) {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    return ReadArtifact(
+        store_, checkpoints_, req->trial_id(), req->name(),
+        [&](const ArtifactInfo& a) {
+          pb::ArtifactChunk first;
+          pb::Artifact* out = first.mutable_artifact();
+          out->set_name(a.name);
+          out->set_kind(a.kind);
+          out->set_bytes(a.bytes);
+          out->set_sha256(a.sha256);
+          out->set_step(a.step);
+          out->set_created_ms(Ms(a.created_at));
+          return writer->Write(first);
+        },
+        [&](absl::string_view data) {
+          pb::ArtifactChunk chunk;
+          chunk.set_data(std::string(data));
+          return !ctx->IsCancelled() && writer->Write(chunk);
+        });
+  });
+}
+
 // ---- WorkerGateway ----------------------------------------------------------
 
 grpc::Status WorkerGatewayServiceImpl::Register(grpc::ServerContext* ctx,
@@ -437,6 +485,12 @@ grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
         c->set_program(g.command.program);
         for (const std::string& a : g.command.args) c->add_args(a);
         c->set_defaults_json(g.defaults_json);
+      }
+      if (checkpoints_ != nullptr) {
+        if (auto c = checkpoints_->Latest(g.trial_id); c.has_value()) {
+          l->set_checkpoint_step(c->step);
+          l->set_checkpoint_bytes(c->bytes);
+        }
       }
     }
     return absl::OkStatus();
@@ -488,8 +542,11 @@ grpc::Status WorkerGatewayServiceImpl::Complete(grpc::ServerContext* ctx,
   return Guarded(ctx, auth_, *req, [&] {
     std::map<std::string, double> results(req->results().begin(),
                                           req->results().end());
-    return scheduler_->Complete(req->worker_id(), req->trial_id(),
-                                req->attempt(), results, req->duration_s());
+    absl::Status st =
+        scheduler_->Complete(req->worker_id(), req->trial_id(), req->attempt(),
+                             results, req->duration_s());
+    if (st.ok()) CollectCheckpoints();
+    return st;
   });
 }
 
@@ -518,8 +575,108 @@ grpc::Status WorkerGatewayServiceImpl::Fail(grpc::ServerContext* ctx,
         return absl::InvalidArgumentError(
             absl::StrCat("reason: unknown value ", req->reason()));
     }
-    return scheduler_->Fail(req->worker_id(), req->trial_id(), req->attempt(),
-                            reason, req->exit_code(), req->message());
+    absl::Status st =
+        scheduler_->Fail(req->worker_id(), req->trial_id(), req->attempt(),
+                         reason, req->exit_code(), req->message());
+    if (st.ok()) CollectCheckpoints();
+    return st;
+  });
+}
+
+void WorkerGatewayServiceImpl::CollectCheckpoints() {
+  if (checkpoints_ == nullptr) return;
+  absl::StatusOr<int> n = checkpoints_->CollectGarbage();
+  if (!n.ok()) SMOE_LOG(WARNING) << "checkpoint GC: " << n.status();
+}
+
+grpc::Status WorkerGatewayServiceImpl::PutCheckpoint(
+    grpc::ServerContext* ctx, grpc::ServerReader<pb::CheckpointChunk>* reader,
+    pb::PutCheckpointResponse* resp) {
+  absl::Status auth = auth_.checker->CheckMetadata(
+      absl::StrCat("/", auth_.service, "/PutCheckpoint"),
+      ctx->client_metadata());
+  if (!auth.ok()) return ToGrpcStatus(auth);
+  if (checkpoints_ == nullptr) {
+    return ToGrpcStatus(
+        absl::UnimplementedError("this coordinator stores no checkpoints"));
+  }
+  return ToGrpcStatus([&]() -> absl::Status {
+    pb::CheckpointChunk header;
+    if (!reader->Read(&header)) {
+      return absl::InvalidArgumentError("PutCheckpoint: empty stream");
+    }
+    if (!header.data().empty()) {
+      return absl::InvalidArgumentError(
+          "PutCheckpoint: the first message is the header and carries no "
+          "data");
+    }
+    SMOE_RETURN_IF_ERROR(scheduler_->CheckCurrentAttempt(
+        header.worker_id(), header.trial_id(), header.attempt()));
+    store::CheckpointRecord c;
+    c.trial_id = header.trial_id();
+    c.step = header.step();
+    c.file_name = header.file_name();
+    c.bytes = header.total_bytes();
+    c.sha256 = header.sha256();
+    c.attempt = header.attempt();
+    c.worker_id = header.worker_id();
+    SMOE_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointStore::Upload> up,
+                          checkpoints_->BeginUpload(c));
+    pb::CheckpointChunk chunk;
+    while (reader->Read(&chunk)) {
+      if (chunk.data().size() > kBlobChunkBytes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("PutCheckpoint: chunk of ", chunk.data().size(),
+                         " bytes; at most ", kBlobChunkBytes, " per message"));
+      }
+      SMOE_RETURN_IF_ERROR(up->Append(chunk.data()));
+    }
+    if (ctx->IsCancelled()) {
+      return absl::CancelledError("PutCheckpoint: upload cancelled");
+    }
+    SMOE_ASSIGN_OR_RETURN(store::CheckpointRecord stored, up->Finish());
+    SMOE_LOG(INFO) << "stored checkpoint of trial " << stored.trial_id
+                   << " step " << stored.step << " (" << stored.bytes
+                   << " bytes) from worker " << stored.worker_id;
+    resp->set_step(stored.step);
+    resp->set_bytes(stored.bytes);
+    return absl::OkStatus();
+  }());
+}
+
+grpc::Status WorkerGatewayServiceImpl::GetCheckpoint(
+    grpc::ServerContext* ctx, const pb::GetCheckpointRequest* req,
+    grpc::ServerWriter<pb::CheckpointChunk>* writer) {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    if (checkpoints_ == nullptr) {
+      return absl::UnimplementedError("this coordinator stores no checkpoints");
+    }
+    SMOE_RETURN_IF_ERROR(scheduler_->CheckCurrentAttempt(
+        req->worker_id(), req->trial_id(), req->attempt()));
+    std::optional<store::CheckpointRecord> c =
+        checkpoints_->Latest(req->trial_id(), req->before_step());
+    if (!c.has_value()) {
+      return absl::NotFoundError(
+          absl::StrCat("no stored checkpoint of trial ", req->trial_id(),
+                       req->before_step() > 0
+                           ? absl::StrCat(" before step ", req->before_step())
+                           : ""));
+    }
+    pb::CheckpointChunk header;
+    header.set_trial_id(c->trial_id);
+    header.set_attempt(req->attempt());
+    header.set_step(c->step);
+    header.set_total_bytes(c->bytes);
+    header.set_sha256(c->sha256);
+    header.set_file_name(c->file_name);
+    if (!writer->Write(header)) {
+      return absl::CancelledError("GetCheckpoint: client went away");
+    }
+    return checkpoints_->Read(*c, [&](absl::string_view data) {
+      pb::CheckpointChunk chunk;
+      chunk.set_data(std::string(data));
+      return !ctx->IsCancelled() && writer->Write(chunk);
+    });
   });
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "coordinator/grpc_auth.h"
+#include "coordinator/checkpoint_store.h"
 #include "coordinator/scheduler.h"
 #include "proto/smoe.grpc.pb.h"
 #include "store/experiment_store.h"
@@ -37,12 +38,15 @@ void ToProto(const store::DecisionRecord& in, smoe::v1::Decision* out);
 
 class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
  public:
-  // None of the pointers is owned.
+  // None of the pointers is owned. `checkpoints` may be null (no
+  // checkpoint artifacts listed).
   CoordinatorServiceImpl(Scheduler* scheduler, store::ExperimentStore* store,
-                         TokenAuthChecker* checker)
+                         TokenAuthChecker* checker,
+                         CheckpointStore* checkpoints = nullptr)
       : scheduler_(scheduler),
         store_(store),
-        auth_{checker, "smoe.v1.Coordinator"} {}
+        auth_{checker, "smoe.v1.Coordinator"},
+        checkpoints_(checkpoints) {}
 
   grpc::Status SubmitSweep(grpc::ServerContext* ctx,
                            const smoe::v1::SubmitSweepRequest* req,
@@ -71,17 +75,29 @@ class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
   grpc::Status DrainWorker(grpc::ServerContext* ctx,
                            const smoe::v1::DrainWorkerRequest* req,
                            smoe::v1::DrainWorkerResponse* resp) override;
+  grpc::Status ListArtifacts(grpc::ServerContext* ctx,
+                             const smoe::v1::ListArtifactsRequest* req,
+                             smoe::v1::ListArtifactsResponse* resp) override;
+  grpc::Status GetArtifact(
+      grpc::ServerContext* ctx, const smoe::v1::GetArtifactRequest* req,
+      grpc::ServerWriter<smoe::v1::ArtifactChunk>* writer) override;
 
  private:
   Scheduler* const scheduler_;
   store::ExperimentStore* const store_;
   const ServiceAuth auth_;
+  CheckpointStore* const checkpoints_;
 };
 
 class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
  public:
-  WorkerGatewayServiceImpl(Scheduler* scheduler, TokenAuthChecker* checker)
-      : scheduler_(scheduler), auth_{checker, "smoe.v1.WorkerGateway"} {}
+  // `checkpoints` may be null: PutCheckpoint/GetCheckpoint then answer
+  // UNIMPLEMENTED and leases carry no checkpoint.
+  WorkerGatewayServiceImpl(Scheduler* scheduler, TokenAuthChecker* checker,
+                           CheckpointStore* checkpoints = nullptr)
+      : scheduler_(scheduler),
+        auth_{checker, "smoe.v1.WorkerGateway"},
+        checkpoints_(checkpoints) {}
 
   grpc::Status Register(grpc::ServerContext* ctx,
                         const smoe::v1::RegisterRequest* req,
@@ -100,10 +116,24 @@ class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
                         smoe::v1::CompleteResponse* resp) override;
   grpc::Status Fail(grpc::ServerContext* ctx, const smoe::v1::FailRequest* req,
                     smoe::v1::FailResponse* resp) override;
+  // Checkpoint blobs (coordinator/checkpoint_store.h): only for the worker's
+  // current attempt of the trial; chunks of at most kBlobChunkBytes.
+  grpc::Status PutCheckpoint(
+      grpc::ServerContext* ctx,
+      grpc::ServerReader<smoe::v1::CheckpointChunk>* reader,
+      smoe::v1::PutCheckpointResponse* resp) override;
+  grpc::Status GetCheckpoint(
+      grpc::ServerContext* ctx, const smoe::v1::GetCheckpointRequest* req,
+      grpc::ServerWriter<smoe::v1::CheckpointChunk>* writer) override;
 
  private:
+  // Deletes the blobs of a trial that just ended (best effort; the server's
+  // periodic GC catches what this misses).
+  void CollectCheckpoints();
+
   Scheduler* const scheduler_;
   const ServiceAuth auth_;
+  CheckpointStore* const checkpoints_;
 };
 
 }  // namespace smoe::coordinator

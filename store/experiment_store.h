@@ -72,6 +72,11 @@ class ExperimentStore {
   virtual absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
       absl::string_view sweep_id,
       const std::vector<std::string>& trial_ids) = 0;
+
+  // Returns the checkpoint rows of `trial_id` (every trial's when empty),
+  // ordered by (trial_id, step).
+  virtual absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(
+      absl::string_view trial_id) = 0;
 };
 
 }  // namespace smoe::store

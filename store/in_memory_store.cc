@@ -84,6 +84,9 @@ absl::Status InMemoryStore::Validate(const WriteBatch& batch) const {
       return internal::MissingSweep(d);
     }
   }
+  for (const CheckpointRecord& c : batch.checkpoints) {
+    if (!TrialKnown(c.trial_id, batch_trials)) return internal::MissingTrial(c);
+  }
   return absl::OkStatus();
 }
 
@@ -118,6 +121,12 @@ absl::Status InMemoryStore::Commit(const WriteBatch& batch) {
     d.at = Truncate(d.at);
     decisions_.push_back(std::move(d));
   }
+  for (const CheckpointRecord& c : batch.checkpoints) {
+    CheckpointRecord n = c;
+    n.created_at = Truncate(n.created_at);
+    checkpoints_[{c.trial_id, c.step}] = std::move(n);
+  }
+  for (const auto& key : batch.deleted_checkpoints) checkpoints_.erase(key);
   return absl::OkStatus();
 }
 
@@ -282,6 +291,16 @@ TrialSummary InMemoryStore::SummaryLocked(const TrialRecord& t) const {
     }
   }
   return s;
+}
+
+absl::StatusOr<std::vector<CheckpointRecord>> InMemoryStore::ListCheckpoints(
+    absl::string_view trial_id) {
+  absl::MutexLock lock(&mu_);
+  std::vector<CheckpointRecord> out;
+  for (const auto& [key, c] : checkpoints_) {
+    if (trial_id.empty() || key.first == trial_id) out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace smoe::store

@@ -53,6 +53,8 @@ class InMemoryStore final : public ExperimentStore {
   absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
       absl::string_view sweep_id,
       const std::vector<std::string>& trial_ids) override;
+  absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(
+      absl::string_view trial_id) override;
 
  private:
   struct StoredSweep {
@@ -93,6 +95,9 @@ class InMemoryStore final : public ExperimentStore {
   std::map<std::string, StoredResult, std::less<>> results_
       ABSL_GUARDED_BY(mu_);
   std::vector<DecisionRecord> decisions_ ABSL_GUARDED_BY(mu_);  // by seq
+  // (trial_id, step) -> record.
+  std::map<std::pair<std::string, int64_t>, CheckpointRecord> checkpoints_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace smoe::store

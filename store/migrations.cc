@@ -117,6 +117,22 @@ ALTER TABLE sweeps ADD COLUMN tags_json TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE sweeps ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// 005: metadata of the checkpoint blobs the coordinator keeps for trials
+// (coordinator/checkpoint_store.h); the blobs are files beside smoe.db.
+constexpr char kTrialCheckpoints[] = R"sql(
+CREATE TABLE trial_checkpoints (
+  trial_id      TEXT NOT NULL REFERENCES trials (trial_id),
+  step          INTEGER NOT NULL,
+  file_name     TEXT NOT NULL,
+  bytes         INTEGER NOT NULL,
+  sha256        TEXT NOT NULL,
+  attempt       INTEGER NOT NULL,
+  worker_id     TEXT NOT NULL,
+  created_at_us INTEGER NOT NULL,
+  PRIMARY KEY (trial_id, step)
+) WITHOUT ROWID;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -126,6 +142,7 @@ const std::vector<Migration>& Migrations() {
           {2, "trial_results", kTrialResults},
           {3, "decisions", kDecisions},
           {4, "sweep_annotations", kSweepAnnotations},
+          {5, "trial_checkpoints", kTrialCheckpoints},
       };
   return *kMigrations;
 }

@@ -127,6 +127,22 @@ constexpr char kListDecisions[] =
 constexpr char kSetDuration[] =
     "UPDATE trials SET duration_s = ? WHERE trial_id = ?";
 
+constexpr char kUpsertCheckpoint[] =
+    "INSERT INTO trial_checkpoints (trial_id, step, file_name, bytes, sha256, "
+    "attempt, worker_id, created_at_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (trial_id, step) DO UPDATE SET "
+    "file_name = excluded.file_name, bytes = excluded.bytes, "
+    "sha256 = excluded.sha256, attempt = excluded.attempt, "
+    "worker_id = excluded.worker_id, created_at_us = excluded.created_at_us";
+constexpr char kDeleteCheckpoint[] =
+    "DELETE FROM trial_checkpoints WHERE trial_id = ? AND step = ?";
+constexpr char kListCheckpointsOfTrial[] =
+    "SELECT trial_id, step, file_name, bytes, sha256, attempt, worker_id, "
+    "created_at_us FROM trial_checkpoints WHERE trial_id = ? ORDER BY step";
+constexpr char kListAllCheckpoints[] =
+    "SELECT trial_id, step, file_name, bytes, sha256, attempt, worker_id, "
+    "created_at_us FROM trial_checkpoints ORDER BY trial_id, step";
+
 constexpr char kBegin[] = "BEGIN IMMEDIATE";
 constexpr char kCommit[] = "COMMIT";
 constexpr char kRollback[] = "ROLLBACK";
@@ -817,7 +833,8 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
   std::unordered_set<std::string> sweeps;
   std::unordered_set<std::string> trials;
   const bool track_trials = !batch.attempts.empty() || !batch.metrics.empty() ||
-                            !batch.results.empty();
+                            !batch.results.empty() ||
+                            !batch.checkpoints.empty();
 
   for (const SweepRecord& r : batch.sweeps) {
     SMOE_RETURN_IF_ERROR(internal::CheckNonEmptyId("sweep", r.sweep_id));
@@ -953,6 +970,27 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
         .Int(r.final ? 1 : 0)
         .Text(r.reason)
         .Time(r.at);
+    SMOE_RETURN_IF_ERROR(s.Run());
+    row_written();
+  }
+  for (const CheckpointRecord& r : batch.checkpoints) {
+    SMOE_ASSIGN_OR_RETURN(bool found, TrialExists(r.trial_id, &trials));
+    if (!found) return internal::MissingTrial(r);
+    SMOE_STATEMENT(s, kUpsertCheckpoint, "commit: upsert checkpoint");
+    s.Text(r.trial_id)
+        .Int(r.step)
+        .Text(r.file_name)
+        .Int(r.bytes)
+        .Text(r.sha256)
+        .Int(r.attempt)
+        .Text(r.worker_id)
+        .Time(r.created_at);
+    SMOE_RETURN_IF_ERROR(s.Run());
+    row_written();
+  }
+  for (const auto& [trial_id, step] : batch.deleted_checkpoints) {
+    SMOE_STATEMENT(s, kDeleteCheckpoint, "commit: delete checkpoint");
+    s.Text(trial_id).Int(step);
     SMOE_RETURN_IF_ERROR(s.Run());
     row_written();
   }
@@ -1142,6 +1180,31 @@ absl::StatusOr<std::vector<TrialSummary>> SqliteStore::ListSummariesOf(
   std::vector<TrialSummary> out;
   out.reserve(rows.size());
   for (auto& [ordinal, t] : rows) out.push_back(std::move(t));
+  return out;
+}
+
+absl::StatusOr<std::vector<CheckpointRecord>> SqliteStore::ListCheckpoints(
+    absl::string_view trial_id) {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(
+      s, trial_id.empty() ? kListAllCheckpoints : kListCheckpointsOfTrial,
+      "list checkpoints");
+  if (!trial_id.empty()) s.Text(trial_id);
+  std::vector<CheckpointRecord> out;
+  while (true) {
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    CheckpointRecord c;
+    c.trial_id = s.ColText(0);
+    c.step = s.ColInt(1);
+    c.file_name = s.ColText(2);
+    c.bytes = s.ColInt(3);
+    c.sha256 = s.ColText(4);
+    c.attempt = static_cast<int>(s.ColInt(5));
+    c.worker_id = s.ColText(6);
+    c.created_at = s.ColTime(7);
+    out.push_back(std::move(c));
+  }
   return out;
 }
 

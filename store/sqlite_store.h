@@ -120,6 +120,8 @@ class SqliteStore final : public ExperimentStore {
   absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
       absl::string_view sweep_id,
       const std::vector<std::string>& trial_ids) override;
+  absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(
+      absl::string_view trial_id) override;
 
   // Copies the database at `db_path` (which a running coordinator may be
   // writing: SQLite's online backup API takes a consistent snapshot) to

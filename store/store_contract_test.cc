@@ -613,6 +613,56 @@ TYPED_TEST(StoreContractTest, WorkersRoundTrip) {
               ElementsAre(Dump(bare), Dump(w)));
 }
 
+TYPED_TEST(StoreContractTest, CheckpointsRoundTripAndDelete) {
+  WriteBatch b;
+  b.sweeps.push_back(MakeSweep("s"));
+  b.trials.push_back(MakeTrial("s", 0));
+  b.trials.push_back(MakeTrial("s", 1));
+  this->MustCommit(b);
+  const std::string t0 = b.trials[0].trial_id, t1 = b.trials[1].trial_id;
+  CheckpointRecord c;
+  c.trial_id = t0;
+  c.step = 10;
+  c.file_name = "checkpoint.smoeckpt";
+  c.bytes = 1234;
+  c.sha256 = std::string(64, 'a');
+  c.attempt = 2;
+  c.worker_id = "w1";
+  c.created_at = T0();
+  CheckpointRecord c2 = c;
+  c2.step = 20;
+  CheckpointRecord c3 = c;
+  c3.trial_id = t1;
+  WriteBatch w;
+  w.checkpoints = {c2, c, c3};
+  this->MustCommit(w);
+  auto all = this->store_->ListCheckpoints("");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  auto mine = this->store_->ListCheckpoints(t0);
+  ASSERT_TRUE(mine.ok());
+  ASSERT_EQ(mine->size(), 2u);
+  EXPECT_EQ((*mine)[0].step, 10);
+  EXPECT_EQ((*mine)[1].step, 20);
+  EXPECT_EQ((*mine)[0].sha256, c.sha256);
+  EXPECT_EQ((*mine)[0].bytes, 1234);
+  EXPECT_EQ((*mine)[0].worker_id, "w1");
+  EXPECT_EQ((*mine)[0].attempt, 2);
+  EXPECT_EQ((*mine)[0].created_at, T0());
+  WriteBatch d;
+  d.deleted_checkpoints = {{t0, 10}};
+  this->MustCommit(d);
+  mine = this->store_->ListCheckpoints(t0);
+  ASSERT_EQ(mine->size(), 1u);
+  EXPECT_EQ((*mine)[0].step, 20);
+  // A checkpoint of an unknown trial is refused, like the other children.
+  CheckpointRecord orphan = c;
+  orphan.trial_id = "s/ffffffffffffffff";
+  WriteBatch o;
+  o.checkpoints = {orphan};
+  EXPECT_TRUE(absl::IsFailedPrecondition(this->store_->Commit(o)));
+}
+
 TYPED_TEST(StoreContractTest, TimesRoundTripAtMicrosecondPrecision) {
   SweepRecord sweep = MakeSweep("s");
   sweep.created_at = absl::FromUnixMicros(-1);  // before the epoch

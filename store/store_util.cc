@@ -61,6 +61,12 @@ absl::Status MissingTrial(const WriteBatch::Result& result) {
                        "trial", result.trial_id);
 }
 
+absl::Status MissingTrial(const CheckpointRecord& checkpoint) {
+  return MissingParent(absl::StrCat("checkpoint at step ", checkpoint.step,
+                                    " of trial '", checkpoint.trial_id, "'"),
+                       "trial", checkpoint.trial_id);
+}
+
 absl::Status CheckNonEmptyId(absl::string_view what, absl::string_view id) {
   if (id.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

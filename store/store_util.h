@@ -36,6 +36,7 @@ absl::Status MissingSweep(const DecisionRecord& decision);
 absl::Status MissingTrial(const AttemptRecord& attempt);
 absl::Status MissingTrial(const MetricRecord& metric);
 absl::Status MissingTrial(const WriteBatch::Result& result);
+absl::Status MissingTrial(const CheckpointRecord& checkpoint);
 
 // InvalidArgument when `id` (of kind `what`) is empty.
 absl::Status CheckNonEmptyId(absl::string_view what, absl::string_view id);

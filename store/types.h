@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -182,6 +183,20 @@ struct DecisionRecord {
   absl::Time at = absl::UnixEpoch();
 };
 
+// Metadata of one checkpoint blob the coordinator keeps for a trial (the
+// bytes are a file in the coordinator's data dir, never in the store; see
+// coordinator/checkpoint_store.h). Unique per (trial_id, step).
+struct CheckpointRecord {
+  std::string trial_id;
+  int64_t step = 0;       // the trainer's checkpoint event step
+  std::string file_name;  // the file's name in the trial's work dir
+  int64_t bytes = 0;
+  std::string sha256;     // lowercase hex of the whole blob
+  int attempt = 0;        // the attempt that uploaded it
+  std::string worker_id;  // the worker that uploaded it
+  absl::Time created_at = absl::UnixEpoch();
+};
+
 // A set of writes applied atomically by ExperimentStore::Commit. Rows are
 // upserted by primary key:
 //   sweeps by sweep_id; trials by trial_id; attempts by (trial_id, attempt);
@@ -202,11 +217,15 @@ struct WriteBatch {
   std::vector<Result> results;
   // Appended (never upserted), after the sweeps and trials they refer to.
   std::vector<DecisionRecord> decisions;
+  // Checkpoint rows upserted by (trial_id, step), then rows deleted.
+  std::vector<CheckpointRecord> checkpoints;
+  std::vector<std::pair<std::string, int64_t>> deleted_checkpoints;
 
   bool empty() const {
     return sweeps.empty() && trials.empty() && attempts.empty() &&
            metrics.empty() && workers.empty() && results.empty() &&
-           decisions.empty();
+           decisions.empty() && checkpoints.empty() &&
+           deleted_checkpoints.empty();
   }
 };
 

@@ -59,6 +59,11 @@ std::string CheckpointEvent(int64_t step) {
   return Line({{"event", "checkpoint"}, {"step", step}});
 }
 
+std::string CheckpointEvent(int64_t step, absl::string_view file) {
+  return Line(
+      {{"event", "checkpoint"}, {"step", step}, {"file", std::string(file)}});
+}
+
 std::string CheckpointRestoredEvent(int64_t step, absl::string_view restored,
                                     absl::string_view detail) {
   return Line({{"event", "checkpoint"},
@@ -86,6 +91,9 @@ absl::StatusOr<TrialEvent> EventFromJson(const json& j) {
     }
   } else if (type == "checkpoint") {
     e.type = TrialEvent::Type::kCheckpoint;
+    if (j.contains("file") && j["file"].is_string()) {
+      e.file = j["file"].get<std::string>();
+    }
     if (j.contains("restored") && j["restored"].is_string()) {
       e.restored = j["restored"].get<std::string>();
       if (j.contains("detail") && j["detail"].is_string()) {

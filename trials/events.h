@@ -56,6 +56,10 @@ struct TrialEvent {
   // and why.
   std::string restored;
   std::string detail;
+  // checkpoint: the checkpoint's file name in WORKDIR when the trainer names
+  // one ("file"); empty = checkpoint.smoeckpt. The worker daemon uploads that
+  // file (docs/reliability-checkpoints.md).
+  std::string file;
 };
 
 // One event line, without the newline. A non-finite metric value is written
@@ -69,6 +73,8 @@ std::string PhaseProgressEvent(absl::string_view phase, int64_t done,
                                int64_t total);
 std::string MetricEvent(int64_t step, absl::string_view name, double value);
 std::string CheckpointEvent(int64_t step);
+// {"event":"checkpoint","step":S,"file":F}: the checkpoint is WORKDIR/F.
+std::string CheckpointEvent(int64_t step, absl::string_view file);
 // At start, when the latest checkpoint failed verification and was set
 // aside: {"event":"checkpoint","step":S,"restored":"previous"|"scratch",
 // "detail":"..."}.

@@ -56,6 +56,11 @@ TEST(TrialEventsTest, ReadsWhatTheWritersWrite) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->type, Type::kCheckpoint);
   EXPECT_EQ(c->step, 8);
+  EXPECT_TRUE(c->file.empty());
+  auto cf = ParseEvent(CheckpointEvent(9, "checkpoint.json"));
+  ASSERT_TRUE(cf.ok());
+  EXPECT_EQ(cf->file, "checkpoint.json");
+  EXPECT_EQ(cf->step, 9);
   auto r = ParseEvent(ResultEvent({{"test_acc", 0.5}, {"note", "x"}}));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->type, Type::kResult);

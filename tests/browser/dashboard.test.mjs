@@ -423,6 +423,25 @@ async function main() {
   check(denied.status() === 403 && (await denied.text()).includes("needs role 'admin'"),
     `a viewer's action is refused naming the role needed (${denied.status()})`);
   await vctx.close();
+  // Artifacts (issue 18 item 2): a trial's stored checkpoint is listed on its
+  // page with a download link behind the same token check as the API.
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-artifacts.yaml'), '--leave', '1']);
+  fixture(['checkpoint', '--coordinator', grpc, '--token-file', tokenFile, '--count', '1']);
+  await page.goto(url + '#/sweep/fixture-artifacts');
+  const artTrial = await waitFor(() => page.locator('a[href^="#/trial/fixture-artifacts/"]').first().getAttribute('href'),
+    'the artifacts trial link');
+  await page.goto(url + artTrial);
+  await waitFor(async () => (await page.locator('#artifacts a[download]').count()) > 0, 'the artifact download link');
+  const artLink = page.locator('#artifacts a[download]').first();
+  const artName = await artLink.textContent();
+  const artHref = await artLink.getAttribute('href');
+  check(artName === 'checkpoint-40-checkpoint.json', `the stored checkpoint is listed (${artName})`);
+  const artBody = await page.evaluate(async (u) => (await fetch(u, { credentials: 'same-origin' })).text(), artHref);
+  check(JSON.parse(artBody).step === 40, `the download link returns the checkpoint's bytes (${artBody})`);
+  const anonStatus = await page.evaluate(async (u) => (await fetch(u, { credentials: 'omit' })).status, artHref);
+  check(anonStatus === 401, `the download needs the token (${anonStatus})`);
+  await page.screenshot({ path: path.join(artifacts, 'trial-artifacts.png'), fullPage: true });
 
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
 }

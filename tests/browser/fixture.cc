@@ -15,6 +15,10 @@
 //   smoe-dashboard-fixture fail --coordinator H:P --token-file F
 //       [--count 1] [--kind sraven]
 //     leases up to `count` pending trials and fails them (exit code 70).
+//   smoe-dashboard-fixture checkpoint --coordinator H:P --token-file F
+//       [--count 1] [--kind sraven]
+//     leases up to `count` pending trials and uploads a checkpoint
+//     (checkpoint.json, {"step":40}, step 40) for each, leaving them running.
 //
 // Results (kind sraven): ood_acc = 0.9 - 0.06*|log2 k - log2(2M)| +
 // 0.01*(seed % 3 - 1) - 0.02*[attention == softmax]*M/4, test_acc = ood_acc +
@@ -39,6 +43,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/api_token.h"
+#include "common/blob_file.h"
 #include "nlohmann/json.hpp"
 #include "proto/auth.h"
 #include "proto/smoe.grpc.pb.h"
@@ -161,6 +166,40 @@ class Fixture {
       grpc::ClientContext c;
       Prep(&c);
       if (!Ok(gw_->Fail(&c, fr, &fresp), "Fail")) return false;
+    }
+    return true;
+  }
+
+  // Leases up to n trials and stores a checkpoint for each (PutCheckpoint).
+  bool Checkpoint(int n) {
+    pb::LeaseRequest req;
+    req.set_worker_id(worker_);
+    req.set_free_slots(n);
+    req.set_free_gpus(64 * 500);
+    pb::LeaseResponse resp;
+    grpc::ClientContext ctx;
+    Prep(&ctx);
+    if (!Ok(gw_->Lease(&ctx, req, &resp), "Lease")) return false;
+    const std::string data = "{\"step\":40}\n";
+    for (const pb::TrialLease& l : resp.leases()) {
+      grpc::ClientContext c;
+      Prep(&c);
+      pb::PutCheckpointResponse presp;
+      auto writer = gw_->PutCheckpoint(&c, &presp);
+      pb::CheckpointChunk header;
+      header.set_worker_id(worker_);
+      header.set_trial_id(l.trial_id());
+      header.set_attempt(l.attempt());
+      header.set_step(40);
+      header.set_total_bytes(static_cast<int64_t>(data.size()));
+      header.set_sha256(smoe::Sha256Hex(data));
+      header.set_file_name("checkpoint.json");
+      pb::CheckpointChunk chunk;
+      chunk.set_data(data);
+      writer->Write(header);
+      writer->Write(chunk);
+      writer->WritesDone();
+      if (!Ok(writer->Finish(), "PutCheckpoint")) return false;
     }
     return true;
   }
@@ -291,6 +330,11 @@ int main(int argc, char** argv) {
   if (f.cmd == "fail") {
     if (!fx.Register(f.kind) || !fx.FailTrials(f.count)) return 1;
     std::cout << "failed up to " << f.count << " trials\n";
+    return 0;
+  }
+  if (f.cmd == "checkpoint") {
+    if (!fx.Register(f.kind) || !fx.Checkpoint(f.count)) return 1;
+    std::cout << "stored checkpoints of up to " << f.count << " trials\n";
     return 0;
   }
   if (f.cmd == "complete") {

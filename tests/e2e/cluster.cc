@@ -122,17 +122,20 @@ std::string Cluster::address() const {
   return absl::StrCat("127.0.0.1:", port_);
 }
 
-void Cluster::StartCoordinator() {
+void Cluster::StartCoordinator(const std::vector<std::string>& extra) {
   const std::string port_file = dir_ + "/port";
   fs::remove(port_file);
   const std::string listen =
       port_ == 0 ? "127.0.0.1:0" : absl::StrCat("127.0.0.1:", port_);
-  coordinator_ =
-      Process::Start({smoe(), "coordinator", "--data-dir", dir_ + "/coord",
-                      "--listen", listen, "--http-listen", "127.0.0.1:0",
-                      "--port-file", port_file, "--lease-timeout", "3",
-                      "--heartbeat-interval", "0.5", "--restart-grace", "20"},
-                     {}, dir_ + "/coordinator.log");
+  // clang-format off
+  std::vector<std::string> argv = {
+      smoe(), "coordinator", "--data-dir", dir_ + "/coord",
+      "--listen", listen, "--http-listen", "127.0.0.1:0",
+      "--port-file", port_file, "--lease-timeout", "3",
+      "--heartbeat-interval", "0.5", "--restart-grace", "20"};
+  // clang-format on
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  coordinator_ = Process::Start(argv, {}, dir_ + "/coordinator.log");
   const absl::Time end = absl::Now() + absl::Seconds(30);
   while (absl::Now() < end && !fs::exists(port_file)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

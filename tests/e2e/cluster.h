@@ -65,8 +65,9 @@ class Cluster {
   std::string smoe() const;
 
   // Starts (or restarts, on the same port) the coordinator; waits until it
-  // answers. Lease timeout is short (3 s) so expiry tests are quick.
-  void StartCoordinator();
+  // answers. Lease timeout is short (3 s) so expiry tests are quick. `extra`
+  // flags are appended (e.g. --checkpoint-max-bytes 4096).
+  void StartCoordinator(const std::vector<std::string>& extra = {});
   Process* coordinator() { return coordinator_.get(); }
   // Starts worker `i` with `slots` slots running `trainer` (empty: the fake
   // trainer), with `extra` flags (e.g. --kinds skillmix) and `env` added.

@@ -35,6 +35,8 @@
 //   eval_every     also emit eval/ood_acc every N steps before the last, at
 //                  ood_acc * s / steps (a rising curve; default 0: only at
 //                  the end). Adaptive-sweep tests judge rungs on it.
+//   checkpoint_bytes  pad checkpoint.json to about N bytes (default 0), to
+//                  test checkpoint transfer and its size cap
 //   ignore_sigterm for hang: ignore SIGTERM too (only SIGKILL ends it)
 //   fail_attempts  crash (exit 1) on attempts <= N, then use `mode`
 //                  (also accepted at the plan's top level)
@@ -52,8 +54,9 @@
 //
 // Side effects in DIR: appends one line per started attempt to attempts.log
 // ({"trial_id":..,"attempt":..,"pid":..,"start_step":..}); checkpoint.json
-// ({"step": N}) is written on checkpoints and on SIGTERM; a run starts at the
-// checkpoint's step + 1.
+// ({"step": N}) is written on checkpoints and on SIGTERM and named in the
+// checkpoint event ({"event":"checkpoint","step":N,"file":"checkpoint.json"})
+// so the worker daemon uploads it; a run starts at the checkpoint's step + 1.
 //
 // Exit codes: 0 success; 75 SIGTERM (checkpoint written) or mode exit75; 64
 // bad invocation/TRIAL.json or mode exit64; crash: exit_code; abort: SIGABRT;
@@ -212,6 +215,7 @@ int main(int argc, char** argv) {
       std::max(1, behaviour.value("checkpoint_every", 5));
   const bool ignore_sigterm = behaviour.value("ignore_sigterm", false);
   const int eval_every = std::max(0, behaviour.value("eval_every", 0));
+  const long checkpoint_bytes = behaviour.value("checkpoint_bytes", 0L);
   if (behaviour.contains("until_attempt") &&
       behaviour["until_attempt"].is_number() &&
       attempt > behaviour["until_attempt"].get<int>()) {
@@ -252,8 +256,12 @@ int main(int argc, char** argv) {
   }
 
   auto checkpoint = [&](int step) {
-    WriteFileAtomic(ckpt_path, json({{"step", step}}).dump() + "\n");
-    Emit(smoe::trials::CheckpointEvent(step));
+    json c = {{"step", step}};
+    if (checkpoint_bytes > 0) {
+      c["pad"] = std::string(static_cast<size_t>(checkpoint_bytes), 'p');
+    }
+    WriteFileAtomic(ckpt_path, c.dump() + "\n");
+    Emit(smoe::trials::CheckpointEvent(step, "checkpoint.json"));
   };
   int done = start - 1;  // last completed step
   auto on_term = [&]() {

@@ -6,6 +6,7 @@ import './style.css';
 import { api, toLogin, watchSweep } from './api.js';
 import { renderSearch } from './search.js';
 import { sweepActions, sweepLabels, trialActions } from './actions.js';
+import { artifactsSection } from './artifacts.js';
 import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
 import {
   alignSeries, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
@@ -481,7 +482,8 @@ async function renderTrial(trialId) {
   const box = h('div', { class: 'grid-charts' });
   app.replaceChildren(h('h2', {}, trialId, ' ', h('span', { class: 'badge ' + t.state }, t.state)),
     h('p', { class: 'muted' }, `seed ${t.seed} · ` + Object.entries(t.params || {}).map(([k, v]) => `${k}=${v}`).join(' · ')),
-    trialActions(trialId, t.state, () => route()), attemptsTable(t.attempts || []), box);
+    trialActions(trialId, t.state, () => route()), attemptsTable(t.attempts || []),
+    artifactsSection(trialId, h), box);
   const names = Object.keys(t.metrics);
   const charts = [];
   const draw = (id, title, list, yLabel, note) => {

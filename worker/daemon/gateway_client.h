@@ -10,6 +10,7 @@
 #ifndef SMOE_WORKER_DAEMON_GATEWAY_CLIENT_H_
 #define SMOE_WORKER_DAEMON_GATEWAY_CLIENT_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -21,7 +22,9 @@
 namespace smoe::worker {
 
 // One method per WorkerGateway RPC. Implementations are thread-compatible
-// (the daemon calls them from its one loop thread).
+// (the daemon calls them from its one loop thread), except PutCheckpoint,
+// which the daemon's checkpoint uploader thread calls concurrently with the
+// others (the gRPC implementation is thread-safe).
 class GatewayClient {
  public:
   virtual ~GatewayClient() = default;
@@ -37,6 +40,20 @@ class GatewayClient {
   virtual absl::StatusOr<v1::CompleteResponse> Complete(
       const v1::CompleteRequest& req) = 0;
   virtual absl::StatusOr<v1::FailResponse> Fail(const v1::FailRequest& req) = 0;
+
+  // Streams the file at `path` as the checkpoint `header` describes (ids,
+  // step, file_name, total_bytes, sha256; no data) in kBlobChunkBytes
+  // chunks. `cancel` (may be null) is polled between chunks: once true the
+  // upload is abandoned with Cancelled. The default (a coordinator or fake
+  // without checkpoint storage) answers Unimplemented.
+  virtual absl::StatusOr<v1::PutCheckpointResponse> PutCheckpoint(
+      const v1::CheckpointChunk& header, const std::string& path,
+      const std::atomic<bool>* cancel);
+  // Downloads the stored checkpoint `req` names into `dest_path` (created or
+  // truncated) and returns its header (step, file_name, total_bytes,
+  // sha256). The caller verifies the file. Default: Unimplemented.
+  virtual absl::StatusOr<v1::CheckpointChunk> GetCheckpoint(
+      const v1::GetCheckpointRequest& req, const std::string& dest_path);
 };
 
 struct GrpcGatewayOptions {

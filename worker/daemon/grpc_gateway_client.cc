@@ -1,13 +1,35 @@
 // Copyright 2026 SMoE Lab authors.
 #include <grpcpp/grpcpp.h>
 
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/blob_file.h"
 #include "proto/auth.h"
 #include "proto/rpc_status.h"
 #include "proto/smoe.grpc.pb.h"
 #include "worker/daemon/gateway_client.h"
 
 namespace smoe::worker {
+
+absl::StatusOr<v1::PutCheckpointResponse> GatewayClient::PutCheckpoint(
+    const v1::CheckpointChunk&, const std::string&, const std::atomic<bool>*) {
+  return absl::UnimplementedError("checkpoint storage not supported");
+}
+
+absl::StatusOr<v1::CheckpointChunk> GatewayClient::GetCheckpoint(
+    const v1::GetCheckpointRequest&, const std::string&) {
+  return absl::UnimplementedError("checkpoint storage not supported");
+}
+
 namespace {
+
+// Deadline of a checkpoint transfer: the usual call timeout plus one second
+// per 8 MiB (a 2 GiB blob gets about 4.5 minutes).
+absl::Duration TransferTimeout(absl::Duration base, int64_t bytes) {
+  return base + absl::Seconds(bytes / (8 << 20));
+}
 
 class GrpcGatewayClient final : public GatewayClient {
  public:
@@ -52,6 +74,83 @@ class GrpcGatewayClient final : public GatewayClient {
   }
   absl::StatusOr<v1::FailResponse> Fail(const v1::FailRequest& req) override {
     return Call(req, &v1::WorkerGateway::Stub::Fail);
+  }
+
+  absl::StatusOr<v1::PutCheckpointResponse> PutCheckpoint(
+      const v1::CheckpointChunk& header, const std::string& path,
+      const std::atomic<bool>* cancel) override {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+    }
+    grpc::ClientContext ctx;
+    proto::PrepareClientContext(
+        &ctx, options_.token,
+        TransferTimeout(options_.call_timeout, header.total_bytes()));
+    v1::PutCheckpointResponse resp;
+    std::unique_ptr<grpc::ClientWriter<v1::CheckpointChunk>> writer(
+        stub_->PutCheckpoint(&ctx, &resp));
+    bool ok = writer->Write(header);
+    std::vector<char> buf(kBlobChunkBytes);
+    int64_t sent = 0;
+    while (ok && in) {
+      if (cancel != nullptr && cancel->load()) {
+        ctx.TryCancel();
+        writer->Finish().ok();
+        return absl::CancelledError("checkpoint upload superseded");
+      }
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      const std::streamsize n = in.gcount();
+      if (n <= 0) break;
+      v1::CheckpointChunk chunk;
+      chunk.set_data(buf.data(), static_cast<size_t>(n));
+      ok = writer->Write(chunk);
+      sent += n;
+    }
+    writer->WritesDone();
+    grpc::Status s = writer->Finish();
+    if (!s.ok()) return proto::FromGrpcStatus(s);
+    if (sent != header.total_bytes()) {
+      return absl::DataLossError(
+          absl::StrCat("sent ", sent, " of ", header.total_bytes(), " bytes"));
+    }
+    return resp;
+  }
+
+  absl::StatusOr<v1::CheckpointChunk> GetCheckpoint(
+      const v1::GetCheckpointRequest& req,
+      const std::string& dest_path) override {
+    grpc::ClientContext ctx;
+    // The size is unknown until the header: allow the largest blob.
+    proto::PrepareClientContext(
+        &ctx, options_.token,
+        TransferTimeout(options_.call_timeout, int64_t{2} << 30));
+    std::unique_ptr<grpc::ClientReader<v1::CheckpointChunk>> reader(
+        stub_->GetCheckpoint(&ctx, req));
+    std::ofstream out(dest_path, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      ctx.TryCancel();
+      reader->Finish().ok();
+      return absl::InternalError(
+          absl::StrCat("cannot create '", dest_path, "'"));
+    }
+    v1::CheckpointChunk header, chunk;
+    bool have_header = reader->Read(&header);
+    while (have_header && reader->Read(&chunk)) {
+      out.write(chunk.data().data(),
+                static_cast<std::streamsize>(chunk.data().size()));
+    }
+    out.flush();
+    const bool written = static_cast<bool>(out);
+    out.close();
+    grpc::Status s = reader->Finish();
+    if (!s.ok()) return proto::FromGrpcStatus(s);
+    if (!have_header) return absl::DataLossError("empty checkpoint stream");
+    if (!written) {
+      return absl::InternalError(
+          absl::StrCat("cannot write '", dest_path, "'"));
+    }
+    return header;
   }
 
  private:

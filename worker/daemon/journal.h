@@ -63,6 +63,8 @@ class Outbox {
   absl::Status PopFront();
 
   bool empty() const { return entries_.empty(); }
+  // The id of the newest entry added (0 before any).
+  uint64_t last_id() const { return next_id_ - 1; }
   size_t size() const { return entries_.size(); }
   const std::deque<OutboxEntry>& entries() const { return entries_; }
 

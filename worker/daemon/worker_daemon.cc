@@ -202,6 +202,11 @@ WorkerDaemon::WorkerDaemon(GatewayClient* gateway,
                                      : std::random_device{}()),
       worker_id_(options_.worker_id) {
   for (int g : options_.gpu_indices) gpu_busy_[g] = false;
+  if (options_.checkpoint_sync) {
+    uploader_ = std::make_unique<CheckpointUploader>(
+        gateway_, options_.checkpoint_dir,
+        [this](uint64_t id) { return delivered_id_.load() >= id; });
+  }
 }
 
 WorkerDaemon::~WorkerDaemon() {
@@ -245,6 +250,7 @@ absl::Status WorkerDaemon::RunOnce() {
       SMOE_RETURN_IF_ERROR(FlushMetrics(&t));
     }
   }
+  TakeCheckpointNotes(nullptr);
   for (const std::string& id : finished) {
     auto it = trials_.find(id);
     SMOE_RETURN_IF_ERROR(FinishTrial(&it->second));
@@ -447,7 +453,9 @@ absl::Status WorkerDaemon::DeliverOutbox() {
     if (s.ok()) {
       OnRpcOk();
       SMOE_LOG(DEBUG) << what << " acknowledged";
+      const uint64_t id = e.id;
       SMOE_RETURN_IF_ERROR(outbox_->PopFront());
+      delivered_id_.store(id);
       continue;
     }
     RpcOutcome outcome = OnRpcError(s, what);
@@ -464,7 +472,9 @@ absl::Status WorkerDaemon::DeliverOutbox() {
     if (outcome == RpcOutcome::kDrop) {
       SMOE_LOG(WARNING) << what << " refused (" << s
                         << "); treating as acknowledged";
+      const uint64_t id = e.id;
       SMOE_RETURN_IF_ERROR(outbox_->PopFront());
+      delivered_id_.store(id);
       continue;
     }
     break;  // retry later, in order
@@ -579,6 +589,19 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
   t.dir = dir;
   // A re-leased attempt on this host: re-send what earlier attempts reported.
   t.metrics = ReadMetricHistory(dir);
+  if (options_.checkpoint_sync) {
+    // A newer checkpoint stored by an attempt on another worker.
+    for (const CheckpointNote& n :
+         options_.checkpoint_dir.empty()
+             ? RestoreCheckpoint(gateway_, worker_id_, lease, dir)
+             : RestoreSharedCheckpoint(options_.checkpoint_dir, lease, dir)) {
+      v1::Metric m;
+      m.set_step(n.step);
+      m.set_name(n.name);
+      m.set_value(n.value);
+      t.metrics.push_back(std::move(m));
+    }
+  }
   if (!t.metrics.empty()) {
     SMOE_LOG(INFO) << "trial " << lease.trial_id() << " attempt "
                    << lease.attempt() << ": re-sending " << t.metrics.size()
@@ -710,6 +733,23 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
     case trials::TrialEvent::Type::kCheckpoint:
       SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id()
                       << " checkpoint at step " << ev->step.value_or(0);
+      if (uploader_ != nullptr && ev->restored.empty() &&
+          ev->step.has_value()) {
+        const std::string file =
+            ev->file.empty() ? kDefaultCheckpointFile : ev->file;
+        // Queue the metrics up to here first: the upload waits for them.
+        absl::Status s = FlushMetrics(t);
+        if (s.ok()) {
+          s = uploader_->Snapshot(worker_id_, t->lease, t->dir, *ev->step, file,
+                                  outbox_->last_id());
+        }
+        if (absl::IsNotFound(s)) {
+          SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id() << ": " << s;
+        } else if (!s.ok()) {
+          SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()
+                            << ": checkpoint not uploaded: " << s.message();
+        }
+      }
       if (!ev->restored.empty()) {
         // The latest checkpoint failed verification: the trainer set it
         // aside and resumed from the previous one or from scratch. Recorded
@@ -742,7 +782,44 @@ absl::Status WorkerDaemon::FlushMetrics(Trial* t) {
   return outbox_->Add(std::move(e));
 }
 
+void WorkerDaemon::TakeCheckpointNotes(Trial* finishing) {
+  if (uploader_ == nullptr) return;
+  for (CheckpointNote& n : uploader_->TakeNotes()) {
+    Trial* t = nullptr;
+    if (finishing != nullptr && finishing->lease.trial_id() == n.trial_id) {
+      t = finishing;
+    } else if (auto it = trials_.find(n.trial_id); it != trials_.end()) {
+      t = &it->second;
+    }
+    if (t == nullptr || t->lease.attempt() != n.attempt) continue;
+    v1::Metric m;
+    m.set_step(n.step);
+    m.set_name(n.name);
+    m.set_value(n.value);
+    t->metrics.push_back(std::move(m));
+  }
+}
+
 absl::Status WorkerDaemon::FinishTrial(Trial* t) {
+  if (uploader_ != nullptr) {
+    const launch::ExitInfo e = t->ranks->DecisiveExit();
+    const bool resumable =
+        !t->cancel_requested && ((!e.signaled && e.exit_code == 75) ||
+                                 (draining_ && t->ranks->term_sent()));
+    // The next attempt, on any worker, resumes from the checkpoint written
+    // at SIGTERM: report the preemption once it is stored (or after grace).
+    // Its upload waits for the metrics before it: deliver them now.
+    if (resumable && registered_ && RpcAllowed()) {
+      SMOE_RETURN_IF_ERROR(DeliverOutbox());
+    }
+    if (resumable &&
+        !uploader_->WaitIdle(t->lease.trial_id(), options_.grace)) {
+      SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()
+                        << ": checkpoint upload still running after "
+                        << options_.grace << "; reporting the preemption";
+    }
+    TakeCheckpointNotes(t);
+  }
   SMOE_RETURN_IF_ERROR(FlushMetrics(t));
   for (int g : t->gpus) gpu_busy_[g] = false;
   next_lease_ = absl::InfinitePast();  // a slot is free: ask for work now

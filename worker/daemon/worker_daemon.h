@@ -63,6 +63,16 @@
 // every attempt (the trainer resumes from its checkpoint there); TRIAL.json is
 // rewritten for each attempt.
 //
+// Checkpoints outlive the worker (checkpoint_sync.h): each checkpoint event's
+// file is uploaded to the coordinator by a background thread; before an
+// attempt starts, a newer stored checkpoint (the lease's checkpoint_step) is
+// downloaded and verified into the trial directory. An attempt that ends
+// preempted (exit 75, drain) is reported only after its last checkpoint's
+// upload finished or `grace` passed, so the next attempt, anywhere, resumes
+// from it. Outcomes become trial metrics: checkpoint/uploaded,
+// checkpoint/upload_refused (value = bytes), checkpoint/downloaded,
+// checkpoint/download_corrupt.
+//
 // Ranks: every attempt is a launch::RankGroup (worker/launch/rank_group.h) of
 // max(1, ep_size) `smoe-trainer run` processes: SMOE_RANK, SMOE_WORLD_SIZE and
 // SMOE_RENDEZVOUS=<trial dir>/ep-rendezvous (a FileStore) when ep_size > 1,
@@ -86,6 +96,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "proto/smoe.pb.h"
+#include "worker/daemon/checkpoint_sync.h"
 #include "worker/daemon/gateway_client.h"
 #include "worker/daemon/journal.h"
 #include "worker/launch/process_launcher.h"
@@ -122,6 +133,12 @@ struct WorkerDaemonOptions {
   // Progress deadline for a lease without one (progress_timeout_s 0, an
   // older coordinator): see the file comment, "Hung trainers".
   absl::Duration default_progress_timeout = absl::Seconds(1800);
+  // Upload checkpoints to the coordinator and download them before an
+  // attempt (worker/daemon/checkpoint_sync.h).
+  bool checkpoint_sync = true;
+  // Shared-filesystem mode: copy checkpoints to/from this directory (every
+  // worker mounts it) instead of the coordinator; empty = the coordinator.
+  std::string checkpoint_dir;
   absl::Duration tick = absl::Milliseconds(100);  // Run(): pause between steps
   uint64_t jitter_seed = 0;                       // 0 = random
 };
@@ -205,6 +222,9 @@ class WorkerDaemon {
   int FreeSlots() const;
   std::vector<int> FreeGpus() const;
   void SaveWorkerId();
+  // Records the uploader's outcomes as metrics of their (running) trials;
+  // `finishing` also takes those of that trial.
+  void TakeCheckpointNotes(Trial* finishing);
 
   GatewayClient* const gateway_;
   launch::ProcessLauncher* const launcher_;
@@ -229,6 +249,9 @@ class WorkerDaemon {
   uint64_t not_found_entry_ = 0;         // outbox id that got NOT_FOUND once
   std::map<std::string, Trial> trials_;  // key: trial_id
   std::map<int, bool> gpu_busy_;         // gpu index -> allocated
+  // Outbox id acknowledged last (entries are delivered in order).
+  std::atomic<uint64_t> delivered_id_{0};
+  std::unique_ptr<CheckpointUploader> uploader_;  // checkpoint_sync only
 };
 
 }  // namespace smoe::worker

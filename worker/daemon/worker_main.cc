@@ -196,6 +196,14 @@ int RunWorker(const WorkerFlags& flags) {
     }
   }
   opt.grace = flags.grace;
+  opt.checkpoint_sync = !flags.no_checkpoint_sync;
+  opt.checkpoint_dir = flags.checkpoint_dir;
+  if (!opt.checkpoint_dir.empty() && opt.checkpoint_dir[0] != '/') {
+    std::cerr << "smoe worker: bad value for --checkpoint-dir: '"
+              << opt.checkpoint_dir
+              << "' (an absolute path every worker mounts)\n";
+    return 64;
+  }
 
   // One daemon per work directory.
   {

@@ -43,6 +43,10 @@ struct WorkerFlags {
   std::string trainer;
   std::string work_dir;  // --work-dir; default ./smoe-data/worker-<hostname>
   absl::Duration grace = absl::Seconds(30);  // --grace SECONDS (or "30s")
+  // --checkpoint-dir: shared-filesystem checkpoints (checkpoint_sync.h);
+  // empty = through the coordinator.
+  std::string checkpoint_dir;
+  bool no_checkpoint_sync = false;  // --no-checkpoint-sync
   std::string tls_ca;     // --tls-ca PATH: PEM roots; empty = plaintext
   std::string worker_id;  // --worker-id ID; empty = saved or assigned
   absl::Duration rpc_timeout = absl::Seconds(10);  // --rpc-timeout SECONDS

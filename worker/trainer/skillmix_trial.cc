@@ -154,6 +154,12 @@ absl::StatusOr<skillmix::SkillMixResult> RunSkillMixTrial(
 
   int last_done = -1;
   auto progress = [&](const skillmix::SkillMixProgress& p) {
+    if (last_done < 0 && !p.checkpoint_set_aside.empty()) {
+      // Corrupt lines were set aside; the valid ones resumed (the daemon
+      // records checkpoint/restored_previous).
+      emit(trials::CheckpointRestoredEvent(p.done, "previous",
+                                           p.checkpoint_set_aside));
+    }
     emit(trials::ProgressEvent(p.done, p.total));
     if (p.done == last_done) return;
     const bool new_work = last_done >= 0;  // not the initial (resume) call
@@ -169,7 +175,10 @@ absl::StatusOr<skillmix::SkillMixResult> RunSkillMixTrial(
                                    : std::numeric_limits<double>::quiet_NaN()));
       }
     }
-    if (new_work) emit(trials::CheckpointEvent(p.done));
+    // Named, so the worker daemon uploads it (checkpoint_sync.h).
+    if (new_work) {
+      emit(trials::CheckpointEvent(p.done, "skillmix_checkpoint.jsonl"));
+    }
   };
   auto should_stop = [&] {
     return options.stop != nullptr && options.stop->load();

@@ -13,6 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -25,6 +27,35 @@ std::string Dump(const Json& j) {
   // Replace invalid UTF-8 (a model can emit partial byte-fallback sequences)
   // instead of throwing.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// FNV-1a-64 (hex) of a checkpoint line's JSON without its "crc" field.
+std::string LineCrc(const std::string& body) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : body) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// A combination line with its checksum: {"crc":"<hex>", ...}.
+std::string CheckedLine(const Json& j) {
+  Json out = j;
+  out["crc"] = LineCrc(Dump(j));
+  return Dump(out);
+}
+
+// True when `j` carries no "crc" (an older checkpoint) or a matching one.
+bool CrcMatches(Json j) {
+  if (!j.is_object() || !j.contains("crc")) return true;
+  if (!j["crc"].is_string()) return false;
+  const std::string crc = j["crc"].get<std::string>();
+  j.erase("crc");
+  return crc == LineCrc(Dump(j));
 }
 
 absl::Status ErrnoError(absl::string_view what, const std::string& path) {
@@ -177,22 +208,31 @@ absl::Status AppendLine(const std::string& path, const std::string& line) {
 }
 
 // Loads the finished combinations of a checkpoint (if any) into `done`, and
-// rewrites the file to its valid prefix (header first).
-absl::Status LoadCheckpoint(
-    const SkillMixConfig& config, const std::vector<Combination>& combos,
-    std::vector<std::optional<CombinationResult>>& done) {
+// rewrites the file to its valid lines (header first). A torn last line
+// (a crash mid-append) is dropped. A line that fails its checksum, or that
+// cannot be read but is followed by more lines, is corruption: the file is
+// set aside as PATH.corrupt-<unix seconds> (kept for inspection), the valid
+// lines are kept (only the bad combinations are redone) and `set_aside`
+// says what happened.
+absl::Status LoadCheckpoint(const SkillMixConfig& config,
+                            const std::vector<Combination>& combos,
+                            std::vector<std::optional<CombinationResult>>& done,
+                            std::string* set_aside) {
   const std::string& path = config.checkpoint_path;
   const Json header = HeaderJson(config);
   auto text = ReadFileToString(path);
   std::vector<std::string> keep = {Dump(header)};
+  int bad_lines = 0;
   if (text.ok() && !text->empty()) {
-    std::vector<absl::string_view> lines = absl::StrSplit(*text, '\n');
-    bool first = true;
-    for (absl::string_view line : lines) {
-      if (line.empty()) continue;
+    std::vector<absl::string_view> lines;
+    for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+      if (!line.empty()) lines.push_back(line);
+    }
+    for (size_t n = 0; n < lines.size(); ++n) {
+      const absl::string_view line = lines[n];
+      const bool last = n + 1 == lines.size();
       Json j = Json::parse(line.begin(), line.end(), nullptr, false);
-      if (first) {
-        first = false;
+      if (n == 0) {
         if (j.is_discarded()) break;  // torn header: start over
         if (j != header) {
           std::string diff;
@@ -212,9 +252,17 @@ absl::Status LoadCheckpoint(
         }
         continue;
       }
+      if (j.is_discarded() && last) break;  // a torn (last) line
       CombinationResult r;
-      if (j.is_discarded() || !ParseCombinationLine(j, config, r)) {
-        break;  // a torn (last) line; anything after it is dropped too
+      if (j.is_discarded() || !CrcMatches(j)) {
+        ++bad_lines;  // corrupt: set aside below, the combination redone
+        continue;
+      }
+      j.erase("crc");
+      if (!ParseCombinationLine(j, config, r)) {
+        if (last) break;
+        ++bad_lines;
+        continue;
       }
       if (r.index < 0 || r.index >= static_cast<int>(combos.size()) ||
           !(r.combo == combos[r.index])) {
@@ -222,8 +270,25 @@ absl::Status LoadCheckpoint(
             "skillmix checkpoint '", path, "': combination ", r.index,
             " does not match this run's combination list"));
       }
-      keep.push_back(std::string(line));
+      keep.push_back(CheckedLine(j));
       done[r.index] = std::move(r);
+    }
+  }
+  if (bad_lines > 0) {
+    std::string aside =
+        absl::StrCat(path, ".corrupt-", absl::ToUnixSeconds(absl::Now()));
+    for (int i = 1; ::access(aside.c_str(), F_OK) == 0; ++i) {
+      aside = absl::StrCat(path, ".corrupt-", absl::ToUnixSeconds(absl::Now()),
+                           "-", i);
+    }
+    if (::rename(path.c_str(), aside.c_str()) != 0) {
+      return ErrnoError("cannot set aside", path);
+    }
+    if (set_aside != nullptr) {
+      *set_aside = absl::StrCat(
+          "skillmix checkpoint '", path, "' is corrupt (", bad_lines,
+          " line(s) failed verification): set aside as '", aside,
+          "'; the other finished combinations are kept");
     }
   }
   std::string content;
@@ -399,13 +464,16 @@ absl::StatusOr<SkillMixResult> RunSkillMix(
     }
   }
   std::vector<std::optional<CombinationResult>> done(combos.size());
+  std::string set_aside_detail;
   if (!config.checkpoint_path.empty()) {
-    SMOE_RETURN_IF_ERROR(LoadCheckpoint(config, combos, done));
+    SMOE_RETURN_IF_ERROR(
+        LoadCheckpoint(config, combos, done, &set_aside_detail));
   }
   SkillMixProgress p;
   p.total = config.num_combinations;
   for (const auto& r : done) p.resumed += r.has_value() ? 1 : 0;
   p.done = p.resumed;
+  p.checkpoint_set_aside = set_aside_detail;
   if (progress) {
     p.running = MetricsOf(config, done);
     progress(p);
@@ -422,7 +490,7 @@ absl::StatusOr<SkillMixResult> RunSkillMix(
                                          combos[i], student, grader));
     if (!config.checkpoint_path.empty()) {
       SMOE_RETURN_IF_ERROR(
-          AppendLine(config.checkpoint_path, Dump(CombinationJson(r))));
+          AppendLine(config.checkpoint_path, CheckedLine(CombinationJson(r))));
     }
     done[i] = std::move(r);
     ++p.done;
@@ -435,6 +503,7 @@ absl::StatusOr<SkillMixResult> RunSkillMix(
   result.k = config.k_skills;
   result.num_combinations = config.num_combinations;
   result.resumed = p.resumed;
+  result.checkpoint_set_aside = set_aside_detail;
   result.metrics = MetricsOf(config, done);
   for (auto& r : done) result.combinations.push_back(std::move(*r));
   return result;

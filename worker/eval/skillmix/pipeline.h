@@ -88,6 +88,9 @@ struct SkillMixResult {
   int k = 0;
   int num_combinations = 0;
   int resumed = 0;  // combinations taken from the checkpoint
+  // Non-empty when the checkpoint had corrupt lines and was set aside (the
+  // valid ones kept): what and where.
+  std::string checkpoint_set_aside;
   std::map<ScoreMethod, MeanSe> metrics;
   std::vector<CombinationResult> combinations;  // by index
 };
@@ -96,6 +99,7 @@ struct SkillMixProgress {
   int done = 0;  // finished combinations (resumed ones included)
   int total = 0;
   int resumed = 0;
+  std::string checkpoint_set_aside;  // as SkillMixResult's
   // Metrics over the finished combinations so far.
   std::map<ScoreMethod, MeanSe> running;
 };

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -242,6 +244,61 @@ TEST_F(PipelineTest, ResumesWithoutRedoingFinishedCombinations) {
   auto refused = RunSkillMix(other, catalog_, combos_, s3, g3);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(), HasSubstr("num_gradings"));
+  std::remove(config_.checkpoint_path.c_str());
+}
+
+// Issue 16 item 6 for Skill-Mix: a checkpoint line that fails its checksum
+// (a flipped byte on disk) is corruption, not a torn append: the file is set
+// aside, the other finished combinations are kept, only the bad one is
+// redone, and the result says so.
+TEST_F(PipelineTest, CorruptCheckpointLineIsSetAsideAndTheRestResumed) {
+  config_.checkpoint_path = dir_ + "-corrupt.jsonl";
+  std::remove(config_.checkpoint_path.c_str());
+  FakeStudent s0(Topics());
+  FakeGrader g0;
+  SkillMixConfig no_ckpt = config_;
+  no_ckpt.checkpoint_path = "";
+  auto full = RunSkillMix(no_ckpt, catalog_, combos_, s0, g0);
+  ASSERT_TRUE(full.ok());
+  FakeStudent s1(Topics());
+  FakeGrader g1;
+  ASSERT_TRUE(RunSkillMix(config_, catalog_, combos_, s1, g1).ok());
+  // Lines: header, c0, c1, c2. Change a digit of c0's line (still JSON).
+  std::string text;
+  {
+    std::ifstream in(config_.checkpoint_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  const size_t line1 = text.find('\n') + 1;
+  const size_t field = text.find("\"num_sentences\":", line1);
+  ASSERT_LT(field, text.find('\n', line1)) << "c0 has num_sentences";
+  const size_t d = text.find_first_of("0123456789", field);
+  text[d] = text[d] == '9' ? '8' : static_cast<char>(text[d] + 1);
+  std::ofstream(config_.checkpoint_path, std::ios::trunc) << text;
+
+  FakeStudent s2(Topics());
+  FakeGrader g2;
+  auto again = RunSkillMix(config_, catalog_, combos_, s2, g2);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->resumed, 2) << "c1 and c2 kept, c0 redone";
+  EXPECT_EQ(g2.calls, 1);
+  EXPECT_THAT(again->checkpoint_set_aside, HasSubstr("is corrupt"));
+  EXPECT_THAT(again->checkpoint_set_aside, HasSubstr(".corrupt-"));
+  for (ScoreMethod m : AllScoreMethods()) {
+    EXPECT_DOUBLE_EQ(again->metrics.at(m).mean, full->metrics.at(m).mean);
+  }
+  int aside = 0;
+  const std::string dir =
+      config_.checkpoint_path.substr(0, config_.checkpoint_path.rfind('/'));
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().string().find(config_.checkpoint_path + ".corrupt-") == 0) {
+      ++aside;
+      std::filesystem::remove(e.path());
+    }
+  }
+  EXPECT_EQ(aside, 1);
   std::remove(config_.checkpoint_path.c_str());
 }
 
