@@ -16,8 +16,8 @@
 
 #include <string>
 
-#include "coordinator/grpc_auth.h"
 #include "coordinator/checkpoint_store.h"
+#include "coordinator/grpc_auth.h"
 #include "coordinator/scheduler.h"
 #include "proto/smoe.grpc.pb.h"
 #include "store/experiment_store.h"

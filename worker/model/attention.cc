@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "worker/model/autocast.h"
 #include "worker/model/fused_attention.h"
 
 namespace smoe::model {
@@ -123,9 +124,12 @@ torch::Tensor AttentionImpl::FusedForward(const torch::Tensor& x) {
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+  // The fused op computes in x's dtype: not under autocast (bf16 GEMMs would
+  // hand it bf16 q/k/v), and not for an empty batch (a rank of an
+  // expert-parallel eval may hold no rows).
   if (fused_ && ScoreNormOf(config_.attention) == ScoreNorm::kSoftmaxOverKeys &&
-      ValueNetOf(config_.attention) == ValueNet::kLinear &&
-      FusedAttentionSupported(x)) {
+      ValueNetOf(config_.attention) == ValueNet::kLinear && x.numel() > 0 &&
+      !AutocastDtype(x).has_value() && FusedAttentionSupported(x)) {
     return FusedForward(x);
   }
   return UnfusedForward(x);
