@@ -149,6 +149,15 @@ TEST(FusedAttentionTest, AttentionModuleFusedMatchesUnfused) {
     auto params = attn->named_parameters();
     for (size_t i = 0; i < params.size(); ++i) {
       torch::Tensor g2 = params[i].value().grad();
+      if (params[i].key() == "bk") {
+        // Softmax over keys ignores a bias shared by every key: the exact
+        // gradient is 0, so both paths must give rounding noise only (the
+        // noise itself differs between the paths).
+        EXPECT_LT(g1[i].abs().max().item<double>(), 1e-4) << "fused bk";
+        EXPECT_LT(g2.abs().max().item<double>(), 1e-4) << "unfused bk";
+        params[i].value().mutable_grad().zero_();
+        continue;
+      }
       EXPECT_TRUE(torch::allclose(g1[i], g2, 1e-4, 1e-5))
           << params[i].key() << " train " << train << " "
           << (g1[i] - g2).abs().max().item<double>();
