@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "worker/model/autocast.h"
-#include "worker/model/fused_attention.h"
+#include "worker/model/fused_ops.h"
 
 namespace smoe::model {
 

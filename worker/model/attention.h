@@ -57,7 +57,7 @@ class AttentionImpl : public torch::nn::Module {
 
   // The unfused LibTorch-op path (every attention kind, any device/dtype),
   // and the fused CPU path (softmax attention with the linear value network,
-  // float32/float64 on the CPU; worker/model/fused_attention.h). forward()
+  // float32/float64 on the CPU; worker/model/fused_ops.h). forward()
   // takes the fused one where it applies unless set_fused(false). Exposed
   // for tests (the fused path is checked against the unfused one).
   torch::Tensor UnfusedForward(const torch::Tensor& x);

@@ -2,10 +2,10 @@
 //
 // File: worker/model/cpu_math.h
 //
-// Small branch-free float math for the CPU fused ops (fused_attention.cc,
-// fast_gelu.cc), written so GCC vectorises the loops that call it. Include
-// only from translation units compiled with the fused ops' flags (-O3 and
-// reassociation; worker/model/CMakeLists.txt).
+// Small branch-free float math for the CPU fused ops' loops
+// (fused_cpu_kernels.cc), written so GCC vectorises the loops that call it.
+// Include only from translation units compiled with the fused ops' flags
+// (-O3 and reassociation; worker/model/CMakeLists.txt).
 #ifndef SMOE_WORKER_MODEL_CPU_MATH_H_
 #define SMOE_WORKER_MODEL_CPU_MATH_H_
 

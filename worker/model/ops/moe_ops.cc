@@ -21,7 +21,7 @@
 #include "common/status_macros.h"
 #include "kernels/permute/permute.h"
 #include "worker/model/autocast.h"
-#include "worker/model/fast_gelu.h"
+#include "worker/model/fused_ops.h"
 #include "worker/model/ops/launch.h"
 
 namespace smoe::model::ops {
@@ -436,7 +436,7 @@ absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
   SMOE_ASSIGN_OR_RETURN(torch::Tensor h, GroupedLinear(buffer, w1, b1, plan));
   // NOTE: the cast is a no-op unless an autocast list changed gelu's dtype.
   // GeluTanh: torch::gelu(h, "tanh") with vectorised loops on CPU
-  // float32/64 (worker/model/fast_gelu.h), torch::gelu elsewhere.
+  // float32/64 (worker/model/fused_ops.h), torch::gelu elsewhere.
   return GroupedLinear(GeluTanh(h).to(h.scalar_type()), w2, b2, plan);
 }
 

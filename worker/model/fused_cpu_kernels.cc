@@ -1,36 +1,21 @@
 // Copyright 2026 SMoE Lab authors.
-#include "worker/model/fused_attention.h"
+//
+// The CPU fused ops' loops (fused_cpu_kernels.h), without LibTorch: this
+// unit has its own flags (-O3 and reassociation; worker/model/CMakeLists.txt)
+// and parses no torch header, so it compiles in seconds; the autograd glue
+// (fused_ops.cc) uses the shared PCH.
+#include "worker/model/fused_cpu_kernels.h"
 
-#include <ATen/Parallel.h>
-#include <torch/torch.h>
-
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "worker/model/cpu_math.h"
 
-namespace smoe::model {
+namespace smoe::model::cpu {
 namespace {
 
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
-
-constexpr int64_t kLanes = 16;  // row padding: one AVX-512 float vector
-// Bias of the padding keys: exp(kPadBias - max) underflows to (almost) 0,
-// and the padded value rows are zero, so padding never reaches an output.
-constexpr double kPadBias = -1e30;
-
-struct Dims {
-  int64_t b, t, h, dk, dv, row;  // row: qkv's last dim
-  int64_t tp;                    // t rounded up to kLanes
-  int64_t q_off(int64_t head) const { return head * dk; }
-  int64_t k_off(int64_t head) const { return h * dk + head * dk; }
-  int64_t v_off(int64_t head) const { return 2 * h * dk + head * dv; }
-};
+constexpr int64_t kLanes = kAttentionLanes;
 
 // Loops over a padded row in blocks of kLanes: the inner loop has a constant
 // trip count, so every clone vectorises it without a scalar epilogue.
@@ -84,8 +69,8 @@ inline __attribute__((always_inline)) T RowSum(const T* __restrict x,
 // vt [dv][tp] (transposed; the padding columns stay zero).
 template <typename T>
 inline __attribute__((always_inline)) void LoadKv(const T* __restrict base,
-                                                  const Dims& d, int64_t h,
-                                                  T* __restrict kt,
+                                                  const AttentionDims& d,
+                                                  int64_t h, T* __restrict kt,
                                                   T* __restrict vt) {
   for (int64_t j = 0; j < d.t; ++j) {
     const T* __restrict row = base + j * d.row;
@@ -103,10 +88,10 @@ inline __attribute__((always_inline)) void LoadKv(const T* __restrict base,
 template <typename T, int TP = 0, int DK = 0>
 inline __attribute__((always_inline)) void ForwardHeadsBody(
     const T* __restrict qkv, const T* __restrict bias, const T* __restrict keep,
-    T scale, const Dims& d_in, T* __restrict p_out,
+    T scale, const AttentionDims& d_in, T* __restrict p_out,
     T* __restrict y /*[B, T, H*dv]*/, int64_t h0, int64_t h1,
     T* __restrict scratch) {
-  Dims d = d_in;
+  AttentionDims d = d_in;
   if (TP > 0) d.tp = TP;
   if (DK > 0) d.dk = d.dv = DK;
   const int64_t t = d.t, tp = d.tp;
@@ -158,10 +143,10 @@ inline __attribute__((always_inline)) void ForwardHeadsBody(
 template <typename T, int TP = 0, int DK = 0>
 inline __attribute__((always_inline)) void BackwardHeadsBody(
     const T* __restrict qkv, const T* __restrict p, const T* __restrict keep,
-    const T* __restrict gy /*[B, T, H*dv]*/, T scale, const Dims& d_in,
+    const T* __restrict gy /*[B, T, H*dv]*/, T scale, const AttentionDims& d_in,
     T* __restrict gqkv, T* __restrict gbias, int64_t h0, int64_t h1,
     T* __restrict scratch) {
-  Dims d = d_in;
+  AttentionDims d = d_in;
   if (TP > 0) d.tp = TP;
   if (DK > 0) d.dk = d.dv = DK;
   const int64_t t = d.t, tp = d.tp;
@@ -269,8 +254,9 @@ inline __attribute__((always_inline)) void BackwardHeadsBody(
 
 SMOE_CPU_CLONES void ForwardHeadsF32(const float* qkv, const float* bias,
                                      const float* keep, float scale,
-                                     const Dims& d, float* p_out, float* y,
-                                     int64_t h0, int64_t h1, float* scratch) {
+                                     const AttentionDims& d, float* p_out,
+                                     float* y, int64_t h0, int64_t h1,
+                                     float* scratch) {
 #define SMOE_FWD(TP, DK)                                                       \
   ForwardHeadsBody<float, TP, DK>(qkv, bias, keep, scale, d, p_out, y, h0, h1, \
                                   scratch)
@@ -280,9 +266,9 @@ SMOE_CPU_CLONES void ForwardHeadsF32(const float* qkv, const float* bias,
 
 SMOE_CPU_CLONES void BackwardHeadsF32(const float* qkv, const float* p,
                                       const float* keep, const float* gy,
-                                      float scale, const Dims& d, float* gqkv,
-                                      float* gbias, int64_t h0, int64_t h1,
-                                      float* scratch) {
+                                      float scale, const AttentionDims& d,
+                                      float* gqkv, float* gbias, int64_t h0,
+                                      int64_t h1, float* scratch) {
 #define SMOE_BWD(TP, DK)                                                    \
   BackwardHeadsBody<float, TP, DK>(qkv, p, keep, gy, scale, d, gqkv, gbias, \
                                    h0, h1, scratch)
@@ -292,8 +278,9 @@ SMOE_CPU_CLONES void BackwardHeadsF32(const float* qkv, const float* p,
 #undef SMOE_SPECIALISE
 
 template <typename T>
-void ForwardHeads(const T* qkv, const T* bias, const T* keep, T scale,
-                  const Dims& d, T* p_out, T* y, int64_t h0, int64_t h1) {
+void ForwardHeadsImpl(const T* qkv, const T* bias, const T* keep, T scale,
+                      const AttentionDims& d, T* p_out, T* y, int64_t h0,
+                      int64_t h1) {
   std::vector<T> scratch((d.dk + d.dv + 2) * d.tp);
   if constexpr (std::is_same_v<T, float>) {
     ForwardHeadsF32(qkv, bias, keep, scale, d, p_out, y, h0, h1,
@@ -305,9 +292,9 @@ void ForwardHeads(const T* qkv, const T* bias, const T* keep, T scale,
 }
 
 template <typename T>
-void BackwardHeads(const T* qkv, const T* p, const T* keep, const T* gy,
-                   T scale, const Dims& d, T* gqkv, T* gbias, int64_t h0,
-                   int64_t h1) {
+void BackwardHeadsImpl(const T* qkv, const T* p, const T* keep, const T* gy,
+                       T scale, const AttentionDims& d, T* gqkv, T* gbias,
+                       int64_t h0, int64_t h1) {
   std::vector<T> scratch((2 * (d.dk + d.dv) + 3) * d.tp);
   if constexpr (std::is_same_v<T, float>) {
     BackwardHeadsF32(qkv, p, keep, gy, scale, d, gqkv, gbias, h0, h1,
@@ -318,126 +305,108 @@ void BackwardHeads(const T* qkv, const T* p, const T* keep, const T* gy,
   }
 }
 
-Dims DimsOf(const torch::Tensor& qkv, int64_t heads, int64_t dk, int64_t dv) {
-  const int64_t t = qkv.size(1);
-  return Dims{qkv.size(0),
-              t,
-              heads,
-              dk,
-              dv,
-              qkv.size(2),
-              (t + kLanes - 1) / kLanes * kLanes};
+constexpr double kBeta = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kKappa = 0.044715;
+
+template <typename T>
+inline __attribute__((always_inline)) void GeluBody(const T* __restrict x,
+                                                    T* __restrict y,
+                                                    int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    const T inner = T(kBeta) * (v + T(kKappa) * v * v * v);
+    y[i] = T(0.5) * v * (T(1) + TanhViaExp(inner));
+  }
 }
 
-class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
- public:
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor qkv,
-                               torch::Tensor rel_bias, torch::Tensor bucket,
-                               torch::Tensor keep, int64_t heads, int64_t dk,
-                               int64_t dv, double scale) {
-    qkv = qkv.contiguous();
-    const Dims d = DimsOf(qkv, heads, dk, dv);
-    // [H, T, tp]: the bias of every (query, key) pair, gathered once, the
-    // padding keys at kPadBias.
-    torch::Tensor bias = torch::constant_pad_nd(
-        rel_bias.detach().index_select(1, bucket).view({d.h, d.t, d.t}),
-        {0, d.tp - d.t}, kPadBias);
-    torch::Tensor p = torch::empty({d.b, d.h, d.t, d.tp}, qkv.options());
-    torch::Tensor y = torch::empty({d.b, d.t, d.h * d.dv}, qkv.options());
-    // keep: [T, T] -> [T, tp] padded with 0, or empty (no dropout; autograd
-    // takes no undefined inputs).
-    torch::Tensor kp =
-        keep.numel() > 0
-            ? torch::constant_pad_nd(keep.view({d.t, d.t}), {0, d.tp - d.t}, 0)
-            : keep;
-    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "fused_attention_fwd", [&] {
-      const scalar_t* kptr = kp.numel() > 0 ? kp.data_ptr<scalar_t>() : nullptr;
-      at::parallel_for(0, d.h, 1, [&](int64_t h0, int64_t h1) {
-        ForwardHeads<scalar_t>(
-            qkv.data_ptr<scalar_t>(), bias.data_ptr<scalar_t>(), kptr,
-            static_cast<scalar_t>(scale), d, p.data_ptr<scalar_t>(),
-            y.data_ptr<scalar_t>(), h0, h1);
-      });
-    });
-    ctx->save_for_backward({qkv, p, bucket, kp});
-    ctx->saved_data["heads"] = heads;
-    ctx->saved_data["dk"] = dk;
-    ctx->saved_data["dv"] = dv;
-    ctx->saved_data["scale"] = scale;
-    ctx->saved_data["nb"] = rel_bias.size(1);
-    return y;
+template <typename T>
+inline __attribute__((always_inline)) void GeluGradBody(const T* __restrict g,
+                                                        const T* __restrict x,
+                                                        T* __restrict gx,
+                                                        int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    const T v2 = v * v;
+    const T t = TanhViaExp(T(kBeta) * (v + T(kKappa) * v2 * v));
+    const T left = T(0.5) * (T(1) + t);
+    const T right =
+        T(0.5) * v * (T(1) - t * t) * T(kBeta) * (T(1) + T(3 * kKappa) * v2);
+    gx[i] = g[i] * (left + right);
   }
+}
 
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto saved = ctx->get_saved_variables();
-    const torch::Tensor& qkv = saved[0];
-    const torch::Tensor& p = saved[1];
-    const torch::Tensor& bucket = saved[2];
-    const torch::Tensor& keep = saved[3];
-    const Dims d =
-        DimsOf(qkv, ctx->saved_data["heads"].toInt(),
-               ctx->saved_data["dk"].toInt(), ctx->saved_data["dv"].toInt());
-    const double scale = ctx->saved_data["scale"].toDouble();
-    const int64_t nb = ctx->saved_data["nb"].toInt();
-    torch::Tensor gqkv, grel;
-    if (grads[0].defined()) {
-      torch::Tensor gy = grads[0].contiguous();
-      gqkv = torch::empty_like(qkv);
-      torch::Tensor gbias = torch::empty({d.h, d.t, d.tp}, qkv.options());
-      AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "fused_attention_bwd", [&] {
-        const scalar_t* kptr =
-            keep.numel() > 0 ? keep.data_ptr<scalar_t>() : nullptr;
-        at::parallel_for(0, d.h, 1, [&](int64_t h0, int64_t h1) {
-          BackwardHeads<scalar_t>(
-              qkv.data_ptr<scalar_t>(), p.data_ptr<scalar_t>(), kptr,
-              gy.data_ptr<scalar_t>(), static_cast<scalar_t>(scale), d,
-              gqkv.data_ptr<scalar_t>(), gbias.data_ptr<scalar_t>(), h0, h1);
-        });
-      });
-      grel = torch::zeros({d.h, nb}, qkv.options())
-                 .index_add_(1, bucket,
-                             gbias.narrow(2, 0, d.t).reshape({d.h, -1}));
-    }
-    return {gqkv,
-            grel,
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor()};
-  }
-};
+SMOE_CPU_CLONES void GeluF32(const float* x, float* y, int64_t n) {
+  GeluBody<float>(x, y, n);
+}
+
+SMOE_CPU_CLONES void GeluGradF32(const float* g, const float* x, float* gx,
+                                 int64_t n) {
+  GeluGradBody<float>(g, x, gx, n);
+}
+
+void GeluRangeImpl(const float* x, float* y, int64_t n) { GeluF32(x, y, n); }
+void GeluRangeImpl(const double* x, double* y, int64_t n) {
+  GeluBody<double>(x, y, n);
+}
+void GeluGradRangeImpl(const float* g, const float* x, float* gx, int64_t n) {
+  GeluGradF32(g, x, gx, n);
+}
+void GeluGradRangeImpl(const double* g, const double* x, double* gx,
+                       int64_t n) {
+  GeluGradBody<double>(g, x, gx, n);
+}
 
 }  // namespace
 
-bool FusedAttentionSupported(const torch::Tensor& qkv) {
-  return qkv.is_cpu() && (qkv.scalar_type() == torch::kFloat32 ||
-                          qkv.scalar_type() == torch::kFloat64);
+AttentionDims MakeAttentionDims(int64_t b, int64_t t, int64_t h, int64_t dk,
+                                int64_t dv, int64_t row) {
+  return AttentionDims{
+      b,
+      t,
+      h,
+      dk,
+      dv,
+      row,
+      (t + kAttentionLanes - 1) / kAttentionLanes * kAttentionLanes};
 }
 
-torch::Tensor FusedSoftmaxAttention(const torch::Tensor& qkv,
-                                    const torch::Tensor& rel_bias,
-                                    const torch::Tensor& bucket,
-                                    const torch::Tensor& keep, int64_t heads,
-                                    int64_t dk, int64_t dv, double scale) {
-  TORCH_CHECK(FusedAttentionSupported(qkv),
-              "fused attention: qkv must be a CPU float32/float64 tensor");
-  TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) == heads * (2 * dk + dv),
-              "fused attention: qkv must be [B, T, H*(2dk+dv)=",
-              heads * (2 * dk + dv), "], got ", qkv.sizes());
-  const int64_t t = qkv.size(1);
-  TORCH_CHECK(rel_bias.dim() == 2 && rel_bias.size(0) == heads,
-              "fused attention: rel_bias must be [H=", heads, ", NB], got ",
-              rel_bias.sizes());
-  TORCH_CHECK(bucket.numel() == t * t && bucket.scalar_type() == torch::kInt64,
-              "fused attention: bucket must be int64 [T*T=", t * t, "]");
-  TORCH_CHECK(!keep.defined() || keep.numel() == t * t,
-              "fused attention: keep must be [T, T]");
-  torch::Tensor k = keep.defined() ? keep.to(qkv.scalar_type())
-                                   : torch::empty({0}, qkv.options());
-  return FusedAttentionFn::apply(qkv, rel_bias.to(qkv.scalar_type()),
-                                 bucket.reshape({-1}), k, heads, dk, dv, scale);
+void AttentionForwardHeads(const float* qkv, const float* bias,
+                           const float* keep, float scale,
+                           const AttentionDims& d, float* p_out, float* y,
+                           int64_t h0, int64_t h1) {
+  ForwardHeadsImpl(qkv, bias, keep, scale, d, p_out, y, h0, h1);
+}
+void AttentionForwardHeads(const double* qkv, const double* bias,
+                           const double* keep, double scale,
+                           const AttentionDims& d, double* p_out, double* y,
+                           int64_t h0, int64_t h1) {
+  ForwardHeadsImpl(qkv, bias, keep, scale, d, p_out, y, h0, h1);
+}
+void AttentionBackwardHeads(const float* qkv, const float* p, const float* keep,
+                            const float* gy, float scale,
+                            const AttentionDims& d, float* gqkv, float* gbias,
+                            int64_t h0, int64_t h1) {
+  BackwardHeadsImpl(qkv, p, keep, gy, scale, d, gqkv, gbias, h0, h1);
+}
+void AttentionBackwardHeads(const double* qkv, const double* p,
+                            const double* keep, const double* gy, double scale,
+                            const AttentionDims& d, double* gqkv, double* gbias,
+                            int64_t h0, int64_t h1) {
+  BackwardHeadsImpl(qkv, p, keep, gy, scale, d, gqkv, gbias, h0, h1);
 }
 
-}  // namespace smoe::model
+void GeluTanhRange(const float* x, float* y, int64_t n) {
+  GeluRangeImpl(x, y, n);
+}
+void GeluTanhRange(const double* x, double* y, int64_t n) {
+  GeluRangeImpl(x, y, n);
+}
+void GeluTanhGradRange(const float* g, const float* x, float* gx, int64_t n) {
+  GeluGradRangeImpl(g, x, gx, n);
+}
+void GeluTanhGradRange(const double* g, const double* x, double* gx,
+                       int64_t n) {
+  GeluGradRangeImpl(g, x, gx, n);
+}
+
+}  // namespace smoe::model::cpu

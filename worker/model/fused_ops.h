@@ -1,8 +1,11 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: worker/model/fused_attention.h
+// File: worker/model/fused_ops.h
 //
-// Fused short-sequence softmax attention for the SRAVEN transformer on the
+// The CPU fused ops of the SRAVEN model (issue 19), each one autograd op
+// whose loops live in fused_cpu_kernels.cc (torch-free, vectorised).
+//
+// 1. Fused short-sequence softmax attention for the SRAVEN transformer on the
 // CPU (issue 19): one autograd op for scores + relative bias + softmax +
 // dropout + values over every (batch, head) pair, reading q/k/v straight out
 // of the fused projection [B, T, H*dk | H*dk | H*dv] and writing the heads'
@@ -25,8 +28,15 @@
 // dtypes: float32 and float64 on the CPU (float64 for the gradient checks).
 // Callers fall back to the unfused LibTorch ops elsewhere
 // (FusedAttentionSupported).
-#ifndef SMOE_WORKER_MODEL_FUSED_ATTENTION_H_
-#define SMOE_WORKER_MODEL_FUSED_ATTENTION_H_
+//
+// 2. GELU with the tanh approximation, exactly the formula of
+// torch::gelu(x, "tanh") and its backward, for float32/float64 CPU tensors,
+// as one autograd op whose loops vectorise (issue 19: LibTorch's CPU gelu
+// calls Sleef's 1-ulp tanhf, 4-10 % of a SRAVEN step). tanh is computed
+// from one exp (cpu_math.h): within ~2 ulp of 1 + tanh, i.e. GELU within a
+// few float ulps of LibTorch's. float64 uses std::tanh (gradient checks).
+#ifndef SMOE_WORKER_MODEL_FUSED_OPS_H_
+#define SMOE_WORKER_MODEL_FUSED_OPS_H_
 
 #include <torch/types.h>
 
@@ -48,6 +58,13 @@ torch::Tensor FusedSoftmaxAttention(const torch::Tensor& qkv,
                                     const torch::Tensor& keep, int64_t heads,
                                     int64_t dk, int64_t dv, double scale);
 
+// True for CPU float32/float64 tensors.
+bool FastGeluSupported(const torch::Tensor& x);
+
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), differentiable in x.
+// Other devices/dtypes: torch::gelu(x, "tanh").
+torch::Tensor GeluTanh(const torch::Tensor& x);
+
 }  // namespace smoe::model
 
-#endif  // SMOE_WORKER_MODEL_FUSED_ATTENTION_H_
+#endif  // SMOE_WORKER_MODEL_FUSED_OPS_H_

@@ -1,0 +1,68 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: worker/model/fused_cpu_kernels.h
+//
+// The loops of the CPU fused ops on raw arrays, without LibTorch: the short
+// sequence softmax attention's forward/backward per head range
+// (fused_ops.cc is their autograd glue) and the tanh GELU and its
+// gradient. float32 is compiled for AVX-512, AVX2+FMA and
+// baseline x86-64 and picked at load time; float64 (gradient checks) plain.
+#ifndef SMOE_WORKER_MODEL_FUSED_CPU_KERNELS_H_
+#define SMOE_WORKER_MODEL_FUSED_CPU_KERNELS_H_
+
+#include <cstdint>
+
+namespace smoe::model::cpu {
+
+// Rows are padded to a multiple of this (one AVX-512 float vector).
+constexpr int64_t kAttentionLanes = 16;
+// Bias of the padding keys: exp(kPadBias - max) underflows to (almost) 0,
+// and the padded value rows are zero, so padding never reaches an output.
+constexpr double kAttentionPadBias = -1e30;
+
+// qkv is [B, T, row] with row = H * (2 dk + dv): the queries of head h at
+// columns [h dk, (h+1) dk), its keys at H dk + h dk, its values at
+// 2 H dk + h dv. tp: T rounded up to kAttentionLanes.
+struct AttentionDims {
+  int64_t b, t, h, dk, dv, row;
+  int64_t tp;
+  int64_t q_off(int64_t head) const { return head * dk; }
+  int64_t k_off(int64_t head) const { return h * dk + head * dk; }
+  int64_t v_off(int64_t head) const { return 2 * h * dk + head * dv; }
+};
+
+AttentionDims MakeAttentionDims(int64_t b, int64_t t, int64_t h, int64_t dk,
+                                int64_t dv, int64_t row);
+
+// Forward of heads [h0, h1) for all batch rows. bias [H, T, tp] (padding
+// kAttentionPadBias), keep [T, tp] (padding 0) or null (no dropout), p_out
+// [B, H, T, tp] (the softmax, saved for the backward), y [B, T, H*dv].
+void AttentionForwardHeads(const float* qkv, const float* bias,
+                           const float* keep, float scale,
+                           const AttentionDims& d, float* p_out, float* y,
+                           int64_t h0, int64_t h1);
+void AttentionForwardHeads(const double* qkv, const double* bias,
+                           const double* keep, double scale,
+                           const AttentionDims& d, double* p_out, double* y,
+                           int64_t h0, int64_t h1);
+
+// Backward of heads [h0, h1): writes gqkv's columns of these heads and gbias
+// rows [h0, h1) ([H, T, tp], summed over the batch). gy is [B, T, H*dv].
+void AttentionBackwardHeads(const float* qkv, const float* p, const float* keep,
+                            const float* gy, float scale,
+                            const AttentionDims& d, float* gqkv, float* gbias,
+                            int64_t h0, int64_t h1);
+void AttentionBackwardHeads(const double* qkv, const double* p,
+                            const double* keep, const double* gy, double scale,
+                            const AttentionDims& d, double* gqkv, double* gbias,
+                            int64_t h0, int64_t h1);
+
+// y[i] = gelu_tanh(x[i]) and gx[i] = g[i] * gelu_tanh'(x[i]) for i < n.
+void GeluTanhRange(const float* x, float* y, int64_t n);
+void GeluTanhRange(const double* x, double* y, int64_t n);
+void GeluTanhGradRange(const float* g, const float* x, float* gx, int64_t n);
+void GeluTanhGradRange(const double* g, const double* x, double* gx, int64_t n);
+
+}  // namespace smoe::model::cpu
+
+#endif  // SMOE_WORKER_MODEL_FUSED_CPU_KERNELS_H_

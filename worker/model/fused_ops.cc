@@ -1,0 +1,182 @@
+// Copyright 2026 SMoE Lab authors.
+#include "worker/model/fused_ops.h"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "worker/model/fused_cpu_kernels.h"
+
+namespace smoe::model {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+using cpu::AttentionDims;
+using cpu::kAttentionPadBias;
+
+AttentionDims DimsOf(const torch::Tensor& qkv, int64_t heads, int64_t dk,
+                     int64_t dv) {
+  return cpu::MakeAttentionDims(qkv.size(0), qkv.size(1), heads, dk, dv,
+                                qkv.size(2));
+}
+
+class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor qkv,
+                               torch::Tensor rel_bias, torch::Tensor bucket,
+                               torch::Tensor keep, int64_t heads, int64_t dk,
+                               int64_t dv, double scale) {
+    qkv = qkv.contiguous();
+    const AttentionDims d = DimsOf(qkv, heads, dk, dv);
+    // [H, T, tp]: the bias of every (query, key) pair, gathered once, the
+    // padding keys at kAttentionPadBias.
+    torch::Tensor bias = torch::constant_pad_nd(
+        rel_bias.detach().index_select(1, bucket).view({d.h, d.t, d.t}),
+        {0, d.tp - d.t}, kAttentionPadBias);
+    torch::Tensor p = torch::empty({d.b, d.h, d.t, d.tp}, qkv.options());
+    torch::Tensor y = torch::empty({d.b, d.t, d.h * d.dv}, qkv.options());
+    // keep: [T, T] -> [T, tp] padded with 0, or empty (no dropout; autograd
+    // takes no undefined inputs).
+    torch::Tensor kp =
+        keep.numel() > 0
+            ? torch::constant_pad_nd(keep.view({d.t, d.t}), {0, d.tp - d.t}, 0)
+            : keep;
+    AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "fused_attention_fwd", [&] {
+      const scalar_t* kptr = kp.numel() > 0 ? kp.data_ptr<scalar_t>() : nullptr;
+      at::parallel_for(0, d.h, 1, [&](int64_t h0, int64_t h1) {
+        cpu::AttentionForwardHeads(
+            qkv.data_ptr<scalar_t>(), bias.data_ptr<scalar_t>(), kptr,
+            static_cast<scalar_t>(scale), d, p.data_ptr<scalar_t>(),
+            y.data_ptr<scalar_t>(), h0, h1);
+      });
+    });
+    ctx->save_for_backward({qkv, p, bucket, kp});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["dk"] = dk;
+    ctx->saved_data["dv"] = dv;
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["nb"] = rel_bias.size(1);
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor& qkv = saved[0];
+    const torch::Tensor& p = saved[1];
+    const torch::Tensor& bucket = saved[2];
+    const torch::Tensor& keep = saved[3];
+    const AttentionDims d =
+        DimsOf(qkv, ctx->saved_data["heads"].toInt(),
+               ctx->saved_data["dk"].toInt(), ctx->saved_data["dv"].toInt());
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const int64_t nb = ctx->saved_data["nb"].toInt();
+    torch::Tensor gqkv, grel;
+    if (grads[0].defined()) {
+      torch::Tensor gy = grads[0].contiguous();
+      gqkv = torch::empty_like(qkv);
+      torch::Tensor gbias = torch::empty({d.h, d.t, d.tp}, qkv.options());
+      AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "fused_attention_bwd", [&] {
+        const scalar_t* kptr =
+            keep.numel() > 0 ? keep.data_ptr<scalar_t>() : nullptr;
+        at::parallel_for(0, d.h, 1, [&](int64_t h0, int64_t h1) {
+          cpu::AttentionBackwardHeads(
+              qkv.data_ptr<scalar_t>(), p.data_ptr<scalar_t>(), kptr,
+              gy.data_ptr<scalar_t>(), static_cast<scalar_t>(scale), d,
+              gqkv.data_ptr<scalar_t>(), gbias.data_ptr<scalar_t>(), h0, h1);
+        });
+      });
+      grel = torch::zeros({d.h, nb}, qkv.options())
+                 .index_add_(1, bucket,
+                             gbias.narrow(2, 0, d.t).reshape({d.h, -1}));
+    }
+    return {gqkv,
+            grel,
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
+constexpr int64_t kGrain = 1 << 14;
+
+class GeluTanhFn : public torch::autograd::Function<GeluTanhFn> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x) {
+    x = x.contiguous();
+    torch::Tensor y = torch::empty_like(x);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_tanh_fwd", [&] {
+      const scalar_t* xp = x.data_ptr<scalar_t>();
+      scalar_t* yp = y.data_ptr<scalar_t>();
+      at::parallel_for(0, x.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+        cpu::GeluTanhRange(xp + lo, yp + lo, hi - lo);
+      });
+    });
+    ctx->save_for_backward({x});
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const torch::Tensor x = ctx->get_saved_variables()[0];
+    if (!grads[0].defined()) return {torch::Tensor()};
+    torch::Tensor g = grads[0].contiguous();
+    torch::Tensor gx = torch::empty_like(x);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gelu_tanh_bwd", [&] {
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      const scalar_t* xp = x.data_ptr<scalar_t>();
+      scalar_t* op = gx.data_ptr<scalar_t>();
+      at::parallel_for(0, x.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+        cpu::GeluTanhGradRange(gp + lo, xp + lo, op + lo, hi - lo);
+      });
+    });
+    return {gx};
+  }
+};
+
+}  // namespace
+
+bool FusedAttentionSupported(const torch::Tensor& qkv) {
+  return qkv.is_cpu() && (qkv.scalar_type() == torch::kFloat32 ||
+                          qkv.scalar_type() == torch::kFloat64);
+}
+
+torch::Tensor FusedSoftmaxAttention(const torch::Tensor& qkv,
+                                    const torch::Tensor& rel_bias,
+                                    const torch::Tensor& bucket,
+                                    const torch::Tensor& keep, int64_t heads,
+                                    int64_t dk, int64_t dv, double scale) {
+  TORCH_CHECK(FusedAttentionSupported(qkv),
+              "fused attention: qkv must be a CPU float32/float64 tensor");
+  TORCH_CHECK(qkv.dim() == 3 && qkv.size(2) == heads * (2 * dk + dv),
+              "fused attention: qkv must be [B, T, H*(2dk+dv)=",
+              heads * (2 * dk + dv), "], got ", qkv.sizes());
+  const int64_t t = qkv.size(1);
+  TORCH_CHECK(rel_bias.dim() == 2 && rel_bias.size(0) == heads,
+              "fused attention: rel_bias must be [H=", heads, ", NB], got ",
+              rel_bias.sizes());
+  TORCH_CHECK(bucket.numel() == t * t && bucket.scalar_type() == torch::kInt64,
+              "fused attention: bucket must be int64 [T*T=", t * t, "]");
+  TORCH_CHECK(!keep.defined() || keep.numel() == t * t,
+              "fused attention: keep must be [T, T]");
+  torch::Tensor k = keep.defined() ? keep.to(qkv.scalar_type())
+                                   : torch::empty({0}, qkv.options());
+  return FusedAttentionFn::apply(qkv, rel_bias.to(qkv.scalar_type()),
+                                 bucket.reshape({-1}), k, heads, dk, dv, scale);
+}
+
+bool FastGeluSupported(const torch::Tensor& x) {
+  return x.is_cpu() && (x.scalar_type() == torch::kFloat32 ||
+                        x.scalar_type() == torch::kFloat64);
+}
+
+torch::Tensor GeluTanh(const torch::Tensor& x) {
+  if (!FastGeluSupported(x)) return torch::gelu(x, "tanh");
+  return GeluTanhFn::apply(x);
+}
+
+}  // namespace smoe::model
