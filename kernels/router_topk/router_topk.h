@@ -13,12 +13,13 @@
 // the reference and the kernel alike, so topk_idx compares exactly. Within a
 // row topk_idx is ordered by descending logit.
 //
-// Gate weights (RouterGating, matching worker/model's Gating options):
+// Gate weights (RouterGating, also the model's enum: worker/model/
+// model_config.h uses it directly, config strings in brackets):
 //   kRenormalized:  w_j = exp(l_j) / sum_{chosen c} exp(l_c)  (softmax over
 //                   all E then top-k then renormalise; equals softmax over the
-//                   chosen k logits: Gating::kTopKThenSoftmax)
+//                   chosen k logits [topk_then_softmax])
 //   kNoRenorm:      w_j = exp(l_j) / sum_{all e} exp(l_e)   (softmax over all E
-//                   then top-k, no renormalisation: Gating::kSoftmaxThenTopK)
+//                   then top-k, no renormalisation [softmax_then_topk])
 //
 // Shapes (DeepEP names): topk_idx [num_tokens, top_k] int32, topk_weights
 // [num_tokens, top_k] f32, num_tokens_per_expert [num_experts] int32,
