@@ -53,17 +53,14 @@ const std::vector<Layer>& Layers() {
        {"common/", "proto/", "cli/", "coordinator/", "worker/daemon/",
         "worker/launch/", "trials/"}},
       {"cli/client_test.", {"common/", "proto/", "cli/", "coordinator/"}},
-      // `smoe token` and `smoe deploy render` write the role-tokens file
-      // offline (docs/roles.md): of the coordinator only coordinator/tokens.h
-      // (linked into the `smoe` binary, which embeds the coordinator anyway).
-      {"cli/token_cmd.", {"common/", "cli/", "coordinator/tokens."}},
-      {"cli/deploy_cmd.", {"common/", "cli/", "coordinator/tokens."}},
-      // `smoe sweep validate` parses sweep files offline: of the coordinator
-      // only the sweep-file library (smoe_sweep_spec).
+      // `smoe sweep validate` parses sweep files offline, and `smoe token` /
+      // `smoe deploy render` write the role-tokens file offline
+      // (docs/roles.md): of the coordinator only its two client-side
+      // libraries, smoe_sweep_spec and smoe_tokens.
       {"cli/",
        {"common/", "proto/", "cli/", "worker/daemon/", "worker/launch/",
         "worker/data/", "store/", "trials/", "analysis/",
-        "coordinator/sweep_spec."}},
+        "coordinator/sweep_spec.", "coordinator/tokens."}},
   };
   return *layers;
 }
