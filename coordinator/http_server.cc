@@ -847,7 +847,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   SMOE_LOG(INFO) << "dashboard listening on " << s->bind_description()
                  << ", open " << s->url()
                  << (EmbeddedAssetsAreFallback()
-                         ? " (web app not built: npm missing at build time)"
+                         ? " (web app not built: npm was missing or `npm ci` "
+                           "failed at build time; the page says how to fix it)"
                          : "");
   return s;
 }

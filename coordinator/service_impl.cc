@@ -635,9 +635,9 @@ grpc::Status WorkerGatewayServiceImpl::PutCheckpoint(
       return absl::CancelledError("PutCheckpoint: upload cancelled");
     }
     SMOE_ASSIGN_OR_RETURN(store::CheckpointRecord stored, up->Finish());
-    SMOE_LOG(INFO) << "stored checkpoint of trial " << stored.trial_id
-                   << " step " << stored.step << " (" << stored.bytes
-                   << " bytes) from worker " << stored.worker_id;
+    SMOE_LOG(DEBUG) << "stored checkpoint of trial " << stored.trial_id
+                    << " step " << stored.step << " (" << stored.bytes
+                    << " bytes) from worker " << stored.worker_id;
     resp->set_step(stored.step);
     resp->set_bytes(stored.bytes);
     return absl::OkStatus();
