@@ -13,6 +13,16 @@
 #include <cstdint>
 #include <cstring>
 
+// Marks a function to be compiled for AVX-512 (x86-64-v4), AVX2+FMA (v3)
+// and baseline x86-64, the version picked at load time by the CPU (GCC
+// function multi-versioning); nothing elsewhere.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SMOE_CPU_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SMOE_CPU_CLONES
+#endif
+
 namespace smoe::model {
 
 // exp(x) for x <= 0 in float: Cephes expf (range reduction by ln 2 in two

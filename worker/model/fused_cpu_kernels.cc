@@ -216,15 +216,8 @@ inline __attribute__((always_inline)) void BackwardHeadsBody(
 
 #undef SMOE_ROW_LOOP
 
-// The float32 kernels, compiled for AVX-512, AVX2+FMA and baseline x86-64
-// and picked at load time by the CPU (GCC function multi-versioning); the
-// double ones (gradient checks) plain.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SMOE_CPU_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SMOE_CPU_CLONES
-#endif
+// The float32 kernels are multi-versioned (SMOE_CPU_CLONES, cpu_math.h);
+// the double ones (gradient checks) plain.
 
 // Width-4 heads at T = 9M (M = 1..8) pad to 16..80: constant-size
 // versions for those, the runtime-size body otherwise.

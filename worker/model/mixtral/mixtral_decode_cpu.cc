@@ -9,19 +9,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "worker/model/cpu_math.h"
+
 namespace smoe::model::mixtral {
 namespace {
 
 constexpr int64_t kLanes = 16;
 // Rows per parallel chunk: 64 rows of a 512-wide matrix = 128 KiB.
 constexpr int64_t kRowGrain = 64;
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SMOE_CPU_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SMOE_CPU_CLONES
-#endif
 
 // dot(w, x) over k values with kLanes partial sums (vectorises).
 inline __attribute__((always_inline)) float Dot(const float* __restrict w,
