@@ -85,7 +85,12 @@ void PrintSummary(store::ExperimentStore* store, const std::string& sweep_id,
         best_k = k;
       }
     }
-    out << absl::StrFormat("   -> best k = %d\n", best_k);
+    if (metric == "ood_acc" && key.first == 1) {
+      // Whole rules are held out at M = 1: no k can do better than chance.
+      out << "   (chance by construction)\n";
+    } else {
+      out << absl::StrFormat("   -> best k = %d\n", best_k);
+    }
   }
 }
 
@@ -194,7 +199,8 @@ int RunUp(const UpOptions& options) {
     PrintSummary((*server)->store(), id, "ood_acc", std::cout);
     std::cout << "(at M=1 the OOD split holds out whole rules, so OOD accuracy "
                  "there stays near chance 1/8 by construction)\n";
-    std::cout << "\nfull results: smoe results " << id
+    std::cout << "\nbest k with bootstrap CIs over seeds: smoe analyze " << id
+              << "\nfull results: smoe results " << id
               << " --format table|csv|json\n";
   }
   if (!options.exit_when_done && rc == kExitOk) {
