@@ -130,6 +130,7 @@ class CoordinatorServer {
   std::unique_ptr<TokenAuthChecker> auth_checker_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<CheckpointStore> checkpoints_;
+  std::unique_ptr<TrialLogs> logs_;
   std::unique_ptr<CoordinatorServiceImpl> coordinator_service_;
   std::unique_ptr<WorkerGatewayServiceImpl> gateway_service_;
   std::unique_ptr<grpc::Server> server_;
