@@ -17,11 +17,11 @@
 #include "CLI/CLI.hpp"
 #include "cli/analyze_cmd.h"
 #include "cli/artifacts_cmd.h"
-#include "cli/logs_cmd.h"
 #include "cli/client.h"
 #include "cli/deploy_cmd.h"
 #include "cli/doctor_cmd.h"
 #include "cli/local_trial.h"
+#include "cli/logs_cmd.h"
 #include "cli/model_cmd.h"
 #include "cli/skillmix_cmd.h"
 #include "cli/sraven_cmd.h"
@@ -334,8 +334,9 @@ int Main(int argc, char** argv) {
   std::string logs_trial;
   LogsFlags logs_flags;
   CLI::App* logs = app.add_subcommand(
-      "logs", "Print a trial attempt's log (trainer stderr and non-event "
-              "stdout)");
+      "logs",
+      "Print a trial attempt's log (trainer stderr and non-event "
+      "stdout)");
   logs->add_option("TRIAL", logs_trial, "Trial id (SWEEP/HASH)")->required();
   logs->add_option("--attempt", logs_flags.attempt,
                    "Attempt number (default: the latest)");
@@ -593,7 +594,8 @@ int Main(int argc, char** argv) {
     return ArtifactsCmd(*client, artifact_trial, artifact_download,
                         artifact_out, std::cout);
   }
-  if (logs->parsed()) return LogsCmd(*client, logs_trial, logs_flags, std::cout);
+  if (logs->parsed())
+    return LogsCmd(*client, logs_trial, logs_flags, std::cout);
   if (analyze->parsed()) {
     return AnalyzeCmd(*client, sweep_id, analyze_flags, std::cout);
   }

@@ -575,7 +575,8 @@ void WorkerGatewayServiceImpl::StoreSystemSample(const std::string& worker_id,
   if (s.has_gpu_util_percent()) {
     add("sys/gpu_util_percent", s.gpu_util_percent());
   }
-  if (s.has_gpu_memory_bytes()) add("sys/gpu_mem_mb", s.gpu_memory_bytes() / kMb);
+  if (s.has_gpu_memory_bytes())
+    add("sys/gpu_mem_mb", s.gpu_memory_bytes() / kMb);
   if (metrics.empty()) return;
   absl::Status st =
       scheduler_->ReportMetrics(worker_id, r.trial_id(), r.attempt(), metrics);

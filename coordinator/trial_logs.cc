@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "coordinator/log_routes.h"
 
 namespace smoe::coordinator {
 
@@ -37,8 +38,7 @@ void TrialLogs::DropOldLocked(absl::Time now) {
   // A live tail nobody finalised (the attempt was lost) is kept for an
   // hour: a reader of a lost attempt still sees its last tail.
   for (auto it = live_.begin(); it != live_.end();) {
-    it = now - it->second.at > absl::Hours(1) ? live_.erase(it)
-                                              : std::next(it);
+    it = now - it->second.at > absl::Hours(1) ? live_.erase(it) : std::next(it);
   }
 }
 
@@ -53,9 +53,8 @@ void TrialLogs::PutLive(const std::string& trial_id, int attempt,
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
   DropOldLocked(now);
-  live_[{trial_id, attempt}] =
-      Live{LastBytesAtLineStart(std::move(text), kMaxTextBytes), total_bytes,
-           now};
+  live_[{trial_id, attempt}] = Live{
+      LastBytesAtLineStart(std::move(text), kMaxTextBytes), total_bytes, now};
 }
 
 absl::Status TrialLogs::PutFinal(const std::string& trial_id, int attempt,
@@ -86,12 +85,12 @@ absl::StatusOr<TrialLogView> TrialLogs::Read(const std::string& trial_id,
                         store_->ListAttempts(trial_id));
   TrialLogView v;
   v.trial_id = trial_id;
-  for (const store::AttemptRecord& a : attempts) v.attempts.push_back(a.attempt);
+  for (const store::AttemptRecord& a : attempts)
+    v.attempts.push_back(a.attempt);
   if (attempts.empty()) {
     if (attempt != 0) {
-      return absl::NotFoundError(absl::StrCat("trial '", trial_id,
-                                              "' has not run yet: no attempt ",
-                                              attempt));
+      return absl::NotFoundError(absl::StrCat(
+          "trial '", trial_id, "' has not run yet: no attempt ", attempt));
     }
     return v;
   }
@@ -109,26 +108,37 @@ absl::StatusOr<TrialLogView> TrialLogs::Read(const std::string& trial_id,
   }
   v.attempt = chosen->attempt;
   v.running = chosen->outcome == store::AttemptOutcome::kRunning;
-  if (!v.running) {
-    SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialLogRecord> stored,
+  auto stored = [&]() -> absl::StatusOr<bool> {
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialLogRecord> rows,
                           store_->ListTrialLogs(trial_id));
-    for (const store::TrialLogRecord& r : stored) {
+    for (const store::TrialLogRecord& r : rows) {
       if (r.attempt != v.attempt) continue;
       v.text = r.text;
       v.total_bytes = r.total_bytes;
       v.as_of = r.updated_at;
+      return true;
+    }
+    return false;
+  };
+  if (!v.running) {
+    SMOE_ASSIGN_OR_RETURN(bool found, stored());
+    if (found) return v;
+  }
+  {
+    const absl::Time now = clock_->Now();
+    absl::MutexLock lock(&mu_);
+    DropOldLocked(now);
+    if (v.running) wanted_[{trial_id, v.attempt}] = now;
+    if (auto it = live_.find({trial_id, v.attempt}); it != live_.end()) {
+      v.text = it->second.text;
+      v.total_bytes = it->second.total_bytes;
+      v.as_of = it->second.at;
       return v;
     }
   }
-  const absl::Time now = clock_->Now();
-  absl::MutexLock lock(&mu_);
-  DropOldLocked(now);
-  if (v.running) wanted_[{trial_id, v.attempt}] = now;
-  if (auto it = live_.find({trial_id, v.attempt}); it != live_.end()) {
-    v.text = it->second.text;
-    v.total_bytes = it->second.total_bytes;
-    v.as_of = it->second.at;
-  }
+  // Running, but its final tail is already stored (its report is on the
+  // way to the scheduler).
+  if (v.running) SMOE_RETURN_IF_ERROR(stored().status());
   return v;
 }
 
@@ -161,16 +171,15 @@ void RegisterLogRoutes(const AddHttpRoute& add, TrialLogs* logs) {
         }
         absl::StatusOr<TrialLogView> v = logs->Read(req.matches[1], attempt);
         if (!v.ok()) return Error(res, v.status());
-        nlohmann::json out = {
-            {"trial_id", v->trial_id},
-            {"attempt", v->attempt},
-            {"attempts", v->attempts},
-            {"running", v->running},
-            {"as_of_ms", v->as_of == absl::UnixEpoch()
-                             ? int64_t{0}
-                             : absl::ToUnixMillis(v->as_of)},
-            {"total_bytes", v->total_bytes},
-            {"text", v->text}};
+        nlohmann::json out = {{"trial_id", v->trial_id},
+                              {"attempt", v->attempt},
+                              {"attempts", v->attempts},
+                              {"running", v->running},
+                              {"as_of_ms", v->as_of == absl::UnixEpoch()
+                                               ? int64_t{0}
+                                               : absl::ToUnixMillis(v->as_of)},
+                              {"total_bytes", v->total_bytes},
+                              {"text", v->text}};
         // Logs may hold bytes that are not UTF-8: replaced, never refused.
         res.set_content(
             out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),

@@ -13,7 +13,7 @@
 //     wanted, the worker's heartbeat replies carry TYPE_SEND_LOG and its next
 //     heartbeats the tail, so a live tail trails the trainer by about one
 //     heartbeat interval.
-// Routes: Coordinator/GetTrialLogs (gRPC) and
+// Routes: Coordinator/GetTrialLogs (gRPC) and (coordinator/log_routes.h)
 //   GET /api/trials/{id}/logs[?attempt=N]
 //       {"trial_id","attempt","attempts":[...],"running","as_of_ms",
 //        "total_bytes","text"}
@@ -35,7 +35,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "coordinator/http_actions.h"
 #include "store/experiment_store.h"
 
 namespace smoe::coordinator {
@@ -96,10 +95,6 @@ class TrialLogs {
 // Cuts `text` to its last `max_bytes`, starting after a line break (unless
 // that leaves nothing) and never inside a UTF-8 sequence.
 std::string LastBytesAtLineStart(std::string text, size_t max_bytes);
-
-// Registers GET /api/trials/{id}/logs through `add` (http_server.cc's, which
-// lists it for the access table). `logs` is not owned.
-void RegisterLogRoutes(const AddHttpRoute& add, TrialLogs* logs);
 
 }  // namespace smoe::coordinator
 

@@ -24,8 +24,7 @@ SecretRedactor::SecretRedactor(std::vector<std::string> secrets) {
             [](const std::string& a, const std::string& b) {
               return a.size() > b.size();
             });
-  secrets_.erase(std::unique(secrets_.begin(), secrets_.end()),
-                 secrets_.end());
+  secrets_.erase(std::unique(secrets_.begin(), secrets_.end()), secrets_.end());
 }
 
 bool SecretRedactor::IsSecretName(absl::string_view name) {
@@ -64,8 +63,8 @@ absl::StatusOr<std::unique_ptr<AttemptLog>> AttemptLog::Open(
     const SecretRedactor* redactor) {
   const std::string dir = trial_dir + "/logs";
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InternalError(absl::StrCat("cannot create directory '", dir,
-                                            "': ", strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot create directory '", dir, "': ", strerror(errno)));
   }
   const std::string path = absl::StrCat(dir, "/attempt-", attempt, ".log");
   std::FILE* f = std::fopen(path.c_str(), "ae");
@@ -111,8 +110,7 @@ void AttemptLog::Rotate() {
 void AttemptLog::Append(absl::string_view raw) {
   std::string line(raw.substr(0, kMaxLineBytes));
   if (raw.size() > kMaxLineBytes) {
-    absl::StrAppend(&line, " [... ", raw.size() - kMaxLineBytes,
-                    " bytes cut]");
+    absl::StrAppend(&line, " [... ", raw.size() - kMaxLineBytes, " bytes cut]");
   }
   if (redactor_ != nullptr) line = redactor_->Redact(std::move(line));
   line.push_back('\n');

@@ -41,8 +41,8 @@ TEST(SecretRedactorTest, ReplacesSecretEnvironmentValuesOnly) {
   std::string c = "HOME=/home/someone";
   std::string d = "DB_PASSWORD=hunter2hunter2";
   std::string e = "SHORT_TOKEN=abc";  // too short to redact safely
-  std::vector<char*> env = {a.data(), b.data(), c.data(), d.data(), e.data(),
-                            nullptr};
+  std::vector<char*> env = {a.data(), b.data(), c.data(),
+                            d.data(), e.data(), nullptr};
   SecretRedactor r = SecretRedactor::FromEnvironment(env.data());
   EXPECT_EQ(r.size(), 3u);
   EXPECT_EQ(r.Redact("token smoe_abcdef123456 key sk-verysecretvalue at "

@@ -26,9 +26,8 @@ std::optional<ProcStat> ParseProcStat(const std::string& line,
   // "pid (comm) state ppid pgrp ..."; comm may hold spaces and ')'.
   const size_t close = line.rfind(')');
   if (close == std::string::npos || clock_ticks <= 0) return std::nullopt;
-  std::vector<absl::string_view> f =
-      absl::StrSplit(absl::string_view(line).substr(close + 1), ' ',
-                     absl::SkipEmpty());
+  std::vector<absl::string_view> f = absl::StrSplit(
+      absl::string_view(line).substr(close + 1), ' ', absl::SkipEmpty());
   // f[0] is field 3 (state): field k is f[k - 3].
   if (f.size() < 22) return std::nullopt;
   int64_t pgrp, utime, stime, cutime, cstime, rss;
@@ -117,8 +116,7 @@ class NvmlMonitor final : public GpuMonitor {
       : lib_(lib), handle_(handle), util_(util), procs_(procs) {}
   ~NvmlMonitor() override {
     using ShutdownFn = NvmlReturn (*)();
-    if (auto f =
-            reinterpret_cast<ShutdownFn>(dlsym(lib_, "nvmlShutdown"))) {
+    if (auto f = reinterpret_cast<ShutdownFn>(dlsym(lib_, "nvmlShutdown"))) {
       f();
     }
     dlclose(lib_);
@@ -189,8 +187,7 @@ std::unique_ptr<GpuMonitor> OpenNvml() {
                    << "); GPU utilisation and memory are not reported";
     return nullptr;
   }
-  auto init =
-      reinterpret_cast<NvmlMonitor::InitFn>(dlsym(lib, "nvmlInit_v2"));
+  auto init = reinterpret_cast<NvmlMonitor::InitFn>(dlsym(lib, "nvmlInit_v2"));
   auto handle = reinterpret_cast<NvmlMonitor::HandleFn>(
       dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
   auto util = reinterpret_cast<NvmlMonitor::UtilFn>(

@@ -20,8 +20,8 @@ std::string StatLine(int pid, int pgrp, int utime, int stime, int cutime,
                      int cstime, int rss_pages) {
   return absl::StrCat(pid, " (my (odd) trainer) S 1 ", pgrp,
                       " 0 0 -1 4194560 100 0 0 0 ", utime, " ", stime, " ",
-                      cutime, " ", cstime,
-                      " 20 0 1 0 12345 100000000 ", rss_pages,
+                      cutime, " ", cstime, " 20 0 1 0 12345 100000000 ",
+                      rss_pages,
                       " 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 "
                       "0 0 0 0");
 }
@@ -41,17 +41,17 @@ TEST(SystemStatsTest, SumsOnlyTheWantedProcessGroups) {
   const std::string root =
       absl::StrCat(::testing::TempDir(), "/system_stats_proc_", getpid());
   mkdir(root.c_str(), 0755);
-  const long ticks = sysconf(_SC_CLK_TCK);   // NOLINT(runtime/int)
+  const long ticks = sysconf(_SC_CLK_TCK);  // NOLINT(runtime/int)
   const long page = sysconf(_SC_PAGESIZE);  // NOLINT(runtime/int)
   auto add = [&](int pid, int pgrp, int utime, int rss) {
     const std::string d = absl::StrCat(root, "/", pid);
     mkdir(d.c_str(), 0755);
-    std::ofstream(d + "/stat") << StatLine(pid, pgrp, utime, 0, 0, 0, rss)
-                               << "\n";
+    std::ofstream(d + "/stat")
+        << StatLine(pid, pgrp, utime, 0, 0, 0, rss) << "\n";
   };
-  add(100, 100, static_cast<int>(ticks), 10);  // rank 0, leader
-  add(101, 100, static_cast<int>(ticks), 5);   // its child
-  add(200, 200, static_cast<int>(ticks), 7);   // rank 1
+  add(100, 100, static_cast<int>(ticks), 10);         // rank 0, leader
+  add(101, 100, static_cast<int>(ticks), 5);          // its child
+  add(200, 200, static_cast<int>(ticks), 7);          // rank 1
   add(300, 300, 99 * static_cast<int>(ticks), 1000);  // someone else
   mkdir((root + "/self").c_str(), 0755);              // not a pid
   absl::StatusOr<ProcessGroupUsage> u = ReadProcessGroups({100, 200}, root);

@@ -737,7 +737,8 @@ void WorkerDaemon::SampleSystem(Trial* t, v1::SystemSample* out) {
       ReadProcessGroups(groups, options_.proc_root);
   if (!u.ok() || u->pids.empty()) return;  // absent: nothing measured
   out->set_rss_bytes(static_cast<double>(u->rss_bytes));
-  if (std::optional<double> cpu = t->cpu.Update(u->cpu_seconds, clock_->Now())) {
+  if (std::optional<double> cpu =
+          t->cpu.Update(u->cpu_seconds, clock_->Now())) {
     out->set_cpu_percent(*cpu);
   }
   if (t->gpus.empty()) return;
