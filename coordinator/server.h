@@ -97,6 +97,7 @@ class CoordinatorServer {
   }
   bool token_created() const { return token_created_; }
   Scheduler* scheduler() { return scheduler_.get(); }
+  TrialLogs* trial_logs() { return logs_.get(); }
   // The dashboard's URL ("http://127.0.0.1:8080/"), or "" when it is off.
   std::string http_url() const { return http_ ? http_->url() : ""; }
   int http_port() const { return http_ ? http_->port() : 0; }

@@ -69,7 +69,10 @@ TEST(AttemptLogTest, AppendsRedactedLinesAndKeepsATail) {
   EXPECT_EQ(tail.text, "starting\nusing [REDACTED] now\n");
   EXPECT_EQ(tail.total_bytes, 30);
   // A small tail starts at a line boundary.
-  EXPECT_EQ((*log)->Tail(20).text, "using [REDACTED] now\n");
+  EXPECT_EQ((*log)->Tail(25).text, "using [REDACTED] now\n");
+  EXPECT_EQ((*log)->Tail(21).text, "using [REDACTED] now\n");
+  // One line longer than the limit: its end.
+  EXPECT_EQ((*log)->Tail(10).text, "TED] now\n");
 }
 
 TEST(AttemptLogTest, RotatesAtTheCapAndKeepsTwoFiles) {
