@@ -9,7 +9,7 @@ const POLL_MS = 2000;
 // Returns { el, stop }: a <section id="logs"> that fills itself, and a
 // function that ends its polling. `h` is the page's element helper.
 export function logsSection(trialId, h, attempts) {
-  const pre = h('pre', { class: 'log', id: 'trial-log' }, '');
+  const pre = h('pre', { class: 'log', id: 'trial-log', hidden: true }, '');
   const status = h('p', { class: 'muted', id: 'trial-log-status' }, 'Loading…');
   const picker = h('span', { class: 'tools', id: 'trial-log-attempts' });
   const box = h('section', { id: 'logs', class: 'logs' },
@@ -44,6 +44,7 @@ export function logsSection(trialId, h, attempts) {
     }));
     const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     pre.textContent = r.text || '';
+    pre.hidden = !r.text;
     if (atBottom) pre.scrollTop = pre.scrollHeight;
     const kept = r.total_bytes > (r.text || '').length
       ? ` · last ${(r.text || '').length} of ${r.total_bytes} bytes (the worker keeps the whole log)` : '';

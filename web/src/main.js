@@ -513,8 +513,8 @@ async function renderTrial(trialId) {
   const gpuNote = names.includes('sys/gpu_util_percent') ? undefined
     : 'GPU utilisation and memory: not measured (a CPU trial, or no NVML on the worker)';
   draw('trial-sys-cpu', 'CPU and GPU utilisation', ['sys/cpu_percent', 'sys/gpu_util_percent'],
-    '% (100 = one CPU core busy)', gpuNote);
-  draw('trial-sys-mem', 'Memory', ['sys/rss_mb', 'sys/gpu_mem_mb'], 'MB (RSS of the trainer processes; GPU memory)', gpuNote);
+    '% (100 = one core)', gpuNote);
+  draw('trial-sys-mem', 'Memory', ['sys/rss_mb', 'sys/gpu_mem_mb'], 'MB', gpuNote);
   const rest = names.filter((n) => !/loss|^eval\/|^router\/|^sys\//.test(n));
   if (rest.length) draw('trial-other', 'Other metrics', rest, 'value');
   if (!names.length) box.appendChild(h('p', { class: 'muted empty' }, 'No metrics reported yet.'));

@@ -72,7 +72,7 @@ TEST(AttemptLogTest, AppendsRedactedLinesAndKeepsATail) {
   EXPECT_EQ((*log)->Tail(25).text, "using [REDACTED] now\n");
   EXPECT_EQ((*log)->Tail(21).text, "using [REDACTED] now\n");
   // One line longer than the limit: its end.
-  EXPECT_EQ((*log)->Tail(10).text, "TED] now\n");
+  EXPECT_EQ((*log)->Tail(10).text, "CTED] now\n");
 }
 
 TEST(AttemptLogTest, RotatesAtTheCapAndKeepsTwoFiles) {
