@@ -754,7 +754,7 @@ struct HttpServer::Impl {
         });
     AddActionRoutes(Add, scheduler, tokens);
     RegisterArtifactRoutes(Add, store, options.checkpoints);
-    if (options.logs != nullptr) RegisterLogRoutes(Add, options.logs);
+    RegisterLogRoutes(Add, options.logs);
     Add("GET", "/api/.*", [](const Request&, Response& res) {
       Error(res, 404, "no such API route");
     });

@@ -95,7 +95,8 @@ struct HttpServerOptions {
   // Checkpoint artifacts (coordinator/artifact_routes.h); null = none
   // listed. Not owned.
   CheckpointStore* checkpoints = nullptr;
-  // Attempt logs (coordinator/trial_logs.h); null = no logs route. Not owned.
+  // Attempt logs (coordinator/trial_logs.h); null = the logs route answers
+  // 404. Not owned.
   TrialLogs* logs = nullptr;
 };
 

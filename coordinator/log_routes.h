@@ -19,7 +19,8 @@
 namespace smoe::coordinator {
 
 // Registers the route through `add` (http_server.cc's, which lists it for the
-// access table, coordinator/access.h). `logs` is not owned.
+// access table, coordinator/access.h). `logs` is not owned; null: the route
+// answers 404.
 void RegisterLogRoutes(const AddHttpRoute& add, TrialLogs* logs);
 
 }  // namespace smoe::coordinator

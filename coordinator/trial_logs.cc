@@ -161,6 +161,10 @@ void Error(httplib::Response& res, const absl::Status& s) {
 void RegisterLogRoutes(const AddHttpRoute& add, TrialLogs* logs) {
   add("GET", "/api/trials/([a-z0-9][a-z0-9._-]{0,63}/[0-9a-f]{16})/logs",
       [logs](const httplib::Request& req, httplib::Response& res) {
+        if (logs == nullptr) {
+          return Error(
+              res, absl::NotFoundError("this coordinator keeps no trial logs"));
+        }
         int attempt = 0;
         if (req.has_param("attempt")) {
           const std::string a = req.get_param_value("attempt");
