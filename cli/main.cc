@@ -21,6 +21,7 @@
 #include "cli/deploy_cmd.h"
 #include "cli/doctor_cmd.h"
 #include "cli/local_trial.h"
+#include "cli/logs_cmd.h"
 #include "cli/model_cmd.h"
 #include "cli/skillmix_cmd.h"
 #include "cli/sraven_cmd.h"
@@ -329,6 +330,20 @@ int Main(int argc, char** argv) {
                         "Where to write it (default: its name; '-': stdout)");
   add_client_flags(artifacts);
 
+  // smoe logs
+  std::string logs_trial;
+  LogsFlags logs_flags;
+  CLI::App* logs = app.add_subcommand(
+      "logs",
+      "Print a trial attempt's log (trainer stderr and non-event "
+      "stdout)");
+  logs->add_option("TRIAL", logs_trial, "Trial id (SWEEP/HASH)")->required();
+  logs->add_option("--attempt", logs_flags.attempt,
+                   "Attempt number (default: the latest)");
+  logs->add_flag("-f,--follow", logs_flags.follow,
+                 "Keep printing what the attempt adds until it ends");
+  add_client_flags(logs);
+
   // smoe train sraven
   CLI::App* train = app.add_subcommand("train", "One local training run");
   train->require_subcommand(1);
@@ -579,6 +594,8 @@ int Main(int argc, char** argv) {
     return ArtifactsCmd(*client, artifact_trial, artifact_download,
                         artifact_out, std::cout);
   }
+  if (logs->parsed())
+    return LogsCmd(*client, logs_trial, logs_flags, std::cout);
   if (analyze->parsed()) {
     return AnalyzeCmd(*client, sweep_id, analyze_flags, std::cout);
   }

@@ -52,6 +52,7 @@ const std::vector<GrpcRule>& GrpcAccessTable() {
       {"/smoe.v1.Coordinator/GetTrialMetrics", Access::kViewer},
       {"/smoe.v1.Coordinator/ListArtifacts", Access::kViewer},
       {"/smoe.v1.Coordinator/GetArtifact", Access::kViewer},
+      {"/smoe.v1.Coordinator/GetTrialLogs", Access::kViewer},
       // The worker daemon.
       {"/smoe.v1.WorkerGateway/Register", Access::kWorker},
       {"/smoe.v1.WorkerGateway/Lease", Access::kWorker},
@@ -89,6 +90,7 @@ const std::vector<HttpRule>& HttpAccessTable() {
       {"GET", "/api/trials/" SMOE_TRIAL "/artifacts", Access::kViewer},
       {"GET", "/api/trials/" SMOE_TRIAL "/artifacts/([A-Za-z0-9._-]{1,200})",
        Access::kViewer},
+      {"GET", "/api/trials/" SMOE_TRIAL "/logs", Access::kViewer},
       // Actions (coordinator/http_actions.cc); CSRF-checked.
       {"POST", "/api/sweeps/" SMOE_SWEEP "/cancel", Access::kAdmin},
       {"POST", "/api/sweeps/" SMOE_SWEEP "/retry", Access::kAdmin},

@@ -74,6 +74,11 @@ size_t MaxRequestBytes(absl::string_view method) {
       absl::EndsWith(method, "ExtendSweep")) {
     return kMaxLargeRequestBytes;
   }
+  if (absl::EndsWith(method, "/Heartbeat") ||
+      absl::EndsWith(method, "/Complete") || absl::EndsWith(method, "/Fail") ||
+      method == "Heartbeat" || method == "Complete" || method == "Fail") {
+    return kMaxMediumRequestBytes;
+  }
   return kMaxSmallRequestBytes;
 }
 

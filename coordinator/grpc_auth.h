@@ -43,14 +43,17 @@ namespace smoe::coordinator {
 
 // The largest request any method accepts (the transport's receive limit).
 inline constexpr size_t kMaxLargeRequestBytes = 32 << 20;
-// The limit of every method that carries no bulk data (Register, Heartbeat,
-// Lease, Complete, Fail and the read/cancel calls).
+// The limit of every method that carries no bulk data (Register, Lease and
+// the read/cancel calls).
 inline constexpr size_t kMaxSmallRequestBytes = 64 << 10;
+// Heartbeat, Complete and Fail: they may carry attempt log tails (64 KiB
+// each; docs/logs-and-system-metrics.md).
+inline constexpr size_t kMaxMediumRequestBytes = 1 << 20;
 
 // The request size limit of the gRPC method named by its name or full path
 // ("Register", "/smoe.v1.WorkerGateway/Register"): kMaxLargeRequestBytes for
-// ReportMetrics, SubmitSweep and ExtendSweep, kMaxSmallRequestBytes for the
-// others.
+// ReportMetrics, SubmitSweep and ExtendSweep, kMaxMediumRequestBytes for
+// Heartbeat, Complete and Fail, kMaxSmallRequestBytes for the others.
 size_t MaxRequestBytes(absl::string_view method);
 
 // ResourceExhausted naming the method, the size and the limit when

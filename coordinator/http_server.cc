@@ -32,6 +32,7 @@
 #include "coordinator/http_auth.h"
 #include "coordinator/http_connections.h"
 #include "coordinator/http_server_assets.h"
+#include "coordinator/log_routes.h"
 #include "coordinator/search_http.h"
 #include "coordinator/sweep_read_model.h"
 #include "coordinator/trial_table.h"
@@ -753,6 +754,7 @@ struct HttpServer::Impl {
         });
     AddActionRoutes(Add, scheduler, tokens);
     RegisterArtifactRoutes(Add, store, options.checkpoints);
+    RegisterLogRoutes(Add, options.logs);
     Add("GET", "/api/.*", [](const Request&, Response& res) {
       Error(res, 404, "no such API route");
     });

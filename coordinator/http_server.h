@@ -63,6 +63,7 @@
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/tokens.h"
+#include "coordinator/trial_logs.h"
 #include "store/experiment_store.h"
 
 namespace smoe::coordinator {
@@ -94,6 +95,9 @@ struct HttpServerOptions {
   // Checkpoint artifacts (coordinator/artifact_routes.h); null = none
   // listed. Not owned.
   CheckpointStore* checkpoints = nullptr;
+  // Attempt logs (coordinator/trial_logs.h); null = the logs route answers
+  // 404. Not owned.
+  TrialLogs* logs = nullptr;
 };
 
 class HttpServer {

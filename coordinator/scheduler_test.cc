@@ -613,6 +613,10 @@ class FailingStore : public store::ExperimentStore {
       absl::string_view id) override {
     return inner_.ListCheckpoints(id);
   }
+  absl::StatusOr<std::vector<store::TrialLogRecord>> ListTrialLogs(
+      absl::string_view id) override {
+    return inner_.ListTrialLogs(id);
+  }
   absl::StatusOr<std::vector<store::WorkerRecord>> ListWorkers() override {
     return inner_.ListWorkers();
   }

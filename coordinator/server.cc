@@ -68,11 +68,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // body is read (coordinator/grpc_auth.h), and again by the services.
   s->tokens_ = std::make_unique<TokenRegistry>(s->token_, s->tokens_file());
   s->auth_checker_ = std::make_unique<TokenAuthChecker>(s->tokens_.get());
+  s->logs_ = std::make_unique<TrialLogs>(s->store_.get(), Clock::Real());
   s->coordinator_service_ = std::make_unique<CoordinatorServiceImpl>(
       s->scheduler_.get(), s->store_.get(), s->auth_checker_.get(),
-      s->checkpoints_.get());
+      s->checkpoints_.get(), s->logs_.get());
   s->gateway_service_ = std::make_unique<WorkerGatewayServiceImpl>(
-      s->scheduler_.get(), s->auth_checker_.get(), s->checkpoints_.get());
+      s->scheduler_.get(), s->auth_checker_.get(), s->checkpoints_.get(),
+      s->logs_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -110,6 +112,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     HttpServerOptions http = options.http;
     http.listen = options.http_listen;
     http.checkpoints = s->checkpoints_.get();
+    http.logs = s->logs_.get();
     auto h = HttpServer::Start(s->scheduler_.get(), s->store_.get(),
                                s->tokens_.get(), http);
     if (h.ok()) {

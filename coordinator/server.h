@@ -97,6 +97,7 @@ class CoordinatorServer {
   }
   bool token_created() const { return token_created_; }
   Scheduler* scheduler() { return scheduler_.get(); }
+  TrialLogs* trial_logs() { return logs_.get(); }
   // The dashboard's URL ("http://127.0.0.1:8080/"), or "" when it is off.
   std::string http_url() const { return http_ ? http_->url() : ""; }
   int http_port() const { return http_ ? http_->port() : 0; }
@@ -130,6 +131,7 @@ class CoordinatorServer {
   std::unique_ptr<TokenAuthChecker> auth_checker_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<CheckpointStore> checkpoints_;
+  std::unique_ptr<TrialLogs> logs_;
   std::unique_ptr<CoordinatorServiceImpl> coordinator_service_;
   std::unique_ptr<WorkerGatewayServiceImpl> gateway_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -385,6 +388,26 @@ grpc::Status CoordinatorServiceImpl::GetTrialMetrics(
   });
 }
 
+grpc::Status CoordinatorServiceImpl::GetTrialLogs(
+    grpc::ServerContext* ctx, const pb::GetTrialLogsRequest* req,
+    pb::GetTrialLogsResponse* resp) {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    if (logs_ == nullptr) {
+      return absl::UnimplementedError("this coordinator keeps no trial logs");
+    }
+    SMOE_ASSIGN_OR_RETURN(TrialLogView v,
+                          logs_->Read(req->trial_id(), req->attempt()));
+    resp->set_trial_id(v.trial_id);
+    resp->set_attempt(v.attempt);
+    resp->mutable_log()->set_text(v.text);
+    resp->mutable_log()->set_total_bytes(v.total_bytes);
+    resp->set_running(v.running);
+    resp->set_as_of_ms(v.as_of == absl::UnixEpoch() ? 0 : Ms(v.as_of));
+    for (int a : v.attempts) resp->add_attempts(a);
+    return absl::OkStatus();
+  });
+}
+
 grpc::Status CoordinatorServiceImpl::DrainWorker(
     grpc::ServerContext* ctx, const pb::DrainWorkerRequest* req,
     pb::DrainWorkerResponse*) {
@@ -508,15 +531,78 @@ grpc::Status WorkerGatewayServiceImpl::Heartbeat(
     SMOE_ASSIGN_OR_RETURN(
         HeartbeatReply reply,
         scheduler_->Heartbeat(req->worker_id(), running, req->draining()));
+    std::set<std::pair<std::string, int>> cancelled;
     for (const auto& [trial, attempt] : reply.cancel) {
       pb::WorkerCommand* c = resp->add_commands();
       c->set_type(pb::WorkerCommand::TYPE_CANCEL);
       c->set_trial_id(trial);
       c->set_attempt(attempt);
+      cancelled.insert({trial, attempt});
+    }
+    for (const pb::RunningAttempt& r : req->running()) {
+      if (cancelled.count({r.trial_id(), r.attempt()}) > 0) continue;
+      StoreSystemSample(req->worker_id(), r);
+      if (logs_ == nullptr) continue;
+      if (r.has_log()) {
+        logs_->PutLive(r.trial_id(), r.attempt(), r.log().text(),
+                       r.log().total_bytes());
+      }
+      if (logs_->Wanted(r.trial_id(), r.attempt())) {
+        pb::WorkerCommand* c = resp->add_commands();
+        c->set_type(pb::WorkerCommand::TYPE_SEND_LOG);
+        c->set_trial_id(r.trial_id());
+        c->set_attempt(r.attempt());
+      }
     }
     resp->set_drain(reply.drain);
     return absl::OkStatus();
   });
+}
+
+void WorkerGatewayServiceImpl::StoreSystemSample(const std::string& worker_id,
+                                                 const pb::RunningAttempt& r) {
+  if (!r.has_system()) return;
+  const pb::SystemSample& s = r.system();
+  const int64_t step = std::max<int64_t>(0, s.step());
+  std::vector<store::MetricRecord> metrics;
+  auto add = [&](const char* name, double value) {
+    if (!std::isfinite(value) || value < 0) return;  // not a measurement
+    metrics.push_back({r.trial_id(), step, name, value, r.attempt()});
+  };
+  constexpr double kMb = 1024.0 * 1024.0;
+  if (s.has_cpu_percent()) add("sys/cpu_percent", s.cpu_percent());
+  if (s.has_rss_bytes()) add("sys/rss_mb", s.rss_bytes() / kMb);
+  if (s.has_gpu_util_percent()) {
+    add("sys/gpu_util_percent", s.gpu_util_percent());
+  }
+  if (s.has_gpu_memory_bytes())
+    add("sys/gpu_mem_mb", s.gpu_memory_bytes() / kMb);
+  if (metrics.empty()) return;
+  absl::Status st =
+      scheduler_->ReportMetrics(worker_id, r.trial_id(), r.attempt(), metrics);
+  if (!st.ok() && !absl::IsFailedPrecondition(st)) {
+    SMOE_LOG(WARNING) << "system metrics of " << r.trial_id() << " attempt "
+                      << r.attempt() << " not stored: " << st;
+  }
+}
+
+// Stores the log an ended attempt's report carries. Only for the worker's
+// current attempt (what the scheduler accepts reports for), so a worker
+// cannot overwrite another attempt's log.
+void WorkerGatewayServiceImpl::StoreFinalLog(const std::string& worker_id,
+                                             const std::string& trial_id,
+                                             int attempt,
+                                             const pb::LogTail& log) {
+  if (logs_ == nullptr) return;
+  if (!scheduler_->CheckCurrentAttempt(worker_id, trial_id, attempt).ok()) {
+    return;
+  }
+  absl::Status st =
+      logs_->PutFinal(trial_id, attempt, log.text(), log.total_bytes());
+  if (!st.ok()) {
+    SMOE_LOG(WARNING) << "log of " << trial_id << " attempt " << attempt
+                      << " not stored: " << st;
+  }
 }
 
 grpc::Status WorkerGatewayServiceImpl::ReportMetrics(
@@ -542,6 +628,11 @@ grpc::Status WorkerGatewayServiceImpl::Complete(grpc::ServerContext* ctx,
   return Guarded(ctx, auth_, *req, [&] {
     std::map<std::string, double> results(req->results().begin(),
                                           req->results().end());
+    // Before the report: once the trial reads as ended, its log is there.
+    if (req->has_log()) {
+      StoreFinalLog(req->worker_id(), req->trial_id(), req->attempt(),
+                    req->log());
+    }
     absl::Status st =
         scheduler_->Complete(req->worker_id(), req->trial_id(), req->attempt(),
                              results, req->duration_s());
@@ -574,6 +665,10 @@ grpc::Status WorkerGatewayServiceImpl::Fail(grpc::ServerContext* ctx,
       default:
         return absl::InvalidArgumentError(
             absl::StrCat("reason: unknown value ", req->reason()));
+    }
+    if (req->has_log()) {
+      StoreFinalLog(req->worker_id(), req->trial_id(), req->attempt(),
+                    req->log());
     }
     absl::Status st =
         scheduler_->Fail(req->worker_id(), req->trial_id(), req->attempt(),

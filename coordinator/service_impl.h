@@ -19,6 +19,7 @@
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/grpc_auth.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/trial_logs.h"
 #include "proto/smoe.grpc.pb.h"
 #include "store/experiment_store.h"
 
@@ -42,11 +43,13 @@ class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
   // checkpoint artifacts listed).
   CoordinatorServiceImpl(Scheduler* scheduler, store::ExperimentStore* store,
                          TokenAuthChecker* checker,
-                         CheckpointStore* checkpoints = nullptr)
+                         CheckpointStore* checkpoints = nullptr,
+                         TrialLogs* logs = nullptr)
       : scheduler_(scheduler),
         store_(store),
         auth_{checker, "smoe.v1.Coordinator"},
-        checkpoints_(checkpoints) {}
+        checkpoints_(checkpoints),
+        logs_(logs) {}
 
   grpc::Status SubmitSweep(grpc::ServerContext* ctx,
                            const smoe::v1::SubmitSweepRequest* req,
@@ -81,23 +84,31 @@ class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
   grpc::Status GetArtifact(
       grpc::ServerContext* ctx, const smoe::v1::GetArtifactRequest* req,
       grpc::ServerWriter<smoe::v1::ArtifactChunk>* writer) override;
+  grpc::Status GetTrialLogs(grpc::ServerContext* ctx,
+                            const smoe::v1::GetTrialLogsRequest* req,
+                            smoe::v1::GetTrialLogsResponse* resp) override;
 
  private:
   Scheduler* const scheduler_;
   store::ExperimentStore* const store_;
   const ServiceAuth auth_;
   CheckpointStore* const checkpoints_;
+  TrialLogs* const logs_;
 };
 
 class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
  public:
   // `checkpoints` may be null: PutCheckpoint/GetCheckpoint then answer
   // UNIMPLEMENTED and leases carry no checkpoint.
+  // `logs` may be null: attempt logs are then dropped and system metrics
+  // still stored.
   WorkerGatewayServiceImpl(Scheduler* scheduler, TokenAuthChecker* checker,
-                           CheckpointStore* checkpoints = nullptr)
+                           CheckpointStore* checkpoints = nullptr,
+                           TrialLogs* logs = nullptr)
       : scheduler_(scheduler),
         auth_{checker, "smoe.v1.WorkerGateway"},
-        checkpoints_(checkpoints) {}
+        checkpoints_(checkpoints),
+        logs_(logs) {}
 
   grpc::Status Register(grpc::ServerContext* ctx,
                         const smoe::v1::RegisterRequest* req,
@@ -130,10 +141,16 @@ class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
   // Deletes the blobs of a trial that just ended (best effort; the server's
   // periodic GC catches what this misses).
   void CollectCheckpoints();
+  // Heartbeat: the attempt's system sample as sys/* metrics.
+  void StoreSystemSample(const std::string& worker_id,
+                         const smoe::v1::RunningAttempt& r);
+  void StoreFinalLog(const std::string& worker_id, const std::string& trial_id,
+                     int attempt, const smoe::v1::LogTail& log);
 
   Scheduler* const scheduler_;
   const ServiceAuth auth_;
   CheckpointStore* const checkpoints_;
+  TrialLogs* const logs_;
 };
 
 }  // namespace smoe::coordinator

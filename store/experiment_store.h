@@ -77,6 +77,10 @@ class ExperimentStore {
   // ordered by (trial_id, step).
   virtual absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(
       absl::string_view trial_id) = 0;
+
+  // Returns the stored attempt logs of `trial_id`, by attempt.
+  virtual absl::StatusOr<std::vector<TrialLogRecord>> ListTrialLogs(
+      absl::string_view trial_id) = 0;
 };
 
 }  // namespace smoe::store

@@ -87,6 +87,9 @@ absl::Status InMemoryStore::Validate(const WriteBatch& batch) const {
   for (const CheckpointRecord& c : batch.checkpoints) {
     if (!TrialKnown(c.trial_id, batch_trials)) return internal::MissingTrial(c);
   }
+  for (const TrialLogRecord& l : batch.trial_logs) {
+    if (!TrialKnown(l.trial_id, batch_trials)) return internal::MissingTrial(l);
+  }
   return absl::OkStatus();
 }
 
@@ -127,6 +130,11 @@ absl::Status InMemoryStore::Commit(const WriteBatch& batch) {
     checkpoints_[{c.trial_id, c.step}] = std::move(n);
   }
   for (const auto& key : batch.deleted_checkpoints) checkpoints_.erase(key);
+  for (const TrialLogRecord& l : batch.trial_logs) {
+    TrialLogRecord n = l;
+    n.updated_at = Truncate(n.updated_at);
+    trial_logs_[{l.trial_id, l.attempt}] = std::move(n);
+  }
   return absl::OkStatus();
 }
 
@@ -299,6 +307,17 @@ absl::StatusOr<std::vector<CheckpointRecord>> InMemoryStore::ListCheckpoints(
   std::vector<CheckpointRecord> out;
   for (const auto& [key, c] : checkpoints_) {
     if (trial_id.empty() || key.first == trial_id) out.push_back(c);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TrialLogRecord>> InMemoryStore::ListTrialLogs(
+    absl::string_view trial_id) {
+  absl::MutexLock lock(&mu_);
+  std::vector<TrialLogRecord> out;
+  for (auto it = trial_logs_.lower_bound({std::string(trial_id), 0});
+       it != trial_logs_.end() && it->first.first == trial_id; ++it) {
+    out.push_back(it->second);
   }
   return out;
 }

@@ -55,6 +55,8 @@ class InMemoryStore final : public ExperimentStore {
       const std::vector<std::string>& trial_ids) override;
   absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(
       absl::string_view trial_id) override;
+  absl::StatusOr<std::vector<TrialLogRecord>> ListTrialLogs(
+      absl::string_view trial_id) override;
 
  private:
   struct StoredSweep {
@@ -97,6 +99,9 @@ class InMemoryStore final : public ExperimentStore {
   std::vector<DecisionRecord> decisions_ ABSL_GUARDED_BY(mu_);  // by seq
   // (trial_id, step) -> record.
   std::map<std::pair<std::string, int64_t>, CheckpointRecord> checkpoints_
+      ABSL_GUARDED_BY(mu_);
+  // (trial_id, attempt) -> record.
+  std::map<std::pair<std::string, int>, TrialLogRecord> trial_logs_
       ABSL_GUARDED_BY(mu_);
 };
 

@@ -133,6 +133,18 @@ CREATE TABLE trial_checkpoints (
 ) WITHOUT ROWID;
 )sql";
 
+// 006: the kept end of each attempt's log (docs/logs-and-system-metrics.md).
+constexpr char kTrialLogs[] = R"sql(
+CREATE TABLE trial_logs (
+  trial_id      TEXT NOT NULL REFERENCES trials (trial_id),
+  attempt       INTEGER NOT NULL,
+  text          TEXT NOT NULL,
+  total_bytes   INTEGER NOT NULL,
+  updated_at_us INTEGER NOT NULL,
+  PRIMARY KEY (trial_id, attempt)
+) WITHOUT ROWID;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -143,6 +155,7 @@ const std::vector<Migration>& Migrations() {
           {3, "decisions", kDecisions},
           {4, "sweep_annotations", kSweepAnnotations},
           {5, "trial_checkpoints", kTrialCheckpoints},
+          {6, "trial_logs", kTrialLogs},
       };
   return *kMigrations;
 }

@@ -143,6 +143,16 @@ constexpr char kListAllCheckpoints[] =
     "SELECT trial_id, step, file_name, bytes, sha256, attempt, worker_id, "
     "created_at_us FROM trial_checkpoints ORDER BY trial_id, step";
 
+constexpr char kUpsertTrialLog[] =
+    "INSERT INTO trial_logs (trial_id, attempt, text, total_bytes, "
+    "updated_at_us) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (trial_id, attempt) DO UPDATE SET text = excluded.text, "
+    "total_bytes = excluded.total_bytes, "
+    "updated_at_us = excluded.updated_at_us";
+constexpr char kListTrialLogs[] =
+    "SELECT trial_id, attempt, text, total_bytes, updated_at_us "
+    "FROM trial_logs WHERE trial_id = ? ORDER BY attempt";
+
 constexpr char kBegin[] = "BEGIN IMMEDIATE";
 constexpr char kCommit[] = "COMMIT";
 constexpr char kRollback[] = "ROLLBACK";
@@ -834,7 +844,8 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
   std::unordered_set<std::string> trials;
   const bool track_trials = !batch.attempts.empty() || !batch.metrics.empty() ||
                             !batch.results.empty() ||
-                            !batch.checkpoints.empty();
+                            !batch.checkpoints.empty() ||
+                            !batch.trial_logs.empty();
 
   for (const SweepRecord& r : batch.sweeps) {
     SMOE_RETURN_IF_ERROR(internal::CheckNonEmptyId("sweep", r.sweep_id));
@@ -991,6 +1002,18 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
   for (const auto& [trial_id, step] : batch.deleted_checkpoints) {
     SMOE_STATEMENT(s, kDeleteCheckpoint, "commit: delete checkpoint");
     s.Text(trial_id).Int(step);
+    SMOE_RETURN_IF_ERROR(s.Run());
+    row_written();
+  }
+  for (const TrialLogRecord& r : batch.trial_logs) {
+    SMOE_ASSIGN_OR_RETURN(bool found, TrialExists(r.trial_id, &trials));
+    if (!found) return internal::MissingTrial(r);
+    SMOE_STATEMENT(s, kUpsertTrialLog, "commit: upsert trial log");
+    s.Text(r.trial_id)
+        .Int(r.attempt)
+        .Text(r.text)
+        .Int(r.total_bytes)
+        .Time(r.updated_at);
     SMOE_RETURN_IF_ERROR(s.Run());
     row_written();
   }
@@ -1204,6 +1227,26 @@ absl::StatusOr<std::vector<CheckpointRecord>> SqliteStore::ListCheckpoints(
     c.worker_id = s.ColText(6);
     c.created_at = s.ColTime(7);
     out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TrialLogRecord>> SqliteStore::ListTrialLogs(
+    absl::string_view trial_id) {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, kListTrialLogs, "list trial logs");
+  s.Text(trial_id);
+  std::vector<TrialLogRecord> out;
+  while (true) {
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    TrialLogRecord l;
+    l.trial_id = s.ColText(0);
+    l.attempt = static_cast<int>(s.ColInt(1));
+    l.text = s.ColText(2);
+    l.total_bytes = s.ColInt(3);
+    l.updated_at = s.ColTime(4);
+    out.push_back(std::move(l));
   }
   return out;
 }

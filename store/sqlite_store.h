@@ -122,6 +122,8 @@ class SqliteStore final : public ExperimentStore {
       const std::vector<std::string>& trial_ids) override;
   absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(
       absl::string_view trial_id) override;
+  absl::StatusOr<std::vector<TrialLogRecord>> ListTrialLogs(
+      absl::string_view trial_id) override;
 
   // Copies the database at `db_path` (which a running coordinator may be
   // writing: SQLite's online backup API takes a consistent snapshot) to

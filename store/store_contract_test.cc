@@ -663,6 +663,56 @@ TYPED_TEST(StoreContractTest, CheckpointsRoundTripAndDelete) {
   EXPECT_TRUE(absl::IsFailedPrecondition(this->store_->Commit(o)));
 }
 
+TYPED_TEST(StoreContractTest, TrialLogsUpsertPerAttempt) {
+  WriteBatch b;
+  b.sweeps.push_back(MakeSweep("s"));
+  b.trials.push_back(MakeTrial("s", 0));
+  b.trials.push_back(MakeTrial("s", 1));
+  this->MustCommit(b);
+  const std::string t0 = b.trials[0].trial_id, t1 = b.trials[1].trial_id;
+  TrialLogRecord l;
+  l.trial_id = t0;
+  l.attempt = 2;
+  l.text = "line one\nline \xc3\xa9\n";
+  l.total_bytes = 5000;
+  l.updated_at = T0();
+  TrialLogRecord l1 = l;
+  l1.attempt = 1;
+  l1.text = "first attempt\n";
+  TrialLogRecord other = l;
+  other.trial_id = t1;
+  WriteBatch w;
+  w.trial_logs = {l, l1, other};
+  this->MustCommit(w);
+  auto mine = this->store_->ListTrialLogs(t0);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  ASSERT_EQ(mine->size(), 2u);
+  EXPECT_EQ((*mine)[0].attempt, 1);
+  EXPECT_EQ((*mine)[0].text, "first attempt\n");
+  EXPECT_EQ((*mine)[1].attempt, 2);
+  EXPECT_EQ((*mine)[1].text, l.text);
+  EXPECT_EQ((*mine)[1].total_bytes, 5000);
+  EXPECT_EQ((*mine)[1].updated_at, T0());
+  // The same (trial, attempt) again replaces the row.
+  TrialLogRecord newer = l;
+  newer.text = "replaced\n";
+  newer.total_bytes = 6000;
+  WriteBatch u;
+  u.trial_logs = {newer};
+  this->MustCommit(u);
+  mine = this->store_->ListTrialLogs(t0);
+  ASSERT_EQ(mine->size(), 2u);
+  EXPECT_EQ((*mine)[1].text, "replaced\n");
+  EXPECT_EQ((*mine)[1].total_bytes, 6000);
+  EXPECT_TRUE(this->store_->ListTrialLogs("s/ffffffffffffffff")->empty());
+  // A log of an unknown trial is refused, like the other children.
+  TrialLogRecord orphan = l;
+  orphan.trial_id = "s/ffffffffffffffff";
+  WriteBatch o;
+  o.trial_logs = {orphan};
+  EXPECT_TRUE(absl::IsFailedPrecondition(this->store_->Commit(o)));
+}
+
 TYPED_TEST(StoreContractTest, TimesRoundTripAtMicrosecondPrecision) {
   SweepRecord sweep = MakeSweep("s");
   sweep.created_at = absl::FromUnixMicros(-1);  // before the epoch

@@ -67,6 +67,12 @@ absl::Status MissingTrial(const CheckpointRecord& checkpoint) {
                        "trial", checkpoint.trial_id);
 }
 
+absl::Status MissingTrial(const TrialLogRecord& log) {
+  return MissingParent(absl::StrCat("log of attempt ", log.attempt,
+                                    " of trial '", log.trial_id, "'"),
+                       "trial", log.trial_id);
+}
+
 absl::Status CheckNonEmptyId(absl::string_view what, absl::string_view id) {
   if (id.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

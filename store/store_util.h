@@ -37,6 +37,7 @@ absl::Status MissingTrial(const AttemptRecord& attempt);
 absl::Status MissingTrial(const MetricRecord& metric);
 absl::Status MissingTrial(const WriteBatch::Result& result);
 absl::Status MissingTrial(const CheckpointRecord& checkpoint);
+absl::Status MissingTrial(const TrialLogRecord& log);
 
 // InvalidArgument when `id` (of kind `what`) is empty.
 absl::Status CheckNonEmptyId(absl::string_view what, absl::string_view id);

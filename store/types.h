@@ -197,6 +197,17 @@ struct CheckpointRecord {
   absl::Time created_at = absl::UnixEpoch();
 };
 
+// The kept end of one attempt's log (the trainer's stderr and non-event
+// stdout lines; docs/logs-and-system-metrics.md). Unique per (trial_id,
+// attempt).
+struct TrialLogRecord {
+  std::string trial_id;
+  int attempt = 0;
+  std::string text;         // the log's last bytes (at most 64 KiB)
+  int64_t total_bytes = 0;  // bytes the log had in all; `text` ends there
+  absl::Time updated_at = absl::UnixEpoch();
+};
+
 // A set of writes applied atomically by ExperimentStore::Commit. Rows are
 // upserted by primary key:
 //   sweeps by sweep_id; trials by trial_id; attempts by (trial_id, attempt);
@@ -220,12 +231,14 @@ struct WriteBatch {
   // Checkpoint rows upserted by (trial_id, step), then rows deleted.
   std::vector<CheckpointRecord> checkpoints;
   std::vector<std::pair<std::string, int64_t>> deleted_checkpoints;
+  // Attempt logs upserted by (trial_id, attempt).
+  std::vector<TrialLogRecord> trial_logs;
 
   bool empty() const {
     return sweeps.empty() && trials.empty() && attempts.empty() &&
            metrics.empty() && workers.empty() && results.empty() &&
            decisions.empty() && checkpoints.empty() &&
-           deleted_checkpoints.empty();
+           deleted_checkpoints.empty() && trial_logs.empty();
   }
 };
 

@@ -233,6 +233,13 @@ async function main() {
   const tcharts = await page.evaluate(() => window.__smoe.charts);
   check(tcharts['trial-loss']?.series[0]?.points === 50, 'learning curve has the 50 loss points');
   check(tcharts['trial-router-0']?.series.length === 8, 'router load: one line per expert (8)');
+  // System metrics (sys/*): CPU and RSS drawn; GPU absent (not zero) on a CPU trial.
+  check(tcharts['trial-sys-cpu']?.series.length === 1 && tcharts['trial-sys-cpu'].series[0].points === 10,
+    `system metrics: one CPU line with 10 samples (${JSON.stringify(tcharts['trial-sys-cpu']?.series)})`);
+  check(tcharts['trial-sys-mem']?.series[0]?.label === 'sys/rss_mb', 'system metrics: an RSS line');
+  const sysNote = await page.locator('[data-chart="trial-sys-cpu"] .note').textContent();
+  check(/GPU utilisation and memory: not measured/.test(sysNote), `GPU metrics are shown as absent (${sysNote})`);
+  check(!(tcharts['trial-other']?.series || []).some((s) => s.label.startsWith('sys/')), 'sys/* metrics are not in "Other metrics"');
   await page.screenshot({ path: path.join(artifacts, 'trial.png'), fullPage: true });
 
   // 9. Skill-Mix: metric vs EPT plots (a line per k_skills, best EPT as big
@@ -364,6 +371,18 @@ async function main() {
     [...tr.querySelectorAll('td')].map((td) => td.textContent));
   check(attempt[2] === 'failed' && attempt[3] === '70' && attempt[4].includes('no CUDA-capable device'),
     `the trial page shows the attempt's outcome, exit code and message (${JSON.stringify(attempt)})`);
+  // The failed attempt's log (stderr and non-event stdout), stored by the
+  // coordinator: shown in the log panel with its attempt button.
+  const logText = await waitFor(async () => {
+    const t = await page.locator('#trial-log').textContent();
+    return t.includes('RuntimeError') && t;
+  }, 'the failed attempt\'s log');
+  check(logText.includes('Traceback (most recent call last)') && logText.includes('not an event: warming up'),
+    `the log panel shows the attempt's log (${logText})`);
+  const logStatus = await page.locator('#trial-log-status').textContent();
+  check(/Attempt 1 · ended/.test(logStatus), `the log panel says which attempt and that it ended (${logStatus})`);
+  check(await page.locator('#trial-log-attempts button[data-attempt="1"]').count() === 1, 'one attempt button');
+  await page.locator('#logs').screenshot({ path: path.join(artifacts, 'trial-log.png') });
   await page.screenshot({ path: path.join(artifacts, 'trial-failed.png'), fullPage: true });
   await page.goto(url + '#/sweep/fixture-unschedulable');
   const banner = await waitFor(async () => (await page.locator('#sweep-unschedulable').count()) > 0 &&

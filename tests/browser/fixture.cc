@@ -162,6 +162,13 @@ class Fixture {
       fr.set_message(
           "trainer exited with status 70: CUDA error: no "
           "CUDA-capable device is detected");
+      // The attempt's log, as a worker sends it (worker/daemon/attempt_log.h).
+      const std::string log =
+          "loading TRIAL.json\nnot an event: warming up\nTraceback (most "
+          "recent call last):\nRuntimeError: CUDA error: no CUDA-capable "
+          "device is detected\n";
+      fr.mutable_log()->set_text(log);
+      fr.mutable_log()->set_total_bytes(static_cast<int64_t>(log.size()));
       pb::FailResponse fresp;
       grpc::ClientContext c;
       Prep(&c);
@@ -248,6 +255,11 @@ class Fixture {
                 (1.0 + 0.5 * std::sin(e + f)) / experts);
           }
           add("router/layer0/entropy", std::log(experts) * (1 - 0.2 * f));
+        }
+        if (i % 5 == 4) {
+          // What a CPU worker's heartbeats store (no GPU series: absent).
+          add("sys/cpu_percent", 95 + 5 * std::sin(i));
+          add("sys/rss_mb", 300 + 2 * i);
         }
       }
     }

@@ -38,6 +38,11 @@
 //   checkpoint_bytes  pad checkpoint.json to about N bytes (default 0), to
 //                  test checkpoint transfer and its size cap
 //   ignore_sigterm for hang: ignore SIGTERM too (only SIGKILL ends it)
+//   log_every      every N steps also write "smoe-fake-trainer: at step S" to
+//                  stderr and "plain stdout line at step S" (not an event) to
+//                  stdout (default 0: never); attempt-log tests read them
+//   echo_env       at the start, print "smoe-fake-trainer: NAME=VALUE" of this
+//                  environment variable to stderr (redaction tests)
 //   fail_attempts  crash (exit 1) on attempts <= N, then use `mode`
 //                  (also accepted at the plan's top level)
 //
@@ -244,6 +249,12 @@ int main(int argc, char** argv) {
   fprintf(stderr,
           "smoe-fake-trainer: trial %s attempt %d mode %s from step %d\n",
           trial.value("trial_id", "").c_str(), attempt, mode.c_str(), start);
+  const int log_every = behaviour.value("log_every", 0);
+  if (const std::string name = behaviour.value("echo_env", ""); !name.empty()) {
+    const char* v = getenv(name.c_str());
+    fprintf(stderr, "smoe-fake-trainer: %s=%s\n", name.c_str(),
+            v == nullptr ? "" : v);
+  }
 
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
@@ -315,6 +326,12 @@ int main(int argc, char** argv) {
       Emit(smoe::trials::MetricEvent(s, "eval/ood_acc", ood * s / steps));
     }
     done = s;
+    if (log_every > 0 && s % log_every == 0) {
+      fprintf(stderr, "smoe-fake-trainer: at step %d\n", s);
+      fflush(stderr);
+      printf("plain stdout line at step %d\n", s);
+      fflush(stdout);
+    }
     if (s % checkpoint_every == 0) checkpoint(s);
   }
 

@@ -7,6 +7,7 @@ import { api, toLogin, watchSweep } from './api.js';
 import { renderSearch } from './search.js';
 import { sweepActions, sweepLabels, trialActions } from './actions.js';
 import { artifactsSection } from './artifacts.js';
+import { logsSection } from './logs.js';
 import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
 import {
   alignSeries, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
@@ -480,10 +481,12 @@ async function renderTrial(trialId) {
     h('a', { href: '#/sweep/' + encodeURIComponent(sweepId) }, sweepId), ' / ', h('b', {}, trialId.split('/')[1] || ''));
   const t = await api(`trials/${trialId}/metrics`);
   const box = h('div', { class: 'grid-charts' });
+  const logs = logsSection(trialId, h, t.attempts || []);
+  cleanup.push(logs.stop);
   app.replaceChildren(h('h2', {}, trialId, ' ', h('span', { class: 'badge ' + t.state }, t.state)),
     h('p', { class: 'muted' }, `seed ${t.seed} · ` + Object.entries(t.params || {}).map(([k, v]) => `${k}=${v}`).join(' · ')),
     trialActions(trialId, t.state, () => route()), attemptsTable(t.attempts || []),
-    artifactsSection(trialId, h), box);
+    artifactsSection(trialId, h), box, logs.el);
   const names = Object.keys(t.metrics);
   const charts = [];
   const draw = (id, title, list, yLabel, note) => {
@@ -505,7 +508,14 @@ async function renderTrial(trialId) {
       'Share of routed tokens per expert; uniform load is 1/num_experts × top_k');
   }
   draw('trial-entropy', 'Router entropy per layer', names.filter((n) => /^router\/layer\d+\/entropy$/.test(n)), 'entropy (nats)');
-  const rest = names.filter((n) => !/loss|^eval\/|^router\//.test(n));
+  // System metrics (sys/*, from the worker's heartbeats): GPU series are
+  // absent, not zero, when the worker cannot measure them.
+  const gpuNote = names.includes('sys/gpu_util_percent') ? undefined
+    : 'GPU utilisation and memory: not measured (a CPU trial, or no NVML on the worker)';
+  draw('trial-sys-cpu', 'CPU and GPU utilisation', ['sys/cpu_percent', 'sys/gpu_util_percent'],
+    '% (100 = one core)', gpuNote);
+  draw('trial-sys-mem', 'Memory', ['sys/rss_mb', 'sys/gpu_mem_mb'], 'MB', gpuNote);
+  const rest = names.filter((n) => !/loss|^eval\/|^router\/|^sys\//.test(n));
   if (rest.length) draw('trial-other', 'Other metrics', rest, 'value');
   if (!names.length) box.appendChild(h('p', { class: 'muted empty' }, 'No metrics reported yet.'));
   window.__smoe.ready = true;

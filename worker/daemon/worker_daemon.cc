@@ -12,7 +12,9 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +26,8 @@
 #include "trials/events.h"
 #include "trials/json_limits.h"
 #include "worker/daemon/command_launch.h"
+
+extern char** environ;
 
 namespace smoe::worker {
 namespace {
@@ -200,7 +204,8 @@ WorkerDaemon::WorkerDaemon(GatewayClient* gateway,
       outbox_(std::move(outbox)),
       rng_(options_.jitter_seed != 0 ? options_.jitter_seed
                                      : std::random_device{}()),
-      worker_id_(options_.worker_id) {
+      worker_id_(options_.worker_id),
+      redactor_(SecretRedactor::FromEnvironment(environ)) {
   for (int g : options_.gpu_indices) gpu_busy_[g] = false;
   if (options_.checkpoint_sync) {
     uploader_ = std::make_unique<CheckpointUploader>(
@@ -382,10 +387,21 @@ void WorkerDaemon::Heartbeat() {
   v1::HeartbeatRequest req;
   req.set_worker_id(worker_id_);
   req.set_draining(draining_);
-  for (const auto& [id, t] : trials_) {
+  std::set<std::string> log_sent;
+  for (auto& [id, t] : trials_) {
     v1::RunningAttempt* r = req.add_running();
     r->set_trial_id(id);
     r->set_attempt(t.lease.attempt());
+    if (options_.system_metrics) SampleSystem(&t, r->mutable_system());
+    // At most 8 tails (64 KiB each) per heartbeat; the rest wait for the
+    // next one.
+    if (t.log_requested && t.log != nullptr && log_sent.size() < 8) {
+      const LogTailText tail = t.log->Tail();
+      r->mutable_log()->set_text(tail.text);
+      r->mutable_log()->set_total_bytes(tail.total_bytes);
+      log_sent.insert(id);
+      t.log_requested = false;
+    }
   }
   absl::StatusOr<v1::HeartbeatResponse> resp = gateway_->Heartbeat(req);
   if (!resp.ok()) {
@@ -399,6 +415,19 @@ void WorkerDaemon::Heartbeat() {
   OnRpcOk();
   next_heartbeat_ = clock_->Now() + heartbeat_interval_;
   for (const v1::WorkerCommand& cmd : resp->commands()) {
+    if (cmd.type() == v1::WorkerCommand::TYPE_SEND_LOG) {
+      auto it = trials_.find(cmd.trial_id());
+      if (it == trials_.end() || it->second.lease.attempt() != cmd.attempt()) {
+        continue;
+      }
+      it->second.log_requested = true;
+      // A first request is answered at once; while the reader keeps asking,
+      // every heartbeat carries the tail.
+      if (log_sent.count(cmd.trial_id()) == 0) {
+        next_heartbeat_ = absl::InfinitePast();
+      }
+      continue;
+    }
     if (cmd.type() != v1::WorkerCommand::TYPE_CANCEL) continue;
     auto it = trials_.find(cmd.trial_id());
     if (it == trials_.end() || it->second.lease.attempt() != cmd.attempt()) {
@@ -500,8 +529,8 @@ std::vector<int> WorkerDaemon::FreeGpus() const {
 
 absl::Status WorkerDaemon::FailLease(const v1::TrialLease& lease,
                                      v1::FailRequest::Reason reason,
-                                     int exit_code,
-                                     const std::string& message) {
+                                     int exit_code, const std::string& message,
+                                     const AttemptLog* log) {
   OutboxEntry e;
   e.type = OutboxEntry::Type::kFail;
   e.fail.set_worker_id(worker_id_);
@@ -509,7 +538,12 @@ absl::Status WorkerDaemon::FailLease(const v1::TrialLease& lease,
   e.fail.set_attempt(lease.attempt());
   e.fail.set_reason(reason);
   e.fail.set_exit_code(exit_code);
-  e.fail.set_message(message);
+  e.fail.set_message(redactor_.Redact(message));
+  if (log != nullptr) {
+    const LogTailText tail = log->Tail();
+    e.fail.mutable_log()->set_text(tail.text);
+    e.fail.mutable_log()->set_total_bytes(tail.total_bytes);
+  }
   return outbox_->Add(std::move(e));
 }
 
@@ -607,6 +641,19 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
                    << lease.attempt() << ": re-sending " << t.metrics.size()
                    << " metrics recorded by earlier attempts";
   }
+  for (const v1::Metric& m : t.metrics) {
+    t.last_step = std::max<int64_t>(t.last_step, m.step());
+  }
+  {
+    absl::StatusOr<std::unique_ptr<AttemptLog>> log = AttemptLog::Open(
+        dir, lease.attempt(), options_.log_max_bytes, &redactor_);
+    if (log.ok()) {
+      t.log = *std::move(log);
+    } else {
+      SMOE_LOG(WARNING) << "trial " << lease.trial_id()
+                        << ": no attempt log: " << log.status();
+    }
+  }
   t.gpus.assign(free_gpus.begin(), free_gpus.begin() + lease.gpus());
   t.started = clock_->Now();
   t.last_flush = t.started;
@@ -664,10 +711,45 @@ void WorkerDaemon::BeginDrain(absl::string_view why) {
 
 void WorkerDaemon::ConsumeOutput(Trial* t) {
   for (int r = 0; r < t->ranks->world_size(); ++r) {
-    std::vector<std::string> lines = t->ranks->rank(r).TakeStdoutLines();
-    if (r != 0) continue;  // only rank 0 reports
-    for (const std::string& line : lines) HandleEvent(t, line);
+    launch::Process& p = t->ranks->rank(r);
+    const std::string prefix = r == 0 ? "" : absl::StrCat("[rank ", r, "] ");
+    for (const std::string& line : p.TakeStdoutLines()) {
+      // Only rank 0 reports; other ranks' stdout is log only.
+      const bool event = r == 0 && HandleEvent(t, line);
+      if (!event && t->log != nullptr &&
+          !absl::StripAsciiWhitespace(line).empty()) {
+        t->log->Append(absl::StrCat(prefix, line));
+      }
+    }
+    for (const std::string& line : p.TakeStderrLines()) {
+      if (t->log != nullptr) t->log->Append(absl::StrCat(prefix, line));
+    }
   }
+}
+
+void WorkerDaemon::SampleSystem(Trial* t, v1::SystemSample* out) {
+  out->set_step(t->last_step);
+  std::vector<int> groups;
+  for (int r = 0; r < t->ranks->world_size(); ++r) {
+    groups.push_back(t->ranks->rank(r).pid());
+  }
+  absl::StatusOr<ProcessGroupUsage> u =
+      ReadProcessGroups(groups, options_.proc_root);
+  if (!u.ok() || u->pids.empty()) return;  // absent: nothing measured
+  out->set_rss_bytes(static_cast<double>(u->rss_bytes));
+  if (std::optional<double> cpu =
+          t->cpu.Update(u->cpu_seconds, clock_->Now())) {
+    out->set_cpu_percent(*cpu);
+  }
+  if (t->gpus.empty()) return;
+  if (!gpu_tried_) {
+    gpu_tried_ = true;
+    gpu_ = OpenNvml();
+  }
+  if (gpu_ == nullptr) return;
+  const GpuUsage g = gpu_->Sample(t->gpus, u->pids);
+  if (g.utilization_percent) out->set_gpu_util_percent(*g.utilization_percent);
+  if (g.memory_bytes) out->set_gpu_memory_bytes(*g.memory_bytes);
 }
 
 void WorkerDaemon::CheckProgress(Trial* t, absl::Time now) {
@@ -684,14 +766,10 @@ void WorkerDaemon::CheckProgress(Trial* t, absl::Time now) {
   t->ranks->Kill();
 }
 
-void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
-  if (absl::StripAsciiWhitespace(line).empty()) return;
+bool WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
+  if (absl::StripAsciiWhitespace(line).empty()) return true;
   absl::StatusOr<trials::TrialEvent> ev = trials::ParseEvent(line);
-  if (absl::IsNotFound(ev.status())) {
-    SMOE_LOG(DEBUG) << "trial " << t->lease.trial_id()
-                    << ": ignoring non-event stdout line";
-    return;
-  }
+  if (absl::IsNotFound(ev.status())) return false;  // a log line
   // Any event, even one refused below, shows the trainer is alive.
   t->last_event = clock_->Now();
   if (!ev.ok()) {
@@ -700,7 +778,7 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
     // batch.
     SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()
                       << ": malformed event ignored: " << ev.status().message();
-    return;
+    return false;  // kept in the log, where its author can see it
   }
   switch (ev->type) {
     case trials::TrialEvent::Type::kProgress:
@@ -712,6 +790,7 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
       m.set_step(*ev->step);
       m.set_name(ev->name);
       m.set_value(ev->value);
+      t->last_step = std::max<int64_t>(t->last_step, m.step());
       t->metrics.push_back(std::move(m));
       break;
     }
@@ -766,6 +845,7 @@ void WorkerDaemon::HandleEvent(Trial* t, const std::string& line) {
       }
       break;
   }
+  return true;
 }
 
 absl::Status WorkerDaemon::FlushMetrics(Trial* t) {
@@ -830,6 +910,7 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
   const launch::ExitInfo exit = t->ranks->DecisiveExit();
   const int code = exit.ReportedCode();
   const std::vector<std::string> tail = t->ranks->rank(decisive).StderrTail();
+  if (t->log != nullptr) t->log->Flush();
   const std::string& id = t->lease.trial_id();
   const double duration_s = absl::ToDoubleSeconds(clock_->Now() - t->started);
 
@@ -843,6 +924,11 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
     for (const auto& [k, v] : *t->result)
       (*e.complete.mutable_results())[k] = v;
     e.complete.set_duration_s(duration_s);
+    if (t->log != nullptr) {
+      const LogTailText log = t->log->Tail();
+      e.complete.mutable_log()->set_text(log.text);
+      e.complete.mutable_log()->set_total_bytes(log.total_bytes);
+    }
     SMOE_LOG(INFO) << "trial " << id << " attempt " << t->lease.attempt()
                    << " succeeded in " << duration_s << " s";
     return outbox_->Add(std::move(e));
@@ -880,7 +966,8 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
   }
   SMOE_LOG(INFO) << "trial " << id << " attempt " << t->lease.attempt()
                  << " ended: " << head;
-  return FailLease(t->lease, reason, code, FailMessage(head, tail));
+  return FailLease(t->lease, reason, code, FailMessage(head, tail),
+                   t->log.get());
 }
 
 }  // namespace smoe::worker

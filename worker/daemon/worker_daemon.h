@@ -96,9 +96,11 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "proto/smoe.pb.h"
+#include "worker/daemon/attempt_log.h"
 #include "worker/daemon/checkpoint_sync.h"
 #include "worker/daemon/gateway_client.h"
 #include "worker/daemon/journal.h"
+#include "worker/daemon/system_stats.h"
 #include "worker/launch/process_launcher.h"
 #include "worker/launch/rank_group.h"
 
@@ -139,6 +141,12 @@ struct WorkerDaemonOptions {
   // Shared-filesystem mode: copy checkpoints to/from this directory (every
   // worker mounts it) instead of the coordinator; empty = the coordinator.
   std::string checkpoint_dir;
+  // Attempt logs (attempt_log.h): bytes per file before it rotates.
+  int64_t log_max_bytes = AttemptLog::kDefaultMaxBytes;
+  // System metrics (system_stats.h) sent with each heartbeat; `proc_root`
+  // is where the processes are read (tests point it elsewhere).
+  bool system_metrics = true;
+  std::string proc_root = "/proc";
   absl::Duration tick = absl::Milliseconds(100);  // Run(): pause between steps
   uint64_t jitter_seed = 0;                       // 0 = random
 };
@@ -192,6 +200,10 @@ class WorkerDaemon {
     absl::Duration progress_timeout;  // see "Hung trainers"
     absl::Time last_event;            // start, then rank 0's last event
     bool hung = false;                // killed for the progress deadline
+    std::unique_ptr<AttemptLog> log;  // null when it could not be opened
+    bool log_requested = false;       // TYPE_SEND_LOG: tail in next heartbeat
+    int64_t last_step = 0;            // rank 0's latest metric step
+    CpuRate cpu;
   };
   enum class RpcOutcome { kOk, kRetry, kDrop };
 
@@ -206,9 +218,14 @@ class WorkerDaemon {
   absl::Status Launch(const v1::TrialLease& lease);
   absl::Status FailLease(const v1::TrialLease& lease,
                          v1::FailRequest::Reason reason, int exit_code,
-                         const std::string& message);
+                         const std::string& message,
+                         const AttemptLog* log = nullptr);
   void ConsumeOutput(Trial* t);
-  void HandleEvent(Trial* t, const std::string& line);
+  // Returns false for a line that is not a trainer event (it belongs in the
+  // attempt's log).
+  bool HandleEvent(Trial* t, const std::string& line);
+  // The attempt's resource use for its heartbeat entry.
+  void SampleSystem(Trial* t, v1::SystemSample* out);
   // Kills the trial's ranks when it missed its progress deadline.
   void CheckProgress(Trial* t, absl::Time now);
   absl::Status FinishTrial(Trial* t);
@@ -252,6 +269,10 @@ class WorkerDaemon {
   // Outbox id acknowledged last (entries are delivered in order).
   std::atomic<uint64_t> delivered_id_{0};
   std::unique_ptr<CheckpointUploader> uploader_;  // checkpoint_sync only
+  // Secret environment values kept out of logs and failure messages.
+  const SecretRedactor redactor_;
+  std::unique_ptr<GpuMonitor> gpu_;  // opened for the first GPU trial
+  bool gpu_tried_ = false;
 };
 
 }  // namespace smoe::worker

@@ -2,6 +2,7 @@
 #include "worker/daemon/worker_daemon.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -811,6 +812,117 @@ TEST(WorkerDaemonSlotsTest, MultiSlotTrialOccupiesItsSlots) {
   ASSERT_TRUE((*d)->RunOnce().ok());
   ASSERT_GE(gateway.leases.size(), 2u);
   EXPECT_EQ(gateway.leases.back().free_slots(), 1);
+}
+
+TEST_F(WorkerDaemonTest, AttemptLogKeepsStderrAndNonEventLinesAndShipsTail) {
+  options_.system_metrics = false;
+  MakeDaemon();
+  auto p = StartOne("sw1/t1", 2);
+  p->Emit("hello from stdout");
+  p->Emit(R"({"event":"metric","step":1,"name":"train/loss","value":0.5})");
+  p->stderr_lines.push_back("warning: something");
+  Step();
+  p->stderr_lines.push_back("Traceback: boom");
+  p->stderr_tail = {"Traceback: boom"};
+  p->Exit(1);
+  Step();
+  const std::string log =
+      ReadFile(daemon_->TrialDir("sw1/t1") + "/logs/attempt-2.log");
+  // Events are metrics, not log lines.
+  EXPECT_EQ(log, "hello from stdout\nwarning: something\nTraceback: boom\n");
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].log().text(), log);
+  EXPECT_EQ(gateway_.fails[0].log().total_bytes(),
+            static_cast<int64_t>(log.size()));
+  ASSERT_EQ(gateway_.metrics.size(), 1u);
+  EXPECT_EQ(gateway_.metrics[0].metrics(0).name(), "train/loss");
+}
+
+TEST_F(WorkerDaemonTest, CompleteCarriesTheLogAndRanksArePrefixed) {
+  options_.system_metrics = false;
+  MakeDaemon();
+  gateway_.AddLease("sw1/t1", 1, R"({"M":2,"top_k":1})", 0, /*ep_size=*/2);
+  Step();
+  ASSERT_EQ(launcher_.started.size(), 2u);
+  auto r0 = launcher_.started[0];
+  auto r1 = launcher_.started[1];
+  r0->stderr_lines.push_back("rank zero says hi");
+  r1->stderr_lines.push_back("rank one says hi");
+  r1->Emit("rank one stdout");
+  r0->Emit(R"({"event":"result","metrics":{"test_acc":0.5}})");
+  r0->Exit(0);
+  r1->Exit(0);
+  Step();
+  Step();
+  ASSERT_EQ(gateway_.completes.size(), 1u);
+  EXPECT_EQ(gateway_.completes[0].log().text(),
+            "rank zero says hi\n[rank 1] rank one stdout\n"
+            "[rank 1] rank one says hi\n");
+}
+
+TEST_F(WorkerDaemonTest, SendLogCommandPutsTheTailInTheNextHeartbeat) {
+  options_.system_metrics = false;
+  MakeDaemon();
+  auto p = StartOne("sw1/t1", 1);
+  p->stderr_lines.push_back("line one");
+  v1::HeartbeatResponse hb;
+  v1::WorkerCommand* cmd = hb.add_commands();
+  cmd->set_type(v1::WorkerCommand::TYPE_SEND_LOG);
+  cmd->set_trial_id("sw1/t1");
+  cmd->set_attempt(1);
+  gateway_.heartbeat_responses.push_back(hb);
+  clock_.Advance(absl::Seconds(5));
+  Step();  // the heartbeat whose reply asks for the log
+  const size_t n = gateway_.heartbeats.size();
+  ASSERT_EQ(gateway_.heartbeats.back().running_size(), 1);
+  EXPECT_FALSE(gateway_.heartbeats.back().running(0).has_log());
+  Step();  // answered at once, without waiting for the interval
+  ASSERT_EQ(gateway_.heartbeats.size(), n + 1);
+  EXPECT_EQ(gateway_.heartbeats.back().running(0).log().text(), "line one\n");
+  EXPECT_EQ(gateway_.heartbeats.back().running(0).log().total_bytes(), 9);
+  // Not asked again: the next heartbeat, at the interval, carries none.
+  Step();
+  EXPECT_EQ(gateway_.heartbeats.size(), n + 1);
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  ASSERT_EQ(gateway_.heartbeats.size(), n + 2);
+  EXPECT_FALSE(gateway_.heartbeats.back().running(0).has_log());
+}
+
+TEST_F(WorkerDaemonTest, HeartbeatCarriesTheAttemptsSystemSample) {
+  const std::string proc = NewTempDir() + "_proc";
+  ASSERT_EQ(mkdir(proc.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((proc + "/1000").c_str(), 0755), 0);
+  const long ticks = sysconf(_SC_CLK_TCK);   // NOLINT(runtime/int)
+  const long page = sysconf(_SC_PAGESIZE);   // NOLINT(runtime/int)
+  auto write_stat = [&](long utime_ticks) {  // NOLINT(runtime/int)
+    std::ofstream(proc + "/1000/stat")
+        << "1000 (smoe-trainer) S 1 1000 0 0 -1 0 0 0 0 0 " << utime_ticks
+        << " 0 0 0 20 0 1 0 1 1000000 256 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 "
+           "0 0 0 0\n";
+  };
+  write_stat(2 * ticks);
+  options_.proc_root = proc;
+  MakeDaemon();
+  auto p = StartOne("sw1/t1", 1);  // pid (and process group) 1000
+  p->Emit(R"({"event":"metric","step":7,"name":"train/loss","value":0.5})");
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  const v1::SystemSample& first =
+      gateway_.heartbeats.back().running(0).system();
+  EXPECT_EQ(first.step(), 7);
+  ASSERT_TRUE(first.has_rss_bytes());
+  EXPECT_EQ(first.rss_bytes(), 256.0 * page);
+  EXPECT_FALSE(first.has_cpu_percent()) << "no rate from one sample";
+  EXPECT_FALSE(first.has_gpu_util_percent()) << "a CPU trial: absent";
+  EXPECT_FALSE(first.has_gpu_memory_bytes());
+  write_stat(2 * ticks + 5 * ticks);  // 5 CPU-seconds in 5 s
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  const v1::SystemSample& second =
+      gateway_.heartbeats.back().running(0).system();
+  ASSERT_TRUE(second.has_cpu_percent());
+  EXPECT_NEAR(second.cpu_percent(), 100.0, 1e-6);
 }
 
 }  // namespace
