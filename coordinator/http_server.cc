@@ -338,14 +338,19 @@ struct HttpServer::Impl {
     if (auto hit = model->CacheGet(cache_key, snap->version)) {
       return res.set_content(*hit, kJson);
     }
-    const TrialQuery query = ParseTrialQuery(
+    TrialQuery query = ParseTrialQuery(
         Param(req, "state", ""), Param(req, "q", ""), Param(req, "sort", ""),
         IntParam(req, "offset", 0, 0, 1 << 30),
         IntParam(req, "limit", 100, 0, 5000));
-    absl::StatusOr<TrialPage> page = SelectTrials(snap->rows, query);
-    if (!page.ok()) return StatusError(res, page.status());
     std::vector<std::string> axes;
     for (const Axis& a : view.spec.grid) axes.push_back(a.name);
+    query.known_params = axes;
+    for (auto it = view.spec.fixed.begin(); it != view.spec.fixed.end(); ++it) {
+      query.known_params.push_back(it.key());
+    }
+    query.known_results = snap->metrics();
+    absl::StatusOr<TrialPage> page = SelectTrials(snap->rows, query);
+    if (!page.ok()) return StatusError(res, page.status());
     json rows = json::array();
     for (size_t i : page->rows) rows.push_back(RowJson(*snap, i, axes));
     json sweep = SweepJson(view);
