@@ -76,6 +76,9 @@ const std::vector<HttpRule>& HttpAccessTable() {
       // checked for a foreign Origin (http_auth.h).
       {"POST", "/login", Access::kPublic},
       {"POST", "/logout", Access::kPublic},
+      // The API's description: routes and roles, no data
+      // (coordinator/openapi.h).
+      {"GET", "/api/openapi.json", Access::kPublic},
       // Reads.
       {"GET", "/api/session", Access::kViewer},
       {"GET", "/api/sweeps", Access::kViewer},

@@ -32,6 +32,7 @@
 #include "coordinator/http_auth.h"
 #include "coordinator/http_connections.h"
 #include "coordinator/http_server_assets.h"
+#include "coordinator/openapi.h"
 #include "coordinator/search_http.h"
 #include "coordinator/sweep_read_model.h"
 #include "coordinator/trial_table.h"
@@ -732,6 +733,9 @@ struct HttpServer::Impl {
                                   "=; Path=/; HttpOnly; SameSite=Strict; "
                                   "Max-Age=0"));
       res.status = 204;
+    });
+    Add("GET", "/api/openapi.json", [](const Request&, Response& res) {
+      res.set_content(Dump(OpenApiSpec()), kJson);
     });
     constexpr char kSweep[] = "([a-z0-9][a-z0-9._-]{0,63})";
     Add("GET", "/api/sweeps",
