@@ -45,6 +45,7 @@ const std::vector<GrpcRule>& GrpcAccessTable() {
       {"/smoe.v1.Coordinator/CancelSweep", Access::kAdmin},
       {"/smoe.v1.Coordinator/RetrySweep", Access::kAdmin},
       {"/smoe.v1.Coordinator/ExtendSweep", Access::kAdmin},
+      {"/smoe.v1.Coordinator/AnnotateSweep", Access::kAdmin},
       {"/smoe.v1.Coordinator/DrainWorker", Access::kAdmin},
       {"/smoe.v1.Coordinator/ListSweeps", Access::kViewer},
       {"/smoe.v1.Coordinator/GetSweep", Access::kViewer},

@@ -75,9 +75,9 @@ TEST(OpenApiTest, IsAnOpenApi3DocumentWithARolePerOperation) {
       // Every {param} of the path is declared.
       for (const char* p : {"{sweep}", "{trial}", "{name}"}) {
         if (path.find(p) == std::string::npos) continue;
-        const std::string ref = absl::StrCat(
-            "#/components/parameters/",
-            std::string(p).substr(1, std::string(p).size() - 2));
+        const std::string ref =
+            absl::StrCat("#/components/parameters/",
+                         std::string(p).substr(1, std::string(p).size() - 2));
         bool declared = false;
         for (const json& param : op.value("parameters", json::array())) {
           declared = declared || param.value("$ref", "") == ref;

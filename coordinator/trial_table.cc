@@ -71,7 +71,6 @@ bool KeyOf(const TrialRow& row, const std::string& sort, Key& k) {
   return true;
 }
 
-
 // A filter term with its field resolved to a sort key ("p.M", "r.acc",
 // "state", ...).
 struct ResolvedTerm {
@@ -149,11 +148,9 @@ absl::StatusOr<std::vector<ResolvedTerm>> ResolveTerms(
   std::vector<ResolvedTerm> out;
   if (q.terms.empty()) return out;
   std::set<std::string> params(q.known_params.begin(), q.known_params.end());
-  std::set<std::string> results(q.known_results.begin(),
-                                q.known_results.end());
+  std::set<std::string> results(q.known_results.begin(), q.known_results.end());
   for (const auto& r : rows) {
-    for (auto it = r->point.params.begin(); it != r->point.params.end();
-         ++it) {
+    for (auto it = r->point.params.begin(); it != r->point.params.end(); ++it) {
       params.insert(it.key());
     }
     for (const auto& [name, v] : r->point.results) results.insert(name);
@@ -179,9 +176,9 @@ absl::StatusOr<std::vector<ResolvedTerm>> ResolveTerms(
                                      std::end(kBuiltinColumns));
       known.insert(known.end(), params.begin(), params.end());
       known.insert(known.end(), results.begin(), results.end());
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown filter field '", t.field, "' in '", t.text,
-          "'; known fields: ", absl::StrJoin(known, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown filter field '", t.field, "' in '", t.text,
+                       "'; known fields: ", absl::StrJoin(known, ", ")));
     }
     if (t.op != FilterOp::kEq && t.op != FilterOp::kNe) {
       if (t.values.size() != 1 || !NumberOf(t.values[0], &r.number)) {

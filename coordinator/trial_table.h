@@ -64,7 +64,7 @@ enum class FilterOp { kEq, kNe, kLt, kLe, kGt, kGe };
 
 // One "FIELD OP VALUE" term of the query.
 struct FilterTerm {
-  std::string field;                // as written ("M", "r.acc", "state")
+  std::string field;  // as written ("M", "r.acc", "state")
   FilterOp op = FilterOp::kEq;
   std::vector<std::string> values;  // '|' alternatives; one for < <= > >=
   std::string text;                 // the whole term, for error messages
@@ -79,7 +79,7 @@ struct TrialQuery {
   // matches nothing instead of failing).
   std::vector<std::string> known_params;
   std::vector<std::string> known_results;
-  std::string sort;                     // key without the '-'; "" = ordinal
+  std::string sort;  // key without the '-'; "" = ordinal
   bool descending = false;
   size_t offset = 0;
   size_t limit = 100;

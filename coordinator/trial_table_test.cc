@@ -141,8 +141,7 @@ TEST(TrialTableTest, FiltersWithComparisonsOnAnyColumn) {
 }
 
 TEST(TrialTableTest, UnknownFilterFieldIsAnErrorNamingKnownFields) {
-  auto page =
-      SelectTrials(Table(), ParseTrialQuery("", "nope=1", "", 0, 10));
+  auto page = SelectTrials(Table(), ParseTrialQuery("", "nope=1", "", 0, 10));
   ASSERT_FALSE(page.ok());
   EXPECT_EQ(page.status().code(), absl::StatusCode::kInvalidArgument);
   const std::string msg(page.status().message());
@@ -163,8 +162,7 @@ TEST(TrialTableTest, UnknownFilterFieldIsAnErrorNamingKnownFields) {
 }
 
 TEST(TrialTableTest, OrderingNeedsANumber) {
-  auto page =
-      SelectTrials(Table(), ParseTrialQuery("", "acc>high", "", 0, 10));
+  auto page = SelectTrials(Table(), ParseTrialQuery("", "acc>high", "", 0, 10));
   ASSERT_FALSE(page.ok());
   EXPECT_THAT(std::string(page.status().message()),
               HasSubstr("filter 'acc>high' compares numbers, but 'high' is "
