@@ -129,7 +129,9 @@ TEST(TrialTableTest, FiltersWithComparisonsOnAnyColumn) {
   EXPECT_THAT(Select("", "acc>=0.5 acc<=0.9", ""), ElementsAre(0, 2));
   EXPECT_THAT(Select("", "seed>=2", ""), ElementsAre(2, 3));
   EXPECT_THAT(Select("", "attempt>1", ""), ElementsAre(1));
-  EXPECT_THAT(Select("", "duration<2.5", ""), ElementsAre(1, 2));
+  // (A trial that never ran has duration 0, as the table shows it.)
+  EXPECT_THAT(Select("", "duration<2.5", ""), ElementsAre(1, 2, 3));
+  EXPECT_THAT(Select("", "duration>0 duration<2.5", ""), ElementsAre(1, 2));
   EXPECT_THAT(Select("", "state=SUCCEEDED", ""), ElementsAre(0, 2));
   EXPECT_THAT(Select("", "state!=succeeded", ""), ElementsAre(1, 3));
   EXPECT_THAT(Select("", "worker=w-1", ""), ElementsAre(0, 2));

@@ -443,7 +443,12 @@ async function renderSweep(id, q) {
     }
     loadOverlay().catch(showError);
   };
+  // Overlapping loads (controls changed quickly, live refreshes): only the
+  // newest request draws.
+  let tableGen = 0;
+  let chartsGen = 0;
   const loadTable = async () => {
+    const gen = ++tableGen;
     let page;
     let error = null;
     try {
@@ -453,10 +458,12 @@ async function renderSweep(id, q) {
     } catch (e) {
       // A bad filter (unknown field, `<` on a word): keep the last page and
       // say what is wrong under the filter box.
-      if (!(e instanceof ApiError) || e.status !== 400 || !lastPage) throw e;
-      page = lastPage;
+      if (!(e instanceof ApiError) || e.status !== 400) throw e;
+      // (A shared URL with a bad filter: the unfiltered first page.)
+      page = lastPage || await api('sweeps/' + encodeURIComponent(id), { offset: 0, limit: pageSize, state: st.state });
       error = e.message;
     }
+    if (gen !== tableGen) return page;
     lastPage = page;
     sweep = page.sweep;
     columns = page.columns;
@@ -528,7 +535,7 @@ async function renderSweep(id, q) {
 
   // The parallel-coordinates plot over the swept parameters and the chosen
   // metrics, from the succeeded trials (the first 5000).
-  const exploreSection = async (rows, matched) => {
+  const exploreSection = async (rows, matched, gen) => {
     const metrics = plottableMetrics(columns.results);
     const chosen = (st.pcm || (sweep.kind === 'sraven' ? ['ood_acc', 'test_acc'] : metrics.slice(0, 3)))
       .filter((m) => metrics.includes(m));
@@ -557,6 +564,7 @@ async function renderSweep(id, q) {
     // d3 (brushes, scales, axes) is loaded with the first plot: a chunk of
     // its own, so the rest of the dashboard does not wait for it.
     const { parallelCoords } = await import('./explore.js');
+    if (gen !== chartsGen) return;
     parallelCoords(box, {
       dims, rows, brushes: st.pc, matched,
       onBrush: (b) => { st.pc = b; st.page = 0; saveQuery(); loadTable().catch(showError); },
@@ -565,9 +573,11 @@ async function renderSweep(id, q) {
   };
 
   const loadCharts = async () => {
+    const gen = ++chartsGen;
     const params = { x: st.x, series: st.series, facet: st.facet };
     if (sweep.kind === 'skillmix') {
       const sm = await api(`sweeps/${encodeURIComponent(id)}/skillmix`);
+      if (gen !== chartsGen) return;
       st.charts.forEach((u) => u.destroy());
       st.charts = [];
       window.__smoe.charts = {};
@@ -596,6 +606,7 @@ async function renderSweep(id, q) {
       paper ? api(`${base}/curves`, { ...params, metric: 'test_acc' }) : null,
       api(base, { limit: 5000, state: 'succeeded' }),
     ]);
+    if (gen !== chartsGen) return;
     st.charts.forEach((u) => u.destroy());
     st.charts = [];
     const keep = window.__smoe.charts.overlay;
@@ -624,7 +635,7 @@ async function renderSweep(id, q) {
       window.__smoe.version = ood.version;
       window.__smoe.trialsUsed = ood.curves.trials_used;
     }
-    await exploreSection(table.rows, table.matched);
+    await exploreSection(table.rows, table.matched, gen);
   };
   const axisNames = () => (sweep ? sweep.axes.map((a) => a.name) : []);
   let otherSweeps = null;
