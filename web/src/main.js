@@ -136,7 +136,7 @@ function headlineCharts(box, curves, optimal, fits, st, rows = []) {
   }
   for (const facet of curves.facets) {
     const fit = fits.find((f) => f.facet_label === facet.label && f.ok);
-    const theory = st.theory && fit ? fit.k_star : [];
+    const theory = st.theory && st.theoryAxes && fit ? fit.k_star : [];
     let xs = numericXs([facet], theory.flatMap((k) => k.curve.map((c) => c[0])));
     const categorical = xs.some((x) => typeof x !== 'number');
     const tick = categorical ? xs.map(String) : null;
@@ -183,7 +183,7 @@ function optimalCharts(box, analysis, st) {
         lo: rows.map((o) => o.ci_lo), hi: rows.map((o) => o.ci_hi) },
       { label: 'smallest within 1 s.e.', color: PALETTE[2], dash: [4, 3], values: rows.map((o) => o.one_se) },
     ];
-    if (fit && st.theory) {
+    if (fit && st.theory && st.theoryAxes) {
       const ks = new Map(fit.k_star.map((k) => [k.N, k.k_star]));
       series.push({ label: 'theory k*', color: PALETTE[1], dash: [8, 4], values: rows.map((o) => ks.get(o.series) ?? null) });
     }
@@ -193,7 +193,7 @@ function optimalCharts(box, analysis, st) {
       xLabel: analysis.series, yLabel: analysis.x, height: 240,
     }, `${metricName(analysis.metric)}; ` + (oneSeed ? 'n = 1 (one seed): no CI of the argmax'
       : `band: ${Math.round(analysis.curves.ci_level * 100)}% bootstrap CI of the argmax over seeds`) +
-      (fit && st.theory ? `; theory k*: ${fitQuality(fit)}` : ''));
+      (fit && st.theory && st.theoryAxes ? `; theory k*: ${fitQuality(fit)}` : ''));
     st.charts.push(chart.u);
   }
 }
@@ -598,8 +598,10 @@ async function renderSweep(id, q) {
       window.__smoe.version = sm.version;
       return;
     }
-    // The paper's view (SRAVEN, OOD accuracy) also plots test accuracy.
+    // The paper's view (SRAVEN, OOD accuracy) also plots test accuracy; the
+    // E(k, N) theory is about top_k against M only.
     const paper = sweep.kind === 'sraven' && st.metric === 'ood_acc';
+    st.theoryAxes = sweep.kind === 'sraven' && st.x === 'top_k' && st.series === 'M';
     const base = `sweeps/${encodeURIComponent(id)}`;
     const [ood, test, table] = await Promise.all([
       st.metric && st.x ? api(`${base}/analysis`, { ...params, metric: st.metric }) : null,
@@ -618,7 +620,7 @@ async function renderSweep(id, q) {
     const blocks = [h('h3', { class: 'section' }, `${yName} vs ${st.x}` + (st.series ? `: one line per ${st.series}` : '') +
       (st.facet ? `, a panel per ${st.facet}` : '')), headBox,
     h('h3', { class: 'section' }, `Optimal ${st.x}`), optBox];
-    if (sweep.kind === 'sraven') blocks.push(h('h3', { class: 'section' }, 'Theory: E(k,N) = a·N²/k + b·√(N·k/m·log(T/k))'), fitBox);
+    if (st.theoryAxes) blocks.push(h('h3', { class: 'section' }, 'Theory: E(k,N) = a·N²/k + b·√(N·k/m·log(T/k))'), fitBox);
     charts.replaceChildren(...blocks);
     if (!ood) {
       headBox.appendChild(h('p', { class: 'muted empty' }, st.metric ? 'Pick a parameter for x.' : 'No metrics reported yet.'));
@@ -631,7 +633,7 @@ async function renderSweep(id, q) {
       } else {
         optBox.appendChild(h('p', { class: 'muted empty' }, 'Needs succeeded trials.'));
       }
-      if (ood.fits.length && sweep.kind === 'sraven') fitSection(fitBox, ood, st);
+      if (ood.fits.length && st.theoryAxes) fitSection(fitBox, ood, st);
       window.__smoe.version = ood.version;
       window.__smoe.trialsUsed = ood.curves.trials_used;
     }
@@ -754,10 +756,11 @@ async function renderCompare(a, b, q) {
     const yRange = sharedRange(ca, cb);
     const xs = numericXs([...ca.facets, ...cb.facets]);
     const categorical = xs.some((x) => typeof x !== 'number');
-    box.replaceChildren();
+    // Both columns exist before either chart is sized, so each gets half.
+    const cols = [a, b].map((name) => h('div', { class: 'compare-col', 'data-sweep': name }));
+    box.replaceChildren(...cols);
     [[a, ca], [b, cb]].forEach(([name, cur], i) => {
-      const col = h('div', { class: 'compare-col', 'data-sweep': name });
-      box.appendChild(col);
+      const col = cols[i];
       const facet = cur.facets[0];
       if (!facet) {
         col.appendChild(h('p', { class: 'muted empty' }, `${name}: no succeeded trials with ${st.metric}.`));
