@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "cli/sweep_cmds.h"
 #include "coordinator/server.h"
+#include "coordinator/tokens.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -19,6 +21,7 @@ namespace smoe::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A sweep whose trial list is bigger than gRPC's default 4 MB message (here
 // about 30k trials with long params; a few hundred failed trials with their
@@ -82,6 +85,106 @@ TEST(CoordinatorClientTest, SweepLargerThanDefaultGrpcMessageLimit) {
 // Issue 20: gRPC's default SO_REUSEPORT let a second coordinator bind the
 // first one's port and take a share of its connections; the dashboard's
 // cpp-httplib server did the same. Both are refused now.
+// `smoe sweep note|tag|archive` (admin) and `smoe sweep ls [--all]`: what
+// they print, and their exit codes for a bad tag (65), an unknown sweep (66)
+// and a viewer token (77).
+TEST(CoordinatorClientTest, SweepAnnotationCommands) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/client_annotate_", getpid());
+  coordinator::ServerOptions so;
+  so.data_dir = dir;
+  so.listen = "127.0.0.1:0";
+  so.http_listen = "";
+  so.synchronous = store::SqliteOptions::Synchronous::kNormal;
+  auto server = coordinator::CoordinatorServer::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const char* name : {"keep", "old"}) {
+    auto sub = (*server)->scheduler()->SubmitSweep(
+        absl::StrCat("name: ", name,
+                     "\nkind: sraven\ngrid:\n  top_k: [1, 2]\n"
+                     "fixed: {steps: 10}\nseeds: [0]\n"),
+        false);
+    ASSERT_TRUE(sub.ok()) << sub.status();
+  }
+  ClientOptions co;
+  co.address = (*server)->address();
+  co.token_file = dir + "/token";
+  unsetenv("SMOE_TOKEN");
+  auto client = CoordinatorClient::Create(co);
+  ASSERT_TRUE(client.ok()) << client.status();
+
+  SweepAnnotationFlags note;
+  note.notes = "k=2 looks best";
+  std::ostringstream out;
+  ASSERT_EQ(AnnotateSweepCmd(**client, "old", note, out), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("notes: k=2 looks best"));
+  EXPECT_THAT(out.str(), HasSubstr("tags: (none)"));
+
+  SweepAnnotationFlags set;
+  set.tags = std::vector<std::string>{"paper", "draft"};
+  out.str("");
+  ASSERT_EQ(AnnotateSweepCmd(**client, "old", set, out), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("tags: paper, draft"));
+  // Notes are kept when only the tags change.
+  EXPECT_THAT(out.str(), HasSubstr("notes: k=2 looks best"));
+
+  SweepAnnotationFlags edit;
+  edit.add_tags = {"final", "paper"};
+  edit.remove_tags = {"draft"};
+  out.str("");
+  ASSERT_EQ(AnnotateSweepCmd(**client, "old", edit, out), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("tags: paper, final\n"));
+
+  SweepAnnotationFlags archive;
+  archive.archived = true;
+  out.str("");
+  ASSERT_EQ(AnnotateSweepCmd(**client, "old", archive, out), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("sweep old (archived)"));
+
+  // `sweep ls` hides it and says so; --all lists it, marked.
+  out.str("");
+  ASSERT_EQ(ListSweepsCmd(**client, out), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("keep"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("old ")));
+  EXPECT_THAT(out.str(),
+              HasSubstr("1 archived sweep(s) not shown (smoe sweep ls --all)"));
+  out.str("");
+  ASSERT_EQ(ListSweepsCmd(**client, out, /*all=*/true), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("(archived)"));
+  // `sweep show` prints the annotations.
+  out.str("");
+  ASSERT_EQ(ShowSweepCmd(**client, "old", false, out), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("  archived\n  tags: paper, final\n"
+                                   "  notes: k=2 looks best"));
+
+  // Errors: a bad tag names the field and value (65); an unknown sweep 66.
+  SweepAnnotationFlags bad;
+  bad.tags = std::vector<std::string>{"no spaces"};
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(AnnotateSweepCmd(**client, "old", bad, out), kExitDataErr);
+  EXPECT_EQ(AnnotateSweepCmd(**client, "nope", note, out), kExitNoInput);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, HasSubstr("no spaces"));
+  EXPECT_THAT(err, HasSubstr("nope"));
+
+  // A viewer may list but not annotate: 77 naming the role needed.
+  auto viewer = coordinator::CreateToken(
+      (*server)->tokens_file(), "v", coordinator::Role::kViewer, absl::Now());
+  ASSERT_TRUE(viewer.ok()) << viewer.status();
+  { std::ofstream(dir + "/viewer-token") << viewer->token << "\n"; }
+  ClientOptions vo = co;
+  vo.token_file = dir + "/viewer-token";
+  auto vclient = CoordinatorClient::Create(vo);
+  ASSERT_TRUE(vclient.ok()) << vclient.status();
+  out.str("");
+  EXPECT_EQ(ListSweepsCmd(**vclient, out), kExitOk);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(AnnotateSweepCmd(**vclient, "keep", archive, out), kExitNoPerm);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("needs role 'admin'"));
+  (*server)->Shutdown();
+}
+
 TEST(CoordinatorServerTest, BusyPortsAreRefusedNotShared) {
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "/busy_port_test_", getpid());

@@ -306,7 +306,31 @@ int Main(int argc, char** argv) {
       ->delimiter(',');
   CLI::App* watch_cmd = sweep->add_subcommand("watch", "Show progress");
   watch_cmd->add_option("SWEEP", sweep_id)->required();
-  for (CLI::App* c : {submit, ls, show, cancel, retry, extend, watch_cmd}) {
+  bool ls_all = false;
+  ls->add_flag("--all", ls_all, "Also list archived sweeps");
+  // Annotations (admin): notes, tags, archive.
+  std::string note_text;
+  std::vector<std::string> tag_list, tag_add, tag_remove;
+  bool tag_clear = false, unarchive = false;
+  CLI::App* note =
+      sweep->add_subcommand("note", "Set a sweep's notes (admin; '' clears)");
+  note->add_option("SWEEP", sweep_id)->required();
+  note->add_option("TEXT", note_text, "The notes")->required();
+  CLI::App* tag = sweep->add_subcommand(
+      "tag", "Set (TAG...), add or remove a sweep's tags (admin)");
+  tag->add_option("SWEEP", sweep_id)->required();
+  tag->add_option("TAGS", tag_list, "Replace the tags with these");
+  tag->add_option("--add", tag_add, "Add these tags")->delimiter(',');
+  tag->add_option("--remove", tag_remove, "Remove these tags")->delimiter(',');
+  tag->add_flag("--clear", tag_clear, "Remove every tag");
+  CLI::App* archive = sweep->add_subcommand(
+      "archive",
+      "Archive a sweep: hidden from `sweep ls` and the dashboard's list "
+      "(admin)");
+  archive->add_option("SWEEP", sweep_id)->required();
+  archive->add_flag("--undo", unarchive, "Unarchive it");
+  for (CLI::App* c : {submit, ls, show, cancel, retry, extend, watch_cmd, note,
+                      tag, archive}) {
     add_client_flags(c);
   }
 
@@ -572,13 +596,33 @@ int Main(int argc, char** argv) {
     return RunSkillMixCommand(skillmix_flags.run, std::cout);
   }
   if (validate->parsed()) return ValidateSweepCmd(file, std::cout);
+  if (tag->parsed() &&
+      (tag_list.empty() ? 0 : 1) + (tag_clear ? 1 : 0) +
+              (tag_add.empty() && tag_remove.empty() ? 0 : 1) !=
+          1) {
+    std::cerr << "smoe sweep tag: give either TAGS (replace), --add/--remove "
+                 "(edit) or --clear\n";
+    return kExitUsage;
+  }
   int rc = kExitOk;
   auto client = MakeClient(client_opts, &rc);
   if (!client) return rc;
   if (submit->parsed()) {
     return SubmitSweepCmd(*client, file, watch, dry_run, std::cout);
   }
-  if (ls->parsed()) return ListSweepsCmd(*client, std::cout);
+  if (ls->parsed()) return ListSweepsCmd(*client, std::cout, ls_all);
+  if (note->parsed() || tag->parsed() || archive->parsed()) {
+    SweepAnnotationFlags f;
+    if (note->parsed()) f.notes = note_text;
+    if (archive->parsed()) f.archived = !unarchive;
+    if (tag->parsed()) {
+      if (!tag_list.empty()) f.tags = tag_list;
+      if (tag_clear) f.tags = std::vector<std::string>{};
+      f.add_tags = tag_add;
+      f.remove_tags = tag_remove;
+    }
+    return AnnotateSweepCmd(*client, sweep_id, f, std::cout);
+  }
   if (show->parsed()) return ShowSweepCmd(*client, sweep_id, trials, std::cout);
   if (cancel->parsed()) return CancelSweepCmd(*client, sweep_id, std::cout);
   if (retry->parsed()) {

@@ -128,6 +128,15 @@ std::string SweepStateText(const pb::Sweep& s) {
   return text;
 }
 
+// Notes, tags and the archived mark, one line each when set.
+void PrintAnnotations(const pb::Sweep& s, std::ostream& out) {
+  if (s.archived()) out << "  archived\n";
+  if (s.tags_size() > 0) {
+    out << "  tags: " << absl::StrJoin(s.tags(), ", ") << "\n";
+  }
+  if (!s.notes().empty()) out << "  notes: " << s.notes() << "\n";
+}
+
 void PrintSweepSummary(const pb::Sweep& s, std::ostream& out) {
   out << "sweep " << s.sweep_id() << " (" << s.kind() << ", "
       << SweepStateText(s) << ", priority " << s.priority() << ")\n";
@@ -141,6 +150,7 @@ void PrintSweepSummary(const pb::Sweep& s, std::ostream& out) {
   if (!s.unschedulable().empty()) {
     out << "  unschedulable: " << s.unschedulable() << "\n";
   }
+  PrintAnnotations(s, out);
 }
 
 }  // namespace
@@ -279,15 +289,23 @@ int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,
   return kExitOk;
 }
 
-int ListSweepsCmd(CoordinatorClient& client, std::ostream& out) {
+int ListSweepsCmd(CoordinatorClient& client, std::ostream& out, bool all) {
   pb::ListSweepsResponse resp;
   grpc::ClientContext ctx;
   client.Prepare(&ctx);
   if (int rc = Check(client.stub()->ListSweeps(&ctx, {}, &resp))) return rc;
   std::vector<std::vector<std::string>> rows;
+  int hidden = 0;
   for (const auto& s : resp.sweeps()) {
+    if (s.archived() && !all) {
+      ++hidden;
+      continue;
+    }
     const auto& c = s.counts();
-    rows.push_back({s.sweep_id(), s.kind(), SweepStateText(s),
+    rows.push_back({s.sweep_id(), s.kind(),
+                    s.archived()
+                        ? absl::StrCat(SweepStateText(s), " (archived)")
+                        : SweepStateText(s),
                     absl::StrCat(c.total()), absl::StrCat(c.pending()),
                     absl::StrCat(c.running()), absl::StrCat(c.succeeded()),
                     absl::StrCat(c.failed()), absl::StrCat(c.cancelled())});
@@ -295,6 +313,9 @@ int ListSweepsCmd(CoordinatorClient& client, std::ostream& out) {
   PrintTable({"SWEEP", "KIND", "STATE", "TOTAL", "PENDING", "RUNNING",
               "SUCCEEDED", "FAILED", "CANCELLED"},
              rows, out);
+  if (hidden > 0) {
+    out << hidden << " archived sweep(s) not shown (smoe sweep ls --all)\n";
+  }
   return kExitOk;
 }
 
@@ -324,6 +345,49 @@ int CancelSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   if (int rc = Check(client.stub()->CancelSweep(&ctx, req, &resp))) return rc;
   out << "cancelled " << resp.cancelled_trials() << " trials of " << sweep_id
       << "\n";
+  return kExitOk;
+}
+
+int AnnotateSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
+                     const SweepAnnotationFlags& flags, std::ostream& out) {
+  pb::AnnotateSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  if (flags.notes.has_value()) req.set_notes(*flags.notes);
+  if (flags.archived.has_value()) req.set_archived(*flags.archived);
+  std::optional<std::vector<std::string>> tags = flags.tags;
+  if (!flags.add_tags.empty() || !flags.remove_tags.empty()) {
+    // Edit the current tags (read first; the last writer wins).
+    pb::GetSweepRequest get;
+    get.set_sweep_id(sweep_id);
+    pb::GetSweepResponse got;
+    grpc::ClientContext ctx;
+    client.Prepare(&ctx);
+    if (int rc = Check(client.stub()->GetSweep(&ctx, get, &got))) return rc;
+    tags.emplace(got.sweep().tags().begin(), got.sweep().tags().end());
+    for (const std::string& t : flags.add_tags) {
+      if (std::find(tags->begin(), tags->end(), t) == tags->end()) {
+        tags->push_back(t);
+      }
+    }
+    for (const std::string& t : flags.remove_tags) {
+      tags->erase(std::remove(tags->begin(), tags->end(), t), tags->end());
+    }
+  }
+  if (tags.has_value()) {
+    req.set_set_tags(true);
+    for (const std::string& t : *tags) req.add_tags(t);
+  }
+  pb::AnnotateSweepResponse resp;
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx);
+  if (int rc = Check(client.stub()->AnnotateSweep(&ctx, req, &resp))) {
+    return rc;
+  }
+  const pb::Sweep& s = resp.sweep();
+  out << "sweep " << s.sweep_id() << (s.archived() ? " (archived)" : "")
+      << "\n  tags: "
+      << (s.tags_size() > 0 ? absl::StrJoin(s.tags(), ", ") : "(none)")
+      << "\n  notes: " << (s.notes().empty() ? "(none)" : s.notes()) << "\n";
   return kExitOk;
 }
 

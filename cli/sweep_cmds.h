@@ -8,6 +8,7 @@
 #ifndef SMOE_CLI_SWEEP_CMDS_H_
 #define SMOE_CLI_SWEEP_CMDS_H_
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -57,7 +58,9 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out);
 
 int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,
                    bool watch, bool dry_run, std::ostream& out);
-int ListSweepsCmd(CoordinatorClient& client, std::ostream& out);
+// Archived sweeps are left out (a last line counts them) unless `all`.
+int ListSweepsCmd(CoordinatorClient& client, std::ostream& out,
+                  bool all = false);
 int ShowSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
                  bool trials, std::ostream& out);
 int CancelSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
@@ -69,6 +72,21 @@ int RetrySweepCmd(CoordinatorClient& client, const std::string& sweep_id,
 int ExtendSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
                    const std::string& axis,
                    const std::vector<std::string>& values, std::ostream& out);
+// `smoe sweep note SWEEP TEXT` ("" clears), `smoe sweep tag SWEEP TAG...`
+// (replaces the tags) or `--add T --remove T` (edits them) or `--clear`,
+// `smoe sweep archive SWEEP [--undo]`: admin actions over the AnnotateSweep
+// RPC. Fields left unset are not changed. Prints the sweep's annotations
+// after the change; a bad tag or over-long notes exit 65 naming the field
+// and value, an unknown sweep 66, a viewer token 77.
+struct SweepAnnotationFlags {
+  std::optional<std::string> notes;
+  std::optional<std::vector<std::string>> tags;  // replace
+  std::vector<std::string> add_tags;
+  std::vector<std::string> remove_tags;
+  std::optional<bool> archived;
+};
+int AnnotateSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
+                     const SweepAnnotationFlags& flags, std::ostream& out);
 // Streams progress until the sweep is no longer active. Returns 0 when every
 // trial succeeded, kExitFailure when some failed or were cancelled.
 int WatchSweepCmd(CoordinatorClient& client, const std::string& sweep_id,

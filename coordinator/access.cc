@@ -45,6 +45,7 @@ const std::vector<GrpcRule>& GrpcAccessTable() {
       {"/smoe.v1.Coordinator/CancelSweep", Access::kAdmin},
       {"/smoe.v1.Coordinator/RetrySweep", Access::kAdmin},
       {"/smoe.v1.Coordinator/ExtendSweep", Access::kAdmin},
+      {"/smoe.v1.Coordinator/AnnotateSweep", Access::kAdmin},
       {"/smoe.v1.Coordinator/DrainWorker", Access::kAdmin},
       {"/smoe.v1.Coordinator/ListSweeps", Access::kViewer},
       {"/smoe.v1.Coordinator/GetSweep", Access::kViewer},
@@ -77,6 +78,9 @@ const std::vector<HttpRule>& HttpAccessTable() {
       // checked for a foreign Origin (http_auth.h).
       {"POST", "/login", Access::kPublic},
       {"POST", "/logout", Access::kPublic},
+      // The API's description: routes and roles, no data
+      // (coordinator/openapi.h).
+      {"GET", "/api/openapi.json", Access::kPublic},
       // Reads.
       {"GET", "/api/session", Access::kViewer},
       {"GET", "/api/sweeps", Access::kViewer},

@@ -33,6 +33,7 @@
 #include "coordinator/http_connections.h"
 #include "coordinator/http_server_assets.h"
 #include "coordinator/log_routes.h"
+#include "coordinator/openapi.h"
 #include "coordinator/search_http.h"
 #include "coordinator/sweep_read_model.h"
 #include "coordinator/trial_table.h"
@@ -339,14 +340,19 @@ struct HttpServer::Impl {
     if (auto hit = model->CacheGet(cache_key, snap->version)) {
       return res.set_content(*hit, kJson);
     }
-    const TrialQuery query = ParseTrialQuery(
+    TrialQuery query = ParseTrialQuery(
         Param(req, "state", ""), Param(req, "q", ""), Param(req, "sort", ""),
         IntParam(req, "offset", 0, 0, 1 << 30),
         IntParam(req, "limit", 100, 0, 5000));
-    absl::StatusOr<TrialPage> page = SelectTrials(snap->rows, query);
-    if (!page.ok()) return StatusError(res, page.status());
     std::vector<std::string> axes;
     for (const Axis& a : view.spec.grid) axes.push_back(a.name);
+    query.known_params = axes;
+    for (auto it = view.spec.fixed.begin(); it != view.spec.fixed.end(); ++it) {
+      query.known_params.push_back(it.key());
+    }
+    query.known_results = snap->metrics();
+    absl::StatusOr<TrialPage> page = SelectTrials(snap->rows, query);
+    if (!page.ok()) return StatusError(res, page.status());
     json rows = json::array();
     for (size_t i : page->rows) rows.push_back(RowJson(*snap, i, axes));
     json sweep = SweepJson(view);
@@ -728,6 +734,9 @@ struct HttpServer::Impl {
                                   "=; Path=/; HttpOnly; SameSite=Strict; "
                                   "Max-Age=0"));
       res.status = 204;
+    });
+    Add("GET", "/api/openapi.json", [](const Request&, Response& res) {
+      res.set_content(Dump(OpenApiSpec()), kJson);
     });
     constexpr char kSweep[] = "([a-z0-9][a-z0-9._-]{0,63})";
     Add("GET", "/api/sweeps",

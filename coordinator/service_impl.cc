@@ -176,6 +176,9 @@ void ToProto(const SweepView& in, pb::Sweep* out) {
   out->set_created_ms(Ms(in.record.created_at));
   out->set_updated_ms(Ms(in.record.updated_at));
   out->set_unschedulable(in.unschedulable);
+  out->set_notes(in.record.notes);
+  for (const std::string& t : in.record.tags) out->add_tags(t);
+  out->set_archived(in.record.archived);
 }
 
 void ToProto(const store::DecisionRecord& in, pb::Decision* out) {
@@ -325,6 +328,23 @@ grpc::Status CoordinatorServiceImpl::ExtendSweep(
     SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler_->GetSweep(req->sweep_id()));
     ToProto(v, resp->mutable_sweep());
     resp->set_new_trials(n);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CoordinatorServiceImpl::AnnotateSweep(
+    grpc::ServerContext* ctx, const pb::AnnotateSweepRequest* req,
+    pb::AnnotateSweepResponse* resp) {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    Scheduler::SweepAnnotation a;
+    if (req->has_notes()) a.notes = req->notes();
+    if (req->set_tags()) {
+      a.tags = std::vector<std::string>(req->tags().begin(), req->tags().end());
+    }
+    if (req->has_archived()) a.archived = req->archived();
+    SMOE_ASSIGN_OR_RETURN(SweepView v,
+                          scheduler_->AnnotateSweep(req->sweep_id(), a));
+    ToProto(v, resp->mutable_sweep());
     return absl::OkStatus();
   });
 }

@@ -69,6 +69,9 @@ class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
   grpc::Status ExtendSweep(grpc::ServerContext* ctx,
                            const smoe::v1::ExtendSweepRequest* req,
                            smoe::v1::ExtendSweepResponse* resp) override;
+  grpc::Status AnnotateSweep(grpc::ServerContext* ctx,
+                             const smoe::v1::AnnotateSweepRequest* req,
+                             smoe::v1::AnnotateSweepResponse* resp) override;
   grpc::Status WatchSweep(
       grpc::ServerContext* ctx, const smoe::v1::WatchSweepRequest* req,
       grpc::ServerWriter<smoe::v1::SweepEvent>* writer) override;

@@ -3,10 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -21,23 +25,6 @@ struct Key {
   double num = 0;
   std::string str;
 };
-
-bool Matches(const TrialRow& row, const TrialQuery& q) {
-  const analysis::TrialPoint& p = row.point;
-  if (!q.states.empty() &&
-      std::find(q.states.begin(), q.states.end(),
-                store::TrialStateName(p.state)) == q.states.end()) {
-    return false;
-  }
-  for (const auto& [name, value] : q.param_terms) {
-    auto it = p.params.find(name);
-    if (it == p.params.end() || ParamLabel(*it) != value) return false;
-  }
-  for (const std::string& t : q.text_terms) {
-    if (!absl::StrContains(row.search, t)) return false;
-  }
-  return true;
-}
 
 // Fills `k` for `row` under `sort`; false for an unknown sort key.
 bool KeyOf(const TrialRow& row, const std::string& sort, Key& k) {
@@ -84,6 +71,127 @@ bool KeyOf(const TrialRow& row, const std::string& sort, Key& k) {
   return true;
 }
 
+// A filter term with its field resolved to a sort key ("p.M", "r.acc",
+// "state", ...).
+struct ResolvedTerm {
+  std::string key;
+  FilterOp op;
+  std::vector<std::string> values;
+  double number = 0;  // the value of < <= > >=
+};
+
+bool NumberOf(absl::string_view s, double* out) {
+  return absl::SimpleAtod(s, out) && std::isfinite(*out);
+}
+
+bool TermMatches(const TrialRow& row, const ResolvedTerm& t) {
+  Key k;
+  KeyOf(row, t.key, k);
+  if (k.missing) return false;
+  const bool numeric = k.str.empty() && t.key != "trial" && t.key != "worker" &&
+                       t.key != "state" && t.key != "error";
+  switch (t.op) {
+    case FilterOp::kEq:
+    case FilterOp::kNe: {
+      bool any = false;
+      for (const std::string& v : t.values) {
+        if (numeric) {
+          double d = 0;
+          any = NumberOf(v, &d) &&
+                std::fabs(d - k.num) <= 1e-12 * std::max(1.0, std::fabs(d));
+        } else if (t.key == "state") {
+          any = absl::EqualsIgnoreCase(v, k.str);
+        } else {
+          any = v == k.str;
+        }
+        if (any) break;
+      }
+      return t.op == FilterOp::kEq ? any : !any;
+    }
+    case FilterOp::kLt:
+      return numeric && k.num < t.number;
+    case FilterOp::kLe:
+      return numeric && k.num <= t.number;
+    case FilterOp::kGt:
+      return numeric && k.num > t.number;
+    case FilterOp::kGe:
+      return numeric && k.num >= t.number;
+  }
+  return false;
+}
+
+bool Matches(const TrialRow& row, const TrialQuery& q,
+             const std::vector<ResolvedTerm>& terms) {
+  const analysis::TrialPoint& p = row.point;
+  if (!q.states.empty() &&
+      std::find(q.states.begin(), q.states.end(),
+                store::TrialStateName(p.state)) == q.states.end()) {
+    return false;
+  }
+  for (const ResolvedTerm& t : terms) {
+    if (!TermMatches(row, t)) return false;
+  }
+  for (const std::string& t : q.text_terms) {
+    if (!absl::StrContains(row.search, t)) return false;
+  }
+  return true;
+}
+
+constexpr const char* kBuiltinColumns[] = {
+    "trial", "state", "attempt", "worker", "duration", "seed", "exit", "error"};
+
+// Resolves every term's field against the builtin columns, the parameters
+// and the results (those of the rows and the query's known ones).
+absl::StatusOr<std::vector<ResolvedTerm>> ResolveTerms(
+    const std::vector<std::shared_ptr<const TrialRow>>& rows,
+    const TrialQuery& q) {
+  std::vector<ResolvedTerm> out;
+  if (q.terms.empty()) return out;
+  std::set<std::string> params(q.known_params.begin(), q.known_params.end());
+  std::set<std::string> results(q.known_results.begin(), q.known_results.end());
+  for (const auto& r : rows) {
+    for (auto it = r->point.params.begin(); it != r->point.params.end(); ++it) {
+      params.insert(it.key());
+    }
+    for (const auto& [name, v] : r->point.results) results.insert(name);
+  }
+  for (const FilterTerm& t : q.terms) {
+    ResolvedTerm r;
+    r.op = t.op;
+    r.values = t.values;
+    const std::string& f = t.field;
+    const bool builtin =
+        std::find_if(std::begin(kBuiltinColumns), std::end(kBuiltinColumns),
+                     [&](const char* c) { return f == c; }) !=
+        std::end(kBuiltinColumns);
+    if (builtin || (absl::StartsWith(f, "p.") && params.count(f.substr(2))) ||
+        (absl::StartsWith(f, "r.") && results.count(f.substr(2)))) {
+      r.key = f;
+    } else if (params.count(f)) {
+      r.key = absl::StrCat("p.", f);
+    } else if (results.count(f)) {
+      r.key = absl::StrCat("r.", f);
+    } else {
+      std::vector<std::string> known(std::begin(kBuiltinColumns),
+                                     std::end(kBuiltinColumns));
+      known.insert(known.end(), params.begin(), params.end());
+      known.insert(known.end(), results.begin(), results.end());
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown filter field '", t.field, "' in '", t.text,
+                       "'; known fields: ", absl::StrJoin(known, ", ")));
+    }
+    if (t.op != FilterOp::kEq && t.op != FilterOp::kNe) {
+      if (t.values.size() != 1 || !NumberOf(t.values[0], &r.number)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("filter '", t.text, "' compares numbers, but '",
+                         absl::StrJoin(t.values, "|"), "' is not a number"));
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::shared_ptr<const TrialRow> MakeTrialRow(const store::TrialSummary& r,
@@ -120,10 +228,37 @@ TrialQuery ParseTrialQuery(absl::string_view state, absl::string_view q,
     out.states = absl::StrSplit(absl::AsciiStrToLower(state), ',');
   }
   for (absl::string_view t : absl::StrSplit(q, ' ', absl::SkipEmpty())) {
-    const size_t eq = t.find('=');
-    if (eq != absl::string_view::npos && eq > 0) {
-      out.param_terms.emplace_back(std::string(t.substr(0, eq)),
-                                   std::string(t.substr(eq + 1)));
+    const size_t at = t.find_first_of("!<>=");
+    FilterOp op = FilterOp::kEq;
+    size_t len = 0;
+    if (at != absl::string_view::npos && at > 0) {
+      const absl::string_view rest = t.substr(at);
+      if (absl::StartsWith(rest, "!=")) {
+        op = FilterOp::kNe;
+        len = 2;
+      } else if (absl::StartsWith(rest, "<=")) {
+        op = FilterOp::kLe;
+        len = 2;
+      } else if (absl::StartsWith(rest, ">=")) {
+        op = FilterOp::kGe;
+        len = 2;
+      } else if (rest[0] == '=') {
+        len = 1;
+      } else if (rest[0] == '<') {
+        op = FilterOp::kLt;
+        len = 1;
+      } else if (rest[0] == '>') {
+        op = FilterOp::kGt;
+        len = 1;
+      }
+    }
+    if (len > 0) {
+      FilterTerm term;
+      term.field = std::string(t.substr(0, at));
+      term.op = op;
+      term.values = absl::StrSplit(t.substr(at + len), '|');
+      term.text = std::string(t);
+      out.terms.push_back(std::move(term));
     } else {
       out.text_terms.push_back(absl::AsciiStrToLower(t));
     }
@@ -139,10 +274,12 @@ TrialQuery ParseTrialQuery(absl::string_view state, absl::string_view q,
 absl::StatusOr<TrialPage> SelectTrials(
     const std::vector<std::shared_ptr<const TrialRow>>& rows,
     const TrialQuery& query) {
+  absl::StatusOr<std::vector<ResolvedTerm>> terms = ResolveTerms(rows, query);
+  if (!terms.ok()) return terms.status();
   std::vector<size_t> idx;
   idx.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (Matches(*rows[i], query)) idx.push_back(i);
+    if (Matches(*rows[i], query, *terms)) idx.push_back(i);
   }
   if (!query.sort.empty()) {
     std::vector<Key> keys(rows.size());

@@ -7,10 +7,17 @@
 // parses the request into a TrialQuery, the read model supplies the rows, and
 // this module returns which rows make up the page.
 //
-// Query language (the `q` field): space-separated terms; "name=value" matches
-// a parameter whose value's label is `value`, anything else is a
-// case-insensitive substring of the row's text (trial id, worker, params
-// JSON, state). `state` is a comma-separated list of state names. Sort keys:
+// Query language (the `q` field): space-separated terms, all of which must
+// match. A term "FIELD OP VALUE" (OP one of = != < <= > >=, no spaces)
+// compares a column: FIELD is a parameter (`M`, or `p.M`), a result (`ood_acc`,
+// or `r.ood_acc`) or one of trial | state | attempt | worker | duration | seed
+// | exit | error. `=` and `!=` take alternatives separated by '|'
+// (`top_k=2|4`); a parameter matches by its label (ParamLabel), a number by
+// value; `<`, `<=`, `>`, `>=` compare numbers. A row without the column never
+// matches (not even `!=`). A field that is none of these is an error naming it
+// and the known fields. Any other term is a case-insensitive substring of the
+// row's text (trial id, worker, params JSON, state, error); "=x" is text.
+// `state` is a comma-separated list of state names. Sort keys:
 // ordinal (default) | trial | state | attempt | worker | duration | seed |
 // exit | error | p.<param> | r.<result>, with a '-' prefix for descending; rows
 // missing the key sort last either way; ties keep sweep order.
@@ -53,11 +60,26 @@ struct TrialRow {
 std::shared_ptr<const TrialRow> MakeTrialRow(const store::TrialSummary& r,
                                              analysis::TrialPoint point);
 
+enum class FilterOp { kEq, kNe, kLt, kLe, kGt, kGe };
+
+// One "FIELD OP VALUE" term of the query.
+struct FilterTerm {
+  std::string field;  // as written ("M", "r.acc", "state")
+  FilterOp op = FilterOp::kEq;
+  std::vector<std::string> values;  // '|' alternatives; one for < <= > >=
+  std::string text;                 // the whole term, for error messages
+};
+
 struct TrialQuery {
   std::vector<std::string> states;  // lower-case state names; empty: all
-  std::vector<std::pair<std::string, std::string>> param_terms;  // name=value
+  std::vector<FilterTerm> terms;
   std::vector<std::string> text_terms;  // lower-case substrings
-  std::string sort;                     // key without the '-'; "" = ordinal
+  // Columns a filter may name besides those some row has: the sweep's axes
+  // and the metrics it reported (so a filter on a metric no trial has yet
+  // matches nothing instead of failing).
+  std::vector<std::string> known_params;
+  std::vector<std::string> known_results;
+  std::string sort;  // key without the '-'; "" = ordinal
   bool descending = false;
   size_t offset = 0;
   size_t limit = 100;
@@ -74,7 +96,9 @@ struct TrialPage {
 };
 
 // Filters, sorts and pages `rows`. InvalidArgument "unknown sort key '...'"
-// for a sort key outside the list above.
+// for a sort key outside the list above; "unknown filter field '...'" (with
+// the known fields) for a filter on no column, and one naming the term when
+// `<`/`>` is given something that is not a number.
 absl::StatusOr<TrialPage> SelectTrials(
     const std::vector<std::shared_ptr<const TrialRow>>& rows,
     const TrialQuery& query);

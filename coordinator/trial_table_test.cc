@@ -70,9 +70,10 @@ TEST(TrialTableTest, ParsesTheQuery) {
   const TrialQuery q =
       ParseTrialQuery("Succeeded,FAILED", "M=2  HyLa w-1", "-r.acc", 5, 7);
   EXPECT_THAT(q.states, ElementsAre("succeeded", "failed"));
-  ASSERT_EQ(q.param_terms.size(), 1u);
-  EXPECT_EQ(q.param_terms[0].first, "M");
-  EXPECT_EQ(q.param_terms[0].second, "2");
+  ASSERT_EQ(q.terms.size(), 1u);
+  EXPECT_EQ(q.terms[0].field, "M");
+  EXPECT_EQ(q.terms[0].op, FilterOp::kEq);
+  EXPECT_THAT(q.terms[0].values, ElementsAre("2"));
   EXPECT_THAT(q.text_terms, ElementsAre("hyla", "w-1"));
   EXPECT_EQ(q.sort, "r.acc");
   EXPECT_TRUE(q.descending);
@@ -90,12 +91,84 @@ TEST(TrialTableTest, Filters) {
   EXPECT_THAT(Select("failed,pending", "", ""), ElementsAre(1, 3));
   EXPECT_THAT(Select("", "M=2", ""), ElementsAre(1, 2));
   EXPECT_THAT(Select("", "M=2 attention=hyla", ""), ElementsAre(2));
-  EXPECT_THAT(Select("", "nope=1", ""), ElementsAre());
   // Text terms: case-insensitive substrings of id, worker, params, state.
   EXPECT_THAT(Select("", "HYLA", ""), ElementsAre(0, 2));
   EXPECT_THAT(Select("", "w-1 hyla", ""), ElementsAre(0, 2));
   EXPECT_THAT(Select("", "s/b", ""), ElementsAre(1));
   EXPECT_THAT(Select("", "pending", ""), ElementsAre(3));
+}
+
+TEST(TrialTableTest, ParsesComparisonOperators) {
+  const TrialQuery q = ParseTrialQuery(
+      "", "a!=1 b<2 c<=3 d>4 e>=5 top_k=2|4 r.acc>0.5 !x", "", 0, 1);
+  ASSERT_EQ(q.terms.size(), 7u);
+  const FilterOp want[] = {FilterOp::kNe, FilterOp::kLt, FilterOp::kLe,
+                           FilterOp::kGt, FilterOp::kGe, FilterOp::kEq,
+                           FilterOp::kGt};
+  for (size_t i = 0; i < 7; ++i) EXPECT_EQ(q.terms[i].op, want[i]) << i;
+  EXPECT_EQ(q.terms[1].field, "b");
+  EXPECT_THAT(q.terms[1].values, ElementsAre("2"));
+  EXPECT_THAT(q.terms[5].values, ElementsAre("2", "4"));
+  EXPECT_EQ(q.terms[6].field, "r.acc");
+  EXPECT_EQ(q.terms[6].text, "r.acc>0.5");
+  EXPECT_THAT(q.text_terms, ElementsAre("!x"));
+}
+
+TEST(TrialTableTest, FiltersWithComparisonsOnAnyColumn) {
+  // Parameters (bare or p.), results (bare or r.), builtin columns.
+  EXPECT_THAT(Select("", "M!=2", ""), ElementsAre(0, 3));
+  EXPECT_THAT(Select("", "p.M>1", ""), ElementsAre(1, 2));
+  EXPECT_THAT(Select("", "M<=1", ""), ElementsAre(0, 3));
+  EXPECT_THAT(Select("", "attention=hyla|softmax M=1", ""), ElementsAre(0, 3));
+  EXPECT_THAT(Select("", "attention!=hyla", ""), ElementsAre(1, 3));
+  // A missing (or NaN) result never matches, not even !=.
+  EXPECT_THAT(Select("", "acc>0.6", ""), ElementsAre(2));
+  EXPECT_THAT(Select("", "r.acc<0.6", ""), ElementsAre(0));
+  EXPECT_THAT(Select("", "acc!=0.5", ""), ElementsAre(2));
+  EXPECT_THAT(Select("", "acc=0.9", ""), ElementsAre(2));
+  EXPECT_THAT(Select("", "acc>=0.5 acc<=0.9", ""), ElementsAre(0, 2));
+  EXPECT_THAT(Select("", "seed>=2", ""), ElementsAre(2, 3));
+  EXPECT_THAT(Select("", "attempt>1", ""), ElementsAre(1));
+  // (A trial that never ran has duration 0, as the table shows it.)
+  EXPECT_THAT(Select("", "duration<2.5", ""), ElementsAre(1, 2, 3));
+  EXPECT_THAT(Select("", "duration>0 duration<2.5", ""), ElementsAre(1, 2));
+  EXPECT_THAT(Select("", "state=SUCCEEDED", ""), ElementsAre(0, 2));
+  EXPECT_THAT(Select("", "state!=succeeded", ""), ElementsAre(1, 3));
+  EXPECT_THAT(Select("", "worker=w-1", ""), ElementsAre(0, 2));
+  EXPECT_THAT(Select("", "trial=s/c|s/d", ""), ElementsAre(2, 3));
+  // Combined with text terms and the state list.
+  EXPECT_THAT(Select("succeeded", "M>=1 hyla", ""), ElementsAre(0, 2));
+  // A string column compared with < matches nothing.
+  EXPECT_THAT(Select("", "attention>1", ""), ElementsAre());
+}
+
+TEST(TrialTableTest, UnknownFilterFieldIsAnErrorNamingKnownFields) {
+  auto page = SelectTrials(Table(), ParseTrialQuery("", "nope=1", "", 0, 10));
+  ASSERT_FALSE(page.ok());
+  EXPECT_EQ(page.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string msg(page.status().message());
+  EXPECT_THAT(msg, HasSubstr("unknown filter field 'nope' in 'nope=1'"));
+  EXPECT_THAT(msg, HasSubstr("known fields: trial, state"));
+  EXPECT_THAT(msg, HasSubstr("M, attention, acc"));
+  // r. and p. prefixes must name a known column too.
+  EXPECT_FALSE(
+      SelectTrials(Table(), ParseTrialQuery("", "r.M>1", "", 0, 10)).ok());
+  EXPECT_FALSE(
+      SelectTrials(Table(), ParseTrialQuery("", "p.acc>1", "", 0, 10)).ok());
+  // A known (declared) column no row has yet matches nothing.
+  TrialQuery q = ParseTrialQuery("", "loss<1", "", 0, 10);
+  q.known_results = {"loss"};
+  auto none = SelectTrials(Table(), q);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->matched, 0u);
+}
+
+TEST(TrialTableTest, OrderingNeedsANumber) {
+  auto page = SelectTrials(Table(), ParseTrialQuery("", "acc>high", "", 0, 10));
+  ASSERT_FALSE(page.ok());
+  EXPECT_THAT(std::string(page.status().message()),
+              HasSubstr("filter 'acc>high' compares numbers, but 'high' is "
+                        "not a number"));
 }
 
 TEST(TrialTableTest, SortsEveryKeyKindMissingLast) {

@@ -10,7 +10,12 @@
 //   per k_skills and the best EPT per k (dots and a table, derived here from
 //   the fixture's formulas), live, next to the EPT x k_skills tables; an
 //   admin retries and cancels a trial and annotates a sweep, a viewer sees
-//   no actions, and requests without the CSRF token are refused.
+//   no actions, and requests without the CSRF token are refused. Exploration
+//   (issue 18 item 3): filters with = != < > and an error for an unknown
+//   field, the column picker, any x/y with trials as dots, the parallel-
+//   coordinates brush filtering the table, the learning-curve overlay, the
+//   compare view, archived sweeps hidden; /api/openapi.json and
+//   examples/pandas_results.py.
 // Screenshots go to $SMOE_ARTIFACTS. Exit 77 = skipped (and why).
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -125,9 +130,14 @@ async function main() {
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('response', (r) => r.status() >= 400 && r.status() !== 401 && errors.push(`${r.status()} ${r.url()}`));
+  // A filter on an unknown field is answered 400 on purpose (step 7b).
+  const expected400 = (u) => /[?&]q=bogus/.test(decodeURIComponent(u));
+  let allow400 = false;
+  page.on('response', (r) => r.status() >= 400 && r.status() !== 401 && !(r.status() === 400 && expected400(r.url())) &&
+    errors.push(`${r.status()} ${r.url()}`));
   // 401s before signing in are expected; anything else is a failure.
-  page.on('console', (m) => m.type() === 'error' && !/status of 401/.test(m.text()) && errors.push(m.text()));
+  page.on('console', (m) => m.type() === 'error' && !/status of 401/.test(m.text()) &&
+    !(allow400 && /status of 400/.test(m.text())) && errors.push(m.text()));
   const anon = await page.request.get(url + 'api/sweeps');
   check(anon.status() === 401, 'the API answers 401 without the token');
   await page.goto(url + '#/sweep/fixture');
@@ -216,6 +226,23 @@ async function main() {
   fs.writeFileSync(path.join(artifacts, 'export-headline.png'), png);
   fs.writeFileSync(path.join(artifacts, 'export-headline.csv'), csv);
 
+  // 6b. Programmatic access (issue 18 item 7): the OpenAPI description is
+  // public; the pandas example loads the sweep with the token header (here
+  // through its standard-library path).
+  const spec = await fetch(url + 'api/openapi.json');
+  const specJson = await spec.json();
+  check(spec.status === 200 && specJson.openapi.startsWith('3.') && specJson.paths['/api/sweeps/{sweep}'],
+    'GET /api/openapi.json without a token: an OpenAPI 3 document');
+  const py = spawnSync('python3', [path.join(here, '../../examples/pandas_results.py'), 'fixture', '--url', url,
+    '--token-file', tokenFile, '--csv', '-', '--no-pandas'], { encoding: 'utf8', timeout: 60000 });
+  if (py.error) {
+    console.log(`ok - (python3 not found: examples/pandas_results.py not run: ${py.error.message})`);
+  } else {
+    const pyLines = (py.stdout || '').trim().split('\n');
+    check(py.status === 0 && pyLines.length === 73 && pyLines[0].startsWith('trial_id,state,seed,attention,M,top_k') &&
+      pyLines[0].includes('ood_acc'), `examples/pandas_results.py loads the 72 trials (${py.status}: ${pyLines[0]}; ${py.stderr.slice(0, 200)})`);
+  }
+
   // 7. Table: sort by OOD accuracy, descending, and filter.
   await page.click('th.sortable:text-is("ood_acc")');
   await page.click('th.sortable:text-is("ood_acc")');
@@ -225,6 +252,114 @@ async function main() {
   const firstOod = Number(await page.locator('#table tbody tr:first-child td').nth(col).textContent());
   check(firstOod > 0.85, `sorted table starts with the best trial (${firstOod})`);
   check(page.url().includes('sort=-r.ood_acc'), 'the sort is in the shareable URL');
+
+  // 7b. Exploration (issue 18 item 3). Filters: = != < > on any column; an
+  // unknown field is refused with a message naming it.
+  const matched = () => page.evaluate(() => window.__smoe.tableMatched);
+  allow400 = true;
+  await page.fill('#trial-filter', 'bogus>1');
+  await page.press('#trial-filter', 'Enter');
+  const filterErr = await waitFor(async () => (await page.locator('#filter-error').count()) > 0 &&
+    page.locator('#filter-error').textContent(), 'the unknown-field error');
+  check(filterErr.includes("unknown filter field 'bogus'") && filterErr.includes('known fields: trial, state'),
+    `an unknown filter field is an error naming it and the known fields (${filterErr.slice(0, 120)}…)`);
+  allow400 = false;
+  await page.fill('#trial-filter', 'M=1 top_k>2 ood_acc>0');
+  await page.press('#trial-filter', 'Enter');
+  await waitFor(async () => (await matched()) === 12 && (await page.locator('#filter-error').count()) === 0,
+    'M=1 top_k>2: 12 trials');
+  check(true, 'M=1 top_k>2 ood_acc>0 keeps k in {4, 8} x 2 attentions x 3 seeds (12)');
+  await page.fill('#trial-filter', 'attention!=hyla state=succeeded');
+  await page.press('#trial-filter', 'Enter');
+  await waitFor(async () => (await matched()) === 36, 'attention!=hyla: 36 trials');
+  check(page.url().includes('q=attention'), 'the filter is in the shareable URL');
+  await page.fill('#trial-filter', '');
+  await page.press('#trial-filter', 'Enter');
+  await waitFor(async () => (await matched()) === 72, 'the cleared filter');
+  // The column picker hides a column (and remembers it in the URL).
+  await page.click('#column-picker summary');
+  await page.locator('#column-picker input[data-col="worker"]').uncheck();
+  await waitFor(async () => (await page.locator('#table th[data-col="worker"]').count()) === 0, 'the hidden worker column');
+  check(page.url().includes('hide=worker') && (await page.locator('#table th[data-col="r.ood_acc"]').count()) === 1,
+    'the column picker hides the worker column and keeps the others');
+  // Any parameter on x, any metric on y, a line per any parameter, trials as dots.
+  await page.selectOption('#control-metric', 'test_acc');
+  await page.selectOption('#control-x', 'M');
+  await page.selectOption('#control-series', 'top_k');
+  await waitFor(() => page.evaluate(() => window.__smoe.charts['headline-test_acc-hyla']?.title.includes('vs M') &&
+    window.__smoe.charts['headline-test_acc-hyla'].series[0]?.label.startsWith('top_k=') &&
+    !window.__smoe.charts['headline-ood_acc-hyla']), 'test_acc vs M, a line per top_k');
+  let xy = await page.evaluate(() => window.__smoe.charts['headline-test_acc-hyla']);
+  const xyLines = xy.series.filter((s) => !s.overlay);
+  check(xyLines.length === 4 && xyLines.every((s) => s.points === 3),
+    `y = test_acc, x = M, a line per top_k: 4 lines of 3 points (${xyLines.map((s) => `${s.label}:${s.points}`)})`);
+  await page.locator('#control-points').check();
+  await waitFor(() => page.evaluate(() => window.__smoe.charts['headline-test_acc-hyla']?.scatter === 36), 'trials as dots');
+  check(/metric=test_acc/.test(page.url()) && /x=M/.test(page.url()) && /points=1/.test(page.url()),
+    `the x/y choice is in the URL (${page.url()})`);
+  await page.screenshot({ path: path.join(artifacts, 'explore-xy.png'), fullPage: true });
+  // Parallel coordinates over the swept parameters and the metrics; a brush
+  // on top_k filters the trials table.
+  const pc = await waitFor(() => page.evaluate(() => window.__smoe.charts.parcoords), 'the parallel-coordinates plot');
+  check(pc.lines === 72 && pc.axes.join(',') === 'attention,M,top_k,ood_acc,test_acc',
+    `parallel coordinates: 72 lines over ${pc.axes}`);
+  await page.locator('[data-chart="parcoords"]').scrollIntoViewIfNeeded();
+  const tickY = async (label) => {
+    const b = await page.locator('.pc-axis[data-axis="top_k"] .tick', { hasText: label }).first().boundingBox();
+    return b.y + b.height / 2;
+  };
+  const overlayBox = await page.locator('.pc-axis[data-axis="top_k"] .overlay').boundingBox();
+  const bx = overlayBox.x + overlayBox.width / 2;
+  const y8 = await tickY('8');
+  const y4 = await tickY('4');
+  await page.mouse.move(bx, y8 - 10);
+  await page.mouse.down();
+  await page.mouse.move(bx, (y8 + y4) / 2, { steps: 4 });
+  await page.mouse.move(bx, y4 + 10, { steps: 4 });
+  await page.mouse.up();
+  await waitFor(async () => (await matched()) === 36, 'the brushed table (top_k in {4, 8})');
+  const brushed = await page.evaluate(() => window.__smoe.charts.parcoords);
+  check(brushed.selected === 36 && brushed.terms === 'top_k=4|8',
+    `the brush selects top_k 4 and 8: 36 lines highlighted (${brushed.selected}, ${brushed.terms})`);
+  check((await page.locator('#pc-filter').textContent()).includes('top_k=4|8') && page.url().includes('pc='),
+    'the trials table shows only the brushed trials and says so; the brush is in the URL');
+  const ks = await page.locator('#table table.trials').evaluate((t) => {
+    const col = [...t.querySelectorAll('thead th')].findIndex((th) => th.dataset.col === 'p.top_k');
+    return [...t.querySelectorAll('tbody tr')].map((tr) => tr.children[col].textContent);
+  });
+  check(ks.length === 36 && ks.every((k) => k === '4' || k === '8'), `the table lists the 36 brushed trials, all k 4 or 8 (${[...new Set(ks)]})`);
+  await page.screenshot({ path: path.join(artifacts, 'explore-parcoords.png'), fullPage: true });
+  // Overlay the learning curves of two ticked trials.
+  const picks = page.locator('#table tbody input.pick-trial');
+  await picks.nth(0).check();
+  await picks.nth(1).check();
+  const ov = await waitFor(() => page.evaluate(() => window.__smoe.charts.overlay?.series.length === 2 &&
+    window.__smoe.charts.overlay), 'the learning-curve overlay');
+  check(ov.series.every((s) => s.points === 50) && /sel=/.test(page.url()),
+    `two selected trials' curves overlaid (${ov.title}; ${ov.series.map((s) => s.points)} points)`);
+  await page.screenshot({ path: path.join(artifacts, 'explore-overlay.png'), fullPage: true });
+  // The shared URL restores the view: brush, selection, x/y.
+  await page.goto(page.url());
+  await page.reload();
+  await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
+  const restored = await page.evaluate(() => ({ m: window.__smoe.tableMatched, pc: window.__smoe.charts.parcoords,
+    ov: window.__smoe.charts.overlay, xy: window.__smoe.charts['headline-test_acc-hyla'] }));
+  check(restored.m === 36 && restored.pc.selected === 36 && restored.ov?.series.length === 2 && !!restored.xy,
+    'reloading the shared URL restores the brush, the table filter, the overlay and the x/y choice');
+  // Compare two sweeps side by side on the same axes.
+  await page.goto(url + '#/compare/fixture/fixture-one-seed?metric=ood_acc&x=top_k&series=M');
+  await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
+  const cmp = await page.evaluate(() => window.__smoe.charts);
+  check(cmp['compare-0'] && cmp['compare-1'] &&
+    JSON.stringify(cmp['compare-0'].yRange) === JSON.stringify(cmp['compare-1'].yRange) &&
+    cmp['compare-0'].xs.join(',') === '1,2,4,8' && cmp['compare-1'].xs.join(',') === '1,2,4,8',
+  `compare: both panels share x (${cmp['compare-0']?.xs}) and y range (${cmp['compare-0']?.yRange})`);
+  check(cmp['compare-0'].series.length === 3 && cmp['compare-1'].series.length === 2,
+    'compare: a line per M in each sweep (3 and 2)');
+  await page.screenshot({ path: path.join(artifacts, 'compare.png'), fullPage: true });
+  // Back to the sorted table for step 8.
+  await page.goto(url + '#/sweep/fixture?sort=-r.ood_acc');
+  await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
 
   // 8. A trial page: learning curves and router load.
   const trialHref = await page.locator('#table tbody tr:first-child a').getAttribute('href');
@@ -442,6 +577,23 @@ async function main() {
   check(denied.status() === 403 && (await denied.text()).includes("needs role 'admin'"),
     `a viewer's action is refused naming the role needed (${denied.status()})`);
   await vctx.close();
+  // Archived sweeps are hidden from the sweeps list unless asked for.
+  await page.goto(url + '#/sweep/fixture-fail');
+  await waitFor(async () => (await page.locator('#sweep-archive').count()) > 0, 'the archive button');
+  await page.click('#sweep-archive');
+  await waitFor(async () => (await page.locator('#sweep-tags .badge.archived').count()) > 0, 'the archived badge');
+  await page.goto(url + '#/');
+  await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
+  const shown = await page.evaluate(() => window.__smoe.sweepsShown);
+  check(!shown.includes('fixture-fail') && shown.includes('fixture') &&
+    (await page.locator('#archived-hidden').textContent()).includes('1 archived'),
+  `the sweeps list hides the archived sweep and says so (${shown})`);
+  await page.locator('#show-archived').check();
+  await waitFor(() => page.evaluate(() => window.__smoe.ready && window.__smoe.sweepsShown.includes('fixture-fail')),
+    'the archived sweep after ticking "show archived"');
+  check(page.url().includes('archived=1'), 'showing archived sweeps is in the URL');
+  await page.screenshot({ path: path.join(artifacts, 'sweeps-archived.png'), fullPage: true });
+
   // Artifacts (issue 18 item 2): a trial's stored checkpoint is listed on its
   // page with a download link behind the same token check as the API.
   fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,

@@ -61,7 +61,9 @@ export function card(parent, title, { id, note } = {}) {
 // Draws a line chart.
 //   spec.xs: ascending numbers; spec.series: [{label, color, values, lo, hi,
 //   dash, markers (values drawn as big dots only), width, bandGaps (the band
-//   stops where lo/hi are null instead of bridging the gap)}]
+//   stops where lo/hi are null instead of bridging the gap), scatter (values
+//   drawn as small dots: individual trials; legend: false hides its legend
+//   row)}]
 //   spec.xLog2, spec.xLabel, spec.yLabel, spec.yRange [lo, hi],
 //   spec.xTickLabels (for categorical x: index -> label)
 export function lineChart(parent, id, title, spec, note) {
@@ -86,7 +88,16 @@ export function lineChart(parent, id, title, spec, note) {
       bands.push({ series: [hiIdx, loIdx], fill: rgba(s.color, 0.16) });
     }
     data.push(s.values);
-    if (s.markers) {
+    if (s.scatter) {
+      // Individual trials: small translucent dots, no line.
+      series.push({
+        label: s.label, stroke: s.color, width: 0, paths: () => null,
+        points: { show: true, size: 5, width: 1, fill: rgba(s.color, 0.45), stroke: s.color },
+      });
+      if (!s.legend) hidden.push(series.length - 1);
+      summary.scatter = (summary.scatter || 0) +
+        s.values.filter((v) => v !== null && v !== undefined).length;
+    } else if (s.markers) {
       series.push({
         label: s.label, stroke: s.color, width: 0, paths: () => null,
         points: { show: true, size: 13, width: 2, fill: s.color, stroke: '#111' },
@@ -146,7 +157,7 @@ export function lineChart(parent, id, title, spec, note) {
     ]);
     download(slug(title) + '.csv', new Blob([toCsv(header, rowsOut)], { type: 'text/csv' }));
   }, 'csv');
-  c.tool('PNG', () => chartPng(u, title, spec.series).then((b) => download(slug(title) + '.png', b)), 'png');
+  c.tool('PNG', () => chartPng(u, title, spec.series.filter((s) => !s.scatter || s.legend)).then((b) => download(slug(title) + '.png', b)), 'png');
   return { u, card: c, summary };
 }
 

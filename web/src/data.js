@@ -226,3 +226,134 @@ export function errorText(r) {
 export function exitText(r) {
   return r.error && r.exit_code != null ? String(r.exit_code) : '';
 }
+
+// ---- exploration (issue 18 item 3) -------------------------------------------------
+
+// A parameter value as the server labels it (coordinator/trial_table.h
+// ParamLabel): strings as they are, integral numbers without a decimal point,
+// anything else as JSON.
+export function paramLabel(v) {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' && Number.isInteger(v)) return String(v);
+  return JSON.stringify(v);
+}
+
+// The result columns worth plotting: no per-feature vectors, no standard
+// errors that come with a metric.
+export function plottableMetrics(results) {
+  const set = new Set(results);
+  return results.filter((r) => !r.endsWith('_per_feature') && !(r.endsWith('_se') && set.has(r.slice(0, -3))));
+}
+
+// The sweep page's default view. SRAVEN keeps the paper's question (accuracy
+// vs top_k, a line per M, a panel per attention, OOD accuracy); any other
+// kind (a `kind: command` sweep has its own parameters and metrics) plots its
+// own first metric against its first swept parameter, a line per the second
+// and a panel per the third.
+export function defaultView(sweep, results = []) {
+  if (sweep.kind === 'sraven') return { x: 'top_k', series: 'M', facet: 'attention', metric: 'ood_acc' };
+  const axes = (sweep.axes || []).map((a) => a.name);
+  const metrics = plottableMetrics(results);
+  return { x: axes[0] || '', series: axes[1] || '', facet: axes[2] || '', metric: metrics[0] || '' };
+}
+
+// Individual trials as points over a chart's xs: one point-only series per
+// (group, replicate) so that every trial at an x keeps its own y (uPlot
+// aligns series on x). rows: the trials table's rows; xs: the chart's x
+// values (labels compared as the server labels them); groups: the chart's
+// series labels in order (colours follow them). Only rows whose facet label
+// is `facetLabel` (when the rows carry the facet parameter) and that have the
+// metric count. -> [{label, color, values, scatter: true, legend}]
+export function pointSeries(rows, { x, series, facet, facetLabel, metric, xs, groups, palette }) {
+  const xIndex = new Map(xs.map((v, i) => [paramLabel(v), i]));
+  const buckets = new Map(); // group label -> array per x of values
+  for (const r of rows) {
+    const y = r.results?.[metric];
+    if (typeof y !== 'number' || !Number.isFinite(y)) continue;
+    if (facet && r.params && facet in r.params && paramLabel(r.params[facet]) !== String(facetLabel)) continue;
+    if (!r.params || !(x in r.params)) continue;
+    const xi = xIndex.get(paramLabel(r.params[x]));
+    if (xi === undefined) continue;
+    const g = series && r.params[series] !== undefined ? paramLabel(r.params[series]) : (groups[0] ?? '');
+    if (!buckets.has(g)) buckets.set(g, xs.map(() => []));
+    buckets.get(g)[xi].push(y);
+  }
+  const out = [];
+  for (const [g, perX] of buckets) {
+    const gi = groups.indexOf(g);
+    const color = palette[(gi < 0 ? palette.length - 1 : gi) % palette.length];
+    const reps = Math.max(0, ...perX.map((v) => v.length));
+    for (let k = 0; k < reps; k++) {
+      out.push({
+        label: `${series ? `${series}=` : ''}${g} trials${k ? ` #${k + 1}` : ''}`,
+        color, scatter: true, legend: k === 0,
+        values: perX.map((v) => (k < v.length ? v[k] : null)),
+      });
+    }
+  }
+  return out;
+}
+
+// Parallel-coordinates brushes: {field: {lo, hi}} (a numeric range, inclusive)
+// or {field: {set: [labels]}} (discrete values). As trials-table filter terms
+// (coordinator/trial_table.h), so the server filters the table the same way.
+export function brushTerms(brushes) {
+  const terms = [];
+  for (const [f, b] of Object.entries(brushes || {})) {
+    if (b.set) terms.push(b.set.length ? `${f}=${b.set.join('|')}` : `${f}=\u2205`);
+    else terms.push(`${f}>=${b.lo}`, `${f}<=${b.hi}`);
+  }
+  return terms.join(' ');
+}
+
+// Rounds a brushed range outward to 4 significant digits so that the terms
+// stay short and the server keeps every trial the plot shows as selected.
+export function roundRange(lo, hi) {
+  const down = (v) => {
+    if (v === 0) return 0;
+    const p = 10 ** (Math.floor(Math.log10(Math.abs(v))) - 3);
+    return Number((Math.floor(v / p + 1e-9) * p).toPrecision(4));
+  };
+  const up = (v) => 0 - down(-v);
+  return { lo: down(Math.min(lo, hi)), hi: up(Math.max(lo, hi)) };
+}
+
+// Whether a trials-table row passes every brush (rows without a brushed
+// column do not).
+export function rowPasses(row, brushes) {
+  for (const [f, b] of Object.entries(brushes || {})) {
+    const v = row.params && f in row.params ? row.params[f] : row.results?.[f];
+    if (v === undefined || v === null) return false;
+    if (b.set) {
+      if (!b.set.includes(paramLabel(v))) return false;
+    } else if (typeof v !== 'number' || v < b.lo || v > b.hi) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The trials-table query: what the user typed and the brushes' terms.
+export function tableQuery(q, brushes) {
+  return [q || '', brushTerms(brushes)].filter(Boolean).join(' ');
+}
+
+// A common y range for side-by-side charts: min and max over every value and
+// band edge of both curves sets (null when there is none).
+export function sharedRange(...curvesList) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const c of curvesList) {
+    for (const f of c.facets || []) for (const s of f.series) for (const p of s.points) {
+      for (const v of [p.mean, p.ci_lo, p.ci_hi, p.mean - (p.sem || 0), p.mean + (p.sem || 0)]) {
+        if (typeof v === 'number' && Number.isFinite(v)) {
+          lo = Math.min(lo, v);
+          hi = Math.max(hi, v);
+        }
+      }
+    }
+  }
+  if (lo > hi) return null;
+  const pad = (hi - lo) * 0.05 || Math.abs(hi) * 0.05 || 0.05;
+  return [lo - pad, hi + pad];
+}
