@@ -4,7 +4,7 @@
 //   #/trial/<sweep>/<hex>      learning curves + router telemetry
 import './style.css';
 import { api, toLogin, watchSweep } from './api.js';
-import { renderSearch } from './search.js';
+import { prunedOverlay, renderSearch, rungLines, trialDecisionPoints } from './search.js';
 import { sweepActions, sweepLabels, trialActions } from './actions.js';
 import { artifactsSection } from './artifacts.js';
 import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
@@ -120,10 +120,16 @@ function headlineCharts(box, curves, optimal, fits, st) {
     });
     const title = `${metricName(metric)} vs ${curves.x}` + (curves.facet ? ` — ${curves.facet}=${facet.label}` : '');
     const positive = !categorical && xs.every((x) => x > 0);
+    // Adaptive sweeps: trials stopped early, grey, at the value they stopped at.
+    const overlay = prunedOverlay(st.search, {
+      metric, xKey: curves.x, facetKey: curves.facet, facetLabel: facet.label,
+      xIndex: categorical ? new Map(xs.map((x, i) => [String(x), i])) : null,
+    });
     const chart = lineChart(box, `headline-${metric}-${facet.label}`, title, {
       xs: xsPlot, xTickLabels: tick, series, xLog2: positive && st.log,
-      xLabel: curves.x, yLabel: metricName(metric),
-    }, (maxSeeds(curves) < 2 ? 'n = 1 (one seed per point): no band, no CI'
+      xLabel: curves.x, yLabel: metricName(metric), overlay,
+    }, (overlay.length ? `grey circles: ${overlay.length} trials stopped early, at the value they stopped at; ` : '') +
+    (maxSeeds(curves) < 2 ? 'n = 1 (one seed per point): no band, no CI'
       : `band: ${st.band === 'sem' ? 'mean ± s.e.m.' : `${Math.round(curves.ci_level * 100)}% bootstrap CI`} over seeds`) +
       `; big dots: optimal ${curves.x}` +
       (theory.length ? `; dashed: fitted E(k,N) as 1 − E, clipped to [0, 1] (${fitQuality(fit)})` : ''));
@@ -357,10 +363,12 @@ async function renderSweep(id, q) {
       window.__smoe.version = sm.version;
       return;
     }
-    const [ood, test] = await Promise.all([
+    const [ood, test, search] = await Promise.all([
       api(`sweeps/${encodeURIComponent(id)}/analysis`, { ...params, metric: 'ood_acc' }),
       api(`sweeps/${encodeURIComponent(id)}/curves`, { ...params, metric: 'test_acc' }),
+      api(`sweeps/${encodeURIComponent(id)}/search`).catch(() => null),
     ]);
+    st.search = search;
     st.charts.forEach((u) => u.destroy());
     st.charts = [];
     window.__smoe.charts = {};
@@ -478,7 +486,8 @@ async function renderTrial(trialId) {
   const sweepId = trialId.split('/')[0];
   crumbs.replaceChildren(h('a', { href: '#/' }, 'sweeps'), ' / ',
     h('a', { href: '#/sweep/' + encodeURIComponent(sweepId) }, sweepId), ' / ', h('b', {}, trialId.split('/')[1] || ''));
-  const t = await api(`trials/${trialId}/metrics`);
+  const [t, search] = await Promise.all([api(`trials/${trialId}/metrics`),
+    api(`sweeps/${encodeURIComponent(sweepId)}/search`).catch(() => null)]);
   const box = h('div', { class: 'grid-charts' });
   app.replaceChildren(h('h2', {}, trialId, ' ', h('span', { class: 'badge ' + t.state }, t.state)),
     h('p', { class: 'muted' }, `seed ${t.seed} · ` + Object.entries(t.params || {}).map(([k, v]) => `${k}=${v}`).join(' · ')),
@@ -486,17 +495,23 @@ async function renderTrial(trialId) {
     artifactsSection(trialId, h), box);
   const names = Object.keys(t.metrics);
   const charts = [];
-  const draw = (id, title, list, yLabel, note) => {
+  const draw = (id, title, list, yLabel, note, extra = {}) => {
     const present = list.filter((n) => t.metrics[n]);
     if (!present.length) return;
     const { xs, values } = alignSeries(t.metrics, present);
     charts.push(lineChart(box, id, title, {
-      xs, xLabel: 'step', yLabel,
+      xs, xLabel: 'step', yLabel, ...extra,
       series: present.map((n, i) => ({ label: n.replace(/^router\/layer\d+\//, ''), color: PALETTE[i % PALETTE.length], values: values[i] })),
     }, note).u);
   };
   draw('trial-loss', 'Training loss', names.filter((n) => /loss/.test(n)), 'loss');
-  draw('trial-acc', 'Accuracy', names.filter((n) => /^eval\//.test(n)), 'accuracy');
+  // Adaptive sweeps: the rung steps (dashed) and this trial's decisions there
+  // (red: pruned, green: promoted).
+  const rungs = rungLines(search);
+  const decided = trialDecisionPoints(search, trialId);
+  draw('trial-acc', 'Accuracy', names.filter((n) => /^eval\//.test(n)), 'accuracy',
+    rungs.length || decided.length ? `dashed: ASHA rungs; dots: this trial's decisions (red prune, green promote) on ${search.metric}` : undefined,
+    { vlines: rungs, overlay: decided });
   const layers = [...new Set(names.map((n) => n.match(/^router\/layer(\d+)\//)?.[1]).filter(Boolean))].sort((a, b) => a - b);
   for (const l of layers) {
     const experts = names.filter((n) => n.startsWith(`router/layer${l}/expert`) && n.endsWith('_frac'))
