@@ -395,7 +395,9 @@ TEST_P(SchedulerSearchTest, RefineWithAshaStopsLosersAndResolves) {
       EXPECT_EQ(p.value("eval_rungs_from", 0), 10);
       EXPECT_EQ(p.value("eval_rungs_eta", 0), 2);
     }
-    if (held.empty()) break;
+    if (sched_->GetSweep("ra")->record.state != store::SweepState::kActive) {
+      break;
+    }
     clock_.Advance(absl::Seconds(10));
     std::vector<std::string> ids;
     for (const auto& [id, g] : held) ids.push_back(id);
@@ -443,7 +445,7 @@ TEST_P(SchedulerSearchTest, RefineWithAshaStopsLosersAndResolves) {
   EXPECT_EQ(settled->rung, 4);
   EXPECT_THAT(settled->reason, HasSubstr("stopped early: 2, 3, 5, 6"));
   // Trial-steps: k=2, 3, 6 stopped at rung 0 (10 steps), k=5 at rung 1 (20),
-  // k=4 ran 40; two seeds each. The full 1..8 grid: 8 x 2 x 40.
+  // k=4 ran 40; two seeds each. The full 1..8 grid: 8 x 2 x 40 = 640.
   auto usage = sched_->GetSearchUsage("ra");
   ASSERT_TRUE(usage.ok());
   EXPECT_EQ(usage->full_grid_trial_steps, 8 * 2 * 40);
@@ -469,7 +471,7 @@ TEST_P(SchedulerSearchTest, RefineWithAshaStopsLosersAndResolves) {
   const double hours = (*json)["device_hours_used"].get<double>();
   EXPECT_GT(hours, 0);
   EXPECT_NEAR((*json)["device_hours_full_grid_estimate"].get<double>(),
-              hours * 1280 / 180, 1e-9);
+              hours * 640 / 180, 1e-9);
   // Replayable: a restart recomputes the same decisions and takes none
   // again.
   Restart();
