@@ -25,8 +25,9 @@
 // trial; after a tick each group with new reports is decided again
 // (DecideAsha / DecideMedian on that group's trials and reports); a running
 // trial decided kPrune stops (its checkpoint kept), a paused one decided
-// kPromote (or, for the median rule, no longer pruned) is resumed from its
-// checkpoint before any fresh trial starts. A policy's k* for a group is
+// kPromote is resumed from its checkpoint before any fresh trial starts (the
+// median rule's prunes are final since 2026-11-25: paused trials are passed
+// as paused and stay pruned). A policy's k* for a group is
 // the argmax over k of the mean final accuracy of the trials it finished.
 //
 // "Through the real scheduler" replays the synthetic study through
@@ -355,7 +356,10 @@ SimResult Simulate(const Replay& replay, int workers, Decide decide) {
     }
     for (const std::string& g : dirty) {
       std::vector<Trial> trials;
-      for (size_t i : members[g]) trials.push_back({study[i].id, g, false});
+      for (size_t i : members[g]) {
+        // paused: the median rule keeps a pruned trial pruned (final).
+        trials.push_back({study[i].id, g, false, status[i] == Status::kPaused});
+      }
       for (const Decision& d : decide(trials, reports[g])) {
         const size_t i = index[d.trial_id];
         if (status[i] == Status::kRunning && d.action == Action::kPrune) {
