@@ -82,7 +82,7 @@ function frontierTable(s) {
   if (!s.frontier || !s.frontier.length) return '';
   const rows = s.frontier.map((g) => {
     const stopped = new Set(g.stopped || []);
-    const xs = (g.tried || []).map((x, i) => [i ? ', ' : '',
+    const xs = (g.tried || []).flatMap((x, i) => [i ? ', ' : '',
       x === g.best && !stopped.has(x) ? el('b', {}, String(x))
         : stopped.has(x) ? el('s', { class: 'muted', title: 'stopped early' }, String(x))
           : String(x)]);
