@@ -25,8 +25,9 @@
 // trial; after a tick each group with new reports is decided again
 // (DecideAsha / DecideMedian on that group's trials and reports); a running
 // trial decided kPrune stops (its checkpoint kept), a paused one decided
-// kPromote (or, for the median rule, no longer pruned) is resumed from its
-// checkpoint before any fresh trial starts. A policy's k* for a group is
+// kPromote is resumed from its checkpoint before any fresh trial starts (the
+// median rule's prunes are final since 2026-11-25: paused trials are passed
+// as paused and stay pruned). A policy's k* for a group is
 // the argmax over k of the mean final accuracy of the trials it finished.
 //
 // "Through the real scheduler" replays the synthetic study through
@@ -355,7 +356,10 @@ SimResult Simulate(const Replay& replay, int workers, Decide decide) {
     }
     for (const std::string& g : dirty) {
       std::vector<Trial> trials;
-      for (size_t i : members[g]) trials.push_back({study[i].id, g, false});
+      for (size_t i : members[g]) {
+        // paused: the median rule keeps a pruned trial pruned (final).
+        trials.push_back({study[i].id, g, false, status[i] == Status::kPaused});
+      }
       for (const Decision& d : decide(trials, reports[g])) {
         const size_t i = index[d.trial_id];
         if (status[i] == Status::kRunning && d.action == Action::kPrune) {
@@ -413,7 +417,13 @@ Score Compare(const GridTruth& g, const std::map<std::string, int>& k_star) {
 
 struct AshaCase {
   int64_t min_steps, eta;
+  int64_t smooth = 1;  // AshaConfig::smooth
 };
+
+std::string AshaName(const AshaCase& a) {
+  return absl::StrCat("asha min_steps ", a.min_steps, ", eta ", a.eta,
+                      a.smooth > 1 ? absl::StrCat(", smooth ", a.smooth) : "");
+}
 
 void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
                    const std::vector<AshaCase>& ashas,
@@ -447,11 +457,11 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
         grid);
   }
   for (const AshaCase& a : ashas) {
-    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps};
+    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps,
+                       a.smooth};
     std::string rungs;
     for (int64_t r : AshaRungs(c)) absl::StrAppend(&rungs, r, " ");
-    row(absl::StrCat("asha min_steps ", a.min_steps, ", eta ", a.eta,
-                     " (rungs ", rungs, ")"),
+    row(absl::StrCat(AshaName(a), " (rungs ", rungs, ")"),
         Simulate(
             replay, workers,
             [&](const std::vector<Trial>& t, const std::vector<Report>& r) {
@@ -462,6 +472,7 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
   // their mean; workers / seeds config slots.
   const Replay configs = ConfigReplay(replay);
   for (const AshaCase& a : ashas) {
+    if (a.smooth > 1) continue;
     const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps};
     SimResult r = Simulate(
         configs,
@@ -491,12 +502,16 @@ struct SchedulerRun {
   int64_t usage_used = 0;  // Scheduler::GetSearchUsage
   int64_t usage_full = 0;
   int decisions = 0;
+  int trials = 0;    // the sweep's trials at the end (refine adds some)
+  int resolved = 0;  // refine: groups whose last group decision is resolved
+  int settled = 0;   // refine: groups with a group decision
   double wall_s = 0;
 };
 
 // The synthetic study through coordinator::Scheduler (see the file comment).
 SchedulerRun SimulateScheduler(const Replay& replay, int workers,
-                               const std::string& search) {
+                               const std::string& search,
+                               const std::string& top_k) {
   using coordinator::LeaseGrant;
   using coordinator::RunningReport;
   const absl::Time wall0 = absl::Now();
@@ -514,10 +529,9 @@ SchedulerRun SimulateScheduler(const Replay& replay, int workers,
   coordinator::Scheduler& sched = **sched_or;
   const std::string yaml = absl::StrCat(
       "name: replay\nkind: sraven\ngrid:\n  M: [1, 2, 3, 4, 5, 6, 7, 8]\n"
-      "  attention: [softmax, hyla]\n  top_k: [1, 2, 3, 4, 5, 6, 7, 8]\n"
-      "fixed: {steps: ",
-      replay.max_steps, ", num_experts: 8}\nseeds: [0, 1, 2]\nsearch: ", search,
-      "\n");
+      "  attention: [softmax, hyla]\n  top_k: ",
+      top_k, "\nfixed: {steps: ", replay.max_steps,
+      ", num_experts: 8}\nseeds: [0, 1, 2]\nsearch: ", search, "\n");
   auto sub = sched.SubmitSweep(yaml, false);
   if (!sub.ok()) {
     std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
@@ -536,6 +550,7 @@ SchedulerRun SimulateScheduler(const Replay& replay, int workers,
   std::map<std::string, size_t> curve_of_trial;
   SimResult& r = out.sim;
   const int64_t every = replay.eval_every;
+  std::vector<Curve> pool = replay.trials;  // plus seeds refine adds
   while (true) {
     std::vector<RunningReport> hb;
     for (const auto& [id, run] : running) hb.push_back({id, run.attempt});
@@ -551,10 +566,23 @@ SchedulerRun SimulateScheduler(const Replay& replay, int workers,
         auto it = curve_of_trial.find(g.trial_id);
         if (it == curve_of_trial.end()) {
           const nlohmann::json p = nlohmann::json::parse(g.params_json);
-          const std::string id = absl::StrFormat(
-              "M%d-k%d-%s-s%d", p.at("M").get<int>(), p.at("top_k").get<int>(),
-              p.at("attention") == "softmax" ? "softmax" : "linear", g.seed);
-          it = curve_of_trial.emplace(g.trial_id, curve_of.at(id)).first;
+          const int m = p.at("M").get<int>(), k = p.at("top_k").get<int>();
+          const int attention = p.at("attention") == "softmax" ? 0 : 1;
+          const std::string id =
+              absl::StrFormat("M%d-k%d-%s-s%d", m, k,
+                              attention == 0 ? "softmax" : "linear", g.seed);
+          auto known = curve_of.find(id);
+          if (known == curve_of.end()) {
+            // A seed refine added (add_seeds): drawn from the same generator.
+            const TrialDef t = MakeTrial(m, k, attention, g.seed);
+            Curve c{t.id, t.group, t.k, {}};
+            for (int64_t s = every; s <= replay.max_steps; s += every) {
+              c.values.push_back(AccAt(t, s));
+            }
+            pool.push_back(std::move(c));
+            known = curve_of.emplace(id, pool.size() - 1).first;
+          }
+          it = curve_of_trial.emplace(g.trial_id, known->second).first;
         }
         running[g.trial_id] = {g.attempt, it->second};
         if (g.attempt > 1) ++r.promotions;
@@ -565,7 +593,7 @@ SchedulerRun SimulateScheduler(const Replay& replay, int workers,
     clock.Advance(absl::Seconds(1));
     std::vector<std::string> ended;
     for (const auto& [id, run] : running) {
-      const Curve& c = replay.trials[run.curve];
+      const Curve& c = pool[run.curve];
       const int64_t step = progress[id] + every;
       store::MetricRecord m;
       m.name = "eval/ood_acc";
@@ -593,9 +621,10 @@ SchedulerRun SimulateScheduler(const Replay& replay, int workers,
   std::set<std::string> groups;
   for (const Curve& c : replay.trials) groups.insert(c.group);
   const std::vector<store::TrialRecord> trials = *sched.ListTrials("replay");
+  out.trials = static_cast<int>(trials.size());
   for (const store::TrialRecord& t : trials) {
     if (t.state != store::TrialState::kSucceeded) continue;
-    const Curve& c = replay.trials[curve_of_trial.at(t.trial_id)];
+    const Curve& c = pool[curve_of_trial.at(t.trial_id)];
     done[c.group][c.k].push_back(c.values.back());
   }
   for (const std::string& g : groups) {
@@ -606,41 +635,65 @@ SchedulerRun SimulateScheduler(const Replay& replay, int workers,
     out.usage_used = usage->trial_steps_used;
     out.usage_full = usage->full_grid_trial_steps;
   }
-  out.decisions = static_cast<int>(store.ListDecisions("replay", 0, 0)->size());
+  const std::vector<store::DecisionRecord> log =
+      *store.ListDecisions("replay", 0, 0);
+  out.decisions = static_cast<int>(log.size());
+  std::map<std::string, std::string> settled;
+  for (const store::DecisionRecord& d : log) {
+    if (d.trial_id.empty()) settled[d.group] = d.action;
+  }
+  out.settled = static_cast<int>(settled.size());
+  for (const auto& [group, action] : settled) {
+    out.resolved += action == "resolved";
+  }
   out.wall_s = absl::ToDoubleSeconds(absl::Now() - wall0);
   return out;
 }
 
+struct SchedCase {
+  std::string name;
+  std::string search;  // the sweep file's search block (flow style)
+  std::string top_k;   // the grid's top_k axis
+};
+
+std::string AshaSearch(const AshaCase& a) {
+  return absl::StrCat("{strategy: asha, metric: ood_acc, min_steps: ",
+                      a.min_steps, ", reduction: ", a.eta,
+                      a.smooth > 1 ? absl::StrCat(", smooth: ", a.smooth) : "",
+                      ", group_by: [M, attention]}");
+}
+
 void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
-                      const std::vector<AshaCase>& ashas) {
+                      const std::vector<SchedCase>& cases) {
   std::printf(
       "\n## Through the real scheduler: %s (coordinator::Scheduler, "
       "InMemoryStore, fake clock, one fake worker with %d slots)\n\n"
-      "| policy | trial-steps | vs grid | scheduler's usage (used / full) | "
-      "finished trials | stops | re-leases | ticks | decisions logged | "
-      "k* = grid's | mean regret | wall s |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-      replay.name.c_str(), workers);
-  for (const AshaCase& a : ashas) {
-    const SchedulerRun run = SimulateScheduler(
-        replay, workers,
-        absl::StrCat(
-            "{strategy: asha, metric: ood_acc, min_steps: ", a.min_steps,
-            ", reduction: ", a.eta, ", group_by: [M, attention]}"));
+      "Trial-steps and trials are compared with the full 1..8 grid (%d "
+      "trials, %lld trial-steps). Refine: k* is the argmax of the mean over "
+      "the finished trials (refine's x*); resolved = groups whose last group "
+      "decision is `resolved`.\n\n"
+      "| policy | grid top_k | trial-steps | vs grid | scheduler's usage "
+      "(used / full) | finished trials | trials | stops | re-leases | ticks | "
+      "decisions logged | resolved | k* = grid's | mean regret | wall s |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      replay.name.c_str(), workers, g.trials,
+      static_cast<long long>(g.trial_steps));
+  for (const SchedCase& c : cases) {
+    const SchedulerRun run =
+        SimulateScheduler(replay, workers, c.search, c.top_k);
     const SimResult& r = run.sim;
     const Score s = Compare(g, r.k_star);
     std::printf(
-        "| asha min_steps %lld, eta %lld | %lld | %.2fx fewer | %lld / %lld | "
-        "%d | %d | %d | %lld | %d | %d/%d (%.0f%%) | %.4f | %.1f |\n",
-        static_cast<long long>(a.min_steps), static_cast<long long>(a.eta),
-        static_cast<long long>(r.trial_steps),
+        "| %s | %s | %lld | %.2fx fewer | %lld / %lld | %d | %d | %d | %d | "
+        "%lld | %d | %d/%d | %d/%d (%.0f%%) | %.4f | %.1f |\n",
+        c.name.c_str(), c.top_k.c_str(), static_cast<long long>(r.trial_steps),
         static_cast<double>(g.trial_steps) /
             static_cast<double>(std::max<int64_t>(1, r.trial_steps)),
         static_cast<long long>(run.usage_used),
-        static_cast<long long>(run.usage_full), r.finished, r.prunes,
-        r.promotions, static_cast<long long>(r.ticks), run.decisions, s.match,
-        s.groups, 100.0 * s.match / std::max(1, s.groups), s.mean_regret,
-        run.wall_s);
+        static_cast<long long>(run.usage_full), r.finished, run.trials,
+        r.prunes, r.promotions, static_cast<long long>(r.ticks), run.decisions,
+        run.resolved, run.settled, s.match, s.groups,
+        100.0 * s.match / std::max(1, s.groups), s.mean_regret, run.wall_s);
   }
 }
 
@@ -750,8 +803,34 @@ int main(int argc, char** argv) {
                 k_true.at(GroupOf(m, 1)));
   }
   EarlyStopping(synthetic, g, 16,
-                {{100, 3}, {300, 3}, {900, 3}, {300, 2}, {100, 4}}, {300, 900});
-  ThroughScheduler(synthetic, g, 16, {{300, 3}, {300, 2}});
+                {{100, 3},
+                 {300, 3},
+                 {900, 3},
+                 {300, 2},
+                 {100, 4},
+                 {300, 3, 3},
+                 {300, 3, 5},
+                 {300, 2, 3},
+                 {600, 3},
+                 {600, 3, 3}},
+                {300, 900});
+  const std::string full = "[1, 2, 3, 4, 5, 6, 7, 8]";
+  const std::string paper = "[1, 2, 4, 8]";
+  const std::string refine =
+      "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
+      "group_by: [M, attention], add_seeds: 1";
+  std::vector<SchedCase> cases;
+  for (const AshaCase& a : std::vector<AshaCase>{{300, 3}, {300, 2}}) {
+    cases.push_back({AshaName(a), AshaSearch(a), full});
+  }
+  cases.push_back({"refine, add_seeds 1", refine + "}", paper});
+  for (const AshaCase& a : std::vector<AshaCase>{{300, 3}, {900, 3}}) {
+    cases.push_back({absl::StrCat("refine + ", AshaName(a), ", add_seeds 1"),
+                     absl::StrCat(refine, ", early_stop: asha, min_steps: ",
+                                  a.min_steps, ", reduction: ", a.eta, "}"),
+                     paper});
+  }
+  ThroughScheduler(synthetic, g, 16, cases);
   Refine(study, g, k_true);
   // Sensitivity: the same study without the slower learning of larger k
   // (tau_k = 405 for every k: curves of different k do not cross).

@@ -29,6 +29,11 @@ void PrintSearchSummary(const pb::GetSweepResponse& resp, std::ostream& out) {
       const size_t end = s.spec_yaml().find_first_of(",}\n", at);
       absl::StrAppend(&head, s.spec_yaml().substr(at, end - at));
     }
+    const size_t early = s.spec_yaml().find("early_stop:");
+    if (early != std::string::npos) {
+      const size_t end = s.spec_yaml().find_first_of(",}\n", early);
+      absl::StrAppend(&head, ", ", s.spec_yaml().substr(early, end - early));
+    }
   }
   out << head << "\n";
   if (u.full_grid_trial_steps() > 0) {

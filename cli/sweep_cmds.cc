@@ -251,8 +251,11 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
       << " trials\n";
   if (const coordinator::SearchSpec& search = spec->search;
       search.strategy != "grid") {
-    out << file << ": search: " << search.strategy << " on " << search.metric
-        << " (" << search.mode << ")";
+    out << file << ": search: " << search.strategy
+        << (search.early_stop.empty()
+                ? ""
+                : absl::StrCat(" + ", search.early_stop, " early stopping"))
+        << " on " << search.metric << " (" << search.mode << ")";
     if (!search.group_by.empty()) {
       out << " per " << absl::StrJoin(search.group_by, " x ");
     }

@@ -964,9 +964,9 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
     batch.trials.push_back(t);
     batch.attempts.push_back(a);
     grants.push_back(LeaseGrant{
-        t.trial_id, t.sweep_id, t.attempt, s.spec.kind, t.seed, t.params_json,
-        s.spec.resources.gpus_per_trial, s.spec.resources.ep_size,
-        t.lease_expires_at, s.spec.resources.slots,
+        t.trial_id, t.sweep_id, t.attempt, s.spec.kind, t.seed,
+        LeaseParamsJson(s.spec, t.params_json), s.spec.resources.gpus_per_trial,
+        s.spec.resources.ep_size, t.lease_expires_at, s.spec.resources.slots,
         s.spec.resources.progress_timeout_s, CommandSpec{}, ""});
     if (s.spec.kind == kCommandKind) {
       grants.back().command = s.spec.command;
@@ -1099,7 +1099,7 @@ absl::Status Scheduler::ReportMetricsLocked(
       search_metric =
           search_metric || IsSearchMetric(sweep.spec.search.metric, m.name);
     }
-    if (search_metric && sweep.spec.search.strategy == "refine") {
+    if (search_metric && !StopsEarly(sweep.spec)) {
       // Refine decides on final results only (Complete); the reports count
       // for the trial-steps used.
       MirrorSearchLocked(&sweep, batch);

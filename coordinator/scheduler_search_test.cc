@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/search_http.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -355,6 +356,128 @@ TEST_P(SchedulerSearchTest, RefineAddsNeighboursAndResolves) {
   EXPECT_EQ(usage->trial_steps_used, 8 * 10);
   Restart();
   EXPECT_EQ(Log("r").size(), 5u);
+}
+
+// Refine + asha: refine decides which top_k exist, asha stops the losers of
+// each (group, seed) early. Grid top_k 2, 4, 6 x seeds 0, 1, 40 steps, rungs
+// 10 and 20 (eta 2), evaluations every 10 steps; the curve peaks at k = 4.
+TEST_P(SchedulerSearchTest, RefineWithAshaStopsLosersAndResolves) {
+  const std::string yaml =
+      "name: ra\nkind: sraven\ngrid:\n  top_k: [2, 4, 6]\n"
+      "fixed: {steps: 40, device: cpu}\nseeds: [0, 1]\n"
+      "search: {strategy: refine, metric: ood_acc, axis: top_k, "
+      "bounds: [1, 8], early_stop: asha, min_steps: 10, reduction: 2}\n";
+  auto sub = sched_->SubmitSweep(yaml, false);
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  ASSERT_EQ(sub->new_trials, 6);
+  const std::string w = AddWorker(16);
+  auto value = [](int k, int64_t seed, int64_t step) {
+    const std::map<int, double> v = {
+        {2, 0.5}, {3, 0.6}, {4, 0.7}, {5, 0.62}, {6, 0.55}};
+    return v.at(k) * static_cast<double>(step) / 40 +
+           0.01 * static_cast<double>(seed);
+  };
+  // A fake worker: each round it heartbeats (pruned attempts are cancelled),
+  // leases what is pending and advances every running trial by 10 steps
+  // from its checkpoint (a promoted trial resumes where it stopped).
+  std::map<std::string, LeaseGrant> held;
+  std::map<std::string, int64_t> progress;
+  for (int round = 0; round < 40; ++round) {
+    std::vector<RunningReport> running;
+    for (const auto& [id, g] : held) running.push_back({id, g.attempt});
+    for (const std::string& id : Cancelled(w, running)) held.erase(id);
+    auto leases = sched_->Lease(w, 16, 0);
+    ASSERT_TRUE(leases.ok()) << leases.status();
+    for (const LeaseGrant& g : *leases) {
+      held[g.trial_id] = g;
+      // The lease asks the trainer to evaluate at the rungs (10, 20).
+      const nlohmann::json p = nlohmann::json::parse(g.params_json);
+      EXPECT_EQ(p.value("eval_rungs_from", 0), 10);
+      EXPECT_EQ(p.value("eval_rungs_eta", 0), 2);
+    }
+    if (sched_->GetSweep("ra")->record.state != store::SweepState::kActive) {
+      break;
+    }
+    clock_.Advance(absl::Seconds(10));
+    std::vector<std::string> ids;
+    for (const auto& [id, g] : held) ids.push_back(id);
+    for (const std::string& id : ids) {
+      if (store_->GetTrial(id)->state != TrialState::kRunning) continue;
+      const LeaseGrant g = held.at(id);
+      const int k = nlohmann::json::parse(g.params_json).at("top_k");
+      const int64_t step = progress[id] += 10;
+      store::MetricRecord m;
+      m.name = "eval/ood_acc";
+      m.step = step;
+      m.value = value(k, g.seed, step);
+      ASSERT_TRUE(sched_->ReportMetrics(w, id, g.attempt, {m}).ok());
+      if (step == 40) {
+        ASSERT_TRUE(
+            sched_->Complete(w, id, g.attempt, {{"ood_acc", m.value}}, 1).ok());
+        held.erase(id);
+      }
+    }
+  }
+  auto view = sched_->GetSweep("ra");
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->record.state, store::SweepState::kCompleted);
+  // Refine added k = 3 and 5 (both seeds); only k = 4 ran to the end.
+  std::map<int, std::multiset<std::string>> states;
+  const std::vector<store::TrialRecord> all = *sched_->ListTrials("ra");
+  for (const store::TrialRecord& t : all) {
+    states[nlohmann::json::parse(t.params_json).at("top_k").get<int>()].insert(
+        store::TrialStateName(t.state));
+  }
+  const std::multiset<std::string> pruned = {"pruned", "pruned"};
+  EXPECT_EQ(states[4], (std::multiset<std::string>{"succeeded", "succeeded"}));
+  for (int k : {2, 3, 5, 6}) EXPECT_EQ(states[k], pruned) << "k=" << k;
+  EXPECT_EQ(states.size(), 5u);
+  int adds = 0;
+  const store::DecisionRecord* settled = nullptr;
+  std::vector<store::DecisionRecord> log = Log("ra");
+  for (const store::DecisionRecord& d : log) {
+    adds += d.action == "add";
+    if (d.trial_id.empty()) settled = &d;
+  }
+  EXPECT_EQ(adds, 4);
+  ASSERT_NE(settled, nullptr);
+  EXPECT_EQ(settled->action, "resolved");
+  EXPECT_EQ(settled->rung, 4);
+  EXPECT_THAT(settled->reason, HasSubstr("stopped early: 2, 3, 5, 6"));
+  // Trial-steps: k=2, 3, 6 stopped at rung 0 (10 steps), k=5 at rung 1 (20),
+  // k=4 ran 40; two seeds each. The full 1..8 grid: 8 x 2 x 40 = 640.
+  auto usage = sched_->GetSearchUsage("ra");
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(usage->full_grid_trial_steps, 8 * 2 * 40);
+  EXPECT_EQ(usage->trial_steps_used, 2 * (10 + 10 + 10 + 20 + 40));
+  // The dashboard's view: rungs, the stopped points and refine's frontier.
+  auto json = SearchJson(sched_.get(), store_, "ra", 50);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ((*json)["rungs"], nlohmann::json({10, 20}));
+  EXPECT_EQ((*json)["pruned_points"].size(), 8u);
+  for (const auto& p : (*json)["pruned_points"]) {
+    EXPECT_TRUE(p["final"].get<bool>());
+    EXPECT_NE(p["params"]["top_k"], 4);
+  }
+  ASSERT_EQ((*json)["frontier"].size(), 1u);
+  const nlohmann::json& f = (*json)["frontier"][0];
+  EXPECT_EQ(f["state"], "resolved");
+  EXPECT_EQ(f["best"], 4);
+  EXPECT_EQ(f["tried"], nlohmann::json({2, 3, 4, 5, 6}));
+  EXPECT_EQ(f["stopped"], nlohmann::json({2, 3, 5, 6}));
+  EXPECT_NEAR(f["means"]["4"].get<double>(), 0.705, 1e-9);
+  // Device-hours: every attempt's wall time (fake clock, 10 s a round).
+  EXPECT_EQ((*json)["device"], "slot");
+  const double hours = (*json)["device_hours_used"].get<double>();
+  EXPECT_GT(hours, 0);
+  EXPECT_NEAR((*json)["device_hours_full_grid_estimate"].get<double>(),
+              hours * 640 / 180, 1e-9);
+  // Replayable: a restart recomputes the same decisions and takes none
+  // again.
+  Restart();
+  EXPECT_EQ(Log("ra").size(), log.size());
+  EXPECT_EQ(sched_->GetSweep("ra")->record.state,
+            store::SweepState::kCompleted);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, SchedulerSearchTest, ::testing::Bool(),

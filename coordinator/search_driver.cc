@@ -62,9 +62,14 @@ store::DecisionRecord FromDecision(const search::Decision& d,
   return r;
 }
 
-// ASHA and the median rule: prune, promote, and log rung passes.
-void PlanStopping(const SearchInputs& in, SearchPlan* plan) {
+// ASHA and the median rule (and refine's early stopping): prune, promote,
+// and log rung passes. `stopped` (may be null) receives the trials pruned
+// for good.
+void PlanStopping(const SearchInputs& in, SearchPlan* plan,
+                  std::set<std::string>* stopped) {
   const SweepSpec& spec = *in.spec;
+  const bool refine = spec.search.strategy == "refine";
+  const std::set<int64_t> base_seeds(spec.seeds.begin(), spec.seeds.end());
   std::vector<search::Trial> trials;
   std::map<std::string, const TrialRecord*> by_id;
   for (const TrialRecord& t : in.trials) {
@@ -72,13 +77,22 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan) {
     search::Trial st;
     st.trial_id = t.trial_id;
     st.group = search::GroupLabel(ParamsOf(t), spec.search.group_by);
+    if (refine) {
+      // Refine + asha: the axis' values race each other within a group and
+      // one seed (paired, like refine's bootstrap). Seeds refine added to
+      // separate a near-tie always run to the end.
+      if (!base_seeds.count(t.seed)) continue;
+      st.group =
+          absl::StrCat(st.group, st.group.empty() ? "" : ",", "seed=", t.seed);
+    }
     st.errored = t.state == TrialState::kPending && t.error_count > 0;
+    st.paused = t.state == TrialState::kPruned;
     trials.push_back(std::move(st));
     by_id[t.trial_id] = &t;
   }
   const search::Mode mode = search::ParseMode(spec.search.mode);
   std::vector<search::Decision> decisions;
-  if (spec.search.strategy == "asha") {
+  if (spec.search.strategy == "asha" || spec.search.early_stop == "asha") {
     search::AshaConfig c;
     c.mode = mode;
     c.min_steps = std::max<int64_t>(1, spec.search.min_steps);
@@ -96,6 +110,9 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan) {
     auto it = by_id.find(d.trial_id);
     if (it == by_id.end()) continue;
     const TrialRecord& t = *it->second;
+    if (stopped != nullptr && d.action == search::Action::kPrune && d.final) {
+      stopped->insert(t.trial_id);
+    }
     auto logged = in.last.find(d.trial_id);
     const LoggedDecision* last =
         logged == in.last.end() ? nullptr : &logged->second;
@@ -133,10 +150,7 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan) {
   }
 }
 
-// Refine: new points for the proposals, and settled group states.
-void PlanRefine(const SearchInputs& in, SearchPlan* plan) {
-  const SweepSpec& spec = *in.spec;
-  const std::string& axis = spec.search.axis;
+search::RefineConfig RefineConfigOf(const SweepSpec& spec) {
   search::RefineConfig c;
   c.mode = search::ParseMode(spec.search.mode);
   c.lo = spec.search.bounds_lo;
@@ -144,10 +158,19 @@ void PlanRefine(const SearchInputs& in, SearchPlan* plan) {
   c.budget = spec.search.budget;
   c.add_seeds = spec.search.add_seeds;
   c.seeds = spec.seeds;
+  return c;
+}
+
+// Refine's points (in trial-id order) and a template of params per group
+// (the params a new point copies).
+std::vector<search::RefinePoint> RefinePoints(
+    const SweepSpec& spec, const std::vector<TrialRecord>& trials,
+    const std::map<std::string, double>& finals,
+    const std::set<std::string>& stopped,
+    std::map<std::string, nlohmann::json>* templates) {
+  const std::string& axis = spec.search.axis;
   std::vector<search::RefinePoint> points;
-  // A template point per group: the params a new point copies.
-  std::map<std::string, nlohmann::json> templates;
-  std::vector<TrialRecord> sorted = in.trials;
+  std::vector<TrialRecord> sorted = trials;
   std::sort(sorted.begin(), sorted.end(),
             [](const TrialRecord& a, const TrialRecord& b) {
               return a.trial_id < b.trial_id;
@@ -159,15 +182,29 @@ void PlanRefine(const SearchInputs& in, SearchPlan* plan) {
     p.group = search::GroupLabel(params, spec.search.group_by);
     p.x = params[axis].get<int64_t>();
     p.seed = t.seed;
+    p.stopped = t.state == TrialState::kPruned && stopped.count(t.trial_id);
     p.pending = t.state == TrialState::kPending ||
                 t.state == TrialState::kRunning ||
-                t.state == TrialState::kPruned;
-    auto f = in.finals.find(t.trial_id);
-    p.done = t.state == TrialState::kSucceeded && f != in.finals.end();
+                (t.state == TrialState::kPruned && !p.stopped);
+    auto f = finals.find(t.trial_id);
+    p.done = t.state == TrialState::kSucceeded && f != finals.end();
     if (p.done) p.value = f->second;
     points.push_back(p);
-    templates.emplace(p.group, params);
+    if (templates != nullptr) templates->emplace(p.group, params);
   }
+  return points;
+}
+
+// Refine: new points for the proposals, and settled group states. `stopped`:
+// the trials early stopping pruned for good (tried, not measured).
+void PlanRefine(const SearchInputs& in, const std::set<std::string>& stopped,
+                SearchPlan* plan) {
+  const SweepSpec& spec = *in.spec;
+  const std::string& axis = spec.search.axis;
+  const search::RefineConfig c = RefineConfigOf(spec);
+  std::map<std::string, nlohmann::json> templates;
+  const std::vector<search::RefinePoint> points =
+      RefinePoints(spec, in.trials, in.finals, stopped, &templates);
   const search::RefineResult r = search::DecideRefine(c, points);
   for (const search::RefineProposal& p : r.proposals) {
     auto t = templates.find(p.group);
@@ -215,6 +252,11 @@ void PlanRefine(const SearchInputs& in, SearchPlan* plan) {
 
 }  // namespace
 
+bool StopsEarly(const SweepSpec& spec) {
+  return spec.search.strategy == "asha" || spec.search.strategy == "median" ||
+         spec.search.early_stop == "asha";
+}
+
 bool IsAdaptive(const SweepSpec& spec) {
   return spec.search.strategy == "asha" || spec.search.strategy == "median" ||
          spec.search.strategy == "refine";
@@ -225,6 +267,36 @@ bool IsSearchMetric(const std::string& metric, const std::string& name) {
          (name == metric || name == absl::StrCat("eval/", metric));
 }
 
+std::vector<analysis::search::RefineGroup> RefineFrontier(
+    const SweepSpec& spec, const std::vector<store::TrialRecord>& trials,
+    const std::map<std::string, double>& finals,
+    const std::set<std::string>& stopped) {
+  if (spec.search.strategy != "refine") return {};
+  return search::DecideRefine(
+             RefineConfigOf(spec),
+             RefinePoints(spec, trials, finals, stopped, nullptr))
+      .groups;
+}
+
+std::string LeaseParamsJson(const SweepSpec& spec,
+                            const std::string& params_json) {
+  const bool rungs =
+      spec.search.strategy == "asha" || spec.search.early_stop == "asha";
+  if (!rungs || spec.search.min_steps <= 0) return params_json;
+  const trials::TrialKind* kind = SweepKind(spec);
+  if (kind == nullptr || kind->Find("eval_rungs_from") == nullptr ||
+      kind->Find("eval_rungs_eta") == nullptr) {
+    return params_json;
+  }
+  nlohmann::json p = nlohmann::json::parse(params_json, nullptr, false);
+  if (!p.is_object() || p.contains("eval_rungs_from")) return params_json;
+  p["eval_rungs_from"] = spec.search.min_steps;
+  if (!p.contains("eval_rungs_eta")) {
+    p["eval_rungs_eta"] = std::max<int64_t>(2, spec.search.reduction);
+  }
+  return p.dump();
+}
+
 std::string GroupKey(const std::string& label) {
   return absl::StrCat("group:", label);
 }
@@ -233,9 +305,23 @@ SearchPlan PlanSearch(const SearchInputs& in) {
   SearchPlan plan;
   if (in.spec == nullptr || !IsAdaptive(*in.spec)) return plan;
   if (in.spec->search.strategy == "refine") {
-    PlanRefine(in, &plan);
+    std::set<std::string> stopped;
+    if (in.spec->search.early_stop == "asha") {
+      PlanStopping(in, &plan, &stopped);
+      // The plan's state changes are what the trials will be: a trial pruned
+      // for good by this plan is stopped for refine now.
+    }
+    std::vector<store::TrialRecord> next = in.trials;
+    for (store::TrialRecord& t : next) {
+      for (const TrialChange& c : plan.changes) {
+        if (c.trial_id == t.trial_id) t.state = c.next;
+      }
+    }
+    SearchInputs after = in;
+    after.trials = std::move(next);
+    PlanRefine(after, stopped, &plan);
   } else {
-    PlanStopping(in, &plan);
+    PlanStopping(in, &plan, nullptr);
   }
   return plan;
 }

@@ -25,9 +25,11 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "analysis/search/refine.h"
 #include "analysis/search/types.h"
 #include "coordinator/sweep_spec.h"
 #include "store/types.h"
@@ -36,6 +38,10 @@ namespace smoe::coordinator {
 
 // True for the strategies the scheduler drives (asha, median, refine).
 bool IsAdaptive(const SweepSpec& spec);
+
+// True when the scheduler stops trials early: asha, median, and refine with
+// early_stop: asha (decisions are planned on every search-metric report).
+bool StopsEarly(const SweepSpec& spec);
 
 // True when a metric named `name` is the search metric `metric` (the
 // trainer reports evaluations as "eval/<name>").
@@ -86,6 +92,25 @@ SearchPlan PlanSearch(const SearchInputs& in);
 // of the first trial that has one, else fixed.steps, else 1.
 int64_t SearchMaxSteps(const SweepSpec& spec,
                        const std::vector<store::TrialRecord>& trials);
+
+// Refine's frontier for display (the dashboard's search panel): per group,
+// the measured means per x, the x stopped early, x*, P(argmax = x*) and the
+// group's state, as DecideRefine sees the sweep now. `finals`: the search
+// metric's final value per succeeded trial; `stopped`: trials whose last
+// decision is a final prune. Empty unless the strategy is refine.
+std::vector<analysis::search::RefineGroup> RefineFrontier(
+    const SweepSpec& spec, const std::vector<store::TrialRecord>& trials,
+    const std::map<std::string, double>& finals,
+    const std::set<std::string>& stopped);
+
+// The params a lease carries. For a sweep with ASHA rungs (strategy asha, or
+// refine with early_stop: asha) on a kind that takes `eval_rungs_from`
+// (sraven), the rungs are added — eval_rungs_from = min_steps,
+// eval_rungs_eta = reduction, unless the trial sets them — so the trainer
+// evaluates exactly at every rung step. The stored params (and the trial id)
+// are unchanged; anything else is returned as is.
+std::string LeaseParamsJson(const SweepSpec& spec,
+                            const std::string& params_json);
 
 // The key of a refine group in SearchInputs::last.
 std::string GroupKey(const std::string& label);

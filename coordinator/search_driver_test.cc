@@ -147,5 +147,44 @@ TEST(SearchDriverTest, FailedTrialsDoNotHoldRungsOpen) {
   EXPECT_EQ(final_prunes, 2);  // keep 1 of 3: the rung is complete
 }
 
+// The median rule's prunes are final: a pruned trial whose value now beats
+// the median (slower, worse trials arrived) is not resumed; before, it went
+// pruned -> pending -> pruned as the median moved.
+TEST(SearchDriverTest, MedianPrunesAreNotUndoneWhenTheMedianMoves) {
+  auto spec = ParseSweepYaml(
+      "name: m\nkind: sraven\ngrid:\n  top_k: [1, 2, 3, 4, 5, 6, 7, 8]\n"
+      "fixed: {steps: 100, device: cpu}\n"
+      "search: {strategy: median, metric: ood_acc, min_steps: 10}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  SearchInputs in;
+  in.spec = &*spec;
+  in.trials = Trials(*spec, TrialState::kRunning);
+  ASSERT_EQ(in.trials.size(), 8u);
+  std::vector<double> level = {0.9, 0.9, 0.9, 0.3};
+  for (size_t i = 0; i < 4; ++i) {
+    in.reports.push_back({in.trials[i].trial_id, 1, 10, level[i]});
+  }
+  for (size_t i = 4; i < 8; ++i) in.trials[i].state = TrialState::kPending;
+  SearchPlan plan = PlanSearch(in);
+  ASSERT_EQ(plan.changes.size(), 1u);
+  EXPECT_EQ(plan.changes[0].trial_id, in.trials[3].trial_id);
+  ASSERT_EQ(plan.decisions.size(), 1u);
+  EXPECT_TRUE(plan.decisions[0].final);
+  in.trials[3].state = TrialState::kPruned;
+  in.last[in.trials[3].trial_id] = {"prune", -1, true};
+  // Four worse trials report: 0.3 now beats the median of the others.
+  for (size_t i = 4; i < 8; ++i) {
+    in.trials[i].state = TrialState::kRunning;
+    in.reports.push_back({in.trials[i].trial_id, 1, 10, 0.05});
+  }
+  plan = PlanSearch(in);
+  for (const TrialChange& c : plan.changes) {
+    EXPECT_NE(c.trial_id, in.trials[3].trial_id) << "the pruned trial flipped";
+  }
+  for (const store::DecisionRecord& d : plan.decisions) {
+    EXPECT_NE(d.trial_id, in.trials[3].trial_id) << d.action << d.reason;
+  }
+}
+
 }  // namespace
 }  // namespace smoe::coordinator

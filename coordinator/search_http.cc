@@ -3,9 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "analysis/search/asha.h"
 #include "common/status_macros.h"
 #include "coordinator/search_driver.h"
 
@@ -19,6 +23,8 @@ absl::StatusOr<json> SearchJson(Scheduler* scheduler,
   SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler->GetSweep(sweep_id));
   json out = {{"strategy", v.spec.search.strategy},
               {"metric", v.spec.search.metric},
+              {"axis", v.spec.search.axis},
+              {"early_stop", v.spec.search.early_stop},
               {"adaptive", IsAdaptive(v.spec)}};
   if (!IsAdaptive(v.spec)) return out;
   SMOE_ASSIGN_OR_RETURN(SearchUsage u, scheduler->GetSearchUsage(sweep_id));
@@ -53,6 +59,108 @@ absl::StatusOr<json> SearchJson(Scheduler* scheduler,
          {"at_ms", absl::ToUnixMillis(d.at)}});
   }
   out["decisions"] = decisions;
+
+  // Rungs (asha, refine + early_stop asha).
+  json rungs = json::array();
+  const SearchSpec& ss = v.spec.search;
+  if ((ss.strategy == "asha" || ss.early_stop == "asha") && ss.min_steps > 0) {
+    analysis::search::AshaConfig c;
+    c.min_steps = ss.min_steps;
+    c.reduction = std::max<int64_t>(2, ss.reduction);
+    c.max_steps = SearchMaxSteps(v.spec, trials);
+    for (int64_t r : analysis::search::AshaRungs(c)) rungs.push_back(r);
+  }
+  out["rungs"] = rungs;
+
+  // Pruned points: the value each pruned trial was stopped at, and which
+  // trials are stopped for good (their last decision is a final prune).
+  std::map<std::string, const store::DecisionRecord*> last;
+  for (const store::DecisionRecord& d : log) {
+    if (!d.trial_id.empty() && d.action != "add") last[d.trial_id] = &d;
+  }
+  std::set<std::string> stopped;
+  json pruned_points = json::array();
+  for (const store::TrialRecord& t : trials) {
+    if (t.state != store::TrialState::kPruned) continue;
+    auto it = last.find(t.trial_id);
+    if (it == last.end() || it->second->action != "prune") continue;
+    const store::DecisionRecord& d = *it->second;
+    if (d.final) stopped.insert(t.trial_id);
+    json params = json::parse(t.params_json, nullptr, false);
+    pruned_points.push_back(
+        {{"trial_id", t.trial_id},
+         {"params", params.is_object() ? params : json::object()},
+         {"seed", t.seed},
+         {"step", d.step},
+         {"value", std::isfinite(d.value) ? json(d.value) : json()},
+         {"final", d.final}});
+  }
+  out["pruned_points"] = pruned_points;
+
+  // Refine's frontier.
+  json frontier = json::array();
+  if (ss.strategy == "refine") {
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialSummary> rows,
+                          store->ListSummaries(sweep_id));
+    std::map<std::string, double> finals;
+    for (const store::TrialSummary& r : rows) {
+      for (const auto& [name, value] : r.results) {
+        if (IsSearchMetric(ss.metric, name)) finals[r.trial_id] = value;
+      }
+    }
+    std::map<std::string, std::set<int64_t>> tried;
+    for (const store::TrialRecord& t : trials) {
+      const json p = json::parse(t.params_json, nullptr, false);
+      if (!p.is_object() || !p.contains(ss.axis) ||
+          !p[ss.axis].is_number_integer()) {
+        continue;
+      }
+      tried[analysis::search::GroupLabel(p, ss.group_by)].insert(
+          p[ss.axis].get<int64_t>());
+    }
+    for (const analysis::search::RefineGroup& g :
+         RefineFrontier(v.spec, trials, finals, stopped)) {
+      json means = json::object();
+      for (const auto& [x, m] : g.mean) {
+        means[std::to_string(x)] = std::isfinite(m) ? json(m) : json();
+      }
+      frontier.push_back(
+          {{"group", g.group},
+           {"state", analysis::search::RefineStateName(g.state)},
+           {"best", g.best},
+           {"best_mean",
+            std::isfinite(g.best_mean) ? json(g.best_mean) : json()},
+           {"best_freq", g.best_freq},
+           {"seeds", g.seeds},
+           {"means", means},
+           {"tried", tried[g.group]},
+           {"stopped", g.stopped},
+           {"reason", g.reason}});
+    }
+  }
+  out["frontier"] = frontier;
+
+  // Device-hours: attempts' wall time x devices.
+  const int devices = std::max(1, v.spec.resources.gpus_per_trial);
+  const absl::Time now = absl::Now();
+  double hours = 0;
+  for (const store::TrialRecord& t : trials) {
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::AttemptRecord> attempts,
+                          store->ListAttempts(t.trial_id));
+    for (const store::AttemptRecord& a : attempts) {
+      const absl::Time end =
+          a.outcome == store::AttemptOutcome::kRunning ? now : a.ended_at;
+      if (end <= a.started_at) continue;
+      hours += absl::ToDoubleHours(end - a.started_at) * devices;
+    }
+  }
+  out["device"] = v.spec.resources.gpus_per_trial > 0 ? "GPU" : "slot";
+  out["device_hours_used"] = hours;
+  out["device_hours_full_grid_estimate"] =
+      u.trial_steps_used > 0
+          ? json(hours * static_cast<double>(u.full_grid_trial_steps) /
+                 static_cast<double>(u.trial_steps_used))
+          : json();
   return out;
 }
 

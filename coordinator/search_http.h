@@ -21,7 +21,17 @@ namespace smoe::coordinator {
 // {"strategy", "metric", "adaptive", "trial_steps_used",
 //  "full_grid_trial_steps", "decisions_total", "pruned": [trial ids],
 //  "decisions": [{seq, trial_id, action, group, rung, step, value, cutoff,
-//  final, reason, at_ms}] (the newest `limit`, oldest first)}.
+//  final, reason, at_ms}] (the newest `limit`, oldest first),
+//  "rungs": [ASHA rung steps] (asha, refine + early_stop asha; else []),
+//  "pruned_points": [{trial_id, params, seed, step, value, final}] (each
+//  pruned trial's last prune decision: the value it was stopped at),
+//  "frontier": [{group, state, best, best_mean, best_freq, seeds, means:
+//  {x: mean}, tried: [x], stopped: [x], reason}] (refine only; else []),
+//  "device_hours_used": the sum over the sweep's attempts of wall time x
+//  devices (gpus_per_trial, at least 1; a running attempt counts until
+//  now), "device": "GPU" or "slot", "device_hours_full_grid_estimate":
+//  device_hours_used x full_grid_trial_steps / trial_steps_used (null
+//  before any step)}.
 // NotFound for an unknown sweep; a grid sweep has "adaptive": false.
 absl::StatusOr<nlohmann::json> SearchJson(Scheduler* scheduler,
                                           store::ExperimentStore* store,

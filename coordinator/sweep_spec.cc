@@ -399,8 +399,10 @@ void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
 
 const char* const kStrategies = "{grid, asha, median, refine}";
 
-// The keys each strategy takes, in the order messages list them.
-const std::vector<std::string>& SearchKeys(const std::string& strategy) {
+// The keys each strategy takes, in the order messages list them. Refine
+// with `early_stop: asha` also takes asha's step keys.
+const std::vector<std::string>& SearchKeys(const std::string& strategy,
+                                           const std::string& early_stop = "") {
   static const auto* grid = new std::vector<std::string>{"strategy"};
   static const auto* asha = new std::vector<std::string>{
       "strategy",  "metric",    "mode",    "min_steps",
@@ -408,17 +410,22 @@ const std::vector<std::string>& SearchKeys(const std::string& strategy) {
   static const auto* median = new std::vector<std::string>{
       "strategy", "metric", "mode", "min_steps", "group_by"};
   static const auto* refine = new std::vector<std::string>{
-      "strategy", "metric",   "mode",   "axis",
-      "bounds",   "group_by", "budget", "add_seeds"};
+      "strategy", "metric", "mode",      "axis",      "bounds",
+      "group_by", "budget", "add_seeds", "early_stop"};
+  static const auto* refine_asha = new std::vector<std::string>{
+      "strategy",   "metric",    "mode",      "axis",
+      "bounds",     "group_by",  "budget",    "add_seeds",
+      "early_stop", "min_steps", "reduction", "max_steps"};
   if (strategy == "asha") return *asha;
   if (strategy == "median") return *median;
-  if (strategy == "refine") return *refine;
+  if (strategy == "refine")
+    return early_stop == "asha" ? *refine_asha : *refine;
   return *grid;
 }
 
 bool IsSearchKey(const std::string& key) {
   for (const char* s : {"grid", "asha", "median", "refine"}) {
-    const auto& keys = SearchKeys(s);
+    const auto& keys = SearchKeys(s, "asha");
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) return true;
   }
   return false;
@@ -461,14 +468,25 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
       return;
     }
   }
-  const std::vector<std::string>& allowed = SearchKeys(s.strategy);
+  bool ok = true;
+  if (const YAML::Node e = node["early_stop"]; e && s.strategy == "refine") {
+    if (!e.IsScalar() || (e.Scalar() != "asha" && e.Scalar() != "none")) {
+      problems->Add(absl::StrCat("search.early_stop: '",
+                                 e.IsScalar() ? e.Scalar() : "(not a scalar)",
+                                 "' is not one of {none, asha}"));
+      ok = false;
+    } else if (e.Scalar() == "asha") {
+      s.early_stop = "asha";
+    }
+  }
+  const std::vector<std::string>& allowed =
+      SearchKeys(s.strategy, s.early_stop);
   const std::string allowed_list = absl::StrJoin(allowed, ", ");
   std::vector<std::string> axes;
   for (const Axis& a : spec->grid) axes.push_back(a.name);
   auto is_axis = [&](const std::string& n) {
     return std::find(axes.begin(), axes.end(), n) != axes.end();
   };
-  bool ok = true;
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
     const std::string field = absl::StrCat("search.", key);
@@ -477,8 +495,15 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
     }
     ok = false;
     if (IsSearchKey(key)) {
-      problems->Add(absl::StrCat(field, ": not used by strategy ", s.strategy,
-                                 " (its keys: ", allowed_list, ")"));
+      const bool asha_key =
+          key == "min_steps" || key == "reduction" || key == "max_steps";
+      problems->Add(
+          absl::StrCat(field, ": not used by strategy ", s.strategy,
+                       " (its keys: ", allowed_list, ")",
+                       s.strategy == "refine" && asha_key
+                           ? "; with early_stop: asha refine takes min_steps, "
+                             "reduction and max_steps"
+                           : ""));
     } else {
       problems->Add(absl::StrCat("unknown key '", field, "' (allowed for ",
                                  s.strategy, ": ", allowed_list, ")"));
@@ -559,25 +584,31 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
     return true;
   };
   constexpr int64_t kMaxSteps = int64_t{1} << 40;
-  if (s.strategy == "asha" || s.strategy == "median") {
-    const bool has_min = int_field("min_steps", s.strategy == "asha" ? 1 : 0,
-                                   kMaxSteps, &s.min_steps);
-    if (!has_min && !node["min_steps"] && s.strategy == "asha") {
-      problems->Add(
-          "search.min_steps: required for strategy asha (the first rung, "
-          "in training steps)");
+  // asha's step keys: strategy asha, or refine with early_stop: asha.
+  const bool asha = s.strategy == "asha" || s.early_stop == "asha";
+  if (asha || s.strategy == "median") {
+    const bool has_min =
+        int_field("min_steps", asha ? 1 : 0, kMaxSteps, &s.min_steps);
+    if (!has_min && !node["min_steps"] && asha) {
+      problems->Add(absl::StrCat(
+          "search.min_steps: required for ",
+          s.strategy == "asha" ? "strategy asha" : "early_stop: asha",
+          " (the first rung, in training steps)"));
       ok = false;
     }
     const int64_t steps = TrialSteps(*spec);
     if (steps <= 0) {
       const bool axis_steps = is_axis("steps");
       problems->Add(absl::StrCat(
-          "search.strategy: ", s.strategy, " needs one training length: ",
+          s.strategy == "refine"
+              ? "search.early_stop: asha"
+              : absl::StrCat("search.strategy: ", s.strategy),
+          " needs one training length: ",
           axis_steps ? "steps is a grid axis (give it in fixed)"
                      : absl::StrCat("kind ", spec->kind, " has no steps")));
       ok = false;
     }
-    if (s.strategy == "asha") {
+    if (asha) {
       int_field("reduction", 2, 1000, &s.reduction);
       s.max_steps = steps;
       int64_t given = 0;
@@ -821,7 +852,8 @@ bool SearchSpec::operator==(const SearchSpec& o) const {
          min_steps == o.min_steps && reduction == o.reduction &&
          max_steps == o.max_steps && group_by == o.group_by && axis == o.axis &&
          bounds_lo == o.bounds_lo && bounds_hi == o.bounds_hi &&
-         budget == o.budget && add_seeds == o.add_seeds;
+         budget == o.budget && add_seeds == o.add_seeds &&
+         early_stop == o.early_stop;
 }
 
 const trials::TrialKind* SweepKind(const SweepSpec& spec) {
@@ -1047,7 +1079,8 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
   if (spec.search.strategy != "grid") {
     const SearchSpec& s = spec.search;
     out << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
-    for (const std::string& key : SearchKeys(s.strategy)) {
+    for (const std::string& key : SearchKeys(s.strategy, s.early_stop)) {
+      if (key == "early_stop" && s.early_stop.empty()) continue;
       out << YAML::Key << key << YAML::Value;
       if (key == "strategy") {
         out << s.strategy;
@@ -1074,6 +1107,8 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
         out << s.budget;
       } else if (key == "add_seeds") {
         out << s.add_seeds;
+      } else if (key == "early_stop") {
+        out << s.early_stop;
       }
     }
     out << YAML::EndMap;

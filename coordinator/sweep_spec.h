@@ -93,6 +93,9 @@ struct SearchSpec {
   int64_t bounds_hi = 0;              // refine
   int64_t budget = 0;                 // refine: most trials in all; 0: none
   int64_t add_seeds = 0;              // refine
+  // refine: "asha" stops losing points early (min_steps, reduction and
+  // max_steps then apply as for strategy asha); "" = none.
+  std::string early_stop;
   bool operator==(const SearchSpec& o) const;
   bool operator!=(const SearchSpec& o) const { return !(*this == o); }
 };

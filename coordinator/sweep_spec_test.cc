@@ -291,6 +291,7 @@ TEST(SweepSpecTest, ShippedExamplesParse) {
       {"examples/sraven-paper-asha.yaml", 192},
       {"examples/sraven-paper-median.yaml", 192},
       {"examples/sraven-paper-refine.yaml", 192},
+      {"examples/sraven-paper-refine-asha.yaml", 192},
       {"examples/command-sweep.yaml", 12}};
   for (const auto& [name, points] : files) {
     std::ifstream in(std::string(src) + "/" + name);
@@ -458,6 +459,31 @@ TEST(SweepSpecSearchTest, ParsesMedianAndRefineWithRoundTrip) {
   EXPECT_EQ(bare->search.budget, 0);
 }
 
+TEST(SweepSpecSearchTest, ParsesRefineWithAshaEarlyStopAndRoundTrips) {
+  auto spec = WithSearch(
+      "  strategy: refine\n  metric: ood_acc\n  axis: top_k\n"
+      "  group_by: [M, attention]\n  early_stop: asha\n  min_steps: 100\n"
+      "  reduction: 3\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const SearchSpec& s = spec->search;
+  EXPECT_EQ(s.strategy, "refine");
+  EXPECT_EQ(s.early_stop, "asha");
+  EXPECT_EQ(s.min_steps, 100);
+  EXPECT_EQ(s.reduction, 3);
+  EXPECT_EQ(s.max_steps, 900);  // fixed.steps
+  const std::string yaml = SweepSpecToYaml(*spec);
+  EXPECT_THAT(yaml, HasSubstr("early_stop: asha"));
+  auto again = ParseSweepYaml(yaml);
+  ASSERT_TRUE(again.ok()) << again.status() << yaml;
+  EXPECT_EQ(again->search, s);
+  // early_stop: none is refine alone, written without the key.
+  auto none = WithSearch(
+      "  {strategy: refine, metric: ood_acc, axis: top_k, early_stop: none}\n");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->search.early_stop, "");
+  EXPECT_THAT(SweepSpecToYaml(*none), Not(HasSubstr("early_stop")));
+}
+
 TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
   struct Case {
     std::string search;
@@ -517,6 +543,22 @@ TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
       {"  {strategy: refine, metric: a, axis: top_k, add_seeds: -1}\n",
        "search.add_seeds: value -1 out of range [0, 1000]"},
       {"  [asha]\n", "search: expected a map"},
+      {"  {strategy: refine, metric: a, axis: top_k, early_stop: hyperband}\n",
+       "search.early_stop: 'hyperband' is not one of {none, asha}"},
+      {"  {strategy: refine, metric: a, axis: top_k, early_stop: asha}\n",
+       "search.min_steps: required for early_stop: asha"},
+      {"  {strategy: refine, metric: a, axis: top_k, min_steps: 10}\n",
+       "search.min_steps: not used by strategy refine (its keys: strategy, "
+       "metric, mode, axis, bounds, group_by, budget, add_seeds, early_stop); "
+       "with early_stop: asha refine takes min_steps"},
+      {"  {strategy: refine, metric: a, axis: top_k, early_stop: asha,"
+       " min_steps: 10, reduction: 1}\n",
+       "search.reduction: value 1 out of range [2, 1000]"},
+      {"  {strategy: refine, metric: a, axis: top_k, early_stop: asha,"
+       " min_steps: 10, max_steps: 1000}\n",
+       "search.max_steps: 1000 must equal the trials' steps (900)"},
+      {"  {strategy: asha, metric: a, min_steps: 10, early_stop: asha}\n",
+       "search.early_stop: not used by strategy asha"},
   };
   for (const Case& c : cases) {
     auto spec = WithSearch(c.search);
@@ -536,6 +578,15 @@ TEST(SweepSpecSearchTest, StepsOnAGridAxisOrAKindWithoutStepsIsRefused) {
   EXPECT_THAT(std::string(axis.status().message()),
               HasSubstr("asha needs one training length: steps is a grid "
                         "axis (give it in fixed)"));
+  auto refine = ParseSweepYaml(
+      "name: s\nkind: sraven\ngrid: {top_k: [1, 2], steps: [10, 20]}\n"
+      "fixed: {device: cpu}\n"
+      "search: {strategy: refine, metric: a, axis: top_k, early_stop: asha,"
+      " min_steps: 5}\n");
+  ASSERT_FALSE(refine.ok());
+  EXPECT_THAT(std::string(refine.status().message()),
+              HasSubstr("search.early_stop: asha needs one training length: "
+                        "steps is a grid axis"));
   auto skillmix = ParseSweepYaml(
       "name: s\nkind: skillmix\ngrid: {ept: [1, 2]}\nfixed: {device: cpu}\n"
       "search: {strategy: median, metric: a}\n");

@@ -22,6 +22,7 @@ struct TrialView {
   std::vector<std::optional<RungValue>> at;  // per rung
   int64_t progress = -1;                     // highest reported step
   double last_value = kNoValue;
+  std::vector<double> recent;  // the last `smooth` values, oldest first
 };
 
 struct RungState {
@@ -63,8 +64,17 @@ std::vector<Decision> DecideAsha(const AshaConfig& c,
     TrialView& v = views[it->second];
     v.progress = std::max(v.progress, r.step);
     v.last_value = r.value;
+    v.recent.push_back(r.value);
+    if (static_cast<int64_t>(v.recent.size()) >
+        std::max<int64_t>(1, c.smooth)) {
+      v.recent.erase(v.recent.begin());
+    }
     for (size_t i = 0; i < L; ++i) {
-      if (!v.at[i] && r.step >= rungs[i]) v.at[i] = RungValue{r.step, r.value};
+      if (!v.at[i] && r.step >= rungs[i]) {
+        double sum = 0;
+        for (double x : v.recent) sum += x;
+        v.at[i] = RungValue{r.step, sum / static_cast<double>(v.recent.size())};
+      }
     }
   }
   // Rung states per group, bottom up.

@@ -7,7 +7,9 @@
 //
 // Rungs: r_i = min_steps * eta^i for every i with r_i < max_steps (reaching
 // max_steps completes a trial). A trial's value at rung r is its first report
-// at a step >= r. Within a group (the sweep's group_by values), at rung i:
+// at a step >= r (or, with `smooth` > 1, the mean of the last `smooth`
+// reports up to that one). Within a group (the sweep's group_by values), at
+// rung i:
 //   n_i    = trials of the group with a value at rung i,
 //   keep_i = floor(n_i / eta); when the rung is complete (every trial that
 //            can reach it has: all of the group at rung 0, all promoted from
@@ -36,6 +38,10 @@ struct AshaConfig {
   int64_t min_steps = 1;
   int64_t reduction = 3;  // eta >= 2
   int64_t max_steps = 1;
+  // A trial's value at a rung: the mean of its last `smooth` reports up to
+  // and including its first report at a step >= the rung (1: that report
+  // alone). Averages out evaluation noise; the rung step is unchanged.
+  int64_t smooth = 1;
 };
 
 // The rungs' steps: min_steps * eta^i < max_steps, ascending. Empty when

@@ -73,6 +73,16 @@ std::vector<Decision> DecideMedian(const MedianConfig& c,
       out.push_back(std::move(d));
       continue;
     }
+    if (cv.trial->paused) {
+      d.action = Action::kPrune;
+      d.final = true;
+      if (!cv.steps.empty()) d.value = cv.best.back();
+      d.reason =
+          "pruned by the median rule earlier; median prunes are final "
+          "(no flip-flop as the median moves)";
+      out.push_back(std::move(d));
+      continue;
+    }
     std::string last_check;
     bool pruned = false;
     for (size_t i = 0; i < cv.steps.size() && !pruned; ++i) {
@@ -95,6 +105,7 @@ std::vector<Decision> DecideMedian(const MedianConfig& c,
       if (Better(c.mode, median, cv.best[i])) {
         pruned = true;
         d.action = Action::kPrune;
+        d.final = true;
         d.step = s;
         d.value = cv.best[i];
         d.cutoff = median;

@@ -11,10 +11,15 @@
 // <= s) of the other trials of its group that have reported at a step >= s,
 // when there are at least kMinOthers (3, Katib's default) of them. Every
 // other trial in the group counts, finished or not: that makes the decision
-// a function of the recorded reports, whatever their arrival order. A prune
-// is never final (more results can move the median; the trial is then
-// promoted back). Errored trials are retried unless their metrics prune
-// them.
+// a function of the recorded reports, whatever their arrival order.
+//
+// Prunes are final (monotone; Katib's and Optuna's semantics): a trial that
+// is paused (Trial::paused, i.e. the coordinator applied a prune) stays
+// pruned whatever the median does later. Without this a paused trial could
+// flip pruned <-> pending each time slower trials moved the median across
+// its value. The decision is a function of the records and of which trials
+// are paused, both durable, so it is still recomputable after a restart.
+// Errored trials are retried unless their metrics prune them.
 #ifndef SMOE_ANALYSIS_SEARCH_MEDIAN_STOP_H_
 #define SMOE_ANALYSIS_SEARCH_MEDIAN_STOP_H_
 

@@ -40,12 +40,40 @@ TEST(MedianStopTest, PrunesBelowTheMedianOfTheOthersRunningAverages) {
   EXPECT_EQ(d.at("d").action, Action::kPrune);
   EXPECT_EQ(d.at("d").step, 10);
   EXPECT_DOUBLE_EQ(d.at("d").cutoff, 0.8);  // median of 0.9, 0.8, 0.7
-  EXPECT_FALSE(d.at("d").final);
+  EXPECT_TRUE(d.at("d").final);  // median prunes are final (monotone)
   EXPECT_THAT(d.at("d").reason,
               HasSubstr("step 10: best 0.1 is worse than the median 0.8 of 3"));
   EXPECT_EQ(d.at("c").action, Action::kPrune);  // 0.7 < median(0.9, 0.8, 0.1)
   EXPECT_EQ(d.at("b").action, Action::kRun);    // 0.8 >= median(0.9, 0.7, 0.1)
   EXPECT_EQ(d.at("a").action, Action::kRun);
+}
+
+// The flip-flop: d is pruned while the others are good; slower, worse
+// trials arrive and drag the median below d. Without the pause d would run
+// again (and be pruned again when better ones arrive): a paused trial stays
+// pruned, final.
+TEST(MedianStopTest, PausedTrialsStayPrunedWhenTheMedianFalls) {
+  const MedianConfig c{Mode::kMax, 10, 100};
+  std::vector<Trial> trials = {
+      {"a", "", false}, {"b", "", false}, {"c", "", false}, {"d", "", false}};
+  const auto first = ById(DecideMedian(
+      c, trials, Flat({{"a", 0.9}, {"b", 0.8}, {"c", 0.7}, {"d", 0.3}})));
+  ASSERT_EQ(first.at("d").action, Action::kPrune);
+  // Four worse trials arrive: d's 0.3 now beats the median of the others.
+  std::map<std::string, double> level = {{"a", 0.9},  {"b", 0.8}, {"c", 0.7},
+                                         {"d", 0.3},  {"e", 0.1}, {"f", 0.1},
+                                         {"g", 0.05}, {"h", 0.05}};
+  for (const char* id : {"e", "f", "g", "h"}) trials.push_back({id, "", false});
+  const auto unpaused = ById(DecideMedian(c, trials, Flat(level)));
+  EXPECT_EQ(unpaused.at("d").action, Action::kRun);  // the old flip
+  trials[3].paused = true;                           // d was pruned
+  const auto paused = ById(DecideMedian(c, trials, Flat(level)));
+  EXPECT_EQ(paused.at("d").action, Action::kPrune);
+  EXPECT_TRUE(paused.at("d").final);
+  EXPECT_THAT(paused.at("d").reason, HasSubstr("median prunes are final"));
+  // The others are decided as before.
+  EXPECT_EQ(paused.at("a").action, unpaused.at("a").action);
+  EXPECT_EQ(paused.at("e").action, unpaused.at("e").action);
 }
 
 TEST(MedianStopTest, UsesBestSoFarAgainstRunningAverages) {

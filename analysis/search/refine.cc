@@ -71,9 +71,11 @@ RefineResult DecideRefine(const RefineConfig& c,
     std::set<int64_t> xs, seeds;
     std::map<int64_t, std::vector<std::pair<int64_t, double>>> measured;
     bool pending = false;
+    std::set<int64_t> stopped;
     for (const RefinePoint* p : pts) {
       xs.insert(p->x);
       seeds.insert(p->seed);
+      if (p->stopped) stopped.insert(p->x);
       if (p->done) {
         // Maximise internally: mode min negates.
         measured[p->x].push_back(
@@ -100,6 +102,13 @@ RefineResult DecideRefine(const RefineConfig& c,
       series.points.push_back(std::move(cp));
     }
     g.seeds = static_cast<int>(measured_seeds.size());
+    for (int64_t x : stopped) {
+      if (!measured.count(x)) g.stopped.push_back(x);
+    }
+    const std::string stopped_note =
+        g.stopped.empty()
+            ? ""
+            : absl::StrCat("; stopped early: ", absl::StrJoin(g.stopped, ", "));
     if (pending || series.points.empty()) {
       g.state = RefineState::kWaiting;
       g.reason = series.points.empty() ? "no point measured yet"
@@ -147,7 +156,8 @@ RefineResult DecideRefine(const RefineConfig& c,
       g.reason = absl::StrCat(
           at, " resolved: neighbours measured, P(argmax = ", g.best,
           ") = ", Num(o.best_freq), " >= ", Num(c.resolve_p), " over ",
-          o.bootstrap_samples, " bootstrap resamples of ", g.seeds, " seeds");
+          o.bootstrap_samples, " bootstrap resamples of ", g.seeds, " seeds",
+          stopped_note);
     } else {
       // 3. Ambiguous: seeds where the argmax's bootstrap lands.
       std::vector<int64_t> covered;
@@ -179,7 +189,8 @@ RefineResult DecideRefine(const RefineConfig& c,
         g.reason = absl::StrCat(why, "; adding seed ", seed);
       } else {
         g.state = RefineState::kUnresolved;
-        g.reason = absl::StrCat(why, "; add_seeds (", c.add_seeds, ") spent");
+        g.reason = absl::StrCat(why, "; add_seeds (", c.add_seeds, ") spent",
+                                stopped_note);
       }
     }
     result.groups.push_back(std::move(g));

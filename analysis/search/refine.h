@@ -15,6 +15,8 @@
 //      (analysis/optimal_k.h, OptimalForSeries) gives P(x*) = the fraction of
 //      resamples whose argmax is x*; P(x*) >= resolve_p (0.9) with >= 2 seeds
 //      resolves the group (kResolved);
+//      An x whose points were all stopped early (refine + asha) counts as
+//      tried and lost: it is never x* and takes no part in the bootstrap;
 //   3. otherwise, while the group has added fewer than add_seeds seeds, the
 //      next seed (largest seed + 1) is proposed for every x the bootstrap's
 //      argmax covers (frequency >= 0.05) (kAddingSeeds); then kUnresolved.
@@ -53,6 +55,9 @@ struct RefinePoint {
   bool done = false;     // succeeded with the metric: `value` is set
   bool pending = false;  // queued, running or being retried
   double value = kNoValue;
+  // Stopped for good by early stopping (refine + asha): tried, not measured;
+  // an x whose points are all stopped lost a rung and is never x*.
+  bool stopped = false;
 };
 
 enum class RefineState {
@@ -73,6 +78,7 @@ struct RefineGroup {
   double best_freq = 0;            // bootstrap P(argmax = x*)
   int seeds = 0;                   // distinct seeds measured
   std::map<int64_t, double> mean;  // measured x -> mean over seeds
+  std::vector<int64_t> stopped;    // x with every point stopped early
   std::string reason;
 };
 

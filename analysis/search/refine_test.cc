@@ -53,6 +53,36 @@ RefineConfig Config() {
   return c;
 }
 
+// Refine + asha: an x whose points were all stopped early is tried (not
+// proposed again), never x*, and left out of the bootstrap.
+TEST(RefineTest, StoppedPointsAreTriedButNeverTheArgmax) {
+  std::vector<RefinePoint> pts = Measured("g", {4}, 4);
+  for (int64_t x : {3, 5}) {
+    for (int64_t s : {0, 1, 2}) {
+      RefinePoint p{"g", x, s, false, false, kNoValue};
+      p.stopped = true;
+      pts.push_back(p);
+    }
+  }
+  const RefineResult r = DecideRefine(Config(), pts);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_TRUE(r.proposals.empty());
+  EXPECT_EQ(r.groups[0].state, RefineState::kResolved);
+  EXPECT_EQ(r.groups[0].best, 4);
+  EXPECT_EQ(r.groups[0].stopped, (std::vector<int64_t>{3, 5}));
+  EXPECT_THAT(r.groups[0].reason, HasSubstr("stopped early: 3, 5"));
+  // A stopped x next to a measured one: the measured one is x*, and its
+  // other neighbour is proposed.
+  std::vector<RefinePoint> two = Measured("g", {2}, 2);
+  RefinePoint p{"g", 1, 0, false, false, kNoValue};
+  p.stopped = true;
+  two.push_back(p);
+  const RefineResult r2 = DecideRefine(Config(), two);
+  EXPECT_EQ(r2.groups[0].best, 2);
+  EXPECT_EQ(XSeeds(r2, "g"),
+            (std::set<std::pair<int64_t, int64_t>>{{3, 0}, {3, 1}, {3, 2}}));
+}
+
 TEST(RefineTest, ProposesTheUntriedNeighboursOfTheBest) {
   const RefineResult r =
       DecideRefine(Config(), Measured("M=4", {1, 2, 4, 8}, 5));

@@ -50,6 +50,7 @@ struct Trial {
   std::string trial_id;
   std::string group;     // GroupLabel of its params ("" = one group)
   bool errored = false;  // its last attempt errored; it will be retried
+  bool paused = false;   // currently pruned (the median rule keeps it so)
 };
 
 enum class Action {

@@ -536,6 +536,17 @@ async function main() {
     `the refine sweep lists the added neighbours of k* = 4 (${decisions.slice(0, 300)})`);
   const usage = await page.locator('#search-usage').textContent();
   check(usage.includes('trial-steps used / full-grid estimate'), `the search panel states the trial-steps used (${usage})`);
+  // The refine frontier: k tried 1, 3, 4, 5 (3 and 5 added, pending), x* = 4
+  // in bold, the group waiting for them; and the device-hours used.
+  const frontier = await waitFor(async () => (await page.locator('#search-frontier tbody tr').count()) === 1 &&
+    page.locator('#search-frontier tbody tr').first().evaluate((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)),
+  'the refine frontier table');
+  const best = await page.locator('#search-frontier tbody tr b').first().textContent();
+  check(frontier[1] === '1, 3, 4, 5' && frontier[2] === '4' && best === '4' && frontier[5] === 'waiting',
+    `the refine frontier lists the k tried, x* = 4 in bold and the state (${JSON.stringify(frontier)})`);
+  const hours = await page.locator('#search-hours').textContent();
+  check(/^[0-9.e-]+ slot-hours used \/ [0-9.e-]+ full-grid estimate$/.test(hours),
+    `the search panel states the device-hours used and the full-grid estimate (${hours})`);
   await page.screenshot({ path: path.join(artifacts, 'refine.png'), fullPage: true });
   // 13. Admin actions (docs/roles.md): the signed-in admin retries and
   // cancels a trial and annotates a sweep from the dashboard; a request

@@ -219,6 +219,66 @@ TEST(AdaptiveE2eTest, RefineSweepAddsNeighboursAndStops) {
   EXPECT_EQ(s->search_usage().trial_steps_used(), 8 * 4);
 }
 
+// Refine + asha on real workers. M = 3: final ood_acc 1 / (1 + |top_k - 3|).
+// The fake trainer is told no eval cadence: it evaluates only at the rung
+// the coordinator puts in the lease (step 4 of 8) and at the end. Start from
+// top_k {1, 4}: per seed, 4 beats 1 at the rung (1 is stopped); refine adds
+// 3 and 5 around x* = 4; 3 wins the rung, 5 is stopped; then 2 is added;
+// x* = 3 is resolved.
+TEST(AdaptiveE2eTest, RefineWithAshaStopsLosersAtTheLeasedRung) {
+  Cluster c("refine-asha",
+            R"({"default": {"mode": "succeed", "steps": 8, "step_ms": 40,)"
+            R"( "checkpoint_every": 2}})");
+  c.StartCoordinator();
+  c.StartWorker(0, 4);
+  const std::string file = c.WriteFile(
+      "ra.yaml",
+      "name: ra\nkind: sraven\ngrid:\n  M: [3]\n  top_k: [1, 4]\n"
+      "fixed: {steps: 8}\nseeds: [0, 1]\n"
+      "search: {strategy: refine, metric: ood_acc, axis: top_k, "
+      "bounds: [1, 8], group_by: [M], early_stop: asha, min_steps: 4, "
+      "reduction: 2}\n");
+  auto [rc, out] = c.Smoe({"sweep", "submit", file});
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(c.WaitFor("ra", Done, absl::Seconds(90)));
+  auto s = c.GetSweep("ra");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->sweep().state(), pb::SWEEP_STATE_COMPLETED);
+  std::multiset<int> ks;
+  for (const pb::Trial& t : s->trials()) {
+    ks.insert(TopK(t));
+    EXPECT_EQ(t.error_count(), 0);
+    if (TopK(t) == 3) EXPECT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED);
+    if (TopK(t) == 1 || TopK(t) == 5) {
+      EXPECT_EQ(t.state(), pb::TRIAL_STATE_PRUNED) << TopK(t);
+    }
+  }
+  EXPECT_EQ(ks, (std::multiset<int>{1, 1, 2, 2, 3, 3, 4, 4, 5, 5}));
+  int resolved = 0;
+  bool rung_value_checked = false;
+  std::map<std::string, int> k_of;
+  for (const pb::Trial& t : s->trials()) k_of[t.trial_id()] = TopK(t);
+  for (const pb::Decision& d : s->decisions()) {
+    if (d.action() == "resolved") {
+      ++resolved;
+      EXPECT_EQ(d.group(), "M=3");
+      EXPECT_EQ(d.rung(), 3);
+      EXPECT_THAT(d.reason(), HasSubstr("stopped early"));
+    }
+    if (d.action() == "prune" && d.final() && k_of[d.trial_id()] == 1) {
+      // Judged on the evaluation at the rung step itself (1/3 * 4/8), not on
+      // the final one at step 8: the lease asked for it.
+      EXPECT_EQ(d.step(), 4);
+      EXPECT_NEAR(d.value(), 1.0 / 3 * 4 / 8, 1e-9);
+      rung_value_checked = true;
+    }
+  }
+  EXPECT_EQ(resolved, 1);
+  EXPECT_TRUE(rung_value_checked);
+  EXPECT_EQ(s->search_usage().full_grid_trial_steps(), 8 * 2 * 8);
+  EXPECT_LT(s->search_usage().trial_steps_used(), 10 * 8);
+}
+
 TEST(AdaptiveE2eTest, KilledCoordinatorLosesNoDecisionAndTakesNoneTwice) {
   Cluster c("asha-kill", AshaPlan(100, 400));
   c.StartCoordinator();

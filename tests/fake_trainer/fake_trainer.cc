@@ -35,6 +35,9 @@
 //   eval_every     also emit eval/ood_acc every N steps before the last, at
 //                  ood_acc * s / steps (a rising curve; default 0: only at
 //                  the end). Adaptive-sweep tests judge rungs on it.
+//                  Like smoe-trainer, the fake also evaluates at the ASHA
+//                  rungs params.eval_rungs_from * params.eval_rungs_eta^i
+//                  that the coordinator puts in an asha sweep's lease.
 //   checkpoint_bytes  pad checkpoint.json to about N bytes (default 0), to
 //                  test checkpoint transfer and its size cap
 //   ignore_sigterm for hang: ignore SIGTERM too (only SIGKILL ends it)
@@ -220,6 +223,17 @@ int main(int argc, char** argv) {
       std::max(1, behaviour.value("checkpoint_every", 5));
   const bool ignore_sigterm = behaviour.value("ignore_sigterm", false);
   const int eval_every = std::max(0, behaviour.value("eval_every", 0));
+  const int64_t rungs_from =
+      static_cast<int64_t>(Param(params, "eval_rungs_from", 0));
+  const int64_t rungs_eta =
+      static_cast<int64_t>(Param(params, "eval_rungs_eta", 3));
+  auto rung_step = [&](int64_t step) {
+    if (rungs_from <= 0 || rungs_eta < 2) return false;
+    for (int64_t r = rungs_from; r <= step; r *= rungs_eta) {
+      if (r == step) return true;
+    }
+    return false;
+  };
   const long checkpoint_bytes = behaviour.value("checkpoint_bytes", 0L);
   if (behaviour.contains("until_attempt") &&
       behaviour["until_attempt"].is_number() &&
@@ -322,7 +336,8 @@ int main(int argc, char** argv) {
     if (g_term) return on_term();
     Emit(smoe::trials::ProgressEvent(s, steps));
     Emit(smoe::trials::MetricEvent(s, "train/loss", 1.0 / (1.0 + s)));
-    if (eval_every > 0 && s < steps && s % eval_every == 0) {
+    if (s < steps &&
+        ((eval_every > 0 && s % eval_every == 0) || rung_step(s))) {
       Emit(smoe::trials::MetricEvent(s, "eval/ood_acc", ood * s / steps));
     }
     done = s;

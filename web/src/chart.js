@@ -66,13 +66,18 @@ export function card(parent, title, { id, note } = {}) {
 //   row)}]
 //   spec.xLog2, spec.xLabel, spec.yLabel, spec.yRange [lo, hi],
 //   spec.xTickLabels (for categorical x: index -> label)
+//   spec.overlay: [{x, y, label}] extra points drawn as hollow grey circles
+//     (adaptive sweeps: trials stopped early, at the value they stopped at)
+//   spec.vlines: [{x, label}] dashed vertical markers (ASHA rung steps)
 export function lineChart(parent, id, title, spec, note) {
   const c = card(parent, title, { id, note });
   const data = [spec.xs];
   const series = [{ label: spec.xLabel || 'x' }];
   const bands = [];
   const hidden = [];
-  const summary = { id, title, series: [], markers: [] };
+  const summary = { id, title, series: [], markers: [],
+    overlay: (spec.overlay || []).map((p) => ({ x: p.x, y: p.y, label: p.label })),
+    vlines: (spec.vlines || []).map((v) => v.x) };
   for (const s of spec.series) {
     if (s.lo && s.hi) {
       data.push(s.hi);
@@ -119,6 +124,18 @@ export function lineChart(parent, id, title, spec, note) {
       });
     }
   }
+  // Overlay points lie outside the series' range (values at a rung, before
+  // the end): widen the y scale to show them.
+  let yRange = spec.yRange;
+  if (!yRange && (spec.overlay || []).length) {
+    const ys = [...spec.series.flatMap((x) => [...x.values, ...(x.lo || []), ...(x.hi || [])]),
+      ...spec.overlay.map((p) => p.y)].filter((v) => v !== null && v !== undefined && Number.isFinite(v));
+    if (ys.length) {
+      const lo = Math.min(...ys), hi = Math.max(...ys);
+      const pad = Math.max(1e-6, 0.05 * (hi - lo));
+      yRange = [lo - pad, hi + pad];
+    }
+  }
   const width = Math.max(320, Math.min(c.body.clientWidth || 560, 760));
   const xTicks = spec.xTickLabels;
   const opts = {
@@ -128,7 +145,7 @@ export function lineChart(parent, id, title, spec, note) {
     bands,
     scales: {
       x: spec.xLog2 ? { distr: 3, log: 2 } : { time: false },
-      y: spec.yRange ? { range: spec.yRange } : {},
+      y: yRange ? { range: yRange } : {},
     },
     axes: [
       {
@@ -142,6 +159,7 @@ export function lineChart(parent, id, title, spec, note) {
     ],
     legend: { live: true },
     cursor: { drag: { x: true, y: false } },
+    hooks: { draw: [(u) => drawExtras(u, spec)] },
   };
   const u = new uPlot(opts, data, c.body);
   // Band edges are plumbing: no legend rows for them.
@@ -159,6 +177,47 @@ export function lineChart(parent, id, title, spec, note) {
   }, 'csv');
   c.tool('PNG', () => chartPng(u, title, spec.series.filter((s) => !s.scatter || s.legend)).then((b) => download(slug(title) + '.png', b)), 'png');
   return { u, card: c, summary };
+}
+
+// Overlay points and vertical markers, on top of the series.
+function drawExtras(u, spec) {
+  const ctx = u.ctx;
+  const dpr = window.devicePixelRatio || 1;
+  const { left, top, width, height } = u.bbox;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(left, top, width, height);
+  ctx.clip();
+  for (const v of spec.vlines || []) {
+    const px = u.valToPos(v.x, 'x', true);
+    if (!Number.isFinite(px)) continue;
+    ctx.strokeStyle = '#888';
+    ctx.lineWidth = dpr;
+    ctx.setLineDash([4 * dpr, 4 * dpr]);
+    ctx.beginPath();
+    ctx.moveTo(px, top);
+    ctx.lineTo(px, top + height);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    if (v.label) {
+      ctx.fillStyle = '#666';
+      ctx.font = `${10 * dpr}px sans-serif`;
+      ctx.fillText(v.label, px + 3 * dpr, top + 12 * dpr);
+    }
+  }
+  for (const p of spec.overlay || []) {
+    const px = u.valToPos(p.x, 'x', true);
+    const py = u.valToPos(p.y, 'y', true);
+    if (!Number.isFinite(px) || !Number.isFinite(py)) continue;
+    ctx.strokeStyle = p.color || '#9a9a9a';
+    ctx.fillStyle = 'rgba(160, 160, 160, 0.25)';
+    ctx.lineWidth = 1.5 * dpr;
+    ctx.beginPath();
+    ctx.arc(px, py, 4.5 * dpr, 0, 2 * Math.PI);
+    ctx.fill();
+    ctx.stroke();
+  }
+  ctx.restore();
 }
 
 // The chart's canvas with a title and a legend, as a PNG blob.

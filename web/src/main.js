@@ -7,7 +7,7 @@
 //   (docs/dashboard.md lists every parameter)
 import './style.css';
 import { ApiError, api, toLogin, watchSweep } from './api.js';
-import { renderSearch } from './search.js';
+import { prunedOverlay, renderSearch, rungLines, trialDecisionPoints } from './search.js';
 import { sweepActions, sweepLabels, trialActions } from './actions.js';
 import { artifactsSection } from './artifacts.js';
 import { logsSection } from './logs.js';
@@ -158,10 +158,16 @@ function headlineCharts(box, curves, optimal, fits, st, rows = []) {
     });
     const title = `${metricName(metric)} vs ${curves.x}` + (curves.facet ? ` — ${curves.facet}=${facet.label}` : '');
     const positive = !categorical && xs.every((x) => x > 0);
+    // Adaptive sweeps: trials stopped early, grey, at the value they stopped at.
+    const overlay = prunedOverlay(st.search, {
+      metric, xKey: curves.x, facetKey: curves.facet, facetLabel: facet.label,
+      xIndex: categorical ? new Map(xs.map((x, i) => [String(x), i])) : null,
+    });
     const chart = lineChart(box, `headline-${metric}-${facet.label}`, title, {
       xs: xsPlot, xTickLabels: tick, series, xLog2: positive && st.log,
-      xLabel: curves.x, yLabel: metricName(metric),
-    }, (maxSeeds(curves) < 2 ? 'n = 1 (one seed per point): no band, no CI'
+      xLabel: curves.x, yLabel: metricName(metric), overlay,
+    }, (overlay.length ? `grey circles: ${overlay.length} trials stopped early, at the value they stopped at; ` : '') +
+    (maxSeeds(curves) < 2 ? 'n = 1 (one seed per point): no band, no CI'
       : `band: ${st.band === 'sem' ? 'mean ± s.e.m.' : `${Math.round(curves.ci_level * 100)}% bootstrap CI`} over seeds`) +
       `; big dots: optimal ${curves.x}` + (st.points ? '; small dots: individual trials' : '') +
       (theory.length ? `; dashed: fitted E(k,N) as 1 − E, clipped to [0, 1] (${fitQuality(fit)})` : ''));
@@ -604,12 +610,14 @@ async function renderSweep(id, q) {
     const paper = sweep.kind === 'sraven' && st.metric === 'ood_acc';
     st.theoryAxes = sweep.kind === 'sraven' && st.x === 'top_k' && st.series === 'M';
     const base = `sweeps/${encodeURIComponent(id)}`;
-    const [ood, test, table] = await Promise.all([
+    const [ood, test, table, search] = await Promise.all([
       st.metric && st.x ? api(`${base}/analysis`, { ...params, metric: st.metric }) : null,
       paper ? api(`${base}/curves`, { ...params, metric: 'test_acc' }) : null,
       api(base, { limit: 5000, state: 'succeeded' }),
+      api(`${base}/search`).catch(() => null),
     ]);
     if (gen !== chartsGen) return;
+    st.search = search;
     st.charts.forEach((u) => u.destroy());
     st.charts = [];
     const keep = window.__smoe.charts.overlay;
@@ -820,7 +828,8 @@ async function renderTrial(trialId) {
   const sweepId = trialId.split('/')[0];
   crumbs.replaceChildren(h('a', { href: '#/' }, 'sweeps'), ' / ',
     h('a', { href: '#/sweep/' + encodeURIComponent(sweepId) }, sweepId), ' / ', h('b', {}, trialId.split('/')[1] || ''));
-  const t = await api(`trials/${trialId}/metrics`);
+  const [t, search] = await Promise.all([api(`trials/${trialId}/metrics`),
+    api(`sweeps/${encodeURIComponent(sweepId)}/search`).catch(() => null)]);
   const box = h('div', { class: 'grid-charts' });
   const logs = logsSection(trialId, h, t.attempts || []);
   cleanup.push(logs.stop);
@@ -830,17 +839,23 @@ async function renderTrial(trialId) {
     artifactsSection(trialId, h), box, logs.el);
   const names = Object.keys(t.metrics);
   const charts = [];
-  const draw = (id, title, list, yLabel, note) => {
+  const draw = (id, title, list, yLabel, note, extra = {}) => {
     const present = list.filter((n) => t.metrics[n]);
     if (!present.length) return;
     const { xs, values } = alignSeries(t.metrics, present);
     charts.push(lineChart(box, id, title, {
-      xs, xLabel: 'step', yLabel,
+      xs, xLabel: 'step', yLabel, ...extra,
       series: present.map((n, i) => ({ label: n.replace(/^router\/layer\d+\//, ''), color: PALETTE[i % PALETTE.length], values: values[i] })),
     }, note).u);
   };
   draw('trial-loss', 'Training loss', names.filter((n) => /loss/.test(n)), 'loss');
-  draw('trial-acc', 'Accuracy', names.filter((n) => /^eval\//.test(n)), 'accuracy');
+  // Adaptive sweeps: the rung steps (dashed) and this trial's decisions there
+  // (red: pruned, green: promoted).
+  const rungs = rungLines(search);
+  const decided = trialDecisionPoints(search, trialId);
+  draw('trial-acc', 'Accuracy', names.filter((n) => /^eval\//.test(n)), 'accuracy',
+    rungs.length || decided.length ? `dashed: ASHA rungs; dots: this trial's decisions (red prune, green promote) on ${search.metric}` : undefined,
+    { vlines: rungs, overlay: decided });
   const layers = [...new Set(names.map((n) => n.match(/^router\/layer(\d+)\//)?.[1]).filter(Boolean))].sort((a, b) => a - b);
   for (const l of layers) {
     const experts = names.filter((n) => n.startsWith(`router/layer${l}/expert`) && n.endsWith('_frac'))

@@ -28,6 +28,77 @@ export function usageText(s) {
   return `${used.toLocaleString('en-US')} / ${full.toLocaleString('en-US')} trial-steps used / full-grid estimate (${pct.toFixed(0)}%;${fewer})`;
 }
 
+// "0.52 GPU-hours used / 2.1 full-grid estimate" (device: GPU, or slot for
+// CPU trials: attempts' wall time x devices).
+export function deviceHoursText(s) {
+  if (s.device_hours_used === undefined || s.device_hours_used === null) return '';
+  const unit = `${s.device || 'GPU'}-hours`;
+  const fmtH = (h) => (h >= 10 ? h.toFixed(1) : h.toPrecision(2));
+  const est = s.device_hours_full_grid_estimate;
+  return `${fmtH(s.device_hours_used)} ${unit} used / ` +
+    (est === null || est === undefined ? '– full-grid estimate' : `${fmtH(est)} full-grid estimate`);
+}
+
+// The pruned trials of `s` drawn on an accuracy-vs-x chart: those whose
+// params match the facet (facetKey = facetLabel; no facet: all), at
+// x = params[xKey] (mapped through `xIndex` for a categorical axis), y = the
+// value they were stopped at. Only when the chart's metric is the search
+// metric.
+export function prunedOverlay(s, { metric, xKey, facetKey, facetLabel, xIndex }) {
+  if (!s || !s.adaptive || !s.pruned_points) return [];
+  const bare = (m) => String(m || '').replace(/^eval\//, '');
+  if (bare(metric) !== bare(s.metric)) return [];
+  const out = [];
+  for (const p of s.pruned_points) {
+    if (p.value === null || p.value === undefined) continue;
+    if (facetKey && String(p.params[facetKey]) !== String(facetLabel)) continue;
+    let x = p.params[xKey];
+    if (x === undefined) continue;
+    if (xIndex) {
+      x = xIndex.get(String(x));
+      if (x === undefined) continue;
+    }
+    out.push({ x, y: p.value, label: `pruned at step ${p.step}${p.final ? '' : ' (may resume)'}` });
+  }
+  return out;
+}
+
+// ASHA rung steps as vertical markers for a learning curve.
+export function rungLines(s) {
+  return ((s && s.rungs) || []).map((step, i) => ({ x: step, label: `rung ${i}` }));
+}
+
+// A trial's decisions with a value (prune / promote at a rung) as points.
+export function trialDecisionPoints(s, trialId) {
+  return ((s && s.decisions) || [])
+    .filter((d) => d.trial_id === trialId && d.value !== null && d.value !== undefined && d.step > 0)
+    .map((d) => ({ x: d.step, y: d.value, label: d.action + (d.final ? ' (final)' : ''),
+      color: d.action === 'prune' ? '#c0392b' : '#2e7d32' }));
+}
+
+// Refine's frontier, one row per group: the x tried (x* bold, stopped
+// early struck through), x*, its mean, P(argmax = x*) and the state.
+function frontierTable(s) {
+  if (!s.frontier || !s.frontier.length) return '';
+  const rows = s.frontier.map((g) => {
+    const stopped = new Set(g.stopped || []);
+    const xs = (g.tried || []).flatMap((x, i) => [i ? ', ' : '',
+      x === g.best && !stopped.has(x) ? el('b', {}, String(x))
+        : stopped.has(x) ? el('s', { class: 'muted', title: 'stopped early' }, String(x))
+          : String(x)]);
+    return el('tr', { class: 'frontier ' + g.state },
+      el('td', {}, g.group || '(all)'),
+      el('td', { class: 'mono' }, xs),
+      el('td', {}, g.best ? String(g.best) : '–'),
+      el('td', {}, num(g.best_mean)),
+      el('td', {}, g.best_freq ? num(g.best_freq) : '–'),
+      el('td', {}, el('span', { class: 'badge ' + (g.state === 'resolved' ? 'succeeded' : g.state) }, g.state)));
+  });
+  return el('table', { class: 'decisions', id: 'search-frontier' },
+    el('thead', {}, el('tr', {}, ['group', `${s.axis || 'x'} tried`, 'x*', 'mean at x*', 'P(argmax = x*)', 'state'].map((c) => el('th', {}, c)))),
+    el('tbody', {}, rows));
+}
+
 // One decision row: seq, trial (short), action (+ rung, final), value vs cutoff, reason.
 function decisionRow(d) {
   const who = d.trial_id ? d.trial_id.slice(d.trial_id.indexOf('/') + 1) : `group ${d.group}`;
@@ -49,10 +120,15 @@ export async function renderSearch(box, sweepId) {
     return null;
   }
   const rows = s.decisions.slice().reverse().map(decisionRow);
+  const hours = deviceHoursText(s);
   box.replaceChildren(
-    el('h3', { class: 'section' }, `Search: ${s.strategy} on ${s.metric}`),
+    el('h3', { class: 'section' }, `Search: ${s.strategy}${s.early_stop ? ` + ${s.early_stop}` : ''} on ${s.metric}`),
     el('div', { class: 'muted', id: 'search-usage' }, usageText(s),
       s.pruned.length ? ` · ${s.pruned.length} pruned` : ''),
+    hours ? el('div', { class: 'muted', id: 'search-hours' }, hours) : '',
+    s.rungs && s.rungs.length ? el('div', { class: 'muted', id: 'search-rungs' }, `rungs at steps ${s.rungs.join(', ')}`) : '',
+    s.frontier && s.frontier.length ? el('h4', {}, 'Refine frontier') : '',
+    frontierTable(s),
     el('table', { class: 'decisions', id: 'search-decisions' },
       el('thead', {}, el('tr', {}, ['#', 'trial', 'decision', 'value vs cutoff', 'reason'].map((c) => el('th', {}, c)))),
       el('tbody', {}, rows)),

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { usageText } from '../src/search.js';
+import { deviceHoursText, prunedOverlay, rungLines, trialDecisionPoints, usageText } from '../src/search.js';
 
 test('usageText states used against the full grid with the ratio', () => {
   assert.equal(usageText({ trial_steps_used: 80, full_grid_trial_steps: 160 }),
@@ -10,4 +10,46 @@ test('usageText states used against the full grid with the ratio', () => {
   assert.equal(usageText({ trial_steps_used: 0, full_grid_trial_steps: 160 }),
     '0 / 160 trial-steps used / full-grid estimate (0%;)');
   assert.equal(usageText({ trial_steps_used: 12, full_grid_trial_steps: 0 }), '12 trial-steps');
+});
+
+test('deviceHoursText states the hours used and the full-grid estimate', () => {
+  assert.equal(deviceHoursText({ device: 'GPU', device_hours_used: 0.52, device_hours_full_grid_estimate: 2.08 }),
+    '0.52 GPU-hours used / 2.1 full-grid estimate');
+  assert.equal(deviceHoursText({ device: 'slot', device_hours_used: 12.34, device_hours_full_grid_estimate: null }),
+    '12.3 slot-hours used / – full-grid estimate');
+  assert.equal(deviceHoursText({}), '');
+});
+
+const search = {
+  adaptive: true, metric: 'ood_acc', rungs: [10, 30, 90],
+  pruned_points: [
+    { trial_id: 's/a', params: { top_k: 2, M: 1, attention: 'softmax' }, step: 10, value: 0.3, final: true },
+    { trial_id: 's/b', params: { top_k: 8, M: 1, attention: 'hyla' }, step: 30, value: 0.4, final: false },
+    { trial_id: 's/c', params: { top_k: 4, M: 2, attention: 'softmax' }, step: 10, value: null, final: true },
+  ],
+  decisions: [
+    { trial_id: 's/a', action: 'prune', step: 10, value: 0.3, final: false },
+    { trial_id: 's/a', action: 'promote', step: 10, value: 0.3, final: false },
+    { trial_id: 's/b', action: 'prune', step: 30, value: 0.4, final: true },
+    { trial_id: '', action: 'resolved', step: 4, value: 0.9, final: true },
+  ],
+};
+
+test('prunedOverlay draws the pruned trials of the facet at their stop value', () => {
+  assert.deepEqual(prunedOverlay(search, { metric: 'eval/ood_acc', xKey: 'top_k', facetKey: 'attention', facetLabel: 'softmax' }),
+    [{ x: 2, y: 0.3, label: 'pruned at step 10' }]);
+  assert.deepEqual(prunedOverlay(search, { metric: 'ood_acc', xKey: 'top_k', facetKey: '', facetLabel: '' }).map((p) => p.x), [2, 8]);
+  // Categorical x: through the index map; other metrics: nothing.
+  assert.deepEqual(prunedOverlay(search, { metric: 'ood_acc', xKey: 'attention', facetKey: '', xIndex: new Map([['hyla', 1]]) }),
+    [{ x: 1, y: 0.4, label: 'pruned at step 30 (may resume)' }]);
+  assert.deepEqual(prunedOverlay(search, { metric: 'test_acc', xKey: 'top_k' }), []);
+  assert.deepEqual(prunedOverlay({ adaptive: false }, { metric: 'ood_acc', xKey: 'top_k' }), []);
+});
+
+test('rungLines and trialDecisionPoints mark the rungs and a trial\'s decisions', () => {
+  assert.deepEqual(rungLines(search), [{ x: 10, label: 'rung 0' }, { x: 30, label: 'rung 1' }, { x: 90, label: 'rung 2' }]);
+  assert.deepEqual(rungLines(null), []);
+  assert.deepEqual(trialDecisionPoints(search, 's/a').map((p) => [p.x, p.y, p.label]),
+    [[10, 0.3, 'prune'], [10, 0.3, 'promote']]);
+  assert.deepEqual(trialDecisionPoints(search, 's/b').map((p) => p.label), ['prune (final)']);
 });

@@ -46,6 +46,8 @@ absl::Status Bind(const std::string& key, const json& v, TrainConfig* c) {
   if (key == "weight_decay") return Set(v, &c->weight_decay);
   if (key == "warmup") return Set(v, &c->warmup);
   if (key == "eval_every") return Set(v, &c->eval_every);
+  if (key == "eval_rungs_from") return Set(v, &c->eval_rungs_from);
+  if (key == "eval_rungs_eta") return Set(v, &c->eval_rungs_eta);
   if (key == "num_eval") return Set(v, &c->num_eval);
   if (key == "log_every") return Set(v, &c->log_every);
   if (key == "checkpoint_every") return Set(v, &c->checkpoint_every);
@@ -114,7 +116,25 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
         "steps, batch_size, eval_every, num_eval, checkpoint_every, log_every "
         "must be >= 1 and warmup >= 0");
   }
+  if (c.eval_rungs_from < 0 || c.eval_rungs_eta < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("eval_rungs_from=", c.eval_rungs_from,
+                     ", eval_rungs_eta=", c.eval_rungs_eta,
+                     ": need eval_rungs_from >= 0 and eval_rungs_eta >= 2"));
+  }
   return absl::OkStatus();
+}
+
+bool EvalDue(const TrainConfig& c, int64_t step) {
+  if (step <= 0) return false;
+  if (step == 1 || step % c.eval_every == 0 || step == c.steps) return true;
+  if (c.eval_rungs_from <= 0 || c.eval_rungs_eta < 2) return false;
+  for (int64_t r = c.eval_rungs_from; r <= step;) {
+    if (r == step) return true;
+    if (r > step / c.eval_rungs_eta) break;
+    r *= c.eval_rungs_eta;
+  }
+  return false;
 }
 
 double LearningRate(const TrainConfig& c, int64_t step) {

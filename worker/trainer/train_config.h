@@ -34,6 +34,10 @@ struct TrainConfig {
   double weight_decay = 0.1;
   int64_t warmup = 1000;  // W
   int64_t eval_every = 10000;
+  // Also evaluate at eval_rungs_from * eval_rungs_eta^i (the ASHA rungs; the
+  // coordinator sets them in the lease of an asha sweep). 0 = off.
+  int64_t eval_rungs_from = 0;
+  int64_t eval_rungs_eta = 3;
   int64_t num_eval = 51200;  // problems per eval split
   int64_t checkpoint_every = 5000;
   int64_t log_every = 1000;
@@ -76,6 +80,11 @@ absl::Status ValidateTrainConfig(const TrainConfig& config);
 // so it reaches 0.1 lr at step S - W and stays. When S - 2W <= 0 the cosine
 // phase is empty and every step >= W gets 0.1 lr.
 double LearningRate(const TrainConfig& config, int64_t step);
+
+// Whether the trainer evaluates after update `step`: step 1, every
+// eval_every, the last step, and the rung steps eval_rungs_from *
+// eval_rungs_eta^i (so ASHA compares values recorded at its rungs).
+bool EvalDue(const TrainConfig& config, int64_t step);
 
 // Canonical JSON of every field that changes the training trajectory (not the
 // eval/log/checkpoint cadence, num_eval or device). A checkpoint only resumes

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -113,7 +114,39 @@ TEST(TrainConfigTest, LearningRateSchedule) {
   EXPECT_NEAR(LearningRate(c, 10), 1e-4, 1e-15);
 }
 
+TEST(TrainConfigTest, EvaluatesAtRungStepsWhenAsked) {
+  TrainConfig c;
+  c.steps = 2700;
+  c.eval_every = 500;
+  std::vector<int64_t> due;
+  for (int64_t s = 0; s <= c.steps; ++s) {
+    if (EvalDue(c, s)) due.push_back(s);
+  }
+  EXPECT_EQ(due, (std::vector<int64_t>{1, 500, 1000, 1500, 2000, 2500, 2700}));
+  c.eval_rungs_from = 100;  // ASHA min_steps 100, eta 3: 100, 300, 900
+  c.eval_rungs_eta = 3;
+  due.clear();
+  for (int64_t s = 0; s <= c.steps; ++s) {
+    if (EvalDue(c, s)) due.push_back(s);
+  }
+  EXPECT_EQ(due, (std::vector<int64_t>{1, 100, 300, 500, 900, 1000, 1500, 2000,
+                                       2500, 2700}));
+  auto spec = ParseTrialJson(
+      R"({"kind": "sraven", "seed": 0, "params": {"eval_rungs_from": 300,
+          "eval_rungs_eta": 2}})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->config.eval_rungs_from, 300);
+  EXPECT_EQ(spec->config.eval_rungs_eta, 2);
+  TrainConfig bad;
+  bad.eval_rungs_eta = 1;
+  EXPECT_TRUE(absl::StrContains(ValidateTrainConfig(bad).message(),
+                                "eval_rungs_eta >= 2"));
+}
+
 TEST(TrainConfigTest, FingerprintIgnoresCadence) {
+  TrainConfig b0;
+  b0.eval_rungs_from = 300;
+  EXPECT_EQ(TrajectoryFingerprint(TrainConfig{}), TrajectoryFingerprint(b0));
   TrainConfig a, b;
   b.eval_every = 7;
   b.checkpoint_every = 3;

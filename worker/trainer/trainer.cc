@@ -501,9 +501,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
 
   const int64_t tokens_per_step = c.batch_size * gen.seq_len();
   while (true) {
-    const bool eval_due =
-        s.step > 0 &&
-        (s.step == 1 || s.step % c.eval_every == 0 || s.step == c.steps);
+    const bool eval_due = EvalDue(c, s.step);
     if (eval_due && s.last_eval_step != s.step) {
       EvalStats test, ood;
       absl::Status st =
