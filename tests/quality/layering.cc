@@ -53,6 +53,7 @@ const std::vector<Layer>& Layers() {
        {"common/", "proto/", "cli/", "coordinator/", "worker/daemon/",
         "worker/launch/", "trials/"}},
       {"cli/client_test.", {"common/", "proto/", "cli/", "coordinator/"}},
+      {"cli/logs_cmd_test.", {"common/", "proto/", "cli/", "coordinator/"}},
       // `smoe token` and `smoe deploy render` write the role-tokens file
       // offline (docs/roles.md): of the coordinator only coordinator/tokens.h
       // (linked into the `smoe` binary, which embeds the coordinator anyway).
