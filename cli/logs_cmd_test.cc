@@ -24,10 +24,9 @@ using ::testing::HasSubstr;
 class LogsCmdTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = absl::StrCat(::testing::TempDir(), "/logs_cmd_test_", getpid(), "_",
-                        ::testing::UnitTest::GetInstance()
-                            ->current_test_info()
-                            ->name());
+    dir_ = absl::StrCat(
+        ::testing::TempDir(), "/logs_cmd_test_", getpid(), "_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     coordinator::ServerOptions so;
     so.data_dir = dir_;
     so.listen = "127.0.0.1:0";
@@ -77,17 +76,18 @@ TEST_F(LogsCmdTest, RunningAttemptPrintsTheLiveTailThenTheStoredLog) {
   f.follow = true;
   f.poll = absl::Milliseconds(50);
   std::ostringstream followed;
-  auto done = std::async(std::launch::async,
-                         [&] { return LogsCmd(*client_, trial_, f, followed); });
+  auto done = std::async(std::launch::async, [&] {
+    return LogsCmd(*client_, trial_, f, followed);
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   // The worker's tail moved on: "first\n" is no longer in it.
   logs->PutLive(trial_, 1, "second\nthird\n", 19);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_TRUE(logs->PutFinal(trial_, 1, "second\nthird\nfourth\n", 26).ok());
-  ASSERT_TRUE(server_->scheduler()
-                  ->Fail(worker_, trial_, 1, coordinator::FailReason::kError,
-                         1, "boom")
-                  .ok());
+  ASSERT_TRUE(
+      server_->scheduler()
+          ->Fail(worker_, trial_, 1, coordinator::FailReason::kError, 1, "boom")
+          .ok());
   EXPECT_EQ(done.get(), kExitOk);
   EXPECT_EQ(followed.str(), "first\nsecond\nthird\nfourth\n");
 
