@@ -50,6 +50,8 @@ using trials::TrialKind;
 json Dump(const trainer::TrainConfig& c) {
   json j = json::parse(trainer::TrajectoryFingerprint(c));
   j["eval_every"] = c.eval_every;
+  j["eval_rungs_from"] = c.eval_rungs_from;
+  j["eval_rungs_eta"] = c.eval_rungs_eta;
   j["num_eval"] = c.num_eval;
   j["checkpoint_every"] = c.checkpoint_every;
   j["log_every"] = c.log_every;
