@@ -744,7 +744,7 @@ void WorkerDaemon::SampleSystem(Trial* t, v1::SystemSample* out) {
   if (t->gpus.empty()) return;
   if (!gpu_tried_) {
     gpu_tried_ = true;
-    gpu_ = OpenNvml();
+    if (options_.open_gpu_monitor) gpu_ = options_.open_gpu_monitor();
   }
   if (gpu_ == nullptr) return;
   const GpuUsage g = gpu_->Sample(t->gpus, u->pids);

@@ -84,6 +84,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -147,6 +148,10 @@ struct WorkerDaemonOptions {
   // is where the processes are read (tests point it elsewhere).
   bool system_metrics = true;
   std::string proc_root = "/proc";
+  // Opens the GPU monitor for the first GPU trial (null: GPU figures are
+  // absent). Default OpenNvml; tests pass a fake so the GPU branch runs on
+  // CPU-only machines.
+  std::function<std::unique_ptr<GpuMonitor>()> open_gpu_monitor = OpenNvml;
   absl::Duration tick = absl::Milliseconds(100);  // Run(): pause between steps
   uint64_t jitter_seed = 0;                       // 0 = random
 };

@@ -925,5 +925,66 @@ TEST_F(WorkerDaemonTest, HeartbeatCarriesTheAttemptsSystemSample) {
   EXPECT_NEAR(second.cpu_percent(), 100.0, 1e-6);
 }
 
+// A GPU trial: the monitor (NVML in production; a fake here) is opened once,
+// asked about the trial's GPUs and processes, and what it cannot measure
+// stays absent.
+class FakeGpuMonitor : public GpuMonitor {
+ public:
+  explicit FakeGpuMonitor(std::vector<std::vector<int>>* asked)
+      : asked_(asked) {}
+  GpuUsage Sample(const std::vector<int>& indices,
+                  const std::vector<int>& pids) override {
+    asked_->push_back(indices);
+    EXPECT_FALSE(pids.empty());
+    GpuUsage u;
+    u.utilization_percent = 42.0;
+    if (asked_->size() == 1) u.memory_bytes = 3.0e9;  // later: unmeasured
+    return u;
+  }
+
+ private:
+  std::vector<std::vector<int>>* asked_;
+};
+
+TEST_F(WorkerDaemonTest, GpuTrialHeartbeatsCarryTheMonitorsFigures) {
+  const std::string proc = NewTempDir() + "_gproc";
+  ASSERT_EQ(mkdir(proc.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((proc + "/1000").c_str(), 0755), 0);
+  std::ofstream(proc + "/1000/stat")
+      << "1000 (smoe-trainer) S 1 1000 0 0 -1 0 0 0 0 0 100 0 0 0 20 0 1 0 "
+         "1 1000000 256 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0\n";
+  options_.proc_root = proc;
+  options_.gpu_indices = {0, 1};
+  std::vector<std::vector<int>> asked;
+  int opened = 0;
+  options_.open_gpu_monitor = [&]() -> std::unique_ptr<GpuMonitor> {
+    ++opened;
+    return std::make_unique<FakeGpuMonitor>(&asked);
+  };
+  MakeDaemon();
+  gateway_.AddLease("sw1/g", 1, R"({"M":1})", /*gpus=*/1);
+  Step();
+  ASSERT_EQ(launcher_.started.size(), 1u);
+  launcher_.started.back()->Emit(
+      R"({"event":"metric","step":3,"name":"train/loss","value":0.5})");
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  const v1::SystemSample& first =
+      gateway_.heartbeats.back().running(0).system();
+  ASSERT_TRUE(first.has_gpu_util_percent());
+  EXPECT_EQ(first.gpu_util_percent(), 42.0);
+  ASSERT_TRUE(first.has_gpu_memory_bytes());
+  EXPECT_EQ(first.gpu_memory_bytes(), 3.0e9);
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  const v1::SystemSample& second =
+      gateway_.heartbeats.back().running(0).system();
+  EXPECT_TRUE(second.has_gpu_util_percent());
+  EXPECT_FALSE(second.has_gpu_memory_bytes()) << "unmeasured stays absent";
+  EXPECT_EQ(opened, 1) << "opened once, for the first GPU trial";
+  ASSERT_GE(asked.size(), 2u);
+  EXPECT_EQ(asked[0], std::vector<int>({0})) << "the trial's own GPU";
+}
+
 }  // namespace
 }  // namespace smoe::worker
