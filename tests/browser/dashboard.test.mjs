@@ -233,14 +233,36 @@ async function main() {
   const specJson = await spec.json();
   check(spec.status === 200 && specJson.openapi.startsWith('3.') && specJson.paths['/api/sweeps/{sweep}'],
     'GET /api/openapi.json without a token: an OpenAPI 3 document');
-  const py = spawnSync('python3', [path.join(here, '../../examples/pandas_results.py'), 'fixture', '--url', url,
+  // Debian's python3 (where pandas comes from: scripts/install-deps --browser
+  // installs python3-pandas) before whatever python3 is first on PATH.
+  const python = fs.existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+  const example = path.join(here, '../../examples/pandas_results.py');
+  const py = spawnSync(python, [example, 'fixture', '--url', url,
     '--token-file', tokenFile, '--csv', '-', '--no-pandas'], { encoding: 'utf8', timeout: 60000 });
   if (py.error) {
     console.log(`ok - (python3 not found: examples/pandas_results.py not run: ${py.error.message})`);
   } else {
-    const pyLines = (py.stdout || '').trim().split('\n');
+    const pyLines = (py.stdout || '').trim().split(/\r?\n/);
     check(py.status === 0 && pyLines.length === 73 && pyLines[0].startsWith('trial_id,state,seed,attention,M,top_k') &&
       pyLines[0].includes('ood_acc'), `examples/pandas_results.py loads the 72 trials (${py.status}: ${pyLines[0]}; ${py.stderr.slice(0, 200)})`);
+    // The pandas path: a DataFrame, the per-first-axis mean/s.e.m./count of
+    // the first metric, and the same rows as CSV.
+    const hasPandas = spawnSync(python, ['-c', 'import pandas'], { encoding: 'utf8', timeout: 60000 }).status === 0;
+    if (!hasPandas) {
+      console.log('ok - (pandas not installed: the pandas path of examples/pandas_results.py not run; scripts/install-deps --browser installs it)');
+    } else {
+      const pdCsv = path.join(artifacts, 'pandas-results.csv');
+      const pd = spawnSync(python, [example, 'fixture', '--url', url, '--token-file', tokenFile, '--csv', pdCsv],
+        { encoding: 'utf8', timeout: 120000 });
+      const table = (pd.stdout || '').trim().split('\n');
+      const csvLines = pd.status === 0 ? fs.readFileSync(pdCsv, 'utf8').trim().split('\n') : [];
+      const ids = (lines) => lines.slice(1).map((l) => l.split(',')[0]).sort().join(' ');
+      check(pd.status === 0 && /mean\s+sem\s+count/.test(table[0]) && table[1].trim() === 'attention' &&
+        table.slice(2).every((l) => /^(softmax|hyla)\s+[-0-9.e]+\s+[-0-9.e]+\s+\d+$/.test(l.trim())) && table.length === 4,
+        `examples/pandas_results.py with pandas prints mean/sem/count per attention (${pd.status}: ${table.join(' | ')}; ${(pd.stderr || '').slice(0, 300)})`);
+      check(csvLines.length === 73 && csvLines[0] === pyLines[0] && ids(csvLines) === ids(pyLines),
+        `pandas CSV has the same columns and the same 72 trials as the standard-library path (${csvLines.length} lines)`);
+    }
   }
 
   // 7. Table: sort by OOD accuracy, descending, and filter.
