@@ -70,6 +70,7 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'smoe-browser-'));
 fs.mkdirSync(artifacts, { recursive: true });
 let coord = null;
 let browser = null;
+let tail = null;
 
 async function waitFor(fn, what, ms = 20000) {
   const end = Date.now() + ms;
@@ -547,6 +548,41 @@ async function main() {
   check(/Unschedulable: (no connected worker of kind sraven has the labels pool=h200|no worker is connected)/.test(banner),
     `a sweep no worker can run says why (${banner})`);
 
+  // 11b. A running trial's live log tail (issue 18 item 1): a worker holds
+  // the trial running and its log grows a line per heartbeat; reading the
+  // trial page asks the coordinator for the tail (TYPE_SEND_LOG), which the
+  // next heartbeats carry; the panel polls while the attempt runs.
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-live.yaml'), '--leave', '1']);
+  tail = spawn(path.join(bin, 'smoe-dashboard-fixture'), ['tail', '--coordinator', grpc,
+    '--token-file', tokenFile, '--seconds', '15'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let tailOut = '';
+  let tailErr = '';
+  tail.stdout.on('data', (d) => { tailOut += d; });
+  tail.stderr.on('data', (d) => { tailErr += d; });
+  const tailExit = new Promise((resolve) => tail.on('exit', (code) => resolve(code)));
+  const liveTrial = await waitFor(() => tailOut.includes('\n') && tailOut.split('\n')[0], 'the live trial\'s id');
+  check(liveTrial.startsWith('fixture-live/'), `the tail fixture leased the live sweep's trial (${liveTrial})`);
+  await page.goto(url + '#/trial/' + liveTrial);
+  const lineCount = (t) => (t.match(/live line \d+/g) || []).length;
+  const firstTail = await waitFor(async () => {
+    const t = await page.locator('#trial-log').textContent();
+    return lineCount(t) > 0 && t;
+  }, 'the running attempt\'s live log lines');
+  const liveStatus = await page.locator('#trial-log-status').textContent();
+  check(/Attempt 1 · running · live tail as of /.test(liveStatus) && firstTail.includes('attempt started'),
+    `the log panel shows the running attempt's tail from its start (${liveStatus})`);
+  const grown = await waitFor(async () => {
+    const t = await page.locator('#trial-log').textContent();
+    return lineCount(t) > lineCount(firstTail) + 2 && t;
+  }, 'the live tail to grow without a reload');
+  check(lineCount(grown) > lineCount(firstTail),
+    `the live tail grows while the trial runs (${lineCount(firstTail)} → ${lineCount(grown)} lines)`);
+  await page.locator('#logs').screenshot({ path: path.join(artifacts, 'trial-log-live.png') });
+  const tailCode = await tailExit;
+  tail = null;
+  check(tailCode === 0, `the live trial completed after its run (${tailCode}: ${tailErr.slice(0, 300)})`);
+
   // 12. Adaptive sweeps: a refine sweep's page lists the search's decisions
   // (the added neighbours of the best k) and its trial-steps use.
   fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
@@ -658,6 +694,7 @@ try {
   console.error(e);
 } finally {
   if (browser) await browser.close().catch(() => {});
+  if (tail) tail.kill('SIGTERM');
   if (coord) coord.kill('SIGTERM');
   fs.rmSync(work, { recursive: true, force: true });
 }

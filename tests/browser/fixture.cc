@@ -19,6 +19,13 @@
 //       [--count 1] [--kind sraven]
 //     leases up to `count` pending trials and uploads a checkpoint
 //     (checkpoint.json, {"step":40}, step 40) for each, leaving them running.
+//   smoe-dashboard-fixture tail --coordinator H:P --token-file F
+//       [--kind sraven] [--seconds 20]
+//     leases one pending trial, prints its id, and holds it running for
+//     `seconds`, heartbeating every 250 ms; its log grows by one line
+//     ("live line N") per heartbeat, and after a TYPE_SEND_LOG command the
+//     heartbeats carry the log's tail, as a worker daemon does. Then
+//     completes the trial.
 //
 // Results (kind sraven): ood_acc = 0.9 - 0.06*|log2 k - log2(2M)| +
 // 0.01*(seed % 3 - 1) - 0.02*[attention == softmax]*M/4, test_acc = ood_acc +
@@ -31,6 +38,7 @@
 // paper's Skill-Mix tables; the dashboard test mirrors these formulas.
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +46,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -55,14 +64,15 @@ using nlohmann::json;
 
 struct Flags {
   std::string cmd, coordinator, token_file, sweep;
-  int leave = 0, points = 50, count = 1;
+  int leave = 0, points = 50, count = 1, seconds = 20;
   std::string kind = "sraven";
 };
 
 int Usage() {
-  std::cerr << "usage: smoe-dashboard-fixture seed|complete|fail --coordinator "
-               "H:P --token-file F [--sweep FILE] [--leave N] [--points N] "
-               "[--count N] [--kind K]\n";
+  std::cerr << "usage: smoe-dashboard-fixture "
+               "seed|complete|fail|checkpoint|tail --coordinator H:P "
+               "--token-file F [--sweep FILE] [--leave N] [--points N] "
+               "[--count N] [--kind K] [--seconds S]\n";
   return 64;
 }
 
@@ -211,6 +221,59 @@ class Fixture {
     return true;
   }
 
+  // Leases one trial and runs it as a worker daemon would for `seconds`:
+  // heartbeats every 250 ms, one log line per heartbeat, the log's tail sent
+  // while the coordinator asks for it (TYPE_SEND_LOG); then completes it.
+  bool Tail(int seconds) {
+    pb::LeaseRequest req;
+    req.set_worker_id(worker_);
+    req.set_free_slots(1);
+    req.set_free_gpus(64);
+    pb::LeaseResponse resp;
+    grpc::ClientContext ctx;
+    Prep(&ctx);
+    if (!Ok(gw_->Lease(&ctx, req, &resp), "Lease")) return false;
+    if (resp.leases_size() != 1) {
+      std::cerr << "tail: no pending trial to lease\n";
+      return false;
+    }
+    const pb::TrialLease& l = resp.leases(0);
+    std::cout << l.trial_id() << std::endl;
+    std::string log = "worker fixture: attempt started\n";
+    bool send = false;
+    const auto end =
+        std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    for (int n = 1; std::chrono::steady_clock::now() < end; ++n) {
+      log += absl::StrCat("live line ", n, "\n");
+      pb::HeartbeatRequest hb;
+      hb.set_worker_id(worker_);
+      pb::RunningAttempt* r = hb.add_running();
+      r->set_trial_id(l.trial_id());
+      r->set_attempt(l.attempt());
+      r->mutable_system()->set_step(n);
+      if (send) {
+        r->mutable_log()->set_text(log);
+        r->mutable_log()->set_total_bytes(static_cast<int64_t>(log.size()));
+      }
+      pb::HeartbeatResponse hresp;
+      grpc::ClientContext c;
+      Prep(&c);
+      if (!Ok(gw_->Heartbeat(&c, hb, &hresp), "Heartbeat")) return false;
+      send = false;
+      for (const pb::WorkerCommand& cmd : hresp.commands()) {
+        if (cmd.trial_id() != l.trial_id()) continue;
+        if (cmd.type() == pb::WorkerCommand::TYPE_CANCEL) {
+          std::cerr << "tail: the coordinator cancelled " << l.trial_id()
+                    << "\n";
+          return false;
+        }
+        send = send || cmd.type() == pb::WorkerCommand::TYPE_SEND_LOG;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return Finish(l);
+  }
+
   bool Finish(const pb::TrialLease& l) {
     const json p = json::parse(l.params_json(), nullptr, false);
     std::map<std::string, double> results;
@@ -308,7 +371,8 @@ int main(int argc, char** argv) {
       f.kind = v;
     } else if ((k == "--leave" && absl::SimpleAtoi(v, &f.leave)) ||
                (k == "--points" && absl::SimpleAtoi(v, &f.points)) ||
-               (k == "--count" && absl::SimpleAtoi(v, &f.count))) {
+               (k == "--count" && absl::SimpleAtoi(v, &f.count)) ||
+               (k == "--seconds" && absl::SimpleAtoi(v, &f.seconds))) {
     } else {
       return Usage();
     }
@@ -347,6 +411,10 @@ int main(int argc, char** argv) {
   if (f.cmd == "checkpoint") {
     if (!fx.Register(f.kind) || !fx.Checkpoint(f.count)) return 1;
     std::cout << "stored checkpoints of up to " << f.count << " trials\n";
+    return 0;
+  }
+  if (f.cmd == "tail") {
+    if (!fx.Register(f.kind) || !fx.Tail(f.seconds)) return 1;
     return 0;
   }
   if (f.cmd == "complete") {
