@@ -248,7 +248,9 @@ TEST(AdaptiveE2eTest, RefineWithAshaStopsLosersAtTheLeasedRung) {
   for (const pb::Trial& t : s->trials()) {
     ks.insert(TopK(t));
     EXPECT_EQ(t.error_count(), 0);
-    if (TopK(t) == 3) EXPECT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED);
+    if (TopK(t) == 3) {
+      EXPECT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED);
+    }
     if (TopK(t) == 1 || TopK(t) == 5) {
       EXPECT_EQ(t.state(), pb::TRIAL_STATE_PRUNED) << TopK(t);
     }

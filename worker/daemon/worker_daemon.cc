@@ -238,6 +238,9 @@ absl::Status WorkerDaemon::RunOnce() {
   if (!registered_ && RpcAllowed()) TryRegister();
   if (!fatal_.ok()) return fatal_;
 
+  // Attempts whose checkpoint has landed start now.
+  SMOE_RETURN_IF_ERROR(PollRestores());
+
   // Trainer output and exits.
   const absl::Time now = clock_->Now();
   std::vector<std::string> finished;
@@ -274,7 +277,7 @@ absl::Status WorkerDaemon::RunOnce() {
     if (registered_ && RpcAllowed()) SMOE_RETURN_IF_ERROR(DeliverOutbox());
   }
 
-  if (draining_ && trials_.empty()) {
+  if (draining_ && trials_.empty() && restoring_.empty()) {
     if (drain_flush_deadline_ == absl::InfiniteFuture()) {
       drain_flush_deadline_ = clock_->Now() + options_.drain_flush_timeout;
     }
@@ -403,6 +406,13 @@ void WorkerDaemon::Heartbeat() {
       t.log_requested = false;
     }
   }
+  // Attempts still fetching their checkpoint are alive too (no processes to
+  // sample yet).
+  for (auto& [id, r] : restoring_) {
+    v1::RunningAttempt* a = req.add_running();
+    a->set_trial_id(id);
+    a->set_attempt(r.t.lease.attempt());
+  }
   absl::StatusOr<v1::HeartbeatResponse> resp = gateway_->Heartbeat(req);
   if (!resp.ok()) {
     OnRpcError(resp.status(), "heartbeat");
@@ -429,6 +439,13 @@ void WorkerDaemon::Heartbeat() {
       continue;
     }
     if (cmd.type() != v1::WorkerCommand::TYPE_CANCEL) continue;
+    if (auto r = restoring_.find(cmd.trial_id());
+        r != restoring_.end() && r->second.t.lease.attempt() == cmd.attempt()) {
+      // Not started: it never will be (PollRestores reports it cancelled
+      // once the download thread returns).
+      r->second.cancel_requested = true;
+      continue;
+    }
     auto it = trials_.find(cmd.trial_id());
     if (it == trials_.end() || it->second.lease.attempt() != cmd.attempt()) {
       continue;  // already ended; its report will be refused as stale
@@ -516,6 +533,9 @@ absl::Status WorkerDaemon::DeliverOutbox() {
 int WorkerDaemon::FreeSlots() const {
   int used = 0;
   for (const auto& [id, t] : trials_) used += std::max(1, t.lease.slots());
+  for (const auto& [id, r] : restoring_) {
+    used += std::max(1, r.t.lease.slots());
+  }
   return std::max(0, options_.slots - used);
 }
 
@@ -548,6 +568,22 @@ absl::Status WorkerDaemon::FailLease(const v1::TrialLease& lease,
 }
 
 absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
+  if (auto it = restoring_.find(lease.trial_id()); it != restoring_.end()) {
+    const int fetching = it->second.t.lease.attempt();
+    if (fetching == lease.attempt()) {
+      return absl::AlreadyExistsError(
+          "attempt already fetching its checkpoint on this worker");
+    }
+    // The older attempt's download still writes into the trial directory.
+    SMOE_LOG(WARNING) << "trial " << lease.trial_id() << ": attempt "
+                      << lease.attempt() << " leased while attempt " << fetching
+                      << " is still fetching its checkpoint here; returning it";
+    return FailLease(lease, v1::FailRequest::REASON_PREEMPTED, 0,
+                     absl::StrCat("attempt ", fetching,
+                                  " of this trial is still fetching its "
+                                  "checkpoint on this worker; leased again "
+                                  "too early"));
+  }
   if (auto it = trials_.find(lease.trial_id()); it != trials_.end()) {
     const int running = it->second.lease.attempt();
     if (running == lease.attempt()) {
@@ -623,27 +659,6 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
   t.dir = dir;
   // A re-leased attempt on this host: re-send what earlier attempts reported.
   t.metrics = ReadMetricHistory(dir);
-  if (options_.checkpoint_sync) {
-    // A newer checkpoint stored by an attempt on another worker.
-    for (const CheckpointNote& n :
-         options_.checkpoint_dir.empty()
-             ? RestoreCheckpoint(gateway_, worker_id_, lease, dir)
-             : RestoreSharedCheckpoint(options_.checkpoint_dir, lease, dir)) {
-      v1::Metric m;
-      m.set_step(n.step);
-      m.set_name(n.name);
-      m.set_value(n.value);
-      t.metrics.push_back(std::move(m));
-    }
-  }
-  if (!t.metrics.empty()) {
-    SMOE_LOG(INFO) << "trial " << lease.trial_id() << " attempt "
-                   << lease.attempt() << ": re-sending " << t.metrics.size()
-                   << " metrics recorded by earlier attempts";
-  }
-  for (const v1::Metric& m : t.metrics) {
-    t.last_step = std::max<int64_t>(t.last_step, m.step());
-  }
   {
     absl::StatusOr<std::unique_ptr<AttemptLog>> log = AttemptLog::Open(
         dir, lease.attempt(), options_.log_max_bytes, &redactor_);
@@ -655,9 +670,6 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
     }
   }
   t.gpus.assign(free_gpus.begin(), free_gpus.begin() + lease.gpus());
-  t.started = clock_->Now();
-  t.last_flush = t.started;
-  t.last_event = t.started;
   t.progress_timeout = lease.progress_timeout_s() > 0
                            ? absl::Seconds(lease.progress_timeout_s())
                            : options_.default_progress_timeout;
@@ -683,6 +695,61 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
     SMOE_LOG(WARNING) << "trial " << id << " attempt " << attempt << ": "
                       << line;
   };
+
+  // A newer checkpoint stored by an attempt on another worker (the lease
+  // names its step) or in the shared directory: fetched on its own thread,
+  // so a large download delays only this attempt, never the heartbeats of
+  // the others (docs/reliability-checkpoints.md).
+  const bool fetch =
+      options_.checkpoint_sync &&
+      (!options_.checkpoint_dir.empty() || lease.checkpoint_step() > 0);
+  if (!fetch) return StartRanks(std::move(t), std::move(spec), {});
+  Restoring r;
+  r.notes = std::async(
+      std::launch::async, [gateway = gateway_, worker_id = worker_id_, lease,
+                           shared = options_.checkpoint_dir, dir] {
+        return shared.empty()
+                   ? RestoreCheckpoint(gateway, worker_id, lease, dir)
+                   : RestoreSharedCheckpoint(shared, lease, dir);
+      });
+  for (int g : t.gpus) gpu_busy_[g] = true;
+  r.t = std::move(t);
+  r.spec = std::move(spec);
+  SMOE_LOG(INFO) << "trial " << lease.trial_id() << " attempt "
+                 << lease.attempt() << ": fetching its checkpoint"
+                 << (lease.checkpoint_step() > 0
+                         ? absl::StrCat(" of step ", lease.checkpoint_step())
+                         : std::string())
+                 << " before the trainer starts";
+  restoring_.emplace(lease.trial_id(), std::move(r));
+  return absl::OkStatus();
+}
+
+absl::Status WorkerDaemon::StartRanks(
+    Trial t, launch::RankGroupSpec spec,
+    const std::vector<CheckpointNote>& notes) {
+  const v1::TrialLease& lease = t.lease;
+  for (const CheckpointNote& n : notes) {
+    v1::Metric m;
+    m.set_step(n.step);
+    m.set_name(n.name);
+    m.set_value(n.value);
+    t.metrics.push_back(std::move(m));
+  }
+  if (!t.metrics.empty()) {
+    SMOE_LOG(INFO) << "trial " << lease.trial_id() << " attempt "
+                   << lease.attempt() << ": re-sending " << t.metrics.size()
+                   << " metrics recorded by earlier attempts";
+  }
+  for (const v1::Metric& m : t.metrics) {
+    t.last_step = std::max<int64_t>(t.last_step, m.step());
+  }
+  // The progress deadline counts from the trainer's start, not from the
+  // lease (a checkpoint download may lie between them).
+  t.started = clock_->Now();
+  t.last_flush = t.started;
+  t.last_event = t.started;
+  const int world = spec.world_size;
   absl::StatusOr<std::unique_ptr<launch::RankGroup>> group =
       launch::RankGroup::Start(launcher_, clock_, std::move(spec));
   if (!group.ok()) {
@@ -696,13 +763,55 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
                  << lease.attempt() << " (pid " << t.ranks->rank(0).pid()
                  << (world > 1 ? absl::StrCat(", ", world, " ranks") : "")
                  << ", gpus [" << absl::StrJoin(t.gpus, ",") << "])";
-  trials_.emplace(lease.trial_id(), std::move(t));
+  const std::string id = lease.trial_id();
+  trials_.emplace(id, std::move(t));
+  return absl::OkStatus();
+}
+
+absl::Status WorkerDaemon::PollRestores() {
+  for (auto it = restoring_.begin(); it != restoring_.end();) {
+    if (it->second.notes.wait_for(std::chrono::seconds(0)) !=
+        std::future_status::ready) {
+      ++it;
+      continue;
+    }
+    Restoring r = std::move(it->second);
+    it = restoring_.erase(it);
+    const std::vector<CheckpointNote> notes = r.notes.get();
+    for (int g : r.t.gpus) gpu_busy_[g] = false;
+    const v1::TrialLease lease = r.t.lease;
+    if (r.cancel_requested) {
+      SMOE_LOG(INFO) << "trial " << lease.trial_id() << " attempt "
+                     << lease.attempt()
+                     << ": cancelled while its checkpoint downloaded; not "
+                        "started";
+      SMOE_RETURN_IF_ERROR(FailLease(
+          lease, v1::FailRequest::REASON_CANCELLED, 0,
+          "cancelled by the coordinator before the trainer started (its "
+          "checkpoint was downloading)"));
+      continue;
+    }
+    if (draining_) {
+      SMOE_RETURN_IF_ERROR(FailLease(
+          lease, v1::FailRequest::REASON_PREEMPTED, 0,
+          "worker draining; the trainer had not started (its checkpoint "
+          "was downloading)"));
+      continue;
+    }
+    absl::Status s = StartRanks(std::move(r.t), std::move(r.spec), notes);
+    if (!s.ok()) SMOE_LOG(ERROR) << "trial " << lease.trial_id() << ": " << s;
+  }
   return absl::OkStatus();
 }
 
 void WorkerDaemon::BeginDrain(absl::string_view why) {
   SMOE_LOG(INFO) << "draining (" << why << "): " << trials_.size()
-                 << " trial(s) get SIGTERM, grace " << options_.grace;
+                 << " trial(s) get SIGTERM, grace " << options_.grace
+                 << (restoring_.empty()
+                         ? std::string()
+                         : absl::StrCat("; ", restoring_.size(),
+                                        " not started (checkpoint "
+                                        "downloading) are handed back"));
   draining_ = true;
   drain_requested_.store(true);
   for (auto& [id, t] : trials_) t.ranks->Stop(options_.grace);

@@ -66,12 +66,17 @@
 // Checkpoints outlive the worker (checkpoint_sync.h): each checkpoint event's
 // file is uploaded to the coordinator by a background thread; before an
 // attempt starts, a newer stored checkpoint (the lease's checkpoint_step) is
-// downloaded and verified into the trial directory. An attempt that ends
-// preempted (exit 75, drain) is reported only after its last checkpoint's
-// upload finished or `grace` passed, so the next attempt, anywhere, resumes
-// from it. Outcomes become trial metrics: checkpoint/uploaded,
-// checkpoint/upload_refused (value = bytes), checkpoint/downloaded,
-// checkpoint/download_corrupt.
+// downloaded and verified into the trial directory, on a thread of its own:
+// meanwhile the attempt holds its slots and GPUs and is listed in heartbeats,
+// and the loop goes on (other attempts' output, heartbeats, reports); its
+// trainer starts at the first step after the download returns. A cancel or a
+// drain in between hands the lease back (cancelled / preempted) without
+// starting it; the drain waits for the download (it has a deadline). An attempt
+// that ends preempted (exit 75, drain) is reported only after its last
+// checkpoint's upload finished or `grace` passed, so the next attempt,
+// anywhere, resumes from it. Outcomes become trial metrics:
+// checkpoint/uploaded, checkpoint/upload_refused (value = bytes),
+// checkpoint/downloaded, checkpoint/download_corrupt.
 //
 // Ranks: every attempt is a launch::RankGroup (worker/launch/rank_group.h) of
 // max(1, ep_size) `smoe-trainer run` processes: SMOE_RANK, SMOE_WORLD_SIZE and
@@ -85,6 +90,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -186,6 +192,9 @@ class WorkerDaemon {
   const std::string& worker_id() const { return worker_id_; }
   // Attempts whose trainer is still running.
   int running_count() const { return static_cast<int>(trials_.size()); }
+  // Leased attempts whose stored checkpoint is still downloading (their
+  // trainer starts when it lands).
+  int restoring_count() const { return static_cast<int>(restoring_.size()); }
   // Reports not yet acknowledged by the coordinator.
   size_t pending_reports() const { return outbox_->size(); }
   // Directory of a trial's attempts.
@@ -210,6 +219,16 @@ class WorkerDaemon {
     int64_t last_step = 0;            // rank 0's latest metric step
     CpuRate cpu;
   };
+  // A leased attempt whose checkpoint is being fetched off the loop (from
+  // the coordinator or the shared directory): it holds its slots and GPUs,
+  // is listed in heartbeats (so its lease stays alive), and its trainer
+  // starts once the download has landed and been verified.
+  struct Restoring {
+    Trial t;  // prepared; t.ranks is null
+    launch::RankGroupSpec spec;
+    std::future<std::vector<CheckpointNote>> notes;
+    bool cancel_requested = false;
+  };
   enum class RpcOutcome { kOk, kRetry, kDrop };
 
   WorkerDaemon(GatewayClient* gateway, launch::ProcessLauncher* launcher,
@@ -221,6 +240,13 @@ class WorkerDaemon {
   void Heartbeat();
   void LeaseMore();
   absl::Status Launch(const v1::TrialLease& lease);
+  // Starts the prepared attempt's trainer; `notes` are the checkpoint
+  // restore's outcomes, recorded as the trial's metrics.
+  absl::Status StartRanks(Trial t, launch::RankGroupSpec spec,
+                          const std::vector<CheckpointNote>& notes);
+  // Starts the trainers of attempts whose download has landed (or reports
+  // them cancelled/preempted).
+  absl::Status PollRestores();
   absl::Status FailLease(const v1::TrialLease& lease,
                          v1::FailRequest::Reason reason, int exit_code,
                          const std::string& message,
@@ -270,7 +296,8 @@ class WorkerDaemon {
   absl::Time drain_flush_deadline_ = absl::InfiniteFuture();
   uint64_t not_found_entry_ = 0;         // outbox id that got NOT_FOUND once
   std::map<std::string, Trial> trials_;  // key: trial_id
-  std::map<int, bool> gpu_busy_;         // gpu index -> allocated
+  std::map<std::string, Restoring> restoring_;  // key: trial_id
+  std::map<int, bool> gpu_busy_;                // gpu index -> allocated
   // Outbox id acknowledged last (entries are delivered in order).
   std::atomic<uint64_t> delivered_id_{0};
   std::unique_ptr<CheckpointUploader> uploader_;  // checkpoint_sync only

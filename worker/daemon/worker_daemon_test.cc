@@ -9,9 +9,12 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/blob_file.h"
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -984,6 +987,158 @@ TEST_F(WorkerDaemonTest, GpuTrialHeartbeatsCarryTheMonitorsFigures) {
   EXPECT_EQ(opened, 1) << "opened once, for the first GPU trial";
   ASSERT_GE(asked.size(), 2u);
   EXPECT_EQ(asked[0], std::vector<int>({0})) << "the trial's own GPU";
+}
+
+// A coordinator whose checkpoint downloads take as long as the test says:
+// GetCheckpoint (called on the daemon's download thread) blocks until
+// Release(), then writes a valid checkpoint of step 40.
+class SlowCheckpointGateway : public FakeGatewayClient {
+ public:
+  absl::StatusOr<v1::CheckpointChunk> GetCheckpoint(
+      const v1::GetCheckpointRequest& req, const std::string& dest) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ++calls_;
+      // Bounded, so a daemon that waited for the download on its own loop
+      // fails the test instead of hanging it.
+      mu_.AwaitWithTimeout(absl::Condition(&released_), absl::Seconds(30));
+    }
+    const std::string data = "{\"step\":40}\n";
+    std::ofstream(dest, std::ios::binary | std::ios::trunc) << data;
+    v1::CheckpointChunk h;
+    h.set_trial_id(req.trial_id());
+    h.set_step(40);
+    h.set_total_bytes(static_cast<int64_t>(data.size()));
+    h.set_sha256(Sha256Hex(data));
+    h.set_file_name("checkpoint.json");
+    return h;
+  }
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    released_ = true;
+  }
+  int calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class WorkerDaemonRestoreTest : public WorkerDaemonTest {
+ protected:
+  void MakeSlowDaemon() {
+    options_.system_metrics = false;
+    auto d = WorkerDaemon::Create(&slow_, &launcher_, &clock_, options_);
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = *std::move(d);
+  }
+  // Leases `trial` with a stored checkpoint of step 40 (another worker's).
+  void LeaseWithCheckpoint(const std::string& trial) {
+    slow_.AddLease(trial, 2);
+    slow_.lease_responses.back().mutable_leases(0)->set_checkpoint_step(40);
+  }
+  // Steps (real time passing for the download thread) until `done` or 10 s.
+  template <typename F>
+  bool StepUntil(F done) {
+    const absl::Time end = absl::Now() + absl::Seconds(10);
+    while (!done() && absl::Now() < end) {
+      if (!daemon_->RunOnce().ok()) return false;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return done();
+  }
+  SlowCheckpointGateway slow_;
+};
+
+TEST_F(WorkerDaemonRestoreTest, SlowDownloadDelaysOnlyItsOwnAttempt) {
+  options_.slots = 2;
+  MakeSlowDaemon();
+  slow_.AddLease("sw1/a", 1);
+  Step();  // registers, heartbeats, leases a (no checkpoint): started at once
+  ASSERT_EQ(launcher_.started.size(), 1u);
+  LeaseWithCheckpoint("sw1/b");
+  clock_.Advance(absl::Seconds(1));
+  Step();  // leases b: its download starts on its own thread; Step returns
+  ASSERT_TRUE(StepUntil([&] { return slow_.calls() == 1; }));
+  EXPECT_EQ(daemon_->restoring_count(), 1);
+  EXPECT_EQ(launcher_.started.size(), 1u);  // b's trainer waits
+  // b holds its slot: no more leases are asked for.
+  const size_t leases = slow_.leases.size();
+  // Heartbeats go on while b downloads, and list both attempts.
+  const size_t beats = slow_.heartbeats.size();
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  clock_.Advance(absl::Seconds(5));
+  Step();
+  ASSERT_EQ(slow_.heartbeats.size(), beats + 2);
+  const v1::HeartbeatRequest& hb = slow_.heartbeats.back();
+  ASSERT_EQ(hb.running_size(), 2);
+  std::set<std::string> listed = {hb.running(0).trial_id(),
+                                  hb.running(1).trial_id()};
+  EXPECT_EQ(listed, (std::set<std::string>{"sw1/a", "sw1/b"}));
+  EXPECT_EQ(slow_.leases.size(), leases);
+  // The download lands: b's trainer starts with the checkpoint in place,
+  // and the download is recorded as b's metric.
+  slow_.Release();
+  ASSERT_TRUE(StepUntil([&] { return launcher_.started.size() == 2; }));
+  EXPECT_EQ(daemon_->restoring_count(), 0);
+  EXPECT_EQ(daemon_->running_count(), 2);
+  EXPECT_EQ(ReadFile(daemon_->TrialDir("sw1/b") + "/checkpoint.json"),
+            "{\"step\":40}\n");
+  clock_.Advance(absl::Seconds(2));
+  Step();
+  bool downloaded = false;
+  for (const auto& m : slow_.metrics) {
+    for (const auto& x : m.metrics()) {
+      downloaded |= m.trial_id() == "sw1/b" &&
+                    x.name() == "checkpoint/downloaded" && x.step() == 40;
+    }
+  }
+  EXPECT_TRUE(downloaded);
+}
+
+TEST_F(WorkerDaemonRestoreTest, CancelWhileDownloadingNeverStartsTheTrainer) {
+  MakeSlowDaemon();
+  LeaseWithCheckpoint("sw1/b");
+  Step();
+  ASSERT_TRUE(StepUntil([&] { return slow_.calls() == 1; }));
+  v1::HeartbeatResponse reply;
+  v1::WorkerCommand* cmd = reply.add_commands();
+  cmd->set_type(v1::WorkerCommand::TYPE_CANCEL);
+  cmd->set_trial_id("sw1/b");
+  cmd->set_attempt(2);
+  slow_.heartbeat_responses.push_back(reply);
+  clock_.Advance(absl::Seconds(5));
+  Step();  // the heartbeat whose reply cancels b
+  slow_.Release();
+  ASSERT_TRUE(StepUntil([&] { return !slow_.fails.empty(); }));
+  EXPECT_TRUE(launcher_.started.empty());
+  EXPECT_EQ(daemon_->restoring_count(), 0);
+  EXPECT_EQ(slow_.fails[0].trial_id(), "sw1/b");
+  EXPECT_EQ(slow_.fails[0].attempt(), 2);
+  EXPECT_EQ(slow_.fails[0].reason(), v1::FailRequest::REASON_CANCELLED);
+  EXPECT_THAT(slow_.fails[0].message(), HasSubstr("checkpoint"));
+}
+
+TEST_F(WorkerDaemonRestoreTest, DrainWaitsForTheDownloadAndHandsTheLeaseBack) {
+  MakeSlowDaemon();
+  LeaseWithCheckpoint("sw1/b");
+  Step();
+  ASSERT_TRUE(StepUntil([&] { return slow_.calls() == 1; }));
+  daemon_->RequestDrain();
+  Step();
+  Step();
+  EXPECT_FALSE(daemon_->done());  // the download thread is still out
+  slow_.Release();
+  ASSERT_TRUE(StepUntil([&] { return daemon_->done(); }));
+  EXPECT_TRUE(launcher_.started.empty());
+  ASSERT_EQ(slow_.fails.size(), 1u);
+  EXPECT_EQ(slow_.fails[0].reason(), v1::FailRequest::REASON_PREEMPTED);
+  EXPECT_THAT(slow_.fails[0].message(), HasSubstr("draining"));
 }
 
 }  // namespace
