@@ -158,6 +158,7 @@ int Main(int argc, char** argv) {
   // smoe coordinator
   coordinator::ServerOptions server_opts;
   double lease_timeout_s = 30, heartbeat_s = 5, restart_grace_s = 45;
+  double keep_failed_s = 86400;
   std::string port_file;
   CLI::App* coord = app.add_subcommand("coordinator", "Run the coordinator");
   coord->add_option("--listen", server_opts.listen, "gRPC listen address")
@@ -219,6 +220,12 @@ int Main(int argc, char** argv) {
                    "Bytes of checkpoints kept in <data-dir>/checkpoints in all")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  coord
+      ->add_option("--checkpoint-keep-failed", keep_failed_s,
+                   "Seconds a failed trial keeps its stored checkpoints (a "
+                   "retry resumes from them; 0 = delete when it fails)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   coord
       ->add_option("--max-points", server_opts.scheduler.parse.max_points,
                    "Refuse sweeps that expand to more points")
@@ -538,6 +545,7 @@ int Main(int argc, char** argv) {
   }
   if (coord->parsed()) {
     server_opts.scheduler.lease_timeout = absl::Seconds(lease_timeout_s);
+    server_opts.checkpoints.keep_failed = absl::Seconds(keep_failed_s);
     server_opts.scheduler.heartbeat_interval = absl::Seconds(heartbeat_s);
     server_opts.scheduler.restart_grace = absl::Seconds(restart_grace_s);
     server_opts.http_required = http_listen_opt->count() > 0;

@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/blob_file.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -189,6 +191,14 @@ CheckpointStore::BeginUpload(store::CheckpointRecord header) {
   Upload::State& st = *up->state_;
   st.owner = this;
   int64_t seq = 0;
+  bool over = false;
+  {
+    absl::MutexLock lock(&mu_);
+    over = total_bytes_ + reserved_bytes_ + header.bytes >
+           options_.max_total_bytes;
+  }
+  // Full: the checkpoints kept only for a retry of a failed trial go first.
+  if (over) SMOE_RETURN_IF_ERROR(EvictFailed(header.bytes).status());
   {
     absl::MutexLock lock(&mu_);
     if (total_bytes_ + reserved_bytes_ + header.bytes >
@@ -406,7 +416,66 @@ absl::Status CheckpointStore::Read(
   return absl::OkStatus();
 }
 
+bool CheckpointStore::Keeps(const store::TrialRecord& t, absl::Time now) const {
+  if (TrialStateKeepsCheckpoints(t.state)) return true;
+  return t.state == store::TrialState::kFailed &&
+         now - t.updated_at < options_.keep_failed;
+}
+
+absl::Status CheckpointStore::CollectTrial(const std::string& trial_id) {
+  std::vector<store::CheckpointRecord> records;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = index_.find(trial_id);
+    if (it != index_.end()) {
+      for (const auto& [step, c] : it->second) {
+        records.push_back(c);
+        total_bytes_ -= c.bytes;
+      }
+      index_.erase(it);
+    }
+  }
+  if (!records.empty()) SMOE_RETURN_IF_ERROR(Delete(records));
+  std::error_code ec;
+  fs::remove_all(TrialDir(trial_id), ec);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> CheckpointStore::EvictFailed(int64_t bytes) {
+  std::vector<std::pair<absl::Time, std::string>> failed;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, steps] : index_) failed.push_back({{}, id});
+  }
+  for (auto& [when, id] : failed) {
+    absl::StatusOr<store::TrialRecord> t = store_->GetTrial(id);
+    // Only failed trials kept for a retry; never a pending/running/pruned
+    // one's (their next attempt needs them).
+    when = t.ok() && t->state == store::TrialState::kFailed
+               ? t->updated_at
+               : absl::InfiniteFuture();
+  }
+  std::sort(failed.begin(), failed.end());
+  int evicted = 0;
+  for (const auto& [when, id] : failed) {
+    if (when == absl::InfiniteFuture()) break;
+    {
+      absl::MutexLock lock(&mu_);
+      if (total_bytes_ + reserved_bytes_ + bytes <= options_.max_total_bytes) {
+        break;
+      }
+    }
+    SMOE_RETURN_IF_ERROR(CollectTrial(id));
+    ++evicted;
+    SMOE_LOG(INFO) << "checkpoint store full: evicted the kept checkpoints "
+                      "of failed trial "
+                   << id << " (failed " << absl::FormatTime(when) << ")";
+  }
+  return evicted;
+}
+
 absl::StatusOr<int> CheckpointStore::CollectGarbage() {
+  const absl::Time now = Now();
   std::vector<std::string> trials;
   {
     absl::MutexLock lock(&mu_);
@@ -419,30 +488,13 @@ absl::StatusOr<int> CheckpointStore::CollectGarbage() {
     if (d.is_directory()) dirs.insert(d.path().filename().string());
   }
   int collected = 0;
-  auto collect = [&](const std::string& trial_id) -> absl::Status {
-    std::vector<store::CheckpointRecord> records;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = index_.find(trial_id);
-      if (it != index_.end()) {
-        for (const auto& [step, c] : it->second) {
-          records.push_back(c);
-          total_bytes_ -= c.bytes;
-        }
-        index_.erase(it);
-      }
-    }
-    if (!records.empty()) SMOE_RETURN_IF_ERROR(Delete(records));
-    fs::remove_all(TrialDir(trial_id), ec);
-    ++collected;
-    return absl::OkStatus();
-  };
   for (const std::string& id : trials) {
     dirs.erase(absl::StrReplaceAll(id, {{"/", "_"}}));
     absl::StatusOr<store::TrialRecord> t = store_->GetTrial(id);
     if (!t.ok() && !absl::IsNotFound(t.status())) return t.status();
-    if (t.ok() && TrialStateKeepsCheckpoints(t->state)) continue;
-    SMOE_RETURN_IF_ERROR(collect(id));
+    if (t.ok() && Keeps(*t, now)) continue;
+    SMOE_RETURN_IF_ERROR(CollectTrial(id));
+    ++collected;
   }
   // A directory without rows: its trial's blobs were all set aside (or the
   // rows were lost); remove it once the trial no longer keeps checkpoints.
@@ -451,7 +503,7 @@ absl::StatusOr<int> CheckpointStore::CollectGarbage() {
     if (us == std::string::npos) continue;
     const std::string id = d.substr(0, us) + "/" + d.substr(us + 1);
     absl::StatusOr<store::TrialRecord> t = store_->GetTrial(id);
-    if (t.ok() && TrialStateKeepsCheckpoints(t->state)) continue;
+    if (t.ok() && Keeps(*t, now)) continue;
     if (!t.ok() && !absl::IsNotFound(t.status())) continue;
     fs::remove_all(absl::StrCat(options_.dir, "/", d), ec);
     ++collected;
@@ -464,7 +516,7 @@ absl::StatusOr<int> CheckpointStore::CollectGarbage() {
       if (us == std::string::npos) continue;
       const std::string id = name.substr(0, us) + "/" + name.substr(us + 1);
       absl::StatusOr<store::TrialRecord> t = store_->GetTrial(id);
-      if (t.ok() && TrialStateKeepsCheckpoints(t->state)) continue;
+      if (t.ok() && Keeps(*t, now)) continue;
       if (!t.ok() && !absl::IsNotFound(t.status())) continue;
       fs::remove_all(d.path(), ec);
       ++collected;

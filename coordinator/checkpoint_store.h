@@ -24,6 +24,10 @@
 // Garbage collection: CollectGarbage() deletes the blobs of every trial
 // whose state does not keep checkpoints (TrialStateKeepsCheckpoints) or that
 // no longer exists; the server runs it periodically and after a trial ends.
+// A failed trial's blobs are kept for `keep_failed` after it failed
+// (--checkpoint-keep-failed), so `smoe sweep retry` resumes it from its last
+// checkpoint; when an upload would pass the total cap, those kept blobs are
+// evicted first (longest-failed first) before the upload is refused.
 //
 // Caps: a blob larger than max_blob_bytes, one that would take the store
 // past max_total_bytes, or one that would leave less than min_free_bytes
@@ -47,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "store/experiment_store.h"
 
 namespace smoe::coordinator {
@@ -58,6 +63,11 @@ struct CheckpointStoreOptions {
   // Free space an upload must leave on the filesystem (besides the blob).
   int64_t min_free_bytes = int64_t{256} << 20;
   int keep_per_trial = 2;  // newest blobs kept per trial (>= 1)
+  // How long a failed trial keeps its blobs (a retry resumes from them);
+  // zero: collected when it fails, like succeeded and cancelled trials.
+  absl::Duration keep_failed = absl::Hours(24);  // --checkpoint-keep-failed
+  // The time GC compares `keep_failed` against; null = absl::Now.
+  std::function<absl::Time()> now;
   // The workers' shared checkpoint directory (`smoe worker
   // --checkpoint-dir`), when the coordinator mounts it too: CollectGarbage
   // also removes its <sweep>_<hash> directories of ended trials. Empty = none.
@@ -133,6 +143,16 @@ class CheckpointStore {
                   CheckpointStoreOptions options);
   absl::Status Load();
   std::string TrialDir(const std::string& trial_id) const;
+  absl::Time Now() const { return options_.now ? options_.now() : absl::Now(); }
+  // Whether `t` keeps its blobs now (its state, or a failure younger than
+  // keep_failed).
+  bool Keeps(const store::TrialRecord& t, absl::Time now) const;
+  // Deletes every blob of `trial_id` and its directory.
+  absl::Status CollectTrial(const std::string& trial_id);
+  // Collects kept failed trials' blobs, longest-failed first, until `bytes`
+  // more fit under max_total_bytes (or none is left). Returns how many
+  // trials were collected.
+  absl::StatusOr<int> EvictFailed(int64_t bytes);
   // Deletes the rows, then the files, of `records`.
   absl::Status Delete(const std::vector<store::CheckpointRecord>& records);
   absl::Status Record(const store::CheckpointRecord& c);

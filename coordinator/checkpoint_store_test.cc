@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/blob_file.h"
 #include "coordinator/artifacts.h"
 #include "gmock/gmock.h"
@@ -45,6 +47,8 @@ class CheckpointStoreTest : public ::testing::Test {
     o.max_blob_bytes = max_blob;
     o.max_total_bytes = max_total;
     o.min_free_bytes = 0;
+    o.keep_failed = keep_failed_;
+    o.now = [this] { return now_; };
     auto c = CheckpointStore::Open(db_.get(), o);
     ASSERT_TRUE(c.ok()) << c.status();
     cs_ = *std::move(c);
@@ -96,6 +100,8 @@ class CheckpointStoreTest : public ::testing::Test {
   std::unique_ptr<store::SqliteStore> db_;
   std::unique_ptr<CheckpointStore> cs_;
   store::TrialRecord t0_, t1_;
+  absl::Duration keep_failed_ = absl::Hours(24);
+  absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
 };
 
 TEST_F(CheckpointStoreTest, UploadsRoundTripAndTheNewestTwoAreKept) {
@@ -217,6 +223,72 @@ TEST_F(CheckpointStoreTest, GarbageCollectionFollowsTheTrialState) {
   EXPECT_FALSE(fs::exists(DirName(cs_->BlobPath(Header(t0_.trial_id, 5, "")))));
   EXPECT_TRUE(cs_->Latest(t1_.trial_id).has_value()) << "pending: kept";
   EXPECT_EQ(cs_->total_bytes(), 1);
+}
+
+// A failed trial keeps its blobs for keep_failed after it failed (a retry
+// resumes from them), then GC collects them; zero collects at once.
+TEST_F(CheckpointStoreTest, FailedTrialsKeepTheirCheckpointsForTheGrace) {
+  ASSERT_TRUE(Put(t0_.trial_id, 5, "a").ok());
+  store::TrialRecord failed = t0_;
+  failed.state = store::TrialState::kFailed;
+  failed.updated_at = now_;
+  store::WriteBatch b;
+  b.trials.push_back(failed);
+  ASSERT_TRUE(db_->Commit(b).ok());
+  now_ = failed.updated_at + absl::Hours(23);
+  EXPECT_EQ(*cs_->CollectGarbage(), 0);
+  ASSERT_TRUE(cs_->Latest(t0_.trial_id).has_value()) << "kept for a retry";
+  now_ = failed.updated_at + absl::Hours(24);
+  EXPECT_EQ(*cs_->CollectGarbage(), 1);
+  EXPECT_FALSE(cs_->Latest(t0_.trial_id).has_value());
+  EXPECT_TRUE(db_->ListCheckpoints(t0_.trial_id)->empty());
+  // --checkpoint-keep-failed 0: collected as soon as it failed.
+  keep_failed_ = absl::ZeroDuration();
+  Reopen();
+  store::TrialRecord other = t1_;
+  ASSERT_TRUE(Put(t1_.trial_id, 5, "b").ok());
+  other.state = store::TrialState::kFailed;
+  other.updated_at = now_;
+  store::WriteBatch b2;
+  b2.trials.push_back(other);
+  ASSERT_TRUE(db_->Commit(b2).ok());
+  EXPECT_EQ(*cs_->CollectGarbage(), 1);
+  EXPECT_FALSE(cs_->Latest(t1_.trial_id).has_value());
+}
+
+// A full store evicts the checkpoints kept only for a failed trial's retry
+// (longest-failed first) before it refuses a running trial's upload; it
+// never evicts a pending or running trial's.
+TEST_F(CheckpointStoreTest, FullStoreEvictsKeptFailedCheckpointsFirst) {
+  Reopen(/*max_blob=*/64, /*max_total=*/20);
+  store::WriteBatch b;
+  b.trials.push_back(MakeTrial("s", 2));
+  b.trials.push_back(MakeTrial("s", 3));
+  ASSERT_TRUE(db_->Commit(b).ok());
+  const std::string t2 = b.trials[0].trial_id, t3 = b.trials[1].trial_id;
+  ASSERT_TRUE(Put(t2, 5, "22222").ok());
+  ASSERT_TRUE(Put(t3, 5, "33333").ok());
+  ASSERT_TRUE(Put(t1_.trial_id, 5, "11111").ok());  // pending: never evicted
+  store::TrialRecord f2 = *db_->GetTrial(t2), f3 = *db_->GetTrial(t3);
+  f2.state = f3.state = store::TrialState::kFailed;
+  f3.updated_at = now_ - absl::Hours(2);  // t3 failed first
+  f2.updated_at = now_ - absl::Hours(1);
+  store::WriteBatch failed;
+  failed.trials = {f2, f3};
+  ASSERT_TRUE(db_->Commit(failed).ok());
+  EXPECT_EQ(*cs_->CollectGarbage(), 0) << "both within the grace";
+  // 15 of 20 bytes used: a 9-byte upload needs one failed trial evicted.
+  ASSERT_TRUE(Put(t0_.trial_id, 5, "000000000").ok());
+  EXPECT_FALSE(cs_->Latest(t3).has_value()) << "longest-failed evicted";
+  EXPECT_TRUE(cs_->Latest(t2).has_value());
+  EXPECT_TRUE(cs_->Latest(t1_.trial_id).has_value());
+  EXPECT_EQ(cs_->total_bytes(), 5 + 5 + 9);
+  // Nothing more to evict but the pending and running trials': refused.
+  absl::Status s = Put(t0_.trial_id, 10, "0123456789");
+  EXPECT_FALSE(cs_->Latest(t2).has_value()) << "evicted trying";
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_TRUE(cs_->Latest(t1_.trial_id).has_value());
+  EXPECT_EQ(cs_->Latest(t0_.trial_id)->step, 5);
 }
 
 }  // namespace

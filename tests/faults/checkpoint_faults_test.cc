@@ -11,7 +11,8 @@
 //     download and the attempt resumes from the previous one, or from
 //     scratch when both are bad; reported as checkpoint/download_corrupt;
 //   * a checkpoint over --checkpoint-max-bytes is refused naming its size;
-//     the trial still completes.
+//     the trial still completes;
+//   * a failed trial keeps its checkpoints, and a retry resumes from them.
 // The artifacts of a trial are listed and downloaded with `smoe artifacts`.
 // Every wait is bounded.
 #include <signal.h>
@@ -321,6 +322,55 @@ TEST(CheckpointFaultsTest, CheckpointOverTheCapIsRefusedNamingItsSize) {
   EXPECT_THAT(
       log, HasSubstr(absl::StrCat(static_cast<int64_t>(refused.begin()->second),
                                   " bytes")));
+  EXPECT_EQ(FilesUnder(c.dir() + "/coord/checkpoints"), 0);
+}
+
+// A failed trial keeps its stored checkpoints (--checkpoint-keep-failed,
+// 24 h by default), so `smoe sweep retry` resumes it from the last one on
+// any worker instead of from step 0; once it succeeds they are collected.
+TEST(CheckpointFaultsTest, RetriedFailedTrialResumesFromItsKeptCheckpoint) {
+  Cluster c("ckpt-retry", R"({"default": {"mode": "crash", "until_attempt": 1,
+      "at_step": 40, "steps": 60, "step_ms": 20, "checkpoint_every": 5}})");
+  c.StartCoordinator();
+  c.StartWorker(0, 1);
+  const std::string file = c.WriteFile(
+      "s.yaml",
+      "name: rt\nkind: sraven\ngrid:\n  M: [1]\nfixed: {steps: 10}\n"
+      "retries: 0\n");
+  auto [rc, out] = c.Smoe({"sweep", "submit", file});
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(c.WaitFor("rt", Done, absl::Seconds(60)));
+  auto s = c.GetSweep("rt");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->trials(0).state(), pb::TRIAL_STATE_FAILED);
+  const std::string trial = s->trials(0).trial_id();
+  // Worker A's host is gone; the coordinator's GC has run since the failure
+  // (it runs when a trial ends) and kept the failed trial's checkpoints.
+  c.worker(0)->Signal(SIGTERM);
+  ASSERT_EQ(c.worker(0)->Wait(absl::Seconds(40)), 0);
+  fs::remove_all(c.dir() + "/worker-0");
+  const auto blobs = Blobs(c, trial);
+  ASSERT_FALSE(blobs.empty()) << "a failed trial's checkpoints are kept";
+  const int64_t stored = ContentStep(blobs.rbegin()->second);
+  EXPECT_GT(stored, 0);
+  EXPECT_LT(stored, 40) << "checkpointed before the crash at step 40";
+
+  auto [rrc, rout] = c.Smoe({"sweep", "retry", "rt"});
+  ASSERT_EQ(rrc, 0) << rout;
+  c.StartWorker(1, 1);
+  ASSERT_TRUE(c.WaitFor("rt", Done, absl::Seconds(60)));
+  s = c.GetSweep("rt");
+  ASSERT_TRUE(s.ok());
+  const pb::Trial& t = s->trials(0);
+  EXPECT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED);
+  EXPECT_EQ(t.results().at("start_step"), stored + 1)
+      << "resumed from the kept checkpoint, not from step 0";
+  EXPECT_EQ(Series(c, trial, "checkpoint/downloaded").size(), 1u);
+  // Succeeded: its blobs are collected now.
+  const absl::Time end = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < end && FilesUnder(c.dir() + "/coord/checkpoints") > 0) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
   EXPECT_EQ(FilesUnder(c.dir() + "/coord/checkpoints"), 0);
 }
 
