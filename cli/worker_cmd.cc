@@ -195,6 +195,12 @@ CLI::App* AddWorkerCommand(CLI::App* app, worker::WorkerFlags* flags) {
       ->type_name("DIR");
   cmd->add_flag("--no-checkpoint-sync", flags->no_checkpoint_sync,
                 "Keep checkpoints on this worker only (no upload/download)");
+  cmd->add_option("--checkpoint-upload-mbps", flags->checkpoint_upload_mbps,
+                  "Pace checkpoint uploads to at most this many megabits per "
+                  "second, leaving the link to training traffic (default 0: "
+                  "unlimited)")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("MBIT_S");
   cmd->add_option("--worker-id", flags->worker_id,
                   "Worker id (default: saved in the work dir, else assigned "
                   "by the coordinator)")

@@ -62,7 +62,23 @@ struct GrpcGatewayOptions {
   // PEM root certificates; empty = plaintext (insecure channel).
   std::string tls_root_certs_pem;
   absl::Duration call_timeout = absl::Seconds(10);  // deadline of every call
+  // Checkpoint uploads are paced to at most this many bytes per second
+  // (`smoe worker --checkpoint-upload-mbps`), so they do not crowd out a
+  // training job's own traffic on a shared NIC; 0 = as fast as the link goes.
+  double upload_bytes_per_s = 0;
 };
+
+// How long an upload that has sent `sent` bytes after `elapsed` waits before
+// its next chunk so that it stays at or under `bytes_per_s` (0 = unlimited:
+// never waits).
+absl::Duration UploadPaceDelay(int64_t sent, absl::Duration elapsed,
+                               double bytes_per_s);
+
+// Deadline of a checkpoint transfer of `bytes`: `base` plus one second per
+// 8 MiB (a 2 GiB blob gets about 4.5 minutes), plus the paced duration when
+// uploads are limited to `bytes_per_s` (> 0).
+absl::Duration TransferTimeout(absl::Duration base, int64_t bytes,
+                               double bytes_per_s = 0);
 
 // Creates the gRPC implementation. The channel connects lazily, so this
 // succeeds while the coordinator is down (calls then fail UNAVAILABLE).

@@ -1,10 +1,12 @@
 // Copyright 2026 SMoE Lab authors.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <fstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/blob_file.h"
 #include "proto/auth.h"
 #include "proto/rpc_status.h"
@@ -23,13 +25,24 @@ absl::StatusOr<v1::CheckpointChunk> GatewayClient::GetCheckpoint(
   return absl::UnimplementedError("checkpoint storage not supported");
 }
 
-namespace {
-
-// Deadline of a checkpoint transfer: the usual call timeout plus one second
-// per 8 MiB (a 2 GiB blob gets about 4.5 minutes).
-absl::Duration TransferTimeout(absl::Duration base, int64_t bytes) {
-  return base + absl::Seconds(bytes / (8 << 20));
+absl::Duration UploadPaceDelay(int64_t sent, absl::Duration elapsed,
+                               double bytes_per_s) {
+  if (bytes_per_s <= 0 || sent <= 0) return absl::ZeroDuration();
+  const absl::Duration due =
+      absl::Seconds(static_cast<double>(sent) / bytes_per_s);
+  return due > elapsed ? due - elapsed : absl::ZeroDuration();
 }
+
+absl::Duration TransferTimeout(absl::Duration base, int64_t bytes,
+                               double bytes_per_s) {
+  absl::Duration d = base + absl::Seconds(bytes / (8 << 20));
+  if (bytes_per_s > 0) {
+    d += absl::Seconds(static_cast<double>(bytes) / bytes_per_s);
+  }
+  return d;
+}
+
+namespace {
 
 class GrpcGatewayClient final : public GatewayClient {
  public:
@@ -86,15 +99,27 @@ class GrpcGatewayClient final : public GatewayClient {
     grpc::ClientContext ctx;
     proto::PrepareClientContext(
         &ctx, options_.token,
-        TransferTimeout(options_.call_timeout, header.total_bytes()));
+        TransferTimeout(options_.call_timeout, header.total_bytes(),
+                        options_.upload_bytes_per_s));
     v1::PutCheckpointResponse resp;
     std::unique_ptr<grpc::ClientWriter<v1::CheckpointChunk>> writer(
         stub_->PutCheckpoint(&ctx, &resp));
     bool ok = writer->Write(header);
     std::vector<char> buf(kBlobChunkBytes);
     int64_t sent = 0;
+    const absl::Time start = absl::Now();
+    auto superseded = [&] { return cancel != nullptr && cancel->load(); };
     while (ok && in) {
-      if (cancel != nullptr && cancel->load()) {
+      // Paced: wait (in slices, so a newer checkpoint still cancels it
+      // promptly) until the bytes sent fit under the rate.
+      for (absl::Duration d = UploadPaceDelay(sent, absl::Now() - start,
+                                              options_.upload_bytes_per_s);
+           d > absl::ZeroDuration() && !superseded();
+           d = UploadPaceDelay(sent, absl::Now() - start,
+                               options_.upload_bytes_per_s)) {
+        absl::SleepFor(std::min(d, absl::Milliseconds(50)));
+      }
+      if (superseded()) {
         ctx.TryCancel();
         writer->Finish().ok();
         return absl::CancelledError("checkpoint upload superseded");

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/blob_file.h"
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -86,7 +87,27 @@ class TestGateway final : public v1::WorkerGateway::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status PutCheckpoint(grpc::ServerContext* ctx,
+                             grpc::ServerReader<v1::CheckpointChunk>* reader,
+                             v1::PutCheckpointResponse*) override {
+    if (auto s = Auth(ctx); !s.ok()) return s;
+    v1::CheckpointChunk chunk;
+    std::string data;
+    bool header = true;
+    while (reader->Read(&chunk)) {
+      if (header) {
+        header = false;
+        continue;
+      }
+      data += chunk.data();
+    }
+    absl::MutexLock lock(&mu);
+    uploaded = data;
+    return grpc::Status::OK;
+  }
+
   absl::Mutex mu;
+  std::string uploaded;
   bool leased = false;
   int metrics = 0;
   int completes = 0;
@@ -115,10 +136,12 @@ class GrpcGatewayTest : public ::testing::Test {
   }
   void TearDown() override { server_->Shutdown(); }
 
-  std::unique_ptr<GatewayClient> Client(const std::string& token) {
+  std::unique_ptr<GatewayClient> Client(const std::string& token,
+                                        double upload_bytes_per_s = 0) {
     GrpcGatewayOptions o;
     o.address = absl::StrCat("127.0.0.1:", port_);
     o.token = token;
+    o.upload_bytes_per_s = upload_bytes_per_s;
     o.call_timeout = absl::Seconds(5);
     auto c = NewGrpcGatewayClient(o);
     EXPECT_TRUE(c.ok());
@@ -159,6 +182,69 @@ TEST(GrpcGatewayClientTest, RejectsEmptyOptions) {
   GrpcGatewayOptions o;
   o.token = "";
   EXPECT_FALSE(NewGrpcGatewayClient(o).ok());
+}
+
+TEST(UploadPaceTest, DelayKeepsTheAverageUnderTheRateAndDeadlinesGrow) {
+  EXPECT_EQ(UploadPaceDelay(1 << 20, absl::ZeroDuration(), 0),
+            absl::ZeroDuration())
+      << "0 = unlimited";
+  EXPECT_EQ(UploadPaceDelay(0, absl::ZeroDuration(), 1e6),
+            absl::ZeroDuration());
+  // 2 MB at 1 MB/s is due at 2 s: after 0.5 s, wait 1.5 s; after 3 s, none.
+  EXPECT_EQ(UploadPaceDelay(2'000'000, absl::Milliseconds(500), 1e6),
+            absl::Milliseconds(1500));
+  EXPECT_EQ(UploadPaceDelay(2'000'000, absl::Seconds(3), 1e6),
+            absl::ZeroDuration());
+  const int64_t gib = int64_t{1} << 30;
+  EXPECT_EQ(TransferTimeout(absl::Seconds(10), gib), absl::Seconds(10 + 128));
+  // Paced at 10 MB/s, a GiB takes 107.4 s more.
+  EXPECT_NEAR(
+      absl::ToDoubleSeconds(TransferTimeout(absl::Seconds(10), gib, 10e6)),
+      10 + 128 + gib / 10e6, 1e-6);
+}
+
+// --checkpoint-upload-mbps: the real client paces a checkpoint over a real
+// gRPC stream (the bytes arrive intact), and a newer checkpoint still
+// cancels a paced upload at once.
+TEST_F(GrpcGatewayTest, CheckpointUploadIsPacedAndStillCancellable) {
+  const std::string path =
+      ::testing::TempDir() + "/paced-" + std::to_string(getpid()) + ".ckpt";
+  std::string data(3 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7);
+  std::ofstream(path, std::ios::binary) << data;
+  v1::CheckpointChunk header;
+  header.set_trial_id("sw/t1");
+  header.set_step(5);
+  header.set_total_bytes(static_cast<int64_t>(data.size()));
+  header.set_sha256(Sha256Hex(data));
+  header.set_file_name("checkpoint.json");
+  // 16 Mbit/s = 2 MB/s: 3 MiB in 1 MiB chunks waits for the first two to be
+  // due, ~1.05 s in all; unlimited it does not wait.
+  auto paced = Client(kToken, 2e6);
+  const absl::Time start = absl::Now();
+  auto r = paced->PutCheckpoint(header, path, nullptr);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(took, absl::Milliseconds(1000)) << "paced to 2 MB/s";
+  {
+    absl::MutexLock lock(&service_.mu);
+    EXPECT_TRUE(service_.uploaded == data) << "the bytes arrive intact";
+  }
+  // 3 MiB at 0.2 MB/s would take ~10 s; cancelled after 0.3 s, it returns
+  // within the pacing's 50 ms slices.
+  auto slow = Client(kToken, 2e5);
+  std::atomic<bool> cancel{false};
+  std::thread canceller([&] {
+    absl::SleepFor(absl::Milliseconds(300));
+    cancel.store(true);
+  });
+  const absl::Time cstart = absl::Now();
+  auto c = slow->PutCheckpoint(header, path, &cancel);
+  const absl::Duration ctook = absl::Now() - cstart;
+  canceller.join();
+  EXPECT_TRUE(absl::IsCancelled(c.status())) << c.status();
+  EXPECT_LT(ctook, absl::Seconds(5)) << "not the ~10 s of the paced upload";
+  ::unlink(path.c_str());
 }
 
 TEST_F(GrpcGatewayTest, DaemonRunsATrialEndToEndAndDrains) {

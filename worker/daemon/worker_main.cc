@@ -112,6 +112,7 @@ int RunWorker(const WorkerFlags& flags) {
   gw.address = flags.coordinator;
   gw.token = *token;
   gw.call_timeout = flags.rpc_timeout;
+  gw.upload_bytes_per_s = flags.checkpoint_upload_mbps * 1e6 / 8;
   if (!flags.tls_ca.empty()) {
     std::ifstream in(flags.tls_ca);
     std::stringstream ss;

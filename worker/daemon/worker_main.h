@@ -47,6 +47,9 @@ struct WorkerFlags {
   // empty = through the coordinator.
   std::string checkpoint_dir;
   bool no_checkpoint_sync = false;  // --no-checkpoint-sync
+  // --checkpoint-upload-mbps: megabits per second a checkpoint upload may
+  // use; 0 = unlimited.
+  double checkpoint_upload_mbps = 0;
   std::string tls_ca;     // --tls-ca PATH: PEM roots; empty = plaintext
   std::string worker_id;  // --worker-id ID; empty = saved or assigned
   absl::Duration rpc_timeout = absl::Seconds(10);  // --rpc-timeout SECONDS
