@@ -87,13 +87,11 @@ std::string KindsError(const std::string& value,
   }
   std::vector<std::string> kinds;
   for (absl::string_view k : absl::StrSplit(value, ',', absl::SkipEmpty())) {
-    if (k == "command") {
-      return absl::StrCat(Quoted(value),
-                          " (kind command is enabled by --allow-command DIR, "
-                          "which names the directories of the programs it "
-                          "may run)");
-    }
-    if (std::find(known.begin(), known.end(), k) == known.end()) {
+    // kind command: only with --allow-command DIR (checked once all flags
+    // are parsed); `--kinds command` alone makes a worker that needs no
+    // smoe-trainer.
+    if (k != "command" &&
+        std::find(known.begin(), known.end(), k) == known.end()) {
       return absl::StrCat(Quoted(value), " (unknown kind '", k,
                           "'; known: ", absl::StrJoin(known, ", "), ")");
     }
@@ -161,7 +159,9 @@ CLI::App* AddWorkerCommand(CLI::App* app, worker::WorkerFlags* flags) {
   cmd->add_option_function<std::string>(
          "--kinds",
          [flags](const std::string& v) { KindsError(v, &flags->kinds); },
-         "Trial kinds to run: sraven, skillmix (default sraven)")
+         "Trial kinds to run: sraven, skillmix, command (default sraven; "
+         "'command' alone: only the sweep's own programs, no smoe-trainer "
+         "needed)")
       ->check(CLI::Validator(
           [](std::string& v) { return KindsError(v, nullptr); }, ""))
       ->type_name("KIND,...");
@@ -221,6 +221,13 @@ absl::Status CheckWorkerFlags(const worker::WorkerFlags& flags) {
   if (!flags.gpu_ids.empty() && flags.gpus >= 0) {
     return absl::InvalidArgumentError(
         "--gpus and --gpu-ids exclude each other: give a count or the indices");
+  }
+  if (std::find(flags.kinds.begin(), flags.kinds.end(), "command") !=
+          flags.kinds.end() &&
+      flags.allow_command.empty()) {
+    return absl::InvalidArgumentError(
+        "--kinds: 'command' needs --allow-command DIR, which names the "
+        "directories of the programs it may run");
   }
   return absl::OkStatus();
 }

@@ -133,7 +133,8 @@ TEST(WorkerCmdTest, BadValuesExit64NamingFlagAndValue) {
       {{"--rpc-timeout", "0"}, {"--rpc-timeout: '0' (must be > 0)"}},
       {{"--labels", "zone"}, {"--labels: 'zone'"}},
       {{"--kinds", "sraven,imagenet"}, {"imagenet", "known: sraven"}},
-      {{"--kinds", "command"}, {"enabled by --allow-command DIR"}},
+      {{"--kinds", "command"}, {"'command' needs --allow-command DIR"}},
+      {{"--kinds", "sraven,command"}, {"'command' needs --allow-command DIR"}},
       {{"--allow-command="}, {"--allow-command: ''"}},
       {{"--coordinator", "localhost"}, {"--coordinator: 'localhost'"}},
       {{"--trainer="}, {"--trainer: ''"}},
@@ -157,6 +158,16 @@ TEST(WorkerCmdTest, AllowCommandIsRepeatable) {
   ASSERT_EQ(p.code, -1) << p.err;
   EXPECT_THAT(p.flags.allow_command, ElementsAre("/opt/a", "/opt/b"));
   EXPECT_EQ(p.flags.slots, 2);
+}
+
+// A worker for the sweeps' own programs only: --kinds command with
+// --allow-command (it then needs no smoe-trainer: RunWorker,
+// CommandKindE2eTest).
+TEST(WorkerCmdTest, CommandOnlyWorker) {
+  const Parsed p =
+      ParseWorker({"--kinds", "command", "--allow-command", "/opt/a"});
+  ASSERT_EQ(p.code, -1) << p.err;
+  EXPECT_THAT(p.flags.kinds, ElementsAre("command"));
 }
 
 TEST(WorkerCmdTest, HelpExitsZeroAndListsTheFlags) {

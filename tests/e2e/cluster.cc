@@ -150,24 +150,19 @@ Process* Cluster::StartWorker(int i, int slots, const std::string& trainer,
                               const std::map<std::string, std::string>& env) {
   const std::string wdir = absl::StrCat(dir_, "/worker-", i);
   fs::create_directories(wdir);
-  std::vector<std::string> argv = {
-      smoe(),
-      "worker",
-      "--coordinator",
-      address(),
-      "--token-file",
-      dir_ + "/coord/token",
-      "--work-dir",
-      wdir,
-      "--slots",
-      absl::StrCat(slots),
-      "--trainer",
-      trainer.empty() ? std::string(SMOE_BIN_DIR) + "/smoe-fake-trainer"
-                      : trainer,
-      "--worker-id",
-      absl::StrCat("e2e-", i),
-      "--grace",
-      "10"};
+  std::vector<std::string> argv = {smoe(),          "worker",
+                                   "--coordinator", address(),
+                                   "--token-file",  dir_ + "/coord/token",
+                                   "--work-dir",    wdir,
+                                   "--slots",       absl::StrCat(slots),
+                                   "--worker-id",   absl::StrCat("e2e-", i),
+                                   "--grace",       "10"};
+  if (trainer != "-") {
+    argv.push_back("--trainer");
+    argv.push_back(trainer.empty()
+                       ? std::string(SMOE_BIN_DIR) + "/smoe-fake-trainer"
+                       : trainer);
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   std::map<std::string, std::string> all_env = env;
   all_env["SMOE_FAKE_TRAINER_PLAN"] = plan_path_;

@@ -70,7 +70,8 @@ class Cluster {
   void StartCoordinator(const std::vector<std::string>& extra = {});
   Process* coordinator() { return coordinator_.get(); }
   // Starts worker `i` with `slots` slots running `trainer` (empty: the fake
-  // trainer), with `extra` flags (e.g. --kinds skillmix) and `env` added.
+  // trainer; "-": no --trainer flag), with `extra` flags (e.g. --kinds
+  // skillmix) and `env` added.
   Process* StartWorker(int i, int slots = 1, const std::string& trainer = "",
                        const std::vector<std::string>& extra = {},
                        const std::map<std::string, std::string>& env = {});

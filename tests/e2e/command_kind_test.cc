@@ -35,6 +35,13 @@ std::string SourceDir() {
 
 std::string ExamplesDir() { return SourceDir() + "/examples/command"; }
 
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 // examples/command-sweep.yaml with the program under this checkout, and
 // `edits` (from -> to) applied.
 std::string ExampleSweep(
@@ -96,8 +103,14 @@ TEST_F(CommandKindE2eTest, SweepsThePythonExampleOnRealWorkers) {
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_EQ(c.GetSweep("toy-sgd")->sweep().counts().pending(), 12);
 
-  c.StartWorker(1, 2, "", {"--allow-command", ExamplesDir()});
+  // A worker for the sweeps' own programs only: no --trainer, and it looks
+  // for no smoe-trainer (a host with the user's Python stack but no build of
+  // ours).
+  c.StartWorker(1, 2, "-",
+                {"--kinds", "command", "--allow-command", ExamplesDir()});
   ASSERT_TRUE(c.WaitFor("toy-sgd", Done, absl::Seconds(120)));
+  EXPECT_THAT(ReadText(c.dir() + "/worker-1/worker.log"),
+              HasSubstr("trainer none (kind command only)"));
   auto s = c.GetSweep("toy-sgd");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->sweep().counts().succeeded(), 12);

@@ -172,8 +172,12 @@ absl::StatusOr<std::unique_ptr<WorkerDaemon>> WorkerDaemon::Create(
   if (options.work_dir.empty()) {
     return absl::InvalidArgumentError("WorkerDaemon: work_dir is empty");
   }
-  if (options.trainer_path.empty()) {
-    return absl::InvalidArgumentError("WorkerDaemon: trainer_path is empty");
+  if (options.trainer_path.empty() &&
+      std::any_of(options.kinds.begin(), options.kinds.end(),
+                  [](const std::string& k) { return k != kCommandKind; })) {
+    return absl::InvalidArgumentError(
+        "WorkerDaemon: trainer_path is empty (only a worker of kind command "
+        "alone runs without smoe-trainer)");
   }
   if (options.slots < 1) {
     return absl::InvalidArgumentError(
@@ -631,6 +635,11 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
     }
     params = c->params;
     command = *std::move(c);
+  } else if (options_.trainer_path.empty()) {
+    return FailLease(lease, v1::FailRequest::REASON_BAD_SPEC, 64,
+                     absl::StrCat("this worker runs only kind command (no "
+                                  "smoe-trainer); leased kind '",
+                                  lease.kind(), "'"));
   }
   if (s.ok()) {
     json trial = {

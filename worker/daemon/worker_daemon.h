@@ -123,8 +123,10 @@ struct WorkerDaemonOptions {
   int slots = 1;                 // concurrent trials (each takes one slot)
   std::map<std::string, std::string> labels;
   std::vector<std::string> kinds = {"sraven"};
-  std::string trainer_path;  // REQUIRES: non-empty (not checked for existence)
-  std::string work_dir;      // REQUIRES: non-empty; created if missing
+  // REQUIRES: non-empty unless `kinds` is only "command" (not checked for
+  // existence).
+  std::string trainer_path;
+  std::string work_dir;  // REQUIRES: non-empty; created if missing
   // --allow-command: the only directories whose programs kind-command trials
   // may run (command_launch.h); empty: none. Register "command" in `kinds`
   // to be leased them.

@@ -784,6 +784,26 @@ TEST_F(WorkerDaemonTest, CreateRejectsBadOptions) {
   options_.trainer_path = "";
   EXPECT_FALSE(
       WorkerDaemon::Create(&gateway_, &launcher_, &clock_, options_).ok());
+  options_.kinds = {"command", "sraven"};
+  EXPECT_FALSE(
+      WorkerDaemon::Create(&gateway_, &launcher_, &clock_, options_).ok());
+}
+
+// A worker of kind command alone needs no trainer; a lease of another kind
+// (a coordinator bug) is handed back as a bad spec, nothing started.
+TEST_F(WorkerDaemonTest, CommandOnlyWorkerNeedsNoTrainer) {
+  options_.trainer_path = "";
+  options_.kinds = {"command"};
+  MakeDaemon();
+  gateway_.AddLease("sw1/t1", 1);  // kind sraven
+  Step();
+  Step();
+  EXPECT_TRUE(launcher_.started.empty());
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_BAD_SPEC);
+  EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("runs only kind command"));
+  ASSERT_FALSE(gateway_.registers.empty());
+  EXPECT_THAT(gateway_.registers[0].kinds(), ElementsAre("command"));
 }
 
 }  // namespace

@@ -125,9 +125,17 @@ int RunWorker(const WorkerFlags& flags) {
     gw.tls_root_certs_pem = ss.str();
   }
 
-  // Trainer.
+  // Trainer: not needed by a worker that runs only kind command (the
+  // sweeps' own programs), e.g. on a host with the user's Python stack but
+  // no LibTorch build of ours.
+  const bool command_only =
+      !flags.kinds.empty() &&
+      std::all_of(flags.kinds.begin(), flags.kinds.end(),
+                  [](const std::string& k) { return k == "command"; });
   std::string trainer = flags.trainer;
-  if (trainer.empty()) {
+  if (command_only && trainer.empty()) {
+    // Launch never uses it for kind command.
+  } else if (trainer.empty()) {
     const std::string self = SelfDir();
     for (const std::string& c :
          {self + "/smoe-trainer", self + "/../worker/trainer/smoe-trainer"}) {
@@ -147,7 +155,7 @@ int RunWorker(const WorkerFlags& flags) {
               << "' is not an executable file\n";
     return 2;
   }
-  if (trainer[0] != '/') {
+  if (!trainer.empty() && trainer[0] != '/') {
     char cwd[4096];
     if (getcwd(cwd, sizeof(cwd)) != nullptr)
       trainer = absl::StrCat(cwd, "/", trainer);
@@ -266,9 +274,11 @@ int RunWorker(const WorkerFlags& flags) {
     }
   });
   SMOE_LOG(INFO) << "smoe worker: coordinator " << flags.coordinator
-                 << ", trainer " << trainer << ", work dir " << opt.work_dir
-                 << ", slots " << opt.slots << ", gpus "
-                 << opt.gpu_indices.size() << ", token "
+                 << ", trainer "
+                 << (trainer.empty() ? std::string("none (kind command only)")
+                                     : trainer)
+                 << ", work dir " << opt.work_dir << ", slots " << opt.slots
+                 << ", gpus " << opt.gpu_indices.size() << ", token "
                  << RedactSecret(*token);
   absl::Status s = (*daemon)->Run();
   stop.store(true);
