@@ -140,7 +140,8 @@ absl::StatusOr<DeletedSweep> Scheduler::DeleteSweepLocked(
   if (c.pending + c.running > 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "sweep '", sweep_id, "' has ", c.pending + c.running,
-        " live trials (", c.pending, " pending, ", c.running,
+        c.pending + c.running == 1 ? " live trial (" : " live trials (",
+        c.pending, " pending, ", c.running,
         " running); cancel it first (smoe sweep cancel ", sweep_id,
         "), then delete it"));
   }
