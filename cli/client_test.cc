@@ -206,11 +206,11 @@ TEST(CoordinatorClientTest, SweepDeleteCommand) {
   coordinator::Scheduler* sched = (*server)->scheduler();
   for (const char* name : {"gone", "kept"}) {
     ASSERT_TRUE(sched
-                    ->SubmitSweep(absl::StrCat(
-                                      "name: ", name,
-                                      "\nkind: sraven\ngrid:\n  top_k: [1, 2]\n"
-                                      "fixed: {steps: 10}\nseeds: [0]\n"),
-                                  false)
+                    ->SubmitSweep(
+                        absl::StrCat("name: ", name,
+                                     "\nkind: sraven\ngrid:\n  top_k: [1, 2]\n"
+                                     "fixed: {steps: 10}\nseeds: [0]\n"),
+                        false)
                     .ok());
   }
   // A checkpoint blob of a running trial of each sweep.

@@ -162,8 +162,8 @@ absl::StatusOr<DeletedSweep> Scheduler::DeleteSweepLocked(
       std::max(sweep->version, sweep->durable.version);
   uncaptured_.erase(sweep_id);
   sweeps_.erase(sweep_id);  // search state and change log go with it
-  SMOE_LOG(INFO) << "sweep " << sweep_id << " deleted ("
-                 << out.trial_ids.size() << " trials)";
+  SMOE_LOG(INFO) << "sweep " << sweep_id << " deleted (" << out.trial_ids.size()
+                 << " trials)";
   return out;
 }
 

@@ -195,7 +195,8 @@ TEST_F(SchedulerActionsTest, DeleteIsRefusedWhileTrialsAreLive) {
   EXPECT_THAT(st.message(), HasSubstr("'nope'"));
 }
 
-TEST_F(SchedulerActionsTest, DeletingAFinishedSweepRemovesItFromStoreAndMemory) {
+TEST_F(SchedulerActionsTest,
+       DeletingAFinishedSweepRemovesItFromStoreAndMemory) {
   FinishAll(sched_.get());
   const std::string done = TrialId(0);
   const int64_t old_version = sched_->GetSweep("acts")->version;
@@ -216,9 +217,8 @@ TEST_F(SchedulerActionsTest, DeletingAFinishedSweepRemovesItFromStoreAndMemory) 
   EXPECT_TRUE(sched_->ListSweeps().empty());
   EXPECT_TRUE(absl::IsNotFound(sched_->CancelTrial(done)));
   EXPECT_TRUE(absl::IsNotFound(sched_->DeleteSweep("acts").status()));
-  EXPECT_TRUE(
-      absl::IsNotFound(sched_->WatchSweep("acts", 0, absl::ZeroDuration())
-                           .status()));
+  EXPECT_TRUE(absl::IsNotFound(
+      sched_->WatchSweep("acts", 0, absl::ZeroDuration()).status()));
   // Re-submitted under the same name: a new sweep, all pending, whose
   // versions continue above the deleted one's.
   auto again = sched_->SubmitSweep(kSweep, false);
@@ -284,10 +284,9 @@ TEST_F(SchedulerActionsTest, DeleteListenersRunOnceDurableAndCanBeRemoved) {
 TEST_F(SchedulerActionsTest, TheReadModelForgetsADeletedSweep) {
   // "acts.x" shares a prefix with "acts": its entries stay.
   ASSERT_TRUE(sched_
-                  ->SubmitSweep(
-                      "name: acts.x\nkind: sraven\ngrid:\n  M: [1]\n"
-                      "fixed: {steps: 10}\n",
-                      false)
+                  ->SubmitSweep("name: acts.x\nkind: sraven\ngrid:\n  M: [1]\n"
+                                "fixed: {steps: 10}\n",
+                                false)
                   .ok());
   SweepReadModel model(sched_.get(), &store_);
   for (const std::string id : {"acts", "acts.x"}) {

@@ -72,8 +72,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // A deleted sweep's checkpoint files and live log tails (its rows are gone
   // already; the dashboard's read model drops its caches on its own).
   s->deleted_listener_ = s->scheduler_->AddSweepDeletedListener(
-      [ckpt = s->checkpoints_.get(), logs = s->logs_.get()](
-          const DeletedSweep& d) {
+      [ckpt = s->checkpoints_.get(),
+       logs = s->logs_.get()](const DeletedSweep& d) {
         ckpt->DropSweep(d.sweep_id);
         logs->Forget(d.trial_ids);
       });

@@ -1,11 +1,10 @@
 // Copyright 2026 SMoE Lab authors.
 #include "coordinator/trial_logs.h"
 
-#include <climits>
-
 #include <httplib.h>
 
 #include <algorithm>
+#include <climits>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/numbers.h"
@@ -196,7 +195,8 @@ void RegisterLogRoutes(const AddHttpRoute& add, TrialLogs* logs) {
 void TrialLogs::Forget(const std::vector<std::string>& trial_ids) {
   absl::MutexLock lock(&mu_);
   for (const std::string& id : trial_ids) {
-    live_.erase(live_.lower_bound({id, INT_MIN}), live_.upper_bound({id, INT_MAX}));
+    live_.erase(live_.lower_bound({id, INT_MIN}),
+                live_.upper_bound({id, INT_MAX}));
     wanted_.erase(wanted_.lower_bound({id, INT_MIN}),
                   wanted_.upper_bound({id, INT_MAX}));
   }

@@ -52,7 +52,8 @@ int HttpPort(Cluster& c) {
 
 // `method` `path` with the admin token (a bearer caller needs no CSRF
 // token); returns (status, body).
-std::pair<int, std::string> Http(Cluster& c, int port, const std::string& method,
+std::pair<int, std::string> Http(Cluster& c, int port,
+                                 const std::string& method,
                                  const std::string& path) {
   std::string token = ReadAll(c.dir() + "/coord/token");
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) {
@@ -67,10 +68,10 @@ std::pair<int, std::string> Http(Cluster& c, int port, const std::string& method
     close(fd);
     return {0, "connect failed"};
   }
-  const std::string req = absl::StrCat(
-      method, " ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
-      "Authorization: Bearer ", token,
-      "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  const std::string req =
+      absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                   "Authorization: Bearer ", token,
+                   "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
   if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
     close(fd);
     return {0, "write failed"};
