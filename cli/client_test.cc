@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "cli/sweep_cmds.h"
+#include "common/blob_file.h"
 #include "coordinator/server.h"
 #include "coordinator/tokens.h"
 #include "gmock/gmock.h"
@@ -182,6 +185,129 @@ TEST(CoordinatorClientTest, SweepAnnotationCommands) {
   EXPECT_EQ(AnnotateSweepCmd(**vclient, "keep", archive, out), kExitNoPerm);
   EXPECT_THAT(::testing::internal::GetCapturedStderr(),
               HasSubstr("needs role 'admin'"));
+  (*server)->Shutdown();
+}
+
+// `smoe sweep delete SWEEP [--yes]` against a real coordinator: refused
+// while trials are live (65, naming the count and `smoe sweep cancel`),
+// asks on a terminal (anything but y keeps the sweep, exit 1), deletes with
+// the trials' checkpoint files, then 66 for the unknown sweep; a viewer 77.
+TEST(CoordinatorClientTest, SweepDeleteCommand) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/client_delete_", getpid());
+  coordinator::ServerOptions so;
+  so.data_dir = dir;
+  so.listen = "127.0.0.1:0";
+  so.http_listen = "";
+  so.synchronous = store::SqliteOptions::Synchronous::kNormal;
+  so.checkpoint_gc_period = absl::Hours(1);  // only the delete removes blobs
+  auto server = coordinator::CoordinatorServer::Start(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  coordinator::Scheduler* sched = (*server)->scheduler();
+  for (const char* name : {"gone", "kept"}) {
+    ASSERT_TRUE(sched
+                    ->SubmitSweep(
+                        absl::StrCat("name: ", name,
+                                     "\nkind: sraven\ngrid:\n  top_k: [1, 2]\n"
+                                     "fixed: {steps: 10}\nseeds: [0]\n"),
+                        false)
+                    .ok());
+  }
+  // A checkpoint blob of a running trial of each sweep.
+  coordinator::WorkerInfo w;
+  w.hostname = "h";
+  w.slots = 4;
+  auto reg = sched->Register(w);
+  ASSERT_TRUE(reg.ok());
+  auto leases = sched->Lease(reg->worker_id, 4, 0);
+  ASSERT_TRUE(leases.ok());
+  std::map<std::string, std::string> blob_of;  // sweep -> blob path
+  for (const coordinator::LeaseGrant& g : *leases) {
+    if (blob_of.count(g.sweep_id)) continue;
+    store::CheckpointRecord h;
+    h.trial_id = g.trial_id;
+    h.step = 5;
+    h.file_name = "checkpoint.smoeckpt";
+    h.bytes = 4;
+    h.sha256 = Sha256Hex("ckpt");
+    h.attempt = g.attempt;
+    h.worker_id = reg->worker_id;
+    auto up = (*server)->checkpoints()->BeginUpload(h);
+    ASSERT_TRUE(up.ok()) << up.status();
+    ASSERT_TRUE((*up)->Append("ckpt").ok());
+    auto rec = (*up)->Finish();
+    ASSERT_TRUE(rec.ok()) << rec.status();
+    blob_of[g.sweep_id] = (*server)->checkpoints()->BlobPath(*rec);
+  }
+  ASSERT_EQ(blob_of.size(), 2u);
+  ASSERT_TRUE(std::filesystem::exists(blob_of["gone"]));
+
+  ClientOptions co;
+  co.address = (*server)->address();
+  co.token_file = dir + "/token";
+  unsetenv("SMOE_TOKEN");
+  auto client = CoordinatorClient::Create(co);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::ostringstream out;
+  std::istringstream no_input;
+
+  // Live trials: refused, 65, nothing deleted.
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(DeleteSweepCmd(**client, "gone", true, false, no_input, out),
+            kExitDataErr);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, HasSubstr("sweep 'gone' has 2 live trials"));
+  EXPECT_THAT(err, HasSubstr("smoe sweep cancel gone"));
+  ASSERT_TRUE(sched->CancelSweep("gone").ok());
+
+  // On a terminal it asks; "n" (or nothing) keeps the sweep.
+  std::istringstream answer_no("n\n");
+  EXPECT_EQ(DeleteSweepCmd(**client, "gone", false, true, answer_no, out),
+            kExitFailure);
+  EXPECT_THAT(out.str(), HasSubstr("Delete sweep gone and its 2 trials"));
+  EXPECT_THAT(out.str(), HasSubstr("[y/N] not deleted"));
+  EXPECT_TRUE(sched->GetSweep("gone").ok());
+  EXPECT_TRUE(std::filesystem::exists(blob_of["gone"]));
+
+  // A viewer may not delete: 77 naming the role.
+  auto viewer = coordinator::CreateToken(
+      (*server)->tokens_file(), "v", coordinator::Role::kViewer, absl::Now());
+  ASSERT_TRUE(viewer.ok()) << viewer.status();
+  { std::ofstream(dir + "/viewer-token") << viewer->token << "\n"; }
+  ClientOptions vo = co;
+  vo.token_file = dir + "/viewer-token";
+  auto vclient = CoordinatorClient::Create(vo);
+  ASSERT_TRUE(vclient.ok()) << vclient.status();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(DeleteSweepCmd(**vclient, "gone", true, false, no_input, out),
+            kExitNoPerm);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("needs role 'admin'"));
+
+  // "y" deletes: rows, listing and the checkpoint file.
+  std::istringstream answer_yes("y\n");
+  out.str("");
+  ASSERT_EQ(DeleteSweepCmd(**client, "gone", false, true, answer_yes, out),
+            kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("deleted sweep gone (2 trials)"));
+  EXPECT_FALSE(std::filesystem::exists(blob_of["gone"]));
+  EXPECT_FALSE(std::filesystem::exists(
+      std::filesystem::path(blob_of["gone"]).parent_path()));
+  EXPECT_TRUE(std::filesystem::exists(blob_of["kept"]));
+  EXPECT_TRUE(absl::IsNotFound((*server)->store()->GetSweep("gone").status()));
+  out.str("");
+  ASSERT_EQ(ListSweepsCmd(**client, out), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("kept"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("gone")));
+
+  // Gone: 66 naming it, with or without --yes.
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(DeleteSweepCmd(**client, "gone", true, false, no_input, out),
+            kExitNoInput);
+  EXPECT_EQ(DeleteSweepCmd(**client, "gone", false, true, no_input, out),
+            kExitNoInput);
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, HasSubstr("'gone'"));
   (*server)->Shutdown();
 }
 

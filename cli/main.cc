@@ -300,6 +300,15 @@ int Main(int argc, char** argv) {
   show->add_flag("--trials", trials, "List its trials");
   CLI::App* cancel = sweep->add_subcommand("cancel", "Cancel a sweep");
   cancel->add_option("SWEEP", sweep_id)->required();
+  bool delete_yes = false;
+  CLI::App* del = sweep->add_subcommand(
+      "delete",
+      "Delete a finished sweep with all its data (admin; cancel it first if "
+      "trials are pending or running)");
+  del->add_option("SWEEP", sweep_id)->required();
+  del->add_flag("--yes,-y", delete_yes,
+                "Do not ask for confirmation (never asked when stdin is not a "
+                "terminal)");
   CLI::App* retry =
       sweep->add_subcommand("retry", "Re-queue failed (and cancelled) points");
   retry->add_option("SWEEP", sweep_id)->required();
@@ -336,8 +345,8 @@ int Main(int argc, char** argv) {
       "(admin)");
   archive->add_option("SWEEP", sweep_id)->required();
   archive->add_flag("--undo", unarchive, "Unarchive it");
-  for (CLI::App* c : {submit, ls, show, cancel, retry, extend, watch_cmd, note,
-                      tag, archive}) {
+  for (CLI::App* c : {submit, ls, show, cancel, del, retry, extend, watch_cmd,
+                      note, tag, archive}) {
     add_client_flags(c);
   }
 
@@ -633,6 +642,10 @@ int Main(int argc, char** argv) {
   }
   if (show->parsed()) return ShowSweepCmd(*client, sweep_id, trials, std::cout);
   if (cancel->parsed()) return CancelSweepCmd(*client, sweep_id, std::cout);
+  if (del->parsed()) {
+    return DeleteSweepCmd(*client, sweep_id, delete_yes,
+                          ::isatty(STDIN_FILENO) != 0, std::cin, std::cout);
+  }
   if (retry->parsed()) {
     return RetrySweepCmd(*client, sweep_id, include_cancelled, std::cout);
   }

@@ -394,6 +394,44 @@ int AnnotateSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   return kExitOk;
 }
 
+int DeleteSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
+                   bool yes, bool interactive, std::istream& in,
+                   std::ostream& out) {
+  if (!yes && interactive) {
+    pb::GetSweepRequest get;
+    get.set_sweep_id(sweep_id);
+    pb::GetSweepResponse sweep;
+    grpc::ClientContext ctx;
+    client.Prepare(&ctx);
+    if (int rc = Check(client.stub()->GetSweep(&ctx, get, &sweep))) return rc;
+    const pb::StateCounts& c = sweep.sweep().counts();
+    if (c.pending() + c.running() > 0) {
+      out << "sweep " << sweep_id << " has " << c.pending() + c.running()
+          << " pending or running trials; cancel it first: smoe sweep cancel "
+          << sweep_id << "\n";
+    }
+    out << "Delete sweep " << sweep_id << " and its " << c.total()
+        << " trials with all their metrics, results, logs and checkpoints? "
+           "This cannot be undone. [y/N] "
+        << std::flush;
+    std::string answer;
+    std::getline(in, answer);
+    if (answer != "y" && answer != "Y" && answer != "yes") {
+      out << "not deleted\n";
+      return kExitFailure;
+    }
+  }
+  pb::DeleteSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  pb::DeleteSweepResponse resp;
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx);
+  if (int rc = Check(client.stub()->DeleteSweep(&ctx, req, &resp))) return rc;
+  out << "deleted sweep " << resp.sweep_id() << " (" << resp.deleted_trials()
+      << " trials)\n";
+  return kExitOk;
+}
+
 int RetrySweepCmd(CoordinatorClient& client, const std::string& sweep_id,
                   bool include_cancelled, std::ostream& out) {
   pb::RetrySweepRequest req;

@@ -87,6 +87,17 @@ struct SweepAnnotationFlags {
 };
 int AnnotateSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
                      const SweepAnnotationFlags& flags, std::ostream& out);
+// `smoe sweep delete SWEEP [--yes]` (admin): deletes a finished sweep with
+// all its data over the DeleteSweep RPC. Unless `yes`, and when `interactive`
+// (stdin is a terminal), first prints what will go (the sweep and its trial
+// count) and reads a line from `in`: anything but "y" or "yes" keeps the
+// sweep (exit 1, "not deleted"). Scripts (stdin not a terminal) are not
+// asked. Exit codes: an unknown sweep 66, a sweep with pending or running
+// trials 65 (FailedPrecondition, like the CLI's other refusals; the message
+// says to cancel it first), a viewer token 77.
+int DeleteSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
+                   bool yes, bool interactive, std::istream& in,
+                   std::ostream& out);
 // Streams progress until the sweep is no longer active. Returns 0 when every
 // trial succeeded, kExitFailure when some failed or were cancelled.
 int WatchSweepCmd(CoordinatorClient& client, const std::string& sweep_id,

@@ -46,6 +46,7 @@ const std::vector<GrpcRule>& GrpcAccessTable() {
       {"/smoe.v1.Coordinator/RetrySweep", Access::kAdmin},
       {"/smoe.v1.Coordinator/ExtendSweep", Access::kAdmin},
       {"/smoe.v1.Coordinator/AnnotateSweep", Access::kAdmin},
+      {"/smoe.v1.Coordinator/DeleteSweep", Access::kAdmin},
       {"/smoe.v1.Coordinator/DrainWorker", Access::kAdmin},
       {"/smoe.v1.Coordinator/ListSweeps", Access::kViewer},
       {"/smoe.v1.Coordinator/GetSweep", Access::kViewer},
@@ -100,6 +101,7 @@ const std::vector<HttpRule>& HttpAccessTable() {
       {"POST", "/api/sweeps/" SMOE_SWEEP "/retry", Access::kAdmin},
       {"POST", "/api/sweeps/" SMOE_SWEEP "/archive", Access::kAdmin},
       {"PUT", "/api/sweeps/" SMOE_SWEEP "/annotations", Access::kAdmin},
+      {"DELETE", "/api/sweeps/" SMOE_SWEEP, Access::kAdmin},
       {"POST", "/api/trials/" SMOE_TRIAL "/cancel", Access::kAdmin},
       {"POST", "/api/trials/" SMOE_TRIAL "/retry", Access::kAdmin},
       // Unknown API routes answer 404 to signed-in viewers only.

@@ -84,7 +84,11 @@ TEST(AccessTableTest, RolesAndLookups) {
   EXPECT_EQ(HttpAccess("POST", "/api/trials/demo/0123456789abcdef/retry"),
             Access::kAdmin);
   EXPECT_EQ(HttpAccess("POST", "/api/sweeps"), std::nullopt);
-  EXPECT_EQ(HttpAccess("DELETE", "/api/sweeps/demo"), std::nullopt);
+  EXPECT_EQ(HttpAccess("DELETE", "/api/sweeps/demo"), Access::kAdmin);
+  EXPECT_EQ(HttpAccess("DELETE", "/api/sweeps"), std::nullopt);
+  EXPECT_EQ(HttpAccess("DELETE", "/api/trials/demo/0123456789abcdef"),
+            std::nullopt);
+  EXPECT_EQ(GrpcAccess("/smoe.v1.Coordinator/DeleteSweep"), Access::kAdmin);
   EXPECT_EQ(GrpcAccess("/smoe.v1.Coordinator/Nope"), std::nullopt);
 }
 

@@ -525,6 +525,51 @@ absl::StatusOr<int> CheckpointStore::CollectGarbage() {
   return collected;
 }
 
+int CheckpointStore::DropSweep(const std::string& sweep_id) {
+  const std::string prefix = sweep_id + "/";
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = index_.lower_bound(prefix);
+         it != index_.end() && absl::StartsWith(it->first, prefix);) {
+      for (const auto& [step, c] : it->second) total_bytes_ -= c.bytes;
+      it = index_.erase(it);
+    }
+  }
+  // A trial directory is "<sweep>_<16 hex digits>"; a sweep name may itself
+  // contain '_', so the name before the last '_' must equal the sweep's.
+  int removed = 0;
+  auto drop_dirs = [&](const std::string& root, bool count) {
+    std::error_code ec;
+    std::vector<fs::path> dirs;
+    for (const auto& d : fs::directory_iterator(root, ec)) {
+      if (!d.is_directory(ec)) continue;
+      const std::string name = d.path().filename().string();
+      const size_t us = name.rfind('_');
+      if (us != std::string::npos && name.compare(0, us, sweep_id) == 0 &&
+          us == sweep_id.size()) {
+        dirs.push_back(d.path());
+      }
+    }
+    for (const fs::path& dir : dirs) {
+      if (count) {
+        for (const auto& f : fs::directory_iterator(dir, ec)) {
+          removed += absl::EndsWith(f.path().string(), kBlobSuffix) ? 1 : 0;
+        }
+      }
+      fs::remove_all(dir, ec);
+      if (ec) {
+        SMOE_LOG(WARNING) << "checkpoint store: cannot remove " << dir << ": "
+                          << ec.message() << " (garbage collection retries)";
+      }
+    }
+  };
+  drop_dirs(options_.dir, true);
+  if (!options_.shared_dir.empty()) drop_dirs(options_.shared_dir, false);
+  SMOE_LOG(INFO) << "checkpoint store: sweep " << sweep_id << " deleted, "
+                 << removed << " blob file(s) removed";
+  return removed;
+}
+
 int64_t CheckpointStore::total_bytes() {
   absl::MutexLock lock(&mu_);
   return total_bytes_ + reserved_bytes_;

@@ -128,6 +128,13 @@ class CheckpointStore {
   absl::Status Read(const store::CheckpointRecord& c,
                     const std::function<bool(absl::string_view)>& sink);
 
+  // After the store deleted sweep `sweep_id` (its checkpoint rows went with
+  // it): forgets its trials' blobs and removes their directories, here and
+  // in shared_dir. Returns the number of blob files removed. A crash before
+  // this runs leaves files only: Open() removes blobs without a row and
+  // CollectGarbage() the directories of trials that no longer exist.
+  int DropSweep(const std::string& sweep_id);
+
   // Deletes the blobs of trials that no longer keep checkpoints. Returns how
   // many trials were collected.
   absl::StatusOr<int> CollectGarbage();

@@ -289,6 +289,51 @@ TEST_F(CheckpointStoreTest, FullStoreEvictsKeptFailedCheckpointsFirst) {
   EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
   EXPECT_TRUE(cs_->Latest(t1_.trial_id).has_value());
   EXPECT_EQ(cs_->Latest(t0_.trial_id)->step, 5);
+
+// Sweep "s" and a sweep "s_x" whose trial directories share the prefix
+// "s_": deleting "s" removes only its own.
+TEST_F(CheckpointStoreTest, DeletingASweepRemovesItsBlobsOnly) {
+  store::WriteBatch b;
+  b.sweeps.push_back(MakeSweep("s_x"));
+  b.trials.push_back(MakeTrial("s_x", 0));
+  b.trials[0].state = store::TrialState::kRunning;
+  ASSERT_TRUE(db_->Commit(b).ok());
+  const std::string other = b.trials[0].trial_id;
+  ASSERT_TRUE(Put(t0_.trial_id, 5, "aa").ok());
+  ASSERT_TRUE(Put(t0_.trial_id, 6, "bbb").ok());
+  ASSERT_TRUE(Put(t1_.trial_id, 5, "c").ok());
+  ASSERT_TRUE(Put(other, 5, "dddd").ok());
+  const std::string d0 = DirName(cs_->BlobPath(*cs_->Latest(t0_.trial_id)));
+  const std::string d1 = DirName(cs_->BlobPath(*cs_->Latest(t1_.trial_id)));
+  store::WriteBatch del;
+  del.deleted_sweeps = {"s"};
+  ASSERT_TRUE(db_->Commit(del).ok());
+  EXPECT_EQ(cs_->DropSweep("s"), 3);
+  EXPECT_FALSE(fs::exists(d0));
+  EXPECT_FALSE(fs::exists(d1));
+  EXPECT_FALSE(cs_->Latest(t0_.trial_id).has_value());
+  EXPECT_TRUE(cs_->List(t1_.trial_id).empty());
+  EXPECT_EQ(*Get(*cs_->Latest(other)), "dddd");
+  EXPECT_EQ(cs_->total_bytes(), 4);
+  EXPECT_EQ(cs_->DropSweep("s"), 0);  // nothing left: a no-op
+}
+
+// A crash after the delete committed and before DropSweep: the blobs are
+// removed when the coordinator starts again, the directories by the next
+// garbage collection; no row is left to serve.
+TEST_F(CheckpointStoreTest, BlobsOfASweepDeletedBeforeACrashGoAtStartUp) {
+  ASSERT_TRUE(Put(t0_.trial_id, 5, "aa").ok());
+  const std::string blob = cs_->BlobPath(*cs_->Latest(t0_.trial_id));
+  store::WriteBatch del;
+  del.deleted_sweeps = {"s"};
+  ASSERT_TRUE(db_->Commit(del).ok());
+  Reopen();  // the restart
+  EXPECT_FALSE(fs::exists(blob));
+  EXPECT_FALSE(cs_->Latest(t0_.trial_id).has_value());
+  EXPECT_EQ(cs_->total_bytes(), 0);
+  EXPECT_TRUE(fs::exists(DirName(blob)));
+  EXPECT_GE(*cs_->CollectGarbage(), 1);
+  EXPECT_FALSE(fs::exists(DirName(blob)));
 }
 
 }  // namespace

@@ -130,6 +130,16 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
                        << " sweep " << id;
         Reply(res, 200, SweepAnnotationJson(*v));
       });
+  add("DELETE", "/api/sweeps/" SMOE_SWEEP,
+      [scheduler, tokens](const Request& req, Response& res) {
+        const std::string id = req.matches[1];
+        auto d = scheduler->DeleteSweep(id);
+        if (!d.ok()) return ReplyStatus(res, d.status());
+        SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req) << " deleted sweep "
+                       << id << " (" << d->trial_ids.size() << " trials)";
+        Reply(res, 200,
+              {{"sweep_id", id}, {"deleted_trials", d->trial_ids.size()}});
+      });
   add("PUT", "/api/sweeps/" SMOE_SWEEP "/annotations",
       [scheduler, tokens](const Request& req, Response& res) {
         const std::string id = req.matches[1];

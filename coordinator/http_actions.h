@@ -12,6 +12,9 @@
 //   POST /api/sweeps/{id}/archive       {"archived": bool} (default true)
 //   PUT  /api/sweeps/{id}/annotations   {"notes": "...", "tags": [...]}
 //                                       (either or both)
+//   DELETE /api/sweeps/{id}             {"sweep_id", "deleted_trials": n};
+//                                       409 while trials are pending or
+//                                       running (Scheduler::DeleteSweep)
 //   POST /api/trials/{id}/cancel        {"state": "cancelled"}
 //   POST /api/trials/{id}/retry         {"state": "pending"}
 //

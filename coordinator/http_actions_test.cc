@@ -230,6 +230,57 @@ TEST_F(HttpActionsTest, AdminAnnotatesArchivesAndCancelsASweep) {
   EXPECT_EQ(r->status, 404);
 }
 
+TEST_F(HttpActionsTest, AdminDeletesAFinishedSweepOnly) {
+  auto c = Client();
+  const httplib::Headers bearer = {
+      {"Authorization", absl::StrCat("Bearer ", kAdmin)}};
+  // A viewer may not; an admin's session needs the CSRF token.
+  auto r = c.Delete("/api/sweeps/acts",
+                    {{"Authorization", absl::StrCat("Bearer ", viewer_)}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("needs role 'admin'"));
+  const std::string cookie = Login(kAdmin);
+  r = c.Delete("/api/sweeps/acts", {{"Cookie", cookie}});
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("missing X-CSRF-Token"));
+  // Live trials: refused, naming the sweep and the count.
+  r = c.Delete("/api/sweeps/acts",
+               {{"Cookie", cookie}, {"X-CSRF-Token", Csrf(cookie)}});
+  EXPECT_EQ(r->status, 409);
+  EXPECT_THAT(r->body, HasSubstr("sweep 'acts' has 2 live trials"));
+  EXPECT_THAT(r->body, HasSubstr("smoe sweep cancel acts"));
+  ASSERT_TRUE(sched_->CancelSweep("acts").ok());
+  // Reads fill the dashboard's caches for the sweep.
+  r = c.Get("/api/sweeps/acts", bearer);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["sweep"]["counts"]["cancelled"], 2);
+  r = c.Get("/api/sweeps/acts/curves?metric=ood_acc&x=M&series=&facet=",
+            bearer);
+  EXPECT_EQ(r->status, 200) << r->body;
+  r = c.Delete("/api/sweeps/acts",
+               {{"Cookie", cookie}, {"X-CSRF-Token", Csrf(cookie)}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["deleted_trials"], 2);
+  r = c.Get("/api/sweeps/acts", bearer);
+  EXPECT_EQ(r->status, 404);
+  r = c.Get("/api/sweeps", bearer);
+  EXPECT_TRUE(json::parse(r->body)["sweeps"].empty());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetSweep("acts").status()));
+  r = c.Delete("/api/sweeps/acts", bearer);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_THAT(r->body, HasSubstr("'acts'"));
+  // The same name again is a new sweep: nothing of the old one is served.
+  ASSERT_TRUE(sched_->SubmitSweep(kSweep, false).ok());
+  r = c.Get("/api/sweeps/acts", bearer);
+  ASSERT_EQ(r->status, 200);
+  const json page = json::parse(r->body);
+  EXPECT_EQ(page["sweep"]["counts"]["pending"], 2);
+  EXPECT_EQ(page["sweep"]["counts"]["cancelled"], 0);
+  for (const json& row : page["rows"]) EXPECT_EQ(row["state"], "pending");
+}
+
 TEST_F(HttpActionsTest, ARevokedTokensSessionEnds) {
   const std::string cookie = Login(viewer_);
   auto c = Client();

@@ -157,7 +157,9 @@ absl::Status Scheduler::Recover() {
   std::map<std::string, int64_t> versions;
   for (auto& [id, s] : sweeps_) {
     versions[id] = std::max(s.version, s.durable.version);
+    const uint64_t incarnation = s.incarnation;
     s = SweepEntry();
+    s.incarnation = incarnation;
   }
   trials_.clear();
   running_.clear();
@@ -200,7 +202,10 @@ absl::Status Scheduler::LoadLocked(
     e.spec = std::move(*spec);
     e.record = std::move(r);
     const std::string id = e.record.sweep_id;
-    sweeps_[id] = std::move(e);
+    SweepEntry& slot = sweeps_[id];
+    // Recover() keeps each entry's incarnation (watchers wait on it).
+    e.incarnation = slot.incarnation != 0 ? slot.incarnation : ++incarnations_;
+    slot = std::move(e);
   }
   SMOE_ASSIGN_OR_RETURN(std::vector<store::WorkerRecord> workers,
                         store_->ListWorkers());
@@ -295,7 +300,8 @@ Scheduler::Captured Scheduler::CaptureLocked() {
   out.reserve(uncaptured_.size());
   for (const std::string& id : uncaptured_) {
     const SweepEntry& s = sweeps_.at(id);
-    out.emplace_back(id, DurableSweep{true, s.version, s.record, s.counts});
+    out.push_back(CapturedSweep{
+        id, s.incarnation, DurableSweep{true, s.version, s.record, s.counts}});
   }
   uncaptured_.clear();
   return out;
@@ -305,7 +311,15 @@ void Scheduler::PublishLocked(Captured captured) {
   // Captures are published in commit order (one leader at a time), so each
   // is at least as new as what it replaces. WatchSweep's condition is
   // re-evaluated when mu_ is released.
-  for (auto& [id, d] : captured) sweeps_.at(id).durable = std::move(d);
+  // A sweep deleted (or deleted and re-created) since its capture is not
+  // the captured one any more.
+  for (CapturedSweep& c : captured) {
+    auto it = sweeps_.find(c.sweep_id);
+    if (it == sweeps_.end() || it->second.incarnation != c.incarnation) {
+      continue;
+    }
+    it->second.durable = std::move(c.durable);
+  }
 }
 
 absl::Status Scheduler::EnqueueLocked(const WriteBatch& batch) {
@@ -357,6 +371,7 @@ absl::Status Scheduler::WaitDurable(uint64_t ticket) {
       move_into(merged.workers, b.workers);
       move_into(merged.results, b.results);
       move_into(merged.decisions, b.decisions);
+      move_into(merged.deleted_sweeps, b.deleted_sweeps);  // applied last
     }
     const absl::Status st =
         merged.empty() ? absl::OkStatus() : store_->Commit(merged);
@@ -602,6 +617,14 @@ absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
     SMOE_RETURN_IF_ERROR(EnqueueLocked(batch));
     SweepEntry& e = sweeps_[spec.name];
     e = std::move(entry);
+    e.incarnation = ++incarnations_;
+    if (auto d = deleted_versions_.find(spec.name);
+        d != deleted_versions_.end()) {
+      // Continue above the deleted sweep's versions with a gap, so a watcher
+      // or cache still at an old version gets a full snapshot.
+      e.version = d->second + 1;
+      deleted_versions_.erase(d);
+    }
     for (const TrialRecord& t : batch.trials) ApplyTrialLocked(t);
     if (e.counts.total() == 0) e.record.state = store::SweepState::kCompleted;
     uncaptured_.insert(spec.name);
@@ -797,11 +820,28 @@ absl::StatusOr<WatchResult> Scheduler::WatchSweep(const std::string& sweep_id,
                                                   absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindDurableSweepLocked(sweep_id));
-  const SweepEntry* s = sweep;
-  // Wakes when PublishLocked() makes a newer version durable.
-  auto changed = [s, since]() { return s->durable.version > since; };
+  const uint64_t incarnation = sweep->incarnation;
+  // The entry is looked up again after every wait: DeleteSweep erases it.
+  auto current = [this, &sweep_id,
+                  incarnation]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    auto it = sweeps_.find(sweep_id);
+    return it == sweeps_.end() || it->second.incarnation != incarnation
+               ? nullptr
+               : &it->second;
+  };
+  // Wakes when PublishLocked() makes a newer version durable, or when the
+  // sweep is deleted.
+  auto changed = [&current, since]() {
+    const SweepEntry* e = current();
+    return e == nullptr || e->durable.version > since;
+  };
   WatchResult result;
   result.timed_out = !mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
+  const SweepEntry* s = current();
+  if (s == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("sweep '", sweep_id, "' was deleted"));
+  }
   result.sweep = DurableViewLocked(*s);
   if (result.timed_out) return result;
   const int64_t upto = s->durable.version;

@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -113,6 +114,12 @@ struct SubmitResult {
   SweepView sweep;
   int new_trials = 0;
   int existing_trials = 0;
+};
+
+// What DeleteSweep removed.
+struct DeletedSweep {
+  std::string sweep_id;
+  std::vector<std::string> trial_ids;  // by ordinal
 };
 
 struct WorkerInfo {
@@ -252,6 +259,27 @@ class Scheduler {
   };
   absl::StatusOr<SweepView> AnnotateSweep(const std::string& sweep_id,
                                           const SweepAnnotation& a);
+  // Deletes a finished sweep and all its rows in one store transaction
+  // (store::WriteBatch::deleted_sweeps), and drops it from memory: its
+  // trials, search state and change log; WatchSweep calls waiting on it
+  // return NotFound. Refused with FailedPrecondition naming the sweep and its
+  // pending and running trials while it has any (cancel it first: a delete
+  // never races a worker's report). NotFound naming an unknown sweep. The
+  // caller removes what lives outside the store (checkpoint blobs, caches).
+  // A sweep later submitted under the same name is a new sweep whose
+  // versions continue above the deleted one's, so caches keyed by (sweep,
+  // version) never serve the old sweep's data.
+  absl::StatusOr<DeletedSweep> DeleteSweep(const std::string& sweep_id);
+  // Calls `fn` after every successful DeleteSweep (once the delete is
+  // durable, outside the scheduler's locks, before DeleteSweep returns), so
+  // what keeps per-sweep state outside the store drops it whichever API
+  // deleted the sweep: checkpoint blobs, live log tails, the dashboard's
+  // caches. Listeners run one at a time and must not add or remove
+  // listeners. Returns an id for RemoveSweepDeletedListener, which returns
+  // once no call of that listener is running.
+  using SweepDeletedListener = std::function<void(const DeletedSweep&)>;
+  int AddSweepDeletedListener(SweepDeletedListener fn);
+  void RemoveSweepDeletedListener(int id);
 
   // ---- worker API -----------------------------------------------------------
 
@@ -318,6 +346,9 @@ class Scheduler {
     StateCounts counts;
   };
   struct SweepEntry {
+    // Which sweep of this name (a deleted sweep's name may be reused):
+    // unique per scheduler, kept across Recover().
+    uint64_t incarnation = 0;
     store::SweepRecord record;
     SweepSpec spec;
     std::vector<std::string> trial_ids;  // index = ordinal
@@ -333,7 +364,12 @@ class Scheduler {
     std::map<std::string, double> finals;
     std::map<std::string, LoggedDecision> last;
   };
-  using Captured = std::vector<std::pair<std::string, DurableSweep>>;
+  struct CapturedSweep {
+    std::string sweep_id;
+    uint64_t incarnation = 0;
+    DurableSweep durable;
+  };
+  using Captured = std::vector<CapturedSweep>;
   struct WorkerEntry {
     store::WorkerRecord record;
     std::set<std::string> leased;  // trial ids running on it
@@ -399,6 +435,8 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<SweepView> AnnotateSweepLocked(const std::string& sweep_id,
                                                 const SweepAnnotation& a)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<DeletedSweep> DeleteSweepLocked(const std::string& sweep_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DrainWorkerLocked(const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -501,6 +539,10 @@ class Scheduler {
   // Sweeps changed in memory since the last CaptureLocked().
   std::set<std::string> uncaptured_ ABSL_GUARDED_BY(mu_);
   uint64_t last_ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t incarnations_ ABSL_GUARDED_BY(mu_) = 0;
+  // Deleted sweeps' last versions: a sweep re-created under the name starts
+  // above it (memory only; a restart rebuilds every cache anyway).
+  std::map<std::string, int64_t> deleted_versions_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex commit_mu_ ABSL_ACQUIRED_AFTER(mu_);
   absl::CondVar commit_cv_;
@@ -513,6 +555,11 @@ class Scheduler {
   std::vector<std::pair<uint64_t, uint64_t>> lost_tickets_
       ABSL_GUARDED_BY(commit_mu_);
   std::atomic<bool> failed_flag_{false};
+
+  absl::Mutex listeners_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<int, SweepDeletedListener> deleted_listeners_
+      ABSL_GUARDED_BY(listeners_mu_);
+  int next_listener_ ABSL_GUARDED_BY(listeners_mu_) = 0;
 };
 
 }  // namespace smoe::coordinator

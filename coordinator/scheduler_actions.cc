@@ -133,6 +133,40 @@ absl::StatusOr<SweepView> Scheduler::AnnotateSweepLocked(
   return ViewLocked(*sweep);
 }
 
+absl::StatusOr<DeletedSweep> Scheduler::DeleteSweepLocked(
+    const std::string& sweep_id) {
+  SMOE_ASSIGN_OR_RETURN(SweepEntry * sweep, FindSweepLocked(sweep_id));
+  const StateCounts& c = sweep->counts;
+  if (c.pending + c.running > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sweep '", sweep_id, "' has ", c.pending + c.running,
+        c.pending + c.running == 1 ? " live trial (" : " live trials (",
+        c.pending, " pending, ", c.running,
+        " running); cancel it first (smoe sweep cancel ", sweep_id,
+        "), then delete it"));
+  }
+  WriteBatch batch;
+  batch.deleted_sweeps.push_back(sweep_id);
+  // Queued after every earlier write of the sweep, so they commit first (in
+  // the same transaction or an earlier one) and no row of it is left.
+  SMOE_RETURN_IF_ERROR(EnqueueLocked(batch));
+  DeletedSweep out;
+  out.sweep_id = sweep_id;
+  for (const std::string& id : sweep->trial_ids) {
+    if (id.empty()) continue;
+    out.trial_ids.push_back(id);
+    trials_.erase(id);
+    for (auto& [w, entry] : workers_) entry.stopping.erase(id);
+  }
+  deleted_versions_[sweep_id] =
+      std::max(sweep->version, sweep->durable.version);
+  uncaptured_.erase(sweep_id);
+  sweeps_.erase(sweep_id);  // search state and change log go with it
+  SMOE_LOG(INFO) << "sweep " << sweep_id << " deleted (" << out.trial_ids.size()
+                 << " trials)";
+  return out;
+}
+
 absl::Status Scheduler::CancelTrial(const std::string& trial_id) {
   return Mutate<absl::Status>([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return CancelTrialLocked(trial_id);
@@ -151,6 +185,35 @@ absl::StatusOr<SweepView> Scheduler::AnnotateSweep(const std::string& sweep_id,
       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return AnnotateSweepLocked(sweep_id, a);
       });
+}
+
+absl::StatusOr<DeletedSweep> Scheduler::DeleteSweep(
+    const std::string& sweep_id) {
+  absl::StatusOr<DeletedSweep> deleted = Mutate<absl::StatusOr<DeletedSweep>>(
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return DeleteSweepLocked(sweep_id);
+      });
+  if (!deleted.ok()) return deleted;
+  // Durable now: a crash from here on leaves no row of the sweep, only
+  // files and caches that the listeners (and, after a crash, the checkpoint
+  // store's start-up and periodic sweeps) remove.
+  // Called under listeners_mu_, so RemoveSweepDeletedListener() returns
+  // only once no call of the removed listener is running.
+  absl::MutexLock lock(&listeners_mu_);
+  for (const auto& [id, fn] : deleted_listeners_) fn(*deleted);
+  return deleted;
+}
+
+int Scheduler::AddSweepDeletedListener(SweepDeletedListener fn) {
+  absl::MutexLock lock(&listeners_mu_);
+  const int id = ++next_listener_;
+  deleted_listeners_[id] = std::move(fn);
+  return id;
+}
+
+void Scheduler::RemoveSweepDeletedListener(int id) {
+  absl::MutexLock lock(&listeners_mu_);
+  deleted_listeners_.erase(id);
 }
 
 }  // namespace smoe::coordinator

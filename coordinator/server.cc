@@ -69,6 +69,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   s->tokens_ = std::make_unique<TokenRegistry>(s->token_, s->tokens_file());
   s->auth_checker_ = std::make_unique<TokenAuthChecker>(s->tokens_.get());
   s->logs_ = std::make_unique<TrialLogs>(s->store_.get(), Clock::Real());
+  // A deleted sweep's checkpoint files and live log tails (its rows are gone
+  // already; the dashboard's read model drops its caches on its own).
+  s->deleted_listener_ = s->scheduler_->AddSweepDeletedListener(
+      [ckpt = s->checkpoints_.get(),
+       logs = s->logs_.get()](const DeletedSweep& d) {
+        ckpt->DropSweep(d.sweep_id);
+        logs->Forget(d.trial_ids);
+      });
   s->coordinator_service_ = std::make_unique<CoordinatorServiceImpl>(
       s->scheduler_.get(), s->store_.get(), s->auth_checker_.get(),
       s->checkpoints_.get(), s->logs_.get());
@@ -245,6 +253,11 @@ void CoordinatorServer::Shutdown() {
   }
 }
 
-CoordinatorServer::~CoordinatorServer() { Shutdown(); }
+CoordinatorServer::~CoordinatorServer() {
+  Shutdown();
+  if (scheduler_ && deleted_listener_ != 0) {
+    scheduler_->RemoveSweepDeletedListener(deleted_listener_);
+  }
+}
 
 }  // namespace smoe::coordinator

@@ -132,6 +132,7 @@ class CoordinatorServer {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<CheckpointStore> checkpoints_;
   std::unique_ptr<TrialLogs> logs_;
+  int deleted_listener_ = 0;  // scheduler_'s, for checkpoints_ and logs_
   std::unique_ptr<CoordinatorServiceImpl> coordinator_service_;
   std::unique_ptr<WorkerGatewayServiceImpl> gateway_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -349,6 +349,18 @@ grpc::Status CoordinatorServiceImpl::AnnotateSweep(
   });
 }
 
+grpc::Status CoordinatorServiceImpl::DeleteSweep(
+    grpc::ServerContext* ctx, const pb::DeleteSweepRequest* req,
+    pb::DeleteSweepResponse* resp) {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    SMOE_ASSIGN_OR_RETURN(DeletedSweep d,
+                          scheduler_->DeleteSweep(req->sweep_id()));
+    resp->set_sweep_id(d.sweep_id);
+    resp->set_deleted_trials(static_cast<int32_t>(d.trial_ids.size()));
+    return absl::OkStatus();
+  });
+}
+
 grpc::Status CoordinatorServiceImpl::WatchSweep(
     grpc::ServerContext* ctx, const pb::WatchSweepRequest* req,
     grpc::ServerWriter<pb::SweepEvent>* writer) {

@@ -72,6 +72,9 @@ class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
   grpc::Status AnnotateSweep(grpc::ServerContext* ctx,
                              const smoe::v1::AnnotateSweepRequest* req,
                              smoe::v1::AnnotateSweepResponse* resp) override;
+  grpc::Status DeleteSweep(grpc::ServerContext* ctx,
+                           const smoe::v1::DeleteSweepRequest* req,
+                           smoe::v1::DeleteSweepResponse* resp) override;
   grpc::Status WatchSweep(
       grpc::ServerContext* ctx, const smoe::v1::WatchSweepRequest* req,
       grpc::ServerWriter<smoe::v1::SweepEvent>* writer) override;

@@ -42,7 +42,48 @@ analysis::CurveAggregator& AggregatorEntry::At(
 
 SweepReadModel::SweepReadModel(Scheduler* scheduler,
                                store::ExperimentStore* store)
-    : scheduler_(scheduler), store_(store) {}
+    : scheduler_(scheduler), store_(store) {
+  listener_ = scheduler_->AddSweepDeletedListener(
+      [this](const DeletedSweep& d) { Forget(d.sweep_id); });
+}
+
+SweepReadModel::~SweepReadModel() {
+  scheduler_->RemoveSweepDeletedListener(listener_);
+}
+
+bool SweepReadModel::KeyOf(const std::string& key,
+                           const std::string& sweep_id) {
+  const size_t start = key.find('\x1f');
+  if (start == std::string::npos) return false;
+  return key.compare(start + 1, sweep_id.size(), sweep_id) == 0 &&
+         (key.size() == start + 1 + sweep_id.size() ||
+          key[start + 1 + sweep_id.size()] == '\x1f');
+}
+
+void SweepReadModel::Forget(const std::string& sweep_id) {
+  // A reader that built a snapshot just before the delete may still store
+  // it here afterwards: it is never served (GetSweep says NotFound, and a
+  // sweep re-created under the name has newer versions), only kept until
+  // the next delete of the name or a restart.
+  absl::MutexLock build(&build_mu_);
+  absl::MutexLock lock(&mu_);
+  snapshots_.erase(sweep_id);
+  auto erase_keys = [&](auto* m) {
+    for (auto it = m->begin(); it != m->end();) {
+      it = KeyOf(it->first, sweep_id) ? m->erase(it) : std::next(it);
+    }
+  };
+  erase_keys(&responses_);
+  erase_keys(&aggregators_);
+}
+
+size_t SweepReadModel::EntriesOf(const std::string& sweep_id) {
+  absl::MutexLock lock(&mu_);
+  size_t n = snapshots_.count(sweep_id);
+  for (const auto& [key, v] : responses_) n += KeyOf(key, sweep_id) ? 1 : 0;
+  for (const auto& [key, v] : aggregators_) n += KeyOf(key, sweep_id) ? 1 : 0;
+  return n;
+}
 
 std::shared_ptr<const SweepSnapshot> SweepReadModel::Current(
     const std::string& sweep_id, int64_t version) {

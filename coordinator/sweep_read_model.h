@@ -75,8 +75,19 @@ class AggregatorEntry {
 
 class SweepReadModel {
  public:
-  // Neither pointer is owned; both must outlive the model.
+  // Neither pointer is owned; both must outlive the model. The model drops a
+  // sweep's snapshot, aggregators and cached responses when the scheduler
+  // deletes the sweep (Scheduler::AddSweepDeletedListener).
   SweepReadModel(Scheduler* scheduler, store::ExperimentStore* store);
+  ~SweepReadModel();
+  SweepReadModel(const SweepReadModel&) = delete;
+  SweepReadModel& operator=(const SweepReadModel&) = delete;
+
+  // Drops everything kept for `sweep_id`. Cache keys are
+  // "<route>\x1f<sweep id>\x1f<query...>" (the HTTP routes' convention).
+  void Forget(const std::string& sweep_id);
+  // Entries kept (snapshots + aggregators + responses) for `sweep_id`.
+  size_t EntriesOf(const std::string& sweep_id);
 
   // The sweep's durable view and a snapshot at (or after) its version.
   // NotFound for an unknown sweep; store errors as they come.
@@ -120,8 +131,12 @@ class SweepReadModel {
   std::shared_ptr<const SweepSnapshot> Current(const std::string& sweep_id,
                                                int64_t version);
 
+  // True when cache key `key` belongs to `sweep_id` (see Forget).
+  static bool KeyOf(const std::string& key, const std::string& sweep_id);
+
   Scheduler* const scheduler_;
   store::ExperimentStore* const store_;
+  int listener_ = 0;
   absl::Mutex build_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<const SweepSnapshot>> snapshots_

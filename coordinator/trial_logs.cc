@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <climits>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/numbers.h"
@@ -189,6 +190,16 @@ void RegisterLogRoutes(const AddHttpRoute& add, TrialLogs* logs) {
             out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
             kJson);
       });
+}
+
+void TrialLogs::Forget(const std::vector<std::string>& trial_ids) {
+  absl::MutexLock lock(&mu_);
+  for (const std::string& id : trial_ids) {
+    live_.erase(live_.lower_bound({id, INT_MIN}),
+                live_.upper_bound({id, INT_MAX}));
+    wanted_.erase(wanted_.lower_bound({id, INT_MIN}),
+                  wanted_.upper_bound({id, INT_MAX}));
+  }
 }
 
 }  // namespace smoe::coordinator

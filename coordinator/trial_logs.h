@@ -75,6 +75,9 @@ class TrialLogs {
   // trial).
   absl::Status PutFinal(const std::string& trial_id, int attempt,
                         std::string text, int64_t total_bytes);
+  // Drops the live tails and wanted marks of every attempt of the trials
+  // (their sweep was deleted; the stored logs went with it).
+  void Forget(const std::vector<std::string>& trial_ids);
 
  private:
   struct Live {

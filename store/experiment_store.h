@@ -34,7 +34,9 @@ class ExperimentStore {
   // Applies every write in `batch` atomically: after a crash at any point,
   // either all of it or none of it is visible. Returns FailedPrecondition when
   // a row references a missing parent (a trial of an unknown sweep, an attempt
-  // or metric or result of an unknown trial); nothing is written then.
+  // or metric or result of an unknown trial), and NotFound naming the sweep
+  // when `batch.deleted_sweeps` names one that does not exist; nothing is
+  // written then.
   virtual absl::Status Commit(const WriteBatch& batch) = 0;
 
   // Returns NotFound when there is no such sweep / trial.

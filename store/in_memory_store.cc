@@ -90,6 +90,11 @@ absl::Status InMemoryStore::Validate(const WriteBatch& batch) const {
   for (const TrialLogRecord& l : batch.trial_logs) {
     if (!TrialKnown(l.trial_id, batch_trials)) return internal::MissingTrial(l);
   }
+  for (const std::string& id : batch.deleted_sweeps) {
+    if (batch_sweeps.count(id) == 0 && sweeps_.find(id) == sweeps_.end()) {
+      return internal::MissingDeletedSweep(id);
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -135,7 +140,37 @@ absl::Status InMemoryStore::Commit(const WriteBatch& batch) {
     n.updated_at = Truncate(n.updated_at);
     trial_logs_[{l.trial_id, l.attempt}] = std::move(n);
   }
+  for (const std::string& id : batch.deleted_sweeps) DeleteSweepLocked(id);
   return absl::OkStatus();
+}
+
+void InMemoryStore::DeleteSweepLocked(const std::string& sweep_id) {
+  std::set<std::string> ids;
+  for (auto it = trials_.begin(); it != trials_.end();) {
+    if (it->second.sweep_id == sweep_id) {
+      ids.insert(it->first);
+      it = trials_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Rows keyed by (trial_id, ...); a linear pass per table (tests only).
+  auto erase_rows = [&ids](auto* rows) {
+    for (auto it = rows->begin(); it != rows->end();) {
+      it = ids.count(std::get<0>(it->first)) ? rows->erase(it) : ++it;
+    }
+  };
+  erase_rows(&attempts_);
+  erase_rows(&metrics_);
+  erase_rows(&checkpoints_);
+  erase_rows(&trial_logs_);
+  for (const std::string& id : ids) results_.erase(id);
+  decisions_.erase(std::remove_if(decisions_.begin(), decisions_.end(),
+                                  [&](const DecisionRecord& d) {
+                                    return d.sweep_id == sweep_id;
+                                  }),
+                   decisions_.end());
+  sweeps_.erase(sweep_id);
 }
 
 absl::StatusOr<std::vector<DecisionRecord>> InMemoryStore::ListDecisions(

@@ -78,6 +78,10 @@ class InMemoryStore final : public ExperimentStore {
   // Returns the trials of `sweep_id` (all when empty) ordered like ListTrials.
   std::vector<const TrialRecord*> SortedTrials(absl::string_view sweep_id) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Erases sweep `sweep_id` and every row keyed by it (WriteBatch::
+  // deleted_sweeps).
+  void DeleteSweepLocked(const std::string& sweep_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Returns the summary row of `t`.
   TrialSummary SummaryLocked(const TrialRecord& t) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);

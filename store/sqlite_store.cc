@@ -153,6 +153,25 @@ constexpr char kListTrialLogs[] =
     "SELECT trial_id, attempt, text, total_bytes, updated_at_us "
     "FROM trial_logs WHERE trial_id = ? ORDER BY attempt";
 
+// Deleting a sweep (WriteBatch::deleted_sweeps): children first, so the
+// foreign keys hold at every statement. Every table of store/migrations.cc
+// keyed by a trial or a sweep is here (SqliteStoreTest checks that no other
+// table refers to them).
+#define SMOE_OF_SWEEP \
+  " WHERE trial_id IN (SELECT trial_id FROM trials WHERE sweep_id = ?)"
+constexpr char kDeleteSweepTrialLogs[] = "DELETE FROM trial_logs" SMOE_OF_SWEEP;
+constexpr char kDeleteSweepCheckpoints[] =
+    "DELETE FROM trial_checkpoints" SMOE_OF_SWEEP;
+constexpr char kDeleteSweepResults[] =
+    "DELETE FROM trial_results" SMOE_OF_SWEEP;
+constexpr char kDeleteSweepMetrics[] = "DELETE FROM metrics" SMOE_OF_SWEEP;
+constexpr char kDeleteSweepAttempts[] = "DELETE FROM attempts" SMOE_OF_SWEEP;
+#undef SMOE_OF_SWEEP
+constexpr char kDeleteSweepDecisions[] =
+    "DELETE FROM decisions WHERE sweep_id = ?";
+constexpr char kDeleteSweepTrials[] = "DELETE FROM trials WHERE sweep_id = ?";
+constexpr char kDeleteSweep[] = "DELETE FROM sweeps WHERE sweep_id = ?";
+
 constexpr char kBegin[] = "BEGIN IMMEDIATE";
 constexpr char kCommit[] = "COMMIT";
 constexpr char kRollback[] = "ROLLBACK";
@@ -1015,6 +1034,33 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
         .Int(r.total_bytes)
         .Time(r.updated_at);
     SMOE_RETURN_IF_ERROR(s.Run());
+    row_written();
+  }
+  for (const std::string& id : batch.deleted_sweeps) {
+    if (sweeps.count(id) == 0) {
+      SMOE_ASSIGN_OR_RETURN(bool found,
+                            Exists(kSweepExists, id, "delete sweep: find"));
+      if (!found) return internal::MissingDeletedSweep(id);
+    }
+    // (table's first migration, statement): tables a test-only old schema
+    // lacks are skipped.
+    const std::pair<int, const char*> statements[] = {
+        {6, kDeleteSweepTrialLogs}, {5, kDeleteSweepCheckpoints},
+        {2, kDeleteSweepResults},   {1, kDeleteSweepMetrics},
+        {1, kDeleteSweepAttempts},  {3, kDeleteSweepDecisions},
+        {1, kDeleteSweepTrials},    {1, kDeleteSweep},
+    };
+    for (const auto& [version, sql] : statements) {
+      if (options_.TEST_max_schema_version > 0 &&
+          options_.TEST_max_schema_version < version) {
+        continue;
+      }
+      SMOE_STATEMENT(s, sql, "commit: delete sweep");
+      s.Text(id);
+      SMOE_RETURN_IF_ERROR(s.Run());
+    }
+    sweeps.erase(id);
+    trials.clear();  // the deleted sweep's trials may be cached there
     row_written();
   }
   return absl::OkStatus();

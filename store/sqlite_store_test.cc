@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/migrations.h"
@@ -534,6 +536,125 @@ TEST(SqliteStoreTest, ReopenAfterCrashSeesExactlyTheCommittedBatches) {
   WriteBatch after;
   after.metrics.push_back(MakeMetric(TrialId("s", 0), "big", 0, 1.0));
   EXPECT_TRUE(store->Commit(after).ok());
+}
+
+// Sweep `id` with a row in every table keyed by a sweep or a trial.
+WriteBatch SweepInEveryTable(const std::string& id) {
+  WriteBatch b;
+  b.sweeps.push_back(MakeSweep(id));
+  TrialRecord t = MakeTrial(id, 0);
+  t.state = TrialState::kSucceeded;
+  b.trials.push_back(t);
+  b.attempts.push_back(MakeAttempt(t.trial_id, 1));
+  b.metrics.push_back(MakeMetric(t.trial_id, "loss", 1, 0.5));
+  b.results.push_back({t.trial_id, 1.0, {{"acc", 0.5}}});
+  DecisionRecord d;
+  d.sweep_id = id;
+  d.trial_id = t.trial_id;
+  d.action = "prune";
+  b.decisions.push_back(d);
+  CheckpointRecord c;
+  c.trial_id = t.trial_id;
+  c.step = 1;
+  c.sha256 = std::string(64, 'a');
+  b.checkpoints.push_back(c);
+  TrialLogRecord l;
+  l.trial_id = t.trial_id;
+  l.attempt = 1;
+  l.text = "log";
+  b.trial_logs.push_back(l);
+  return b;
+}
+
+// Rows of sweep `id` per table of the schema, as "table=N"; every table but
+// the few that are not a sweep's must have a sweep_id or a trial_id column.
+std::vector<std::string> RowsOfSweep(SqliteStore* store,
+                                     const std::string& id) {
+  std::vector<std::string> out;
+  for (const std::string& table : Value(store->DebugQuery(
+           "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY "
+           "name"))) {
+    if (table == "workers" || table == "schema_version" ||
+        table == "sqlite_sequence") {
+      continue;
+    }
+    const std::vector<std::string> columns = Value(store->DebugQuery(
+        absl::StrCat("SELECT name FROM pragma_table_info('", table, "')")));
+    auto has = [&](const char* c) {
+      return std::find(columns.begin(), columns.end(), c) != columns.end();
+    };
+    std::string where;
+    if (has("sweep_id")) {
+      where = absl::StrCat("sweep_id = '", id, "'");
+    } else if (has("trial_id")) {
+      where = absl::StrCat("trial_id LIKE '", id, "/%'");
+    } else {
+      ADD_FAILURE() << "table " << table
+                    << " has neither sweep_id nor trial_id: is it a sweep's "
+                       "(then delete it with the sweep) or not (list it "
+                       "here)?";
+      continue;
+    }
+    out.push_back(absl::StrCat(
+        table, "=",
+        Value(store->DebugQuery(absl::StrCat("SELECT count(*) FROM ", table,
+                                             " WHERE ", where)))
+            .at(0)));
+  }
+  return out;
+}
+
+TEST(SqliteStoreTest, DeletingASweepLeavesNoRowOfItInAnyTable) {
+  auto store = MustOpen(":memory:");
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Commit(SweepInEveryTable("gone")).ok());
+  ASSERT_TRUE(store->Commit(SweepInEveryTable("kept")).ok());
+  const std::vector<std::string> full = {
+      "attempts=1",          "decisions=1",  "metrics=1",       "sweeps=1",
+      "trial_checkpoints=1", "trial_logs=1", "trial_results=1", "trials=1"};
+  // The fixture fills every table, so each one's deletion is checked.
+  ASSERT_EQ(RowsOfSweep(store.get(), "gone"), full);
+  WriteBatch del;
+  del.deleted_sweeps = {"gone"};
+  ASSERT_TRUE(store->Commit(del).ok());
+  EXPECT_THAT(RowsOfSweep(store.get(), "gone"),
+              ElementsAre("attempts=0", "decisions=0", "metrics=0", "sweeps=0",
+                          "trial_checkpoints=0", "trial_logs=0",
+                          "trial_results=0", "trials=0"));
+  EXPECT_EQ(RowsOfSweep(store.get(), "kept"), full);
+  EXPECT_THAT(Value(store->DebugQuery("PRAGMA foreign_key_check")), IsEmpty());
+}
+
+TEST(SqliteStoreTest, ACrashMidDeleteLeavesTheSweepWhole) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  const pid_t pid = fork();
+  ASSERT_NE(pid, -1);
+  if (pid == 0) {
+    bool armed = false;
+    SqliteOptions options;
+    options.TEST_after_row_written = [&armed](int64_t) {
+      if (armed) raise(SIGKILL);
+    };
+    auto store = SqliteStore::Open(path, options);
+    if (!store.ok()) _exit(2);
+    if (!(*store)->Commit(SweepInEveryTable("s")).ok()) _exit(3);
+    armed = true;
+    WriteBatch del;
+    del.deleted_sweeps = {"s"};
+    (void)(*store)->Commit(del);  // killed after its statements, uncommitted
+    _exit(4);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(wstatus))
+      << "child exited with code " << WEXITSTATUS(wstatus);
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_THAT(RowsOfSweep(store.get(), "s"),
+              ElementsAre("attempts=1", "decisions=1", "metrics=1", "sweeps=1",
+                          "trial_checkpoints=1", "trial_logs=1",
+                          "trial_results=1", "trials=1"));
 }
 
 // Threads commit through one store and through a second connection to the

@@ -713,6 +713,134 @@ TYPED_TEST(StoreContractTest, TrialLogsUpsertPerAttempt) {
   EXPECT_TRUE(absl::IsFailedPrecondition(this->store_->Commit(o)));
 }
 
+// A sweep with a row in every table keyed by it: trials, attempts,
+// metrics, results, decisions, checkpoint rows and logs.
+WriteBatch FullSweep(const std::string& sweep) {
+  WriteBatch b;
+  b.sweeps.push_back(MakeSweep(sweep));
+  for (int i = 0; i < 2; ++i) {
+    TrialRecord t = MakeTrial(sweep, i);
+    t.state = TrialState::kSucceeded;
+    b.trials.push_back(t);
+    b.attempts.push_back(MakeAttempt(t.trial_id, 1));
+    b.metrics.push_back(MakeMetric(t.trial_id, "train/loss", 10, 0.5));
+    b.results.push_back({t.trial_id, 3.5, {{"ood_acc", 0.75}}});
+    CheckpointRecord c;
+    c.trial_id = t.trial_id;
+    c.step = 10;
+    c.file_name = "checkpoint.smoeckpt";
+    c.bytes = 10;
+    c.sha256 = std::string(64, 'a');
+    c.attempt = 1;
+    c.created_at = T0();
+    b.checkpoints.push_back(c);
+    TrialLogRecord l;
+    l.trial_id = t.trial_id;
+    l.attempt = 1;
+    l.text = "log\n";
+    l.total_bytes = 4;
+    l.updated_at = T0();
+    b.trial_logs.push_back(l);
+  }
+  DecisionRecord d;
+  d.sweep_id = sweep;
+  d.trial_id = b.trials[0].trial_id;
+  d.action = "prune";
+  d.reason = "test";
+  d.at = T0();
+  b.decisions.push_back(d);
+  return b;
+}
+
+TYPED_TEST(StoreContractTest, DeletingASweepRemovesEveryRowKeyedByIt) {
+  this->MustCommit(FullSweep("gone"));
+  this->MustCommit(FullSweep("kept"));
+  // What the other sweep looks like through the interface, before.
+  auto kept_view = [this] {
+    std::string out;
+    auto& st = *this->store_;
+    out += Dump(testing::Value(st.GetSweep("kept"))) + "\n";
+    for (const auto& t : testing::Value(st.ListTrials("kept"))) {
+      out += Dump(t) + "\n";
+      for (const auto& a : testing::Value(st.ListAttempts(t.trial_id)))
+        out += Dump(a) + "\n";
+      for (const auto& m :
+           testing::Value(st.ListMetrics(t.trial_id, std::nullopt)))
+        out += Dump(m) + "\n";
+      out += absl::StrCat(
+          testing::Value(st.ListCheckpoints(t.trial_id)).size(), " ckpt ",
+          testing::Value(st.ListTrialLogs(t.trial_id)).size(), " logs\n");
+    }
+    for (const auto& s : testing::Value(st.ListSummaries("kept")))
+      out += Dump(s) + "\n";
+    out += absl::StrCat(testing::Value(st.ListDecisions("kept", 0, 0)).size(),
+                        " decisions\n");
+    return out;
+  };
+  const std::string before = kept_view();
+  const std::vector<std::string> gone_trials = {TrialId("gone", 0),
+                                                TrialId("gone", 1)};
+  WriteBatch del;
+  del.deleted_sweeps = {"gone"};
+  this->MustCommit(del);
+
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetSweep("gone").status()));
+  EXPECT_THAT(this->Trials("gone"), IsEmpty());
+  EXPECT_TRUE(testing::Value(this->store_->ListSummaries("gone")).empty());
+  EXPECT_TRUE(
+      testing::Value(this->store_->ListDecisions("gone", 0, 0)).empty());
+  for (const std::string& id : gone_trials) {
+    EXPECT_TRUE(absl::IsNotFound(this->store_->GetTrial(id).status())) << id;
+    EXPECT_TRUE(testing::Value(this->store_->ListAttempts(id)).empty()) << id;
+    EXPECT_THAT(this->Metrics(id, std::nullopt), IsEmpty()) << id;
+    EXPECT_TRUE(testing::Value(this->store_->ListCheckpoints(id)).empty())
+        << id;
+    EXPECT_TRUE(testing::Value(this->store_->ListTrialLogs(id)).empty()) << id;
+  }
+  for (const auto& c : testing::Value(this->store_->ListCheckpoints(""))) {
+    EXPECT_EQ(c.trial_id.rfind("kept/", 0), 0u) << c.trial_id;
+  }
+  std::vector<std::string> sweeps;
+  for (const auto& s : testing::Value(this->store_->ListSweeps()))
+    sweeps.push_back(s.sweep_id);
+  EXPECT_THAT(sweeps, ElementsAre("kept"));
+  EXPECT_EQ(kept_view(), before);
+
+  // The name can be used again: a new sweep starts empty.
+  WriteBatch again;
+  again.sweeps.push_back(MakeSweep("gone"));
+  again.trials.push_back(MakeTrial("gone", 0));
+  this->MustCommit(again);
+  EXPECT_EQ(this->Trials("gone").size(), 1u);
+  EXPECT_THAT(this->Metrics(TrialId("gone", 0), std::nullopt), IsEmpty());
+  EXPECT_TRUE(
+      testing::Value(this->store_->ListSummaries("gone"))[0].results.empty());
+}
+
+TYPED_TEST(StoreContractTest,
+           DeletingAnUnknownSweepIsNotFoundAndWritesNothing) {
+  this->SeedSweep(1);
+  const std::string before = this->Snapshot();
+  WriteBatch b;
+  b.sweeps.push_back(MakeSweep("new"));  // would be written first
+  b.deleted_sweeps = {"s", "nope"};
+  absl::Status st = this->store_->Commit(b);
+  EXPECT_TRUE(absl::IsNotFound(st)) << st;
+  EXPECT_THAT(st.message(), HasSubstr("'nope'"));
+  EXPECT_EQ(this->Snapshot(), before);
+}
+
+TYPED_TEST(StoreContractTest, WritesEarlierInTheBatchOfADeletedSweepGoToo) {
+  this->SeedSweep(1);
+  WriteBatch b = FullSweep("x");  // created and deleted in one batch
+  b.metrics.push_back(MakeMetric(TrialId("s", 0), "train/loss", 1, 1.0));
+  b.deleted_sweeps = {"x"};
+  this->MustCommit(b);
+  EXPECT_TRUE(absl::IsNotFound(this->store_->GetSweep("x").status()));
+  EXPECT_TRUE(testing::Value(this->store_->ListCheckpoints("")).empty());
+  EXPECT_EQ(this->Metrics(TrialId("s", 0), std::nullopt).size(), 1u);
+}
+
 TYPED_TEST(StoreContractTest, TimesRoundTripAtMicrosecondPrecision) {
   SweepRecord sweep = MakeSweep("s");
   sweep.created_at = absl::FromUnixMicros(-1);  // before the epoch

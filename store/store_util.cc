@@ -73,6 +73,11 @@ absl::Status MissingTrial(const TrialLogRecord& log) {
                        "trial", log.trial_id);
 }
 
+absl::Status MissingDeletedSweep(absl::string_view sweep_id) {
+  return absl::NotFoundError(
+      absl::StrCat("cannot delete sweep '", sweep_id, "': no such sweep"));
+}
+
 absl::Status CheckNonEmptyId(absl::string_view what, absl::string_view id) {
   if (id.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -38,6 +38,8 @@ absl::Status MissingTrial(const MetricRecord& metric);
 absl::Status MissingTrial(const WriteBatch::Result& result);
 absl::Status MissingTrial(const CheckpointRecord& checkpoint);
 absl::Status MissingTrial(const TrialLogRecord& log);
+// NotFound: the batch deletes sweep `sweep_id`, which does not exist.
+absl::Status MissingDeletedSweep(absl::string_view sweep_id);
 
 // InvalidArgument when `id` (of kind `what`) is empty.
 absl::Status CheckNonEmptyId(absl::string_view what, absl::string_view id);

@@ -233,12 +233,20 @@ struct WriteBatch {
   std::vector<std::pair<std::string, int64_t>> deleted_checkpoints;
   // Attempt logs upserted by (trial_id, attempt).
   std::vector<TrialLogRecord> trial_logs;
+  // Sweeps deleted after every other write of the batch, each with every row
+  // keyed by it: its trials and their attempts, metrics, results, checkpoint
+  // rows and logs, and its decisions (workers are not the sweep's). A sweep
+  // that neither exists nor is created earlier in the batch makes Commit
+  // fail with NotFound naming it (nothing written). The checkpoint blob
+  // files are the coordinator's to remove (coordinator/checkpoint_store.h).
+  std::vector<std::string> deleted_sweeps;
 
   bool empty() const {
     return sweeps.empty() && trials.empty() && attempts.empty() &&
            metrics.empty() && workers.empty() && results.empty() &&
            decisions.empty() && checkpoints.empty() &&
-           deleted_checkpoints.empty() && trial_logs.empty();
+           deleted_checkpoints.empty() && trial_logs.empty() &&
+           deleted_sweeps.empty();
   }
 };
 

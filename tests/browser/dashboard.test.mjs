@@ -15,7 +15,9 @@
 //   field, the column picker, any x/y with trials as dots, the parallel-
 //   coordinates brush filtering the table, the learning-curve overlay, the
 //   compare view, archived sweeps hidden; /api/openapi.json and
-//   examples/pandas_results.py.
+//   examples/pandas_results.py. Deleting a sweep: refused (disabled button,
+//   409) while trials are live, no button and 403 for a viewer, an admin's
+//   confirm and the sweep gone from the list and the API.
 // Screenshots go to $SMOE_ARTIFACTS. Exit 77 = skipped (and why).
 import { spawn, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -682,6 +684,54 @@ async function main() {
   const anonStatus = await page.evaluate(async (u) => (await fetch(u, { credentials: 'omit' })).status, artHref);
   check(anonStatus === 401, `the download needs the token (${anonStatus})`);
   await page.screenshot({ path: path.join(artifacts, 'trial-artifacts.png'), fullPage: true });
+
+  // Deleting a sweep (admin; docs/dashboard.md). A sweep with live trials
+  // (fixture-artifacts: one left pending/running) cannot be deleted: the
+  // button is disabled with the reason, and the API answers 409.
+  await page.goto(url + '#/sweep/fixture-artifacts');
+  await waitFor(async () => (await page.locator('#sweep-delete').count()) > 0, 'the delete button of a live sweep');
+  check(await page.locator('#sweep-delete').isDisabled(), 'the delete button is disabled while trials are live');
+  const reason = await page.locator('#sweep-delete-reason').textContent();
+  check(/pending or running: cancel the sweep first/.test(reason), `the page says why (${reason})`);
+  const csrf = (await (await page.request.get(url + 'api/session')).json()).csrf;
+  const liveDelete = await page.request.delete(url + 'api/sweeps/fixture-artifacts', { headers: { 'X-CSRF-Token': csrf } });
+  const liveText = await liveDelete.text();
+  check(liveDelete.status() === 409 && liveText.includes("sweep 'fixture-artifacts' has 1 live trial") &&
+    liveText.includes('smoe sweep cancel fixture-artifacts'),
+  `deleting a sweep with live trials is refused naming the count (${liveDelete.status()} ${liveText})`);
+  await page.screenshot({ path: path.join(artifacts, 'sweep-delete-refused.png'), fullPage: true });
+  // A viewer gets no delete button, and the API refuses it.
+  const dctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
+  const dpage = await dctx.newPage();
+  await dpage.goto(url + 'login');
+  await dpage.fill('#token', viewerToken);
+  await Promise.all([dpage.waitForURL(/#\/$|\/$/), dpage.click('button[type=submit]')]);
+  await dpage.goto(url + '#/sweep/fixture-one-seed');
+  await waitFor(async () => (await dpage.locator('#sweep-tags').count()) > 0, 'the viewer\'s sweep head');
+  check((await dpage.locator('#sweep-delete').count()) === 0, 'a viewer sees no delete button');
+  const viewerDelete = await dpage.request.delete(url + 'api/sweeps/fixture-one-seed');
+  check(viewerDelete.status() === 403 && (await viewerDelete.text()).includes("needs role 'admin'"),
+    `a viewer's delete is refused naming the role needed (${viewerDelete.status()})`);
+  await dctx.close();
+  // The admin deletes a finished sweep: a confirm naming its trial count,
+  // then the sweeps list without it; the API no longer knows it.
+  await page.goto(url + '#/sweep/fixture-one-seed');
+  await waitFor(async () => (await page.locator('#sweep-delete').count()) > 0, 'the delete button');
+  check(!(await page.locator('#sweep-delete').isDisabled()), 'the delete button of a finished sweep is enabled');
+  let confirmText = '';
+  page.once('dialog', (d) => { confirmText = d.message(); d.accept(); });
+  await page.screenshot({ path: path.join(artifacts, 'sweep-delete.png'), fullPage: true });
+  await page.click('#sweep-delete');
+  await page.waitForURL(/#\/$/);
+  check(confirmText.startsWith('Delete sweep fixture-one-seed and its 6 trials'),
+    `the confirm names the sweep and its trial count (${confirmText})`);
+  await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
+  const after = await page.evaluate(() => window.__smoe.sweepsShown);
+  check(!after.includes('fixture-one-seed') && after.includes('fixture'),
+    `the deleted sweep is gone from the sweeps list (${after})`);
+  const gone = await page.request.get(url + 'api/sweeps/fixture-one-seed');
+  check(gone.status() === 404, `the API answers 404 for the deleted sweep (${gone.status()})`);
+  await page.screenshot({ path: path.join(artifacts, 'sweep-deleted.png'), fullPage: true });
 
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
 }

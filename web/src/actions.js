@@ -5,6 +5,7 @@
 
 import './actions.css';
 import { ApiError, toLogin } from './api.js';
+import { sweepDeletion } from './data.js';
 
 let sessionPromise = null;
 
@@ -84,8 +85,9 @@ export function sweepLabels(s) {
 let cachedToolbar = null;
 
 export function sweepActions(sw, onDone) {
+  const deletion = sweepDeletion(sw);
   const key = JSON.stringify([sw.sweep_id, sw.state, sw.archived, sw.notes, sw.tags,
-    (sw.counts && sw.counts.failed) || 0]);
+    (sw.counts && sw.counts.failed) || 0, deletion.reason, deletion.confirm]);
   if (cachedToolbar && cachedToolbar.key === key) return cachedToolbar.box;
   const box = el('div', { class: 'actions', id: 'sweep-actions' });
   cachedToolbar = { key, box };
@@ -112,6 +114,7 @@ export function sweepActions(sw, onDone) {
         () => act(`sweeps/${id}/retry`, { include_cancelled: sw.state === 'cancelled' }).then(onDone)) : '',
       actionButton(sw.archived ? 'Unarchive' : 'Archive', 'sweep-archive', status,
         () => act(`sweeps/${id}/archive`, { archived: !sw.archived }).then(onDone)),
+      deleteButton(sw, deletion, status),
       el('div', { class: 'annotate' }, notesInput, tagsInput,
         actionButton('Save notes', 'sweep-save-notes', status, () => act(`sweeps/${id}/annotations`, {
           notes: notesInput.value,
@@ -120,6 +123,22 @@ export function sweepActions(sw, onDone) {
       status);
   }).catch(() => {});
   return box;
+}
+
+// "Delete sweep": disabled with the reason while trials are live; asks with
+// the trial count; afterwards the sweeps list (the sweep page has no data
+// left to show).
+function deleteButton(sw, deletion, status) {
+  const id = encodeURIComponent(sw.sweep_id);
+  const b = actionButton('Delete sweep', 'sweep-delete', status,
+    () => act(`sweeps/${id}`, undefined, 'DELETE').then(() => { location.hash = '#/'; }),
+    deletion.confirm);
+  b.classList.add('danger');
+  if (deletion.allowed) return b;
+  b.disabled = true;
+  b.title = deletion.reason;
+  return el('span', { class: 'delete-blocked' }, b,
+    el('span', { class: 'muted', id: 'sweep-delete-reason' }, deletion.reason));
 }
 
 // Cancel / retry buttons for one trial (admins; empty otherwise).

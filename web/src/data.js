@@ -227,6 +227,30 @@ export function exitText(r) {
   return r.error && r.exit_code != null ? String(r.exit_code) : '';
 }
 
+// Whether an admin may delete sweep `sw` now (a row of GET /api/sweeps or the
+// sweep page's `sweep`), and what the button says: the server refuses (409)
+// while any trial is pending or running (Scheduler::DeleteSweep), so the
+// button is disabled then with the reason; otherwise the confirmation names
+// the trial count. {allowed, live, reason, confirm}.
+export function sweepDeletion(sw) {
+  const c = (sw && sw.counts) || {};
+  const live = (c.pending || 0) + (c.running || 0);
+  const total = c.total != null ? c.total
+    : ['pending', 'running', 'succeeded', 'failed', 'cancelled', 'pruned'].reduce((n, k) => n + (c[k] || 0), 0);
+  const id = sw ? sw.sweep_id : '';
+  if (live > 0) {
+    return {
+      allowed: false, live,
+      reason: `${live} trial${live === 1 ? ' is' : 's are'} pending or running: cancel the sweep first, then delete it`,
+      confirm: '',
+    };
+  }
+  return {
+    allowed: true, live: 0, reason: '',
+    confirm: `Delete sweep ${id} and its ${total} trial${total === 1 ? '' : 's'} with all their metrics, results, logs and checkpoints? This cannot be undone.`,
+  };
+}
+
 // ---- exploration (issue 18 item 3) -------------------------------------------------
 
 // A parameter value as the server labels it (coordinator/trial_table.h

@@ -4,7 +4,7 @@ import test from 'node:test';
 
 import {
   alignSeries, csvEscape, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
-  optimalUncertainty, seriesFromCurves, skillMixBest, skillMixSeries, theoryAccuracy, toCsv,
+  optimalUncertainty, seriesFromCurves, skillMixBest, skillMixSeries, sweepDeletion, theoryAccuracy, toCsv,
 } from '../src/data.js';
 
 // The curves JSON shape served by /api/sweeps/{id}/curves.
@@ -244,4 +244,22 @@ test('errorText / exitText: the last error line and the last exit code', () => {
   const t = errorText({ error: 'x'.repeat(300), exit_code: 1 });
   assert.equal(t.length, 120);
   assert.ok(t.endsWith('…'));
+});
+
+test('sweepDeletion: refused with the reason while trials are live, else a confirm naming the count', () => {
+  const running = sweepDeletion({ sweep_id: 'demo', counts: { pending: 2, running: 1, succeeded: 5, total: 8 } });
+  assert.equal(running.allowed, false);
+  assert.equal(running.live, 3);
+  assert.equal(running.reason, '3 trials are pending or running: cancel the sweep first, then delete it');
+  assert.equal(running.confirm, '');
+  assert.equal(sweepDeletion({ sweep_id: 'd', counts: { running: 1 } }).reason,
+    '1 trial is pending or running: cancel the sweep first, then delete it');
+  const done = sweepDeletion({ sweep_id: 'demo', counts: { succeeded: 5, failed: 1, cancelled: 2, total: 8 } });
+  assert.equal(done.allowed, true);
+  assert.equal(done.reason, '');
+  assert.equal(done.confirm,
+    'Delete sweep demo and its 8 trials with all their metrics, results, logs and checkpoints? This cannot be undone.');
+  // Without a total (older server), the states are summed; one trial is singular.
+  assert.match(sweepDeletion({ sweep_id: 'x', counts: { pruned: 1 } }).confirm, /its 1 trial with/);
+  assert.match(sweepDeletion({ sweep_id: 'x', counts: {} }).confirm, /its 0 trials/);
 });
