@@ -289,6 +289,7 @@ TEST_F(CheckpointStoreTest, FullStoreEvictsKeptFailedCheckpointsFirst) {
   EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
   EXPECT_TRUE(cs_->Latest(t1_.trial_id).has_value());
   EXPECT_EQ(cs_->Latest(t0_.trial_id)->step, 5);
+}
 
 // Sweep "s" and a sweep "s_x" whose trial directories share the prefix
 // "s_": deleting "s" removes only its own.
