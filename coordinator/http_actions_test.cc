@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -279,6 +280,42 @@ TEST_F(HttpActionsTest, AdminDeletesAFinishedSweepOnly) {
   EXPECT_EQ(page["sweep"]["counts"]["pending"], 2);
   EXPECT_EQ(page["sweep"]["counts"]["cancelled"], 0);
   for (const json& row : page["rows"]) EXPECT_EQ(row["state"], "pending");
+}
+
+// A dashboard watching a sweep that is deleted gets `event: deleted` and a
+// cleanly ended stream (no cut chunked response, no reconnect loop).
+TEST_F(HttpActionsTest, AnEventStreamOfADeletedSweepEndsWithDeleted) {
+  ASSERT_TRUE(sched_->CancelSweep("acts").ok());
+  absl::Mutex mu;
+  std::string received;
+  bool ok = false;
+  std::thread reader([&] {
+    auto c = Client();
+    auto r = c.Get(
+        "/api/sweeps/acts/events",
+        {{"Authorization", absl::StrCat("Bearer ", viewer_)}},
+        [&](const httplib::Response& res) { return res.status == 200; },
+        [&](const char* data, size_t n) {
+          absl::MutexLock lock(&mu);
+          received.append(data, n);
+          return true;
+        });
+    absl::MutexLock lock(&mu);
+    ok = static_cast<bool>(r) && r->status == 200;
+  });
+  const absl::Time end = absl::Now() + absl::Seconds(20);
+  auto has = [&](const char* what) {
+    absl::MutexLock lock(&mu);
+    return received.find(what) != std::string::npos;
+  };
+  while (!has("event: hello") && absl::Now() < end) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(sched_->DeleteSweep("acts").ok());
+  reader.join();  // the stream ends on its own
+  absl::MutexLock lock(&mu);
+  EXPECT_TRUE(ok) << "the stream ended cleanly: " << received;
+  EXPECT_THAT(received, HasSubstr("event: deleted\ndata: {}\n\n"));
 }
 
 TEST_F(HttpActionsTest, ARevokedTokensSessionEnds) {

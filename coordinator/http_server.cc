@@ -555,6 +555,13 @@ struct HttpServer::Impl {
                                       Dump({{"version", st->since}}), "\n\n"));
           }
           auto w = scheduler->WatchSweep(id, st->since, options.event_poll);
+          if (!stopping.load() && absl::IsNotFound(w.status())) {
+            // Deleted (Scheduler::DeleteSweep): say so and end the stream
+            // cleanly; the dashboard closes it rather than reconnecting.
+            write("event: deleted\ndata: {}\n\n");
+            sink.done();
+            return true;
+          }
           if (stopping.load() || !w.ok()) return false;
           if (w->timed_out) {
             if (absl::Now() - st->last_write >= options.event_keepalive) {

@@ -88,6 +88,7 @@ struct HttpServerOptions {
   int max_event_streams = 64;
   int max_event_streams_per_client = 8;
   // SSE: how long one wait for a change lasts, and the keep-alive period.
+  // A stream of a sweep that is deleted gets `event: deleted` and ends.
   absl::Duration event_poll = absl::Milliseconds(500);
   absl::Duration event_keepalive = absl::Seconds(10);
   // Bootstrap resamples for the curves and the optimal-k CI.

@@ -155,8 +155,10 @@ absl::StatusOr<DeletedSweep> Scheduler::DeleteSweepLocked(
   for (const std::string& id : sweep->trial_ids) {
     if (id.empty()) continue;
     out.trial_ids.push_back(id);
+    // workers_[].stopping keeps the id: a cancelled attempt may still be
+    // stopping in that trial's directory, and a sweep re-submitted under the
+    // name has the same trial ids (each heartbeat refreshes the set).
     trials_.erase(id);
-    for (auto& [w, entry] : workers_) entry.stopping.erase(id);
   }
   deleted_versions_[sweep_id] =
       std::max(sweep->version, sweep->durable.version);

@@ -693,12 +693,13 @@ async function main() {
   check(await page.locator('#sweep-delete').isDisabled(), 'the delete button is disabled while trials are live');
   const reason = await page.locator('#sweep-delete-reason').textContent();
   check(/pending or running: cancel the sweep first/.test(reason), `the page says why (${reason})`);
-  const csrf = (await (await page.request.get(url + 'api/session')).json()).csrf;
-  const liveDelete = await page.request.delete(url + 'api/sweeps/fixture-artifacts', { headers: { 'X-CSRF-Token': csrf } });
+  // (Node's fetch with the admin's bearer token: the 409 is expected.)
+  const bearer = (t) => ({ headers: { Authorization: `Bearer ${t}` } });
+  const liveDelete = await fetch(url + 'api/sweeps/fixture-artifacts', { method: 'DELETE', ...bearer(token) });
   const liveText = await liveDelete.text();
-  check(liveDelete.status() === 409 && liveText.includes("sweep 'fixture-artifacts' has 1 live trial") &&
+  check(liveDelete.status === 409 && liveText.includes("sweep 'fixture-artifacts' has 1 live trial") &&
     liveText.includes('smoe sweep cancel fixture-artifacts'),
-  `deleting a sweep with live trials is refused naming the count (${liveDelete.status()} ${liveText})`);
+  `deleting a sweep with live trials is refused naming the count (${liveDelete.status} ${liveText})`);
   await page.screenshot({ path: path.join(artifacts, 'sweep-delete-refused.png'), fullPage: true });
   // A viewer gets no delete button, and the API refuses it.
   const dctx = await browser.newContext({ viewport: { width: 1500, height: 1000 } });
@@ -709,9 +710,9 @@ async function main() {
   await dpage.goto(url + '#/sweep/fixture-one-seed');
   await waitFor(async () => (await dpage.locator('#sweep-tags').count()) > 0, 'the viewer\'s sweep head');
   check((await dpage.locator('#sweep-delete').count()) === 0, 'a viewer sees no delete button');
-  const viewerDelete = await dpage.request.delete(url + 'api/sweeps/fixture-one-seed');
-  check(viewerDelete.status() === 403 && (await viewerDelete.text()).includes("needs role 'admin'"),
-    `a viewer's delete is refused naming the role needed (${viewerDelete.status()})`);
+  const viewerDelete = await fetch(url + 'api/sweeps/fixture-one-seed', { method: 'DELETE', ...bearer(viewerToken) });
+  check(viewerDelete.status === 403 && (await viewerDelete.text()).includes("needs role 'admin'"),
+    `a viewer's delete is refused naming the role needed (${viewerDelete.status})`);
   await dctx.close();
   // The admin deletes a finished sweep: a confirm naming its trial count,
   // then the sweeps list without it; the API no longer knows it.
@@ -729,8 +730,8 @@ async function main() {
   const after = await page.evaluate(() => window.__smoe.sweepsShown);
   check(!after.includes('fixture-one-seed') && after.includes('fixture'),
     `the deleted sweep is gone from the sweeps list (${after})`);
-  const gone = await page.request.get(url + 'api/sweeps/fixture-one-seed');
-  check(gone.status() === 404, `the API answers 404 for the deleted sweep (${gone.status()})`);
+  const gone = await fetch(url + 'api/sweeps/fixture-one-seed', bearer(token));
+  check(gone.status === 404, `the API answers 404 for the deleted sweep (${gone.status})`);
   await page.screenshot({ path: path.join(artifacts, 'sweep-deleted.png'), fullPage: true });
 
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);

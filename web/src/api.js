@@ -42,5 +42,10 @@ export function watchSweep(sweepId, onEvent, onState) {
     }
   });
   es.onerror = () => onState(false);
+  // The sweep was deleted (docs/dashboard.md): the stream ends for good.
+  es.addEventListener('deleted', () => {
+    es.close();
+    onState(false, 'deleted');
+  });
   return () => es.close();
 }

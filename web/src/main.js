@@ -50,8 +50,8 @@ function setQuery(q) {
   history.replaceState(null, '', path + (s ? '?' + s : ''));
 }
 
-function setLive(on) {
-  live.textContent = on ? '● live' : '○ reconnecting';
+function setLive(on, why) {
+  live.textContent = on ? '● live' : why === 'deleted' ? '○ sweep deleted' : '○ reconnecting';
   live.className = 'live ' + (on ? 'on' : 'off');
 }
 
