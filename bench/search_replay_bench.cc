@@ -65,7 +65,9 @@ namespace {
 constexpr int64_t kSteps = 2700;
 constexpr int64_t kEvalEvery = 100;
 constexpr int kExperts = 8;
-constexpr uint64_t kNoiseSeed = 1;
+// The generator's seed (--seed=N; default 1, the seed of the 2026-11-24/25
+// results).
+uint64_t g_noise_seed = 1;
 // tau_k = 0.15 S (1 + kTauSlope (k - 1)); 0 in the sensitivity run (no
 // crossing curves).
 double g_tau_slope = 0.05;
@@ -109,7 +111,7 @@ TrialDef MakeTrial(int m, int k, int attention, int64_t seed) {
   t.id = absl::StrFormat("M%d-k%d-%s-s%d", m, k,
                          attention == 0 ? "softmax" : "linear", seed);
   t.stream = static_cast<uint64_t>(((m * 16 + k) * 2 + attention) * 64 + seed);
-  Rng rng = Rng::ForStream(kNoiseSeed, {t.stream, 0});
+  Rng rng = Rng::ForStream(g_noise_seed, {t.stream, 0});
   t.final_acc = 0.97 - Etotal(k, m, attention) + 0.005 * Gaussian(rng);
   t.tau = 0.15 * kSteps * (1 + g_tau_slope * (k - 1));
   return t;
@@ -120,7 +122,7 @@ double AccAt(const TrialDef& t, int64_t step) {
   const double shape = (1 - std::exp(-static_cast<double>(step) / t.tau)) /
                        (1 - std::exp(-static_cast<double>(kSteps) / t.tau));
   Rng rng =
-      Rng::ForStream(kNoiseSeed, {t.stream, static_cast<uint64_t>(step) + 1});
+      Rng::ForStream(g_noise_seed, {t.stream, static_cast<uint64_t>(step) + 1});
   return c + (t.final_acc - c) * shape + 0.003 * Gaussian(rng);
 }
 
@@ -472,8 +474,8 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
   // their mean; workers / seeds config slots.
   const Replay configs = ConfigReplay(replay);
   for (const AshaCase& a : ashas) {
-    if (a.smooth > 1) continue;
-    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps};
+    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps,
+                       a.smooth};
     SimResult r = Simulate(
         configs,
         static_cast<int>(
@@ -483,7 +485,8 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
         });
     r.finished *= static_cast<int>(configs.seeds_per_trial);
     row(absl::StrCat("asha over configs (seed means), min_steps ", a.min_steps,
-                     ", eta ", a.eta),
+                     ", eta ", a.eta,
+                     a.smooth > 1 ? absl::StrCat(", smooth ", a.smooth) : ""),
         r);
   }
   for (int64_t min_steps : medians) {
@@ -657,10 +660,11 @@ struct SchedCase {
 };
 
 std::string AshaSearch(const AshaCase& a) {
-  return absl::StrCat("{strategy: asha, metric: ood_acc, min_steps: ",
-                      a.min_steps, ", reduction: ", a.eta,
-                      a.smooth > 1 ? absl::StrCat(", smooth: ", a.smooth) : "",
-                      ", group_by: [M, attention]}");
+  return absl::StrCat(
+      "{strategy: asha, metric: ood_acc, min_steps: ", a.min_steps,
+      ", reduction: ", a.eta,
+      a.smooth > 1 ? absl::StrCat(", smooth_evals: ", a.smooth) : "",
+      ", group_by: [M, attention]}");
 }
 
 void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
@@ -779,6 +783,19 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
 
 int main(int argc, char** argv) {
   using namespace smoe::analysis::search;  // NOLINT
+  // Arguments: [--seed=N] [--no-mini] [CSV of the recorded study].
+  std::string csv = "bench/data/sraven-cpu-mini-ood-acc.csv";
+  bool mini_study = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--seed=", 0) == 0) {
+      g_noise_seed = std::stoull(a.substr(7));
+    } else if (a == "--no-mini") {
+      mini_study = false;
+    } else {
+      csv = a;
+    }
+  }
   const std::vector<TrialDef> study = Study();
   const Replay synthetic = SyntheticReplay(study);
   const GridTruth g = FullGrid(synthetic);
@@ -792,8 +809,9 @@ int main(int argc, char** argv) {
       "+ 0.03 sqrt(M k d log(32/k)), d = 1.0 softmax / 1.3 linear;\n"
       "acc(s) = 0.125 + (final - 0.125)(1 - exp(-s/tau_k))/(1 - "
       "exp(-2700/tau_k)) + N(0, 0.003), tau_k = 405 (1 + 0.05 (k - 1)); "
-      "smoe::Rng seed 1.\n\n",
-      static_cast<long long>(kSteps), static_cast<long long>(kEvalEvery));
+      "smoe::Rng seed %llu.\n\n",
+      static_cast<long long>(kSteps), static_cast<long long>(kEvalEvery),
+      static_cast<unsigned long long>(g_noise_seed));
   std::printf(
       "k* per group (full grid, mean of 3 seeds; noiseless in "
       "brackets):\n\n| M | softmax | linear |\n|---|---|---|\n");
@@ -820,15 +838,25 @@ int main(int argc, char** argv) {
       "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
       "group_by: [M, attention], add_seeds: 1";
   std::vector<SchedCase> cases;
-  for (const AshaCase& a : std::vector<AshaCase>{{300, 3}, {300, 2}}) {
+  for (const AshaCase& a : std::vector<AshaCase>{
+           {300, 3}, {300, 3, 3}, {300, 3, 5}, {300, 2, 3}, {600, 3, 3}}) {
     cases.push_back({AshaName(a), AshaSearch(a), full});
   }
+  cases.push_back({"median min_steps 300",
+                   "{strategy: median, metric: ood_acc, min_steps: 300, "
+                   "group_by: [M, attention]}",
+                   full});
   cases.push_back({"refine, add_seeds 1", refine + "}", paper});
-  for (const AshaCase& a : std::vector<AshaCase>{{300, 3}, {900, 3}}) {
-    cases.push_back({absl::StrCat("refine + ", AshaName(a), ", add_seeds 1"),
-                     absl::StrCat(refine, ", early_stop: asha, min_steps: ",
-                                  a.min_steps, ", reduction: ", a.eta, "}"),
-                     paper});
+  for (const AshaCase& a :
+       std::vector<AshaCase>{{300, 3}, {300, 3, 3}, {900, 3}}) {
+    cases.push_back(
+        {absl::StrCat("refine + ", AshaName(a), ", add_seeds 1"),
+         absl::StrCat(
+             refine, ", early_stop: asha, min_steps: ", a.min_steps,
+             ", reduction: ", a.eta,
+             a.smooth > 1 ? absl::StrCat(", smooth_evals: ", a.smooth) : "",
+             "}"),
+         paper});
   }
   ThroughScheduler(synthetic, g, 16, cases);
   Refine(study, g, k_true);
@@ -840,8 +868,7 @@ int main(int argc, char** argv) {
   const GridTruth fg = FullGrid(flat);
   EarlyStopping(flat, fg, 16, {{100, 3}, {300, 3}, {900, 3}, {300, 2}}, {});
   // The CPU miniature study's recorded curves.
-  const std::string csv =
-      argc > 1 ? argv[1] : "bench/data/sraven-cpu-mini-ood-acc.csv";
+  if (!mini_study) return 0;
   Replay mini;
   if (!CsvReplay(csv, &mini)) {
     std::printf("\n(no recorded study: %s not readable; pass its path)\n",
