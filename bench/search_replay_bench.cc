@@ -419,12 +419,15 @@ Score Compare(const GridTruth& g, const std::map<std::string, int>& k_star) {
 
 struct AshaCase {
   int64_t min_steps, eta;
-  int64_t smooth = 1;  // AshaConfig::smooth
+  int64_t smooth = 1;    // AshaConfig::smooth
+  int64_t min_keep = 1;  // AshaConfig::min_keep
 };
 
 std::string AshaName(const AshaCase& a) {
-  return absl::StrCat("asha min_steps ", a.min_steps, ", eta ", a.eta,
-                      a.smooth > 1 ? absl::StrCat(", smooth ", a.smooth) : "");
+  return absl::StrCat(
+      "asha min_steps ", a.min_steps, ", eta ", a.eta,
+      a.smooth > 1 ? absl::StrCat(", smooth ", a.smooth) : "",
+      a.min_keep > 1 ? absl::StrCat(", keep >= ", a.min_keep) : "");
 }
 
 void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
@@ -459,8 +462,8 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
         grid);
   }
   for (const AshaCase& a : ashas) {
-    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps,
-                       a.smooth};
+    const AshaConfig c{Mode::kMax,       a.min_steps, a.eta,
+                       replay.max_steps, a.smooth,    a.min_keep};
     std::string rungs;
     for (int64_t r : AshaRungs(c)) absl::StrAppend(&rungs, r, " ");
     row(absl::StrCat(AshaName(a), " (rungs ", rungs, ")"),
@@ -474,8 +477,8 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
   // their mean; workers / seeds config slots.
   const Replay configs = ConfigReplay(replay);
   for (const AshaCase& a : ashas) {
-    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps,
-                       a.smooth};
+    const AshaConfig c{Mode::kMax,       a.min_steps, a.eta,
+                       replay.max_steps, a.smooth,    a.min_keep};
     SimResult r = Simulate(
         configs,
         static_cast<int>(
@@ -484,9 +487,7 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
           return DecideAsha(c, t, r);
         });
     r.finished *= static_cast<int>(configs.seeds_per_trial);
-    row(absl::StrCat("asha over configs (seed means), min_steps ", a.min_steps,
-                     ", eta ", a.eta,
-                     a.smooth > 1 ? absl::StrCat(", smooth ", a.smooth) : ""),
+    row(absl::StrCat("asha over configs (seed means), ", AshaName(a).substr(5)),
         r);
   }
   for (int64_t min_steps : medians) {
@@ -783,15 +784,19 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
 
 int main(int argc, char** argv) {
   using namespace smoe::analysis::search;  // NOLINT
-  // Arguments: [--seed=N] [--no-mini] [CSV of the recorded study].
+  // Arguments: [--seed=N] [--no-mini] [--pure-only] [CSV of the recorded
+  // study].
   std::string csv = "bench/data/sraven-cpu-mini-ood-acc.csv";
   bool mini_study = true;
+  bool pure_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--seed=", 0) == 0) {
       g_noise_seed = std::stoull(a.substr(7));
     } else if (a == "--no-mini") {
       mini_study = false;
+    } else if (a == "--pure-only") {
+      pure_only = true;
     } else {
       csv = a;
     }
@@ -830,8 +835,13 @@ int main(int argc, char** argv) {
                  {300, 3, 5},
                  {300, 2, 3},
                  {600, 3},
-                 {600, 3, 3}},
+                 {600, 3, 3},
+                 {300, 3, 3, 2},
+                 {300, 3, 3, 3},
+                 {200, 3, 3, 2},
+                 {200, 3, 3, 3}},
                 {300, 900});
+  if (pure_only) return 0;
   const std::string full = "[1, 2, 3, 4, 5, 6, 7, 8]";
   const std::string paper = "[1, 2, 4, 8]";
   const std::string refine =
