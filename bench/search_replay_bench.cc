@@ -417,6 +417,19 @@ Score Compare(const GridTruth& g, const std::map<std::string, int>& k_star) {
   return s;
 }
 
+// "a/b" of the groups whose k* is the noiseless one (g.k_true); "-" when
+// the study has none (recorded curves).
+std::string NoiselessMatch(const GridTruth& g,
+                           const std::map<std::string, int>& k_star) {
+  if (g.k_true.empty()) return "-";
+  int match = 0;
+  for (const auto& [group, k] : g.k_true) {
+    auto it = k_star.find(group);
+    match += it != k_star.end() && it->second == k;
+  }
+  return absl::StrCat(match, "/", g.k_true.size());
+}
+
 struct AshaCase {
   int64_t min_steps, eta;
   int64_t smooth = 1;    // AshaConfig::smooth
@@ -436,19 +449,20 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
   std::printf(
       "\n## Early stopping: %s (group_by [M, attention]; %d workers)\n\n"
       "| policy | trial-steps | vs grid | finished trials | prunes | "
-      "promotions | ticks | k* = grid's | mean regret | max regret |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n",
+      "promotions | ticks | k* = grid's | k* = noiseless | mean regret | "
+      "max regret |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n",
       replay.name.c_str(), workers);
   auto row = [&](const std::string& name, const SimResult& r) {
     const Score s = Compare(g, r.k_star);
     std::printf(
         "| %s | %lld | %.2fx fewer | %d | %d | %d | %lld | %d/%d "
-        "(%.0f%%) | %.4f | %.4f |\n",
+        "(%.0f%%) | %s | %.4f | %.4f |\n",
         name.c_str(), static_cast<long long>(r.trial_steps),
         static_cast<double>(g.trial_steps) / static_cast<double>(r.trial_steps),
         r.finished, r.prunes, r.promotions, static_cast<long long>(r.ticks),
-        s.match, s.groups, 100.0 * s.match / s.groups, s.mean_regret,
-        s.max_regret);
+        s.match, s.groups, 100.0 * s.match / s.groups,
+        NoiselessMatch(g, r.k_star).c_str(), s.mean_regret, s.max_regret);
   };
   {
     SimResult grid;
@@ -679,8 +693,9 @@ void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
       "decision is `resolved`.\n\n"
       "| policy | grid top_k | trial-steps | vs grid | scheduler's usage "
       "(used / full) | finished trials | trials | stops | re-leases | ticks | "
-      "decisions logged | resolved | k* = grid's | mean regret | wall s |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      "decisions logged | resolved | k* = grid's | k* = noiseless | mean "
+      "regret | wall s |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       replay.name.c_str(), workers, g.trials,
       static_cast<long long>(g.trial_steps));
   for (const SchedCase& c : cases) {
@@ -690,7 +705,7 @@ void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
     const Score s = Compare(g, r.k_star);
     std::printf(
         "| %s | %s | %lld | %.2fx fewer | %lld / %lld | %d | %d | %d | %d | "
-        "%lld | %d | %d/%d | %d/%d (%.0f%%) | %.4f | %.1f |\n",
+        "%lld | %d | %d/%d | %d/%d (%.0f%%) | %s | %.4f | %.1f |\n",
         c.name.c_str(), c.top_k.c_str(), static_cast<long long>(r.trial_steps),
         static_cast<double>(g.trial_steps) /
             static_cast<double>(std::max<int64_t>(1, r.trial_steps)),
@@ -698,7 +713,8 @@ void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
         static_cast<long long>(run.usage_full), r.finished, run.trials,
         r.prunes, r.promotions, static_cast<long long>(r.ticks), run.decisions,
         run.resolved, run.settled, s.match, s.groups,
-        100.0 * s.match / std::max(1, s.groups), s.mean_regret, run.wall_s);
+        100.0 * s.match / std::max(1, s.groups),
+        NoiselessMatch(g, r.k_star).c_str(), s.mean_regret, run.wall_s);
   }
 }
 
@@ -803,8 +819,9 @@ int main(int argc, char** argv) {
   }
   const std::vector<TrialDef> study = Study();
   const Replay synthetic = SyntheticReplay(study);
-  const GridTruth g = FullGrid(synthetic);
+  GridTruth g = FullGrid(synthetic);
   const std::map<std::string, int> k_true = NoiselessKStar(study);
+  g.k_true = k_true;
   std::printf(
       "# Adaptive-sweep replay\n\n"
       "## Synthetic study\n\n"
@@ -875,7 +892,8 @@ int main(int argc, char** argv) {
   g_tau_slope = 0;
   Replay flat = SyntheticReplay(Study());
   flat.name = "synthetic without crossing curves (tau_k = 405 for all k)";
-  const GridTruth fg = FullGrid(flat);
+  GridTruth fg = FullGrid(flat);
+  fg.k_true = k_true;  // the same E(k, M)
   EarlyStopping(flat, fg, 16, {{100, 3}, {300, 3}, {900, 3}, {300, 2}}, {});
   // The CPU miniature study's recorded curves.
   if (!mini_study) return 0;
