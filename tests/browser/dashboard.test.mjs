@@ -129,7 +129,7 @@ async function main() {
   const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1500, height: 1000 } });
   const page = await context.newPage();
   const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('pageerror', (e) => errors.push(String(e) + ' @ ' + page.url()));
   // A filter on an unknown field is answered 400 on purpose (step 7b).
   const expected400 = (u) => /[?&]q=bogus/.test(decodeURIComponent(u));
   let allow400 = false;
@@ -137,7 +137,7 @@ async function main() {
     errors.push(`${r.status()} ${r.url()}`));
   // 401s before signing in are expected; anything else is a failure.
   page.on('console', (m) => m.type() === 'error' && !/status of 401/.test(m.text()) &&
-    !(allow400 && /status of 400/.test(m.text())) && errors.push(m.text()));
+    !(allow400 && /status of 400/.test(m.text())) && errors.push(m.text() + ' @ ' + page.url()));
   const anon = await page.request.get(url + 'api/sweeps');
   check(anon.status() === 401, 'the API answers 401 without the token');
   await page.goto(url + '#/sweep/fixture');
@@ -525,38 +525,16 @@ async function main() {
   check(/Unschedulable: (no connected worker of kind sraven has the labels pool=h200|no worker is connected)/.test(banner),
     `a sweep no worker can run says why (${banner})`);
 
-  // 12. Adaptive sweeps: a refine sweep's page lists the search's decisions
-  // (the added neighbours of the best k) and its trial-steps use.
-  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
-    '--sweep', path.join(here, 'sraven-refine.yaml')]);
-  await page.goto(url + '#/sweep/fixture-refine');
-  const decisions = await waitFor(async () => (await page.locator('#search-decisions tbody tr').count()) >= 4 &&
-    page.locator('#search-decisions').textContent(), 'the search decisions table');
-  check(decisions.includes('add') && decisions.includes('neighbour 3 untried') && decisions.includes('neighbour 5 untried'),
-    `the refine sweep lists the added neighbours of k* = 4 (${decisions.slice(0, 300)})`);
-  const usage = await page.locator('#search-usage').textContent();
-  check(usage.includes('trial-steps used / full-grid estimate'), `the search panel states the trial-steps used (${usage})`);
-  // The refine frontier: k tried 1, 3, 4, 5 (3 and 5 added, pending), x* = 4
-  // in bold, the group waiting for them; and the device-hours used.
-  const frontier = await waitFor(async () => (await page.locator('#search-frontier tbody tr').count()) === 1 &&
-    page.locator('#search-frontier tbody tr').first().evaluate((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)),
-  'the refine frontier table');
-  const best = await page.locator('#search-frontier tbody tr b').first().textContent();
-  check(frontier[1] === '1, 3, 4, 5' && frontier[2] === '4' && best === '4' && frontier[5] === 'waiting',
-    `the refine frontier lists the k tried, x* = 4 in bold and the state (${JSON.stringify(frontier)})`);
-  const hours = await page.locator('#search-hours').textContent();
-  check(/^[0-9.e-]+ slot-hours used \/ [0-9.e-]+ full-grid estimate$/.test(hours),
-    `the search panel states the device-hours used and the full-grid estimate (${hours})`);
-  await page.screenshot({ path: path.join(artifacts, 'refine.png'), fullPage: true });
-  // 12b. An ASHA sweep run stepwise (one evaluation per report, as a
-  // trainer reports): trials pruned at a rung are grey circles on the
+  // 12a. An ASHA sweep run stepwise (one evaluation per report, as a
+  // trainer reports; before the refine sweep, whose added points the
+  // stepwise fixture would otherwise lease too): trials pruned at a rung are grey circles on the
   // accuracy-vs-k chart at the value they stopped at, and a pruned trial's
   // accuracy chart draws the rungs and its decisions there.
   fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
     '--sweep', path.join(here, 'sraven-asha.yaml'), '--stepwise', '1']);
   await page.goto(url + '#/sweep/fixture-asha');
   const grey = await waitFor(() => page.evaluate(() => {
-    const c = Object.entries(window.__smoe.charts).find(([id, s]) => id.startsWith('headline-ood_acc') && s.overlay.length > 0);
+    const c = Object.entries(window.__smoe.charts).find(([id, s]) => id.startsWith('headline-ood_acc') && (s.overlay || []).length > 0);
     return c && c[1].overlay;
   }), 'the grey circles of the pruned trials');
   // k = 1 is the worst (|log2 1 - log2 4| = 2): pruned for good at rung 0
@@ -580,6 +558,29 @@ async function main() {
     `the pruned trial's accuracy chart draws the rungs and its final prune at step 100 (${JSON.stringify(accChart.vlines)}, ${JSON.stringify(accChart.overlay)})`);
   check(prunedIds.includes(k1Id), 'the pruned trial is listed as pruned');
   await page.screenshot({ path: path.join(artifacts, 'asha-trial.png'), fullPage: true });
+  // 12. Adaptive sweeps: a refine sweep's page lists the search's decisions
+  // (the added neighbours of the best k) and its trial-steps use.
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-refine.yaml')]);
+  await page.goto(url + '#/sweep/fixture-refine');
+  const decisions = await waitFor(async () => (await page.locator('#search-decisions tbody tr').count()) >= 4 &&
+    page.locator('#search-decisions').textContent(), 'the search decisions table');
+  check(decisions.includes('add') && decisions.includes('neighbour 3 untried') && decisions.includes('neighbour 5 untried'),
+    `the refine sweep lists the added neighbours of k* = 4 (${decisions.slice(0, 300)})`);
+  const usage = await page.locator('#search-usage').textContent();
+  check(usage.includes('trial-steps used / full-grid estimate'), `the search panel states the trial-steps used (${usage})`);
+  // The refine frontier: k tried 1, 3, 4, 5 (3 and 5 added, pending), x* = 4
+  // in bold, the group waiting for them; and the device-hours used.
+  const frontier = await waitFor(async () => (await page.locator('#search-frontier tbody tr').count()) === 1 &&
+    page.locator('#search-frontier tbody tr').first().evaluate((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)),
+  'the refine frontier table');
+  const best = await page.locator('#search-frontier tbody tr b').first().textContent();
+  check(frontier[1] === '1, 3, 4, 5' && frontier[2] === '4' && best === '4' && frontier[5] === 'waiting',
+    `the refine frontier lists the k tried, x* = 4 in bold and the state (${JSON.stringify(frontier)})`);
+  const hours = await page.locator('#search-hours').textContent();
+  check(/^[0-9.e-]+ slot-hours used \/ [0-9.e-]+ full-grid estimate$/.test(hours),
+    `the search panel states the device-hours used and the full-grid estimate (${hours})`);
+  await page.screenshot({ path: path.join(artifacts, 'refine.png'), fullPage: true });
   // 13. Admin actions (docs/roles.md): the signed-in admin retries and
   // cancels a trial and annotates a sweep from the dashboard; a request
   // without the session's CSRF token is refused; a viewer sees no actions.
