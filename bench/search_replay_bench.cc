@@ -65,7 +65,9 @@ namespace {
 constexpr int64_t kSteps = 2700;
 constexpr int64_t kEvalEvery = 100;
 constexpr int kExperts = 8;
-constexpr uint64_t kNoiseSeed = 1;
+// The generator's seed (--seed=N; default 1, the seed of the 2026-11-24/25
+// results).
+uint64_t g_noise_seed = 1;
 // tau_k = 0.15 S (1 + kTauSlope (k - 1)); 0 in the sensitivity run (no
 // crossing curves).
 double g_tau_slope = 0.05;
@@ -109,7 +111,7 @@ TrialDef MakeTrial(int m, int k, int attention, int64_t seed) {
   t.id = absl::StrFormat("M%d-k%d-%s-s%d", m, k,
                          attention == 0 ? "softmax" : "linear", seed);
   t.stream = static_cast<uint64_t>(((m * 16 + k) * 2 + attention) * 64 + seed);
-  Rng rng = Rng::ForStream(kNoiseSeed, {t.stream, 0});
+  Rng rng = Rng::ForStream(g_noise_seed, {t.stream, 0});
   t.final_acc = 0.97 - Etotal(k, m, attention) + 0.005 * Gaussian(rng);
   t.tau = 0.15 * kSteps * (1 + g_tau_slope * (k - 1));
   return t;
@@ -120,7 +122,7 @@ double AccAt(const TrialDef& t, int64_t step) {
   const double shape = (1 - std::exp(-static_cast<double>(step) / t.tau)) /
                        (1 - std::exp(-static_cast<double>(kSteps) / t.tau));
   Rng rng =
-      Rng::ForStream(kNoiseSeed, {t.stream, static_cast<uint64_t>(step) + 1});
+      Rng::ForStream(g_noise_seed, {t.stream, static_cast<uint64_t>(step) + 1});
   return c + (t.final_acc - c) * shape + 0.003 * Gaussian(rng);
 }
 
@@ -415,14 +417,30 @@ Score Compare(const GridTruth& g, const std::map<std::string, int>& k_star) {
   return s;
 }
 
+// "a/b" of the groups whose k* is the noiseless one (g.k_true); "-" when
+// the study has none (recorded curves).
+std::string NoiselessMatch(const GridTruth& g,
+                           const std::map<std::string, int>& k_star) {
+  if (g.k_true.empty()) return "-";
+  int match = 0;
+  for (const auto& [group, k] : g.k_true) {
+    auto it = k_star.find(group);
+    match += it != k_star.end() && it->second == k;
+  }
+  return absl::StrCat(match, "/", g.k_true.size());
+}
+
 struct AshaCase {
   int64_t min_steps, eta;
-  int64_t smooth = 1;  // AshaConfig::smooth
+  int64_t smooth = 1;    // AshaConfig::smooth
+  int64_t min_keep = 1;  // AshaConfig::min_keep
 };
 
 std::string AshaName(const AshaCase& a) {
-  return absl::StrCat("asha min_steps ", a.min_steps, ", eta ", a.eta,
-                      a.smooth > 1 ? absl::StrCat(", smooth ", a.smooth) : "");
+  return absl::StrCat(
+      "asha min_steps ", a.min_steps, ", eta ", a.eta,
+      a.smooth > 1 ? absl::StrCat(", smooth ", a.smooth) : "",
+      a.min_keep > 1 ? absl::StrCat(", keep >= ", a.min_keep) : "");
 }
 
 void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
@@ -431,19 +449,20 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
   std::printf(
       "\n## Early stopping: %s (group_by [M, attention]; %d workers)\n\n"
       "| policy | trial-steps | vs grid | finished trials | prunes | "
-      "promotions | ticks | k* = grid's | mean regret | max regret |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n",
+      "promotions | ticks | k* = grid's | k* = noiseless | mean regret | "
+      "max regret |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n",
       replay.name.c_str(), workers);
   auto row = [&](const std::string& name, const SimResult& r) {
     const Score s = Compare(g, r.k_star);
     std::printf(
         "| %s | %lld | %.2fx fewer | %d | %d | %d | %lld | %d/%d "
-        "(%.0f%%) | %.4f | %.4f |\n",
+        "(%.0f%%) | %s | %.4f | %.4f |\n",
         name.c_str(), static_cast<long long>(r.trial_steps),
         static_cast<double>(g.trial_steps) / static_cast<double>(r.trial_steps),
         r.finished, r.prunes, r.promotions, static_cast<long long>(r.ticks),
-        s.match, s.groups, 100.0 * s.match / s.groups, s.mean_regret,
-        s.max_regret);
+        s.match, s.groups, 100.0 * s.match / s.groups,
+        NoiselessMatch(g, r.k_star).c_str(), s.mean_regret, s.max_regret);
   };
   {
     SimResult grid;
@@ -457,8 +476,8 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
         grid);
   }
   for (const AshaCase& a : ashas) {
-    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps,
-                       a.smooth};
+    const AshaConfig c{Mode::kMax,       a.min_steps, a.eta,
+                       replay.max_steps, a.smooth,    a.min_keep};
     std::string rungs;
     for (int64_t r : AshaRungs(c)) absl::StrAppend(&rungs, r, " ");
     row(absl::StrCat(AshaName(a), " (rungs ", rungs, ")"),
@@ -472,8 +491,8 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
   // their mean; workers / seeds config slots.
   const Replay configs = ConfigReplay(replay);
   for (const AshaCase& a : ashas) {
-    if (a.smooth > 1) continue;
-    const AshaConfig c{Mode::kMax, a.min_steps, a.eta, replay.max_steps};
+    const AshaConfig c{Mode::kMax,       a.min_steps, a.eta,
+                       replay.max_steps, a.smooth,    a.min_keep};
     SimResult r = Simulate(
         configs,
         static_cast<int>(
@@ -482,8 +501,7 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
           return DecideAsha(c, t, r);
         });
     r.finished *= static_cast<int>(configs.seeds_per_trial);
-    row(absl::StrCat("asha over configs (seed means), min_steps ", a.min_steps,
-                     ", eta ", a.eta),
+    row(absl::StrCat("asha over configs (seed means), ", AshaName(a).substr(5)),
         r);
   }
   for (int64_t min_steps : medians) {
@@ -657,10 +675,11 @@ struct SchedCase {
 };
 
 std::string AshaSearch(const AshaCase& a) {
-  return absl::StrCat("{strategy: asha, metric: ood_acc, min_steps: ",
-                      a.min_steps, ", reduction: ", a.eta,
-                      a.smooth > 1 ? absl::StrCat(", smooth: ", a.smooth) : "",
-                      ", group_by: [M, attention]}");
+  return absl::StrCat(
+      "{strategy: asha, metric: ood_acc, min_steps: ", a.min_steps,
+      ", reduction: ", a.eta,
+      a.smooth > 1 ? absl::StrCat(", smooth_evals: ", a.smooth) : "",
+      ", group_by: [M, attention]}");
 }
 
 void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
@@ -674,8 +693,9 @@ void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
       "decision is `resolved`.\n\n"
       "| policy | grid top_k | trial-steps | vs grid | scheduler's usage "
       "(used / full) | finished trials | trials | stops | re-leases | ticks | "
-      "decisions logged | resolved | k* = grid's | mean regret | wall s |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      "decisions logged | resolved | k* = grid's | k* = noiseless | mean "
+      "regret | wall s |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       replay.name.c_str(), workers, g.trials,
       static_cast<long long>(g.trial_steps));
   for (const SchedCase& c : cases) {
@@ -685,7 +705,7 @@ void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
     const Score s = Compare(g, r.k_star);
     std::printf(
         "| %s | %s | %lld | %.2fx fewer | %lld / %lld | %d | %d | %d | %d | "
-        "%lld | %d | %d/%d | %d/%d (%.0f%%) | %.4f | %.1f |\n",
+        "%lld | %d | %d/%d | %d/%d (%.0f%%) | %s | %.4f | %.1f |\n",
         c.name.c_str(), c.top_k.c_str(), static_cast<long long>(r.trial_steps),
         static_cast<double>(g.trial_steps) /
             static_cast<double>(std::max<int64_t>(1, r.trial_steps)),
@@ -693,7 +713,8 @@ void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
         static_cast<long long>(run.usage_full), r.finished, run.trials,
         r.prunes, r.promotions, static_cast<long long>(r.ticks), run.decisions,
         run.resolved, run.settled, s.match, s.groups,
-        100.0 * s.match / std::max(1, s.groups), s.mean_regret, run.wall_s);
+        100.0 * s.match / std::max(1, s.groups),
+        NoiselessMatch(g, r.k_star).c_str(), s.mean_regret, run.wall_s);
   }
 }
 
@@ -779,10 +800,28 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
 
 int main(int argc, char** argv) {
   using namespace smoe::analysis::search;  // NOLINT
+  // Arguments: [--seed=N] [--no-mini] [--pure-only] [CSV of the recorded
+  // study].
+  std::string csv = "bench/data/sraven-cpu-mini-ood-acc.csv";
+  bool mini_study = true;
+  bool pure_only = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--seed=", 0) == 0) {
+      g_noise_seed = std::stoull(a.substr(7));
+    } else if (a == "--no-mini") {
+      mini_study = false;
+    } else if (a == "--pure-only") {
+      pure_only = true;
+    } else {
+      csv = a;
+    }
+  }
   const std::vector<TrialDef> study = Study();
   const Replay synthetic = SyntheticReplay(study);
-  const GridTruth g = FullGrid(synthetic);
+  GridTruth g = FullGrid(synthetic);
   const std::map<std::string, int> k_true = NoiselessKStar(study);
+  g.k_true = k_true;
   std::printf(
       "# Adaptive-sweep replay\n\n"
       "## Synthetic study\n\n"
@@ -792,8 +831,9 @@ int main(int argc, char** argv) {
       "+ 0.03 sqrt(M k d log(32/k)), d = 1.0 softmax / 1.3 linear;\n"
       "acc(s) = 0.125 + (final - 0.125)(1 - exp(-s/tau_k))/(1 - "
       "exp(-2700/tau_k)) + N(0, 0.003), tau_k = 405 (1 + 0.05 (k - 1)); "
-      "smoe::Rng seed 1.\n\n",
-      static_cast<long long>(kSteps), static_cast<long long>(kEvalEvery));
+      "smoe::Rng seed %llu.\n\n",
+      static_cast<long long>(kSteps), static_cast<long long>(kEvalEvery),
+      static_cast<unsigned long long>(g_noise_seed));
   std::printf(
       "k* per group (full grid, mean of 3 seeds; noiseless in "
       "brackets):\n\n| M | softmax | linear |\n|---|---|---|\n");
@@ -812,23 +852,38 @@ int main(int argc, char** argv) {
                  {300, 3, 5},
                  {300, 2, 3},
                  {600, 3},
-                 {600, 3, 3}},
+                 {600, 3, 3},
+                 {300, 3, 3, 2},
+                 {300, 3, 3, 3},
+                 {200, 3, 3, 2},
+                 {200, 3, 3, 3}},
                 {300, 900});
+  if (pure_only) return 0;
   const std::string full = "[1, 2, 3, 4, 5, 6, 7, 8]";
   const std::string paper = "[1, 2, 4, 8]";
   const std::string refine =
       "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
       "group_by: [M, attention], add_seeds: 1";
   std::vector<SchedCase> cases;
-  for (const AshaCase& a : std::vector<AshaCase>{{300, 3}, {300, 2}}) {
+  for (const AshaCase& a : std::vector<AshaCase>{
+           {300, 3}, {300, 3, 3}, {300, 3, 5}, {300, 2, 3}, {600, 3, 3}}) {
     cases.push_back({AshaName(a), AshaSearch(a), full});
   }
+  cases.push_back({"median min_steps 300",
+                   "{strategy: median, metric: ood_acc, min_steps: 300, "
+                   "group_by: [M, attention]}",
+                   full});
   cases.push_back({"refine, add_seeds 1", refine + "}", paper});
-  for (const AshaCase& a : std::vector<AshaCase>{{300, 3}, {900, 3}}) {
-    cases.push_back({absl::StrCat("refine + ", AshaName(a), ", add_seeds 1"),
-                     absl::StrCat(refine, ", early_stop: asha, min_steps: ",
-                                  a.min_steps, ", reduction: ", a.eta, "}"),
-                     paper});
+  for (const AshaCase& a :
+       std::vector<AshaCase>{{300, 3}, {300, 3, 3}, {900, 3}}) {
+    cases.push_back(
+        {absl::StrCat("refine + ", AshaName(a), ", add_seeds 1"),
+         absl::StrCat(
+             refine, ", early_stop: asha, min_steps: ", a.min_steps,
+             ", reduction: ", a.eta,
+             a.smooth > 1 ? absl::StrCat(", smooth_evals: ", a.smooth) : "",
+             "}"),
+         paper});
   }
   ThroughScheduler(synthetic, g, 16, cases);
   Refine(study, g, k_true);
@@ -837,11 +892,11 @@ int main(int argc, char** argv) {
   g_tau_slope = 0;
   Replay flat = SyntheticReplay(Study());
   flat.name = "synthetic without crossing curves (tau_k = 405 for all k)";
-  const GridTruth fg = FullGrid(flat);
+  GridTruth fg = FullGrid(flat);
+  fg.k_true = k_true;  // the same E(k, M)
   EarlyStopping(flat, fg, 16, {{100, 3}, {300, 3}, {900, 3}, {300, 2}}, {});
   // The CPU miniature study's recorded curves.
-  const std::string csv =
-      argc > 1 ? argv[1] : "bench/data/sraven-cpu-mini-ood-acc.csv";
+  if (!mini_study) return 0;
   Replay mini;
   if (!CsvReplay(csv, &mini)) {
     std::printf("\n(no recorded study: %s not readable; pass its path)\n",

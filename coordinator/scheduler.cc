@@ -51,6 +51,16 @@ store::SweepState DerivedState(const store::SweepRecord& r,
                                    : store::SweepState::kCompleted;
 }
 
+// An ended attempt's device-hours (search_http.h): wall time x
+// max(1, gpus_per_trial); 0 for a running one.
+double AttemptDeviceHours(const SweepSpec& spec, const AttemptRecord& a) {
+  if (a.outcome == AttemptOutcome::kRunning || a.ended_at <= a.started_at) {
+    return 0;
+  }
+  return absl::ToDoubleHours(a.ended_at - a.started_at) *
+         std::max(1, spec.resources.gpus_per_trial);
+}
+
 // `value` for an error message: at most 64 characters, then its length.
 std::string Quote(absl::string_view value) {
   if (value.size() <= 64) return absl::StrCat("'", value, "'");
@@ -1259,6 +1269,17 @@ absl::Status Scheduler::LoadSearchLocked(SweepEntry* s) {
       }
     }
   }
+  s->ended_device_hours = 0;
+  if (s->spec.search.budget_gpu_hours > 0) {
+    for (const std::string& id : s->trial_ids) {
+      if (id.empty()) continue;
+      SMOE_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts,
+                            store_->ListAttempts(id));
+      for (const AttemptRecord& a : attempts) {
+        s->ended_device_hours += AttemptDeviceHours(s->spec, a);
+      }
+    }
+  }
   SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
                         store_->ListDecisions(s->record.sweep_id, 0, 0));
   for (const store::DecisionRecord& d : log) {
@@ -1290,6 +1311,27 @@ void Scheduler::MirrorSearchLocked(SweepEntry* s, const WriteBatch& batch) {
       if (IsSearchMetric(metric, name)) s->finals[r.trial_id] = value;
     }
   }
+  if (s->spec.search.budget_gpu_hours > 0) {
+    for (const AttemptRecord& a : batch.attempts) {
+      if (ours(a.trial_id)) {
+        s->ended_device_hours += AttemptDeviceHours(s->spec, a);
+      }
+    }
+  }
+}
+
+double Scheduler::DeviceHoursLocked(const SweepEntry& s,
+                                    const std::vector<TrialRecord>& trials) {
+  double hours = s.ended_device_hours;
+  const absl::Time now = clock_->Now();
+  for (const TrialRecord& t : trials) {
+    // A running attempt counts until now (its lease time is updated_at).
+    if (t.state == TrialState::kRunning && now > t.updated_at) {
+      hours += absl::ToDoubleHours(now - t.updated_at) *
+               std::max(1, s.spec.resources.gpus_per_trial);
+    }
+  }
+  return hours;
 }
 
 absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
@@ -1324,9 +1366,13 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   }
   in.finals = s->finals;
   in.last = s->last;
+  if (s->spec.search.budget_gpu_hours > 0) {
+    in.device_hours_used = DeviceHoursLocked(*s, in.trials);
+  }
   SearchPlan plan = PlanSearch(in);
   if (plan.empty()) return absl::OkStatus();
   const absl::Time now = clock_->Now();
+  const size_t attempts_before = batch->attempts.size();
   for (const TrialChange& c : plan.changes) {
     TrialRecord cur = in.trials[index.at(c.trial_id)];
     if (c.next == TrialState::kPruned && cur.state == TrialState::kRunning) {
@@ -1339,6 +1385,13 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
       cur.state = c.next;
       cur.updated_at = now;
       batch->trials.push_back(cur);
+    }
+  }
+  if (s->spec.search.budget_gpu_hours > 0) {
+    // The attempts this plan ended (prunes of running trials), mirrored as
+    // MirrorSearchLocked mirrors the batch's others.
+    for (size_t i = attempts_before; i < batch->attempts.size(); ++i) {
+      s->ended_device_hours += AttemptDeviceHours(s->spec, batch->attempts[i]);
     }
   }
   if (!plan.add.empty() && s->record.state != store::SweepState::kCancelled) {

@@ -363,6 +363,9 @@ class Scheduler {
     std::map<std::string, std::vector<analysis::search::Report>> reports;
     std::map<std::string, double> finals;
     std::map<std::string, LoggedDecision> last;
+    // search.budget_gpu_hours set: the device-hours of the sweep's ended
+    // attempts (wall time x max(1, gpus_per_trial), as search_http.h).
+    double ended_device_hours = 0;
   };
   struct CapturedSweep {
     std::string sweep_id;
@@ -514,6 +517,11 @@ class Scheduler {
   // appends it (state changes, new points, decisions) to `batch`, so the
   // decision commits with what caused it. A no-op for grid sweeps.
   absl::Status PlanSearchLocked(SweepEntry* s, store::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The device-hours `s` has used: its ended attempts' (mirrored) and each
+  // running trial of `trials` from its lease until now.
+  double DeviceHoursLocked(const SweepEntry& s,
+                           const std::vector<store::TrialRecord>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // PlanSearchLocked for every sweep with a trial in `batch`.
   absl::Status PlanSearchForBatchLocked(store::WriteBatch* batch)

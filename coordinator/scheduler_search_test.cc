@@ -480,6 +480,72 @@ TEST_P(SchedulerSearchTest, RefineWithAshaStopsLosersAndResolves) {
             store::SweepState::kCompleted);
 }
 
+// search.budget_gpu_hours through the scheduler: the hours are the attempts'
+// wall time (fake clock; slot-hours on CPU); once spent, the next search
+// report prunes the never-started trials for good with the reason, the
+// running ones finish, the sweep completes, and a restart (hours reloaded
+// from the stored attempts) takes no decision again.
+TEST_P(SchedulerSearchTest, GpuHourBudgetPrunesPendingTrials) {
+  const std::string yaml =
+      "name: a\nkind: sraven\ngrid:\n  top_k: [1, 2, 4, 8]\n"
+      "fixed: {steps: 40, device: cpu}\nretries: 2\n"
+      "search: {strategy: asha, metric: ood_acc, min_steps: 10, "
+      "reduction: 2, budget_gpu_hours: 0.45}\n";
+  ASSERT_TRUE(sched_->SubmitSweep(yaml, false).ok());
+  const std::string w = AddWorker(2);
+  auto leases = sched_->Lease(w, 2, 0);
+  ASSERT_TRUE(leases.ok());
+  ASSERT_EQ(leases->size(), 2u);
+  std::set<int> leased;
+  for (const LeaseGrant& g : *leases) {
+    leased.insert(nlohmann::json::parse(g.params_json).at("top_k").get<int>());
+  }
+  ASSERT_TRUE(leased == (std::set<int>{1, 2}));  // grid order
+  // Time passes with the worker heartbeating (leases of 30 s).
+  auto pass = [&](int minutes, const std::vector<RunningReport>& running) {
+    for (int i = 0; i < minutes * 4; ++i) {
+      clock_.Advance(absl::Seconds(15));
+      ASSERT_TRUE(Cancelled(w, running).empty());
+    }
+  };
+  // Within budget: 2 running attempts x 10 min = 0.33 slot-hours.
+  pass(10, {{TrialOf(1), 1}, {TrialOf(2), 1}});
+  ASSERT_TRUE(Report(w, 1, 1, 10, 0.5).ok());
+  EXPECT_EQ(Trial(4).state, TrialState::kPending);
+  EXPECT_EQ(Trial(1).state, TrialState::kPruned);  // alone at rung 0
+  // 10 + 20 min = 0.5 slot-hours >= 0.45 (k=1's ended attempt counts).
+  EXPECT_EQ(Cancelled(w, {{TrialOf(1), 1}, {TrialOf(2), 1}}),
+            (std::set<std::string>{TrialOf(1)}));
+  pass(10, {{TrialOf(2), 1}});
+  ASSERT_TRUE(Report(w, 2, 1, 10, 0.9).ok());
+  EXPECT_EQ(Trial(2).state, TrialState::kRunning);  // promoted: runs on
+  for (int k : {4, 8}) {
+    EXPECT_EQ(Trial(k).state, TrialState::kPruned) << k;
+    EXPECT_EQ(Trial(k).attempt, 0) << k;
+  }
+  int budget_decisions = 0;
+  for (const store::DecisionRecord& d : Log()) {
+    if (d.reason.find("budget_gpu_hours") == std::string::npos) continue;
+    ++budget_decisions;
+    EXPECT_EQ(d.action, "prune");
+    EXPECT_TRUE(d.final);
+    EXPECT_THAT(d.reason,
+                HasSubstr("budget_gpu_hours 0.45 spent: 0.5 slot-hours used "
+                          "(CPU sweep: slot-hours = attempts' wall time x 1 "
+                          "slot, counted against the GPU-hour budget)"));
+  }
+  // k=4 and k=8 (not started); k=1 stays paused (rung 0: it lost to k=2).
+  EXPECT_EQ(budget_decisions, 2);
+  EXPECT_TRUE(sched_->Lease(w, 2, 0)->empty());  // nothing starts
+  const size_t logged = Log().size();
+  Restart();
+  EXPECT_EQ(Log().size(), logged);
+  const absl::Status done =
+      sched_->Complete(w, TrialOf(2), 1, {{"ood_acc", 0.9}}, 1);
+  ASSERT_TRUE(done.ok()) << done;
+  EXPECT_EQ(sched_->GetSweep("a")->record.state, store::SweepState::kCompleted);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, SchedulerSearchTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Sqlite" : "InMemory";

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "analysis/search/asha.h"
 #include "analysis/search/median_stop.h"
 #include "analysis/search/refine.h"
@@ -98,6 +99,7 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
     c.min_steps = std::max<int64_t>(1, spec.search.min_steps);
     c.reduction = std::max<int64_t>(2, spec.search.reduction);
     c.max_steps = SearchMaxSteps(spec, in.trials);
+    c.smooth = std::max<int64_t>(1, spec.search.smooth_evals);
     decisions = search::DecideAsha(c, trials, in.reports);
   } else {
     search::MedianConfig c;
@@ -106,6 +108,7 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
     c.max_steps = SearchMaxSteps(spec, in.trials);
     decisions = search::DecideMedian(c, trials, in.reports);
   }
+  const bool spent = BudgetSpent(in);
   for (const search::Decision& d : decisions) {
     auto it = by_id.find(d.trial_id);
     if (it == by_id.end()) continue;
@@ -116,6 +119,23 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
     auto logged = in.last.find(d.trial_id);
     const LoggedDecision* last =
         logged == in.last.end() ? nullptr : &logged->second;
+    if (spent && t.state == TrialState::kPruned &&
+        (d.action == search::Action::kPromote ||
+         d.action == search::Action::kRun ||
+         d.action == search::Action::kRetry)) {
+      // The budget is spent: a paused trial is not promoted or resumed; its
+      // pause becomes final (logged once).
+      if (last == nullptr || last->action != "prune" || !last->final) {
+        search::Decision b = d;
+        b.final = true;
+        b.reason = absl::StrCat(
+            BudgetNote(in), ": not ",
+            d.action == search::Action::kPromote ? "promoted" : "resumed", " (",
+            d.reason, ")");
+        plan->decisions.push_back(FromDecision(b, "prune"));
+      }
+      continue;
+    }
     switch (d.action) {
       case search::Action::kPrune:
         if (t.state == TrialState::kPending ||
@@ -150,6 +170,37 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
   }
 }
 
+// search.budget_gpu_hours spent: every pending trial the plan leaves
+// pending is pruned for good (nothing more starts).
+void PlanBudget(const SearchInputs& in, SearchPlan* plan) {
+  if (!BudgetSpent(in)) return;
+  std::vector<const TrialRecord*> sorted;
+  for (const TrialRecord& t : in.trials) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const TrialRecord* a, const TrialRecord* b) {
+              return a->trial_id < b->trial_id;
+            });
+  for (const TrialRecord* t : sorted) {
+    if (t->state != TrialState::kPending) continue;
+    bool changed = false;
+    for (const TrialChange& c : plan->changes) {
+      changed |= c.trial_id == t->trial_id;
+    }
+    if (changed) continue;
+    plan->changes.push_back({t->trial_id, TrialState::kPruned});
+    store::DecisionRecord d;
+    d.trial_id = t->trial_id;
+    d.action = "prune";
+    d.group = search::GroupLabel(ParamsOf(*t), in.spec->search.group_by);
+    d.value = search::kNoValue;
+    d.cutoff = search::kNoValue;
+    d.final = true;
+    d.reason = absl::StrCat(BudgetNote(in), ": ",
+                            t->attempt == 0 ? "not started" : "not restarted");
+    plan->decisions.push_back(std::move(d));
+  }
+}
+
 search::RefineConfig RefineConfigOf(const SweepSpec& spec) {
   search::RefineConfig c;
   c.mode = search::ParseMode(spec.search.mode);
@@ -166,7 +217,7 @@ search::RefineConfig RefineConfigOf(const SweepSpec& spec) {
 std::vector<search::RefinePoint> RefinePoints(
     const SweepSpec& spec, const std::vector<TrialRecord>& trials,
     const std::map<std::string, double>& finals,
-    const std::set<std::string>& stopped,
+    const std::set<std::string>& stopped, bool budget_spent,
     std::map<std::string, nlohmann::json>* templates) {
   const std::string& axis = spec.search.axis;
   std::vector<search::RefinePoint> points;
@@ -183,9 +234,11 @@ std::vector<search::RefinePoint> RefinePoints(
     p.x = params[axis].get<int64_t>();
     p.seed = t.seed;
     p.stopped = t.state == TrialState::kPruned && stopped.count(t.trial_id);
+    // Once the GPU-hour budget is spent nothing resumes: a paused trial is
+    // tried, not measured (neither pending nor stopped early).
     p.pending = t.state == TrialState::kPending ||
                 t.state == TrialState::kRunning ||
-                (t.state == TrialState::kPruned && !p.stopped);
+                (t.state == TrialState::kPruned && !p.stopped && !budget_spent);
     auto f = finals.find(t.trial_id);
     p.done = t.state == TrialState::kSucceeded && f != finals.end();
     if (p.done) p.value = f->second;
@@ -201,10 +254,11 @@ void PlanRefine(const SearchInputs& in, const std::set<std::string>& stopped,
                 SearchPlan* plan) {
   const SweepSpec& spec = *in.spec;
   const std::string& axis = spec.search.axis;
-  const search::RefineConfig c = RefineConfigOf(spec);
+  search::RefineConfig c = RefineConfigOf(spec);
+  if (BudgetSpent(in)) c.stop_adding = BudgetNote(in);
   std::map<std::string, nlohmann::json> templates;
-  const std::vector<search::RefinePoint> points =
-      RefinePoints(spec, in.trials, in.finals, stopped, &templates);
+  const std::vector<search::RefinePoint> points = RefinePoints(
+      spec, in.trials, in.finals, stopped, BudgetSpent(in), &templates);
   const search::RefineResult r = search::DecideRefine(c, points);
   for (const search::RefineProposal& p : r.proposals) {
     auto t = templates.find(p.group);
@@ -252,6 +306,25 @@ void PlanRefine(const SearchInputs& in, const std::set<std::string>& stopped,
 
 }  // namespace
 
+bool BudgetSpent(const SearchInputs& in) {
+  return in.spec != nullptr && in.spec->search.budget_gpu_hours > 0 &&
+         in.device_hours_used >= in.spec->search.budget_gpu_hours;
+}
+
+std::string BudgetNote(const SearchInputs& in) {
+  const int gpus = in.spec == nullptr ? 0 : in.spec->resources.gpus_per_trial;
+  return absl::StrCat(
+      "budget_gpu_hours ",
+      absl::StrFormat(
+          "%.4g", in.spec == nullptr ? 0.0 : in.spec->search.budget_gpu_hours),
+      " spent: ", absl::StrFormat("%.4g", in.device_hours_used),
+      gpus > 0
+          ? absl::StrCat(" GPU-hours used (attempts' wall time x ", gpus,
+                         " GPU", gpus == 1 ? "" : "s", ")")
+          : " slot-hours used (CPU sweep: slot-hours = attempts' wall time "
+            "x 1 slot, counted against the GPU-hour budget)");
+}
+
 bool StopsEarly(const SweepSpec& spec) {
   return spec.search.strategy == "asha" || spec.search.strategy == "median" ||
          spec.search.early_stop == "asha";
@@ -274,7 +347,7 @@ std::vector<analysis::search::RefineGroup> RefineFrontier(
   if (spec.search.strategy != "refine") return {};
   return search::DecideRefine(
              RefineConfigOf(spec),
-             RefinePoints(spec, trials, finals, stopped, nullptr))
+             RefinePoints(spec, trials, finals, stopped, false, nullptr))
       .groups;
 }
 
@@ -311,6 +384,7 @@ SearchPlan PlanSearch(const SearchInputs& in) {
       // The plan's state changes are what the trials will be: a trial pruned
       // for good by this plan is stopped for refine now.
     }
+    PlanBudget(in, &plan);
     std::vector<store::TrialRecord> next = in.trials;
     for (store::TrialRecord& t : next) {
       for (const TrialChange& c : plan.changes) {
@@ -322,6 +396,7 @@ SearchPlan PlanSearch(const SearchInputs& in) {
     PlanRefine(after, stopped, &plan);
   } else {
     PlanStopping(in, &plan, nullptr);
+    PlanBudget(in, &plan);
   }
   return plan;
 }

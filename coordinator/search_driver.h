@@ -66,6 +66,11 @@ struct SearchInputs {
   // The last logged decision per trial id, and per refine group ("group:" +
   // label).
   std::map<std::string, LoggedDecision> last;
+  // The device-hours the sweep has used, as the dashboard counts them
+  // (search_http.h: every attempt's wall time x max(1, gpus_per_trial), a
+  // running attempt until now; GPU-hours, or slot-hours on CPU). Compared
+  // with search.budget_gpu_hours; the scheduler fills it in.
+  double device_hours_used = 0;
 };
 
 struct TrialChange {
@@ -86,6 +91,13 @@ struct SearchPlan {
 
 // The plan for one sweep (empty for grid). Deterministic: the same inputs in
 // any order give the same plan.
+//
+// search.budget_gpu_hours: once device_hours_used reaches it, the plan
+// starts nothing more: pending trials (never started, retries, resumes) are
+// pruned for good, a paused trial the policy would promote or resume stays
+// pruned (its prune becomes final), refine adds no point (its unsettled
+// groups settle as `budget`); running attempts go on to their next rung or
+// the end. Every such decision's reason names the budget and the hours used.
 SearchPlan PlanSearch(const SearchInputs& in);
 
 // The trials' training length: search.max_steps when set, else the `steps`
@@ -111,6 +123,13 @@ std::vector<analysis::search::RefineGroup> RefineFrontier(
 // are unchanged; anything else is returned as is.
 std::string LeaseParamsJson(const SweepSpec& spec,
                             const std::string& params_json);
+
+// True when search.budget_gpu_hours is set and `in` has used it up.
+bool BudgetSpent(const SearchInputs& in);
+
+// The reason of a budget decision: "budget_gpu_hours 2 spent: 2.01
+// slot-hours used (CPU sweep: slot-hours = attempts' wall time x 1 slot)".
+std::string BudgetNote(const SearchInputs& in);
 
 // The key of a refine group in SearchInputs::last.
 std::string GroupKey(const std::string& label);

@@ -87,9 +87,19 @@ absl::StatusOr<json> SearchJson(Scheduler* scheduler,
     const store::DecisionRecord& d = *it->second;
     if (d.final) stopped.insert(t.trial_id);
     json params = json::parse(t.params_json, nullptr, false);
+    if (!params.is_object()) params = json::object();
+    // The analysis (and so the charts' facets and x) reads a missing param
+    // as the kind's default (e.g. attention: softmax): the same here.
+    if (const trials::TrialKind* kind = SweepKind(v.spec); kind != nullptr) {
+      for (const trials::Param& p : kind->params) {
+        if (!p.default_value.is_null() && !params.contains(p.name)) {
+          params[p.name] = p.default_value;
+        }
+      }
+    }
     pruned_points.push_back(
         {{"trial_id", t.trial_id},
-         {"params", params.is_object() ? params : json::object()},
+         {"params", params},
          {"seed", t.seed},
          {"step", d.step},
          {"value", std::isfinite(d.value) ? json(d.value) : json()},

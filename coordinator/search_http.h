@@ -24,7 +24,8 @@ namespace smoe::coordinator {
 //  final, reason, at_ms}] (the newest `limit`, oldest first),
 //  "rungs": [ASHA rung steps] (asha, refine + early_stop asha; else []),
 //  "pruned_points": [{trial_id, params, seed, step, value, final}] (each
-//  pruned trial's last prune decision: the value it was stopped at),
+//  pruned trial's last prune decision: the value it was stopped at; params
+//  with the kind's defaults filled in, as the analysis reads them),
 //  "frontier": [{group, state, best, best_mean, best_freq, seeds, means:
 //  {x: mean}, tried: [x], stopped: [x], reason}] (refine only; else []),
 //  "device_hours_used": the sum over the sweep's attempts of wall time x

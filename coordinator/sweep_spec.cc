@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "trials/params.h"
 #include "yaml-cpp/yaml.h"
@@ -405,17 +406,20 @@ const std::vector<std::string>& SearchKeys(const std::string& strategy,
                                            const std::string& early_stop = "") {
   static const auto* grid = new std::vector<std::string>{"strategy"};
   static const auto* asha = new std::vector<std::string>{
-      "strategy",  "metric",    "mode",    "min_steps",
-      "reduction", "max_steps", "group_by"};
-  static const auto* median = new std::vector<std::string>{
-      "strategy", "metric", "mode", "min_steps", "group_by"};
+      "strategy",  "metric",       "mode",     "min_steps",       "reduction",
+      "max_steps", "smooth_evals", "group_by", "budget_gpu_hours"};
+  static const auto* median =
+      new std::vector<std::string>{"strategy",  "metric",   "mode",
+                                   "min_steps", "group_by", "budget_gpu_hours"};
   static const auto* refine = new std::vector<std::string>{
-      "strategy", "metric", "mode",      "axis",      "bounds",
-      "group_by", "budget", "add_seeds", "early_stop"};
+      "strategy",  "metric",    "mode",   "axis",
+      "bounds",    "group_by",  "budget", "budget_gpu_hours",
+      "add_seeds", "early_stop"};
   static const auto* refine_asha = new std::vector<std::string>{
-      "strategy",   "metric",    "mode",      "axis",
-      "bounds",     "group_by",  "budget",    "add_seeds",
-      "early_stop", "min_steps", "reduction", "max_steps"};
+      "strategy",  "metric",      "mode",      "axis",
+      "bounds",    "group_by",    "budget",    "budget_gpu_hours",
+      "add_seeds", "early_stop",  "min_steps", "reduction",
+      "max_steps", "smooth_evals"};
   if (strategy == "asha") return *asha;
   if (strategy == "median") return *median;
   if (strategy == "refine")
@@ -495,14 +499,14 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
     }
     ok = false;
     if (IsSearchKey(key)) {
-      const bool asha_key =
-          key == "min_steps" || key == "reduction" || key == "max_steps";
+      const bool asha_key = key == "min_steps" || key == "reduction" ||
+                            key == "max_steps" || key == "smooth_evals";
       problems->Add(
           absl::StrCat(field, ": not used by strategy ", s.strategy,
                        " (its keys: ", allowed_list, ")",
                        s.strategy == "refine" && asha_key
                            ? "; with early_stop: asha refine takes min_steps, "
-                             "reduction and max_steps"
+                             "reduction, max_steps and smooth_evals"
                            : ""));
     } else {
       problems->Add(absl::StrCat("unknown key '", field, "' (allowed for ",
@@ -610,6 +614,7 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
     }
     if (asha) {
       int_field("reduction", 2, 1000, &s.reduction);
+      int_field("smooth_evals", 1, 1000, &s.smooth_evals);
       s.max_steps = steps;
       int64_t given = 0;
       if (int_field("max_steps", 1, kMaxSteps, &given) && steps > 0 &&
@@ -713,6 +718,20 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
       }
     }
     int_field("add_seeds", 0, 1000, &s.add_seeds);
+  }
+  if (const YAML::Node b = node["budget_gpu_hours"]) {
+    auto v = ScalarToJson(b, "search.budget_gpu_hours");
+    if (!problems->Ok(v.status())) {
+      ok = false;
+    } else if (!v->is_number() || !std::isfinite(v->get<double>()) ||
+               v->get<double>() < 0 || v->get<double>() > 1e9) {
+      problems->Add(absl::StrCat("search.budget_gpu_hours: ", Show(*v),
+                                 " is not a number of hours in [0, 1e9] "
+                                 "(0: no budget)"));
+      ok = false;
+    } else {
+      s.budget_gpu_hours = v->get<double>();
+    }
   }
   if (ok) spec->search = s;
 }
@@ -853,7 +872,8 @@ bool SearchSpec::operator==(const SearchSpec& o) const {
          max_steps == o.max_steps && group_by == o.group_by && axis == o.axis &&
          bounds_lo == o.bounds_lo && bounds_hi == o.bounds_hi &&
          budget == o.budget && add_seeds == o.add_seeds &&
-         early_stop == o.early_stop;
+         early_stop == o.early_stop && smooth_evals == o.smooth_evals &&
+         budget_gpu_hours == o.budget_gpu_hours;
 }
 
 const trials::TrialKind* SweepKind(const SweepSpec& spec) {
@@ -1080,7 +1100,10 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
     const SearchSpec& s = spec.search;
     out << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
     for (const std::string& key : SearchKeys(s.strategy, s.early_stop)) {
+      // Keys at their defaults are left out (older sweeps read the same).
       if (key == "early_stop" && s.early_stop.empty()) continue;
+      if (key == "smooth_evals" && s.smooth_evals == 1) continue;
+      if (key == "budget_gpu_hours" && s.budget_gpu_hours == 0) continue;
       out << YAML::Key << key << YAML::Value;
       if (key == "strategy") {
         out << s.strategy;
@@ -1107,6 +1130,10 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
         out << s.budget;
       } else if (key == "add_seeds") {
         out << s.add_seeds;
+      } else if (key == "smooth_evals") {
+        out << s.smooth_evals;
+      } else if (key == "budget_gpu_hours") {
+        out << absl::StrFormat("%.17g", s.budget_gpu_hours);
       } else if (key == "early_stop") {
         out << s.early_stop;
       }

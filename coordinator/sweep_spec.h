@@ -27,16 +27,20 @@
 //     min_steps: 100             # asha: first rung; median: grace steps
 //     reduction: 3               # asha: eta >= 2 (default 3)
 //     max_steps: 300             # asha: = the trials' steps (default)
+//     smooth_evals: 3            # asha: a rung's value = mean of the last 3
+//                                #   evaluations up to it (default 1)
 //     group_by: [M, attention]   # grid axes; compare only within a group
 //     axis: top_k                # refine: the integer axis refined
 //     bounds: [1, 8]             # refine: default [min, max] of the axis
 //     budget: 120                # refine: most trials in all (0: none)
+//     budget_gpu_hours: 40       # asha, median, refine: device-hours (GPU-
+//                                #   hours; slot-hours on CPU) after which
+//                                #   nothing is added, promoted or started
 //     add_seeds: 1               # refine: most extra seeds per group
 // clang-format on
 //
-// Only `strategy: grid` runs today: the scheduler refuses the others at
-// submission until the adaptive policies (analysis/search/) are wired in;
-// `smoe sweep validate` accepts them (docs/adaptive-sweeps.md).
+// The scheduler drives asha, median and refine through
+// coordinator/search_driver.h (docs/adaptive-sweeps.md).
 //
 // Every error names the field and the offending value.
 #ifndef SMOE_COORDINATOR_SWEEP_SPEC_H_
@@ -87,12 +91,19 @@ struct SearchSpec {
   int64_t min_steps = 0;          // asha (required), median (default 0)
   int64_t reduction = 3;          // asha
   int64_t max_steps = 0;          // asha: the trials' steps
+  // asha (and refine + asha): a trial's value at a rung is the mean of its
+  // last `smooth_evals` evaluations up to the rung (1: that one alone).
+  int64_t smooth_evals = 1;
   std::vector<std::string> group_by;  // grid axes
   std::string axis;                   // refine
   int64_t bounds_lo = 0;              // refine
   int64_t bounds_hi = 0;              // refine
   int64_t budget = 0;                 // refine: most trials in all; 0: none
-  int64_t add_seeds = 0;              // refine
+  // asha, median, refine: device-hours (attempts' wall time x
+  // max(1, gpus_per_trial): GPU-hours, slot-hours on CPU) after which the
+  // search adds, promotes and starts nothing; 0: none.
+  double budget_gpu_hours = 0;
+  int64_t add_seeds = 0;  // refine
   // refine: "asha" stops losing points early (min_steps, reduction and
   // max_steps then apply as for strategy asha); "" = none.
   std::string early_stop;

@@ -484,6 +484,39 @@ TEST(SweepSpecSearchTest, ParsesRefineWithAshaEarlyStopAndRoundTrips) {
   EXPECT_THAT(SweepSpecToYaml(*none), Not(HasSubstr("early_stop")));
 }
 
+TEST(SweepSpecSearchTest, SmoothEvalsAndGpuHourBudgetRoundTrip) {
+  auto asha = WithSearch(
+      "  {strategy: asha, metric: ood_acc, min_steps: 100, smooth_evals: 3,"
+      " budget_gpu_hours: 12.5}\n");
+  ASSERT_TRUE(asha.ok()) << asha.status();
+  EXPECT_EQ(asha->search.smooth_evals, 3);
+  EXPECT_DOUBLE_EQ(asha->search.budget_gpu_hours, 12.5);
+  auto refine = WithSearch(
+      "  {strategy: refine, metric: ood_acc, axis: top_k, early_stop: asha,"
+      " min_steps: 100, smooth_evals: 5, budget_gpu_hours: 0.1}\n");
+  ASSERT_TRUE(refine.ok()) << refine.status();
+  EXPECT_EQ(refine->search.smooth_evals, 5);
+  auto median = WithSearch(
+      "  {strategy: median, metric: ood_acc, budget_gpu_hours: 7}\n");
+  ASSERT_TRUE(median.ok()) << median.status();
+  EXPECT_DOUBLE_EQ(median->search.budget_gpu_hours, 7);
+  for (const SweepSpec* spec : {&*asha, &*refine, &*median}) {
+    const std::string yaml = SweepSpecToYaml(*spec);
+    auto again = ParseSweepYaml(yaml);
+    ASSERT_TRUE(again.ok()) << again.status() << yaml;
+    EXPECT_EQ(again->search, spec->search) << yaml;
+  }
+  EXPECT_THAT(SweepSpecToYaml(*asha), HasSubstr("smooth_evals: 3"));
+  EXPECT_THAT(SweepSpecToYaml(*asha), HasSubstr("budget_gpu_hours: 12.5"));
+  // Defaults (1, 0) are not written: older stored sweeps read the same.
+  auto plain = WithSearch("  {strategy: asha, metric: a, min_steps: 10}\n");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->search.smooth_evals, 1);
+  EXPECT_EQ(plain->search.budget_gpu_hours, 0);
+  EXPECT_THAT(SweepSpecToYaml(*plain), Not(HasSubstr("smooth_evals")));
+  EXPECT_THAT(SweepSpecToYaml(*plain), Not(HasSubstr("budget_gpu_hours")));
+}
+
 TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
   struct Case {
     std::string search;
@@ -549,8 +582,23 @@ TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
        "search.min_steps: required for early_stop: asha"},
       {"  {strategy: refine, metric: a, axis: top_k, min_steps: 10}\n",
        "search.min_steps: not used by strategy refine (its keys: strategy, "
-       "metric, mode, axis, bounds, group_by, budget, add_seeds, early_stop); "
-       "with early_stop: asha refine takes min_steps"},
+       "metric, mode, axis, bounds, group_by, budget, budget_gpu_hours, "
+       "add_seeds, early_stop); with early_stop: asha refine takes "
+       "min_steps"},
+      {"  {strategy: asha, metric: a, min_steps: 10, smooth_evals: 0}\n",
+       "search.smooth_evals: value 0 out of range [1, 1000]"},
+      {"  {strategy: asha, metric: a, min_steps: 10, smooth_evals: 2.5}\n",
+       "search.smooth_evals: expected an integer, got 2.5"},
+      {"  {strategy: median, metric: a, smooth_evals: 3}\n",
+       "search.smooth_evals: not used by strategy median"},
+      {"  {strategy: refine, metric: a, axis: top_k, smooth_evals: 3}\n",
+       "search.smooth_evals: not used by strategy refine"},
+      {"  {strategy: asha, metric: a, min_steps: 10, budget_gpu_hours: -1}\n",
+       "search.budget_gpu_hours: -1 is not a number of hours in [0, 1e9]"},
+      {"  {strategy: asha, metric: a, min_steps: 10, budget_gpu_hours: lots}\n",
+       "search.budget_gpu_hours: \"lots\" is not a number of hours"},
+      {"  {strategy: grid, budget_gpu_hours: 3}\n",
+       "search.budget_gpu_hours: not used by strategy grid"},
       {"  {strategy: refine, metric: a, axis: top_k, early_stop: asha,"
        " min_steps: 10, reduction: 1}\n",
        "search.reduction: value 1 out of range [2, 1000]"},

@@ -103,7 +103,10 @@ std::vector<Decision> DecideAsha(const AshaConfig& c,
       s.complete = complete;
       const int64_t n = static_cast<int64_t>(s.ranked.size());
       s.keep = n / c.reduction;
-      if (s.complete && s.keep == 0 && n > 0) s.keep = 1;
+      if (s.complete && n > 0) {
+        s.keep =
+            std::max(s.keep, std::min(n, std::max<int64_t>(1, c.min_keep)));
+      }
       expected.assign(s.ranked.begin(), s.ranked.begin() + s.keep);
     }
   }

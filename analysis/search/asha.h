@@ -42,6 +42,10 @@ struct AshaConfig {
   // and including its first report at a step >= the rung (1: that report
   // alone). Averages out evaluation noise; the rung step is unchanged.
   int64_t smooth = 1;
+  // A complete rung of n trials keeps at least min(min_keep, n) (the rule
+  // above is min_keep = 1): a guard so that more than one candidate of a
+  // group reaches the next rung. Not a sweep-file key (replay only).
+  int64_t min_keep = 1;
 };
 
 // The rungs' steps: min_steps * eta^i < max_steps, ascending. Empty when

@@ -89,6 +89,32 @@ TEST(AshaTest, PromotesTheTopThirdOfACompleteRung) {
               HasSubstr("rung 0 (step 10): 0.9 ranks 1 of 9 in M=1"));
 }
 
+// min_keep (replay guard): a complete rung keeps at least min(min_keep, n);
+// an incomplete one keeps floor(n / eta) as before.
+TEST(AshaTest, MinKeepGuardsACompleteRung) {
+  AshaConfig c{Mode::kMax, 10, 3, 90};
+  c.min_keep = 3;
+  std::vector<Trial> trials;
+  std::vector<Report> reports;
+  for (int i = 0; i < 4; ++i) {
+    trials.push_back({Id(i), "M=1", false});
+    reports.push_back({Id(i), 1, 10, 0.1 * (i + 1)});
+  }
+  auto d = ById(DecideAsha(c, trials, reports));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(d.at(Id(i)).action, i >= 1 ? Action::kPromote : Action::kPrune)
+        << i << " " << d.at(Id(i)).reason;
+  }
+  EXPECT_TRUE(d.at(Id(0)).final);
+  EXPECT_DOUBLE_EQ(d.at(Id(0)).cutoff, 0.2);
+  // A fifth trial has not reported: the rung is open, floor(4 / 3) = 1.
+  trials.push_back({Id(4), "M=1", false});
+  d = ById(DecideAsha(c, trials, reports));
+  EXPECT_EQ(d.at(Id(3)).action, Action::kPromote);
+  EXPECT_EQ(d.at(Id(2)).action, Action::kPrune);
+  EXPECT_FALSE(d.at(Id(2)).final);
+}
+
 TEST(AshaTest, PausedTrialsArePromotedWhenLaterResultsLowerTheCutoff) {
   const AshaConfig c{Mode::kMax, 10, 3, 90};
   std::vector<Trial> trials;

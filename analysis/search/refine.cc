@@ -205,13 +205,16 @@ RefineResult DecideRefine(const RefineConfig& c,
       any = true;
       const Unit& u = wants[gi][round];
       const int64_t n = static_cast<int64_t>(u.points.size());
-      if (c.budget > 0 && total + n > c.budget) {
+      if (!c.stop_adding.empty() || (c.budget > 0 && total + n > c.budget)) {
         RefineGroup& g = result.groups[gi];
         if (g.state != RefineState::kBudget) {
           g.state = RefineState::kBudget;
-          g.reason =
-              absl::StrCat(g.reason, "; budget ", c.budget,
-                           " trials spent: x*=", g.best, " not resolved");
+          g.reason = absl::StrCat(
+              g.reason, "; ",
+              c.stop_adding.empty()
+                  ? absl::StrCat("budget ", c.budget, " trials spent")
+                  : c.stop_adding,
+              ": x*=", g.best, " not resolved");
         }
         continue;
       }

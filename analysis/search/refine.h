@@ -39,8 +39,11 @@ struct RefineConfig {
   Mode mode = Mode::kMax;
   int64_t lo = 1;  // bounds of the axis
   int64_t hi = 1;
-  int64_t budget = 0;                // most trials in the sweep; 0 = none
-  int64_t add_seeds = 0;             // most extra seeds per group
+  int64_t budget = 0;     // most trials in the sweep; 0 = none
+  int64_t add_seeds = 0;  // most extra seeds per group
+  // Non-empty: grant no proposal (e.g. the sweep's GPU-hour budget is
+  // spent); a group with one settles as kBudget, this text in its reason.
+  std::string stop_adding;
   std::vector<int64_t> seeds = {0};  // the sweep's seeds (for new x)
   double resolve_p = 0.9;
   int bootstrap_samples = 1000;

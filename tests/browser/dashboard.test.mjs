@@ -132,7 +132,7 @@ async function main() {
   const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1500, height: 1000 } });
   const page = await context.newPage();
   const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('pageerror', (e) => errors.push(String(e) + ' @ ' + page.url()));
   // A filter on an unknown field is answered 400 on purpose (step 7b).
   const expected400 = (u) => /[?&]q=bogus/.test(decodeURIComponent(u));
   let allow400 = false;
@@ -140,7 +140,7 @@ async function main() {
     errors.push(`${r.status()} ${r.url()}`));
   // 401s before signing in are expected; anything else is a failure.
   page.on('console', (m) => m.type() === 'error' && !/status of 401/.test(m.text()) &&
-    !(allow400 && /status of 400/.test(m.text())) && errors.push(m.text()));
+    !(allow400 && /status of 400/.test(m.text())) && errors.push(m.text() + ' @ ' + page.url()));
   const anon = await page.request.get(url + 'api/sweeps');
   check(anon.status() === 401, 'the API answers 401 without the token');
   await page.goto(url + '#/sweep/fixture');
@@ -585,6 +585,39 @@ async function main() {
   tail = null;
   check(tailCode === 0, `the live trial completed after its run (${tailCode}: ${tailErr.slice(0, 300)})`);
 
+  // 12a. An ASHA sweep run stepwise (one evaluation per report, as a
+  // trainer reports; before the refine sweep, whose added points the
+  // stepwise fixture would otherwise lease too): trials pruned at a rung are grey circles on the
+  // accuracy-vs-k chart at the value they stopped at, and a pruned trial's
+  // accuracy chart draws the rungs and its decisions there.
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-asha.yaml'), '--stepwise', '1']);
+  await page.goto(url + '#/sweep/fixture-asha');
+  const grey = await waitFor(() => page.evaluate(() => {
+    const c = Object.entries(window.__smoe.charts).find(([id, s]) => id.startsWith('headline-ood_acc') && (s.overlay || []).length > 0);
+    return c && c[1].overlay;
+  }), 'the grey circles of the pruned trials');
+  // k = 1 is the worst (|log2 1 - log2 4| = 2): pruned for good at rung 0
+  // (step 100) at ood_acc x 100/500 = (0.9 - 0.12 - 0.01 - 0.01) x 0.2.
+  const k1 = grey.find((p) => p.x === 1);
+  check(k1 && k1.label === 'pruned at step 100' && Math.abs(k1.y - 0.152) < 1e-9,
+    `the trial pruned at rung 0 (k = 1) is a grey circle at the value it stopped at (${JSON.stringify(grey)})`);
+  const asha = await (await page.request.get(url + 'api/sweeps/fixture-asha/search')).json();
+  const prunedIds = asha.pruned_points.map((p) => p.trial_id);
+  check(asha.pruned.length >= 2 && asha.pruned.length === asha.pruned_points.length &&
+    JSON.stringify(asha.rungs) === '[100,200,400]',
+    `the ASHA sweep ended with pruned trials and rungs 100, 200, 400 (${JSON.stringify(asha.pruned)}, ${JSON.stringify(asha.rungs)})`);
+  const searchText = await page.locator('#search-usage').textContent();
+  check(searchText.includes(`${asha.pruned.length} pruned`), `the search panel counts the pruned trials (${searchText})`);
+  await page.screenshot({ path: path.join(artifacts, 'asha.png'), fullPage: true });
+  const k1Id = asha.pruned_points.find((p) => p.params.top_k === 1).trial_id;
+  await page.goto(url + '#/trial/' + k1Id);
+  const accChart = await waitFor(() => page.evaluate(() => window.__smoe.charts['trial-acc']), 'the pruned trial\'s accuracy chart');
+  check(JSON.stringify(accChart.vlines) === '[100,200,400]' &&
+    accChart.overlay.some((p) => p.x === 100 && p.label === 'prune (final)'),
+    `the pruned trial's accuracy chart draws the rungs and its final prune at step 100 (${JSON.stringify(accChart.vlines)}, ${JSON.stringify(accChart.overlay)})`);
+  check(prunedIds.includes(k1Id), 'the pruned trial is listed as pruned');
+  await page.screenshot({ path: path.join(artifacts, 'asha-trial.png'), fullPage: true });
   // 12. Adaptive sweeps: a refine sweep's page lists the search's decisions
   // (the added neighbours of the best k) and its trial-steps use.
   fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,

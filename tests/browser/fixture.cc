@@ -9,6 +9,10 @@
 //       --sweep FILE [--leave N] [--points 50]
 //     submits FILE, then leases and completes every trial but the last N
 //     (left pending), each with `--points` metric points per series.
+//     With --stepwise 1 (adaptive sweeps) a trial's metrics are reported
+//     one evaluation at a time, as a trainer does; a report refused as stale
+//     means the search pruned the trial (it stops there), and trials the
+//     search promotes back to pending are leased again until none is left.
 //   smoe-dashboard-fixture complete --coordinator H:P --token-file F
 //       [--count 1] [--kind sraven]
 //     leases and completes up to `count` pending trials.
@@ -64,7 +68,7 @@ using nlohmann::json;
 
 struct Flags {
   std::string cmd, coordinator, token_file, sweep;
-  int leave = 0, points = 50, count = 1, seconds = 20;
+  int leave = 0, points = 50, count = 1, seconds = 20, stepwise = 0;
   std::string kind = "sraven";
 };
 
@@ -72,7 +76,7 @@ int Usage() {
   std::cerr << "usage: smoe-dashboard-fixture "
                "seed|complete|fail|checkpoint|tail --coordinator H:P "
                "--token-file F [--sweep FILE] [--leave N] [--points N] "
-               "[--count N] [--kind K] [--seconds S]\n";
+               "[--count N] [--kind K] [--seconds S] [--stepwise 1]\n";
   return 64;
 }
 
@@ -129,6 +133,27 @@ class Fixture {
     if (!Ok(gw_->Register(&ctx, req, &resp), "Register")) return false;
     worker_ = resp.worker_id();
     return true;
+  }
+
+  // --stepwise: leases and runs trials until none is pending (pruned ones
+  // stop at their rung; promoted ones come back as pending).
+  bool RunStepwise() {
+    for (int round = 0; round < 1000; ++round) {
+      pb::LeaseRequest req;
+      req.set_worker_id(worker_);
+      req.set_free_slots(500);
+      req.set_free_gpus(64 * 500);
+      pb::LeaseResponse resp;
+      grpc::ClientContext ctx;
+      Prep(&ctx);
+      if (!Ok(gw_->Lease(&ctx, req, &resp), "Lease")) return false;
+      if (resp.leases_size() == 0) return true;
+      for (const pb::TrialLease& l : resp.leases()) {
+        if (!Finish(l)) return false;
+      }
+    }
+    std::cerr << "stepwise: still leasing after 1000 rounds\n";
+    return false;
   }
 
   // Leases up to n trials and completes them.
@@ -324,14 +349,30 @@ class Fixture {
           add("sys/cpu_percent", 95 + 5 * std::sin(i));
           add("sys/rss_mb", 300 + 2 * i);
         }
+        if (flags_.stepwise && i % 10 == 9 && i + 1 < steps) {
+          // One evaluation's worth of metrics per report.
+          pb::ReportMetricsResponse r;
+          grpc::ClientContext c;
+          Prep(&c);
+          const grpc::Status st = gw_->ReportMetrics(&c, mr, &r);
+          if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+            return true;  // pruned by the search: the attempt is over
+          }
+          if (!Ok(st, "ReportMetrics")) return false;
+          mr.clear_metrics();
+        }
       }
     }
     pb::ReportMetricsResponse mresp;
     grpc::ClientContext c1;
     Prep(&c1);
-    if (mr.metrics_size() > 0 &&
-        !Ok(gw_->ReportMetrics(&c1, mr, &mresp), "ReportMetrics")) {
-      return false;
+    if (mr.metrics_size() > 0) {
+      const grpc::Status st = gw_->ReportMetrics(&c1, mr, &mresp);
+      if (flags_.stepwise &&
+          st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        return true;  // pruned at the last evaluation
+      }
+      if (!Ok(st, "ReportMetrics")) return false;
     }
     pb::CompleteRequest cr;
     cr.set_worker_id(worker_);
@@ -372,7 +413,8 @@ int main(int argc, char** argv) {
     } else if ((k == "--leave" && absl::SimpleAtoi(v, &f.leave)) ||
                (k == "--points" && absl::SimpleAtoi(v, &f.points)) ||
                (k == "--count" && absl::SimpleAtoi(v, &f.count)) ||
-               (k == "--seconds" && absl::SimpleAtoi(v, &f.seconds))) {
+               (k == "--seconds" && absl::SimpleAtoi(v, &f.seconds)) ||
+               (k == "--stepwise" && absl::SimpleAtoi(v, &f.stepwise))) {
     } else {
       return Usage();
     }
@@ -398,6 +440,11 @@ int main(int argc, char** argv) {
                                  : "sraven";
     int total = 0;
     if (!fx.Submit(text, &total) || !fx.Register(kind)) return 1;
+    if (f.stepwise) {
+      if (!fx.RunStepwise()) return 1;
+      std::cout << "ran " << total << " trials stepwise\n";
+      return 0;
+    }
     if (!fx.Run(total - f.leave)) return 1;
     std::cout << "seeded " << (total - f.leave) << " of " << total
               << " trials\n";
