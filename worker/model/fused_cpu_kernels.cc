@@ -402,4 +402,51 @@ void GeluTanhGradRange(const double* g, const double* x, double* gx,
   GeluGradRangeImpl(g, x, gx, n);
 }
 
+namespace {
+
+template <typename T>
+inline __attribute__((always_inline)) void AdamWLoop(T* __restrict p,
+                                                     const T* __restrict g,
+                                                     T* __restrict m,
+                                                     T* __restrict v,
+                                                     const AdamWScalars& s,
+                                                     int64_t n) {
+  const T b1 = static_cast<T>(s.b1), c1 = static_cast<T>(1.0 - s.b1);
+  const T b2 = static_cast<T>(s.b2), c2 = static_cast<T>(1.0 - s.b2);
+  const T bc1 = static_cast<T>(s.bc1), bc2 = static_cast<T>(s.bc2);
+  const T eps = static_cast<T>(s.eps), wd = static_cast<T>(s.wd);
+  const T nlr = static_cast<T>(-s.lr);
+  for (int64_t i = 0; i < n; ++i) {
+    const T gi = g != nullptr ? g[i] : T(0);
+    const T mi = m[i] * b1 + c1 * gi;
+    const T vi = v[i] * b2 + c2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    T u = (mi / bc1) / (std::sqrt(vi / bc2) + eps);
+    u = u + wd * p[i];
+    p[i] = p[i] + nlr * u;
+  }
+}
+
+SMOE_CPU_CLONES void AdamWF32(float* p, const float* g, float* m, float* v,
+                              const AdamWScalars& s, int64_t n) {
+  if (g != nullptr) {
+    AdamWLoop(p, g, m, v, s, n);
+  } else {
+    AdamWLoop<float>(p, nullptr, m, v, s, n);
+  }
+}
+
+}  // namespace
+
+void AdamWRange(float* p, const float* g, float* m, float* v,
+                const AdamWScalars& s, int64_t n) {
+  AdamWF32(p, g, m, v, s, n);
+}
+
+void AdamWRange(double* p, const double* g, double* m, double* v,
+                const AdamWScalars& s, int64_t n) {
+  AdamWLoop(p, g, m, v, s, n);
+}
+
 }  // namespace smoe::model::cpu

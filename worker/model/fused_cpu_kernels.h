@@ -5,7 +5,7 @@
 // The loops of the CPU fused ops on raw arrays, without LibTorch: the short
 // sequence softmax attention's forward/backward per head range
 // (fused_ops.cc is their autograd glue) and the tanh GELU and its
-// gradient. float32 is compiled for AVX-512, AVX2+FMA and
+// gradient, and AdamW's per-parameter update. float32 is compiled for AVX-512, AVX2+FMA and
 // baseline x86-64 and picked at load time; float64 (gradient checks) plain.
 #ifndef SMOE_WORKER_MODEL_FUSED_CPU_KERNELS_H_
 #define SMOE_WORKER_MODEL_FUSED_CPU_KERNELS_H_
@@ -62,6 +62,19 @@ void GeluTanhRange(const float* x, float* y, int64_t n);
 void GeluTanhRange(const double* x, double* y, int64_t n);
 void GeluTanhGradRange(const float* g, const float* x, float* gx, int64_t n);
 void GeluTanhGradRange(const double* g, const double* x, double* gx, int64_t n);
+
+// One AdamW update of n elements in place, the operation order of the
+// LibTorch ops it replaces (worker/trainer): m = b1 m + (1 - b1) g;
+// v = b2 v + (1 - b2) g g; u = (m / bc1) / (sqrt(v / bc2) + eps);
+// u += wd p (wd 0: none); p += -lr u. g null: a zero gradient. The
+// scalars are rounded to the element type first, as LibTorch does.
+struct AdamWScalars {
+  double lr, b1, b2, bc1, bc2, eps, wd;
+};
+void AdamWRange(float* p, const float* g, float* m, float* v,
+                const AdamWScalars& s, int64_t n);
+void AdamWRange(double* p, const double* g, double* m, double* v,
+                const AdamWScalars& s, int64_t n);
 
 }  // namespace smoe::model::cpu
 

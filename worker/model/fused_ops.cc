@@ -179,4 +179,44 @@ torch::Tensor GeluTanh(const torch::Tensor& x) {
   return GeluTanhFn::apply(x);
 }
 
+bool FusedAdamWSupported(const torch::Tensor& p, const torch::Tensor& g,
+                         const torch::Tensor& m, const torch::Tensor& v) {
+  const auto dt = p.scalar_type();
+  auto same = [&](const torch::Tensor& t) {
+    return t.is_cpu() && t.scalar_type() == dt && t.is_contiguous() &&
+           t.numel() == p.numel();
+  };
+  return (dt == torch::kFloat32 || dt == torch::kFloat64) && same(p) &&
+         same(m) && same(v) && (!g.defined() || same(g));
+}
+
+void AdamWStep(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+               torch::Tensor& v, const AdamWHyper& h, bool unfused) {
+  torch::NoGradGuard no_grad;
+  if (unfused || !FusedAdamWSupported(p, g, m, v)) {
+    const torch::Tensor gr = g.defined() ? g : torch::zeros_like(p);
+    m.mul_(h.b1).add_(gr, 1.0 - h.b1);
+    v.mul_(h.b2).addcmul_(gr, gr, 1.0 - h.b2);
+    torch::Tensor update = (m / h.bc1) / ((v / h.bc2).sqrt() + h.eps);
+    if (h.weight_decay > 0) update.add_(p, h.weight_decay);
+    p.add_(update, -h.lr);
+    return;
+  }
+  const cpu::AdamWScalars s{h.lr,  h.b1,  h.b2,
+                            h.bc1, h.bc2, h.eps,
+                            h.weight_decay > 0 ? h.weight_decay : 0.0};
+  // 32k elements per chunk: big parameters split over the threads.
+  constexpr int64_t kAdamGrain = 32768;
+  AT_DISPATCH_FLOATING_TYPES(p.scalar_type(), "adamw_step", [&] {
+    scalar_t* pp = p.data_ptr<scalar_t>();
+    const scalar_t* gp = g.defined() ? g.data_ptr<scalar_t>() : nullptr;
+    scalar_t* mp = m.data_ptr<scalar_t>();
+    scalar_t* vp = v.data_ptr<scalar_t>();
+    at::parallel_for(0, p.numel(), kAdamGrain, [&](int64_t lo, int64_t hi) {
+      cpu::AdamWRange(pp + lo, gp != nullptr ? gp + lo : nullptr, mp + lo,
+                      vp + lo, s, hi - lo);
+    });
+  });
+}
+
 }  // namespace smoe::model
