@@ -232,6 +232,61 @@ TEST(FastGeluTest, PropagatesNanAndFallsBackOffCpuFloat) {
   EXPECT_TRUE(torch::equal(GeluTanh(h), torch::gelu(h, "tanh")));
 }
 
+// Residual add + LayerNorm against x + y and torch::layer_norm (the same
+// function's unfused branch, taken on CUDA): both outputs and all four
+// gradients, float32 and float64, with and without a gradient reaching
+// the sum directly; rows span several backward blocks.
+TEST(FusedAddLayerNormTest, MatchesUnfusedOpsAndGradients) {
+  for (torch::Dtype dt : {torch::kFloat32, torch::kFloat64}) {
+    for (bool use_sum : {true, false}) {
+      torch::manual_seed(21);
+      const auto o = torch::TensorOptions(dt);
+      const torch::Tensor x0 = torch::randn({3, 333, 40}, o).mul_(3).add_(1);
+      const torch::Tensor y0 = torch::randn({3, 333, 40}, o);
+      const torch::Tensor w0 = torch::randn({40}, o);
+      const torch::Tensor b0 = torch::randn({40}, o);
+      const torch::Tensor gs = torch::randn({3, 333, 40}, o);
+      const torch::Tensor gn = torch::randn({3, 333, 40}, o);
+      std::vector<torch::Tensor> outs, grads;
+      for (bool unfused : {false, true}) {
+        torch::Tensor x = x0.clone().requires_grad_(true);
+        torch::Tensor y = y0.clone().requires_grad_(true);
+        torch::Tensor w = w0.clone().requires_grad_(true);
+        torch::Tensor b = b0.clone().requires_grad_(true);
+        auto [s, n] = AddLayerNorm(x, y, w, b, 1e-6, unfused);
+        torch::Tensor loss = (n * gn).sum();
+        if (use_sum) loss = loss + (s * gs).sum();
+        loss.backward();
+        outs.push_back(s.detach());
+        outs.push_back(n.detach());
+        for (auto* t : {&x, &y, &w, &b}) grads.push_back(t->grad());
+      }
+      const double rtol = dt == torch::kFloat64 ? 1e-10 : 1e-4;
+      const double atol = dt == torch::kFloat64 ? 1e-10 : 2e-5;
+      EXPECT_TRUE(torch::allclose(outs[0], outs[2], rtol, atol)) << dt;
+      EXPECT_TRUE(torch::allclose(outs[1], outs[3], rtol, atol))
+          << dt << " " << (outs[1] - outs[3]).abs().max().item<double>();
+      const char* names[] = {"x", "y", "weight", "bias"};
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_TRUE(torch::allclose(grads[i], grads[4 + i], rtol, atol))
+            << dt << " sum " << use_sum << " grad " << names[i] << " "
+            << (grads[i] - grads[4 + i]).abs().max().item<double>();
+      }
+    }
+  }
+}
+
+TEST(FusedAddLayerNormTest, FallsBackOffCpuFloat) {
+  torch::Tensor x = torch::randn({5, 8}).to(torch::kBFloat16);
+  torch::Tensor y = torch::randn({5, 8}).to(torch::kBFloat16);
+  torch::Tensor w = torch::ones({8}, torch::kBFloat16);
+  torch::Tensor b = torch::zeros({8}, torch::kBFloat16);
+  EXPECT_FALSE(FusedAddLayerNormSupported(x, y));
+  auto [s, n] = AddLayerNorm(x, y, w, b, 1e-6);
+  EXPECT_TRUE(torch::equal(s, x + y));
+  EXPECT_TRUE(torch::equal(n, torch::layer_norm(x + y, {8}, w, b, 1e-6)));
+}
+
 // AdamW's fused loop against the LibTorch ops it replaces (the same
 // function's unfused branch, which the trainer also takes on CUDA), over
 // several updates, with and without decay and with a missing gradient.
