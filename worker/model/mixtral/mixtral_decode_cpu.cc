@@ -298,12 +298,16 @@ torch::Tensor DecodeStepCpu(const MixtralConfig& c, const MixtralWeights& w,
       std::memcpy(vc + (g * cap + s0) * d, sc.v.data() + g * d,
                   d * sizeof(float));
     }
+    // NOTE: `sc` is thread_local: the worker threads must get this
+    // thread's rows as pointers, never name `sc` themselves.
+    const float* qrows = sc.q.data();
+    float* scores = sc.scores.data();
+    float* att = sc.att.data();
     at::parallel_for(0, heads, 1, [&](int64_t a, int64_t b) {
       for (int64_t hq = a; hq < b; ++hq) {
         const int64_t g = hq / rep;
-        AttendOne(sc.q.data() + hq * d, kc + g * cap * d, vc + g * cap * d, d,
-                  lo, s0, scale, sc.scores.data() + hq * (s0 + 1),
-                  sc.att.data() + hq * d);
+        AttendOne(qrows + hq * d, kc + g * cap * d, vc + g * cap * d, d, lo, s0,
+                  scale, scores + hq * (s0 + 1), att + hq * d);
       }
     });
     // x += o_proj att (the residual add fused into the product).
