@@ -24,8 +24,8 @@ inline namespace _V2 {
 steady_clock::time_point steady_clock::now() noexcept {
   timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return time_point(duration(static_cast<long long>(ts.tv_sec) * 1000000000LL +
-                             ts.tv_nsec));
+  return time_point(
+      duration(static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec));
 }
 
 }  // namespace _V2
