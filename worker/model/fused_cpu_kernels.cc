@@ -402,4 +402,164 @@ void GeluTanhGradRange(const double* g, const double* x, double* gx,
   GeluGradRangeImpl(g, x, gx, n);
 }
 
+namespace {
+
+template <typename T>
+inline __attribute__((always_inline)) void AdamWLoop(
+    T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
+    const AdamWScalars& s, int64_t n) {
+  const T b1 = static_cast<T>(s.b1), c1 = static_cast<T>(1.0 - s.b1);
+  const T b2 = static_cast<T>(s.b2), c2 = static_cast<T>(1.0 - s.b2);
+  const T bc1 = static_cast<T>(s.bc1), bc2 = static_cast<T>(s.bc2);
+  const T eps = static_cast<T>(s.eps), wd = static_cast<T>(s.wd);
+  const T nlr = static_cast<T>(-s.lr);
+  for (int64_t i = 0; i < n; ++i) {
+    const T gi = g != nullptr ? g[i] : T(0);
+    const T mi = m[i] * b1 + c1 * gi;
+    const T vi = v[i] * b2 + c2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    T u = (mi / bc1) / (std::sqrt(vi / bc2) + eps);
+    u = u + wd * p[i];
+    p[i] = p[i] + nlr * u;
+  }
+}
+
+SMOE_CPU_CLONES void AdamWF32(float* p, const float* g, float* m, float* v,
+                              const AdamWScalars& s, int64_t n) {
+  if (g != nullptr) {
+    AdamWLoop(p, g, m, v, s, n);
+  } else {
+    AdamWLoop<float>(p, nullptr, m, v, s, n);
+  }
+}
+
+}  // namespace
+
+void AdamWRange(float* p, const float* g, float* m, float* v,
+                const AdamWScalars& s, int64_t n) {
+  AdamWF32(p, g, m, v, s, n);
+}
+
+void AdamWRange(double* p, const double* g, double* m, double* v,
+                const AdamWScalars& s, int64_t n) {
+  AdamWLoop(p, g, m, v, s, n);
+}
+
+namespace {
+
+template <typename T>
+inline __attribute__((always_inline)) void AddLayerNormBody(
+    const T* __restrict x, const T* __restrict y, const T* __restrict w,
+    const T* __restrict b, T eps, int64_t dm, T* __restrict s, T* __restrict n,
+    T* __restrict mean, T* __restrict rstd, int64_t r0, int64_t r1) {
+  const T inv_dm = T(1) / static_cast<T>(dm);
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* __restrict xr = x + r * dm;
+    const T* __restrict yr = y + r * dm;
+    T* __restrict sr = s + r * dm;
+    T* __restrict nr = n + r * dm;
+    T sum = 0;
+    for (int64_t c = 0; c < dm; ++c) {
+      sr[c] = xr[c] + yr[c];
+      sum += sr[c];
+    }
+    const T mu = sum * inv_dm;
+    T sq = 0;
+    for (int64_t c = 0; c < dm; ++c) sq += (sr[c] - mu) * (sr[c] - mu);
+    const T rs = T(1) / std::sqrt(sq * inv_dm + eps);
+    mean[r] = mu;
+    rstd[r] = rs;
+    for (int64_t c = 0; c < dm; ++c) nr[c] = (sr[c] - mu) * rs * w[c] + b[c];
+  }
+}
+
+template <typename T>
+inline __attribute__((always_inline)) void AddLayerNormBackwardBody(
+    const T* __restrict s, const T* __restrict mean, const T* __restrict rstd,
+    const T* __restrict w, const T* __restrict gn, const T* __restrict gs,
+    int64_t dm, T* __restrict gx, T* __restrict gw, T* __restrict gb,
+    int64_t r0, int64_t r1) {
+  const T inv_dm = T(1) / static_cast<T>(dm);
+  for (int64_t c = 0; c < dm; ++c) gw[c] = gb[c] = T(0);
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* __restrict sr = s + r * dm;
+    const T* __restrict gr = gn + r * dm;
+    T* __restrict gxr = gx + r * dm;
+    const T mu = mean[r], rs = rstd[r];
+    T sg = 0, sgx = 0;
+    for (int64_t c = 0; c < dm; ++c) {
+      const T xh = (sr[c] - mu) * rs;
+      const T g = gr[c] * w[c];
+      sg += g;
+      sgx += g * xh;
+      gw[c] += gr[c] * xh;
+      gb[c] += gr[c];
+    }
+    const T mg = sg * inv_dm, mgx = sgx * inv_dm;
+    if (gs != nullptr) {
+      const T* __restrict gsr = gs + r * dm;
+      for (int64_t c = 0; c < dm; ++c) {
+        const T xh = (sr[c] - mu) * rs;
+        gxr[c] = gsr[c] + rs * (gr[c] * w[c] - mg - xh * mgx);
+      }
+    } else {
+      for (int64_t c = 0; c < dm; ++c) {
+        const T xh = (sr[c] - mu) * rs;
+        gxr[c] = rs * (gr[c] * w[c] - mg - xh * mgx);
+      }
+    }
+  }
+}
+
+SMOE_CPU_CLONES void AddLayerNormF32(const float* x, const float* y,
+                                     const float* w, const float* b, float eps,
+                                     int64_t dm, float* s, float* n,
+                                     float* mean, float* rstd, int64_t r0,
+                                     int64_t r1) {
+  AddLayerNormBody(x, y, w, b, eps, dm, s, n, mean, rstd, r0, r1);
+}
+
+SMOE_CPU_CLONES void AddLayerNormBackwardF32(const float* s, const float* mean,
+                                             const float* rstd, const float* w,
+                                             const float* gn, const float* gs,
+                                             int64_t dm, float* gx, float* gw,
+                                             float* gb, int64_t r0,
+                                             int64_t r1) {
+  AddLayerNormBackwardBody(s, mean, rstd, w, gn, gs, dm, gx, gw, gb, r0, r1);
+}
+
+}  // namespace
+
+void AddLayerNormRows(const float* x, const float* y, const float* w,
+                      const float* b, double eps, int64_t dm, float* s,
+                      float* n, float* mean, float* rstd, int64_t r0,
+                      int64_t r1) {
+  AddLayerNormF32(x, y, w, b, static_cast<float>(eps), dm, s, n, mean, rstd, r0,
+                  r1);
+}
+
+void AddLayerNormRows(const double* x, const double* y, const double* w,
+                      const double* b, double eps, int64_t dm, double* s,
+                      double* n, double* mean, double* rstd, int64_t r0,
+                      int64_t r1) {
+  AddLayerNormBody(x, y, w, b, eps, dm, s, n, mean, rstd, r0, r1);
+}
+
+void AddLayerNormBackwardRows(const float* s, const float* mean,
+                              const float* rstd, const float* w,
+                              const float* gn, const float* gs, int64_t dm,
+                              float* gx, float* gw, float* gb, int64_t r0,
+                              int64_t r1) {
+  AddLayerNormBackwardF32(s, mean, rstd, w, gn, gs, dm, gx, gw, gb, r0, r1);
+}
+
+void AddLayerNormBackwardRows(const double* s, const double* mean,
+                              const double* rstd, const double* w,
+                              const double* gn, const double* gs, int64_t dm,
+                              double* gx, double* gw, double* gb, int64_t r0,
+                              int64_t r1) {
+  AddLayerNormBackwardBody(s, mean, rstd, w, gn, gs, dm, gx, gw, gb, r0, r1);
+}
+
 }  // namespace smoe::model::cpu

@@ -5,7 +5,8 @@
 // The loops of the CPU fused ops on raw arrays, without LibTorch: the short
 // sequence softmax attention's forward/backward per head range
 // (fused_ops.cc is their autograd glue) and the tanh GELU and its
-// gradient. float32 is compiled for AVX-512, AVX2+FMA and
+// gradient, the residual add + LayerNorm forward/backward and AdamW's
+// per-parameter update. float32 is compiled for AVX-512, AVX2+FMA and
 // baseline x86-64 and picked at load time; float64 (gradient checks) plain.
 #ifndef SMOE_WORKER_MODEL_FUSED_CPU_KERNELS_H_
 #define SMOE_WORKER_MODEL_FUSED_CPU_KERNELS_H_
@@ -62,6 +63,48 @@ void GeluTanhRange(const float* x, float* y, int64_t n);
 void GeluTanhRange(const double* x, double* y, int64_t n);
 void GeluTanhGradRange(const float* g, const float* x, float* gx, int64_t n);
 void GeluTanhGradRange(const double* g, const double* x, double* gx, int64_t n);
+
+// One AdamW update of n elements in place, the operation order of the
+// LibTorch ops it replaces (worker/trainer): m = b1 m + (1 - b1) g;
+// v = b2 v + (1 - b2) g g; u = (m / bc1) / (sqrt(v / bc2) + eps);
+// u += wd p (wd 0: none); p += -lr u. g null: a zero gradient. The
+// scalars are rounded to the element type first, as LibTorch does.
+struct AdamWScalars {
+  double lr, b1, b2, bc1, bc2, eps, wd;
+};
+void AdamWRange(float* p, const float* g, float* m, float* v,
+                const AdamWScalars& s, int64_t n);
+void AdamWRange(double* p, const double* g, double* m, double* v,
+                const AdamWScalars& s, int64_t n);
+
+// Residual add + LayerNorm over rows [r0, r1) of width dm: s = x + y
+// (written), n = (s - mean) * rstd * w + b with the biased variance and
+// rstd = 1 / sqrt(var + eps); mean and rstd [rows] are saved for the
+// backward.
+void AddLayerNormRows(const float* x, const float* y, const float* w,
+                      const float* b, double eps, int64_t dm, float* s,
+                      float* n, float* mean, float* rstd, int64_t r0,
+                      int64_t r1);
+void AddLayerNormRows(const double* x, const double* y, const double* w,
+                      const double* b, double eps, int64_t dm, double* s,
+                      double* n, double* mean, double* rstd, int64_t r0,
+                      int64_t r1);
+
+// Its backward over rows [r0, r1): with g = gn * w and xhat = (s - mean) *
+// rstd, gx = gs + rstd * (g - mean(g) - xhat * mean(g * xhat)) (the
+// gradient of x and of y alike; gs null: none reached s directly);
+// gw = sum over the rows of gn * xhat, gb = sum of gn (written, not
+// accumulated: the caller sums the row blocks in a fixed order).
+void AddLayerNormBackwardRows(const float* s, const float* mean,
+                              const float* rstd, const float* w,
+                              const float* gn, const float* gs, int64_t dm,
+                              float* gx, float* gw, float* gb, int64_t r0,
+                              int64_t r1);
+void AddLayerNormBackwardRows(const double* s, const double* mean,
+                              const double* rstd, const double* w,
+                              const double* gn, const double* gs, int64_t dm,
+                              double* gx, double* gw, double* gb, int64_t r0,
+                              int64_t r1);
 
 }  // namespace smoe::model::cpu
 

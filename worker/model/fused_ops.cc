@@ -4,7 +4,9 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "worker/model/fused_cpu_kernels.h"
 
@@ -138,6 +140,72 @@ class GeluTanhFn : public torch::autograd::Function<GeluTanhFn> {
   }
 };
 
+// Rows per block of the LayerNorm backward's weight/bias partial sums.
+constexpr int64_t kLnRowBlock = 256;
+
+class AddLayerNormFn : public torch::autograd::Function<AddLayerNormFn> {
+ public:
+  static variable_list forward(AutogradContext* ctx, torch::Tensor x,
+                               torch::Tensor y, torch::Tensor weight,
+                               torch::Tensor bias, double eps) {
+    x = x.contiguous();
+    y = y.contiguous();
+    const int64_t dm = x.size(-1), rows = x.numel() / dm;
+    torch::Tensor w = weight.detach().contiguous();
+    torch::Tensor b = bias.detach().contiguous();
+    torch::Tensor s = torch::empty_like(x), n = torch::empty_like(x);
+    torch::Tensor mean = torch::empty({rows}, x.options());
+    torch::Tensor rstd = torch::empty({rows}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "add_layer_norm_fwd", [&] {
+      at::parallel_for(0, rows, kLnRowBlock, [&](int64_t r0, int64_t r1) {
+        cpu::AddLayerNormRows(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
+                              w.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(),
+                              eps, dm, s.data_ptr<scalar_t>(),
+                              n.data_ptr<scalar_t>(), mean.data_ptr<scalar_t>(),
+                              rstd.data_ptr<scalar_t>(), r0, r1);
+      });
+    });
+    ctx->save_for_backward({s, mean, rstd, w});
+    return {s, n};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor& s = saved[0];
+    const torch::Tensor& mean = saved[1];
+    const torch::Tensor& rstd = saved[2];
+    const torch::Tensor& w = saved[3];
+    const int64_t dm = s.size(-1), rows = s.numel() / dm;
+    const torch::Tensor gs =
+        grads[0].defined() ? grads[0].contiguous() : torch::Tensor();
+    if (!grads[1].defined()) {
+      return {gs, gs, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
+    const torch::Tensor gn = grads[1].contiguous();
+    torch::Tensor gx = torch::empty_like(s);
+    // Fixed row blocks, each with its own weight/bias partial sums, folded
+    // in block order below: the same sums for any thread count.
+    const int64_t blocks = (rows + kLnRowBlock - 1) / kLnRowBlock;
+    torch::Tensor part = torch::empty({blocks, 2, dm}, s.options());
+    AT_DISPATCH_FLOATING_TYPES(s.scalar_type(), "add_layer_norm_bwd", [&] {
+      const scalar_t* gsp = gs.defined() ? gs.data_ptr<scalar_t>() : nullptr;
+      scalar_t* pp = part.data_ptr<scalar_t>();
+      at::parallel_for(0, blocks, 1, [&](int64_t k0, int64_t k1) {
+        for (int64_t k = k0; k < k1; ++k) {
+          cpu::AddLayerNormBackwardRows(
+              s.data_ptr<scalar_t>(), mean.data_ptr<scalar_t>(),
+              rstd.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
+              gn.data_ptr<scalar_t>(), gsp, dm, gx.data_ptr<scalar_t>(),
+              pp + k * 2 * dm, pp + k * 2 * dm + dm, k * kLnRowBlock,
+              std::min(rows, (k + 1) * kLnRowBlock));
+        }
+      });
+    });
+    torch::Tensor sums = part.sum(0);  // [2, dm]
+    return {gx, gx, sums[0], sums[1], torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 bool FusedAttentionSupported(const torch::Tensor& qkv) {
@@ -177,6 +245,74 @@ bool FastGeluSupported(const torch::Tensor& x) {
 torch::Tensor GeluTanh(const torch::Tensor& x) {
   if (!FastGeluSupported(x)) return torch::gelu(x, "tanh");
   return GeluTanhFn::apply(x);
+}
+
+bool FusedAddLayerNormSupported(const torch::Tensor& x,
+                                const torch::Tensor& y) {
+  return x.is_cpu() && y.is_cpu() &&
+         (x.scalar_type() == torch::kFloat32 ||
+          x.scalar_type() == torch::kFloat64) &&
+         y.scalar_type() == x.scalar_type() && x.sizes() == y.sizes() &&
+         x.dim() >= 1 && x.numel() > 0;
+}
+
+std::pair<torch::Tensor, torch::Tensor> AddLayerNorm(
+    const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
+    const torch::Tensor& bias, double eps, bool unfused) {
+  const int64_t dm = x.size(-1);
+  if (unfused || !FusedAddLayerNormSupported(x, y) ||
+      weight.scalar_type() != x.scalar_type() || !weight.is_cpu() ||
+      weight.numel() != dm || bias.numel() != dm) {
+    torch::Tensor s = x + y;
+    torch::Tensor n = torch::layer_norm(s, {dm}, weight, bias, eps);
+    return {s, n};
+  }
+  variable_list out = AddLayerNormFn::apply(x, y, weight, bias, eps);
+  return {out[0], out[1]};
+}
+
+bool FusedAdamWSupported(const torch::Tensor& p, const torch::Tensor& g,
+                         const torch::Tensor& m, const torch::Tensor& v) {
+  const auto dt = p.scalar_type();
+  auto same = [&](const torch::Tensor& t) {
+    return t.is_cpu() && t.scalar_type() == dt && t.is_contiguous() &&
+           t.numel() == p.numel();
+  };
+  return (dt == torch::kFloat32 || dt == torch::kFloat64) && same(p) &&
+         same(m) && same(v) && (!g.defined() || same(g));
+}
+
+void AdamWStep(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+               torch::Tensor& v, const AdamWHyper& h, bool unfused) {
+  torch::NoGradGuard no_grad;
+  if (unfused || !FusedAdamWSupported(p, g, m, v)) {
+    const torch::Tensor gr = g.defined() ? g : torch::zeros_like(p);
+    m.mul_(h.b1).add_(gr, 1.0 - h.b1);
+    v.mul_(h.b2).addcmul_(gr, gr, 1.0 - h.b2);
+    torch::Tensor update = (m / h.bc1) / ((v / h.bc2).sqrt() + h.eps);
+    if (h.weight_decay > 0) update.add_(p, h.weight_decay);
+    p.add_(update, -h.lr);
+    return;
+  }
+  const cpu::AdamWScalars s{h.lr,
+                            h.b1,
+                            h.b2,
+                            h.bc1,
+                            h.bc2,
+                            h.eps,
+                            h.weight_decay > 0 ? h.weight_decay : 0.0};
+  // 32k elements per chunk: big parameters split over the threads.
+  constexpr int64_t kAdamGrain = 32768;
+  AT_DISPATCH_FLOATING_TYPES(p.scalar_type(), "adamw_step", [&] {
+    scalar_t* pp = p.data_ptr<scalar_t>();
+    const scalar_t* gp = g.defined() ? g.data_ptr<scalar_t>() : nullptr;
+    scalar_t* mp = m.data_ptr<scalar_t>();
+    scalar_t* vp = v.data_ptr<scalar_t>();
+    at::parallel_for(0, p.numel(), kAdamGrain, [&](int64_t lo, int64_t hi) {
+      cpu::AdamWRange(pp + lo, gp != nullptr ? gp + lo : nullptr, mp + lo,
+                      vp + lo, s, hi - lo);
+    });
+  });
 }
 
 }  // namespace smoe::model

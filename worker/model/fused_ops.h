@@ -41,6 +41,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <utility>
 
 namespace smoe::model {
 
@@ -64,6 +65,50 @@ bool FastGeluSupported(const torch::Tensor& x);
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), differentiable in x.
 // Other devices/dtypes: torch::gelu(x, "tanh").
 torch::Tensor GeluTanh(const torch::Tensor& x);
+
+// 3. Residual add + LayerNorm (the SRAVEN block's a = h + attn(...);
+// ln2(a)) as one autograd op with two outputs: one pass over the rows
+// forward (the sum, its mean and rstd, the normalised row), one backward
+// (the LayerNorm gradient plus the gradient that reached the sum directly,
+// and the weight/bias gradients summed over fixed blocks of rows in a fixed
+// order: deterministic for any thread count). Replaces add + layer_norm
+// forward and layer_norm_backward + the gradient accumulation of the sum.
+
+// True for contiguous-able CPU float32/float64 x, y of one shape and dtype.
+bool FusedAddLayerNormSupported(const torch::Tensor& x, const torch::Tensor& y);
+
+// {s = x + y, layer_norm(s, [dm], weight, bias, eps)} over the last dim dm;
+// differentiable in x, y, weight and bias. unfused = true (tests) or an
+// unsupported input (CUDA, other dtypes): the LibTorch ops x + y and
+// torch::layer_norm.
+std::pair<torch::Tensor, torch::Tensor> AddLayerNorm(
+    const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
+    const torch::Tensor& bias, double eps, bool unfused = false);
+
+// 4. AdamW's per-parameter update (optax.adamw: b1, b2, eps outside the
+// sqrt, decoupled decay) as one pass over the parameter and its two moments
+// instead of ~8 LibTorch ops and 2 temporaries per parameter (issue 19:
+// ~700 ops per SRAVEN step). The loop keeps the LibTorch ops' operation
+// order, so the two paths agree to float rounding.
+struct AdamWHyper {
+  double lr = 0;
+  double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  double bc1 = 1, bc2 = 1;  // 1 - b1^t, 1 - b2^t at update t (1-based)
+  double weight_decay = 0;  // 0: no decay for this parameter
+};
+
+// True when p, g (or undefined g), m and v are contiguous CPU tensors of one
+// float32/float64 dtype and size.
+bool FusedAdamWSupported(const torch::Tensor& p, const torch::Tensor& g,
+                         const torch::Tensor& m, const torch::Tensor& v);
+
+// p, m, v updated in place (no autograd). g undefined: a zero gradient.
+// Fused loop when FusedAdamWSupported and !unfused; otherwise (CUDA,
+// other dtypes, or unfused = true for tests) the LibTorch ops:
+//   m.mul_(b1).add_(g, 1-b1); v.mul_(b2).addcmul_(g, g, 1-b2);
+//   u = (m/bc1) / ((v/bc2).sqrt() + eps); u.add_(p, wd); p.add_(u, -lr).
+void AdamWStep(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m,
+               torch::Tensor& v, const AdamWHyper& h, bool unfused = false);
 
 }  // namespace smoe::model
 

@@ -232,5 +232,121 @@ TEST(FastGeluTest, PropagatesNanAndFallsBackOffCpuFloat) {
   EXPECT_TRUE(torch::equal(GeluTanh(h), torch::gelu(h, "tanh")));
 }
 
+// Residual add + LayerNorm against x + y and torch::layer_norm (the same
+// function's unfused branch, taken on CUDA): both outputs and all four
+// gradients, float32 and float64, with and without a gradient reaching
+// the sum directly; rows span several backward blocks.
+TEST(FusedAddLayerNormTest, MatchesUnfusedOpsAndGradients) {
+  for (torch::Dtype dt : {torch::kFloat32, torch::kFloat64}) {
+    for (bool use_sum : {true, false}) {
+      torch::manual_seed(21);
+      const auto o = torch::TensorOptions(dt);
+      const torch::Tensor x0 = torch::randn({3, 333, 40}, o).mul_(3).add_(1);
+      const torch::Tensor y0 = torch::randn({3, 333, 40}, o);
+      const torch::Tensor w0 = torch::randn({40}, o);
+      const torch::Tensor b0 = torch::randn({40}, o);
+      const torch::Tensor gs = torch::randn({3, 333, 40}, o);
+      const torch::Tensor gn = torch::randn({3, 333, 40}, o);
+      std::vector<torch::Tensor> outs, grads;
+      for (bool unfused : {false, true}) {
+        torch::Tensor x = x0.clone().requires_grad_(true);
+        torch::Tensor y = y0.clone().requires_grad_(true);
+        torch::Tensor w = w0.clone().requires_grad_(true);
+        torch::Tensor b = b0.clone().requires_grad_(true);
+        auto [s, n] = AddLayerNorm(x, y, w, b, 1e-6, unfused);
+        torch::Tensor loss = (n * gn).sum();
+        if (use_sum) loss = loss + (s * gs).sum();
+        loss.backward();
+        outs.push_back(s.detach());
+        outs.push_back(n.detach());
+        for (auto* t : {&x, &y, &w, &b}) grads.push_back(t->grad());
+      }
+      const double rtol = dt == torch::kFloat64 ? 1e-10 : 1e-4;
+      const double atol = dt == torch::kFloat64 ? 1e-10 : 2e-5;
+      EXPECT_TRUE(torch::allclose(outs[0], outs[2], rtol, atol)) << dt;
+      EXPECT_TRUE(torch::allclose(outs[1], outs[3], rtol, atol))
+          << dt << " " << (outs[1] - outs[3]).abs().max().item<double>();
+      const char* names[] = {"x", "y", "weight", "bias"};
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_TRUE(torch::allclose(grads[i], grads[4 + i], rtol, atol))
+            << dt << " sum " << use_sum << " grad " << names[i] << " "
+            << (grads[i] - grads[4 + i]).abs().max().item<double>();
+      }
+    }
+  }
+}
+
+TEST(FusedAddLayerNormTest, FallsBackOffCpuFloat) {
+  torch::Tensor x = torch::randn({5, 8}).to(torch::kBFloat16);
+  torch::Tensor y = torch::randn({5, 8}).to(torch::kBFloat16);
+  torch::Tensor w = torch::ones({8}, torch::kBFloat16);
+  torch::Tensor b = torch::zeros({8}, torch::kBFloat16);
+  EXPECT_FALSE(FusedAddLayerNormSupported(x, y));
+  auto [s, n] = AddLayerNorm(x, y, w, b, 1e-6);
+  EXPECT_TRUE(torch::equal(s, x + y));
+  EXPECT_TRUE(torch::equal(n, torch::layer_norm(x + y, {8}, w, b, 1e-6)));
+}
+
+// AdamW's fused loop against the LibTorch ops it replaces (the same
+// function's unfused branch, which the trainer also takes on CUDA), over
+// several updates, with and without decay and with a missing gradient.
+TEST(FusedAdamWTest, MatchesUnfusedOpsFloat32AndFloat64) {
+  for (torch::Dtype dt : {torch::kFloat32, torch::kFloat64}) {
+    for (double wd : {0.0, 0.1}) {
+      torch::manual_seed(3);
+      const auto o = torch::TensorOptions(dt);
+      torch::Tensor p1 = torch::randn({300, 7}, o);
+      torch::Tensor m1 = torch::zeros_like(p1), v1 = torch::zeros_like(p1);
+      torch::Tensor p2 = p1.clone(), m2 = m1.clone(), v2 = v1.clone();
+      ASSERT_TRUE(FusedAdamWSupported(p1, torch::Tensor(), m1, v1));
+      for (int t = 1; t <= 6; ++t) {
+        AdamWHyper h;
+        h.lr = 1e-2 / t;
+        h.bc1 = 1 - std::pow(h.b1, t);
+        h.bc2 = 1 - std::pow(h.b2, t);
+        h.weight_decay = wd;
+        // Update 3 has no gradient (a parameter the loss did not reach).
+        torch::Tensor g = t == 3 ? torch::Tensor() : torch::randn({300, 7}, o);
+        AdamWStep(p1, g, m1, v1, h);
+        AdamWStep(p2, g, m2, v2, h, /*unfused=*/true);
+      }
+      const double rtol = dt == torch::kFloat64 ? 1e-12 : 1e-6;
+      const double atol = dt == torch::kFloat64 ? 1e-14 : 1e-7;
+      EXPECT_TRUE(torch::allclose(p1, p2, rtol, atol))
+          << dt << " wd " << wd << " " << (p1 - p2).abs().max().item<double>();
+      EXPECT_TRUE(torch::allclose(m1, m2, rtol, atol)) << dt << " m";
+      EXPECT_TRUE(torch::allclose(v1, v2, rtol, atol)) << dt << " v";
+      EXPECT_FALSE(torch::equal(p1, torch::randn({1})));  // it moved
+    }
+  }
+}
+
+TEST(FusedAdamWTest, FallsBackOffCpuFloatAndOnStridedTensors) {
+  torch::manual_seed(4);
+  AdamWHyper h;
+  h.lr = 0.1;
+  h.bc1 = 0.1;
+  h.bc2 = 0.001;
+  // bf16: the LibTorch ops (the path CUDA takes), bit for bit.
+  torch::Tensor p = torch::randn({64}).to(torch::kBFloat16);
+  torch::Tensor g = torch::randn({64}).to(torch::kBFloat16);
+  torch::Tensor m = torch::zeros_like(p), v = torch::zeros_like(p);
+  EXPECT_FALSE(FusedAdamWSupported(p, g, m, v));
+  torch::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone();
+  AdamWStep(p, g, m, v, h);
+  AdamWStep(p2, g, m2, v2, h, /*unfused=*/true);
+  EXPECT_TRUE(torch::equal(p, p2));
+  EXPECT_FALSE(torch::equal(p, p2.clone().zero_()));
+  // A strided gradient is not taken by the loop; the result still matches.
+  torch::Tensor q = torch::randn({8, 8});
+  torch::Tensor gq = torch::randn({8, 8}).t();
+  torch::Tensor mq = torch::zeros_like(q), vq = torch::zeros_like(q);
+  EXPECT_FALSE(FusedAdamWSupported(q, gq, mq, vq));
+  torch::Tensor q2 = q.clone(), mq2 = mq.clone(), vq2 = vq.clone();
+  AdamWStep(q, gq, mq, vq, h);
+  AdamWStep(q2, gq.contiguous(), mq2, vq2, h);
+  EXPECT_TRUE(torch::allclose(q, q2, 1e-6, 1e-7));
+}
+
 }  // namespace
 }  // namespace smoe::model

@@ -8,6 +8,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "worker/model/autocast.h"
+#include "worker/model/fused_ops.h"
 
 namespace smoe::model {
 namespace {
@@ -28,7 +30,15 @@ BlockImpl::BlockImpl(const ModelConfig& config) {
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& h,
                                  torch::Tensor* aux_loss, RouterStats* stats) {
-  torch::Tensor a = h + attn->forward(ln1->forward(h));
+  const torch::Tensor att = attn->forward(ln1->forward(h));
+  // a = h + att and ln2(a) in one op on CPU float (fused_ops.h); the
+  // LibTorch ops elsewhere and under autocast.
+  if (!AutocastDtype(h).has_value()) {
+    auto [a, n] =
+        AddLayerNorm(h, att, ln2->weight, ln2->bias, ln2->options.eps());
+    return a + moe->forward(n, aux_loss, stats);
+  }
+  torch::Tensor a = h + att;
   return a + moe->forward(ln2->forward(a), aux_loss, stats);
 }
 

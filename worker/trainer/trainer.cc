@@ -27,6 +27,7 @@
 #include "worker/model/autocast.h"
 #include "worker/model/device.h"
 #include "worker/model/expert_parallel.h"
+#include "worker/model/fused_ops.h"
 #include "worker/model/gloo_communicator.h"
 #include "worker/model/transformer.h"
 #include "worker/trainer/checkpoint.h"
@@ -390,17 +391,19 @@ void AdamWUpdate(Optimizer& opt, const TrainConfig& c, int64_t step) {
   const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
   const double bc1 = 1.0 - std::pow(b1, static_cast<double>(step + 1));
   const double bc2 = 1.0 - std::pow(b2, static_cast<double>(step + 1));
+  // One fused pass per parameter on CPU float tensors, the LibTorch ops
+  // elsewhere (model::AdamWStep, worker/model/fused_ops.h).
+  model::AdamWHyper h;
+  h.lr = lr;
+  h.b1 = b1;
+  h.b2 = b2;
+  h.eps = eps;
+  h.bc1 = bc1;
+  h.bc2 = bc2;
   for (size_t i = 0; i < opt.params.size(); ++i) {
-    torch::Tensor& p = opt.params[i];
-    torch::Tensor g = p.grad();
-    if (!g.defined()) g = torch::zeros_like(p);
-    opt.m[i].mul_(b1).add_(g, 1.0 - b1);
-    opt.v[i].mul_(b2).addcmul_(g, g, 1.0 - b2);
-    torch::Tensor update = (opt.m[i] / bc1) / ((opt.v[i] / bc2).sqrt() + eps);
-    if (opt.decay[i] && c.weight_decay > 0) {
-      update.add_(p, c.weight_decay);
-    }
-    p.add_(update, -lr);
+    h.weight_decay = opt.decay[i] ? c.weight_decay : 0.0;
+    model::AdamWStep(opt.params[i], opt.params[i].grad(), opt.m[i], opt.v[i],
+                     h);
   }
 }
 

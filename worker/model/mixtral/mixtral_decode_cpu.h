@@ -16,9 +16,18 @@
 //                the chosen experts: h = silu(w1 x) * (w3 x) with w1 and w3
 //                rows streamed together, y += gate * (w2 h).
 //
-// float32 CPU tensors only (DecodeKernelsApply); the model falls back to its
-// LibTorch path otherwise (batch > 1, other dtypes and devices, expert
-// parallelism).
+//   DecodeStepCpu: the whole batch-1 step in these loops (issue 19): RMSNorm,
+//                q/k/v, RoPE, the new key/value written into the cache in
+//                place, attention of the one query over the cached slots
+//                (the causal/padding/sliding-window limits are a slot
+//                range: no mask tensor), o_proj added into the residual,
+//                RMSNorm, MoeDecode, final RMSNorm and the LM head. No
+//                LibTorch op per layer and no per-token allocation but the
+//                returned logits (scratch rows are reused per thread).
+//
+// float32 CPU tensors only (DecodeKernelsApply, DecodeStepApplies); the
+// model falls back to its LibTorch path otherwise (batch > 1, other dtypes
+// and devices, expert parallelism).
 #ifndef SMOE_WORKER_MODEL_MIXTRAL_MIXTRAL_DECODE_CPU_H_
 #define SMOE_WORKER_MODEL_MIXTRAL_MIXTRAL_DECODE_CPU_H_
 
@@ -27,6 +36,10 @@
 #include <cstdint>
 
 namespace smoe::model::mixtral {
+
+struct MixtralConfig;
+struct MixtralWeights;
+struct MixtralKvCache;
 
 // True when x is a float32 CPU tensor holding one row (numel == last dim)
 // and w is a contiguous float32 CPU matrix [N, x.size(-1)].
@@ -42,6 +55,21 @@ torch::Tensor MatVec(const torch::Tensor& x, const torch::Tensor& w);
 torch::Tensor MoeDecode(const torch::Tensor& x, const torch::Tensor& gate,
                         const torch::Tensor& w1, const torch::Tensor& w3,
                         const torch::Tensor& w2, int64_t top_k);
+
+// True when DecodeStepCpu can run the step: batch 1, every weight and the
+// cache float32, contiguous CPU tensors, all E experts local.
+bool DecodeStepApplies(const MixtralConfig& config,
+                       const MixtralWeights& weights,
+                       const MixtralKvCache& cache);
+
+// One batch-1 decode step for `token` at cache slot cache->length (the
+// caller checked the capacity and the id); appends its key/value, advances
+// cache->length and returns the logits [1, 1, V] float32. The same math as
+// MixtralModel::Step's LibTorch path (softmax and RMSNorm in float32).
+// REQUIRES: DecodeStepApplies(...), 1 <= ept <= E.
+torch::Tensor DecodeStepCpu(const MixtralConfig& config,
+                            const MixtralWeights& weights,
+                            MixtralKvCache* cache, int64_t token, int64_t ept);
 
 }  // namespace smoe::model::mixtral
 

@@ -323,6 +323,19 @@ absl::StatusOr<torch::Tensor> MixtralModel::StepImpl(
   const torch::Device dev = options_.device;
   const auto i64 = torch::TensorOptions(torch::kInt64);
 
+  // Batch-1 decode on the CPU in float32: matrix-vector kernels that stream
+  // each weight once (mixtral_decode_cpu.h); everything else: LibTorch.
+  // SMOE_MIXTRAL_DECODE_KERNELS=off keeps the LibTorch path (A/B benches).
+  static const bool kernels_on = [] {
+    const char* v = std::getenv("SMOE_MIXTRAL_DECODE_KERNELS");
+    return v == nullptr || std::string(v) != "off";
+  }();
+  // The whole step in the decode loops (no LibTorch op per layer).
+  if (kernels_on && b * t == 1 && options_.comm == nullptr &&
+      DecodeStepApplies(c, weights_, *cache)) {
+    const int64_t id = tokens.to(torch::kCPU, torch::kInt64).item<int64_t>();
+    return DecodeStepCpu(c, weights_, cache, id, ept);
+  }
   // Positions and the additive mask, built on the CPU then moved.
   const torch::Tensor pad = cache->pad.view({b, 1, 1});  // [B,1,1]
   const torch::Tensor qslot = torch::arange(s0, s, i64).view({1, t, 1});
@@ -349,13 +362,8 @@ absl::StatusOr<torch::Tensor> MixtralModel::StepImpl(
   torch::Tensor x = weights_.embed_tokens.index_select(0, ids.flatten())
                         .view({b, t, c.hidden_size});
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  // Batch-1 decode on the CPU in float32: matrix-vector kernels that stream
-  // each weight once (mixtral_decode_cpu.h); everything else: LibTorch.
-  // SMOE_MIXTRAL_DECODE_KERNELS=off keeps the LibTorch path (A/B benches).
-  static const bool kernels_on = [] {
-    const char* v = std::getenv("SMOE_MIXTRAL_DECODE_KERNELS");
-    return v == nullptr || std::string(v) != "off";
-  }();
+  // Kernels that do not cover the whole step (e.g. a cache in another
+  // layout): the matrix-vector products alone.
   const bool gemv = kernels_on && b * t == 1 && options_.comm == nullptr &&
                     DecodeKernelsApply(x, weights_.lm_head);
   auto linear = [&](const torch::Tensor& in, const torch::Tensor& w) {

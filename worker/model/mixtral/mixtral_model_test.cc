@@ -327,6 +327,47 @@ TEST_F(MixtralModelTest, BatchOneDecodeKernelsEqualFullRecompute) {
   }
 }
 
+// The whole-step decode loops (DecodeStepCpu) on a left-padded cache and
+// with a sliding window: the padding slots are never attended to and the
+// window limits the slots, as the full-sequence LibTorch forward does.
+// With 2 intra-op threads too (the loop splits heads and rows over them).
+TEST_F(MixtralModelTest, BatchOneDecodeStepHonoursPaddingAndSlidingWindow) {
+  auto base = LoadOrDie("single");
+  ASSERT_NE(base, nullptr);
+  for (int threads : {1, 2}) {
+    torch::set_num_threads(threads);
+    for (std::optional<int64_t> window :
+         {std::optional<int64_t>(), std::optional<int64_t>(3)}) {
+      MixtralConfig c = TestConfig();
+      c.sliding_window = window;
+      auto m = MixtralModel::FromWeights(c, base->weights());
+      ASSERT_TRUE(m.ok()) << m.status();
+      torch::manual_seed(12);
+      const torch::Tensor tokens = torch::randint(0, 320, {1, 8});
+      auto full = (*m)->Forward(tokens, 2);
+      ASSERT_TRUE(full.ok());
+      const int64_t pad = 3;
+      auto cache = (*m)->NewCache(1, pad + 8, {pad});
+      ASSERT_TRUE(cache.ok());
+      // Padding slots (any ids), then the first token as a 2-token prefill
+      // would be batch * t > 1: keep the padding alone in the prefill.
+      ASSERT_TRUE(
+          (*m)->Step(torch::full({1, pad}, 7, torch::kInt64), &*cache, 2).ok());
+      std::vector<torch::Tensor> parts;
+      for (int64_t t = 0; t < 8; ++t) {
+        auto step = (*m)->Step(tokens.narrow(1, t, 1), &*cache, 2);
+        ASSERT_TRUE(step.ok());
+        parts.push_back(*step);
+      }
+      const torch::Tensor got = torch::cat(parts, 1);
+      EXPECT_TRUE(torch::allclose(got, *full, 1e-5, 1e-5))
+          << "threads " << threads << " window " << window.value_or(0)
+          << " max diff " << (got - *full).abs().max().item<double>();
+    }
+  }
+  torch::set_num_threads(1);
+}
+
 TEST_F(MixtralModelTest, ShardedAndPackedCheckpointsLoadTheSameModel) {
   RandomCheckpointOptions o;
   o.seed = 11;
