@@ -609,6 +609,18 @@ async function main() {
     `the ASHA sweep ended with pruned trials and rungs 100, 200, 400 (${JSON.stringify(asha.pruned)}, ${JSON.stringify(asha.rungs)})`);
   const searchText = await page.locator('#search-usage').textContent();
   check(searchText.includes(`${asha.pruned.length} pruned`), `the search panel counts the pruned trials (${searchText})`);
+  // Every grey circle lies inside the chart's x range, also at a k where no
+  // trial finished (the range follows the overlay, not only the curves).
+  const xr = await page.evaluate(() => Object.entries(window.__smoe.charts)
+    .find(([id, s]) => id.startsWith('headline-ood_acc') && (s.overlay || []).length > 0)[1].xRange);
+  check(grey.every((p) => p.x >= xr[0] && p.x <= xr[1]),
+    `the accuracy-vs-k chart's x range ${JSON.stringify(xr)} holds every pruned point (k ${grey.map((p) => p.x).join(', ')})`);
+  // The trials table's error column paints no alert box in rows without an
+  // error (pruned and succeeded trials here).
+  const errCells = await page.locator('table.trials td.error').evaluateAll((tds) =>
+    tds.map((td) => [td.textContent, getComputedStyle(td).backgroundColor]));
+  check(errCells.length > 0 && errCells.every(([t, bg]) => t === '' && bg === 'rgba(0, 0, 0, 0)'),
+    `empty error cells are not painted (${JSON.stringify(errCells)})`);
   await page.screenshot({ path: path.join(artifacts, 'asha.png'), fullPage: true });
   const k1Id = asha.pruned_points.find((p) => p.params.top_k === 1).trial_id;
   await page.goto(url + '#/trial/' + k1Id);

@@ -136,6 +136,18 @@ export function lineChart(parent, id, title, spec, note) {
       yRange = [lo - pad, hi + pad];
     }
   }
+  // Overlay points may also lie at an x no series has (a k where every trial
+  // was stopped early): widen the x scale to show them too.
+  let xRange;
+  const overlayXs = (spec.overlay || []).map((p) => p.x).filter((v) => Number.isFinite(v));
+  if (overlayXs.length) {
+    const xsAll = [...spec.xs, ...overlayXs].filter((v) => Number.isFinite(v));
+    const lo = Math.min(...xsAll), hi = Math.max(...xsAll);
+    if (lo < Math.min(...spec.xs) || hi > Math.max(...spec.xs) || !spec.xs.length) {
+      const pad = spec.xLog2 ? 0 : 0.02 * Math.max(1e-9, hi - lo);
+      xRange = lo === hi ? (spec.xLog2 ? [lo / 2, hi * 2] : [lo - 0.5, hi + 0.5]) : [lo - pad, hi + pad];
+    }
+  }
   const width = Math.max(320, Math.min(c.body.clientWidth || 560, 760));
   const xTicks = spec.xTickLabels;
   const opts = {
@@ -144,7 +156,7 @@ export function lineChart(parent, id, title, spec, note) {
     series,
     bands,
     scales: {
-      x: spec.xLog2 ? { distr: 3, log: 2 } : { time: false },
+      x: { ...(spec.xLog2 ? { distr: 3, log: 2 } : { time: false }), ...(xRange ? { range: xRange } : {}) },
       y: yRange ? { range: yRange } : {},
     },
     axes: [
@@ -153,7 +165,9 @@ export function lineChart(parent, id, title, spec, note) {
         values: xTicks
           ? (u, vals) => vals.map((v) => xTicks[v] ?? '')
           : (u, vals) => vals.map((v) => String(+v.toPrecision(6))),
-        splits: spec.xLog2 || xTicks ? () => spec.xs : undefined,
+        splits: spec.xLog2 || xTicks
+          ? () => (xRange ? [...new Set([...spec.xs, ...overlayXs])].sort((a, b) => a - b) : spec.xs)
+          : undefined,
       },
       { label: spec.yLabel, size: 56 },
     ],
@@ -162,6 +176,7 @@ export function lineChart(parent, id, title, spec, note) {
     hooks: { draw: [(u) => drawExtras(u, spec)] },
   };
   const u = new uPlot(opts, data, c.body);
+  summary.xRange = [u.scales.x.min, u.scales.x.max];
   // Band edges are plumbing: no legend rows for them.
   const rows = u.root.querySelectorAll('.u-legend .u-series');
   hidden.forEach((i) => rows[i] && (rows[i].style.display = 'none'));

@@ -256,6 +256,22 @@ export function sweepDeletion(sw) {
 // A parameter value as the server labels it (coordinator/trial_table.h
 // ParamLabel): strings as they are, integral numbers without a decimal point,
 // anything else as JSON.
+// The labels of a parameter axis of the parallel-coordinates plot: the
+// sweep's grid values and any other value a trial has (refine adds top_k
+// values between the grid's; without them those trials had no position and
+// drew NaN paths), numbers in numeric order.
+export function axisLabels(grid, seen) {
+  const all = [...(grid || [])];
+  const have = new Set(all.map(paramLabel));
+  for (const v of seen) {
+    if (v === undefined || have.has(paramLabel(v))) continue;
+    have.add(paramLabel(v));
+    all.push(v);
+  }
+  if (all.every((v) => typeof v === 'number')) all.sort((a, b) => a - b);
+  return all.map(paramLabel);
+}
+
 export function paramLabel(v) {
   if (typeof v === 'string') return v;
   if (typeof v === 'number' && Number.isInteger(v)) return String(v);

@@ -10,7 +10,7 @@ import { scaleLinear, scalePoint } from 'd3-scale';
 import { select } from 'd3-selection';
 import { line } from 'd3-shape';
 import { card, download } from './chart.js';
-import { brushTerms, paramLabel, roundRange, rowPasses, toCsv } from './data.js';
+import { axisLabels, brushTerms, paramLabel, roundRange, rowPasses, toCsv } from './data.js';
 
 const HEIGHT = 300;
 const MARGIN = { top: 28, right: 40, bottom: 14, left: 40 };
@@ -37,8 +37,7 @@ export function parallelCoords(parent, { dims, rows, brushes, onBrush, onPick, m
   const ys = new Map();
   for (const d of dims) {
     if (d.kind === 'param') {
-      const labels = (d.values && d.values.length ? d.values : [...new Set(usable.map((r) => value(r, d)))])
-        .map(paramLabel);
+      const labels = axisLabels(d.values, usable.map((r) => value(r, d)));
       ys.set(d.name, scalePoint().domain(labels).range([HEIGHT - MARGIN.bottom, MARGIN.top]).padding(0.3));
     } else {
       const vals = usable.map((r) => value(r, d));

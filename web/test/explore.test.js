@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import {
-  brushTerms, defaultView, paramLabel, plottableMetrics, pointSeries, roundRange, rowPasses, sharedRange, tableQuery,
+  axisLabels, brushTerms, defaultView, paramLabel, plottableMetrics, pointSeries, roundRange, rowPasses, sharedRange, tableQuery,
 } from '../src/data.js';
 
 test('defaultView: SRAVEN keeps the paper view; a command sweep plots its own axes and first metric', () => {
@@ -82,4 +82,11 @@ test('sharedRange spans both sweeps (means and band edges) with a margin', () =>
   const r = sharedRange(curves([{ mean: 0.5, sem: 0.1, ci_lo: 0.3, ci_hi: 0.6 }]), curves([{ mean: 0.9, sem: 0, ci_lo: 0.9, ci_hi: 0.95 }]));
   assert.ok(Math.abs(r[0] - (0.3 - 0.0325)) < 1e-12 && Math.abs(r[1] - (0.95 + 0.0325)) < 1e-12, String(r));
   assert.equal(sharedRange({ facets: [] }), null);
+});
+
+test('axisLabels: grid values plus the values trials have, numbers in order (refine adds k between the grid values)', () => {
+  assert.deepEqual(axisLabels([1, 2, 4, 8], [2, 3, 4, 5, 3]), ['1', '2', '3', '4', '5', '8']);
+  assert.deepEqual(axisLabels(['softmax', 'hyla'], ['hyla', 'linear']), ['softmax', 'hyla', 'linear']);
+  assert.deepEqual(axisLabels([], [0.1, 0.01]), ['0.01', '0.1']);
+  assert.deepEqual(axisLabels(undefined, [undefined, 2]), ['2']);
 });
