@@ -173,10 +173,14 @@ export function lineChart(parent, id, title, spec, note) {
     ],
     legend: { live: true },
     cursor: { drag: { x: true, y: false } },
-    hooks: { draw: [(u) => drawExtras(u, spec)] },
+    hooks: {
+      draw: [(u) => {
+        summary.xRange = [u.scales.x.min, u.scales.x.max];  // as drawn
+        drawExtras(u, spec);
+      }],
+    },
   };
   const u = new uPlot(opts, data, c.body);
-  summary.xRange = [u.scales.x.min, u.scales.x.max];
   // Band edges are plumbing: no legend rows for them.
   const rows = u.root.querySelectorAll('.u-legend .u-series');
   hidden.forEach((i) => rows[i] && (rows[i].style.display = 'none'));
