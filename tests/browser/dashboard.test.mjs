@@ -609,6 +609,10 @@ async function main() {
     `the ASHA sweep ended with pruned trials and rungs 100, 200, 400 (${JSON.stringify(asha.pruned)}, ${JSON.stringify(asha.rungs)})`);
   const searchText = await page.locator('#search-usage').textContent();
   check(searchText.includes(`${asha.pruned.length} pruned`), `the search panel counts the pruned trials (${searchText})`);
+  const prog = await page.locator('.progress .counts').first().textContent();
+  const prunedBar = await page.locator('.progress .bar .pruned').first().evaluate((e) => e.style.width);
+  check(prog.includes(`pruned ${asha.pruned.length}`) && parseFloat(prunedBar) === (100 * asha.pruned.length) / 4,
+    `the progress bar counts the pruned trials as finished, in grey (${prog}; ${prunedBar})`);
   // Every grey circle lies inside the chart's x range, also at a k where no
   // trial finished (the range follows the overlay, not only the curves).
   const xr = await page.evaluate(() => Object.entries(window.__smoe.charts)

@@ -144,8 +144,14 @@ export function lineChart(parent, id, title, spec, note) {
     const xsAll = [...spec.xs, ...overlayXs].filter((v) => Number.isFinite(v));
     const lo = Math.min(...xsAll), hi = Math.max(...xsAll);
     if (lo < Math.min(...spec.xs) || hi > Math.max(...spec.xs) || !spec.xs.length) {
-      const pad = spec.xLog2 ? 0 : 0.02 * Math.max(1e-9, hi - lo);
-      xRange = lo === hi ? (spec.xLog2 ? [lo / 2, hi * 2] : [lo - 0.5, hi + 0.5]) : [lo - pad, hi + pad];
+      // A little room so the edge circles are not cut in half.
+      if (spec.xLog2) {
+        const f = lo === hi ? 2 : 2 ** (0.04 * Math.log2(hi / lo));
+        xRange = [lo / f, hi * f];
+      } else {
+        const pad = lo === hi ? 0.5 : 0.04 * (hi - lo);
+        xRange = [lo - pad, hi + pad];
+      }
     }
   }
   const width = Math.max(320, Math.min(c.body.clientWidth || 560, 760));

@@ -62,10 +62,13 @@ function progress(counts) {
   const bar = h('div', { class: 'bar', title: `${done}/${total} finished` },
     h('span', { class: 'ok', style: `width:${total ? (100 * counts.succeeded) / total : 0}%` }),
     h('span', { class: 'bad', style: `width:${total ? (100 * (counts.failed + counts.cancelled)) / total : 0}%` }),
+    // Trials an adaptive search stopped early are finished too (grey).
+    h('span', { class: 'pruned', style: `width:${total ? (100 * (counts.pruned || 0)) / total : 0}%` }),
     h('span', { class: 'run', style: `width:${total ? (100 * counts.running) / total : 0}%` }));
   return h('div', { class: 'progress' }, bar,
     h('span', { class: 'counts' },
-      `${done}/${total} (${pct.toFixed(0)}%) · running ${counts.running} · pending ${counts.pending} · failed ${counts.failed}`));
+      `${done}/${total} (${pct.toFixed(0)}%) · running ${counts.running} · pending ${counts.pending} · failed ${counts.failed}` +
+      (counts.pruned ? ` · pruned ${counts.pruned}` : '')));
 }
 
 function fmtTime(ms) {
