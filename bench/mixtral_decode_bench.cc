@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -169,14 +170,39 @@ int main(int argc, char** argv) {
       epts = ParseList(v);
     else if (k == "--batch")
       batches = ParseList(v);
-    else if (k == "--prompt")
-      (void)absl::SimpleAtoi(v, &prompt);
-    else if (k == "--steps")
-      (void)absl::SimpleAtoi(v, &steps);
-    else {
+    else if (k == "--prompt" || k == "--steps") {
+      int64_t* out = k == "--prompt" ? &prompt : &steps;
+      if (!absl::SimpleAtoi(v, out) || *out < 1) {
+        std::fprintf(stderr, "%s: '%s' (expected an integer >= 1)\n", k.c_str(),
+                     v.c_str());
+        return 64;
+      }
+    } else if (k == "--in-memory") {
+      if (v != "0" && v != "1") {
+        std::fprintf(stderr, "--in-memory: '%s' (expected 0 or 1)\n",
+                     v.c_str());
+        return 64;
+      }
+      in_memory = v == "1";
+    } else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 64;
     }
+  }
+  auto one_of = [](const char* flag, const std::string& v,
+                   std::initializer_list<const char*> ok) {
+    for (const char* o : ok) {
+      if (v == o) return true;
+    }
+    std::fprintf(stderr, "%s: '%s' (expected one of:", flag, v.c_str());
+    for (const char* o : ok) std::fprintf(stderr, " %s", o);
+    std::fprintf(stderr, ")\n");
+    return false;
+  };
+  if (!one_of("--shape", shape, {"small", "tiny", "mixtral-8x7b"}) ||
+      !one_of("--device", device_name, {"cpu", "cuda"}) ||
+      !one_of("--dtype", dtype_name, {"f32", "bf16", "f16"})) {
+    return 64;
   }
   mx::MixtralLoadOptions load;
   load.device = device_name == "cuda" ? torch::Device(torch::kCUDA, 0)
