@@ -1,14 +1,18 @@
 // Copyright 2026 SMoE Lab authors.
 #include "tests/e2e/cluster.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -251,6 +255,58 @@ int Cluster::TrainerStarts(const std::string& trial_id) {
     while (std::getline(in, line)) n += !line.empty();
   }
   return n;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int Cluster::HttpPort() {
+  const std::regex re("dashboard: http://127\\.0\\.0\\.1:([0-9]+)/");
+  for (int i = 0; i < 200; ++i) {
+    std::smatch m;
+    const std::string log = ReadText(dir_ + "/coordinator.log");
+    if (std::regex_search(log, m, re)) return std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+std::pair<int, std::string> Cluster::Http(int port, const std::string& method,
+                                          const std::string& path) {
+  std::string token = ReadText(dir_ + "/coord/token");
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) {
+    token.pop_back();
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return {0, "connect failed"};
+  }
+  const std::string req =
+      absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                   "Authorization: Bearer ", token,
+                   "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return {0, "write failed"};
+  }
+  std::string resp;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, n);
+  close(fd);
+  const size_t sp = resp.find(' ');
+  const size_t body = resp.find("\r\n\r\n");
+  if (sp == std::string::npos || body == std::string::npos) return {0, resp};
+  return {std::stoi(resp.substr(sp + 1, 3)), resp.substr(body + 4)};
 }
 
 }  // namespace smoe::e2e

@@ -54,6 +54,9 @@ std::pair<int, std::string> RunCommand(
     const std::vector<std::string>& argv,
     const std::map<std::string, std::string>& env, absl::Duration timeout);
 
+// The whole file at `path` ("" when it cannot be read).
+std::string ReadText(const std::string& path);
+
 class Cluster {
  public:
   // `plan` is the fake trainer's plan (JSON text; see tests/fake_trainer).
@@ -95,6 +98,14 @@ class Cluster {
       const std::string& trial_id);
   // Number of attempts the fake trainer started for `trial_id` (all workers).
   int TrainerStarts(const std::string& trial_id);
+  // The dashboard's port, from the coordinator's "dashboard: http://..."
+  // log line (0 when it does not appear within 10 s).
+  int HttpPort();
+  // `method` `path` on the dashboard at `port` with the admin token (a
+  // bearer caller needs no CSRF token), one connection per request; returns
+  // (status, body), status 0 when the request could not be made.
+  std::pair<int, std::string> Http(int port, const std::string& method,
+                                   const std::string& path);
 
  private:
   std::string dir_;

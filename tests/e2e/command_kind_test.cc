@@ -35,13 +35,6 @@ std::string SourceDir() {
 
 std::string ExamplesDir() { return SourceDir() + "/examples/command"; }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // examples/command-sweep.yaml with the program under this checkout, and
 // `edits` (from -> to) applied.
 std::string ExampleSweep(

@@ -33,59 +33,6 @@ namespace pb = smoe::v1;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The dashboard's port, from the coordinator's "dashboard: http://..." line.
-int HttpPort(Cluster& c) {
-  const std::regex re("dashboard: http://127\\.0\\.0\\.1:([0-9]+)/");
-  for (int i = 0; i < 200; ++i) {
-    std::smatch m;
-    const std::string log = ReadAll(c.dir() + "/coordinator.log");
-    if (std::regex_search(log, m, re)) return std::stoi(m[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return 0;
-}
-
-// GET `path` with the admin token; returns (status, body).
-std::pair<int, std::string> HttpGet(Cluster& c, int port,
-                                    const std::string& path) {
-  std::string token = ReadAll(c.dir() + "/coord/token");
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) {
-    token.pop_back();
-  }
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return {0, "connect failed"};
-  }
-  const std::string req = absl::StrCat(
-      "GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
-      "Authorization: Bearer ", token, "\r\nConnection: close\r\n\r\n");
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return {0, "write failed"};
-  }
-  std::string resp;
-  char buf[8192];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, n);
-  close(fd);
-  const size_t sp = resp.find(' ');
-  const size_t body = resp.find("\r\n\r\n");
-  if (sp == std::string::npos || body == std::string::npos) return {0, resp};
-  return {std::stoi(resp.substr(sp + 1, 3)), resp.substr(body + 4)};
-}
-
 std::string TrialWithM(const pb::GetSweepResponse& s, int m) {
   for (const auto& t : s.trials()) {
     if (nlohmann::json::parse(t.params_json())["M"] == m) return t.trial_id();
@@ -104,8 +51,8 @@ TEST(LogsE2eTest, FailedAndRunningTrialLogsAndSystemMetrics) {
   c.StartCoordinator();
   const std::string secret = "sk-e2e-very-secret-value";
   c.StartWorker(0, 2, "", {}, {{"LAB_API_KEY", secret}});
-  const int http_port = HttpPort(c);
-  ASSERT_GT(http_port, 0) << ReadAll(c.dir() + "/coordinator.log");
+  const int http_port = c.HttpPort();
+  ASSERT_GT(http_port, 0) << ReadText(c.dir() + "/coordinator.log");
   const std::string file = c.WriteFile(
       "s.yaml",
       "name: lg\nkind: sraven\ngrid:\n  M: [1, 3]\nfixed: {steps: 10}\n"
@@ -147,8 +94,8 @@ TEST(LogsE2eTest, FailedAndRunningTrialLogsAndSystemMetrics) {
   EXPECT_THAT(live, HasSubstr("LAB_API_KEY=[REDACTED]"));
   EXPECT_THAT(live, Not(HasSubstr(secret)));
   // And through the dashboard's route.
-  auto [hs, hbody] =
-      HttpGet(c, http_port, absl::StrCat("/api/trials/", running_id, "/logs"));
+  auto [hs, hbody] = c.Http(http_port, "GET",
+                            absl::StrCat("/api/trials/", running_id, "/logs"));
   ASSERT_EQ(hs, 200) << hbody;
   nlohmann::json hj = nlohmann::json::parse(hbody);
   EXPECT_EQ(hj["attempt"], 1);
@@ -187,8 +134,8 @@ TEST(LogsE2eTest, FailedAndRunningTrialLogsAndSystemMetrics) {
   EXPECT_EQ(src, 0) << stored;
   EXPECT_THAT(stored, HasSubstr("planned crash at step 3"));
   EXPECT_THAT(stored, Not(HasSubstr("running")));
-  auto [fs, fbody] =
-      HttpGet(c, http_port, absl::StrCat("/api/trials/", failed_id, "/logs"));
+  auto [fs, fbody] = c.Http(http_port, "GET",
+                            absl::StrCat("/api/trials/", failed_id, "/logs"));
   ASSERT_EQ(fs, 200) << fbody;
   nlohmann::json fj = nlohmann::json::parse(fbody);
   EXPECT_EQ(fj["running"], false);
@@ -201,8 +148,8 @@ TEST(LogsE2eTest, FailedAndRunningTrialLogsAndSystemMetrics) {
   auto [crc, completed] = c.Smoe({"logs", running_id, "--attempt", "1"});
   EXPECT_EQ(crc, 0) << completed;
   EXPECT_THAT(completed, HasSubstr("smoe-fake-trainer: at step 60"));
-  EXPECT_THAT(ReadAll(c.dir() + "/coord/smoe.db") +
-                  ReadAll(c.dir() + "/coord/smoe.db-wal"),
+  EXPECT_THAT(ReadText(c.dir() + "/coord/smoe.db") +
+                  ReadText(c.dir() + "/coord/smoe.db-wal"),
               Not(HasSubstr(secret)));
 
   // Unknown attempt or trial: exit 66 naming it; a bad attempt: 400.
@@ -211,8 +158,9 @@ TEST(LogsE2eTest, FailedAndRunningTrialLogsAndSystemMetrics) {
   EXPECT_THAT(nout, HasSubstr("has no attempt 5 (attempts: 1)"));
   auto [urc, uout] = c.Smoe({"logs", "lg/0123456789abcdef"});
   EXPECT_EQ(urc, 66) << uout;
-  auto [bs, bbody] = HttpGet(
-      c, http_port, absl::StrCat("/api/trials/", failed_id, "/logs?attempt=x"));
+  auto [bs, bbody] =
+      c.Http(http_port, "GET",
+             absl::StrCat("/api/trials/", failed_id, "/logs?attempt=x"));
   EXPECT_EQ(bs, 400) << bbody;
   EXPECT_THAT(bbody, HasSubstr("attempt"));
 

@@ -31,62 +31,6 @@ namespace pb = smoe::v1;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The dashboard's port, from the coordinator's "dashboard: http://..." line.
-int HttpPort(Cluster& c) {
-  const std::regex re("dashboard: http://127\\.0\\.0\\.1:([0-9]+)/");
-  for (int i = 0; i < 200; ++i) {
-    std::smatch m;
-    const std::string log = ReadAll(c.dir() + "/coordinator.log");
-    if (std::regex_search(log, m, re)) return std::stoi(m[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return 0;
-}
-
-// `method` `path` with the admin token (a bearer caller needs no CSRF
-// token); returns (status, body).
-std::pair<int, std::string> Http(Cluster& c, int port,
-                                 const std::string& method,
-                                 const std::string& path) {
-  std::string token = ReadAll(c.dir() + "/coord/token");
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) {
-    token.pop_back();
-  }
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return {0, "connect failed"};
-  }
-  const std::string req =
-      absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
-                   "Authorization: Bearer ", token,
-                   "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return {0, "write failed"};
-  }
-  std::string resp;
-  char buf[8192];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, n);
-  close(fd);
-  const size_t sp = resp.find(' ');
-  const size_t body = resp.find("\r\n\r\n");
-  if (sp == std::string::npos || body == std::string::npos) return {0, resp};
-  return {std::stoi(resp.substr(sp + 1, 3)), resp.substr(body + 4)};
-}
-
 bool Done(const pb::GetSweepResponse& s) {
   return s.sweep().state() != pb::SWEEP_STATE_ACTIVE;
 }
@@ -109,8 +53,8 @@ TEST(SweepDeleteE2eTest, RefusedWhileLiveThenDeletedEverywhere) {
                             "checkpoint_every": 10}, "rules": []})");
   c.StartCoordinator();
   c.StartWorker(0, 1);
-  const int http_port = HttpPort(c);
-  ASSERT_GT(http_port, 0) << ReadAll(c.dir() + "/coordinator.log");
+  const int http_port = c.HttpPort();
+  ASSERT_GT(http_port, 0) << ReadText(c.dir() + "/coordinator.log");
   const std::string file = c.WriteFile(
       "s.yaml",
       "name: dl\nkind: sraven\ngrid:\n  M: [1, 2]\nfixed: {steps: 10}\n");
@@ -129,7 +73,7 @@ TEST(SweepDeleteE2eTest, RefusedWhileLiveThenDeletedEverywhere) {
   EXPECT_THAT(out, HasSubstr("sweep 'dl' has 2 live trials (1 pending, 1 "
                              "running); cancel it first (smoe sweep cancel "
                              "dl)"));
-  auto [st, body] = Http(c, http_port, "DELETE", "/api/sweeps/dl");
+  auto [st, body] = c.Http(http_port, "DELETE", "/api/sweeps/dl");
   EXPECT_EQ(st, 409) << body;
   ASSERT_TRUE(c.GetSweep("dl").ok());
 
@@ -137,7 +81,7 @@ TEST(SweepDeleteE2eTest, RefusedWhileLiveThenDeletedEverywhere) {
   auto s = c.GetSweep("dl");
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->sweep().counts().succeeded(), 2);
-  std::tie(st, body) = Http(c, http_port, "GET", "/api/sweeps/dl");
+  std::tie(st, body) = c.Http(http_port, "GET", "/api/sweeps/dl");
   EXPECT_EQ(st, 200) << body;
 
   // Finished: deleted (stdin is no terminal: no question asked).
@@ -149,15 +93,15 @@ TEST(SweepDeleteE2eTest, RefusedWhileLiveThenDeletedEverywhere) {
   EXPECT_THAT(out, Not(HasSubstr("dl ")));
   std::tie(rc, out) = c.Smoe({"sweep", "show", "dl"});
   EXPECT_EQ(rc, 66) << out;
-  std::tie(st, body) = Http(c, http_port, "GET", "/api/sweeps/dl");
+  std::tie(st, body) = c.Http(http_port, "GET", "/api/sweeps/dl");
   EXPECT_EQ(st, 404) << body;
-  std::tie(st, body) = Http(c, http_port, "DELETE", "/api/sweeps/dl");
+  std::tie(st, body) = c.Http(http_port, "DELETE", "/api/sweeps/dl");
   EXPECT_EQ(st, 404) << body;
   std::tie(rc, out) = c.Smoe({"sweep", "delete", "dl", "--yes"});
   EXPECT_EQ(rc, 66) << out;
   EXPECT_THAT(out, HasSubstr("'dl'"));
   EXPECT_EQ(CheckpointDirsOf(c, "dl"), 0);
-  EXPECT_THAT(ReadAll(c.dir() + "/coordinator.log"),
+  EXPECT_THAT(ReadText(c.dir() + "/coordinator.log"),
               HasSubstr("sweep dl deleted (2 trials)"));
 
   // The name again: a new sweep that runs from scratch.

@@ -45,13 +45,6 @@ bool Done(const pb::GetSweepResponse& s) {
   return s.sweep().state() != pb::SWEEP_STATE_ACTIVE;
 }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Values of metric `name` of a trial by step.
 std::map<int64_t, double> Series(Cluster& c, const std::string& trial,
                                  const std::string& name) {

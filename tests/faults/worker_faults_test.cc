@@ -51,13 +51,6 @@ std::string WriteText(const std::string& path, const std::string& text) {
   return path;
 }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Item 1: a trainer that stops (SIGSTOP: no signal but SIGKILL ends it) is
 // killed at the sweep's progress deadline, reported `hung` and retried
 // within `retries`; the retry resumes from the last checkpoint. A trial
