@@ -536,6 +536,12 @@ TEST_P(SchedulerSearchTest, GpuHourBudgetPrunesPendingTrials) {
   }
   // k=4 and k=8 (not started); k=1 stays paused (rung 0: it lost to k=2).
   EXPECT_EQ(budget_decisions, 2);
+  // The dashboard's search JSON carries the budget (and the smoothing) to
+  // show next to the hours used.
+  auto sj = SearchJson(sched_.get(), store_, "a", 50);
+  ASSERT_TRUE(sj.ok()) << sj.status();
+  EXPECT_EQ((*sj)["budget_gpu_hours"], 0.45);
+  EXPECT_EQ((*sj)["smooth_evals"], 1);
   EXPECT_TRUE(sched_->Lease(w, 2, 0)->empty());  // nothing starts
   const size_t logged = Log().size();
   Restart();

@@ -25,6 +25,8 @@ absl::StatusOr<json> SearchJson(Scheduler* scheduler,
               {"metric", v.spec.search.metric},
               {"axis", v.spec.search.axis},
               {"early_stop", v.spec.search.early_stop},
+              {"smooth_evals", v.spec.search.smooth_evals},
+              {"budget_gpu_hours", v.spec.search.budget_gpu_hours},
               {"adaptive", IsAdaptive(v.spec)}};
   if (!IsAdaptive(v.spec)) return out;
   SMOE_ASSIGN_OR_RETURN(SearchUsage u, scheduler->GetSearchUsage(sweep_id));

@@ -35,8 +35,12 @@ export function deviceHoursText(s) {
   const unit = `${s.device || 'GPU'}-hours`;
   const fmtH = (h) => (h >= 10 ? h.toFixed(1) : h.toPrecision(2));
   const est = s.device_hours_full_grid_estimate;
+  // budget_gpu_hours (0 = none): the search stops starting, promoting and
+  // adding trials once it is spent (counted in the same unit).
+  const budget = s.budget_gpu_hours > 0
+    ? ` · budget ${fmtH(s.budget_gpu_hours)}${s.device_hours_used >= s.budget_gpu_hours ? ' (spent)' : ''}` : '';
   return `${fmtH(s.device_hours_used)} ${unit} used / ` +
-    (est === null || est === undefined ? '– full-grid estimate' : `${fmtH(est)} full-grid estimate`);
+    (est === null || est === undefined ? '– full-grid estimate' : `${fmtH(est)} full-grid estimate`) + budget;
 }
 
 // The pruned trials of `s` drawn on an accuracy-vs-x chart: those whose
@@ -126,7 +130,8 @@ export async function renderSearch(box, sweepId) {
     el('div', { class: 'muted', id: 'search-usage' }, usageText(s),
       s.pruned.length ? ` · ${s.pruned.length} pruned` : ''),
     hours ? el('div', { class: 'muted', id: 'search-hours' }, hours) : '',
-    s.rungs && s.rungs.length ? el('div', { class: 'muted', id: 'search-rungs' }, `rungs at steps ${s.rungs.join(', ')}`) : '',
+    s.rungs && s.rungs.length ? el('div', { class: 'muted', id: 'search-rungs' }, `rungs at steps ${s.rungs.join(', ')}` +
+      (s.smooth_evals > 1 ? ` (a rung's value: mean of the last ${s.smooth_evals} evaluations)` : '')) : '',
     s.frontier && s.frontier.length ? el('h4', {}, 'Refine frontier') : '',
     frontierTable(s),
     el('table', { class: 'decisions', id: 'search-decisions' },

@@ -18,6 +18,10 @@ test('deviceHoursText states the hours used and the full-grid estimate', () => {
   assert.equal(deviceHoursText({ device: 'slot', device_hours_used: 12.34, device_hours_full_grid_estimate: null }),
     '12.3 slot-hours used / – full-grid estimate');
   assert.equal(deviceHoursText({}), '');
+  assert.equal(deviceHoursText({ device: 'GPU', device_hours_used: 0.5, device_hours_full_grid_estimate: 2, budget_gpu_hours: 40 }),
+    '0.50 GPU-hours used / 2.0 full-grid estimate · budget 40.0');
+  assert.equal(deviceHoursText({ device: 'slot', device_hours_used: 0.5, device_hours_full_grid_estimate: 2, budget_gpu_hours: 0.45 }),
+    '0.50 slot-hours used / 2.0 full-grid estimate · budget 0.45 (spent)');
 });
 
 const search = {
