@@ -214,7 +214,7 @@ TEST_F(BoundedHttpServerTest, KeepAliveReuseAfterABodyAndAnIdleGap) {
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(Send(fd,
                    "DELETE /x HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                   "application/json\r\nContent-Length: 13\r\n\r\n"
+                   "application/json\r\nContent-Length: 14\r\n\r\n"
                    "{\"force\":true}"
                    "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"));
   std::string got = ReadAll(fd, absl::Milliseconds(1500));
