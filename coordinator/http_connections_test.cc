@@ -234,5 +234,26 @@ TEST_F(BoundedHttpServerTest, KeepAliveReuseAfterABodyAndAnIdleGap) {
   EXPECT_EQ(oks, 3u) << got;
 }
 
+// A GET carrying a body (Content-Length) and a POST to an unrouted path on
+// one keep-alive connection, then a GET: the bodies are consumed, not parsed
+// as the next request. FAILS today (cpp-httplib 0.11.4 leaves a GET's body
+// unread; each leftover line gets an empty-body 400): disabled until
+// process_and_close_socket discards or closes on such bodies.
+TEST_F(BoundedHttpServerTest, DISABLED_KeepAliveReuseAfterAGetBodyAndA404Post) {
+  const int fd = ConnectFrom("127.0.0.1", port_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(Send(fd,
+                   "GET /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+                   "POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                   "2\r\n\r\n{}"
+                   "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  bool closed = false;
+  const std::string got = ReadAll(fd, absl::Seconds(5), &closed);
+  ::close(fd);
+  EXPECT_TRUE(closed);
+  EXPECT_THAT(got, ::testing::Not(::testing::HasSubstr(" 400 "))) << got;
+  EXPECT_THAT(got, ::testing::HasSubstr(" 404 "));
+}
+
 }  // namespace
 }  // namespace smoe::coordinator
