@@ -87,6 +87,9 @@ class BoundedHttpServerTest : public ::testing::Test {
     server_.Get("/x", [](const httplib::Request&, httplib::Response& r) {
       r.set_content("x\n", "text/plain");
     });
+    server_.Delete("/x", [](const httplib::Request&, httplib::Response& r) {
+      r.set_content("deleted\n", "text/plain");  // ignores the body
+    });
     server_.Get("/stream",
                 [this](const httplib::Request&, httplib::Response& r) {
                   r.set_chunked_content_provider(
@@ -200,6 +203,56 @@ TEST_F(BoundedHttpServerTest, AStreamEndsWhenItsClientCloses) {
   ::close(fd);
   ASSERT_TRUE(stream_ended_.WaitForNotificationWithTimeout(absl::Seconds(5)));
   EXPECT_LT(absl::Now() - closed, absl::Seconds(1));
+}
+
+// One keep-alive connection: a DELETE whose body the handler ignores, a
+// pipelined GET, then (after an idle gap longer than the request deadline)
+// another GET. Every request is answered 200; no leftover body byte is
+// parsed as a request (which would be an empty-body 400).
+TEST_F(BoundedHttpServerTest, KeepAliveReuseAfterABodyAndAnIdleGap) {
+  const int fd = ConnectFrom("127.0.0.1", port_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(Send(fd,
+                   "DELETE /x HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                   "application/json\r\nContent-Length: 14\r\n\r\n"
+                   "{\"force\":true}"
+                   "GET /x HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string got = ReadAll(fd, absl::Milliseconds(1500));
+  EXPECT_THAT(got, ::testing::HasSubstr("deleted\n"));
+  ASSERT_TRUE(
+      Send(fd, "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  bool closed = false;
+  got += ReadAll(fd, absl::Seconds(5), &closed);
+  ::close(fd);
+  EXPECT_TRUE(closed);
+  EXPECT_THAT(got, ::testing::Not(::testing::HasSubstr(" 400 ")));
+  size_t oks = 0;
+  for (size_t at = got.find("HTTP/1.1 200 "); at != std::string::npos;
+       at = got.find("HTTP/1.1 200 ", at + 1)) {
+    ++oks;
+  }
+  EXPECT_EQ(oks, 3u) << got;
+}
+
+// A GET carrying a body (Content-Length) and a POST to an unrouted path on
+// one keep-alive connection, then a GET: the bodies are consumed, not parsed
+// as the next request. FAILS today (cpp-httplib 0.11.4 leaves a GET's body
+// unread; each leftover line gets an empty-body 400): disabled until
+// process_and_close_socket discards or closes on such bodies.
+TEST_F(BoundedHttpServerTest, DISABLED_KeepAliveReuseAfterAGetBodyAndA404Post) {
+  const int fd = ConnectFrom("127.0.0.1", port_);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(Send(fd,
+                   "GET /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+                   "POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                   "2\r\n\r\n{}"
+                   "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  bool closed = false;
+  const std::string got = ReadAll(fd, absl::Seconds(5), &closed);
+  ::close(fd);
+  EXPECT_TRUE(closed);
+  EXPECT_THAT(got, ::testing::Not(::testing::HasSubstr(" 400 "))) << got;
+  EXPECT_THAT(got, ::testing::HasSubstr(" 404 "));
 }
 
 }  // namespace
