@@ -135,18 +135,23 @@ class Fixture {
     return true;
   }
 
+  // Leases up to `slots` trials as this worker (offering `gpus` GPUs).
+  bool Lease(int slots, int gpus, pb::LeaseResponse* resp) {
+    pb::LeaseRequest req;
+    req.set_worker_id(worker_);
+    req.set_free_slots(slots);
+    req.set_free_gpus(gpus);
+    grpc::ClientContext ctx;
+    Prep(&ctx);
+    return Ok(gw_->Lease(&ctx, req, resp), "Lease");
+  }
+
   // --stepwise: leases and runs trials until none is pending (pruned ones
   // stop at their rung; promoted ones come back as pending).
   bool RunStepwise() {
     for (int round = 0; round < 1000; ++round) {
-      pb::LeaseRequest req;
-      req.set_worker_id(worker_);
-      req.set_free_slots(500);
-      req.set_free_gpus(64 * 500);
       pb::LeaseResponse resp;
-      grpc::ClientContext ctx;
-      Prep(&ctx);
-      if (!Ok(gw_->Lease(&ctx, req, &resp), "Lease")) return false;
+      if (!Lease(500, 64 * 500, &resp)) return false;
       if (resp.leases_size() == 0) return true;
       for (const pb::TrialLease& l : resp.leases()) {
         if (!Finish(l)) return false;
@@ -159,14 +164,8 @@ class Fixture {
   // Leases up to n trials and completes them.
   bool Run(int n) {
     while (n > 0) {
-      pb::LeaseRequest req;
-      req.set_worker_id(worker_);
-      req.set_free_slots(std::min(n, 500));
-      req.set_free_gpus(64 * 500);
       pb::LeaseResponse resp;
-      grpc::ClientContext ctx;
-      Prep(&ctx);
-      if (!Ok(gw_->Lease(&ctx, req, &resp), "Lease")) return false;
+      if (!Lease(std::min(n, 500), 64 * 500, &resp)) return false;
       if (resp.leases_size() == 0) return true;
       for (const pb::TrialLease& l : resp.leases()) {
         if (!Finish(l)) return false;
@@ -179,14 +178,8 @@ class Fixture {
   // Leases up to n trials and fails each attempt with exit code 70 and a
   // CUDA-style message (the failure views of the dashboard).
   bool FailTrials(int n) {
-    pb::LeaseRequest req;
-    req.set_worker_id(worker_);
-    req.set_free_slots(n);
-    req.set_free_gpus(64 * 500);
     pb::LeaseResponse resp;
-    grpc::ClientContext ctx;
-    Prep(&ctx);
-    if (!Ok(gw_->Lease(&ctx, req, &resp), "Lease")) return false;
+    if (!Lease(n, 64 * 500, &resp)) return false;
     for (const pb::TrialLease& l : resp.leases()) {
       pb::FailRequest fr;
       fr.set_worker_id(worker_);
@@ -214,14 +207,8 @@ class Fixture {
 
   // Leases up to n trials and stores a checkpoint for each (PutCheckpoint).
   bool Checkpoint(int n) {
-    pb::LeaseRequest req;
-    req.set_worker_id(worker_);
-    req.set_free_slots(n);
-    req.set_free_gpus(64 * 500);
     pb::LeaseResponse resp;
-    grpc::ClientContext ctx;
-    Prep(&ctx);
-    if (!Ok(gw_->Lease(&ctx, req, &resp), "Lease")) return false;
+    if (!Lease(n, 64 * 500, &resp)) return false;
     const std::string data = "{\"step\":40}\n";
     for (const pb::TrialLease& l : resp.leases()) {
       grpc::ClientContext c;
@@ -250,14 +237,8 @@ class Fixture {
   // heartbeats every 250 ms, one log line per heartbeat, the log's tail sent
   // while the coordinator asks for it (TYPE_SEND_LOG); then completes it.
   bool Tail(int seconds) {
-    pb::LeaseRequest req;
-    req.set_worker_id(worker_);
-    req.set_free_slots(1);
-    req.set_free_gpus(64);
     pb::LeaseResponse resp;
-    grpc::ClientContext ctx;
-    Prep(&ctx);
-    if (!Ok(gw_->Lease(&ctx, req, &resp), "Lease")) return false;
+    if (!Lease(1, 64, &resp)) return false;
     if (resp.leases_size() != 1) {
       std::cerr << "tail: no pending trial to lease\n";
       return false;
