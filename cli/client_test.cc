@@ -26,6 +26,16 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// A coordinator on 127.0.0.1:0 with its data in `dir`, no dashboard.
+coordinator::ServerOptions LocalServer(const std::string& dir) {
+  coordinator::ServerOptions so;
+  so.data_dir = dir;
+  so.listen = "127.0.0.1:0";
+  so.http_listen = "";
+  so.synchronous = store::SqliteOptions::Synchronous::kNormal;
+  return so;
+}
+
 // A sweep whose trial list is bigger than gRPC's default 4 MB message (here
 // about 30k trials with long params; a few hundred failed trials with their
 // stderr tails get there too): `sweep show --trials`, `results` and
@@ -34,11 +44,7 @@ using ::testing::Not;
 TEST(CoordinatorClientTest, SweepLargerThanDefaultGrpcMessageLimit) {
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "/client_test_", getpid());
-  coordinator::ServerOptions so;
-  so.data_dir = dir;
-  so.listen = "127.0.0.1:0";
-  so.http_listen = "";
-  so.synchronous = store::SqliteOptions::Synchronous::kNormal;
+  coordinator::ServerOptions so = LocalServer(dir);
   auto server = coordinator::CoordinatorServer::Start(so);
   ASSERT_TRUE(server.ok()) << server.status();
   constexpr int kSeeds = 1000, kTrials = 8 * 4 * kSeeds;
@@ -94,11 +100,7 @@ TEST(CoordinatorClientTest, SweepLargerThanDefaultGrpcMessageLimit) {
 TEST(CoordinatorClientTest, SweepAnnotationCommands) {
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "/client_annotate_", getpid());
-  coordinator::ServerOptions so;
-  so.data_dir = dir;
-  so.listen = "127.0.0.1:0";
-  so.http_listen = "";
-  so.synchronous = store::SqliteOptions::Synchronous::kNormal;
+  coordinator::ServerOptions so = LocalServer(dir);
   auto server = coordinator::CoordinatorServer::Start(so);
   ASSERT_TRUE(server.ok()) << server.status();
   for (const char* name : {"keep", "old"}) {
@@ -195,11 +197,7 @@ TEST(CoordinatorClientTest, SweepAnnotationCommands) {
 TEST(CoordinatorClientTest, SweepDeleteCommand) {
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "/client_delete_", getpid());
-  coordinator::ServerOptions so;
-  so.data_dir = dir;
-  so.listen = "127.0.0.1:0";
-  so.http_listen = "";
-  so.synchronous = store::SqliteOptions::Synchronous::kNormal;
+  coordinator::ServerOptions so = LocalServer(dir);
   so.checkpoint_gc_period = absl::Hours(1);  // only the delete removes blobs
   auto server = coordinator::CoordinatorServer::Start(so);
   ASSERT_TRUE(server.ok()) << server.status();
