@@ -9,9 +9,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 namespace smoe::coordinator {
@@ -77,6 +82,58 @@ class DeadlineSocketStream final : public httplib::Stream {
     deadline_ = deadline;
     expired_ = false;
     failed_ = false;
+    head_.clear();
+    head_done_ = false;
+    after_head_ = 0;
+  }
+
+  // After the library has handled a request: reads and drops what is left of
+  // its body, so the next request on the connection starts at its own first
+  // byte. cpp-httplib 0.11 reads a body only for POST/PUT/PATCH/DELETE that
+  // reach a handler: a GET's Content-Length body, or the body of a request
+  // refused before routing (401/403), stayed in the stream and was parsed as
+  // the next request (an empty-body 400 per line). The request head is the
+  // one this stream saw consumed; the body it declared (Content-Length) less
+  // what the library read is discarded, within the request deadline. False
+  // when the connection cannot be reused: an unreadable head, an unread
+  // chunked body, a bad Content-Length, more than `max_discard` bytes left,
+  // or a read that fails.
+  bool DiscardUnreadBody(uint64_t max_discard) {
+    if (!head_done_) return false;
+    std::optional<uint64_t> length;
+    bool chunked = false;
+    std::vector<absl::string_view> lines = absl::StrSplit(head_, "\r\n");
+    for (size_t i = 1; i < lines.size(); ++i) {
+      const size_t colon = lines[i].find(':');
+      if (colon == absl::string_view::npos) continue;
+      const std::string name = absl::AsciiStrToLower(
+          absl::StripAsciiWhitespace(lines[i].substr(0, colon)));
+      const absl::string_view value =
+          absl::StripAsciiWhitespace(lines[i].substr(colon + 1));
+      if (name == "transfer-encoding") {
+        chunked = chunked || !absl::EqualsIgnoreCase(value, "identity");
+      } else if (name == "content-length") {
+        uint64_t n = 0;
+        if (!absl::SimpleAtoi(value, &n) || (length && *length != n)) {
+          return false;
+        }
+        length = n;
+      }
+    }
+    // A chunked body the library read ends at its last chunk; one it did
+    // not read cannot be skipped without parsing it: close instead.
+    if (chunked) return after_head_ > 0;
+    if (!length.has_value() || after_head_ >= *length) return true;
+    uint64_t left = *length - after_head_;
+    if (left > max_discard) return false;
+    char sink[4096];
+    while (left > 0) {
+      const ssize_t n = read(
+          sink, static_cast<size_t>(std::min<uint64_t>(left, sizeof(sink))));
+      if (n <= 0) return false;
+      left -= static_cast<uint64_t>(n);
+    }
+    return true;
   }
   bool expired() const { return expired_; }
   // A read timed out (per read or at the deadline) during this request.
@@ -116,6 +173,7 @@ class DeadlineSocketStream final : public httplib::Stream {
     const size_t n = std::min(size, len_ - pos_);
     std::memcpy(ptr, buf_ + pos_, n);
     pos_ += n;
+    Account(ptr, n);
     return static_cast<ssize_t>(n);
   }
 
@@ -155,6 +213,27 @@ class DeadlineSocketStream final : public httplib::Stream {
                                errno == EINTR));
   }
 
+  // Splits what the library consumed into the request head (up to and
+  // including the blank line; capped, the library refuses longer heads) and
+  // the body bytes after it.
+  void Account(const char* p, size_t n) {
+    if (head_done_) {
+      after_head_ += n;
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (head_done_) {
+        after_head_ += n - i;
+        return;
+      }
+      if (head_.size() < kMaxHead) head_.push_back(p[i]);
+      if (absl::EndsWith(head_, "\r\n\r\n") ||
+          (head_.size() >= 2 && absl::EndsWith(head_, "\n\n"))) {
+        head_done_ = true;
+      }
+    }
+  }
+
   absl::Duration ReadWait() const {
     return std::min(read_timeout_, deadline_ - absl::Now());
   }
@@ -168,7 +247,15 @@ class DeadlineSocketStream final : public httplib::Stream {
   char buf_[4096];
   size_t pos_ = 0;
   size_t len_ = 0;
+  static constexpr size_t kMaxHead = 64 * 1024;
+  std::string head_;
+  bool head_done_ = false;
+  uint64_t after_head_ = 0;
 };
+
+// The most body bytes a kept-alive connection drops for the next request
+// (more, and the connection is closed instead).
+constexpr uint64_t kMaxDiscardedBody = 1 << 20;
 
 }  // namespace
 
@@ -271,6 +358,7 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
       }
       if (strm.failed()) break;
       if (!ret || connection_closed) break;
+      if (!strm.DiscardUnreadBody(kMaxDiscardedBody)) break;
       --count;
     }
     absl::MutexLock lock(&mu_);
