@@ -36,6 +36,19 @@ coordinator::ServerOptions LocalServer(const std::string& dir) {
   return so;
 }
 
+// A client of `server` with a new viewer token (written to dir/viewer-token)
+// in place of co's.
+absl::StatusOr<std::unique_ptr<CoordinatorClient>> ViewerClient(
+    coordinator::CoordinatorServer& server, ClientOptions co,
+    const std::string& dir) {
+  auto viewer = coordinator::CreateToken(
+      server.tokens_file(), "v", coordinator::Role::kViewer, absl::Now());
+  if (!viewer.ok()) return viewer.status();
+  { std::ofstream(dir + "/viewer-token") << viewer->token << "\n"; }
+  co.token_file = dir + "/viewer-token";
+  return CoordinatorClient::Create(co);
+}
+
 // A sweep whose trial list is bigger than gRPC's default 4 MB message (here
 // about 30k trials with long params; a few hundred failed trials with their
 // stderr tails get there too): `sweep show --trials`, `results` and
@@ -173,13 +186,7 @@ TEST(CoordinatorClientTest, SweepAnnotationCommands) {
   EXPECT_THAT(err, HasSubstr("nope"));
 
   // A viewer may list but not annotate: 77 naming the role needed.
-  auto viewer = coordinator::CreateToken(
-      (*server)->tokens_file(), "v", coordinator::Role::kViewer, absl::Now());
-  ASSERT_TRUE(viewer.ok()) << viewer.status();
-  { std::ofstream(dir + "/viewer-token") << viewer->token << "\n"; }
-  ClientOptions vo = co;
-  vo.token_file = dir + "/viewer-token";
-  auto vclient = CoordinatorClient::Create(vo);
+  auto vclient = ViewerClient(**server, co, dir);
   ASSERT_TRUE(vclient.ok()) << vclient.status();
   out.str("");
   EXPECT_EQ(ListSweepsCmd(**vclient, out), kExitOk);
@@ -268,13 +275,7 @@ TEST(CoordinatorClientTest, SweepDeleteCommand) {
   EXPECT_TRUE(std::filesystem::exists(blob_of["gone"]));
 
   // A viewer may not delete: 77 naming the role.
-  auto viewer = coordinator::CreateToken(
-      (*server)->tokens_file(), "v", coordinator::Role::kViewer, absl::Now());
-  ASSERT_TRUE(viewer.ok()) << viewer.status();
-  { std::ofstream(dir + "/viewer-token") << viewer->token << "\n"; }
-  ClientOptions vo = co;
-  vo.token_file = dir + "/viewer-token";
-  auto vclient = CoordinatorClient::Create(vo);
+  auto vclient = ViewerClient(**server, co, dir);
   ASSERT_TRUE(vclient.ok()) << vclient.status();
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(DeleteSweepCmd(**vclient, "gone", true, false, no_input, out),
