@@ -679,6 +679,13 @@ async function main() {
   const noCsrf = await page.request.post(url + 'api/sweeps/fixture-fail/archive', { data: { archived: true } });
   check(noCsrf.status() === 403 && (await noCsrf.text()).includes('X-CSRF-Token'),
     `a state-changing request without the CSRF token is refused (${noCsrf.status()})`);
+  // The refused POST's body is never read by the server's router: the next
+  // requests on the same kept-alive connection must not see it as a request
+  // (they were answered with empty-body 400s; docs/reliability.md).
+  for (let i = 0; i < 3; i++) {
+    const next = await page.request.get(url + 'api/session');
+    check(next.status() === 200, `a request after the refused POST is answered (${next.status()})`);
+  }
   const made = spawnSync(path.join(bin, 'smoe'), ['token', 'create', '--role', 'viewer', '--name', 'browser-viewer',
     '--data-dir', path.join(work, 'data')], { encoding: 'utf8', timeout: 30000 });
   const viewerToken = (made.stdout || '').trim();
