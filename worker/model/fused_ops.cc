@@ -17,7 +17,6 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 using cpu::AttentionDims;
-using cpu::kAttentionPadBias;
 
 AttentionDims DimsOf(const torch::Tensor& qkv, int64_t heads, int64_t dk,
                      int64_t dv) {
@@ -33,19 +32,23 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
                                int64_t dv, double scale) {
     qkv = qkv.contiguous();
     const AttentionDims d = DimsOf(qkv, heads, dk, dv);
-    // [H, T, tp]: the bias of every (query, key) pair, gathered once, the
-    // padding keys at kAttentionPadBias.
-    torch::Tensor bias = torch::constant_pad_nd(
-        rel_bias.detach().index_select(1, bucket).view({d.h, d.t, d.t}),
-        {0, d.tp - d.t}, kAttentionPadBias);
+    // [H, T, tp] key-major (key j, query i at j * tp + i): the bias of
+    // every (query, key) pair, gathered once; padding queries 0.
+    torch::Tensor bias = torch::constant_pad_nd(rel_bias.detach()
+                                                    .index_select(1, bucket)
+                                                    .view({d.h, d.t, d.t})
+                                                    .transpose(1, 2),
+                                                {0, d.tp - d.t}, 0)
+                             .contiguous();
     torch::Tensor p = torch::empty({d.b, d.h, d.t, d.tp}, qkv.options());
     torch::Tensor y = torch::empty({d.b, d.t, d.h * d.dv}, qkv.options());
-    // keep: [T, T] -> [T, tp] padded with 0, or empty (no dropout; autograd
-    // takes no undefined inputs).
-    torch::Tensor kp =
-        keep.numel() > 0
-            ? torch::constant_pad_nd(keep.view({d.t, d.t}), {0, d.tp - d.t}, 0)
-            : keep;
+    // keep: [T, T] -> key-major [T, tp] padded with 0, or empty (no dropout;
+    // autograd takes no undefined inputs).
+    torch::Tensor kp = keep.numel() > 0
+                           ? torch::constant_pad_nd(keep.view({d.t, d.t}).t(),
+                                                    {0, d.tp - d.t}, 0)
+                                 .contiguous()
+                           : keep;
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "fused_attention_fwd", [&] {
       const scalar_t* kptr = kp.numel() > 0 ? kp.data_ptr<scalar_t>() : nullptr;
       at::parallel_for(0, d.h, 1, [&](int64_t h0, int64_t h1) {
@@ -90,9 +93,11 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
               gqkv.data_ptr<scalar_t>(), gbias.data_ptr<scalar_t>(), h0, h1);
         });
       });
-      grel = torch::zeros({d.h, nb}, qkv.options())
-                 .index_add_(1, bucket,
-                             gbias.narrow(2, 0, d.t).reshape({d.h, -1}));
+      grel =
+          torch::zeros({d.h, nb}, qkv.options())
+              .index_add_(
+                  1, bucket,
+                  gbias.narrow(2, 0, d.t).transpose(1, 2).reshape({d.h, -1}));
     }
     return {gqkv,
             grel,
