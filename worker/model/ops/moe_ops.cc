@@ -7,9 +7,12 @@
 // launch_cuda.cc (CUDA kernels and cuBLAS).
 #include "worker/model/ops/moe_ops.h"
 
+#include <ATen/Parallel.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <array>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,6 +24,7 @@
 #include "common/status_macros.h"
 #include "kernels/permute/permute.h"
 #include "worker/model/autocast.h"
+#include "worker/model/fused_cpu_kernels.h"
 #include "worker/model/fused_ops.h"
 #include "worker/model/ops/launch.h"
 
@@ -91,10 +95,79 @@ void AddBias(const torch::Tensor& out, const torch::Tensor& bias,
   }
 }
 
+// CPU float32/float64: the per-expert loops of fused_cpu_kernels.h.
+bool CpuFloatLoops(const torch::Tensor& t) {
+  return t.is_cpu() && (t.scalar_type() == torch::kFloat32 ||
+                        t.scalar_type() == torch::kFloat64);
+}
+
+// Rows per block of the CPU per-expert column sums (bias gradients).
+constexpr int64_t kBiasRowBlock = 256;
+
+// {expert, first row, rows} of every block: each expert's rows cut into
+// kBiasRowBlock-row blocks (the last one shorter).
+std::vector<std::array<int64_t, 3>> ExpertRowBlocks(const Plan& p) {
+  std::vector<std::array<int64_t, 3>> blocks;
+  for (int e = 0; e < p.num_experts; ++e) {
+    for (int64_t lo = p.host_offsets[e]; lo < p.host_offsets[e + 1];
+         lo += kBiasRowBlock) {
+      blocks.push_back(
+          {e, lo, std::min(kBiasRowBlock, p.host_offsets[e + 1] - lo)});
+    }
+  }
+  return blocks;
+}
+
+// Runs body(first row, rows, expert, partial) for every block of
+// ExpertRowBlocks over the intra-op threads; partial is that block's row
+// [n] of column sums (or null when !sums). Returns [E, n]: per expert, its
+// blocks' partial sums added in block order (the same result for any
+// thread count), or an undefined tensor when !sums.
+template <typename scalar_t, typename Body>
+torch::Tensor ForExpertRowBlocks(const Plan& p, int64_t n,
+                                 const torch::TensorOptions& o, bool sums,
+                                 Body body) {
+  const std::vector<std::array<int64_t, 3>> blocks = ExpertRowBlocks(p);
+  const int64_t nb = static_cast<int64_t>(blocks.size());
+  torch::Tensor part = sums ? torch::empty({nb, n}, o) : torch::Tensor();
+  scalar_t* pp = sums ? part.data_ptr<scalar_t>() : nullptr;
+  at::parallel_for(0, nb, 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      body(blocks[k][1], blocks[k][2], blocks[k][0],
+           pp != nullptr ? pp + k * n : nullptr);
+    }
+  });
+  if (!sums) return torch::Tensor();
+  torch::Tensor gb = torch::zeros({p.num_experts, n}, o);
+  scalar_t* g = gb.data_ptr<scalar_t>();
+  for (int64_t k = 0; k < nb; ++k) {
+    scalar_t* ge = g + blocks[k][0] * n;
+    const scalar_t* pk = pp + k * n;
+    for (int64_t c = 0; c < n; ++c) ge[c] += pk[c];
+  }
+  return gb;
+}
+
 // grad bias[e] = sum of grad rows of e: a per-expert reduction in at least
 // float32 (bf16 grads) in row order, deterministic on every device (no
-// atomics, unlike index_add_ on CUDA).
-torch::Tensor BiasGrad(const torch::Tensor& g, const Plan& p) {
+// atomics, unlike index_add_ on CUDA). CPU float32/64: one pass of
+// fixed row blocks (ForExpertRowBlocks).
+torch::Tensor BiasGrad(const torch::Tensor& g_in, const Plan& p) {
+  if (CpuFloatLoops(g_in)) {
+    const torch::Tensor g = g_in.contiguous();
+    const int64_t n = g.size(1);
+    torch::Tensor gb;
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "bias_grad", [&] {
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      gb = ForExpertRowBlocks<scalar_t>(
+          p, n, g.options(), /*sums=*/true,
+          [&](int64_t lo, int64_t rows, int64_t, scalar_t* part) {
+            model::cpu::ColumnSums(gp + lo * n, part, n, rows);
+          });
+    });
+    return gb;
+  }
+  const torch::Tensor& g = g_in;
   const auto acc =
       g.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   torch::Tensor gb = torch::zeros({p.num_experts, g.size(1)}, g.options());
@@ -242,6 +315,77 @@ class GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
       CheckOk(launch::GroupedGemmWeightGrad(a, g, gw, plan));
     }
     if (ctx->needs_input_grad(2)) gb = BiasGrad(g, plan);
+    return {ga, gw, gb, torch::Tensor()};
+  }
+};
+
+// GELU(tanh) of GroupedLinear on CPU float32/float64: the GEMMs as in
+// GroupedLinearFn, the bias add and GELU in one pass per row block
+// (BiasGeluRows; the pre-activation is saved), and in the backward the GELU
+// gradient and the bias gradient in one pass (GeluGradBiasRows). Values
+// equal GeluTanh(GroupedLinear(a, w, b)) up to the bias gradient's
+// summation order.
+class GroupedLinearGeluFn
+    : public torch::autograd::Function<GroupedLinearGeluFn> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor a,
+                               torch::Tensor w, torch::Tensor b,
+                               const Plan& plan) {
+    NoAutocast no_autocast;
+    a = a.contiguous();
+    w = w.contiguous();
+    const torch::Tensor bc = b.detach().contiguous();
+    const int64_t n = w.size(2);
+    torch::Tensor h = torch::empty({plan.num_rows(), n}, a.options());
+    CheckOk(launch::GroupedGemm(a, w, h, plan, /*trans_b=*/false));
+    torch::Tensor y = torch::empty_like(h);
+    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "grouped_linear_gelu", [&] {
+      scalar_t* hp = h.data_ptr<scalar_t>();
+      scalar_t* yp = y.data_ptr<scalar_t>();
+      const scalar_t* bp = bc.data_ptr<scalar_t>();
+      ForExpertRowBlocks<scalar_t>(
+          plan, n, h.options(), /*sums=*/false,
+          [&](int64_t lo, int64_t rows, int64_t e, scalar_t*) {
+            model::cpu::BiasGeluRows(hp + lo * n, bp + e * n, yp + lo * n, n,
+                                     rows);
+          });
+    });
+    ctx->save_for_backward({a, w, h});
+    SavePlan(ctx, plan);
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    NoAutocast no_autocast;
+    const Plan plan = LoadPlan(ctx);
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor& a = saved[0];
+    const torch::Tensor& w = saved[1];
+    const torch::Tensor& h = saved[2];
+    torch::Tensor ga, gw, gb;
+    if (!grads[0].defined()) return {ga, gw, gb, torch::Tensor()};
+    const torch::Tensor g = grads[0].contiguous();
+    const int64_t n = h.size(1);
+    torch::Tensor gh = torch::empty_like(h);
+    AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "grouped_linear_gelu_bwd", [&] {
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      const scalar_t* hp = h.data_ptr<scalar_t>();
+      scalar_t* ghp = gh.data_ptr<scalar_t>();
+      gb = ForExpertRowBlocks<scalar_t>(
+          plan, n, h.options(), ctx->needs_input_grad(2),
+          [&](int64_t lo, int64_t rows, int64_t, scalar_t* part) {
+            model::cpu::GeluGradBiasRows(gp + lo * n, hp + lo * n, ghp + lo * n,
+                                         part, n, rows);
+          });
+    });
+    if (ctx->needs_input_grad(0)) {
+      ga = torch::empty_like(a);
+      CheckOk(launch::GroupedGemm(gh, w, ga, plan, /*trans_b=*/true));
+    }
+    if (ctx->needs_input_grad(1)) {
+      gw = torch::empty_like(w);
+      CheckOk(launch::GroupedGemmWeightGrad(a, gh, gw, plan));
+    }
     return {ga, gw, gb, torch::Tensor()};
   }
 };
@@ -401,10 +545,11 @@ absl::StatusOr<torch::Tensor> Combine(const torch::Tensor& expert_out,
   return CombineFn::apply(expert_out, topk_weights.to(wt), plan);
 }
 
-absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
-                                            const torch::Tensor& weight,
-                                            const torch::Tensor& bias,
-                                            const Plan& plan) {
+namespace {
+
+absl::Status CheckGroupedLinear(const torch::Tensor& a,
+                                const torch::Tensor& weight,
+                                const torch::Tensor& bias, const Plan& plan) {
   SMOE_RETURN_IF_ERROR(CheckFloating(a, "a"));
   if (weight.dim() != 3 || weight.size(0) != plan.num_experts) {
     return absl::InvalidArgumentError(
@@ -424,7 +569,37 @@ absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
           ", expected ", std::string(c10::toString(a.scalar_type()))));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
+                                            const torch::Tensor& weight,
+                                            const torch::Tensor& bias,
+                                            const Plan& plan) {
+  SMOE_RETURN_IF_ERROR(CheckGroupedLinear(a, weight, bias, plan));
   return GroupedLinearFn::apply(a, weight, bias, plan);
+}
+
+bool FusedGroupedLinearGeluSupported(const torch::Tensor& a) {
+  return CpuFloatLoops(a) && !AutocastDtype(a).has_value();
+}
+
+absl::StatusOr<torch::Tensor> GroupedLinearGelu(const torch::Tensor& a,
+                                                const torch::Tensor& weight,
+                                                const torch::Tensor& bias,
+                                                const Plan& plan,
+                                                bool unfused) {
+  SMOE_RETURN_IF_ERROR(CheckGroupedLinear(a, weight, bias, plan));
+  if (unfused || !FusedGroupedLinearGeluSupported(a)) {
+    torch::Tensor h = GroupedLinearFn::apply(a, weight, bias, plan);
+    // NOTE: the cast is a no-op unless an autocast list changed gelu's
+    // dtype. GeluTanh: torch::gelu(h, "tanh") with vectorised loops on CPU
+    // float32/64 (worker/model/fused_ops.h), torch::gelu elsewhere.
+    return GeluTanh(h).to(h.scalar_type());
+  }
+  return GroupedLinearGeluFn::apply(a, weight, bias, plan);
 }
 
 absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
@@ -433,11 +608,9 @@ absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
                                         const torch::Tensor& w2,
                                         const torch::Tensor& b2,
                                         const Plan& plan) {
-  SMOE_ASSIGN_OR_RETURN(torch::Tensor h, GroupedLinear(buffer, w1, b1, plan));
-  // NOTE: the cast is a no-op unless an autocast list changed gelu's dtype.
-  // GeluTanh: torch::gelu(h, "tanh") with vectorised loops on CPU
-  // float32/64 (worker/model/fused_ops.h), torch::gelu elsewhere.
-  return GroupedLinear(GeluTanh(h).to(h.scalar_type()), w2, b2, plan);
+  SMOE_ASSIGN_OR_RETURN(torch::Tensor h,
+                        GroupedLinearGelu(buffer, w1, b1, plan));
+  return GroupedLinear(h, w2, b2, plan);
 }
 
 absl::StatusOr<torch::Tensor> RoutedExperts(const torch::Tensor& x,

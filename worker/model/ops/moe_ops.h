@@ -113,8 +113,22 @@ absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
                                             const torch::Tensor& bias,
                                             const Plan& plan);
 
+// Returns GELU_tanh(GroupedLinear(a, weight, bias, plan)), same
+// requirements. On CPU float32/float64 outside autocast
+// (FusedGroupedLinearGeluSupported) the bias add and the GELU run as one
+// pass after the GEMMs, and the backward's GELU gradient and bias gradient
+// as one pass (fixed 256-row blocks per expert, summed in block order:
+// deterministic for any thread count). Elsewhere, or with unfused = true
+// (tests), GroupedLinear then GeluTanh (worker/model/fused_ops.h).
+bool FusedGroupedLinearGeluSupported(const torch::Tensor& a);
+absl::StatusOr<torch::Tensor> GroupedLinearGelu(const torch::Tensor& a,
+                                                const torch::Tensor& weight,
+                                                const torch::Tensor& bias,
+                                                const Plan& plan,
+                                                bool unfused = false);
+
 // Returns every expert's GELU(tanh) MLP over its slice of the buffer:
-// GroupedLinear(GELU(GroupedLinear(buffer, w1, b1)), w2, b2); w1 [E, D, mlp],
+// GroupedLinear(GroupedLinearGelu(buffer, w1, b1), w2, b2); w1 [E, D, mlp],
 // b1 [E, mlp], w2 [E, mlp, D], b2 [E, D]. Differentiable in every input.
 absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
                                         const torch::Tensor& w1,
