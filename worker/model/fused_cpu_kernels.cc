@@ -625,20 +625,6 @@ void AttentionBackwardHeads(const double* qkv, const double* p,
 namespace {
 
 template <typename T>
-inline __attribute__((always_inline)) void BiasGeluBody(T* __restrict h,
-                                                        const T* __restrict b,
-                                                        T* __restrict y,
-                                                        int64_t n,
-                                                        int64_t rows) {
-  for (int64_t r = 0; r < rows; ++r) {
-    T* __restrict hr = h + r * n;
-    T* __restrict yr = y + r * n;
-    for (int64_t c = 0; c < n; ++c) hr[c] += b[c];
-    GeluBody<T>(hr, yr, n);
-  }
-}
-
-template <typename T>
 inline __attribute__((always_inline)) void GeluGradBiasBody(
     const T* __restrict g, const T* __restrict h, T* __restrict gh,
     T* __restrict gb, int64_t n, int64_t rows) {
@@ -666,10 +652,6 @@ inline __attribute__((always_inline)) void ColumnSumsBody(const T* __restrict g,
   }
 }
 
-SMOE_CPU_CLONES void BiasGeluF32(float* h, const float* b, float* y, int64_t n,
-                                 int64_t rows) {
-  BiasGeluBody<float>(h, b, y, n, rows);
-}
 SMOE_CPU_CLONES void GeluGradBiasF32(const float* g, const float* h, float* gh,
                                      float* gb, int64_t n, int64_t rows) {
   GeluGradBiasBody<float>(g, h, gh, gb, n, rows);
@@ -681,13 +663,6 @@ SMOE_CPU_CLONES void ColumnSumsF32(const float* g, float* gb, int64_t n,
 
 }  // namespace
 
-void BiasGeluRows(float* h, const float* b, float* y, int64_t n, int64_t rows) {
-  BiasGeluF32(h, b, y, n, rows);
-}
-void BiasGeluRows(double* h, const double* b, double* y, int64_t n,
-                  int64_t rows) {
-  BiasGeluBody<double>(h, b, y, n, rows);
-}
 void GeluGradBiasRows(const float* g, const float* h, float* gh, float* gb,
                       int64_t n, int64_t rows) {
   GeluGradBiasF32(g, h, gh, gb, n, rows);

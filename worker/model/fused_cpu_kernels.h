@@ -69,16 +69,10 @@ void GeluTanhRange(const double* x, double* y, int64_t n);
 void GeluTanhGradRange(const float* g, const float* x, float* gx, int64_t n);
 void GeluTanhGradRange(const double* g, const double* x, double* gx, int64_t n);
 
-// The expert MLP's first layer epilogue over rows [0, rows) of width n
-// (one expert's slice of the permuted buffer): h += b (in place: the
-// pre-activation, saved for the backward), y = gelu_tanh(h).
-void BiasGeluRows(float* h, const float* b, float* y, int64_t n, int64_t rows);
-void BiasGeluRows(double* h, const double* b, double* y, int64_t n,
-                  int64_t rows);
-
-// Its backward over the same rows: gh = g * gelu_tanh'(h), and gb = the
-// column sums of gh over these rows in row order (written, not
-// accumulated; gb null: none).
+// The expert MLP's first layer backward over rows [0, rows) of width n (one
+// expert's slice of the permuted buffer; h the saved pre-activation):
+// gh = g * gelu_tanh'(h), and gb = the column sums of gh over these rows in
+// row order (written, not accumulated; gb null: none).
 void GeluGradBiasRows(const float* g, const float* h, float* gh, float* gb,
                       int64_t n, int64_t rows);
 void GeluGradBiasRows(const double* g, const double* h, double* gh, double* gb,

@@ -101,6 +101,29 @@ bool CpuFloatLoops(const torch::Tensor& t) {
                         t.scalar_type() == torch::kFloat64);
 }
 
+// out[rows of e] = a[rows of e] . w[e] + b[e]. CPU float32/float64: one
+// addmm per non-empty expert (the bias copied into the output, the GEMM
+// accumulating onto it: no separate zeroing and bias pass); elsewhere the
+// grouped GEMM launch, then AddBias.
+void GroupedGemmBias(const torch::Tensor& a, const torch::Tensor& w,
+                     const torch::Tensor& b, const torch::Tensor& out,
+                     const Plan& plan) {
+  if (!CpuFloatLoops(a)) {
+    // NOTE: GEMM then bias add, exactly Expert()'s matmul(x, w[e]) + b[e].
+    CheckOk(launch::GroupedGemm(a, w, out, plan, /*trans_b=*/false));
+    AddBias(out, b, plan);
+    return;
+  }
+  const torch::Tensor bd = b.detach();
+  for (int e = 0; e < plan.num_experts; ++e) {
+    const int64_t lo = plan.host_offsets[e];
+    const int64_t rows = plan.host_offsets[e + 1] - lo;
+    if (rows == 0) continue;
+    torch::Tensor o = out.narrow(0, lo, rows);
+    torch::addmm_out(o, bd[e], a.narrow(0, lo, rows), w[e]);
+  }
+}
+
 // Rows per block of the CPU per-expert column sums (bias gradients).
 constexpr int64_t kBiasRowBlock = 256;
 
@@ -289,9 +312,7 @@ class GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
     a = a.contiguous();
     w = w.contiguous();
     torch::Tensor out = torch::empty({plan.num_rows(), w.size(2)}, a.options());
-    // NOTE: GEMM then bias add, exactly Expert()'s matmul(x, w[e]) + b[e].
-    CheckOk(launch::GroupedGemm(a, w, out, plan, /*trans_b=*/false));
-    AddBias(out, b, plan);
+    GroupedGemmBias(a, w, b, out, plan);
     ctx->save_for_backward({a, w});
     SavePlan(ctx, plan);
     return out;
@@ -319,10 +340,10 @@ class GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
   }
 };
 
-// GELU(tanh) of GroupedLinear on CPU float32/float64: the GEMMs as in
-// GroupedLinearFn, the bias add and GELU in one pass per row block
-// (BiasGeluRows; the pre-activation is saved), and in the backward the GELU
-// gradient and the bias gradient in one pass (GeluGradBiasRows). Values
+// GELU(tanh) of GroupedLinear on CPU float32/float64: the GEMMs with the
+// bias as in GroupedLinearFn, the GELU as one pass (the pre-activation is
+// saved), and in the backward the GELU gradient and the bias gradient in
+// one pass (GeluGradBiasRows). Values
 // equal GeluTanh(GroupedLinear(a, w, b)) up to the bias gradient's
 // summation order.
 class GroupedLinearGeluFn
@@ -334,21 +355,16 @@ class GroupedLinearGeluFn
     NoAutocast no_autocast;
     a = a.contiguous();
     w = w.contiguous();
-    const torch::Tensor bc = b.detach().contiguous();
     const int64_t n = w.size(2);
     torch::Tensor h = torch::empty({plan.num_rows(), n}, a.options());
-    CheckOk(launch::GroupedGemm(a, w, h, plan, /*trans_b=*/false));
+    GroupedGemmBias(a, w, b, h, plan);
     torch::Tensor y = torch::empty_like(h);
     AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "grouped_linear_gelu", [&] {
-      scalar_t* hp = h.data_ptr<scalar_t>();
+      const scalar_t* hp = h.data_ptr<scalar_t>();
       scalar_t* yp = y.data_ptr<scalar_t>();
-      const scalar_t* bp = bc.data_ptr<scalar_t>();
-      ForExpertRowBlocks<scalar_t>(
-          plan, n, h.options(), /*sums=*/false,
-          [&](int64_t lo, int64_t rows, int64_t e, scalar_t*) {
-            model::cpu::BiasGeluRows(hp + lo * n, bp + e * n, yp + lo * n, n,
-                                     rows);
-          });
+      at::parallel_for(0, h.numel(), 1 << 14, [&](int64_t lo, int64_t hi) {
+        model::cpu::GeluTanhRange(hp + lo, yp + lo, hi - lo);
+      });
     });
     ctx->save_for_backward({a, w, h});
     SavePlan(ctx, plan);

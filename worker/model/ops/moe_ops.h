@@ -115,11 +115,13 @@ absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
 
 // Returns GELU_tanh(GroupedLinear(a, weight, bias, plan)), same
 // requirements. On CPU float32/float64 outside autocast
-// (FusedGroupedLinearGeluSupported) the bias add and the GELU run as one
-// pass after the GEMMs, and the backward's GELU gradient and bias gradient
-// as one pass (fixed 256-row blocks per expert, summed in block order:
-// deterministic for any thread count). Elsewhere, or with unfused = true
-// (tests), GroupedLinear then GeluTanh (worker/model/fused_ops.h).
+// (FusedGroupedLinearGeluSupported): one addmm per expert (bias folded into
+// the GEMM's output), the GELU as one pass, and in the backward the GELU
+// gradient and the bias gradient as one pass (fixed 256-row blocks per
+// expert, summed in block order: deterministic for any thread count).
+// Elsewhere, or with unfused = true (tests), GroupedLinear then GeluTanh
+// (worker/model/fused_ops.h). (GroupedLinear itself also folds the bias
+// into an addmm per expert on CPU float32/float64.)
 bool FusedGroupedLinearGeluSupported(const torch::Tensor& a);
 absl::StatusOr<torch::Tensor> GroupedLinearGelu(const torch::Tensor& a,
                                                 const torch::Tensor& weight,

@@ -336,8 +336,8 @@ TEST(OpsGroupedLinearTest, ExpertMlpGradientsMatchFiniteDifferences) {
 }
 
 TEST(OpsGroupedLinearTest, FusedGeluEqualsUnfusedOpsAndIsThreadInvariant) {
-  // GroupedLinearGelu's CPU loops (bias + GELU in one pass, GELU gradient +
-  // bias gradient in one pass over 256-row blocks) against GroupedLinear
+  // GroupedLinearGelu's CPU path (addmm per expert, GELU pass, GELU gradient
+  // + bias gradient in one pass over 256-row blocks) against GroupedLinear
   // then GeluTanh (unfused = true), float64 and float32, 1 and 2 intra-op
   // threads; experts of 0, 1 and several row blocks.
   torch::manual_seed(8);
