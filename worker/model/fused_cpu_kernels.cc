@@ -347,6 +347,12 @@ inline __attribute__((always_inline)) void ForwardHeads4Vec(
       const float* __restrict vh = base + d.v_off(h);
       const float* __restrict bh = bias + h * t * tp;
       float* __restrict pb = p_out + (b * d.h + h) * t * tp;
+      float* next = nullptr;
+      if (h + 1 < h1) {
+        next = pb + t * tp;
+      } else if (b + 1 < d.b) {
+        next = p_out + ((b + 1) * d.h + h0) * t * tp;
+      }
       for (int64_t i0 = 0; i0 < tp; i0 += kLanes) {
         const V16 q0 = Load16(qt + i0), q1 = Load16(qt + tp + i0);
         const V16 q2 = Load16(qt + 2 * tp + i0), q3 = Load16(qt + 3 * tp + i0);
@@ -363,6 +369,12 @@ inline __attribute__((always_inline)) void ForwardHeads4Vec(
         }
         V16 sum = V16{};
         for (int64_t j = 0; j < t; ++j) {
+          if (i0 == 0 && next != nullptr) {
+            // The next head's probability rows, for writing.
+            for (int64_t o = 0; o < tp; o += kLanes) {
+              __builtin_prefetch(next + j * tp + o, 1, 3);
+            }
+          }
           const V16 e = ExpNonPositive16(Load16(s + j * kLanes) - mx);
           Store16(s + j * kLanes, e);
           sum += e;
@@ -449,9 +461,23 @@ inline __attribute__((always_inline)) void BackwardHeads4Vec(
           gqi[3] = gq3[l] * scale;
         }
       }
+      // The next (batch row, head)'s probabilities come from memory (the
+      // forward wrote them long ago): fetch them while this head's dK/dV
+      // are summed (one key row per iteration below).
+      const float* next = nullptr;
+      if (h + 1 < h1) {
+        next = pb + t * tp;
+      } else if (b + 1 < d.b) {
+        next = p + ((b + 1) * d.h + h0) * t * tp;
+      }
       for (int64_t j = 0; j < t; ++j) {
         const float* __restrict pj = pb + j * tp;
         const float* __restrict dsj = ds + j * tp;
+        if (next != nullptr) {
+          for (int64_t o = 0; o < tp; o += kLanes) {
+            __builtin_prefetch(next + j * tp + o, 0, 3);
+          }
+        }
         V16 acc[8] = {};
         for (int64_t i0 = 0; i0 < tp; i0 += kLanes) {
           V16 a = Load16(pj + i0);
