@@ -340,69 +340,144 @@ class GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
   }
 };
 
-// GELU(tanh) of GroupedLinear on CPU float32/float64: the GEMMs with the
-// bias as in GroupedLinearFn, the GELU as one pass (the pre-activation is
-// saved), and in the backward the GELU gradient and the bias gradient in
-// one pass (GeluGradBiasRows). Values
-// equal GeluTanh(GroupedLinear(a, w, b)) up to the bias gradient's
-// summation order.
-class GroupedLinearGeluFn
-    : public torch::autograd::Function<GroupedLinearGeluFn> {
+// Runs body(first row, rows, partial) over kBiasRowBlock-row blocks of
+// [0, rows) on the intra-op threads; partial is the block's row [n] of
+// column sums, or null when out is null. out [n] (written) = the blocks'
+// partial sums added in block order: the same for any thread count, and
+// the same blocks as ForExpertRowBlocks gives one expert.
+template <typename scalar_t, typename Body>
+void ForRowBlocks(int64_t rows, int64_t n, scalar_t* out, Body body) {
+  const int64_t nb = (rows + kBiasRowBlock - 1) / kBiasRowBlock;
+  std::vector<scalar_t> part(out != nullptr ? nb * n : 0);
+  at::parallel_for(0, nb, 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t lo = k * kBiasRowBlock;
+      body(lo, std::min(kBiasRowBlock, rows - lo),
+           out != nullptr ? part.data() + k * n : nullptr);
+    }
+  });
+  if (out == nullptr) return;
+  for (int64_t c = 0; c < n; ++c) out[c] = scalar_t(0);
+  for (int64_t k = 0; k < nb; ++k) {
+    for (int64_t c = 0; c < n; ++c) out[c] += part[k * n + c];
+  }
+}
+
+// The whole expert MLP, GroupedLinear(GELU(GroupedLinear(x, w1, b1)), w2,
+// b2), on CPU float32/float64 as one op that runs expert by expert: each
+// expert's slice goes through both GEMMs (bias folded into addmm) and the
+// GELU while it is in cache, and in the backward through the b2 gradient,
+// the w2 weight gradient, the input gradient of the second layer, the GELU
+// gradient + b1 gradient (one pass), the w1 weight gradient and the input
+// gradient, one expert at a time (the per-expert intermediates of
+// [rows_e, mlp] stay in L2/L3 instead of a [N k, mlp] buffer per op). Same
+// operations and summation blocks as the unfused ops.
+class ExpertMlpFn : public torch::autograd::Function<ExpertMlpFn> {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor a,
-                               torch::Tensor w, torch::Tensor b,
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x,
+                               torch::Tensor w1, torch::Tensor b1,
+                               torch::Tensor w2, torch::Tensor b2,
                                const Plan& plan) {
     NoAutocast no_autocast;
-    a = a.contiguous();
-    w = w.contiguous();
-    const int64_t n = w.size(2);
-    torch::Tensor h = torch::empty({plan.num_rows(), n}, a.options());
-    GroupedGemmBias(a, w, b, h, plan);
+    x = x.contiguous();
+    w1 = w1.contiguous();
+    w2 = w2.contiguous();
+    const torch::Tensor b1d = b1.detach(), b2d = b2.detach();
+    const int64_t f = w1.size(2);
+    torch::Tensor h = torch::empty({plan.num_rows(), f}, x.options());
     torch::Tensor y = torch::empty_like(h);
-    AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "grouped_linear_gelu", [&] {
-      const scalar_t* hp = h.data_ptr<scalar_t>();
-      scalar_t* yp = y.data_ptr<scalar_t>();
-      at::parallel_for(0, h.numel(), 1 << 14, [&](int64_t lo, int64_t hi) {
-        model::cpu::GeluTanhRange(hp + lo, yp + lo, hi - lo);
-      });
+    torch::Tensor out =
+        torch::empty({plan.num_rows(), w2.size(2)}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "expert_mlp", [&] {
+      for (int e = 0; e < plan.num_experts; ++e) {
+        const int64_t lo = plan.host_offsets[e];
+        const int64_t rows = plan.host_offsets[e + 1] - lo;
+        if (rows == 0) continue;
+        torch::Tensor he = h.narrow(0, lo, rows);
+        torch::Tensor ye = y.narrow(0, lo, rows);
+        torch::addmm_out(he, b1d[e], x.narrow(0, lo, rows), w1[e]);
+        const scalar_t* hp = he.data_ptr<scalar_t>();
+        scalar_t* yp = ye.data_ptr<scalar_t>();
+        at::parallel_for(0, rows * f, 1 << 14, [&](int64_t i0, int64_t i1) {
+          model::cpu::GeluTanhRange(hp + i0, yp + i0, i1 - i0);
+        });
+        torch::Tensor oe = out.narrow(0, lo, rows);
+        torch::addmm_out(oe, b2d[e], ye, w2[e]);
+      }
     });
-    ctx->save_for_backward({a, w, h});
+    ctx->save_for_backward({x, w1, w2, h, y});
     SavePlan(ctx, plan);
-    return y;
+    return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     NoAutocast no_autocast;
     const Plan plan = LoadPlan(ctx);
     auto saved = ctx->get_saved_variables();
-    const torch::Tensor& a = saved[0];
-    const torch::Tensor& w = saved[1];
-    const torch::Tensor& h = saved[2];
-    torch::Tensor ga, gw, gb;
-    if (!grads[0].defined()) return {ga, gw, gb, torch::Tensor()};
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor& w1 = saved[1];
+    const torch::Tensor& w2 = saved[2];
+    const torch::Tensor& h = saved[3];
+    const torch::Tensor& y = saved[4];
+    torch::Tensor gx, gw1, gb1, gw2, gb2;
+    if (!grads[0].defined()) return {gx, gw1, gb1, gw2, gb2, torch::Tensor()};
     const torch::Tensor g = grads[0].contiguous();
-    const int64_t n = h.size(1);
-    torch::Tensor gh = torch::empty_like(h);
-    AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "grouped_linear_gelu_bwd", [&] {
-      const scalar_t* gp = g.data_ptr<scalar_t>();
-      const scalar_t* hp = h.data_ptr<scalar_t>();
-      scalar_t* ghp = gh.data_ptr<scalar_t>();
-      gb = ForExpertRowBlocks<scalar_t>(
-          plan, n, h.options(), ctx->needs_input_grad(2),
-          [&](int64_t lo, int64_t rows, int64_t, scalar_t* part) {
-            model::cpu::GeluGradBiasRows(gp + lo * n, hp + lo * n, ghp + lo * n,
-                                         part, n, rows);
-          });
+    const int64_t f = w1.size(2), dm = w2.size(2);
+    const auto o = x.options();
+    if (ctx->needs_input_grad(0)) gx = torch::empty_like(x);
+    // Experts without rows get zero weight and bias gradients.
+    if (ctx->needs_input_grad(1)) gw1 = torch::zeros_like(w1);
+    if (ctx->needs_input_grad(2)) gb1 = torch::zeros({plan.num_experts, f}, o);
+    if (ctx->needs_input_grad(3)) gw2 = torch::zeros_like(w2);
+    if (ctx->needs_input_grad(4)) gb2 = torch::zeros({plan.num_experts, dm}, o);
+    int64_t max_rows = 0;
+    for (int e = 0; e < plan.num_experts; ++e) {
+      max_rows =
+          std::max(max_rows, plan.host_offsets[e + 1] - plan.host_offsets[e]);
+    }
+    torch::Tensor dy = torch::empty({max_rows, f}, o);
+    torch::Tensor gh = torch::empty({max_rows, f}, o);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "expert_mlp_bwd", [&] {
+      for (int e = 0; e < plan.num_experts; ++e) {
+        const int64_t lo = plan.host_offsets[e];
+        const int64_t rows = plan.host_offsets[e + 1] - lo;
+        if (rows == 0) continue;
+        const torch::Tensor ge = g.narrow(0, lo, rows);
+        if (gb2.defined()) {
+          const scalar_t* gp = ge.data_ptr<scalar_t>();
+          ForRowBlocks<scalar_t>(rows, dm, gb2[e].data_ptr<scalar_t>(),
+                                 [&](int64_t r0, int64_t nr, scalar_t* part) {
+                                   model::cpu::ColumnSums(gp + r0 * dm, part,
+                                                          dm, nr);
+                                 });
+        }
+        if (gw2.defined()) {
+          torch::Tensor we = gw2[e];
+          torch::mm_out(we, y.narrow(0, lo, rows).t(), ge);
+        }
+        torch::Tensor dye = dy.narrow(0, 0, rows);
+        torch::mm_out(dye, ge, w2[e].t());
+        torch::Tensor ghe = gh.narrow(0, 0, rows);
+        const scalar_t* dyp = dye.data_ptr<scalar_t>();
+        const scalar_t* hp = h.narrow(0, lo, rows).data_ptr<scalar_t>();
+        scalar_t* ghp = ghe.data_ptr<scalar_t>();
+        ForRowBlocks<scalar_t>(
+            rows, f, gb1.defined() ? gb1[e].data_ptr<scalar_t>() : nullptr,
+            [&](int64_t r0, int64_t nr, scalar_t* part) {
+              model::cpu::GeluGradBiasRows(dyp + r0 * f, hp + r0 * f,
+                                           ghp + r0 * f, part, f, nr);
+            });
+        if (gw1.defined()) {
+          torch::Tensor we = gw1[e];
+          torch::mm_out(we, x.narrow(0, lo, rows).t(), ghe);
+        }
+        if (gx.defined()) {
+          torch::Tensor xe = gx.narrow(0, lo, rows);
+          torch::mm_out(xe, ghe, w1[e].t());
+        }
+      }
     });
-    if (ctx->needs_input_grad(0)) {
-      ga = torch::empty_like(a);
-      CheckOk(launch::GroupedGemm(gh, w, ga, plan, /*trans_b=*/true));
-    }
-    if (ctx->needs_input_grad(1)) {
-      gw = torch::empty_like(w);
-      CheckOk(launch::GroupedGemmWeightGrad(a, gh, gw, plan));
-    }
-    return {ga, gw, gb, torch::Tensor()};
+    return {gx, gw1, gb1, gw2, gb2, torch::Tensor()};
   }
 };
 
@@ -598,24 +673,8 @@ absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
   return GroupedLinearFn::apply(a, weight, bias, plan);
 }
 
-bool FusedGroupedLinearGeluSupported(const torch::Tensor& a) {
-  return CpuFloatLoops(a) && !AutocastDtype(a).has_value();
-}
-
-absl::StatusOr<torch::Tensor> GroupedLinearGelu(const torch::Tensor& a,
-                                                const torch::Tensor& weight,
-                                                const torch::Tensor& bias,
-                                                const Plan& plan,
-                                                bool unfused) {
-  SMOE_RETURN_IF_ERROR(CheckGroupedLinear(a, weight, bias, plan));
-  if (unfused || !FusedGroupedLinearGeluSupported(a)) {
-    torch::Tensor h = GroupedLinearFn::apply(a, weight, bias, plan);
-    // NOTE: the cast is a no-op unless an autocast list changed gelu's
-    // dtype. GeluTanh: torch::gelu(h, "tanh") with vectorised loops on CPU
-    // float32/64 (worker/model/fused_ops.h), torch::gelu elsewhere.
-    return GeluTanh(h).to(h.scalar_type());
-  }
-  return GroupedLinearGeluFn::apply(a, weight, bias, plan);
+bool FusedExpertMlpSupported(const torch::Tensor& buffer) {
+  return CpuFloatLoops(buffer) && !AutocastDtype(buffer).has_value();
 }
 
 absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
@@ -623,10 +682,31 @@ absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
                                         const torch::Tensor& b1,
                                         const torch::Tensor& w2,
                                         const torch::Tensor& b2,
-                                        const Plan& plan) {
-  SMOE_ASSIGN_OR_RETURN(torch::Tensor h,
-                        GroupedLinearGelu(buffer, w1, b1, plan));
-  return GroupedLinear(h, w2, b2, plan);
+                                        const Plan& plan, bool unfused) {
+  if (!unfused && FusedExpertMlpSupported(buffer)) {
+    SMOE_RETURN_IF_ERROR(CheckGroupedLinear(buffer, w1, b1, plan));
+    if (w2.dim() != 3 || w2.size(0) != plan.num_experts ||
+        w2.size(1) != w1.size(2)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("w2 must be [num_experts=", plan.num_experts,
+                       ", mlp=", w1.size(2), ", n], got ", Shape(w2)));
+    }
+    SMOE_RETURN_IF_ERROR(CheckShape(b2, "b2", {plan.num_experts, w2.size(2)}));
+    for (const auto& [t, name] : {std::pair{&w2, "w2"}, std::pair{&b2, "b2"}}) {
+      SMOE_RETURN_IF_ERROR(CheckDevice(*t, name, buffer.device()));
+      if (t->scalar_type() != buffer.scalar_type()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " has dtype ", DtypeName(*t), ", expected ",
+                         DtypeName(buffer)));
+      }
+    }
+    return ExpertMlpFn::apply(buffer, w1, b1, w2, b2, plan);
+  }
+  SMOE_ASSIGN_OR_RETURN(torch::Tensor h, GroupedLinear(buffer, w1, b1, plan));
+  // NOTE: the cast is a no-op unless an autocast list changed gelu's dtype.
+  // GeluTanh: torch::gelu(h, "tanh") with vectorised loops on CPU
+  // float32/64 (worker/model/fused_ops.h), torch::gelu elsewhere.
+  return GroupedLinear(GeluTanh(h).to(h.scalar_type()), w2, b2, plan);
 }
 
 absl::StatusOr<torch::Tensor> RoutedExperts(const torch::Tensor& x,
