@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -101,10 +102,25 @@ bool CpuFloatLoops(const torch::Tensor& t) {
                         t.scalar_type() == torch::kFloat64);
 }
 
+// o [rows, n] (contiguous CPU float32/float64) = a . w + bias (bias a
+// contiguous [n] row): the bias written into every row (one memcpy per
+// row), then the GEMM accumulates onto it (in-place addmm_, BLAS beta = 1):
+// no zeroing pass (beta = 0), no separate bias add, and not LibTorch's
+// slow broadcasting copy inside addmm_out.
+void AddmmBiasRows(const torch::Tensor& o, const torch::Tensor& bias,
+                   const torch::Tensor& a, const torch::Tensor& w) {
+  const int64_t rows = o.size(0), n = o.size(1);
+  const size_t bytes = static_cast<size_t>(n) * o.element_size();
+  char* op = static_cast<char*>(o.data_ptr());
+  const void* bp = bias.data_ptr();
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(op + r * bytes, bp, bytes);
+  torch::Tensor out = o;
+  out.addmm_(a, w);
+}
+
 // out[rows of e] = a[rows of e] . w[e] + b[e]. CPU float32/float64: one
-// addmm per non-empty expert (the bias copied into the output, the GEMM
-// accumulating onto it: no separate zeroing and bias pass); elsewhere the
-// grouped GEMM launch, then AddBias.
+// AddmmBiasRows per non-empty expert; elsewhere the grouped GEMM launch,
+// then AddBias.
 void GroupedGemmBias(const torch::Tensor& a, const torch::Tensor& w,
                      const torch::Tensor& b, const torch::Tensor& out,
                      const Plan& plan) {
@@ -114,13 +130,13 @@ void GroupedGemmBias(const torch::Tensor& a, const torch::Tensor& w,
     AddBias(out, b, plan);
     return;
   }
-  const torch::Tensor bd = b.detach();
+  const torch::Tensor bd = b.detach().contiguous();
   for (int e = 0; e < plan.num_experts; ++e) {
     const int64_t lo = plan.host_offsets[e];
     const int64_t rows = plan.host_offsets[e + 1] - lo;
     if (rows == 0) continue;
     torch::Tensor o = out.narrow(0, lo, rows);
-    torch::addmm_out(o, bd[e], a.narrow(0, lo, rows), w[e]);
+    AddmmBiasRows(o, bd[e], a.narrow(0, lo, rows), w[e]);
   }
 }
 
@@ -382,7 +398,8 @@ class ExpertMlpFn : public torch::autograd::Function<ExpertMlpFn> {
     x = x.contiguous();
     w1 = w1.contiguous();
     w2 = w2.contiguous();
-    const torch::Tensor b1d = b1.detach(), b2d = b2.detach();
+    const torch::Tensor b1d = b1.detach().contiguous();
+    const torch::Tensor b2d = b2.detach().contiguous();
     const int64_t f = w1.size(2);
     torch::Tensor h = torch::empty({plan.num_rows(), f}, x.options());
     torch::Tensor y = torch::empty_like(h);
@@ -395,14 +412,14 @@ class ExpertMlpFn : public torch::autograd::Function<ExpertMlpFn> {
         if (rows == 0) continue;
         torch::Tensor he = h.narrow(0, lo, rows);
         torch::Tensor ye = y.narrow(0, lo, rows);
-        torch::addmm_out(he, b1d[e], x.narrow(0, lo, rows), w1[e]);
+        AddmmBiasRows(he, b1d[e], x.narrow(0, lo, rows), w1[e]);
         const scalar_t* hp = he.data_ptr<scalar_t>();
         scalar_t* yp = ye.data_ptr<scalar_t>();
         at::parallel_for(0, rows * f, 1 << 14, [&](int64_t i0, int64_t i1) {
           model::cpu::GeluTanhRange(hp + i0, yp + i0, i1 - i0);
         });
         torch::Tensor oe = out.narrow(0, lo, rows);
-        torch::addmm_out(oe, b2d[e], ye, w2[e]);
+        AddmmBiasRows(oe, b2d[e], ye, w2[e]);
       }
     });
     ctx->save_for_backward({x, w1, w2, h, y});
