@@ -327,6 +327,59 @@ TEST(FusedAddLayerNormTest, FallsBackOffCpuFloat) {
 // AdamW's fused loop against the LibTorch ops it replaces (the same
 // function's unfused branch, which the trainer also takes on CUDA), over
 // several updates, with and without decay and with a missing gradient.
+TEST(FusedLinearTest, MatchesAddmmAndItsGradientsAtOneAndTwoThreads) {
+  // Linear's CPU op (bias rows + in-place addmm_, blocked bias gradient)
+  // against torch::addmm and its autograd (unfused = true), 999 rows =
+  // several 256-row blocks; the bias gradient does not depend on the
+  // thread count.
+  torch::manual_seed(21);
+  const int threads_before = at::get_num_threads();
+  for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+    const auto o = torch::TensorOptions(dtype);
+    torch::Tensor x0 = torch::randn({999, 48}, o);
+    torch::Tensor w0 = torch::randn({48, 40}, o).div_(7);
+    torch::Tensor b0 = torch::randn({40}, o);
+    torch::Tensor g = torch::randn({999, 40}, o);
+    EXPECT_TRUE(FusedLinearSupported(x0, w0, b0));
+    torch::Tensor gb_one_thread;
+    for (int threads : {1, 2}) {
+      at::set_num_threads(threads);
+      std::vector<torch::Tensor> res[2];
+      for (bool unfused : {false, true}) {
+        torch::Tensor x = x0.clone().requires_grad_(true);
+        torch::Tensor w = w0.clone().requires_grad_(true);
+        torch::Tensor b = b0.clone().requires_grad_(true);
+        torch::Tensor y = Linear(x, w, b, unfused);
+        (y * g).sum().backward();
+        res[unfused] = {y.detach(), x.grad(), w.grad(), b.grad()};
+      }
+      const double tol = dtype == torch::kFloat64 ? 1e-12 : 2e-5;
+      const char* names[] = {"y", "grad x", "grad w", "grad b"};
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_TRUE(torch::allclose(res[0][i], res[1][i], tol, tol))
+            << names[i] << " dtype " << dtype << " threads " << threads << " "
+            << (res[0][i] - res[1][i]).abs().max().item<double>();
+      }
+      if (threads == 1) {
+        gb_one_thread = res[0][3];
+      } else {
+        EXPECT_TRUE(torch::equal(res[0][3], gb_one_thread)) << dtype;
+      }
+    }
+  }
+  at::set_num_threads(threads_before);
+}
+
+TEST(FusedLinearTest, FallsBackOffCpuFloat) {
+  const auto bf = torch::TensorOptions(torch::kBFloat16);
+  torch::Tensor x = torch::randn({5, 4}, bf), w = torch::randn({4, 3}, bf);
+  torch::Tensor b = torch::randn({3}, bf);
+  EXPECT_FALSE(FusedLinearSupported(x, w, b));
+  EXPECT_FALSE(FusedLinearSupported(torch::randn({5, 4}), torch::randn({4, 3}),
+                                    torch::randn({3}, torch::kFloat64)));
+  EXPECT_TRUE(torch::equal(Linear(x, w, b), torch::addmm(b, x, w)));
+}
+
 TEST(FusedAdamWTest, MatchesUnfusedOpsFloat32AndFloat64) {
   for (torch::Dtype dt : {torch::kFloat32, torch::kFloat64}) {
     for (double wd : {0.0, 0.1}) {
