@@ -106,7 +106,7 @@ torch::Tensor AttentionImpl::FusedForward(const torch::Tensor& x) {
   torch::Tensor bias =
       torch::cat({bq.reshape({-1}), bk.reshape({-1}), bv.reshape({-1})});
   torch::Tensor qkv =
-      torch::addmm(bias, x.reshape({b * t, d_model_}), w).view({b, t, -1});
+      Linear(x.reshape({b * t, d_model_}), w, bias).view({b, t, -1});
   const double p = config_.attention_dropout;
   torch::Tensor keep;
   if (is_training() && p > 0) {
@@ -119,8 +119,7 @@ torch::Tensor AttentionImpl::FusedForward(const torch::Tensor& x) {
   torch::Tensor y =
       FusedSoftmaxAttention(qkv, rel_bias, bucket_, keep, heads_, dk_, dv_,
                             1.0 / std::sqrt(static_cast<double>(dk_)));
-  return torch::addmm(bo, y.view({b * t, heads_ * dv_}), wo)
-      .view({b, t, d_model_});
+  return Linear(y.view({b * t, heads_ * dv_}), wo, bo).view({b, t, d_model_});
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {

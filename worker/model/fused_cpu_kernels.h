@@ -15,15 +15,17 @@
 
 namespace smoe::model::cpu {
 
-// Rows are padded to a multiple of this (one AVX-512 float vector).
+// The query rows are padded to a multiple of this (one AVX-512 float vector
+// of query lanes; fused_cpu_kernels.cc runs kAttentionLanes queries at once).
 constexpr int64_t kAttentionLanes = 16;
-// Bias of the padding keys: exp(kPadBias - max) underflows to (almost) 0,
-// and the padded value rows are zero, so padding never reaches an output.
-constexpr double kAttentionPadBias = -1e30;
 
 // qkv is [B, T, row] with row = H * (2 dk + dv): the queries of head h at
 // columns [h dk, (h+1) dk), its keys at H dk + h dk, its values at
 // 2 H dk + h dv. tp: T rounded up to kAttentionLanes.
+//
+// The per-(query, key) arrays are key-major with the queries padded:
+// element (query i, key j) at j * tp + i ("[T, tp]"), so a block of
+// queries of one key is contiguous.
 struct AttentionDims {
   int64_t b, t, h, dk, dv, row;
   int64_t tp;
@@ -35,9 +37,11 @@ struct AttentionDims {
 AttentionDims MakeAttentionDims(int64_t b, int64_t t, int64_t h, int64_t dk,
                                 int64_t dv, int64_t row);
 
-// Forward of heads [h0, h1) for all batch rows. bias [H, T, tp] (padding
-// kAttentionPadBias), keep [T, tp] (padding 0) or null (no dropout), p_out
-// [B, H, T, tp] (the softmax, saved for the backward), y [B, T, H*dv].
+// Forward of heads [h0, h1) for all batch rows. bias [H, T, tp] (key-major;
+// finite padding, e.g. 0), keep [T, tp] (key-major, the dropout mask times
+// 1 / (1 - p); padding 0) or null (no dropout), p_out [B, H, T, tp] (the
+// softmax, key-major, saved for the backward; its padding queries hold
+// finite values that the backward ignores), y [B, T, H*dv].
 void AttentionForwardHeads(const float* qkv, const float* bias,
                            const float* keep, float scale,
                            const AttentionDims& d, float* p_out, float* y,
@@ -48,7 +52,8 @@ void AttentionForwardHeads(const double* qkv, const double* bias,
                            int64_t h0, int64_t h1);
 
 // Backward of heads [h0, h1): writes gqkv's columns of these heads and gbias
-// rows [h0, h1) ([H, T, tp], summed over the batch). gy is [B, T, H*dv].
+// rows [h0, h1) ([H, T, tp], key-major, summed over the batch; padding
+// queries 0). gy is [B, T, H*dv].
 void AttentionBackwardHeads(const float* qkv, const float* p, const float* keep,
                             const float* gy, float scale,
                             const AttentionDims& d, float* gqkv, float* gbias,
@@ -63,6 +68,19 @@ void GeluTanhRange(const float* x, float* y, int64_t n);
 void GeluTanhRange(const double* x, double* y, int64_t n);
 void GeluTanhGradRange(const float* g, const float* x, float* gx, int64_t n);
 void GeluTanhGradRange(const double* g, const double* x, double* gx, int64_t n);
+
+// The expert MLP's first layer backward over rows [0, rows) of width n (one
+// expert's slice of the permuted buffer; h the saved pre-activation):
+// gh = g * gelu_tanh'(h), and gb = the column sums of gh over these rows in
+// row order (written, not accumulated; gb null: none).
+void GeluGradBiasRows(const float* g, const float* h, float* gh, float* gb,
+                      int64_t n, int64_t rows);
+void GeluGradBiasRows(const double* g, const double* h, double* gh, double* gb,
+                      int64_t n, int64_t rows);
+
+// gb = the column sums of g [rows, n] in row order (written).
+void ColumnSums(const float* g, float* gb, int64_t n, int64_t rows);
+void ColumnSums(const double* g, double* gb, int64_t n, int64_t rows);
 
 // One AdamW update of n elements in place, the operation order of the
 // LibTorch ops it replaces (worker/trainer): m = b1 m + (1 - b1) g;

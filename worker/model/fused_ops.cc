@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "worker/model/fused_cpu_kernels.h"
@@ -17,7 +18,6 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 using cpu::AttentionDims;
-using cpu::kAttentionPadBias;
 
 AttentionDims DimsOf(const torch::Tensor& qkv, int64_t heads, int64_t dk,
                      int64_t dv) {
@@ -33,19 +33,23 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
                                int64_t dv, double scale) {
     qkv = qkv.contiguous();
     const AttentionDims d = DimsOf(qkv, heads, dk, dv);
-    // [H, T, tp]: the bias of every (query, key) pair, gathered once, the
-    // padding keys at kAttentionPadBias.
-    torch::Tensor bias = torch::constant_pad_nd(
-        rel_bias.detach().index_select(1, bucket).view({d.h, d.t, d.t}),
-        {0, d.tp - d.t}, kAttentionPadBias);
+    // [H, T, tp] key-major (key j, query i at j * tp + i): the bias of
+    // every (query, key) pair, gathered once; padding queries 0.
+    torch::Tensor bias = torch::constant_pad_nd(rel_bias.detach()
+                                                    .index_select(1, bucket)
+                                                    .view({d.h, d.t, d.t})
+                                                    .transpose(1, 2),
+                                                {0, d.tp - d.t}, 0)
+                             .contiguous();
     torch::Tensor p = torch::empty({d.b, d.h, d.t, d.tp}, qkv.options());
     torch::Tensor y = torch::empty({d.b, d.t, d.h * d.dv}, qkv.options());
-    // keep: [T, T] -> [T, tp] padded with 0, or empty (no dropout; autograd
-    // takes no undefined inputs).
-    torch::Tensor kp =
-        keep.numel() > 0
-            ? torch::constant_pad_nd(keep.view({d.t, d.t}), {0, d.tp - d.t}, 0)
-            : keep;
+    // keep: [T, T] -> key-major [T, tp] padded with 0, or empty (no dropout;
+    // autograd takes no undefined inputs).
+    torch::Tensor kp = keep.numel() > 0
+                           ? torch::constant_pad_nd(keep.view({d.t, d.t}).t(),
+                                                    {0, d.tp - d.t}, 0)
+                                 .contiguous()
+                           : keep;
     AT_DISPATCH_FLOATING_TYPES(qkv.scalar_type(), "fused_attention_fwd", [&] {
       const scalar_t* kptr = kp.numel() > 0 ? kp.data_ptr<scalar_t>() : nullptr;
       at::parallel_for(0, d.h, 1, [&](int64_t h0, int64_t h1) {
@@ -90,9 +94,11 @@ class FusedAttentionFn : public torch::autograd::Function<FusedAttentionFn> {
               gqkv.data_ptr<scalar_t>(), gbias.data_ptr<scalar_t>(), h0, h1);
         });
       });
-      grel = torch::zeros({d.h, nb}, qkv.options())
-                 .index_add_(1, bucket,
-                             gbias.narrow(2, 0, d.t).reshape({d.h, -1}));
+      grel =
+          torch::zeros({d.h, nb}, qkv.options())
+              .index_add_(
+                  1, bucket,
+                  gbias.narrow(2, 0, d.t).transpose(1, 2).reshape({d.h, -1}));
     }
     return {gqkv,
             grel,
@@ -142,6 +148,64 @@ class GeluTanhFn : public torch::autograd::Function<GeluTanhFn> {
 
 // Rows per block of the LayerNorm backward's weight/bias partial sums.
 constexpr int64_t kLnRowBlock = 256;
+
+// out = x . w + b on CPU float32/float64: the bias rows written by memcpy,
+// then an in-place addmm_ (BLAS beta = 1) instead of addmm's broadcasting
+// copy; backward: the two GEMMs of AddmmBackward and the bias gradient as
+// column sums over fixed kLnRowBlock-row blocks folded in block order
+// (deterministic for any thread count) instead of LibTorch's sum.
+class LinearFn : public torch::autograd::Function<LinearFn> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x,
+                               torch::Tensor w, torch::Tensor b) {
+    x = x.contiguous();
+    w = w.contiguous();
+    const torch::Tensor bc = b.detach().contiguous();
+    const int64_t rows = x.size(0), n = w.size(1);
+    torch::Tensor out = torch::empty({rows, n}, x.options());
+    const size_t bytes = static_cast<size_t>(n) * out.element_size();
+    char* op = static_cast<char*>(out.data_ptr());
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(op + r * bytes, bc.data_ptr(), bytes);
+    }
+    out.addmm_(x, w);
+    ctx->save_for_backward({x, w});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor& w = saved[1];
+    torch::Tensor gx, gw, gb;
+    if (!grads[0].defined()) return {gx, gw, gb};
+    const torch::Tensor g = grads[0].contiguous();
+    if (ctx->needs_input_grad(0)) gx = g.mm(w.t());
+    if (ctx->needs_input_grad(1)) gw = x.t().mm(g);
+    if (ctx->needs_input_grad(2)) {
+      const int64_t rows = g.size(0), n = g.size(1);
+      const int64_t blocks = (rows + kLnRowBlock - 1) / kLnRowBlock;
+      torch::Tensor part = torch::empty({blocks, n}, g.options());
+      gb = torch::zeros({n}, g.options());
+      AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "linear_bias_grad", [&] {
+        const scalar_t* gp = g.data_ptr<scalar_t>();
+        scalar_t* pp = part.data_ptr<scalar_t>();
+        at::parallel_for(0, blocks, 1, [&](int64_t k0, int64_t k1) {
+          for (int64_t k = k0; k < k1; ++k) {
+            const int64_t r0 = k * kLnRowBlock;
+            cpu::ColumnSums(gp + r0 * n, pp + k * n, n,
+                            std::min(rows, r0 + kLnRowBlock) - r0);
+          }
+        });
+        scalar_t* out = gb.data_ptr<scalar_t>();
+        for (int64_t k = 0; k < blocks; ++k) {
+          for (int64_t c = 0; c < n; ++c) out[c] += pp[k * n + c];
+        }
+      });
+    }
+    return {gx, gw, gb};
+  }
+};
 
 class AddLayerNormFn : public torch::autograd::Function<AddLayerNormFn> {
  public:
@@ -269,6 +333,22 @@ std::pair<torch::Tensor, torch::Tensor> AddLayerNorm(
   }
   variable_list out = AddLayerNormFn::apply(x, y, weight, bias, eps);
   return {out[0], out[1]};
+}
+
+bool FusedLinearSupported(const torch::Tensor& x, const torch::Tensor& w,
+                          const torch::Tensor& b) {
+  return x.is_cpu() && w.is_cpu() && b.is_cpu() &&
+         (x.scalar_type() == torch::kFloat32 ||
+          x.scalar_type() == torch::kFloat64) &&
+         w.scalar_type() == x.scalar_type() &&
+         b.scalar_type() == x.scalar_type() && x.dim() == 2 && w.dim() == 2 &&
+         b.dim() == 1 && x.size(1) == w.size(0) && b.size(0) == w.size(1);
+}
+
+torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w,
+                     const torch::Tensor& b, bool unfused) {
+  if (unfused || !FusedLinearSupported(x, w, b)) return torch::addmm(b, x, w);
+  return LinearFn::apply(x, w, b);
 }
 
 bool FusedAdamWSupported(const torch::Tensor& p, const torch::Tensor& g,

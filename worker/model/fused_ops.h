@@ -85,6 +85,17 @@ std::pair<torch::Tensor, torch::Tensor> AddLayerNorm(
     const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& weight,
     const torch::Tensor& bias, double eps, bool unfused = false);
 
+// x [M, K] . w [K, N] + b [N] (torch::addmm(b, x, w)), differentiable in
+// all three. On CPU float32/float64 (FusedLinearSupported) the bias rows are
+// written first and the GEMM accumulates onto them (no broadcasting copy),
+// and the bias gradient is summed over fixed 256-row blocks in block order
+// (deterministic for any thread count). unfused = true (tests) or other
+// inputs: torch::addmm.
+bool FusedLinearSupported(const torch::Tensor& x, const torch::Tensor& w,
+                          const torch::Tensor& b);
+torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w,
+                     const torch::Tensor& b, bool unfused = false);
+
 // 4. AdamW's per-parameter update (optax.adamw: b1, b2, eps outside the
 // sqrt, decoupled decay) as one pass over the parameter and its two moments
 // instead of ~8 LibTorch ops and 2 temporaries per parameter (issue 19:

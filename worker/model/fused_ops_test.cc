@@ -1,10 +1,12 @@
 // Copyright 2026 SMoE Lab authors.
 #include "worker/model/fused_ops.h"
 
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <vector>
 
 #include "worker/model/attention.h"
 #include "worker/model/model_config.h"
@@ -82,6 +84,41 @@ TEST(FusedAttentionTest, ForwardAndGradientsMatchUnfusedOps) {
       }
     }
   }
+}
+
+TEST(FusedAttentionTest, OneAndTwoThreadsGiveTheSameBits) {
+  // The loops split the heads over the intra-op threads; every output
+  // element and the per-head bias gradient are computed by one thread in a
+  // fixed order, so 1 and 2 threads agree exactly (and with the reference).
+  torch::manual_seed(4);
+  const int threads_before = at::get_num_threads();
+  for (bool dropout : {false, true}) {
+    Inputs in = Random(torch::kFloat32, 5, 36, 16, 4, 4, 36, dropout);
+    const double scale = 0.5;
+    std::vector<torch::Tensor> got[2];
+    for (int threads : {1, 2}) {
+      at::set_num_threads(threads);
+      torch::Tensor q = in.qkv.clone().requires_grad_(true);
+      torch::Tensor r = in.rel.clone().requires_grad_(true);
+      torch::Tensor y =
+          FusedSoftmaxAttention(q, r, in.bucket, in.keep, 16, 4, 4, scale);
+      torch::Tensor g = torch::cos(torch::arange(y.numel()).view(y.sizes()));
+      (y * g).sum().backward();
+      got[threads - 1] = {y.detach(), q.grad(), r.grad()};
+      torch::Tensor q2 = in.qkv.clone().requires_grad_(true);
+      torch::Tensor r2 = in.rel.clone().requires_grad_(true);
+      torch::Tensor y2 = Reference(q2, r2, in.bucket, in.keep, 16, 4, 4, scale);
+      (y2 * g).sum().backward();
+      EXPECT_TRUE(torch::allclose(y, y2, 2e-5, 2e-5)) << threads;
+      EXPECT_TRUE(torch::allclose(q.grad(), q2.grad(), 2e-5, 2e-5)) << threads;
+      EXPECT_TRUE(torch::allclose(r.grad(), r2.grad(), 2e-5, 2e-5)) << threads;
+    }
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(torch::equal(got[0][i], got[1][i]))
+          << "output " << i << " dropout " << dropout;
+    }
+  }
+  at::set_num_threads(threads_before);
 }
 
 TEST(FusedAttentionTest, GradcheckFloat64) {
@@ -290,6 +327,59 @@ TEST(FusedAddLayerNormTest, FallsBackOffCpuFloat) {
 // AdamW's fused loop against the LibTorch ops it replaces (the same
 // function's unfused branch, which the trainer also takes on CUDA), over
 // several updates, with and without decay and with a missing gradient.
+TEST(FusedLinearTest, MatchesAddmmAndItsGradientsAtOneAndTwoThreads) {
+  // Linear's CPU op (bias rows + in-place addmm_, blocked bias gradient)
+  // against torch::addmm and its autograd (unfused = true), 999 rows =
+  // several 256-row blocks; the bias gradient does not depend on the
+  // thread count.
+  torch::manual_seed(21);
+  const int threads_before = at::get_num_threads();
+  for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+    const auto o = torch::TensorOptions(dtype);
+    torch::Tensor x0 = torch::randn({999, 48}, o);
+    torch::Tensor w0 = torch::randn({48, 40}, o).div_(7);
+    torch::Tensor b0 = torch::randn({40}, o);
+    torch::Tensor g = torch::randn({999, 40}, o);
+    EXPECT_TRUE(FusedLinearSupported(x0, w0, b0));
+    torch::Tensor gb_one_thread;
+    for (int threads : {1, 2}) {
+      at::set_num_threads(threads);
+      std::vector<torch::Tensor> res[2];
+      for (bool unfused : {false, true}) {
+        torch::Tensor x = x0.clone().requires_grad_(true);
+        torch::Tensor w = w0.clone().requires_grad_(true);
+        torch::Tensor b = b0.clone().requires_grad_(true);
+        torch::Tensor y = Linear(x, w, b, unfused);
+        (y * g).sum().backward();
+        res[unfused] = {y.detach(), x.grad(), w.grad(), b.grad()};
+      }
+      const double tol = dtype == torch::kFloat64 ? 1e-12 : 2e-5;
+      const char* names[] = {"y", "grad x", "grad w", "grad b"};
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_TRUE(torch::allclose(res[0][i], res[1][i], tol, tol))
+            << names[i] << " dtype " << dtype << " threads " << threads << " "
+            << (res[0][i] - res[1][i]).abs().max().item<double>();
+      }
+      if (threads == 1) {
+        gb_one_thread = res[0][3];
+      } else {
+        EXPECT_TRUE(torch::equal(res[0][3], gb_one_thread)) << dtype;
+      }
+    }
+  }
+  at::set_num_threads(threads_before);
+}
+
+TEST(FusedLinearTest, FallsBackOffCpuFloat) {
+  const auto bf = torch::TensorOptions(torch::kBFloat16);
+  torch::Tensor x = torch::randn({5, 4}, bf), w = torch::randn({4, 3}, bf);
+  torch::Tensor b = torch::randn({3}, bf);
+  EXPECT_FALSE(FusedLinearSupported(x, w, b));
+  EXPECT_FALSE(FusedLinearSupported(torch::randn({5, 4}), torch::randn({4, 3}),
+                                    torch::randn({3}, torch::kFloat64)));
+  EXPECT_TRUE(torch::equal(Linear(x, w, b), torch::addmm(b, x, w)));
+}
+
 TEST(FusedAdamWTest, MatchesUnfusedOpsFloat32AndFloat64) {
   for (torch::Dtype dt : {torch::kFloat32, torch::kFloat64}) {
     for (double wd : {0.0, 0.1}) {

@@ -329,6 +329,65 @@ TEST(ModelTest, GradientCheckDoublePrecision) {
   }
 }
 
+TEST(ModelTest, CrossBlockAddLayerNormEqualsPerBlockForward) {
+  // SmoeTransformer::forward fuses each block's last residual add with the
+  // next LayerNorm (the next block's ln1, or final_ln); the per-block path
+  // (Block::forward, then final_ln) must give the same logits, auxiliary
+  // loss and parameter gradients (float32: rounding only; float64: 1e-12).
+  for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+    torch::manual_seed(12);
+    ModelConfig c = Tiny();
+    c.depth = 3;
+    c.dispatch = Dispatch::kOps;
+    c.load_balance_alpha = 0.01;
+    SmoeTransformer model(c);
+    model->to(dtype);
+    model->eval();  // no dropout: both paths see the same function
+    for (auto& p : model->parameters()) {  // non-trivial LayerNorm affines
+      torch::NoGradGuard no_grad;
+      if (p.dim() == 1) p.add_(torch::randn_like(p).mul_(0.3));
+    }
+    const auto o = torch::TensorOptions(dtype);
+    torch::Tensor x = torch::rand({3, 9, 8}, o);
+    torch::Tensor probe = torch::randn({3, 9, 8}, o);
+    std::vector<torch::Tensor> grads[2];
+    torch::Tensor logits[2], aux[2];
+    for (int path = 0; path < 2; ++path) {
+      model->zero_grad();
+      if (path == 0) {
+        ForwardOutput out = model->forward(x);
+        logits[0] = out.logits;
+        aux[0] = out.aux_loss;
+      } else {
+        torch::Tensor h = torch::matmul(x, model->embed_w) + model->embed_b;
+        aux[1] = torch::zeros({}, o);
+        for (auto& block : model->blocks) {
+          torch::Tensor a;
+          h = block->forward(h, &a, nullptr);
+          aux[1] = aux[1] + a;
+        }
+        logits[1] =
+            torch::matmul(model->final_ln->forward(h), model->readout_w) +
+            model->readout_b;
+      }
+      ((logits[path] * probe).sum() + aux[path]).backward();
+      for (auto& p : model->parameters())
+        grads[path].push_back(p.grad().clone());
+    }
+    const double tol = dtype == torch::kFloat64 ? 1e-12 : 1e-5;
+    SCOPED_TRACE(::testing::Message() << "dtype " << dtype);
+    EXPECT_TRUE(torch::allclose(logits[0], logits[1], tol, tol))
+        << (logits[0] - logits[1]).abs().max().item<double>();
+    EXPECT_TRUE(torch::allclose(aux[0], aux[1], tol, tol));
+    const auto names = model->named_parameters().keys();
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      EXPECT_TRUE(torch::allclose(grads[0][i], grads[1][i], 10 * tol, tol))
+          << names[i] << " "
+          << (grads[0][i] - grads[1][i]).abs().max().item<double>();
+    }
+  }
+}
+
 // Brute force: per token sort expert ids by (-logit, id).
 TEST(MoeTest, RouterTopKMatchesBruteForceWithTies) {
   torch::manual_seed(5);

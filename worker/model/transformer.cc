@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -30,16 +31,23 @@ BlockImpl::BlockImpl(const ModelConfig& config) {
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& h,
                                  torch::Tensor* aux_loss, RouterStats* stats) {
-  const torch::Tensor att = attn->forward(ln1->forward(h));
+  auto [a, m] = ForwardNormed(h, ln1->forward(h), aux_loss, stats);
+  return a + m;
+}
+
+std::pair<torch::Tensor, torch::Tensor> BlockImpl::ForwardNormed(
+    const torch::Tensor& h, const torch::Tensor& n1, torch::Tensor* aux_loss,
+    RouterStats* stats) {
+  const torch::Tensor att = attn->forward(n1);
   // a = h + att and ln2(a) in one op on CPU float (fused_ops.h); the
   // LibTorch ops elsewhere and under autocast.
   if (!AutocastDtype(h).has_value()) {
     auto [a, n] =
         AddLayerNorm(h, att, ln2->weight, ln2->bias, ln2->options.eps());
-    return a + moe->forward(n, aux_loss, stats);
+    return {a, moe->forward(n, aux_loss, stats)};
   }
   torch::Tensor a = h + att;
-  return a + moe->forward(ln2->forward(a), aux_loss, stats);
+  return {a, moe->forward(ln2->forward(a), aux_loss, stats)};
 }
 
 SmoeTransformerImpl::SmoeTransformerImpl(const ModelConfig& config)
@@ -62,13 +70,32 @@ ForwardOutput SmoeTransformerImpl::forward(const torch::Tensor& x,
   torch::Tensor h = torch::matmul(x, embed_w) + embed_b;
   out.aux_loss = torch::zeros({}, h.options());
   if (collect_router_stats) out.router_stats.resize(blocks.size());
+  if (AutocastDtype(h).has_value()) {
+    for (size_t l = 0; l < blocks.size(); ++l) {
+      torch::Tensor aux;
+      h = blocks[l]->forward(
+          h, &aux, collect_router_stats ? &out.router_stats[l] : nullptr);
+      out.aux_loss = out.aux_loss + aux;
+    }
+    out.logits = torch::matmul(final_ln->forward(h), readout_w) + readout_b;
+    return out;
+  }
+  // Each block's last residual add (h' = a + m) and the LayerNorm that
+  // reads h' next (the next block's ln1, or final_ln) as one AddLayerNorm
+  // op (fused_ops.h: one pass on CPU float, the LibTorch ops elsewhere).
+  torch::Tensor n =
+      blocks.empty() ? final_ln->forward(h) : blocks[0]->ln1->forward(h);
   for (size_t l = 0; l < blocks.size(); ++l) {
     torch::Tensor aux;
-    h = blocks[l]->forward(
-        h, &aux, collect_router_stats ? &out.router_stats[l] : nullptr);
+    auto [a, m] = blocks[l]->ForwardNormed(
+        h, n, &aux, collect_router_stats ? &out.router_stats[l] : nullptr);
     out.aux_loss = out.aux_loss + aux;
+    torch::nn::LayerNorm& next =
+        l + 1 < blocks.size() ? blocks[l + 1]->ln1 : final_ln;
+    std::tie(h, n) =
+        AddLayerNorm(a, m, next->weight, next->bias, next->options.eps());
   }
-  out.logits = torch::matmul(final_ln->forward(h), readout_w) + readout_b;
+  out.logits = torch::matmul(n, readout_w) + readout_b;
   return out;
 }
 

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "worker/model/attention.h"
@@ -49,6 +50,13 @@ class BlockImpl : public torch::nn::Module {
   explicit BlockImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& h, torch::Tensor* aux_loss,
                         RouterStats* stats);
+  // The block without its last residual add, for a caller that fuses that
+  // add with the next LayerNorm: given h and n1 = ln1(h), returns {a, m}
+  // with a = h + attn(n1) and m = moe(ln2(a)); forward(h) = a + m.
+  std::pair<torch::Tensor, torch::Tensor> ForwardNormed(const torch::Tensor& h,
+                                                        const torch::Tensor& n1,
+                                                        torch::Tensor* aux_loss,
+                                                        RouterStats* stats);
 
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   Attention attn{nullptr};

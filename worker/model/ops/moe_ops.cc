@@ -7,9 +7,13 @@
 // launch_cuda.cc (CUDA kernels and cuBLAS).
 #include "worker/model/ops/moe_ops.h"
 
+#include <ATen/Parallel.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <array>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,6 +25,7 @@
 #include "common/status_macros.h"
 #include "kernels/permute/permute.h"
 #include "worker/model/autocast.h"
+#include "worker/model/fused_cpu_kernels.h"
 #include "worker/model/fused_ops.h"
 #include "worker/model/ops/launch.h"
 
@@ -91,10 +96,117 @@ void AddBias(const torch::Tensor& out, const torch::Tensor& bias,
   }
 }
 
+// CPU float32/float64: the per-expert loops of fused_cpu_kernels.h.
+bool CpuFloatLoops(const torch::Tensor& t) {
+  return t.is_cpu() && (t.scalar_type() == torch::kFloat32 ||
+                        t.scalar_type() == torch::kFloat64);
+}
+
+// o [rows, n] (contiguous CPU float32/float64) = a . w + bias (bias a
+// contiguous [n] row): the bias written into every row (one memcpy per
+// row), then the GEMM accumulates onto it (in-place addmm_, BLAS beta = 1):
+// no zeroing pass (beta = 0), no separate bias add, and not LibTorch's
+// slow broadcasting copy inside addmm_out.
+void AddmmBiasRows(const torch::Tensor& o, const torch::Tensor& bias,
+                   const torch::Tensor& a, const torch::Tensor& w) {
+  const int64_t rows = o.size(0), n = o.size(1);
+  const size_t bytes = static_cast<size_t>(n) * o.element_size();
+  char* op = static_cast<char*>(o.data_ptr());
+  const void* bp = bias.data_ptr();
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(op + r * bytes, bp, bytes);
+  torch::Tensor out = o;
+  out.addmm_(a, w);
+}
+
+// out[rows of e] = a[rows of e] . w[e] + b[e]. CPU float32/float64: one
+// AddmmBiasRows per non-empty expert; elsewhere the grouped GEMM launch,
+// then AddBias.
+void GroupedGemmBias(const torch::Tensor& a, const torch::Tensor& w,
+                     const torch::Tensor& b, const torch::Tensor& out,
+                     const Plan& plan) {
+  if (!CpuFloatLoops(a)) {
+    // NOTE: GEMM then bias add, exactly Expert()'s matmul(x, w[e]) + b[e].
+    CheckOk(launch::GroupedGemm(a, w, out, plan, /*trans_b=*/false));
+    AddBias(out, b, plan);
+    return;
+  }
+  const torch::Tensor bd = b.detach().contiguous();
+  for (int e = 0; e < plan.num_experts; ++e) {
+    const int64_t lo = plan.host_offsets[e];
+    const int64_t rows = plan.host_offsets[e + 1] - lo;
+    if (rows == 0) continue;
+    torch::Tensor o = out.narrow(0, lo, rows);
+    AddmmBiasRows(o, bd[e], a.narrow(0, lo, rows), w[e]);
+  }
+}
+
+// Rows per block of the CPU per-expert column sums (bias gradients).
+constexpr int64_t kBiasRowBlock = 256;
+
+// {expert, first row, rows} of every block: each expert's rows cut into
+// kBiasRowBlock-row blocks (the last one shorter).
+std::vector<std::array<int64_t, 3>> ExpertRowBlocks(const Plan& p) {
+  std::vector<std::array<int64_t, 3>> blocks;
+  for (int e = 0; e < p.num_experts; ++e) {
+    for (int64_t lo = p.host_offsets[e]; lo < p.host_offsets[e + 1];
+         lo += kBiasRowBlock) {
+      blocks.push_back(
+          {e, lo, std::min(kBiasRowBlock, p.host_offsets[e + 1] - lo)});
+    }
+  }
+  return blocks;
+}
+
+// Runs body(first row, rows, expert, partial) for every block of
+// ExpertRowBlocks over the intra-op threads; partial is that block's row
+// [n] of column sums (or null when !sums). Returns [E, n]: per expert, its
+// blocks' partial sums added in block order (the same result for any
+// thread count), or an undefined tensor when !sums.
+template <typename scalar_t, typename Body>
+torch::Tensor ForExpertRowBlocks(const Plan& p, int64_t n,
+                                 const torch::TensorOptions& o, bool sums,
+                                 Body body) {
+  const std::vector<std::array<int64_t, 3>> blocks = ExpertRowBlocks(p);
+  const int64_t nb = static_cast<int64_t>(blocks.size());
+  torch::Tensor part = sums ? torch::empty({nb, n}, o) : torch::Tensor();
+  scalar_t* pp = sums ? part.data_ptr<scalar_t>() : nullptr;
+  at::parallel_for(0, nb, 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      body(blocks[k][1], blocks[k][2], blocks[k][0],
+           pp != nullptr ? pp + k * n : nullptr);
+    }
+  });
+  if (!sums) return torch::Tensor();
+  torch::Tensor gb = torch::zeros({p.num_experts, n}, o);
+  scalar_t* g = gb.data_ptr<scalar_t>();
+  for (int64_t k = 0; k < nb; ++k) {
+    scalar_t* ge = g + blocks[k][0] * n;
+    const scalar_t* pk = pp + k * n;
+    for (int64_t c = 0; c < n; ++c) ge[c] += pk[c];
+  }
+  return gb;
+}
+
 // grad bias[e] = sum of grad rows of e: a per-expert reduction in at least
 // float32 (bf16 grads) in row order, deterministic on every device (no
-// atomics, unlike index_add_ on CUDA).
-torch::Tensor BiasGrad(const torch::Tensor& g, const Plan& p) {
+// atomics, unlike index_add_ on CUDA). CPU float32/64: one pass of
+// fixed row blocks (ForExpertRowBlocks).
+torch::Tensor BiasGrad(const torch::Tensor& g_in, const Plan& p) {
+  if (CpuFloatLoops(g_in)) {
+    const torch::Tensor g = g_in.contiguous();
+    const int64_t n = g.size(1);
+    torch::Tensor gb;
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "bias_grad", [&] {
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      gb = ForExpertRowBlocks<scalar_t>(
+          p, n, g.options(), /*sums=*/true,
+          [&](int64_t lo, int64_t rows, int64_t, scalar_t* part) {
+            model::cpu::ColumnSums(gp + lo * n, part, n, rows);
+          });
+    });
+    return gb;
+  }
+  const torch::Tensor& g = g_in;
   const auto acc =
       g.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   torch::Tensor gb = torch::zeros({p.num_experts, g.size(1)}, g.options());
@@ -216,9 +328,7 @@ class GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
     a = a.contiguous();
     w = w.contiguous();
     torch::Tensor out = torch::empty({plan.num_rows(), w.size(2)}, a.options());
-    // NOTE: GEMM then bias add, exactly Expert()'s matmul(x, w[e]) + b[e].
-    CheckOk(launch::GroupedGemm(a, w, out, plan, /*trans_b=*/false));
-    AddBias(out, b, plan);
+    GroupedGemmBias(a, w, b, out, plan);
     ctx->save_for_backward({a, w});
     SavePlan(ctx, plan);
     return out;
@@ -243,6 +353,148 @@ class GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
     }
     if (ctx->needs_input_grad(2)) gb = BiasGrad(g, plan);
     return {ga, gw, gb, torch::Tensor()};
+  }
+};
+
+// Runs body(first row, rows, partial) over kBiasRowBlock-row blocks of
+// [0, rows) on the intra-op threads; partial is the block's row [n] of
+// column sums, or null when out is null. out [n] (written) = the blocks'
+// partial sums added in block order: the same for any thread count, and
+// the same blocks as ForExpertRowBlocks gives one expert.
+template <typename scalar_t, typename Body>
+void ForRowBlocks(int64_t rows, int64_t n, scalar_t* out, Body body) {
+  const int64_t nb = (rows + kBiasRowBlock - 1) / kBiasRowBlock;
+  std::vector<scalar_t> part(out != nullptr ? nb * n : 0);
+  at::parallel_for(0, nb, 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t lo = k * kBiasRowBlock;
+      body(lo, std::min(kBiasRowBlock, rows - lo),
+           out != nullptr ? part.data() + k * n : nullptr);
+    }
+  });
+  if (out == nullptr) return;
+  for (int64_t c = 0; c < n; ++c) out[c] = scalar_t(0);
+  for (int64_t k = 0; k < nb; ++k) {
+    for (int64_t c = 0; c < n; ++c) out[c] += part[k * n + c];
+  }
+}
+
+// The whole expert MLP, GroupedLinear(GELU(GroupedLinear(x, w1, b1)), w2,
+// b2), on CPU float32/float64 as one op that runs expert by expert: each
+// expert's slice goes through both GEMMs (bias folded into addmm) and the
+// GELU while it is in cache, and in the backward through the b2 gradient,
+// the w2 weight gradient, the input gradient of the second layer, the GELU
+// gradient + b1 gradient (one pass), the w1 weight gradient and the input
+// gradient, one expert at a time (the per-expert intermediates of
+// [rows_e, mlp] stay in L2/L3 instead of a [N k, mlp] buffer per op). Same
+// operations and summation blocks as the unfused ops.
+class ExpertMlpFn : public torch::autograd::Function<ExpertMlpFn> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x,
+                               torch::Tensor w1, torch::Tensor b1,
+                               torch::Tensor w2, torch::Tensor b2,
+                               const Plan& plan) {
+    NoAutocast no_autocast;
+    x = x.contiguous();
+    w1 = w1.contiguous();
+    w2 = w2.contiguous();
+    const torch::Tensor b1d = b1.detach().contiguous();
+    const torch::Tensor b2d = b2.detach().contiguous();
+    const int64_t f = w1.size(2);
+    torch::Tensor h = torch::empty({plan.num_rows(), f}, x.options());
+    torch::Tensor y = torch::empty_like(h);
+    torch::Tensor out =
+        torch::empty({plan.num_rows(), w2.size(2)}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "expert_mlp", [&] {
+      for (int e = 0; e < plan.num_experts; ++e) {
+        const int64_t lo = plan.host_offsets[e];
+        const int64_t rows = plan.host_offsets[e + 1] - lo;
+        if (rows == 0) continue;
+        torch::Tensor he = h.narrow(0, lo, rows);
+        torch::Tensor ye = y.narrow(0, lo, rows);
+        AddmmBiasRows(he, b1d[e], x.narrow(0, lo, rows), w1[e]);
+        const scalar_t* hp = he.data_ptr<scalar_t>();
+        scalar_t* yp = ye.data_ptr<scalar_t>();
+        at::parallel_for(0, rows * f, 1 << 14, [&](int64_t i0, int64_t i1) {
+          model::cpu::GeluTanhRange(hp + i0, yp + i0, i1 - i0);
+        });
+        torch::Tensor oe = out.narrow(0, lo, rows);
+        AddmmBiasRows(oe, b2d[e], ye, w2[e]);
+      }
+    });
+    ctx->save_for_backward({x, w1, w2, h, y});
+    SavePlan(ctx, plan);
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    NoAutocast no_autocast;
+    const Plan plan = LoadPlan(ctx);
+    auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor& w1 = saved[1];
+    const torch::Tensor& w2 = saved[2];
+    const torch::Tensor& h = saved[3];
+    const torch::Tensor& y = saved[4];
+    torch::Tensor gx, gw1, gb1, gw2, gb2;
+    if (!grads[0].defined()) return {gx, gw1, gb1, gw2, gb2, torch::Tensor()};
+    const torch::Tensor g = grads[0].contiguous();
+    const int64_t f = w1.size(2), dm = w2.size(2);
+    const auto o = x.options();
+    if (ctx->needs_input_grad(0)) gx = torch::empty_like(x);
+    // Experts without rows get zero weight and bias gradients.
+    if (ctx->needs_input_grad(1)) gw1 = torch::zeros_like(w1);
+    if (ctx->needs_input_grad(2)) gb1 = torch::zeros({plan.num_experts, f}, o);
+    if (ctx->needs_input_grad(3)) gw2 = torch::zeros_like(w2);
+    if (ctx->needs_input_grad(4)) gb2 = torch::zeros({plan.num_experts, dm}, o);
+    int64_t max_rows = 0;
+    for (int e = 0; e < plan.num_experts; ++e) {
+      max_rows =
+          std::max(max_rows, plan.host_offsets[e + 1] - plan.host_offsets[e]);
+    }
+    torch::Tensor dy = torch::empty({max_rows, f}, o);
+    torch::Tensor gh = torch::empty({max_rows, f}, o);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "expert_mlp_bwd", [&] {
+      for (int e = 0; e < plan.num_experts; ++e) {
+        const int64_t lo = plan.host_offsets[e];
+        const int64_t rows = plan.host_offsets[e + 1] - lo;
+        if (rows == 0) continue;
+        const torch::Tensor ge = g.narrow(0, lo, rows);
+        if (gb2.defined()) {
+          const scalar_t* gp = ge.data_ptr<scalar_t>();
+          ForRowBlocks<scalar_t>(rows, dm, gb2[e].data_ptr<scalar_t>(),
+                                 [&](int64_t r0, int64_t nr, scalar_t* part) {
+                                   model::cpu::ColumnSums(gp + r0 * dm, part,
+                                                          dm, nr);
+                                 });
+        }
+        if (gw2.defined()) {
+          torch::Tensor we = gw2[e];
+          torch::mm_out(we, y.narrow(0, lo, rows).t(), ge);
+        }
+        torch::Tensor dye = dy.narrow(0, 0, rows);
+        torch::mm_out(dye, ge, w2[e].t());
+        torch::Tensor ghe = gh.narrow(0, 0, rows);
+        const scalar_t* dyp = dye.data_ptr<scalar_t>();
+        const scalar_t* hp = h.narrow(0, lo, rows).data_ptr<scalar_t>();
+        scalar_t* ghp = ghe.data_ptr<scalar_t>();
+        ForRowBlocks<scalar_t>(
+            rows, f, gb1.defined() ? gb1[e].data_ptr<scalar_t>() : nullptr,
+            [&](int64_t r0, int64_t nr, scalar_t* part) {
+              model::cpu::GeluGradBiasRows(dyp + r0 * f, hp + r0 * f,
+                                           ghp + r0 * f, part, f, nr);
+            });
+        if (gw1.defined()) {
+          torch::Tensor we = gw1[e];
+          torch::mm_out(we, x.narrow(0, lo, rows).t(), ghe);
+        }
+        if (gx.defined()) {
+          torch::Tensor xe = gx.narrow(0, lo, rows);
+          torch::mm_out(xe, ghe, w1[e].t());
+        }
+      }
+    });
+    return {gx, gw1, gb1, gw2, gb2, torch::Tensor()};
   }
 };
 
@@ -401,10 +653,11 @@ absl::StatusOr<torch::Tensor> Combine(const torch::Tensor& expert_out,
   return CombineFn::apply(expert_out, topk_weights.to(wt), plan);
 }
 
-absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
-                                            const torch::Tensor& weight,
-                                            const torch::Tensor& bias,
-                                            const Plan& plan) {
+namespace {
+
+absl::Status CheckGroupedLinear(const torch::Tensor& a,
+                                const torch::Tensor& weight,
+                                const torch::Tensor& bias, const Plan& plan) {
   SMOE_RETURN_IF_ERROR(CheckFloating(a, "a"));
   if (weight.dim() != 3 || weight.size(0) != plan.num_experts) {
     return absl::InvalidArgumentError(
@@ -424,7 +677,21 @@ absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
           ", expected ", std::string(c10::toString(a.scalar_type()))));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
+                                            const torch::Tensor& weight,
+                                            const torch::Tensor& bias,
+                                            const Plan& plan) {
+  SMOE_RETURN_IF_ERROR(CheckGroupedLinear(a, weight, bias, plan));
   return GroupedLinearFn::apply(a, weight, bias, plan);
+}
+
+bool FusedExpertMlpSupported(const torch::Tensor& buffer) {
+  return CpuFloatLoops(buffer) && !AutocastDtype(buffer).has_value();
 }
 
 absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
@@ -432,7 +699,26 @@ absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
                                         const torch::Tensor& b1,
                                         const torch::Tensor& w2,
                                         const torch::Tensor& b2,
-                                        const Plan& plan) {
+                                        const Plan& plan, bool unfused) {
+  if (!unfused && FusedExpertMlpSupported(buffer)) {
+    SMOE_RETURN_IF_ERROR(CheckGroupedLinear(buffer, w1, b1, plan));
+    if (w2.dim() != 3 || w2.size(0) != plan.num_experts ||
+        w2.size(1) != w1.size(2)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("w2 must be [num_experts=", plan.num_experts,
+                       ", mlp=", w1.size(2), ", n], got ", Shape(w2)));
+    }
+    SMOE_RETURN_IF_ERROR(CheckShape(b2, "b2", {plan.num_experts, w2.size(2)}));
+    for (const auto& [t, name] : {std::pair{&w2, "w2"}, std::pair{&b2, "b2"}}) {
+      SMOE_RETURN_IF_ERROR(CheckDevice(*t, name, buffer.device()));
+      if (t->scalar_type() != buffer.scalar_type()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " has dtype ", DtypeName(*t), ", expected ",
+                         DtypeName(buffer)));
+      }
+    }
+    return ExpertMlpFn::apply(buffer, w1, b1, w2, b2, plan);
+  }
   SMOE_ASSIGN_OR_RETURN(torch::Tensor h, GroupedLinear(buffer, w1, b1, plan));
   // NOTE: the cast is a no-op unless an autocast list changed gelu's dtype.
   // GeluTanh: torch::gelu(h, "tanh") with vectorised loops on CPU

@@ -116,12 +116,22 @@ absl::StatusOr<torch::Tensor> GroupedLinear(const torch::Tensor& a,
 // Returns every expert's GELU(tanh) MLP over its slice of the buffer:
 // GroupedLinear(GELU(GroupedLinear(buffer, w1, b1)), w2, b2); w1 [E, D, mlp],
 // b1 [E, mlp], w2 [E, mlp, D], b2 [E, D]. Differentiable in every input.
+// On CPU float32/float64 outside autocast (FusedExpertMlpSupported): one
+// autograd op that runs expert by expert, forward and backward, so each
+// expert's [rows, mlp] intermediates are used while in cache: both GEMMs
+// with the bias folded into an addmm, the GELU as one pass, and in the
+// backward the GELU gradient and the b1 gradient as one pass; the bias
+// gradients are summed over fixed 256-row blocks per expert in block order
+// (the same for any thread count, and the same blocks as GroupedLinear's
+// CPU bias gradient). Elsewhere (CUDA, bf16, autocast), or with unfused =
+// true (tests): GroupedLinear, GeluTanh, GroupedLinear.
+bool FusedExpertMlpSupported(const torch::Tensor& buffer);
 absl::StatusOr<torch::Tensor> ExpertMlp(const torch::Tensor& buffer,
                                         const torch::Tensor& w1,
                                         const torch::Tensor& b1,
                                         const torch::Tensor& w2,
                                         const torch::Tensor& b2,
-                                        const Plan& plan);
+                                        const Plan& plan, bool unfused = false);
 
 // The experts' part of the top-k MoE feed-forward on flat tokens x [N, D]
 // routed by `routing` (from RouterTopK): BuildPermutePlan, Permute,
