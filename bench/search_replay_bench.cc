@@ -71,6 +71,8 @@ uint64_t g_noise_seed = 1;
 // tau_k = 0.15 S (1 + kTauSlope (k - 1)); 0 in the sensitivity run (no
 // crossing curves).
 double g_tau_slope = 0.05;
+// --config-replay: also the lockstep "asha over configs" rows.
+bool g_config_replay = false;
 
 struct TrialDef {
   std::string id;
@@ -360,7 +362,12 @@ SimResult Simulate(const Replay& replay, int workers, Decide decide) {
       std::vector<Trial> trials;
       for (size_t i : members[g]) {
         // paused: the median rule keeps a pruned trial pruned (final).
-        trials.push_back({study[i].id, g, false, status[i] == Status::kPaused});
+        Trial t{study[i].id, g, false, status[i] == Status::kPaused};
+        t.config = absl::StrCat(g, ",top_k=", study[i].k);
+        t.has_axis = true;
+        t.axis = study[i].k;
+        t.rest = g;
+        trials.push_back(std::move(t));
       }
       for (const Decision& d : decide(trials, reports[g])) {
         const size_t i = index[d.trial_id];
@@ -432,15 +439,32 @@ std::string NoiselessMatch(const GridTruth& g,
 
 struct AshaCase {
   int64_t min_steps, eta;
-  int64_t smooth = 1;    // AshaConfig::smooth
-  int64_t min_keep = 1;  // AshaConfig::min_keep
+  int64_t smooth = 1;      // AshaConfig::smooth
+  int64_t min_keep = 1;    // AshaConfig::min_keep
+  bool seeds = false;      // AshaConfig::aggregate_seeds
+  bool neighbors = false;  // AshaConfig::keep_neighbors (axis top_k)
 };
+
+AshaConfig AshaConfigOf(const AshaCase& a, int64_t max_steps) {
+  AshaConfig c;
+  c.mode = Mode::kMax;
+  c.min_steps = a.min_steps;
+  c.reduction = a.eta;
+  c.max_steps = max_steps;
+  c.smooth = a.smooth;
+  c.min_keep = a.min_keep;
+  c.aggregate_seeds = a.seeds;
+  c.keep_neighbors = a.neighbors;
+  return c;
+}
 
 std::string AshaName(const AshaCase& a) {
   return absl::StrCat(
       "asha min_steps ", a.min_steps, ", eta ", a.eta,
       a.smooth > 1 ? absl::StrCat(", smooth ", a.smooth) : "",
-      a.min_keep > 1 ? absl::StrCat(", keep >= ", a.min_keep) : "");
+      a.min_keep > 1 ? absl::StrCat(", keep >= ", a.min_keep) : "",
+      a.seeds ? ", aggregate_seeds" : "",
+      a.neighbors ? ", keep_neighbors top_k" : "");
 }
 
 void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
@@ -476,8 +500,7 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
         grid);
   }
   for (const AshaCase& a : ashas) {
-    const AshaConfig c{Mode::kMax,       a.min_steps, a.eta,
-                       replay.max_steps, a.smooth,    a.min_keep};
+    const AshaConfig c = AshaConfigOf(a, replay.max_steps);
     std::string rungs;
     for (int64_t r : AshaRungs(c)) absl::StrAppend(&rungs, r, " ");
     row(absl::StrCat(AshaName(a), " (rungs ", rungs, ")"),
@@ -487,12 +510,14 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
               return DecideAsha(c, t, r);
             }));
   }
-  // ASHA over configs: a config's seeds run together and are judged by
-  // their mean; workers / seeds config slots.
+  // ASHA over configs in lockstep (--config-replay; the 2026-11-25
+  // approximation of aggregate_seeds): a config's seeds run together and
+  // are judged by their mean; workers / seeds config slots.
   const Replay configs = ConfigReplay(replay);
   for (const AshaCase& a : ashas) {
-    const AshaConfig c{Mode::kMax,       a.min_steps, a.eta,
-                       replay.max_steps, a.smooth,    a.min_keep};
+    if (!g_config_replay) break;
+    if (a.seeds || a.neighbors) continue;  // rows above do it for real
+    const AshaConfig c = AshaConfigOf(a, replay.max_steps);
     SimResult r = Simulate(
         configs,
         static_cast<int>(
@@ -679,6 +704,8 @@ std::string AshaSearch(const AshaCase& a) {
       "{strategy: asha, metric: ood_acc, min_steps: ", a.min_steps,
       ", reduction: ", a.eta,
       a.smooth > 1 ? absl::StrCat(", smooth_evals: ", a.smooth) : "",
+      a.seeds ? ", aggregate_seeds: true" : "",
+      a.neighbors ? ", keep_neighbors: top_k" : "",
       ", group_by: [M, attention]}");
 }
 
@@ -811,6 +838,8 @@ int main(int argc, char** argv) {
       g_noise_seed = std::stoull(a.substr(7));
     } else if (a == "--no-mini") {
       mini_study = false;
+    } else if (a == "--config-replay") {
+      g_config_replay = true;
     } else if (a == "--pure-only") {
       pure_only = true;
     } else {
@@ -842,22 +871,30 @@ int main(int argc, char** argv) {
                 k_true.at(GroupOf(m, 0)), g.k_star.at(GroupOf(m, 1)),
                 k_true.at(GroupOf(m, 1)));
   }
+  // Per trial (as before), then per configuration (aggregate_seeds), with
+  // and without keep_neighbors.
   EarlyStopping(synthetic, g, 16,
                 {{100, 3},
                  {300, 3},
                  {900, 3},
                  {300, 2},
-                 {100, 4},
                  {300, 3, 3},
-                 {300, 3, 5},
                  {300, 2, 3},
-                 {600, 3},
-                 {600, 3, 3},
-                 {300, 3, 3, 2},
                  {300, 3, 3, 3},
-                 {200, 3, 3, 2},
-                 {200, 3, 3, 3}},
-                {300, 900});
+                 {300, 3, 1, 1, false, true},
+                 {300, 3, 3, 1, false, true},
+                 {300, 3, 1, 1, true},
+                 {300, 3, 3, 1, true},
+                 {100, 3, 1, 1, true, true},
+                 {100, 3, 3, 1, true, true},
+                 {200, 3, 3, 1, true, true},
+                 {300, 3, 1, 1, true, true},
+                 {300, 3, 3, 1, true, true},
+                 {300, 2, 3, 1, true, true},
+                 {100, 4, 3, 1, true, true},
+                 {300, 4, 3, 1, true, true},
+                 {600, 3, 3, 1, true, true}},
+                {300});
   if (pure_only) return 0;
   const std::string full = "[1, 2, 3, 4, 5, 6, 7, 8]";
   const std::string paper = "[1, 2, 4, 8]";

@@ -406,8 +406,10 @@ const std::vector<std::string>& SearchKeys(const std::string& strategy,
                                            const std::string& early_stop = "") {
   static const auto* grid = new std::vector<std::string>{"strategy"};
   static const auto* asha = new std::vector<std::string>{
-      "strategy",  "metric",       "mode",     "min_steps",       "reduction",
-      "max_steps", "smooth_evals", "group_by", "budget_gpu_hours"};
+      "strategy",     "metric",          "mode",
+      "min_steps",    "reduction",       "max_steps",
+      "smooth_evals", "aggregate_seeds", "keep_neighbors",
+      "group_by",     "budget_gpu_hours"};
   static const auto* median =
       new std::vector<std::string>{"strategy",  "metric",   "mode",
                                    "min_steps", "group_by", "budget_gpu_hours"};
@@ -634,6 +636,50 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
                                  " leaves no step to stop at (steps ", steps,
                                  ")"));
       ok = false;
+    }
+  }
+  if (s.strategy == "asha") {
+    if (const YAML::Node a = node["aggregate_seeds"]) {
+      if (!a.IsScalar() || (a.Scalar() != "true" && a.Scalar() != "false")) {
+        problems->Add(absl::StrCat(
+            "search.aggregate_seeds: '",
+            a.IsScalar() ? a.Scalar() : "(not a scalar)",
+            "' is not a boolean (true: a configuration's seeds are ranked "
+            "by their mean and stopped together)"));
+        ok = false;
+      } else {
+        s.aggregate_seeds = a.Scalar() == "true";
+      }
+    }
+    if (const YAML::Node n = node["keep_neighbors"]) {
+      const Axis* axis = nullptr;
+      const std::string name = n.IsScalar() ? n.Scalar() : "(not a scalar)";
+      for (const Axis& x : spec->grid) {
+        if (n.IsScalar() && x.name == name) axis = &x;
+      }
+      if (axis == nullptr) {
+        problems->Add(absl::StrCat(
+            "search.keep_neighbors: '", name,
+            "' is not a grid axis (axes: ", absl::StrJoin(axes, ", "), ")"));
+        ok = false;
+      } else if (std::find(s.group_by.begin(), s.group_by.end(), name) !=
+                 s.group_by.end()) {
+        problems->Add(absl::StrCat("search.keep_neighbors: '", name,
+                                   "' is also in group_by (neighbours are "
+                                   "compared within a group)"));
+        ok = false;
+      } else {
+        for (const json& v : axis->values) {
+          if (!v.is_number_integer()) {
+            problems->Add(absl::StrCat("search.keep_neighbors: ", name,
+                                       " has the non-integer value ", Show(v),
+                                       " (neighbours are values one apart)"));
+            ok = false;
+            break;
+          }
+        }
+        s.keep_neighbors = name;
+      }
     }
   }
   if (s.strategy == "refine") {
@@ -873,7 +919,9 @@ bool SearchSpec::operator==(const SearchSpec& o) const {
          bounds_lo == o.bounds_lo && bounds_hi == o.bounds_hi &&
          budget == o.budget && add_seeds == o.add_seeds &&
          early_stop == o.early_stop && smooth_evals == o.smooth_evals &&
-         budget_gpu_hours == o.budget_gpu_hours;
+         budget_gpu_hours == o.budget_gpu_hours &&
+         aggregate_seeds == o.aggregate_seeds &&
+         keep_neighbors == o.keep_neighbors;
 }
 
 const trials::TrialKind* SweepKind(const SweepSpec& spec) {
@@ -1104,6 +1152,8 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
       if (key == "early_stop" && s.early_stop.empty()) continue;
       if (key == "smooth_evals" && s.smooth_evals == 1) continue;
       if (key == "budget_gpu_hours" && s.budget_gpu_hours == 0) continue;
+      if (key == "aggregate_seeds" && !s.aggregate_seeds) continue;
+      if (key == "keep_neighbors" && s.keep_neighbors.empty()) continue;
       out << YAML::Key << key << YAML::Value;
       if (key == "strategy") {
         out << s.strategy;
@@ -1132,6 +1182,10 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
         out << s.add_seeds;
       } else if (key == "smooth_evals") {
         out << s.smooth_evals;
+      } else if (key == "aggregate_seeds") {
+        out << s.aggregate_seeds;
+      } else if (key == "keep_neighbors") {
+        out << s.keep_neighbors;
       } else if (key == "budget_gpu_hours") {
         out << absl::StrFormat("%.17g", s.budget_gpu_hours);
       } else if (key == "early_stop") {

@@ -517,6 +517,30 @@ TEST(SweepSpecSearchTest, SmoothEvalsAndGpuHourBudgetRoundTrip) {
   EXPECT_THAT(SweepSpecToYaml(*plain), Not(HasSubstr("budget_gpu_hours")));
 }
 
+TEST(SweepSpecSearchTest, AggregateSeedsAndKeepNeighborsRoundTrip) {
+  auto asha = WithSearch(
+      "  {strategy: asha, metric: ood_acc, min_steps: 100, aggregate_seeds:"
+      " true, keep_neighbors: top_k, group_by: [M, attention]}\n");
+  ASSERT_TRUE(asha.ok()) << asha.status();
+  EXPECT_TRUE(asha->search.aggregate_seeds);
+  EXPECT_EQ(asha->search.keep_neighbors, "top_k");
+  const std::string yaml = SweepSpecToYaml(*asha);
+  EXPECT_THAT(yaml, HasSubstr("aggregate_seeds: true"));
+  EXPECT_THAT(yaml, HasSubstr("keep_neighbors: top_k"));
+  auto again = ParseSweepYaml(yaml);
+  ASSERT_TRUE(again.ok()) << again.status() << yaml;
+  EXPECT_EQ(again->search, asha->search) << yaml;
+  // false is the default and is not written back.
+  auto off = WithSearch(
+      "  {strategy: asha, metric: a, min_steps: 10, aggregate_seeds: "
+      "false}\n");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->search.aggregate_seeds);
+  EXPECT_THAT(SweepSpecToYaml(*off), Not(HasSubstr("aggregate_seeds")));
+  EXPECT_THAT(SweepSpecToYaml(*off), Not(HasSubstr("keep_neighbors")));
+  EXPECT_NE(off->search, asha->search);
+}
+
 TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
   struct Case {
     std::string search;
@@ -538,6 +562,26 @@ TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
        "search.mode: 'maximum' is not one of {max, min}"},
       {"  {strategy: asha, metric: a}\n",
        "search.min_steps: required for strategy asha"},
+      {"  {strategy: asha, metric: a, min_steps: 10, aggregate_seeds: "
+       "maybe}\n",
+       "search.aggregate_seeds: 'maybe' is not a boolean"},
+      {"  {strategy: asha, metric: a, min_steps: 10, aggregate_seeds: [1]}\n",
+       "search.aggregate_seeds: '(not a scalar)' is not a boolean"},
+      {"  {strategy: asha, metric: a, min_steps: 10, keep_neighbors: k}\n",
+       "search.keep_neighbors: 'k' is not a grid axis (axes: M, top_k, "
+       "attention)"},
+      {"  {strategy: asha, metric: a, min_steps: 10, keep_neighbors: "
+       "attention}\n",
+       "search.keep_neighbors: attention has the non-integer value "
+       "\"softmax\""},
+      {"  {strategy: asha, metric: a, min_steps: 10, keep_neighbors: M, "
+       "group_by: [M]}\n",
+       "search.keep_neighbors: 'M' is also in group_by"},
+      {"  {strategy: median, metric: a, aggregate_seeds: true}\n",
+       "search.aggregate_seeds: not used by strategy median"},
+      {"  {strategy: refine, metric: a, axis: top_k, keep_neighbors: "
+       "top_k}\n",
+       "search.keep_neighbors: not used by strategy refine"},
       {"  {strategy: asha, metric: a, min_steps: 0}\n",
        "search.min_steps: value 0 out of range [1, "},
       {"  {strategy: asha, metric: a, min_steps: 10, reduction: 1}\n",
