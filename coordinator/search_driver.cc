@@ -224,6 +224,7 @@ search::RefineConfig RefineConfigOf(const SweepSpec& spec) {
   c.hi = spec.search.bounds_hi;
   c.budget = spec.search.budget;
   c.add_seeds = spec.search.add_seeds;
+  c.tolerance = spec.search.tolerance;
   c.seeds = spec.seeds;
   return c;
 }

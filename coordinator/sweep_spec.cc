@@ -414,14 +414,14 @@ const std::vector<std::string>& SearchKeys(const std::string& strategy,
       new std::vector<std::string>{"strategy",  "metric",   "mode",
                                    "min_steps", "group_by", "budget_gpu_hours"};
   static const auto* refine = new std::vector<std::string>{
-      "strategy",  "metric",    "mode",   "axis",
-      "bounds",    "group_by",  "budget", "budget_gpu_hours",
-      "add_seeds", "early_stop"};
+      "strategy",  "metric",    "mode",      "axis",
+      "bounds",    "group_by",  "budget",    "budget_gpu_hours",
+      "add_seeds", "tolerance", "early_stop"};
   static const auto* refine_asha = new std::vector<std::string>{
-      "strategy",  "metric",      "mode",      "axis",
-      "bounds",    "group_by",    "budget",    "budget_gpu_hours",
-      "add_seeds", "early_stop",  "min_steps", "reduction",
-      "max_steps", "smooth_evals"};
+      "strategy",  "metric",    "mode",        "axis",
+      "bounds",    "group_by",  "budget",      "budget_gpu_hours",
+      "add_seeds", "tolerance", "early_stop",  "min_steps",
+      "reduction", "max_steps", "smooth_evals"};
   if (strategy == "asha") return *asha;
   if (strategy == "median") return *median;
   if (strategy == "refine")
@@ -764,6 +764,21 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
       }
     }
     int_field("add_seeds", 0, 1000, &s.add_seeds);
+    if (const YAML::Node t = node["tolerance"]) {
+      auto v = ScalarToJson(t, "search.tolerance");
+      if (!problems->Ok(v.status())) {
+        ok = false;
+      } else if (!v->is_number() || !std::isfinite(v->get<double>()) ||
+                 v->get<double>() < 0 || v->get<double>() > 1e9) {
+        problems->Add(absl::StrCat(
+            "search.tolerance: ", Show(*v),
+            " is not a number >= 0 in the metric's units (0: the argmax "
+            "itself must be separated)"));
+        ok = false;
+      } else {
+        s.tolerance = v->get<double>();
+      }
+    }
   }
   if (const YAML::Node b = node["budget_gpu_hours"]) {
     auto v = ScalarToJson(b, "search.budget_gpu_hours");
@@ -921,7 +936,7 @@ bool SearchSpec::operator==(const SearchSpec& o) const {
          early_stop == o.early_stop && smooth_evals == o.smooth_evals &&
          budget_gpu_hours == o.budget_gpu_hours &&
          aggregate_seeds == o.aggregate_seeds &&
-         keep_neighbors == o.keep_neighbors;
+         keep_neighbors == o.keep_neighbors && tolerance == o.tolerance;
 }
 
 const trials::TrialKind* SweepKind(const SweepSpec& spec) {
@@ -1154,6 +1169,7 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
       if (key == "budget_gpu_hours" && s.budget_gpu_hours == 0) continue;
       if (key == "aggregate_seeds" && !s.aggregate_seeds) continue;
       if (key == "keep_neighbors" && s.keep_neighbors.empty()) continue;
+      if (key == "tolerance" && s.tolerance == 0) continue;
       out << YAML::Key << key << YAML::Value;
       if (key == "strategy") {
         out << s.strategy;
@@ -1186,6 +1202,8 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
         out << s.aggregate_seeds;
       } else if (key == "keep_neighbors") {
         out << s.keep_neighbors;
+      } else if (key == "tolerance") {
+        out << absl::StrFormat("%.17g", s.tolerance);
       } else if (key == "budget_gpu_hours") {
         out << absl::StrFormat("%.17g", s.budget_gpu_hours);
       } else if (key == "early_stop") {

@@ -41,6 +41,8 @@
 //                                #   hours; slot-hours on CPU) after which
 //                                #   nothing is added, promoted or started
 //     add_seeds: 1               # refine: most extra seeds per group
+//     tolerance: 0.005           # refine: means this close to x*'s count
+//                                #   as equivalent when resolving (0: none)
 // clang-format on
 //
 // The scheduler drives asha, median and refine through
@@ -114,6 +116,10 @@ struct SearchSpec {
   // search adds, promotes and starts nothing; 0: none.
   double budget_gpu_hours = 0;
   int64_t add_seeds = 0;  // refine
+  // refine: indifference zone in the metric's units; a group also resolves
+  // when the bootstrap puts >= 0.9 on x* and the values within `tolerance`
+  // of its mean. 0: none.
+  double tolerance = 0;
   // refine: "asha" stops losing points early (min_steps, reduction and
   // max_steps then apply as for strategy asha); "" = none.
   std::string early_stop;

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -539,6 +540,20 @@ TEST(SweepSpecSearchTest, AggregateSeedsAndKeepNeighborsRoundTrip) {
   EXPECT_THAT(SweepSpecToYaml(*off), Not(HasSubstr("aggregate_seeds")));
   EXPECT_THAT(SweepSpecToYaml(*off), Not(HasSubstr("keep_neighbors")));
   EXPECT_NE(off->search, asha->search);
+  // refine's tolerance (also with early_stop: asha).
+  for (const char* extra : {"", ", early_stop: asha, min_steps: 100"}) {
+    auto refine = WithSearch(absl::StrCat(
+        "  {strategy: refine, metric: ood_acc, axis: top_k, tolerance: "
+        "0.005",
+        extra, "}\n"));
+    ASSERT_TRUE(refine.ok()) << refine.status();
+    EXPECT_DOUBLE_EQ(refine->search.tolerance, 0.005);
+    const std::string ryaml = SweepSpecToYaml(*refine);
+    EXPECT_THAT(ryaml, HasSubstr("tolerance: 0.005"));
+    auto back = ParseSweepYaml(ryaml);
+    ASSERT_TRUE(back.ok()) << back.status() << ryaml;
+    EXPECT_EQ(back->search, refine->search) << ryaml;
+  }
 }
 
 TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
@@ -577,6 +592,12 @@ TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
       {"  {strategy: asha, metric: a, min_steps: 10, keep_neighbors: M, "
        "group_by: [M]}\n",
        "search.keep_neighbors: 'M' is also in group_by"},
+      {"  {strategy: refine, metric: a, axis: top_k, tolerance: -0.1}\n",
+       "search.tolerance: -0.1 is not a number >= 0 in the metric's units"},
+      {"  {strategy: refine, metric: a, axis: top_k, tolerance: half}\n",
+       "search.tolerance: \"half\" is not a number >= 0"},
+      {"  {strategy: asha, metric: a, min_steps: 10, tolerance: 0.01}\n",
+       "search.tolerance: not used by strategy asha"},
       {"  {strategy: median, metric: a, aggregate_seeds: true}\n",
        "search.aggregate_seeds: not used by strategy median"},
       {"  {strategy: refine, metric: a, axis: top_k, keep_neighbors: "
@@ -627,7 +648,8 @@ TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
       {"  {strategy: refine, metric: a, axis: top_k, min_steps: 10}\n",
        "search.min_steps: not used by strategy refine (its keys: strategy, "
        "metric, mode, axis, bounds, group_by, budget, budget_gpu_hours, "
-       "add_seeds, early_stop); with early_stop: asha refine takes "
+       "add_seeds, tolerance, early_stop); with early_stop: asha refine "
+       "takes "
        "min_steps"},
       {"  {strategy: asha, metric: a, min_steps: 10, smooth_evals: 0}\n",
        "search.smooth_evals: value 0 out of range [1, 1000]"},
