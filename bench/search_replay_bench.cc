@@ -596,7 +596,8 @@ struct SchedulerRun {
 // The synthetic study through coordinator::Scheduler (see the file comment).
 SchedulerRun SimulateScheduler(const Replay& replay, int workers,
                                const std::string& search,
-                               const std::string& top_k) {
+                               const std::string& top_k,
+                               const std::string& seeds) {
   using coordinator::LeaseGrant;
   using coordinator::RunningReport;
   const absl::Time wall0 = absl::Now();
@@ -616,7 +617,7 @@ SchedulerRun SimulateScheduler(const Replay& replay, int workers,
       "name: replay\nkind: sraven\ngrid:\n  M: [1, 2, 3, 4, 5, 6, 7, 8]\n"
       "  attention: [softmax, hyla]\n  top_k: ",
       top_k, "\nfixed: {steps: ", replay.max_steps,
-      ", num_experts: 8}\nseeds: [0, 1, 2]\nsearch: ", search, "\n");
+      ", num_experts: 8}\nseeds: ", seeds, "\nsearch: ", search, "\n");
   auto sub = sched.SubmitSweep(yaml, false);
   if (!sub.ok()) {
     std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
@@ -739,6 +740,7 @@ struct SchedCase {
   std::string name;
   std::string search;  // the sweep file's search block (flow style)
   std::string top_k;   // the grid's top_k axis
+  std::string seeds = "[0, 1, 2]";  // the sweep's seeds
 };
 
 std::string AshaSearch(const AshaCase& a) {
@@ -761,7 +763,8 @@ void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
       "the finished trials (refine's x*); resolved = groups whose last group "
       "decision is `resolved`.\n\n"
       "| policy | grid top_k | trial-steps | vs grid | scheduler's usage "
-      "(used / full) | finished trials | trials | stops | re-leases | ticks | "
+      "(used / full) | finished trials | trials (vs the grid's 384) | stops | "
+      "re-leases | ticks | "
       "decisions logged | resolved | k* = grid's | k* = noiseless | mean "
       "regret | wall s |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -769,20 +772,21 @@ void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
       static_cast<long long>(g.trial_steps));
   for (const SchedCase& c : cases) {
     const SchedulerRun run =
-        SimulateScheduler(replay, workers, c.search, c.top_k);
+        SimulateScheduler(replay, workers, c.search, c.top_k, c.seeds);
     const SimResult& r = run.sim;
     const Score s = Compare(g, r.k_star);
     std::printf(
-        "| %s | %s | %lld | %.2fx fewer | %lld / %lld | %d | %d | %d | %d | "
+        "| %s | %s | %lld | %.2fx fewer | %lld / %lld | %d | %d (%.0f%%) | %d "
+        "| %d | "
         "%lld | %d | %d/%d | %d/%d (%.0f%%) | %s | %.4f | %.1f |\n",
         c.name.c_str(), c.top_k.c_str(), static_cast<long long>(r.trial_steps),
         static_cast<double>(g.trial_steps) /
             static_cast<double>(std::max<int64_t>(1, r.trial_steps)),
         static_cast<long long>(run.usage_used),
         static_cast<long long>(run.usage_full), r.finished, run.trials,
-        r.prunes, r.promotions, static_cast<long long>(r.ticks), run.decisions,
-        run.resolved, run.settled, s.match, s.groups,
-        100.0 * s.match / std::max(1, s.groups),
+        100.0 * run.trials / std::max(1, g.trials), r.prunes, r.promotions,
+        static_cast<long long>(r.ticks), run.decisions, run.resolved,
+        run.settled, s.match, s.groups, 100.0 * s.match / std::max(1, s.groups),
         NoiselessMatch(g, r.k_star).c_str(), s.mean_regret, run.wall_s);
   }
 }
@@ -976,6 +980,15 @@ int main(int argc, char** argv) {
   cases.push_back({"refine, add_seeds 1", refine + "}", paper});
   cases.push_back({"refine, add_seeds 1, tolerance 0.005",
                    refine + ", tolerance: 0.005}", paper});
+  cases.push_back({"refine, seeds [0, 1], add_seeds 2, tolerance 0.005",
+                   "{strategy: refine, metric: ood_acc, axis: top_k, bounds: "
+                   "[1, 8], group_by: [M, attention], add_seeds: 2, "
+                   "tolerance: 0.005}",
+                   paper, "[0, 1]"});
+  cases.push_back({"refine, seeds [0, 1], add_seeds 2",
+                   "{strategy: refine, metric: ood_acc, axis: top_k, bounds: "
+                   "[1, 8], group_by: [M, attention], add_seeds: 2}",
+                   paper, "[0, 1]"});
   for (const AshaCase& a : std::vector<AshaCase>{{300, 3}, {300, 3, 3}}) {
     cases.push_back(
         {absl::StrCat("refine + ", AshaName(a), ", add_seeds 1"),
