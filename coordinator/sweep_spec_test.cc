@@ -293,6 +293,7 @@ TEST(SweepSpecTest, ShippedExamplesParse) {
       {"examples/sraven-paper-median.yaml", 192},
       {"examples/sraven-paper-refine.yaml", 192},
       {"examples/sraven-paper-refine-asha.yaml", 192},
+      {"examples/sraven-k1to8-asha-seeds.yaml", 384},
       {"examples/command-sweep.yaml", 12}};
   for (const auto& [name, points] : files) {
     std::ifstream in(std::string(src) + "/" + name);
