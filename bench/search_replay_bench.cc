@@ -71,6 +71,10 @@ uint64_t g_noise_seed = 1;
 // tau_k = 0.15 S (1 + kTauSlope (k - 1)); 0 in the sensitivity run (no
 // crossing curves).
 double g_tau_slope = 0.05;
+// --config-replay: also the lockstep "asha over configs" rows.
+bool g_config_replay = false;
+// --median: also the median rule through the real scheduler (slow).
+bool g_median_sched = false;
 
 struct TrialDef {
   std::string id;
@@ -360,7 +364,12 @@ SimResult Simulate(const Replay& replay, int workers, Decide decide) {
       std::vector<Trial> trials;
       for (size_t i : members[g]) {
         // paused: the median rule keeps a pruned trial pruned (final).
-        trials.push_back({study[i].id, g, false, status[i] == Status::kPaused});
+        Trial t{study[i].id, g, false, status[i] == Status::kPaused};
+        t.config = absl::StrCat(g, ",top_k=", study[i].k);
+        t.has_axis = true;
+        t.axis = study[i].k;
+        t.rest = g;
+        trials.push_back(std::move(t));
       }
       for (const Decision& d : decide(trials, reports[g])) {
         const size_t i = index[d.trial_id];
@@ -432,15 +441,72 @@ std::string NoiselessMatch(const GridTruth& g,
 
 struct AshaCase {
   int64_t min_steps, eta;
-  int64_t smooth = 1;    // AshaConfig::smooth
-  int64_t min_keep = 1;  // AshaConfig::min_keep
+  int64_t smooth = 1;      // AshaConfig::smooth
+  int64_t min_keep = 1;    // AshaConfig::min_keep
+  bool seeds = false;      // AshaConfig::aggregate_seeds
+  bool neighbors = false;  // AshaConfig::keep_neighbors (axis top_k)
 };
+
+AshaConfig AshaConfigOf(const AshaCase& a, int64_t max_steps) {
+  AshaConfig c;
+  c.mode = Mode::kMax;
+  c.min_steps = a.min_steps;
+  c.reduction = a.eta;
+  c.max_steps = max_steps;
+  c.smooth = a.smooth;
+  c.min_keep = a.min_keep;
+  c.aggregate_seeds = a.seeds;
+  c.keep_neighbors = a.neighbors;
+  return c;
+}
 
 std::string AshaName(const AshaCase& a) {
   return absl::StrCat(
       "asha min_steps ", a.min_steps, ", eta ", a.eta,
       a.smooth > 1 ? absl::StrCat(", smooth ", a.smooth) : "",
-      a.min_keep > 1 ? absl::StrCat(", keep >= ", a.min_keep) : "");
+      a.min_keep > 1 ? absl::StrCat(", keep >= ", a.min_keep) : "",
+      a.seeds ? ", aggregate_seeds" : "",
+      a.neighbors ? ", keep_neighbors top_k" : "");
+}
+
+// How early the full grid's answer is visible: per step s, the groups
+// whose full-grid k* ranks first (top 2, top 3) among the 8 k by the mean
+// over its seeds of the value at s. A policy that picks at step s the m
+// configurations it runs to the end cannot find the grid's k* in more
+// groups than "top m" at s (with seeds judged together; fewer with single
+// seeds).
+void RankStability(const Replay& replay, const GridTruth& g) {
+  std::printf(
+      "\n## Where the grid's k* ranks at step s (%s; by the seed mean at "
+      "s)\n\n| step | k* ranks 1st | in the top 2 | in the top 3 |\n"
+      "|---|---|---|---|\n",
+      replay.name.c_str());
+  for (int64_t step : {100, 200, 300, 600, 900, 1200, 1800, 2400, 2700}) {
+    if (step > replay.max_steps || step % replay.eval_every != 0) continue;
+    const size_t e = static_cast<size_t>(step / replay.eval_every) - 1;
+    std::map<std::string, std::map<int, std::vector<double>>> at;
+    for (const Curve& c : replay.trials) {
+      at[c.group][c.k].push_back(c.values[e]);
+    }
+    int top[3] = {0, 0, 0};
+    for (const auto& [group, by_k] : at) {
+      const int want = g.k_star.at(group);
+      double mine = 0;
+      std::vector<double> means;
+      for (const auto& [k, v] : by_k) {
+        double sum = 0;
+        for (double x : v) sum += x;
+        means.push_back(sum / static_cast<double>(v.size()));
+        if (k == want) mine = means.back();
+      }
+      int above = 0;
+      for (double m : means) above += m > mine;
+      for (int m = 0; m < 3; ++m) top[m] += above <= m;
+    }
+    std::printf("| %lld | %d/%zu | %d/%zu | %d/%zu |\n",
+                static_cast<long long>(step), top[0], at.size(), top[1],
+                at.size(), top[2], at.size());
+  }
 }
 
 void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
@@ -476,8 +542,7 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
         grid);
   }
   for (const AshaCase& a : ashas) {
-    const AshaConfig c{Mode::kMax,       a.min_steps, a.eta,
-                       replay.max_steps, a.smooth,    a.min_keep};
+    const AshaConfig c = AshaConfigOf(a, replay.max_steps);
     std::string rungs;
     for (int64_t r : AshaRungs(c)) absl::StrAppend(&rungs, r, " ");
     row(absl::StrCat(AshaName(a), " (rungs ", rungs, ")"),
@@ -487,12 +552,14 @@ void EarlyStopping(const Replay& replay, const GridTruth& g, int workers,
               return DecideAsha(c, t, r);
             }));
   }
-  // ASHA over configs: a config's seeds run together and are judged by
-  // their mean; workers / seeds config slots.
+  // ASHA over configs in lockstep (--config-replay; the 2026-11-25
+  // approximation of aggregate_seeds): a config's seeds run together and
+  // are judged by their mean; workers / seeds config slots.
   const Replay configs = ConfigReplay(replay);
   for (const AshaCase& a : ashas) {
-    const AshaConfig c{Mode::kMax,       a.min_steps, a.eta,
-                       replay.max_steps, a.smooth,    a.min_keep};
+    if (!g_config_replay) break;
+    if (a.seeds || a.neighbors) continue;  // rows above do it for real
+    const AshaConfig c = AshaConfigOf(a, replay.max_steps);
     SimResult r = Simulate(
         configs,
         static_cast<int>(
@@ -529,7 +596,8 @@ struct SchedulerRun {
 // The synthetic study through coordinator::Scheduler (see the file comment).
 SchedulerRun SimulateScheduler(const Replay& replay, int workers,
                                const std::string& search,
-                               const std::string& top_k) {
+                               const std::string& top_k,
+                               const std::string& seeds) {
   using coordinator::LeaseGrant;
   using coordinator::RunningReport;
   const absl::Time wall0 = absl::Now();
@@ -549,7 +617,7 @@ SchedulerRun SimulateScheduler(const Replay& replay, int workers,
       "name: replay\nkind: sraven\ngrid:\n  M: [1, 2, 3, 4, 5, 6, 7, 8]\n"
       "  attention: [softmax, hyla]\n  top_k: ",
       top_k, "\nfixed: {steps: ", replay.max_steps,
-      ", num_experts: 8}\nseeds: [0, 1, 2]\nsearch: ", search, "\n");
+      ", num_experts: 8}\nseeds: ", seeds, "\nsearch: ", search, "\n");
   auto sub = sched.SubmitSweep(yaml, false);
   if (!sub.ok()) {
     std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
@@ -672,6 +740,7 @@ struct SchedCase {
   std::string name;
   std::string search;  // the sweep file's search block (flow style)
   std::string top_k;   // the grid's top_k axis
+  std::string seeds = "[0, 1, 2]";  // the sweep's seeds
 };
 
 std::string AshaSearch(const AshaCase& a) {
@@ -679,6 +748,8 @@ std::string AshaSearch(const AshaCase& a) {
       "{strategy: asha, metric: ood_acc, min_steps: ", a.min_steps,
       ", reduction: ", a.eta,
       a.smooth > 1 ? absl::StrCat(", smooth_evals: ", a.smooth) : "",
+      a.seeds ? ", aggregate_seeds: true" : "",
+      a.neighbors ? ", keep_neighbors: top_k" : "",
       ", group_by: [M, attention]}");
 }
 
@@ -692,7 +763,8 @@ void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
       "the finished trials (refine's x*); resolved = groups whose last group "
       "decision is `resolved`.\n\n"
       "| policy | grid top_k | trial-steps | vs grid | scheduler's usage "
-      "(used / full) | finished trials | trials | stops | re-leases | ticks | "
+      "(used / full) | finished trials | trials (vs the grid's 384) | stops | "
+      "re-leases | ticks | "
       "decisions logged | resolved | k* = grid's | k* = noiseless | mean "
       "regret | wall s |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -700,20 +772,21 @@ void ThroughScheduler(const Replay& replay, const GridTruth& g, int workers,
       static_cast<long long>(g.trial_steps));
   for (const SchedCase& c : cases) {
     const SchedulerRun run =
-        SimulateScheduler(replay, workers, c.search, c.top_k);
+        SimulateScheduler(replay, workers, c.search, c.top_k, c.seeds);
     const SimResult& r = run.sim;
     const Score s = Compare(g, r.k_star);
     std::printf(
-        "| %s | %s | %lld | %.2fx fewer | %lld / %lld | %d | %d | %d | %d | "
+        "| %s | %s | %lld | %.2fx fewer | %lld / %lld | %d | %d (%.0f%%) | %d "
+        "| %d | "
         "%lld | %d | %d/%d | %d/%d (%.0f%%) | %s | %.4f | %.1f |\n",
         c.name.c_str(), c.top_k.c_str(), static_cast<long long>(r.trial_steps),
         static_cast<double>(g.trial_steps) /
             static_cast<double>(std::max<int64_t>(1, r.trial_steps)),
         static_cast<long long>(run.usage_used),
         static_cast<long long>(run.usage_full), r.finished, run.trials,
-        r.prunes, r.promotions, static_cast<long long>(r.ticks), run.decisions,
-        run.resolved, run.settled, s.match, s.groups,
-        100.0 * s.match / std::max(1, s.groups),
+        100.0 * run.trials / std::max(1, g.trials), r.prunes, r.promotions,
+        static_cast<long long>(r.ticks), run.decisions, run.resolved,
+        run.settled, s.match, s.groups, 100.0 * s.match / std::max(1, s.groups),
         NoiselessMatch(g, r.k_star).c_str(), s.mean_regret, run.wall_s);
   }
 }
@@ -724,9 +797,10 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
       "\n## Refine (axis top_k, bounds [1, 8], group_by [M, attention]; "
       "final accuracy at 2700 steps)\n\n"
       "Full 1..8 grid: %d trials (8 k x 3 seeds x 16 groups).\n\n"
-      "| initial k | seeds | add_seeds | trials | vs full grid | rounds | "
+      "| initial k | seeds | add_seeds | tolerance | trials | vs full grid | "
+      "rounds | "
       "resolved | unresolved | k* = grid's | k* = noiseless | mean regret "
-      "| max regret |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      "| max regret |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
       g.trials);
   std::set<std::string> groups;
   for (const TrialDef& t : study) groups.insert(t.group);
@@ -734,6 +808,7 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
     std::vector<int64_t> initial;
     std::vector<int64_t> seeds;
     int64_t add_seeds;
+    double tolerance = 0;
   };
   for (const Case& cs : std::vector<Case>{{{1, 2, 4, 8}, {0, 1, 2}, 0},
                                           {{1, 2, 4, 8}, {0, 1, 2}, 1},
@@ -741,12 +816,18 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
                                           {{1, 2, 4, 8}, {0, 1}, 1},
                                           {{2, 5, 8}, {0, 1}, 1},
                                           {{2, 5}, {0, 1}, 1},
-                                          {{1, 2, 4, 8}, {0}, 2}}) {
+                                          {{1, 2, 4, 8}, {0}, 2},
+                                          {{1, 2, 4, 8}, {0, 1, 2}, 1, 0.002},
+                                          {{1, 2, 4, 8}, {0, 1, 2}, 1, 0.005},
+                                          {{1, 2, 4, 8}, {0, 1}, 1, 0.005},
+                                          {{1, 2, 4, 8}, {0, 1}, 2, 0.005},
+                                          {{2, 5}, {0, 1}, 2, 0.005}}) {
     RefineConfig c;
     c.lo = 1;
     c.hi = kExperts;
     c.seeds = cs.seeds;
     c.add_seeds = cs.add_seeds;
+    c.tolerance = cs.tolerance;
     std::vector<RefinePoint> points;
     auto measure = [&](const std::string& group, int64_t x, int64_t seed) {
       // group "M=<m>,attention=<a>"
@@ -785,11 +866,12 @@ void Refine(const std::vector<TrialDef>& study, const GridTruth& g,
     for (int64_t x : cs.initial) absl::StrAppend(&initial, x, " ");
     for (int64_t x : cs.seeds) absl::StrAppend(&seeds, x, " ");
     std::printf(
-        "| %s| %s| %lld | %zu | %.0f%% | %d | %d/%zu | %d | %d/%d "
+        "| %s| %s| %lld | %g | %zu | %.0f%% | %d | %d/%zu | %d | %d/%d "
         "(%.0f%%) | %d/%d | %.4f | %.4f |\n",
         initial.c_str(), seeds.c_str(), static_cast<long long>(cs.add_seeds),
-        points.size(), 100.0 * static_cast<double>(points.size()) / g.trials,
-        rounds, resolved, r.groups.size(), unresolved, s.match, s.groups,
+        cs.tolerance, points.size(),
+        100.0 * static_cast<double>(points.size()) / g.trials, rounds, resolved,
+        r.groups.size(), unresolved, s.match, s.groups,
         100.0 * s.match / s.groups, true_match, s.groups, s.mean_regret,
         s.max_regret);
   }
@@ -811,6 +893,10 @@ int main(int argc, char** argv) {
       g_noise_seed = std::stoull(a.substr(7));
     } else if (a == "--no-mini") {
       mini_study = false;
+    } else if (a == "--median") {
+      g_median_sched = true;
+    } else if (a == "--config-replay") {
+      g_config_replay = true;
     } else if (a == "--pure-only") {
       pure_only = true;
     } else {
@@ -842,22 +928,31 @@ int main(int argc, char** argv) {
                 k_true.at(GroupOf(m, 0)), g.k_star.at(GroupOf(m, 1)),
                 k_true.at(GroupOf(m, 1)));
   }
+  // Per trial (as before), then per configuration (aggregate_seeds), with
+  // and without keep_neighbors.
   EarlyStopping(synthetic, g, 16,
                 {{100, 3},
                  {300, 3},
                  {900, 3},
                  {300, 2},
-                 {100, 4},
                  {300, 3, 3},
-                 {300, 3, 5},
                  {300, 2, 3},
-                 {600, 3},
-                 {600, 3, 3},
-                 {300, 3, 3, 2},
                  {300, 3, 3, 3},
-                 {200, 3, 3, 2},
-                 {200, 3, 3, 3}},
-                {300, 900});
+                 {300, 3, 1, 1, false, true},
+                 {300, 3, 3, 1, false, true},
+                 {300, 3, 1, 1, true},
+                 {300, 3, 3, 1, true},
+                 {100, 3, 1, 1, true, true},
+                 {100, 3, 3, 1, true, true},
+                 {200, 3, 3, 1, true, true},
+                 {300, 3, 1, 1, true, true},
+                 {300, 3, 3, 1, true, true},
+                 {300, 2, 3, 1, true, true},
+                 {100, 4, 3, 1, true, true},
+                 {300, 4, 3, 1, true, true},
+                 {600, 3, 3, 1, true, true}},
+                {300});
+  RankStability(synthetic, g);
   if (pure_only) return 0;
   const std::string full = "[1, 2, 3, 4, 5, 6, 7, 8]";
   const std::string paper = "[1, 2, 4, 8]";
@@ -865,17 +960,36 @@ int main(int argc, char** argv) {
       "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
       "group_by: [M, attention], add_seeds: 1";
   std::vector<SchedCase> cases;
-  for (const AshaCase& a : std::vector<AshaCase>{
-           {300, 3}, {300, 3, 3}, {300, 3, 5}, {300, 2, 3}, {600, 3, 3}}) {
+  for (const AshaCase& a : std::vector<AshaCase>{{300, 3},
+                                                 {300, 3, 3},
+                                                 {300, 2, 3},
+                                                 {300, 3, 3, 1, true},
+                                                 {300, 3, 3, 1, true, true},
+                                                 {300, 2, 3, 1, true, true}}) {
     cases.push_back({AshaName(a), AshaSearch(a), full});
   }
-  cases.push_back({"median min_steps 300",
-                   "{strategy: median, metric: ood_acc, min_steps: 300, "
-                   "group_by: [M, attention]}",
-                   full});
+  // The median rule through the scheduler (unchanged since
+  // search-replay-2026-11-25b.md: 1.01x, 3-7 min of wall per seed) only
+  // with --median.
+  if (g_median_sched) {
+    cases.push_back({"median min_steps 300",
+                     "{strategy: median, metric: ood_acc, min_steps: 300, "
+                     "group_by: [M, attention]}",
+                     full});
+  }
   cases.push_back({"refine, add_seeds 1", refine + "}", paper});
-  for (const AshaCase& a :
-       std::vector<AshaCase>{{300, 3}, {300, 3, 3}, {900, 3}}) {
+  cases.push_back({"refine, add_seeds 1, tolerance 0.005",
+                   refine + ", tolerance: 0.005}", paper});
+  cases.push_back({"refine, seeds [0, 1], add_seeds 2, tolerance 0.005",
+                   "{strategy: refine, metric: ood_acc, axis: top_k, bounds: "
+                   "[1, 8], group_by: [M, attention], add_seeds: 2, "
+                   "tolerance: 0.005}",
+                   paper, "[0, 1]"});
+  cases.push_back({"refine, seeds [0, 1], add_seeds 2",
+                   "{strategy: refine, metric: ood_acc, axis: top_k, bounds: "
+                   "[1, 8], group_by: [M, attention], add_seeds: 2}",
+                   paper, "[0, 1]"});
+  for (const AshaCase& a : std::vector<AshaCase>{{300, 3}, {300, 3, 3}}) {
     cases.push_back(
         {absl::StrCat("refine + ", AshaName(a), ", add_seeds 1"),
          absl::StrCat(

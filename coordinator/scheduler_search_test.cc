@@ -552,6 +552,54 @@ TEST_P(SchedulerSearchTest, GpuHourBudgetPrunesPendingTrials) {
   EXPECT_EQ(sched_->GetSweep("a")->record.state, store::SweepState::kCompleted);
 }
 
+// Refine with a GPU-hour budget: the budget is spent when the first
+// points finish, so the group that wants x* = 4's neighbours settles as
+// `budget`; the dashboard's frontier shows it so (the recomputed frontier,
+// which applies no budget, would say `exploring`).
+TEST_P(SchedulerSearchTest,
+       RefineFrontierShowsGroupsSettledByTheGpuHourBudget) {
+  const std::string yaml =
+      "name: rb\nkind: sraven\ngrid:\n  top_k: [2, 4]\n"
+      "fixed: {steps: 10, device: cpu}\nseeds: [0, 1]\n"
+      "search: {strategy: refine, metric: ood_acc, axis: top_k, "
+      "bounds: [1, 8], budget_gpu_hours: 0.1}\n";
+  ASSERT_TRUE(sched_->SubmitSweep(yaml, false).ok());
+  const std::string w = AddWorker(4);
+  auto leases = sched_->Lease(w, 4, 0);
+  ASSERT_TRUE(leases.ok());
+  ASSERT_EQ(leases->size(), 4u);
+  std::vector<RunningReport> running;
+  for (const LeaseGrant& g : *leases)
+    running.push_back({g.trial_id, g.attempt});
+  // 4 attempts x 5 minutes = 0.33 slot-hours >= 0.1.
+  for (int i = 0; i < 20; ++i) {
+    clock_.Advance(absl::Seconds(15));
+    ASSERT_TRUE(Cancelled(w, running).empty());
+  }
+  for (const LeaseGrant& g : *leases) {
+    const int k = nlohmann::json::parse(g.params_json).at("top_k");
+    ASSERT_TRUE(sched_
+                    ->Complete(w, g.trial_id, g.attempt,
+                               {{"ood_acc", k == 4 ? 0.7 : 0.5}}, 1)
+                    .ok());
+  }
+  EXPECT_EQ(sched_->ListTrials("rb")->size(), 4u);  // nothing added
+  const std::vector<store::DecisionRecord> log = Log("rb");
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back().action, "budget");
+  auto sj = SearchJson(sched_.get(), store_, "rb", 50);
+  ASSERT_TRUE(sj.ok()) << sj.status();
+  ASSERT_EQ((*sj)["frontier"].size(), 1u);
+  const nlohmann::json& row = (*sj)["frontier"][0];
+  EXPECT_EQ(row["state"], "budget") << row.dump();
+  EXPECT_EQ(row["settled"], "budget");
+  EXPECT_THAT(row["settled_reason"].get<std::string>(),
+              HasSubstr("budget_gpu_hours 0.1 spent"));
+  EXPECT_EQ(row["best"], 4);
+  EXPECT_EQ(sched_->GetSweep("rb")->record.state,
+            store::SweepState::kCompleted);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, SchedulerSearchTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Sqlite" : "InMemory";

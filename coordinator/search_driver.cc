@@ -86,6 +86,20 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
       st.group =
           absl::StrCat(st.group, st.group.empty() ? "" : ",", "seed=", t.seed);
     }
+    if (spec.search.strategy == "asha") {
+      // The configuration (params without the seed: aggregate_seeds) and
+      // the neighbour axis (keep_neighbors).
+      nlohmann::json params = ParamsOf(t);
+      st.config = params.dump();
+      const std::string& axis = spec.search.keep_neighbors;
+      if (!axis.empty() && params.contains(axis) &&
+          params[axis].is_number_integer()) {
+        st.has_axis = true;
+        st.axis = params[axis].get<int64_t>();
+        params.erase(axis);
+        st.rest = params.dump();
+      }
+    }
     st.errored = t.state == TrialState::kPending && t.error_count > 0;
     st.paused = t.state == TrialState::kPruned;
     trials.push_back(std::move(st));
@@ -100,6 +114,8 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
     c.reduction = std::max<int64_t>(2, spec.search.reduction);
     c.max_steps = SearchMaxSteps(spec, in.trials);
     c.smooth = std::max<int64_t>(1, spec.search.smooth_evals);
+    c.aggregate_seeds = spec.search.aggregate_seeds;
+    c.keep_neighbors = !spec.search.keep_neighbors.empty();
     decisions = search::DecideAsha(c, trials, in.reports);
   } else {
     search::MedianConfig c;
@@ -208,6 +224,7 @@ search::RefineConfig RefineConfigOf(const SweepSpec& spec) {
   c.hi = spec.search.bounds_hi;
   c.budget = spec.search.budget;
   c.add_seeds = spec.search.add_seeds;
+  c.tolerance = spec.search.tolerance;
   c.seeds = spec.seeds;
   return c;
 }

@@ -2,6 +2,7 @@
 #include "coordinator/search_driver.h"
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -90,6 +91,53 @@ TEST(SearchDriverTest, SameRecordsInAnyOrderGiveTheSamePlan) {
   EXPECT_FALSE(plan.changes.empty());
   EXPECT_EQ(plan.decisions.size() >= plan.changes.size(), true);
   std::mt19937 rng(7);
+  for (int round = 0; round < 5; ++round) {
+    SearchInputs shuffled = in;
+    std::shuffle(shuffled.trials.begin(), shuffled.trials.end(), rng);
+    std::shuffle(shuffled.reports.begin(), shuffled.reports.end(), rng);
+    EXPECT_EQ(Key(PlanSearch(shuffled)), Key(plan));
+  }
+}
+
+// aggregate_seeds + keep_neighbors through the driver: top_k 1..6 x seeds
+// 0, 1 in one group; the seed means rank k = 4 first and k = 1 second (eta
+// 3: keep 2), so k = 3 and 5 go on as 4's neighbours and both seeds of k = 2
+// and 6 are pruned for good. Any order of the records gives the same plan.
+TEST(SearchDriverTest, AggregatedSeedsAndNeighboursPlanPerConfiguration) {
+  auto spec = ParseSweepYaml(
+      "name: a\nkind: sraven\ngrid:\n  top_k: [1, 2, 3, 4, 5, 6]\n"
+      "fixed: {steps: 90, num_experts: 8, device: cpu}\nseeds: [0, 1]\n"
+      "search: {strategy: asha, metric: ood_acc, min_steps: 10, "
+      "aggregate_seeds: true, keep_neighbors: top_k}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  SearchInputs in;
+  in.spec = &*spec;
+  in.trials = Trials(*spec, TrialState::kRunning);
+  ASSERT_EQ(in.trials.size(), 12u);
+  const std::map<int, double> mean = {{1, 0.8}, {2, 0.5}, {3, 0.6},
+                                      {4, 0.9}, {5, 0.4}, {6, 0.7}};
+  std::map<std::string, int> k_of;
+  for (const TrialRecord& t : in.trials) {
+    const int k = nlohmann::json::parse(t.params_json).at("top_k");
+    k_of[t.trial_id] = k;
+    // Seed 0 is 0.3 above the mean and seed 1 0.3 below: per trial, k = 5's
+    // seed 0 (0.7) would beat k = 4's seed 1 (0.6).
+    in.reports.push_back(
+        {t.trial_id, 1, 10, mean.at(k) + (t.seed == 0 ? 0.3 : -0.3)});
+  }
+  const SearchPlan plan = PlanSearch(in);
+  std::map<int, int> pruned;  // k -> seeds pruned
+  for (const TrialChange& c : plan.changes) {
+    EXPECT_EQ(c.next, TrialState::kPruned);
+    ++pruned[k_of.at(c.trial_id)];
+  }
+  EXPECT_EQ(pruned, (std::map<int, int>{{2, 2}, {6, 2}}));
+  for (const store::DecisionRecord& d : plan.decisions) {
+    if (d.action != "prune") continue;
+    EXPECT_TRUE(d.final) << d.reason;
+    EXPECT_THAT(d.reason, ::testing::HasSubstr("(mean of 2 seeds)"));
+  }
+  std::mt19937 rng(3);
   for (int round = 0; round < 5; ++round) {
     SearchInputs shuffled = in;
     std::shuffle(shuffled.trials.begin(), shuffled.trials.end(), rng);

@@ -130,6 +130,14 @@ absl::StatusOr<json> SearchJson(Scheduler* scheduler,
       tried[analysis::search::GroupLabel(p, ss.group_by)].insert(
           p[ss.axis].get<int64_t>());
     }
+    // The settled state each group logged (resolved, unresolved, budget):
+    // what the search decided, including a group stopped by the GPU-hour
+    // budget, which the recomputed frontier (no budget applied) would show
+    // as still exploring.
+    std::map<std::string, const store::DecisionRecord*> settled;
+    for (const store::DecisionRecord& d : log) {
+      if (d.trial_id.empty()) settled[d.group] = &d;
+    }
     for (const analysis::search::RefineGroup& g :
          RefineFrontier(v.spec, trials, finals, stopped)) {
       json means = json::object();
@@ -148,6 +156,14 @@ absl::StatusOr<json> SearchJson(Scheduler* scheduler,
            {"tried", tried[g.group]},
            {"stopped", g.stopped},
            {"reason", g.reason}});
+      if (auto it = settled.find(g.group); it != settled.end()) {
+        json& row = frontier.back();
+        row["settled"] = it->second->action;
+        row["settled_reason"] = it->second->reason;
+        // A group the budget settled keeps that state: nothing more is
+        // added for it, whatever the recomputed frontier would want.
+        if (it->second->action == "budget") row["state"] = "budget";
+      }
     }
   }
   out["frontier"] = frontier;

@@ -406,20 +406,22 @@ const std::vector<std::string>& SearchKeys(const std::string& strategy,
                                            const std::string& early_stop = "") {
   static const auto* grid = new std::vector<std::string>{"strategy"};
   static const auto* asha = new std::vector<std::string>{
-      "strategy",  "metric",       "mode",     "min_steps",       "reduction",
-      "max_steps", "smooth_evals", "group_by", "budget_gpu_hours"};
+      "strategy",     "metric",          "mode",
+      "min_steps",    "reduction",       "max_steps",
+      "smooth_evals", "aggregate_seeds", "keep_neighbors",
+      "group_by",     "budget_gpu_hours"};
   static const auto* median =
       new std::vector<std::string>{"strategy",  "metric",   "mode",
                                    "min_steps", "group_by", "budget_gpu_hours"};
   static const auto* refine = new std::vector<std::string>{
-      "strategy",  "metric",    "mode",   "axis",
-      "bounds",    "group_by",  "budget", "budget_gpu_hours",
-      "add_seeds", "early_stop"};
+      "strategy",  "metric",    "mode",      "axis",
+      "bounds",    "group_by",  "budget",    "budget_gpu_hours",
+      "add_seeds", "tolerance", "early_stop"};
   static const auto* refine_asha = new std::vector<std::string>{
-      "strategy",  "metric",      "mode",      "axis",
-      "bounds",    "group_by",    "budget",    "budget_gpu_hours",
-      "add_seeds", "early_stop",  "min_steps", "reduction",
-      "max_steps", "smooth_evals"};
+      "strategy",  "metric",    "mode",        "axis",
+      "bounds",    "group_by",  "budget",      "budget_gpu_hours",
+      "add_seeds", "tolerance", "early_stop",  "min_steps",
+      "reduction", "max_steps", "smooth_evals"};
   if (strategy == "asha") return *asha;
   if (strategy == "median") return *median;
   if (strategy == "refine")
@@ -636,6 +638,50 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
       ok = false;
     }
   }
+  if (s.strategy == "asha") {
+    if (const YAML::Node a = node["aggregate_seeds"]) {
+      if (!a.IsScalar() || (a.Scalar() != "true" && a.Scalar() != "false")) {
+        problems->Add(absl::StrCat(
+            "search.aggregate_seeds: '",
+            a.IsScalar() ? a.Scalar() : "(not a scalar)",
+            "' is not a boolean (true: a configuration's seeds are ranked "
+            "by their mean and stopped together)"));
+        ok = false;
+      } else {
+        s.aggregate_seeds = a.Scalar() == "true";
+      }
+    }
+    if (const YAML::Node n = node["keep_neighbors"]) {
+      const Axis* axis = nullptr;
+      const std::string name = n.IsScalar() ? n.Scalar() : "(not a scalar)";
+      for (const Axis& x : spec->grid) {
+        if (n.IsScalar() && x.name == name) axis = &x;
+      }
+      if (axis == nullptr) {
+        problems->Add(absl::StrCat(
+            "search.keep_neighbors: '", name,
+            "' is not a grid axis (axes: ", absl::StrJoin(axes, ", "), ")"));
+        ok = false;
+      } else if (std::find(s.group_by.begin(), s.group_by.end(), name) !=
+                 s.group_by.end()) {
+        problems->Add(absl::StrCat("search.keep_neighbors: '", name,
+                                   "' is also in group_by (neighbours are "
+                                   "compared within a group)"));
+        ok = false;
+      } else {
+        for (const json& v : axis->values) {
+          if (!v.is_number_integer()) {
+            problems->Add(absl::StrCat("search.keep_neighbors: ", name,
+                                       " has the non-integer value ", Show(v),
+                                       " (neighbours are values one apart)"));
+            ok = false;
+            break;
+          }
+        }
+        s.keep_neighbors = name;
+      }
+    }
+  }
   if (s.strategy == "refine") {
     const Axis* axis = nullptr;
     if (const YAML::Node a = node["axis"]; a && a.IsScalar()) {
@@ -718,6 +764,21 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
       }
     }
     int_field("add_seeds", 0, 1000, &s.add_seeds);
+    if (const YAML::Node t = node["tolerance"]) {
+      auto v = ScalarToJson(t, "search.tolerance");
+      if (!problems->Ok(v.status())) {
+        ok = false;
+      } else if (!v->is_number() || !std::isfinite(v->get<double>()) ||
+                 v->get<double>() < 0 || v->get<double>() > 1e9) {
+        problems->Add(absl::StrCat(
+            "search.tolerance: ", Show(*v),
+            " is not a number >= 0 in the metric's units (0: the argmax "
+            "itself must be separated)"));
+        ok = false;
+      } else {
+        s.tolerance = v->get<double>();
+      }
+    }
   }
   if (const YAML::Node b = node["budget_gpu_hours"]) {
     auto v = ScalarToJson(b, "search.budget_gpu_hours");
@@ -873,7 +934,9 @@ bool SearchSpec::operator==(const SearchSpec& o) const {
          bounds_lo == o.bounds_lo && bounds_hi == o.bounds_hi &&
          budget == o.budget && add_seeds == o.add_seeds &&
          early_stop == o.early_stop && smooth_evals == o.smooth_evals &&
-         budget_gpu_hours == o.budget_gpu_hours;
+         budget_gpu_hours == o.budget_gpu_hours &&
+         aggregate_seeds == o.aggregate_seeds &&
+         keep_neighbors == o.keep_neighbors && tolerance == o.tolerance;
 }
 
 const trials::TrialKind* SweepKind(const SweepSpec& spec) {
@@ -1104,6 +1167,9 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
       if (key == "early_stop" && s.early_stop.empty()) continue;
       if (key == "smooth_evals" && s.smooth_evals == 1) continue;
       if (key == "budget_gpu_hours" && s.budget_gpu_hours == 0) continue;
+      if (key == "aggregate_seeds" && !s.aggregate_seeds) continue;
+      if (key == "keep_neighbors" && s.keep_neighbors.empty()) continue;
+      if (key == "tolerance" && s.tolerance == 0) continue;
       out << YAML::Key << key << YAML::Value;
       if (key == "strategy") {
         out << s.strategy;
@@ -1132,6 +1198,12 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
         out << s.add_seeds;
       } else if (key == "smooth_evals") {
         out << s.smooth_evals;
+      } else if (key == "aggregate_seeds") {
+        out << s.aggregate_seeds;
+      } else if (key == "keep_neighbors") {
+        out << s.keep_neighbors;
+      } else if (key == "tolerance") {
+        out << absl::StrFormat("%.17g", s.tolerance);
       } else if (key == "budget_gpu_hours") {
         out << absl::StrFormat("%.17g", s.budget_gpu_hours);
       } else if (key == "early_stop") {

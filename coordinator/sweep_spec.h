@@ -29,6 +29,10 @@
 //     max_steps: 300             # asha: = the trials' steps (default)
 //     smooth_evals: 3            # asha: a rung's value = mean of the last 3
 //                                #   evaluations up to it (default 1)
+//     aggregate_seeds: true      # asha: judge a configuration's seeds
+//                                #   together, by their mean (default false)
+//     keep_neighbors: top_k      # asha: promote the best's neighbours on
+//                                #   this integer axis too (default none)
 //     group_by: [M, attention]   # grid axes; compare only within a group
 //     axis: top_k                # refine: the integer axis refined
 //     bounds: [1, 8]             # refine: default [min, max] of the axis
@@ -37,6 +41,8 @@
 //                                #   hours; slot-hours on CPU) after which
 //                                #   nothing is added, promoted or started
 //     add_seeds: 1               # refine: most extra seeds per group
+//     tolerance: 0.005           # refine: means this close to x*'s count
+//                                #   as equivalent when resolving (0: none)
 // clang-format on
 //
 // The scheduler drives asha, median and refine through
@@ -94,6 +100,12 @@ struct SearchSpec {
   // asha (and refine + asha): a trial's value at a rung is the mean of its
   // last `smooth_evals` evaluations up to the rung (1: that one alone).
   int64_t smooth_evals = 1;
+  // asha: rung decisions per configuration, ranked by the mean over its
+  // seeds; its seeds are promoted and pruned together.
+  bool aggregate_seeds = false;
+  // asha: an integer grid axis (not in group_by); the integer neighbours on
+  // it of a rung's best configuration are promoted with it. "" = none.
+  std::string keep_neighbors;
   std::vector<std::string> group_by;  // grid axes
   std::string axis;                   // refine
   int64_t bounds_lo = 0;              // refine
@@ -104,6 +116,10 @@ struct SearchSpec {
   // search adds, promotes and starts nothing; 0: none.
   double budget_gpu_hours = 0;
   int64_t add_seeds = 0;  // refine
+  // refine: indifference zone in the metric's units; a group also resolves
+  // when the bootstrap puts >= 0.9 on x* and the values within `tolerance`
+  // of its mean. 0: none.
+  double tolerance = 0;
   // refine: "asha" stops losing points early (min_steps, reduction and
   // max_steps then apply as for strategy asha); "" = none.
   std::string early_stop;

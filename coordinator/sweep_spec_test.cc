@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -292,6 +293,7 @@ TEST(SweepSpecTest, ShippedExamplesParse) {
       {"examples/sraven-paper-median.yaml", 192},
       {"examples/sraven-paper-refine.yaml", 192},
       {"examples/sraven-paper-refine-asha.yaml", 192},
+      {"examples/sraven-k1to8-asha-seeds.yaml", 384},
       {"examples/command-sweep.yaml", 12}};
   for (const auto& [name, points] : files) {
     std::ifstream in(std::string(src) + "/" + name);
@@ -517,6 +519,44 @@ TEST(SweepSpecSearchTest, SmoothEvalsAndGpuHourBudgetRoundTrip) {
   EXPECT_THAT(SweepSpecToYaml(*plain), Not(HasSubstr("budget_gpu_hours")));
 }
 
+TEST(SweepSpecSearchTest, AggregateSeedsAndKeepNeighborsRoundTrip) {
+  auto asha = WithSearch(
+      "  {strategy: asha, metric: ood_acc, min_steps: 100, aggregate_seeds:"
+      " true, keep_neighbors: top_k, group_by: [M, attention]}\n");
+  ASSERT_TRUE(asha.ok()) << asha.status();
+  EXPECT_TRUE(asha->search.aggregate_seeds);
+  EXPECT_EQ(asha->search.keep_neighbors, "top_k");
+  const std::string yaml = SweepSpecToYaml(*asha);
+  EXPECT_THAT(yaml, HasSubstr("aggregate_seeds: true"));
+  EXPECT_THAT(yaml, HasSubstr("keep_neighbors: top_k"));
+  auto again = ParseSweepYaml(yaml);
+  ASSERT_TRUE(again.ok()) << again.status() << yaml;
+  EXPECT_EQ(again->search, asha->search) << yaml;
+  // false is the default and is not written back.
+  auto off = WithSearch(
+      "  {strategy: asha, metric: a, min_steps: 10, aggregate_seeds: "
+      "false}\n");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->search.aggregate_seeds);
+  EXPECT_THAT(SweepSpecToYaml(*off), Not(HasSubstr("aggregate_seeds")));
+  EXPECT_THAT(SweepSpecToYaml(*off), Not(HasSubstr("keep_neighbors")));
+  EXPECT_NE(off->search, asha->search);
+  // refine's tolerance (also with early_stop: asha).
+  for (const char* extra : {"", ", early_stop: asha, min_steps: 100"}) {
+    auto refine = WithSearch(absl::StrCat(
+        "  {strategy: refine, metric: ood_acc, axis: top_k, tolerance: "
+        "0.005",
+        extra, "}\n"));
+    ASSERT_TRUE(refine.ok()) << refine.status();
+    EXPECT_DOUBLE_EQ(refine->search.tolerance, 0.005);
+    const std::string ryaml = SweepSpecToYaml(*refine);
+    EXPECT_THAT(ryaml, HasSubstr("tolerance: 0.005"));
+    auto back = ParseSweepYaml(ryaml);
+    ASSERT_TRUE(back.ok()) << back.status() << ryaml;
+    EXPECT_EQ(back->search, refine->search) << ryaml;
+  }
+}
+
 TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
   struct Case {
     std::string search;
@@ -538,6 +578,32 @@ TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
        "search.mode: 'maximum' is not one of {max, min}"},
       {"  {strategy: asha, metric: a}\n",
        "search.min_steps: required for strategy asha"},
+      {"  {strategy: asha, metric: a, min_steps: 10, aggregate_seeds: "
+       "maybe}\n",
+       "search.aggregate_seeds: 'maybe' is not a boolean"},
+      {"  {strategy: asha, metric: a, min_steps: 10, aggregate_seeds: [1]}\n",
+       "search.aggregate_seeds: '(not a scalar)' is not a boolean"},
+      {"  {strategy: asha, metric: a, min_steps: 10, keep_neighbors: k}\n",
+       "search.keep_neighbors: 'k' is not a grid axis (axes: M, top_k, "
+       "attention)"},
+      {"  {strategy: asha, metric: a, min_steps: 10, keep_neighbors: "
+       "attention}\n",
+       "search.keep_neighbors: attention has the non-integer value "
+       "\"softmax\""},
+      {"  {strategy: asha, metric: a, min_steps: 10, keep_neighbors: M, "
+       "group_by: [M]}\n",
+       "search.keep_neighbors: 'M' is also in group_by"},
+      {"  {strategy: refine, metric: a, axis: top_k, tolerance: -0.1}\n",
+       "search.tolerance: -0.1 is not a number >= 0 in the metric's units"},
+      {"  {strategy: refine, metric: a, axis: top_k, tolerance: half}\n",
+       "search.tolerance: \"half\" is not a number >= 0"},
+      {"  {strategy: asha, metric: a, min_steps: 10, tolerance: 0.01}\n",
+       "search.tolerance: not used by strategy asha"},
+      {"  {strategy: median, metric: a, aggregate_seeds: true}\n",
+       "search.aggregate_seeds: not used by strategy median"},
+      {"  {strategy: refine, metric: a, axis: top_k, keep_neighbors: "
+       "top_k}\n",
+       "search.keep_neighbors: not used by strategy refine"},
       {"  {strategy: asha, metric: a, min_steps: 0}\n",
        "search.min_steps: value 0 out of range [1, "},
       {"  {strategy: asha, metric: a, min_steps: 10, reduction: 1}\n",
@@ -583,7 +649,8 @@ TEST(SweepSpecSearchTest, BadSearchBlocksNameTheFieldAndValue) {
       {"  {strategy: refine, metric: a, axis: top_k, min_steps: 10}\n",
        "search.min_steps: not used by strategy refine (its keys: strategy, "
        "metric, mode, axis, bounds, group_by, budget, budget_gpu_hours, "
-       "add_seeds, early_stop); with early_stop: asha refine takes "
+       "add_seeds, tolerance, early_stop); with early_stop: asha refine "
+       "takes "
        "min_steps"},
       {"  {strategy: asha, metric: a, min_steps: 10, smooth_evals: 0}\n",
        "search.smooth_evals: value 0 out of range [1, 1000]"},

@@ -23,6 +23,12 @@
 // errored trial is never pruned for its error: if its metrics do not prune
 // it, it is retried (kRetry), and until it reports a rung it holds that
 // rung open (not complete), as a running trial does.
+//
+// Options (AshaConfig): `smooth` (a rung's value is the mean of the last
+// evaluations), `aggregate_seeds` (the unit ranked, promoted and pruned is a
+// configuration with all its seeds, valued by their mean) and
+// `keep_neighbors` (the best unit's integer neighbours on an axis are
+// promoted with it). Without them a unit is one trial, as above.
 #ifndef SMOE_ANALYSIS_SEARCH_ASHA_H_
 #define SMOE_ANALYSIS_SEARCH_ASHA_H_
 
@@ -46,6 +52,22 @@ struct AshaConfig {
   // above is min_keep = 1): a guard so that more than one candidate of a
   // group reaches the next rung. Not a sweep-file key (replay only).
   int64_t min_keep = 1;
+  // Rung decisions per configuration (Trial::config) instead of per trial:
+  // the seeds of one configuration are one unit, ranked at a rung by the
+  // mean of their values there (a unit has a value at a rung when all its
+  // seeds have one), and promoted or pruned together. The quantity the
+  // search answers for (the best configuration) is defined on the seed
+  // mean, so ranking single seeds prunes configurations on seed noise and
+  // leaves configurations finished with some of their seeds only. A seed
+  // that reaches a rung before the others of its configuration pauses
+  // there (a prune that is not final) until they arrive.
+  bool aggregate_seeds = false;
+  // At every rung, also promote the integer neighbours (Trial::axis +- 1,
+  // same Trial::rest) of the rung's best unit, beyond the top keep_i: the
+  // search is for the argmax over the axis, and near it neighbouring
+  // values differ by less than the noise and the early-rung bias (curves
+  // that learn at different speeds). They do not raise keep_i.
+  bool keep_neighbors = false;
 };
 
 // The rungs' steps: min_steps * eta^i < max_steps, ascending. Empty when

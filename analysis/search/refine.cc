@@ -148,6 +148,21 @@ RefineResult DecideRefine(const RefineConfig& c,
       }
       units.push_back(std::move(u));
     }
+    // The indifference zone: the bootstrap mass on x* and on the values
+    // whose mean is within `tolerance` of x*'s.
+    double equivalent_freq = 0;
+    std::vector<int64_t> equivalent;
+    if (c.tolerance > 0) {
+      for (const CurvePoint& cp : series.points) {
+        if (cp.stats.mean < o.best_mean - c.tolerance) continue;
+        equivalent.push_back(static_cast<int64_t>(cp.x.number));
+        auto f = o.argmax_freq.find(cp.x.label);
+        if (f != o.argmax_freq.end()) equivalent_freq += f->second;
+      }
+    }
+    const bool within = c.tolerance > 0 && equivalent.size() > 1 &&
+                        o.best_freq < c.resolve_p &&
+                        equivalent_freq >= c.resolve_p;
     if (!units.empty()) {
       g.state = RefineState::kExploring;
       g.reason = absl::StrCat(at, ": adding its untried neighbours");
@@ -158,6 +173,16 @@ RefineResult DecideRefine(const RefineConfig& c,
           ") = ", Num(o.best_freq), " >= ", Num(c.resolve_p), " over ",
           o.bootstrap_samples, " bootstrap resamples of ", g.seeds, " seeds",
           stopped_note);
+    } else if (g.seeds >= 2 && within) {
+      g.state = RefineState::kResolved;
+      g.reason = absl::StrCat(
+          at, " resolved within tolerance ", Num(c.tolerance),
+          ": neighbours measured, P(argmax in {",
+          absl::StrJoin(equivalent, ", "), "}) = ", Num(equivalent_freq),
+          " >= ", Num(c.resolve_p), " (P(argmax = ", g.best,
+          ") = ", Num(o.best_freq), "; means within ", Num(c.tolerance),
+          " of x*'s) over ", o.bootstrap_samples, " bootstrap resamples of ",
+          g.seeds, " seeds", stopped_note);
     } else {
       // 3. Ambiguous: seeds where the argmax's bootstrap lands.
       std::vector<int64_t> covered;

@@ -15,6 +15,8 @@
 //      (analysis/optimal_k.h, OptimalForSeries) gives P(x*) = the fraction of
 //      resamples whose argmax is x*; P(x*) >= resolve_p (0.9) with >= 2 seeds
 //      resolves the group (kResolved);
+//      with tolerance > 0, P(argmax within tolerance of x*) >= resolve_p
+//      also resolves it (the reason says so);
 //      An x whose points were all stopped early (refine + asha) counts as
 //      tried and lost: it is never x* and takes no part in the bootstrap;
 //   3. otherwise, while the group has added fewer than add_seeds seeds, the
@@ -46,6 +48,13 @@ struct RefineConfig {
   std::string stop_adding;
   std::vector<int64_t> seeds = {0};  // the sweep's seeds (for new x)
   double resolve_p = 0.9;
+  // Indifference zone (ranking and selection; a ROPE): values whose mean is
+  // within `tolerance` of x*'s are practically equivalent. With tolerance
+  // > 0 a group also resolves when the bootstrap's argmax lands on x* or an
+  // equivalent value in >= resolve_p of the resamples ("x* is best to
+  // within tolerance"), and seeds are only added while it does not. 0: the
+  // argmax itself must be separated.
+  double tolerance = 0;
   int bootstrap_samples = 1000;
   uint64_t bootstrap_seed = 0;
 };

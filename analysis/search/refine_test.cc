@@ -201,5 +201,51 @@ TEST(RefineTest, ModeMinAndOrderFree) {
   }
 }
 
+// tolerance: x = 3 and 4 tie to 0.0005 with seed noise 0.004, so the
+// argmax flips between them across resamples and the group cannot resolve
+// (P(argmax = x*) < 0.9). With tolerance 0.002 they are practically
+// equivalent and the group resolves, saying so; x = 2 and 5 (0.02 below)
+// are not equivalent. The same points in any order give the same result.
+TEST(RefineTest, ToleranceResolvesPracticallyEquivalentValues) {
+  const std::map<int64_t, double> mean = {
+      {2, 0.88}, {3, 0.9}, {4, 0.8995}, {5, 0.88}};
+  const std::vector<double> noise = {0.004, -0.004, 0.0, 0.003, -0.003};
+  std::vector<RefinePoint> pts;
+  for (const auto& [x, m] : mean) {
+    for (int64_t s = 0; s < 5; ++s) {
+      // Independent noise per (x, seed): a different sign pattern per x.
+      const double e = noise[static_cast<size_t>((s + x) % 5)];
+      pts.push_back({"g", x, s, true, false, m + e});
+    }
+  }
+  RefineConfig c = Config();
+  c.seeds = {0, 1, 2, 3, 4};
+  const RefineResult strict = DecideRefine(c, pts);
+  ASSERT_EQ(strict.groups.size(), 1u);
+  EXPECT_NE(strict.groups[0].state, RefineState::kResolved)
+      << strict.groups[0].reason;
+  EXPECT_LT(strict.groups[0].best_freq, 0.9);
+  c.tolerance = 0.002;
+  const RefineResult loose = DecideRefine(c, pts);
+  const RefineGroup& g = loose.groups[0];
+  EXPECT_EQ(g.state, RefineState::kResolved) << g.reason;
+  EXPECT_TRUE(loose.proposals.empty());
+  EXPECT_THAT(g.reason, HasSubstr("resolved within tolerance 0.002"));
+  EXPECT_THAT(g.reason, HasSubstr("P(argmax in {3, 4}) = 1"));
+  // A tolerance too small to cover x = 4 changes nothing.
+  c.tolerance = 0.0001;
+  EXPECT_EQ(DecideRefine(c, pts).groups[0].state, strict.groups[0].state);
+  // Order-free.
+  c.tolerance = 0.002;
+  Rng rng(5);
+  for (int round = 0; round < 5; ++round) {
+    std::vector<RefinePoint> shuffled = pts;
+    rng.Shuffle(shuffled);
+    const RefineResult again = DecideRefine(c, shuffled);
+    EXPECT_EQ(again.groups[0].reason, g.reason);
+    EXPECT_EQ(again.proposals, loose.proposals);
+  }
+}
+
 }  // namespace
 }  // namespace smoe::analysis::search

@@ -51,6 +51,16 @@ struct Trial {
   std::string group;     // GroupLabel of its params ("" = one group)
   bool errored = false;  // its last attempt errored; it will be retried
   bool paused = false;   // currently pruned (the median rule keeps it so)
+  // Its configuration: the params without the seed ("" = the trial alone).
+  // ASHA with aggregate_seeds judges and stops the trials of one
+  // configuration together, by the mean over their seeds.
+  std::string config{};
+  // ASHA with keep_neighbors: the trial's value on the integer axis, and its
+  // params without that axis and the seed. Two configurations are
+  // neighbours when `rest` is equal and `axis` differs by one.
+  bool has_axis = false;
+  int64_t axis = 0;
+  std::string rest{};
 };
 
 enum class Action {

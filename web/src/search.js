@@ -80,23 +80,50 @@ export function trialDecisionPoints(s, trialId) {
       color: d.action === 'prune' ? '#c0392b' : '#2e7d32' }));
 }
 
+// A frontier row's state as shown: the group's settled decision when the
+// budget settled it (`budget`: nothing more is added for it, x* not
+// resolved), else the state refine computes now. `why` says which budget:
+// 'GPU-hours' (search.budget_gpu_hours), 'trials' (search.budget) or ''.
+export function frontierState(g) {
+  const budget = g.settled === 'budget' || g.state === 'budget';
+  if (!budget) return { state: g.state, label: g.state, why: '', title: g.reason || '' };
+  const reason = g.settled_reason || g.reason || '';
+  const why = /budget_gpu_hours/.test(reason) ? 'GPU-hours' : /budget \d+ trials/.test(reason) ? 'trials' : '';
+  return { state: 'budget', label: why ? `budget (${why})` : 'budget', why, title: reason };
+}
+
+// "2 of 16 groups settled by the GPU-hour budget (x* not resolved)"; '' when
+// none.
+export function frontierBudgetNote(s) {
+  const rows = (s && s.frontier) || [];
+  const hours = rows.filter((g) => frontierState(g).why === 'GPU-hours').length;
+  const trials = rows.filter((g) => frontierState(g).state === 'budget').length - hours;
+  const parts = [];
+  if (hours) parts.push(`${hours} of ${rows.length} groups settled by the GPU-hour budget`);
+  if (trials) parts.push(`${trials} of ${rows.length} groups settled by the trial budget`);
+  return parts.length ? `${parts.join('; ')} (x* not resolved)` : '';
+}
+
 // Refine's frontier, one row per group: the x tried (x* bold, stopped
-// early struck through), x*, its mean, P(argmax = x*) and the state.
+// early struck through), x*, its mean, P(argmax = x*) and the state (a
+// group settled by a budget reads `budget (GPU-hours)`, with the reason as
+// its tooltip).
 function frontierTable(s) {
   if (!s.frontier || !s.frontier.length) return '';
   const rows = s.frontier.map((g) => {
+    const st = frontierState(g);
     const stopped = new Set(g.stopped || []);
     const xs = (g.tried || []).flatMap((x, i) => [i ? ', ' : '',
       x === g.best && !stopped.has(x) ? el('b', {}, String(x))
         : stopped.has(x) ? el('s', { class: 'muted', title: 'stopped early' }, String(x))
           : String(x)]);
-    return el('tr', { class: 'frontier ' + g.state },
+    return el('tr', { class: 'frontier ' + st.state, title: st.title },
       el('td', {}, g.group || '(all)'),
       el('td', { class: 'mono' }, xs),
       el('td', {}, g.best ? String(g.best) : '–'),
       el('td', {}, num(g.best_mean)),
       el('td', {}, g.best_freq ? num(g.best_freq) : '–'),
-      el('td', {}, el('span', { class: 'badge ' + (g.state === 'resolved' ? 'succeeded' : g.state) }, g.state)));
+      el('td', {}, el('span', { class: 'badge ' + (st.state === 'resolved' ? 'succeeded' : st.state) }, st.label)));
   });
   return el('table', { class: 'decisions', id: 'search-frontier' },
     el('thead', {}, el('tr', {}, ['group', `${s.axis || 'x'} tried`, 'x*', 'mean at x*', 'P(argmax = x*)', 'state'].map((c) => el('th', {}, c)))),
@@ -133,6 +160,7 @@ export async function renderSearch(box, sweepId) {
     s.rungs && s.rungs.length ? el('div', { class: 'muted', id: 'search-rungs' }, `rungs at steps ${s.rungs.join(', ')}` +
       (s.smooth_evals > 1 ? ` (a rung's value: mean of the last ${s.smooth_evals} evaluations)` : '')) : '',
     s.frontier && s.frontier.length ? el('h4', {}, 'Refine frontier') : '',
+    frontierBudgetNote(s) ? el('div', { class: 'muted', id: 'search-frontier-budget' }, frontierBudgetNote(s)) : '',
     frontierTable(s),
     el('table', { class: 'decisions', id: 'search-decisions' },
       el('thead', {}, el('tr', {}, ['#', 'trial', 'decision', 'value vs cutoff', 'reason'].map((c) => el('th', {}, c)))),

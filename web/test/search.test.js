@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
-import { deviceHoursText, prunedOverlay, rungLines, trialDecisionPoints, usageText } from '../src/search.js';
+import {
+  deviceHoursText, frontierBudgetNote, frontierState, prunedOverlay, rungLines, trialDecisionPoints, usageText,
+} from '../src/search.js';
 
 test('usageText states used against the full grid with the ratio', () => {
   assert.equal(usageText({ trial_steps_used: 80, full_grid_trial_steps: 160 }),
@@ -56,4 +58,32 @@ test('rungLines and trialDecisionPoints mark the rungs and a trial\'s decisions'
   assert.deepEqual(trialDecisionPoints(search, 's/a').map((p) => [p.x, p.y, p.label]),
     [[10, 0.3, 'prune'], [10, 0.3, 'promote']]);
   assert.deepEqual(trialDecisionPoints(search, 's/b').map((p) => p.label), ['prune (final)']);
+});
+
+test('frontierState shows groups the GPU-hour budget settled as budget', () => {
+  const hours = 'top_k*=5: x*=5 (mean 0.8): adding its untried neighbours; budget_gpu_hours 40 spent: 40.2 GPU-hours used (attempts\' wall time x 1 GPU): x*=5 not resolved';
+  // The recomputed state (no budget applied) says exploring; the log says budget.
+  assert.deepEqual(frontierState({ state: 'exploring', settled: 'budget', settled_reason: hours, reason: 'x*=5' }),
+    { state: 'budget', label: 'budget (GPU-hours)', why: 'GPU-hours', title: hours });
+  assert.deepEqual(frontierState({ state: 'budget', reason: 'x*=2 (mean 0.9): adding seed 3; budget 40 trials spent: x*=2 not resolved' }).label,
+    'budget (trials)');
+  // Resolved after the budget (its pending points finished): resolved.
+  assert.equal(frontierState({ state: 'resolved', settled: 'resolved', reason: 'x*=4 resolved' }).state, 'resolved');
+  assert.deepEqual(frontierState({ state: 'exploring', reason: 'x*=3' }),
+    { state: 'exploring', label: 'exploring', why: '', title: 'x*=3' });
+});
+
+test('frontierBudgetNote counts the groups settled by each budget', () => {
+  const s = {
+    frontier: [
+      { state: 'exploring', settled: 'budget', settled_reason: 'x; budget_gpu_hours 2 spent: 2.1 slot-hours used' },
+      { state: 'budget', reason: 'y; budget_gpu_hours 2 spent: 2.1 slot-hours used' },
+      { state: 'budget', reason: 'z; budget 12 trials spent: x*=1 not resolved' },
+      { state: 'resolved', settled: 'resolved' },
+    ],
+  };
+  assert.equal(frontierBudgetNote(s),
+    '2 of 4 groups settled by the GPU-hour budget; 1 of 4 groups settled by the trial budget (x* not resolved)');
+  assert.equal(frontierBudgetNote({ frontier: [{ state: 'resolved' }] }), '');
+  assert.equal(frontierBudgetNote(null), '');
 });
