@@ -14,6 +14,16 @@
 #include "worker/model/cpu_math.h"
 #include "worker/model/mixtral/mixtral_model.h"
 
+// SMOE_DECODE_PORTABLE_ONLY (the mixtral_model_portable_test build): the
+// loops are compiled for baseline x86-64 only, i.e. the "default" version
+// of target_clones, so that version is tested on a CPU that would never
+// pick it.
+#if defined(SMOE_DECODE_PORTABLE_ONLY)
+#define SMOE_DECODE_CLONES
+#else
+#define SMOE_DECODE_CLONES SMOE_CPU_CLONES
+#endif
+
 namespace smoe::model::mixtral {
 namespace {
 
@@ -54,24 +64,25 @@ inline __attribute__((always_inline)) float Dot(const W* __restrict w,
 
 // y[r] = w[r] . x, rows [lo, hi).
 template <typename W>
-SMOE_CPU_CLONES void MatVecRows(const W* w, const float* x, float* y, int64_t k,
-                                int64_t lo, int64_t hi) {
+SMOE_DECODE_CLONES void MatVecRows(const W* w, const float* x, float* y,
+                                   int64_t k, int64_t lo, int64_t hi) {
   for (int64_t r = lo; r < hi; ++r) y[r] = Dot(w + r * k, x, k);
 }
 
 // y[r] += s * (w[r] . x), rows [lo, hi).
 template <typename W>
-SMOE_CPU_CLONES void MatVecAddRows(const W* w, const float* x, float s,
-                                   float* y, int64_t k, int64_t lo,
-                                   int64_t hi) {
+SMOE_DECODE_CLONES void MatVecAddRows(const W* w, const float* x, float s,
+                                      float* y, int64_t k, int64_t lo,
+                                      int64_t hi) {
   for (int64_t r = lo; r < hi; ++r) y[r] += s * Dot(w + r * k, x, k);
 }
 
 // h[r] = silu(w1[r] . x) * (w3[r] . x), rows [lo, hi): both rows streamed
 // in one pass.
 template <typename W>
-SMOE_CPU_CLONES void GateUpRows(const W* w1, const W* w3, const float* x,
-                                float* h, int64_t k, int64_t lo, int64_t hi) {
+SMOE_DECODE_CLONES void GateUpRows(const W* w1, const W* w3, const float* x,
+                                   float* h, int64_t k, int64_t lo,
+                                   int64_t hi) {
   for (int64_t r = lo; r < hi; ++r) {
     const float a = Dot(w1 + r * k, x, k);
     const float b = Dot(w3 + r * k, x, k);
@@ -82,8 +93,8 @@ SMOE_CPU_CLONES void GateUpRows(const W* w1, const W* w3, const float* x,
 // out = weight * (x * rsqrt(mean(x^2) + eps)), n values (HF's RMSNorm in
 // float32).
 template <typename W>
-SMOE_CPU_CLONES void RmsNormRow(const float* x, const W* weight, float eps,
-                                float* out, int64_t n) {
+SMOE_DECODE_CLONES void RmsNormRow(const float* x, const W* weight, float eps,
+                                   float* out, int64_t n) {
   const float ms = Dot(x, x, n) / static_cast<float>(n);
   const float r = 1.0f / std::sqrt(ms + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = Widen(weight[i]) * (x[i] * r);
@@ -319,6 +330,17 @@ torch::Tensor DecodeStepT(const MixtralConfig& c, const MixtralWeights& w,
 }
 
 }  // namespace
+
+const char* DecodeKernelsIsa() {
+#if !defined(SMOE_DECODE_PORTABLE_ONLY) && defined(__x86_64__) && \
+    defined(__GNUC__) && !defined(__clang__)
+  // The predicates target_clones' resolver uses for these versions.
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4";
+  if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3";
+#endif
+  return "baseline";
+}
 
 bool DecodeKernelsApply(const torch::Tensor& x, const torch::Tensor& w) {
   return x.is_cpu() && w.is_cpu() && x.scalar_type() == torch::kFloat32 &&

@@ -58,6 +58,12 @@ struct MixtralConfig;
 struct MixtralWeights;
 struct MixtralKvCache;
 
+// The version of the loops this CPU runs (GCC function multi-versioning,
+// worker/model/cpu_math.h): "x86-64-v4" (AVX-512), "x86-64-v3" (AVX2 +
+// FMA) or "baseline" (any x86-64; also other compilers and architectures,
+// and the SMOE_DECODE_PORTABLE_ONLY test build).
+const char* DecodeKernelsIsa();
+
 // True when x is a float32 CPU tensor holding one row (numel == last dim)
 // and w is a contiguous float32 or bfloat16 CPU matrix [N, x.size(-1)].
 bool DecodeKernelsApply(const torch::Tensor& x, const torch::Tensor& w);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <numeric>
 
 #include "worker/model/mixtral/mixtral_checkpoint.h"
@@ -388,6 +389,20 @@ MixtralWeights RoundedToBf16(const MixtralWeights& w) {
     }
   }
   return out;
+}
+
+// mixtral_model_portable_test builds this file with the decode loops for
+// baseline x86-64 only (SMOE_DECODE_PORTABLE_ONLY); the plain test runs the
+// version target_clones picks for this CPU.
+TEST(MixtralDecodeIsaTest, ReportsTheLoopsVersion) {
+  const std::string isa = DecodeKernelsIsa();
+#ifdef SMOE_DECODE_PORTABLE_ONLY
+  EXPECT_EQ(isa, "baseline");
+#else
+  EXPECT_TRUE(isa == "x86-64-v4" || isa == "x86-64-v3" || isa == "baseline")
+      << isa;
+#endif
+  std::cout << "decode loops: " << isa << "\n";
 }
 
 // The bf16 loops widen each weight exactly and then do the float32 loops'
