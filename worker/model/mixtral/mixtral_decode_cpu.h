@@ -37,10 +37,11 @@
 // batch-1 bf16 CPU model a float32 cache (the LibTorch path casts its keys
 // and values to the model dtype where it uses them). Why not bf16: the
 // cache is read once per token like the weights, but at batch 1 it is small
-// next to them (8x7B: 128 KiB per slot in f32, 0.5 GiB at 4k context vs
-// ~26 GB of bf16 weights per token at EPT 2: 2 %); a bf16 cache would halve
-// that 2 % and round every key and value to 8 bits of mantissa, moving the
-// attention scores by ~1e-2 relative.
+// next to them (8x7B: 256 KiB per slot in f32, 1 GiB at 4k context vs
+// ~26 GB of bf16 weights per token at EPT 2: 4 %); a bf16 cache would halve
+// that 4 % and round every key and value to 8 mantissa bits (~4e-3
+// relative each), so the step would no longer equal the f32 step of the
+// rounded weights tightly.
 //
 // The model falls back to its LibTorch path otherwise (batch > 1, f16 or
 // other dtypes, mixed weight dtypes, CUDA, expert parallelism, a cache that
