@@ -13,6 +13,11 @@
 //   mixtral_decode_bench --shape mixtral-8x7b --device cuda --dtype bf16
 //       --in-memory 1
 //
+// On the CPU, --dtype bf16 loads the checkpoint as bf16: batch-1 rows run
+// the decode loops with bf16 weights (mixtral_decode_cpu.h; float32 KV
+// cache), other rows LibTorch in bf16; the floor counts 2 bytes per weight.
+// bench/mixtral_decode_bf16_compare.sh compares it with f32 and the peers.
+//
 // Napkin math. Decoding is memory-bound: every step streams the weights the
 // step touches. At batch B and EPT K a layer touches its attention and router
 // weights plus the distinct experts the B*K routing choices land on; under

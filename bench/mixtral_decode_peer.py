@@ -12,6 +12,9 @@ heads / 2 KV heads of 64, 8 experts x 1536, vocab 8000; 0.086 B params).
 
   OMP_NUM_THREADS=1 python3 bench/mixtral_decode_peer.py --ept 1,2,8
 
+--dtype bf16 converts the model (weights, activations and the KV cache) to
+bfloat16, as HF's `torch_dtype=torch.bfloat16` does on the CPU.
+
 Per EPT: prefill --prompt tokens, 2 warm-up decode steps, --steps timed
 decode steps (greedy). Prints `peer ept=K tokens/s=X ms/token=Y`.
 """
@@ -34,8 +37,10 @@ class RMSNorm(torch.nn.Module):
         s.eps = eps
 
     def forward(s, x):
-        v = x.pow(2).mean(-1, keepdim=True)
-        return s.w * (x * torch.rsqrt(v + s.eps))
+        # HF: normalise in float32, cast back (a no-op for f32).
+        xf = x.float()
+        v = xf.pow(2).mean(-1, keepdim=True)
+        return s.w * (xf * torch.rsqrt(v + s.eps)).to(x.dtype)
 
 
 def rope(x, pos, theta=1e6):
@@ -43,7 +48,7 @@ def rope(x, pos, theta=1e6):
     inv = 1.0 / theta ** (torch.arange(0, d, 2).float() / d)
     f = pos.float()[:, None] * inv[None]
     emb = torch.cat([f, f], -1)
-    cos, sin = emb.cos(), emb.sin()
+    cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
     x1, x2 = x[..., : d // 2], x[..., d // 2:]
     return x * cos + torch.cat([-x2, x1], -1) * sin
 
@@ -76,13 +81,13 @@ class Layer(torch.nn.Module):
         keys = kc[:, :n + t].repeat_interleave(NH // NKV, 0)
         vals = vc[:, :n + t].repeat_interleave(NH // NKV, 0)
         sc = q @ keys.transpose(-1, -2) / math.sqrt(D)
-        mask = torch.full((t, n + t), float("-inf")).triu(n + 1)
-        a = (sc + mask).softmax(-1)
+        mask = torch.full((t, n + t), float("-inf"), dtype=sc.dtype).triu(n + 1)
+        a = (sc + mask).softmax(-1, dtype=torch.float32).to(sc.dtype)
         o = (a @ vals).transpose(0, 1).reshape(t, NH * D)
         x = x + s.o(o)
         h = s.ln2(x)
         logits = s.gate(h)
-        w, idx = logits.softmax(-1).topk(ept, -1)
+        w, idx = logits.softmax(-1, dtype=torch.float32).topk(ept, -1)
         w = w / w.sum(-1, keepdim=True)
         out = torch.zeros_like(h)
         for e in range(E):
@@ -91,7 +96,7 @@ class Layer(torch.nn.Module):
                 continue
             xe = h[tok]
             ye = s.w2[e](F.silu(s.w1[e](xe)) * s.w3[e](xe))
-            out.index_add_(0, tok, ye * w[tok, slot, None])
+            out.index_add_(0, tok, ye * w[tok, slot, None].to(ye.dtype))
         return x + out
 
 
@@ -112,10 +117,10 @@ class Model(torch.nn.Module):
 
 
 @torch.no_grad()
-def run(model, ept, prompt, steps):
+def run(model, ept, prompt, steps, dtype):
     cap = prompt + steps + 2
-    caches = [(torch.zeros(NKV, cap, D), torch.zeros(NKV, cap, D))
-              for _ in range(L)]
+    caches = [(torch.zeros(NKV, cap, D, dtype=dtype),
+               torch.zeros(NKV, cap, D, dtype=dtype)) for _ in range(L)]
     ids = torch.randint(0, V, (prompt,))
     logits = model(ids, caches, 0, ept)
     n = prompt
@@ -137,14 +142,16 @@ def main():
     ap.add_argument("--ept", default="1,2,8")
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--steps", type=int, default=16)
+    ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
     a = ap.parse_args()
+    dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     torch.manual_seed(0)
-    model = Model().eval()
+    model = Model().eval().to(dtype)
     for k in [int(v) for v in a.ept.split(",")]:
-        tps, cpu_ms = run(model, k, a.prompt, a.steps)
+        tps, cpu_ms = run(model, k, a.prompt, a.steps, dtype)
         # cpu_ms: this process's CPU time (all threads) per timed token.
-        print(f"peer ept={k} tokens/s={tps:.1f} ms/token={1000 / tps:.2f} "
+        print(f"peer dtype={a.dtype} ept={k} tokens/s={tps:.1f} ms/token={1000 / tps:.2f} "
               f"cpu_ms/token={cpu_ms:.2f}", flush=True)
 
 

@@ -296,8 +296,15 @@ absl::StatusOr<MixtralKvCache> MixtralModel::NewCache(
   }
   MixtralKvCache cache;
   try {
+    // A batch-1 bf16 model on the CPU gets a float32 cache: its decode steps
+    // run in the float32-activation loops of mixtral_decode_cpu.h, which
+    // keep keys and values in float32 (why: that header). Everything else
+    // caches in the model's dtype.
+    const bool f32_cache = batch == 1 && options_.device.is_cpu() &&
+                           options_.dtype == torch::kBFloat16;
     const auto opts =
-        torch::TensorOptions(options_.dtype).device(options_.device);
+        torch::TensorOptions(f32_cache ? torch::kFloat32 : options_.dtype)
+            .device(options_.device);
     for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
       cache.k.push_back(torch::zeros(
           {batch, config_.num_key_value_heads, capacity, config_.head_dim},
@@ -323,8 +330,9 @@ absl::StatusOr<torch::Tensor> MixtralModel::StepImpl(
   const torch::Device dev = options_.device;
   const auto i64 = torch::TensorOptions(torch::kInt64);
 
-  // Batch-1 decode on the CPU in float32: matrix-vector kernels that stream
-  // each weight once (mixtral_decode_cpu.h); everything else: LibTorch.
+  // Batch-1 decode on the CPU with float32 or bfloat16 weights (float32
+  // activations and cache): matrix-vector kernels that stream each weight
+  // once (mixtral_decode_cpu.h); everything else (CUDA included): LibTorch.
   // SMOE_MIXTRAL_DECODE_KERNELS=off keeps the LibTorch path (A/B benches).
   static const bool kernels_on = [] {
     const char* v = std::getenv("SMOE_MIXTRAL_DECODE_KERNELS");
@@ -381,8 +389,11 @@ absl::StatusOr<torch::Tensor> MixtralModel::StepImpl(
     k = ApplyRope(k, positions, c.rope_theta);
     cache->k[li].narrow(2, s0, t).copy_(k);
     cache->v[li].narrow(2, s0, t).copy_(v);
-    const torch::Tensor keys = cache->k[li].narrow(2, 0, s).unsqueeze(2);
-    const torch::Tensor vals = cache->v[li].narrow(2, 0, s).unsqueeze(2);
+    // (A float32 cache of a bf16 model, see NewCache: cast where used.)
+    const torch::Tensor keys =
+        cache->k[li].narrow(2, 0, s).unsqueeze(2).to(options_.dtype);
+    const torch::Tensor vals =
+        cache->v[li].narrow(2, 0, s).unsqueeze(2).to(options_.dtype);
     // Query head h = g * rep + r reads KV head g: [B, kv, rep, t, D].
     const torch::Tensor qg = q.reshape({b, kv, rep, t, d});
     torch::Tensor scores = torch::matmul(qg, keys.transpose(-1, -2)) * scale;

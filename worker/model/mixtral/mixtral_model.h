@@ -31,7 +31,9 @@
 // order; every collective is bounded by the communicator's deadline.
 //
 // Devices: fp32 on the CPU; bf16/fp16 on CUDA (same code; only the tensors'
-// options differ). The KV cache is preallocated per generation call.
+// options differ). Batch-1 decode on the CPU runs in the loops of
+// mixtral_decode_cpu.h for fp32 and bf16 weights. The KV cache is preallocated
+// per generation call.
 //
 // Thread safety: a MixtralModel is not thread-safe (SetExpertsPerToken and
 // the forward calls must not race); its weights are read-only after Load.
@@ -189,7 +191,9 @@ class MixtralModel {
   absl::Status SetExpertsPerToken(int64_t ept);
 
   // Returns an empty cache for `batch` rows of up to `capacity` slots with
-  // `pad[b]` leading padding slots per row (empty: no padding).
+  // `pad[b]` leading padding slots per row (empty: no padding). Keys and
+  // values are in the model's dtype, except for a bf16 model on the CPU at
+  // batch 1: float32, the batch-1 decode loops' cache (mixtral_decode_cpu.h).
   absl::StatusOr<MixtralKvCache> NewCache(
       int64_t batch, int64_t capacity,
       const std::vector<int64_t>& pad = {}) const;

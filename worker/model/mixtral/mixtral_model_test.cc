@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <numeric>
 
 #include "worker/model/mixtral/mixtral_checkpoint.h"
+#include "worker/model/mixtral/mixtral_decode_cpu.h"
 
 namespace smoe::model::mixtral {
 namespace {
@@ -366,6 +368,234 @@ TEST_F(MixtralModelTest, BatchOneDecodeStepHonoursPaddingAndSlidingWindow) {
     }
   }
   torch::set_num_threads(1);
+}
+
+// ---- bf16 weights in the batch-1 decode loops (issue 19) -------------------
+
+// `w` with every tensor rounded to bfloat16 and widened back to float32.
+MixtralWeights RoundedToBf16(const MixtralWeights& w) {
+  auto r = [](const torch::Tensor& t) {
+    return t.to(torch::kBFloat16).to(torch::kFloat32);
+  };
+  MixtralWeights out = w;
+  out.embed_tokens = r(w.embed_tokens);
+  out.norm = r(w.norm);
+  out.lm_head = r(w.lm_head);
+  for (MixtralLayerWeights& l : out.layers) {
+    for (torch::Tensor* t :
+         {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj,
+          &l.post_attention_layernorm, &l.gate, &l.w1, &l.w3, &l.w2}) {
+      *t = r(*t);
+    }
+  }
+  return out;
+}
+
+// mixtral_model_portable_test builds this file with the decode loops for
+// baseline x86-64 only (SMOE_DECODE_PORTABLE_ONLY); the plain test runs the
+// version target_clones picks for this CPU.
+TEST(MixtralDecodeIsaTest, ReportsTheLoopsVersion) {
+  const std::string isa = DecodeKernelsIsa();
+#ifdef SMOE_DECODE_PORTABLE_ONLY
+  EXPECT_EQ(isa, "baseline");
+#else
+  EXPECT_TRUE(isa == "x86-64-v4" || isa == "x86-64-v3" || isa == "baseline")
+      << isa;
+#endif
+  std::cout << "decode loops: " << isa << "\n";
+}
+
+// The bf16 loops widen each weight exactly and then do the float32 loops'
+// arithmetic, so a bf16 model's decode step equals the float32 step of the
+// same weights rounded to bf16 up to summation order (the lane-wise sums of
+// each target_clones version): ~1e-7 relative. 1e-5 (the f32 decode tests'
+// tolerance) is tight: rounding the weights to bf16 moves the logits by
+// ~1e-2, three orders more, which the last check confirms.
+TEST_F(MixtralModelTest, Bf16KernelsEqualFloat32KernelsOnRoundedWeights) {
+  auto base = LoadOrDie("single");
+  ASSERT_NE(base, nullptr);
+  const MixtralWeights rw = RoundedToBf16(base->weights());
+  const MixtralLayerWeights& l = rw.layers[1];
+  auto bf = [](const torch::Tensor& t) { return t.to(torch::kBFloat16); };
+  torch::manual_seed(21);
+  const torch::Tensor x = torch::randn({1, TestConfig().hidden_size});
+  for (int threads : {1, 2}) {
+    torch::set_num_threads(threads);
+    const torch::Tensor y16 = MatVec(x, bf(rw.lm_head));
+    const torch::Tensor y32 = MatVec(x, rw.lm_head);
+    EXPECT_EQ(y16.scalar_type(), torch::kFloat32);
+    EXPECT_TRUE(torch::allclose(y16, y32, 1e-5, 1e-5)) << threads;
+    EXPECT_TRUE(torch::allclose(y16, torch::mv(rw.lm_head, x[0]), 1e-5, 1e-5));
+    for (int64_t k : {int64_t{1}, int64_t{2}, l.gate.size(0)}) {
+      const torch::Tensor m16 =
+          MoeDecode(x, bf(l.gate), bf(l.w1), bf(l.w3), bf(l.w2), k);
+      const torch::Tensor m32 = MoeDecode(x, l.gate, l.w1, l.w3, l.w2, k);
+      EXPECT_TRUE(torch::allclose(m16, m32, 1e-5, 1e-5))
+          << "threads " << threads << " k " << k;
+      EXPECT_TRUE(torch::allclose(m16, RefMoe(l, x, k)[0], 1e-5, 1e-5))
+          << "threads " << threads << " k " << k;
+    }
+  }
+  torch::set_num_threads(1);
+  // Mixed weight dtypes are refused, not misread.
+  EXPECT_ANY_THROW(MoeDecode(x, bf(l.gate), l.w1, bf(l.w3), bf(l.w2), 2));
+  EXPECT_FALSE(DecodeKernelsApply(x, l.gate.to(torch::kFloat16)));
+  EXPECT_FALSE(DecodeKernelsApply(x.to(torch::kBFloat16), bf(l.gate)));
+}
+
+TEST_F(MixtralModelTest, Bf16DecodeStepEqualsFloat32StepOfRoundedWeights) {
+  auto base = LoadOrDie("single");
+  ASSERT_NE(base, nullptr);
+  const MixtralWeights rw = RoundedToBf16(base->weights());
+  MixtralLoadOptions bf16;
+  bf16.dtype = torch::kBFloat16;
+  for (int threads : {1, 2}) {
+    torch::set_num_threads(threads);
+    for (std::optional<int64_t> window :
+         {std::optional<int64_t>(), std::optional<int64_t>(3)}) {
+      for (int64_t pad : {int64_t{0}, int64_t{3}}) {
+        MixtralConfig c = TestConfig();
+        c.sliding_window = window;
+        auto low = MixtralModel::FromWeights(c, rw, bf16);
+        auto ref = MixtralModel::FromWeights(c, rw);
+        auto raw = MixtralModel::FromWeights(c, base->weights());
+        ASSERT_TRUE(low.ok() && ref.ok() && raw.ok()) << low.status();
+        ASSERT_EQ((*low)->weights().layers[0].w1.scalar_type(),
+                  torch::kBFloat16);
+        torch::manual_seed(13);
+        const torch::Tensor tokens = torch::randint(0, 320, {1, 8});
+        std::vector<torch::Tensor> got, want, unrounded;
+        for (auto [m, out] :
+             {std::pair{low->get(), &got}, std::pair{ref->get(), &want},
+              std::pair{raw->get(), &unrounded}}) {
+          auto cache = m->NewCache(1, pad + 8, {pad});
+          ASSERT_TRUE(cache.ok());
+          ASSERT_EQ(cache->k[0].scalar_type(), torch::kFloat32);
+          ASSERT_TRUE(DecodeStepApplies(c, m->weights(), *cache));
+          if (pad > 0) {  // padding slots: a LibTorch prefill (t > 1)
+            ASSERT_TRUE(
+                m->Step(torch::full({1, pad}, 7, torch::kInt64), &*cache, 2)
+                    .ok());
+          }
+          for (int64_t t = 0; t < 8; ++t) {
+            auto step = m->Step(tokens.narrow(1, t, 1), &*cache, 2);
+            ASSERT_TRUE(step.ok());
+            ASSERT_EQ(step->scalar_type(), torch::kFloat32);
+            out->push_back(*step);
+          }
+        }
+        const torch::Tensor a = torch::cat(got, 1), b = torch::cat(want, 1);
+        const torch::Tensor u = torch::cat(unrounded, 1);
+        const std::string where =
+            "threads " + std::to_string(threads) + " window " +
+            std::to_string(window.value_or(0)) + " pad " + std::to_string(pad);
+        EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-5))
+            << where << " max diff " << (a - b).abs().max().item<double>();
+        // Observed sizes (in --gtest_output=xml): the gap to the rounded
+        // f32 model vs the gap to the unrounded one.
+        RecordProperty("max_diff_rounded " + where,
+                       std::to_string((a - b).abs().max().item<double>()));
+        RecordProperty("max_diff_unrounded " + where,
+                       std::to_string((a - u).abs().max().item<double>()));
+        // The tolerance separates: unrounded f32 weights are far outside it.
+        EXPECT_GT((a - u).abs().max().item<double>(), 1e-3) << where;
+      }
+    }
+  }
+  torch::set_num_threads(1);
+}
+
+// Greedy decoding from a one-token prompt runs every step in the decode
+// loops: the bf16 model picks the same tokens as the rounded f32 model.
+TEST_F(MixtralModelTest, Bf16GreedyTokensEqualRoundedFloat32) {
+  auto base = LoadOrDie("single");
+  ASSERT_NE(base, nullptr);
+  const MixtralWeights rw = RoundedToBf16(base->weights());
+  MixtralLoadOptions bf16;
+  bf16.dtype = torch::kBFloat16;
+  auto low = MixtralModel::FromWeights(TestConfig(), rw, bf16);
+  auto ref = MixtralModel::FromWeights(TestConfig(), rw);
+  ASSERT_TRUE(low.ok() && ref.ok());
+  MixtralGenerationOptions o;
+  o.temperature = 0;
+  o.max_new_tokens = 8;
+  o.stop_at_eos = false;
+  for (int threads : {1, 2}) {
+    torch::set_num_threads(threads);
+    for (int32_t first : {1, 77, 250}) {
+      for (int64_t ept : {1, 2}) {
+        o.experts_per_token = ept;
+        auto a = (*low)->Generate({{first}}, o);
+        auto b = (*ref)->Generate({{first}}, o);
+        ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+        ASSERT_EQ((*a)[0].size(), 8u);
+        EXPECT_EQ((*a)[0], (*b)[0]) << "first " << first << " ept " << ept;
+      }
+    }
+  }
+  torch::set_num_threads(1);
+}
+
+// Which models and caches take the loops: f32 and bf16 CPU weights with a
+// float32 batch-1 cache; not f16, not mixed weight dtypes, not a bf16 cache
+// (the model's batch > 1 caches), not batch 2. The bf16 model's LibTorch
+// path (a multi-token prefill, batch 2) works on its float32 cache and the
+// decode loops continue from it, tracking the bf16 full forward.
+TEST_F(MixtralModelTest, DecodeStepAppliesToF32AndBf16CpuWeightsOnly) {
+  auto base = LoadOrDie("single");
+  ASSERT_NE(base, nullptr);
+  const MixtralConfig c = TestConfig();
+  MixtralLoadOptions o;
+  o.dtype = torch::kBFloat16;
+  auto low = MixtralModel::FromWeights(c, base->weights(), o);
+  o.dtype = torch::kFloat16;
+  auto half = MixtralModel::FromWeights(c, base->weights(), o);
+  ASSERT_TRUE(low.ok() && half.ok());
+  auto one = (*low)->NewCache(1, 12);
+  auto two = (*low)->NewCache(2, 12);
+  auto half_cache = (*half)->NewCache(1, 12);
+  auto f32_cache = base->NewCache(1, 12);
+  ASSERT_TRUE(one.ok() && two.ok() && half_cache.ok() && f32_cache.ok());
+  EXPECT_EQ(one->k[0].scalar_type(), torch::kFloat32);
+  EXPECT_EQ(two->k[0].scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(DecodeStepApplies(c, base->weights(), *f32_cache));
+  EXPECT_TRUE(DecodeStepApplies(c, (*low)->weights(), *one));
+  EXPECT_FALSE(DecodeStepApplies(c, (*low)->weights(), *two));
+  EXPECT_FALSE(DecodeStepApplies(c, (*half)->weights(), *half_cache));
+  MixtralKvCache bf16_cache = *one;
+  for (auto* kv : {&bf16_cache.k, &bf16_cache.v}) {
+    for (torch::Tensor& t : *kv) t = t.to(torch::kBFloat16);
+  }
+  EXPECT_FALSE(DecodeStepApplies(c, (*low)->weights(), bf16_cache));
+  MixtralWeights mixed = (*low)->weights();
+  mixed.layers[1].w2 = mixed.layers[1].w2.to(torch::kFloat32);
+  EXPECT_FALSE(DecodeStepApplies(c, mixed, *one));
+
+  torch::manual_seed(14);
+  const torch::Tensor tokens = torch::randint(0, 320, {2, 9});
+  auto full = (*low)->Forward(tokens.narrow(0, 0, 1), 2);
+  auto full32 = base->Forward(tokens.narrow(0, 0, 1), 2);
+  ASSERT_TRUE(full.ok() && full32.ok());
+  auto pre = (*low)->Step(tokens.narrow(0, 0, 1).narrow(1, 0, 5), &*one, 2);
+  ASSERT_TRUE(pre.ok()) << pre.status();
+  std::vector<torch::Tensor> parts = {*pre};
+  for (int64_t t = 5; t < 9; ++t) {
+    auto step = (*low)->Step(tokens.narrow(0, 0, 1).narrow(1, t, 1), &*one, 2);
+    ASSERT_TRUE(step.ok());
+    parts.push_back(*step);
+  }
+  auto rel = [](const torch::Tensor& a, const torch::Tensor& b) {
+    const torch::Tensor a64 = a.to(torch::kFloat64),
+                        b64 = b.to(torch::kFloat64);
+    return ((a64 - b64).norm() / b64.norm()).item<double>();
+  };
+  const torch::Tensor got = torch::cat(parts, 1);
+  EXPECT_LT(rel(got, *full), 5e-2);
+  EXPECT_LT(rel(got.narrow(1, 5, 4), full32->narrow(1, 5, 4)), 5e-2);
+  // Batch 2 stays on the LibTorch path with its bf16 cache.
+  auto step2 = (*low)->Step(tokens.narrow(1, 0, 3), &*two, 2);
+  ASSERT_TRUE(step2.ok()) << step2.status();
+  EXPECT_LT(rel((*step2)[0], (*full)[0].narrow(0, 0, 3)), 5e-2);
 }
 
 TEST_F(MixtralModelTest, ShardedAndPackedCheckpointsLoadTheSameModel) {
