@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/sweep_cmds.h"
 #include "common/blob_file.h"
+#include "common/test_dir.h"
 #include "coordinator/server.h"
 #include "coordinator/tokens.h"
 #include "gmock/gmock.h"
@@ -55,8 +56,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> ViewerClient(
 // `sweep watch` (whose first event carries every trial) used to fail at the
 // client with RESOURCE_EXHAUSTED ("received message larger than max").
 TEST(CoordinatorClientTest, SweepLargerThanDefaultGrpcMessageLimit) {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "/client_test_", getpid());
+  const std::string dir = smoe::testing::NewTestDir("client_test_");
   coordinator::ServerOptions so = LocalServer(dir);
   auto server = coordinator::CoordinatorServer::Start(so);
   ASSERT_TRUE(server.ok()) << server.status();
@@ -111,8 +111,7 @@ TEST(CoordinatorClientTest, SweepLargerThanDefaultGrpcMessageLimit) {
 // they print, and their exit codes for a bad tag (65), an unknown sweep (66)
 // and a viewer token (77).
 TEST(CoordinatorClientTest, SweepAnnotationCommands) {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "/client_annotate_", getpid());
+  const std::string dir = smoe::testing::NewTestDir("client_annotate_");
   coordinator::ServerOptions so = LocalServer(dir);
   auto server = coordinator::CoordinatorServer::Start(so);
   ASSERT_TRUE(server.ok()) << server.status();
@@ -202,8 +201,7 @@ TEST(CoordinatorClientTest, SweepAnnotationCommands) {
 // asks on a terminal (anything but y keeps the sweep, exit 1), deletes with
 // the trials' checkpoint files, then 66 for the unknown sweep; a viewer 77.
 TEST(CoordinatorClientTest, SweepDeleteCommand) {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "/client_delete_", getpid());
+  const std::string dir = smoe::testing::NewTestDir("client_delete_");
   coordinator::ServerOptions so = LocalServer(dir);
   so.checkpoint_gc_period = absl::Hours(1);  // only the delete removes blobs
   auto server = coordinator::CoordinatorServer::Start(so);
@@ -311,8 +309,7 @@ TEST(CoordinatorClientTest, SweepDeleteCommand) {
 }
 
 TEST(CoordinatorServerTest, BusyPortsAreRefusedNotShared) {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "/busy_port_test_", getpid());
+  const std::string dir = smoe::testing::NewTestDir("busy_port_test_");
   coordinator::ServerOptions so;
   so.data_dir = dir + "/a";
   so.listen = "127.0.0.1:0";

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/test_dir.h"
 #include "coordinator/server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -24,9 +25,7 @@ using ::testing::HasSubstr;
 class LogsCmdTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = absl::StrCat(
-        ::testing::TempDir(), "/logs_cmd_test_", getpid(), "_",
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = smoe::testing::NewTestDir("logs_cmd_test_");
     coordinator::ServerOptions so;
     so.data_dir = dir_;
     so.listen = "127.0.0.1:0";

@@ -10,17 +10,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/test_dir.h"
 #include "gtest/gtest.h"
 
 namespace smoe::worker {
 namespace {
 
 std::string NewDir(const std::string& name) {
-  static int n = 0;
-  const std::string d = absl::StrCat(::testing::TempDir(), "/attempt_log_",
-                                     getpid(), "_", name, "_", n++);
-  mkdir(d.c_str(), 0755);
-  return d;
+  return smoe::testing::NewTestDir(absl::StrCat("attempt_log_", name, "_"));
 }
 
 std::string ReadFile(const std::string& path) {

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/test_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -33,10 +34,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string NewTempDir(const std::string& what) {
-  static std::atomic<int> counter{0};
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/command_", what,
-                                       "_", getpid(), "_", counter++);
-  mkdir(dir.c_str(), 0755);
+  const std::string dir =
+      smoe::testing::NewTestDir(absl::StrCat("command_", what, "_"));
   char real[PATH_MAX];  // TempDir() ends in '/': compare real paths
   return realpath(dir.c_str(), real) != nullptr ? real : dir;
 }

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/blob_file.h"
 #include "common/clock.h"
+#include "common/test_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/auth.h"
@@ -248,9 +249,7 @@ TEST_F(GrpcGatewayTest, CheckpointUploadIsPacedAndStillCancellable) {
 }
 
 TEST_F(GrpcGatewayTest, DaemonRunsATrialEndToEndAndDrains) {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "/grpc_daemon_", getpid());
-  mkdir(dir.c_str(), 0755);
+  const std::string dir = smoe::testing::NewTestDir("grpc_daemon_");
   const std::string trainer = dir + "/trainer.sh";
   {
     std::ofstream out(trainer);

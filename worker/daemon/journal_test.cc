@@ -7,15 +7,14 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/test_dir.h"
 #include "gtest/gtest.h"
 
 namespace smoe::worker {
 namespace {
 
 std::string NewPath() {
-  static std::atomic<int> n{0};
-  return absl::StrCat(::testing::TempDir(), "/journal_test_", getpid(), "_",
-                      n++, ".jsonl");
+  return smoe::testing::NewTestDir("journal_test_") + "/journal.jsonl";
 }
 
 OutboxEntry Complete(const std::string& trial, double acc) {

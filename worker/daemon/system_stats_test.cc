@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/test_dir.h"
 #include "gtest/gtest.h"
 
 namespace smoe::worker {
@@ -38,9 +39,7 @@ TEST(SystemStatsTest, ParsesProcStatFields) {
 }
 
 TEST(SystemStatsTest, SumsOnlyTheWantedProcessGroups) {
-  const std::string root =
-      absl::StrCat(::testing::TempDir(), "/system_stats_proc_", getpid());
-  mkdir(root.c_str(), 0755);
+  const std::string root = smoe::testing::NewTestDir("system_stats_proc_");
   const long ticks = sysconf(_SC_CLK_TCK);  // NOLINT(runtime/int)
   const long page = sysconf(_SC_PAGESIZE);  // NOLINT(runtime/int)
   auto add = [&](int pid, int pgrp, int utime, int rss) {

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/blob_file.h"
 #include "common/clock.h"
+#include "common/test_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/daemon/daemon_test_util.h"
@@ -29,12 +30,7 @@ using ::smoe::worker::testing::FakeProcessState;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string NewTempDir() {
-  static std::atomic<int> counter{0};
-  std::string dir = absl::StrCat(::testing::TempDir(), "/daemon_test_",
-                                 getpid(), "_", counter++);
-  return dir;
-}
+std::string NewTempDir() { return smoe::testing::NewTestDir("daemon_test_"); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -913,7 +909,7 @@ TEST_F(WorkerDaemonTest, SendLogCommandPutsTheTailInTheNextHeartbeat) {
 }
 
 TEST_F(WorkerDaemonTest, HeartbeatCarriesTheAttemptsSystemSample) {
-  const std::string proc = NewTempDir() + "_proc";
+  const std::string proc = NewTempDir() + "/proc";
   ASSERT_EQ(mkdir(proc.c_str(), 0755), 0);
   ASSERT_EQ(mkdir((proc + "/1000").c_str(), 0755), 0);
   const long ticks = sysconf(_SC_CLK_TCK);   // NOLINT(runtime/int)
@@ -970,7 +966,7 @@ class FakeGpuMonitor : public GpuMonitor {
 };
 
 TEST_F(WorkerDaemonTest, GpuTrialHeartbeatsCarryTheMonitorsFigures) {
-  const std::string proc = NewTempDir() + "_gproc";
+  const std::string proc = NewTempDir() + "/gproc";
   ASSERT_EQ(mkdir(proc.c_str(), 0755), 0);
   ASSERT_EQ(mkdir((proc + "/1000").c_str(), 0755), 0);
   std::ofstream(proc + "/1000/stat")

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/test_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -290,12 +291,7 @@ TEST(PosixProcessLauncherTest, ManyLinesAreNotLost) {
 // Output to a file (one log for both streams when they name the same file),
 // or not piped at all: nothing reaches TakeStdoutLines / StderrTail then.
 TEST(PosixProcessLauncherTest, OutputToFilesOrInherited) {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "/launcher_out_", getpid());
-  ASSERT_EQ(
-      system(
-          absl::StrCat("rm -rf '", dir, "' && mkdir -p '", dir, "'").c_str()),
-      0);
+  const std::string dir = smoe::testing::NewTestDir("launcher_out_");
   PosixProcessLauncher launcher;
   ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c", "echo out; echo err >&2; echo out2"};
