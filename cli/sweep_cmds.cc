@@ -230,6 +230,55 @@ void PrintTrialsTable(const pb::GetSweepResponse& resp, std::ostream& out) {
   PrintTable(header, rows, out);
 }
 
+namespace {
+
+// The search block's settings in one line, as the coordinator will apply
+// them (defaults included), for `smoe sweep validate`.
+std::string SearchSettings(const coordinator::SearchSpec& search) {
+  std::vector<std::string> parts;
+  if (search.strategy == "refine") {
+    parts.push_back(absl::StrCat("refine ", search.axis, " in [",
+                                 search.bounds_lo, ", ", search.bounds_hi,
+                                 "]"));
+    if (search.add_seeds > 0) {
+      parts.push_back(absl::StrCat("up to ", search.add_seeds,
+                                   " added seeds where the argmax is unclear"));
+    }
+    if (search.tolerance > 0) {
+      parts.push_back(
+          absl::StrCat("resolved within tolerance ", search.tolerance));
+    }
+    if (search.budget > 0) {
+      parts.push_back(absl::StrCat("at most ", search.budget, " trials"));
+    }
+  }
+  if (search.strategy == "asha" || search.early_stop == "asha") {
+    parts.push_back(absl::StrCat("rungs from step ", search.min_steps,
+                                 ", reduction ", search.reduction));
+    if (search.smooth_evals > 1) {
+      parts.push_back(absl::StrCat("rung value = mean of the last ",
+                                   search.smooth_evals, " evaluations"));
+    }
+    if (search.aggregate_seeds) {
+      parts.push_back("configurations judged by their seed mean");
+    }
+    if (!search.keep_neighbors.empty()) {
+      parts.push_back(absl::StrCat("the rung best's ", search.keep_neighbors,
+                                   " neighbours kept"));
+    }
+  }
+  if (search.strategy == "median") {
+    parts.push_back(absl::StrCat("median rule from step ", search.min_steps));
+  }
+  if (search.budget_gpu_hours > 0) {
+    parts.push_back(absl::StrCat("stops at ", search.budget_gpu_hours,
+                                 " GPU-hours (slot-hours on CPU)"));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+}  // namespace
+
 int ValidateSweepCmd(const std::string& file, std::ostream& out) {
   std::ifstream in(file);
   if (!in) {
@@ -260,6 +309,7 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
       out << " per " << absl::StrJoin(search.group_by, " x ");
     }
     out << " (docs/adaptive-sweeps.md)\n";
+    out << file << ": search settings: " << SearchSettings(search) << "\n";
   }
   return kExitOk;
 }

@@ -176,6 +176,39 @@ TEST(E2eTest, SweepValidateIsOfflineAndReportsEveryProblem) {
   EXPECT_EQ(rc4, 0) << out4;
   EXPECT_THAT(out4, HasSubstr(asha + ": search: asha on ood_acc (max) per M "
                                      "(docs/adaptive-sweeps.md)"));
+  EXPECT_THAT(out4, HasSubstr(asha + ": search settings: rungs from step 1, "
+                                     "reduction 3\n"));
+  // The settings line names every option in force, defaults included.
+  const std::string refine = c.WriteFile(
+      "refine.yaml",
+      SweepYaml("refine", "1, 2") +
+          "search: {strategy: refine, metric: ood_acc, axis: top_k, bounds: "
+          "[1, 8], group_by: [M], add_seeds: 2, tolerance: 0.005, "
+          "early_stop: asha, min_steps: 2, smooth_evals: 3, "
+          "budget_gpu_hours: 4.5}\n");
+  auto [rc6, out6] = RunCommand({c.smoe(), "sweep", "validate", refine},
+                                no_token, absl::Seconds(30));
+  EXPECT_EQ(rc6, 0) << out6;
+  EXPECT_THAT(
+      out6,
+      HasSubstr(refine + ": search settings: refine top_k in [1, 8]; up to 2 "
+                         "added seeds where the argmax is unclear; resolved "
+                         "within tolerance 0.005; rungs from step 2, reduction "
+                         "3; rung value = mean of the last 3 evaluations; "
+                         "stops at 4.5 GPU-hours (slot-hours on CPU)\n"));
+  const std::string agg = c.WriteFile(
+      "agg.yaml", SweepYaml("agg", "1, 2") +
+                      "search: {strategy: asha, metric: ood_acc, min_steps: "
+                      "1, reduction: 2, aggregate_seeds: true, "
+                      "keep_neighbors: top_k, group_by: [M]}\n");
+  auto [rc7, out7] = RunCommand({c.smoe(), "sweep", "validate", agg}, no_token,
+                                absl::Seconds(30));
+  EXPECT_EQ(rc7, 0) << out7;
+  EXPECT_THAT(out7,
+              HasSubstr(agg + ": search settings: rungs from step 1, "
+                              "reduction 2; configurations judged by their "
+                              "seed mean; the rung best's top_k neighbours "
+                              "kept\n"));
   const std::string bad_search = c.WriteFile(
       "bad-search.yaml", SweepYaml("bads", "1, 2") +
                              "search: {strategy: asha, metric: ood_acc, "
