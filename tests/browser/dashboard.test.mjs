@@ -657,6 +657,21 @@ async function main() {
   check(/^[0-9.e-]+ slot-hours used \/ [0-9.e-]+ full-grid estimate$/.test(hours),
     `the search panel states the device-hours used and the full-grid estimate (${hours})`);
   await page.screenshot({ path: path.join(artifacts, 'refine.png'), fullPage: true });
+  // 12b. A refine sweep whose GPU-hour budget is spent at once: the group is
+  // settled by the budget (x* not resolved), and the frontier says so.
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-refine-budget.yaml')]);
+  await page.goto(url + '#/sweep/fixture-refine-budget');
+  const budgetRow = await waitFor(async () => (await page.locator('#search-frontier tbody tr.budget').count()) === 1 &&
+    page.locator('#search-frontier tbody tr.budget').first().evaluate((tr) =>
+      [...tr.querySelectorAll('td')].map((td) => td.textContent).concat([tr.title])),
+  'the frontier row settled by the budget');
+  check(budgetRow.includes('budget (GPU-hours)') && /budget_gpu_hours/.test(budgetRow[budgetRow.length - 1]),
+    `the frontier marks the group settled by the GPU-hour budget, the reason as its tooltip (${JSON.stringify(budgetRow)})`);
+  const budgetNote = await page.locator('#search-frontier-budget').textContent();
+  check(budgetNote === '1 of 1 groups settled by the GPU-hour budget (x* not resolved)',
+    `the frontier counts the groups the budget settled (${budgetNote})`);
+  await page.screenshot({ path: path.join(artifacts, 'refine-budget.png'), fullPage: true });
   // 13. Admin actions (docs/roles.md): the signed-in admin retries and
   // cancels a trial and annotates a sweep from the dashboard; a request
   // without the session's CSRF token is refused; a viewer sees no actions.
