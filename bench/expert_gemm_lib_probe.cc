@@ -30,6 +30,7 @@
 // bound); exit 1 on any mismatch.
 //
 //   expert_gemm_lib_probe [--reps 400] [--warmup 20] [--rows 1152]
+#include <dlfcn.h>
 #include <dnnl.hpp>
 #include <libxsmm.h>
 
@@ -125,6 +126,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   openblas_set_num_threads(1);
+  // oneDNN here runs on OpenMP (Debian's build): one thread as well. libgomp
+  // is loaded as oneDNN's dependency; found by dlsym so the link needs no
+  // -fopenmp.
+  using OmpSetFn = void (*)(int);
+  using OmpGetFn = int (*)();
+  auto omp_set = reinterpret_cast<OmpSetFn>(
+      dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  auto omp_get = reinterpret_cast<OmpGetFn>(
+      dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  if (omp_set != nullptr) omp_set(1);
+  const int omp_threads = omp_get != nullptr ? omp_get() : -1;
   libxsmm_init();
   const int D = 128, F = 256;
   const Shape shapes[] = {
@@ -140,8 +152,9 @@ int main(int argc, char** argv) {
               tuning.c_str(), openblas_get_corename(), LIBXSMM_VERSION,
               libxsmm_get_target_arch(), dnnl_version()->major,
               dnnl_version()->minor, dnnl_version()->patch);
-  std::printf("# reps %d (median per call), warmup %d, 1 thread\n\n", reps,
-              warmup);
+  std::printf("# reps %d (median per call), warmup %d, 1 thread (OpenMP max "
+              "threads for oneDNN: %d)\n\n",
+              reps, warmup, omp_threads);
   std::printf(
       "| GEMM | M x N x K | OpenBLAS GFLOP/s | libxsmm GFLOP/s (x) | oneDNN "
       "GFLOP/s (x) | OpenBLAS us | libxsmm us | oneDNN us | check |\n"
