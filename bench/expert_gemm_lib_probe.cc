@@ -31,7 +31,6 @@
 //
 //   expert_gemm_lib_probe [--reps 400] [--warmup 20] [--rows 1152]
 #include <dlfcn.h>
-#include <dnnl.hpp>
 #include <libxsmm.h>
 
 #include <algorithm>
@@ -40,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dnnl.hpp>
 #include <functional>
 #include <random>
 #include <string>
@@ -131,10 +131,10 @@ int main(int argc, char** argv) {
   // -fopenmp.
   using OmpSetFn = void (*)(int);
   using OmpGetFn = int (*)();
-  auto omp_set = reinterpret_cast<OmpSetFn>(
-      dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  auto omp_get = reinterpret_cast<OmpGetFn>(
-      dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  auto omp_set =
+      reinterpret_cast<OmpSetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  auto omp_get =
+      reinterpret_cast<OmpGetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
   if (omp_set != nullptr) omp_set(1);
   const int omp_threads = omp_get != nullptr ? omp_get() : -1;
   libxsmm_init();
@@ -147,14 +147,16 @@ int main(int argc, char** argv) {
       {"dW2 H^T.dY", F, D, rows, true, false},
       {"dW1 X^T.dH", D, F, rows, true, false},
   };
-  std::printf("# tuning: %s\n# openblas core: %s; libxsmm %s target %s; "
-              "oneDNN %d.%d.%d\n",
-              tuning.c_str(), openblas_get_corename(), LIBXSMM_VERSION,
-              libxsmm_get_target_arch(), dnnl_version()->major,
-              dnnl_version()->minor, dnnl_version()->patch);
-  std::printf("# reps %d (median per call), warmup %d, 1 thread (OpenMP max "
-              "threads for oneDNN: %d)\n\n",
-              reps, warmup, omp_threads);
+  std::printf(
+      "# tuning: %s\n# openblas core: %s; libxsmm %s target %s; "
+      "oneDNN %d.%d.%d\n",
+      tuning.c_str(), openblas_get_corename(), LIBXSMM_VERSION,
+      libxsmm_get_target_arch(), dnnl_version()->major, dnnl_version()->minor,
+      dnnl_version()->patch);
+  std::printf(
+      "# reps %d (median per call), warmup %d, 1 thread (OpenMP max "
+      "threads for oneDNN: %d)\n\n",
+      reps, warmup, omp_threads);
   std::printf(
       "| GEMM | M x N x K | OpenBLAS GFLOP/s | libxsmm GFLOP/s (x) | oneDNN "
       "GFLOP/s (x) | OpenBLAS us | libxsmm us | oneDNN us | check |\n"
@@ -180,9 +182,9 @@ int main(int argc, char** argv) {
 
     // (1) OpenBLAS.
     auto run_blas = [&] {
-      cblas_sgemm(kRowMajor, s.ta ? kTrans : kNoTrans,
-                  s.tb ? kTrans : kNoTrans, M, N, K, 1.f, a.data(), lda,
-                  b.data(), ldb, 0.f, c_blas.data(), N);
+      cblas_sgemm(kRowMajor, s.ta ? kTrans : kNoTrans, s.tb ? kTrans : kNoTrans,
+                  M, N, K, 1.f, a.data(), lda, b.data(), ldb, 0.f,
+                  c_blas.data(), N);
     };
 
     // (2) libxsmm. Column-major view: C^T[N,M] = op(B)^T[N,K] . op(A)^T[K,M].
@@ -265,8 +267,8 @@ int main(int argc, char** argv) {
         weight_resident ? dnnl::memory::desc({K, N}, dt::f32, tag::any)
                         : w_user_md;
     dnnl::memory::desc dst_md({M, N}, dt::f32, tag::ab);
-    dnnl::matmul::primitive_desc pd(
-        dnnl::matmul::desc(src_md, w_md, dst_md), eng);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, w_md, dst_md),
+                                    eng);
     dnnl::matmul prim(pd);
     dnnl::memory src_mem(src_md, eng, a.data());
     dnnl::memory w_user_mem(w_user_md, eng, b.data());
@@ -315,24 +317,25 @@ int main(int argc, char** argv) {
     Check cd = CheckResult(s, a, b, c_dnnl);
     all_ok = all_ok && cb.ok && cd.ok && (cx.ok || !run_xsmm);
     char check[160];
-    std::snprintf(check, sizeof(check),
-                  "%s/%s/%s (err/bound %.3f/%.3f/%.3f)", cb.ok ? "ok" : "BAD",
+    std::snprintf(check, sizeof(check), "%s/%s/%s (err/bound %.3f/%.3f/%.3f)",
+                  cb.ok ? "ok" : "BAD",
                   run_xsmm ? (cx.ok ? "ok" : "BAD") : "n/a",
                   cd.ok ? "ok" : "BAD", cb.worst, cx.worst, cd.worst);
     auto g = [&](double us) { return flops / (us * 1e3); };
-    std::printf("| %s | %dx%dx%d | %.1f | %.1f (%.2f) | %.1f (%.2f) | %.1f | "
-                "%.1f | %.1f | %s |\n",
-                s.name, M, N, K, g(mb), run_xsmm ? g(mx) : 0.0,
-                run_xsmm ? mb / mx : 0.0, g(md), mb / md, mb, mx, md, check);
+    std::printf(
+        "| %s | %dx%dx%d | %.1f | %.1f (%.2f) | %.1f (%.2f) | %.1f | "
+        "%.1f | %.1f | %s |\n",
+        s.name, M, N, K, g(mb), run_xsmm ? g(mx) : 0.0,
+        run_xsmm ? mb / mx : 0.0, g(md), mb / md, mb, mx, md, check);
     notes.push_back(std::string(s.name) + ": libxsmm " + xsmm_how +
                     "; oneDNN " + dnnl_impl +
                     (pd.weights_desc() != w_user_md ? " (weights reordered)"
                                                     : " (plain weights)"));
   }
-  std::printf("\nSum of the 6 medians (one expert, one step): OpenBLAS %.1f us,"
-              " libxsmm %.1f us (%.2fx), oneDNN %.1f us (%.2fx)\n",
-              tot_blas, tot_xsmm, tot_blas / tot_xsmm, tot_dnnl,
-              tot_blas / tot_dnnl);
+  std::printf(
+      "\nSum of the 6 medians (one expert, one step): OpenBLAS %.1f us,"
+      " libxsmm %.1f us (%.2fx), oneDNN %.1f us (%.2fx)\n",
+      tot_blas, tot_xsmm, tot_blas / tot_xsmm, tot_dnnl, tot_blas / tot_dnnl);
   for (const std::string& n : notes) std::printf("# %s\n", n.c_str());
   libxsmm_finalize();
   if (!all_ok) {
