@@ -333,7 +333,7 @@ int main(int argc, char** argv) {
                                                     : " (plain weights)"));
   }
   std::printf(
-      "\nSum of the 6 medians (one expert, one step): OpenBLAS %.1f us,"
+      "\nSum of the 6 medians (one expert, one layer): OpenBLAS %.1f us,"
       " libxsmm %.1f us (%.2fx), oneDNN %.1f us (%.2fx)\n",
       tot_blas, tot_xsmm, tot_blas / tot_xsmm, tot_dnnl, tot_blas / tot_dnnl);
   for (const std::string& n : notes) std::printf("# %s\n", n.c_str());
