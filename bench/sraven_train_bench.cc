@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -203,7 +204,8 @@ int main(int argc, char** argv) {
                   .count());
         };
         auto r = smoe::trainer::RunTraining(c, o);
-        std::system((std::string("rm -rf ") + dir).c_str());
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
         if (!r.ok()) {
           std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
           return 1;

@@ -281,7 +281,9 @@ DoctorOptions MadeUpGpus(int n, int bad_device = -1, int error_device = -1,
   return o;
 }
 
-const DoctorCheck& Find(const DoctorReport& r, const std::string& name) {
+// name as const char*: GCC 13 -Wdangling-reference warns for a reference
+// returned from a call taking a temporary std::string.
+const DoctorCheck& Find(const DoctorReport& r, const char* name) {
   for (const DoctorCheck& c : r.checks) {
     if (c.name == name) return c;
   }
