@@ -78,6 +78,20 @@ constexpr bool CublasHasGroupedBatched(int cublas_version) {
 std::optional<GroupedGemmVariant> GroupedGemmFallbackVariant(
     GroupedGemmVariant tried, const absl::Status& status);
 
+// The variant to try first for a problem (pure host logic, no CUDA): the
+// per-expert loop once the mean non-empty expert's GEMM is large, the grouped
+// call below that. Measured on an H200 (bench/results/gpu-h200-2026-11-28.md,
+// bf16, E = 8): cublasGemmGroupedBatchedEx reached 28-42 % of dense bf16 at
+// every size while one cublasGemmEx per expert reached 82-97 % at d = 4096;
+// the loop won from 2.15 GFLOP per expert (2.0-2.4x at d = 4096), the grouped
+// call up to 1.07 GFLOP (up to 3.5x at d = 128, where the loop pays a launch
+// per expert). The threshold sits between: kGroupedLoopMinFlops. f32 and other
+// GPUs are unmeasured. All experts empty: kGroupedBatched (nothing to launch).
+inline constexpr double kGroupedLoopMinFlops = 1.5e9;
+GroupedGemmVariant ChooseGroupedGemmVariant(const int64_t* expert_offsets,
+                                            int num_experts, int64_t k,
+                                            int64_t n);
+
 // Returns InvalidArgument naming the field and value for bad sizes/offsets.
 absl::Status ValidateGroupedGemmArgs(const int64_t* expert_offsets,
                                      int num_experts, int64_t k, int64_t n);

@@ -50,6 +50,23 @@ std::optional<GroupedGemmVariant> GroupedGemmFallbackVariant(
   return std::nullopt;
 }
 
+GroupedGemmVariant ChooseGroupedGemmVariant(const int64_t* expert_offsets,
+                                            int num_experts, int64_t k,
+                                            int64_t n) {
+  int nonempty = 0;
+  for (int e = 0; e < num_experts; ++e) {
+    if (expert_offsets[e + 1] > expert_offsets[e]) ++nonempty;
+  }
+  if (nonempty == 0) return GroupedGemmVariant::kGroupedBatched;
+  const double rows =
+      static_cast<double>(expert_offsets[num_experts] - expert_offsets[0]);
+  const double mean_flops =
+      2.0 * rows * static_cast<double>(k) * static_cast<double>(n) / nonempty;
+  return mean_flops >= kGroupedLoopMinFlops
+             ? GroupedGemmVariant::kPerExpertLoop
+             : GroupedGemmVariant::kGroupedBatched;
+}
+
 void GroupedGemmRef(const float* a, const float* b, float* c,
                     const int64_t* expert_offsets, int num_experts, int64_t k,
                     int64_t n, bool trans_b) {

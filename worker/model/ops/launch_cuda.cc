@@ -52,15 +52,15 @@ torch::Tensor Workspace(size_t bytes, const torch::Tensor& like) {
                       like.options().dtype(torch::kUInt8));
 }
 
-// One grouped GEMM, falling back to the per-expert loop when this cuBLAS has
-// no grouped mode (older than 12.5) or none for the dtype
-// (kernels::GroupedGemmFallbackVariant, unit-tested on the CPU).
+// One grouped GEMM in the variant chosen for its size
+// (kernels::ChooseGroupedGemmVariant), falling back to the per-expert loop
+// when this cuBLAS has no grouped mode (older than 12.5) or none for the dtype
+// (kernels::GroupedGemmFallbackVariant); both unit-tested on the CPU.
 template <typename Call>
-absl::Status WithFallback(const Call& call) {
-  absl::Status s = call(kernels::GroupedGemmVariant::kGroupedBatched);
+absl::Status WithFallback(kernels::GroupedGemmVariant first, const Call& call) {
+  absl::Status s = call(first);
   if (const std::optional<kernels::GroupedGemmVariant> v =
-          kernels::GroupedGemmFallbackVariant(
-              kernels::GroupedGemmVariant::kGroupedBatched, s)) {
+          kernels::GroupedGemmFallbackVariant(first, s)) {
     s = call(*v);
   }
   return s;
@@ -141,12 +141,15 @@ absl::Status GroupedGemm(const torch::Tensor& a, const torch::Tensor& b,
   torch::Tensor ws =
       Workspace(kernels::GroupedGemmWorkspaceBytes(plan.num_experts), a);
   cublasHandle_t h = at::cuda::getCurrentCUDABlasHandle();
-  return WithFallback([&](kernels::GroupedGemmVariant v) {
-    return kernels::GroupedGemm(h, a.data_ptr(), b.data_ptr(), c.data_ptr(),
-                                KDType(a), plan.host_offsets.data(),
-                                plan.num_experts, k, n, trans_b, v,
-                                ws.data_ptr(), Stream(a));
-  });
+  return WithFallback(kernels::ChooseGroupedGemmVariant(
+                          plan.host_offsets.data(), plan.num_experts, k, n),
+                      [&](kernels::GroupedGemmVariant v) {
+                        return kernels::GroupedGemm(
+                            h, a.data_ptr(), b.data_ptr(), c.data_ptr(),
+                            KDType(a), plan.host_offsets.data(),
+                            plan.num_experts, k, n, trans_b, v, ws.data_ptr(),
+                            Stream(a));
+                      });
 }
 
 absl::Status GroupedGemmWeightGrad(const torch::Tensor& a,
@@ -157,12 +160,15 @@ absl::Status GroupedGemmWeightGrad(const torch::Tensor& a,
   torch::Tensor ws =
       Workspace(kernels::GroupedGemmWorkspaceBytes(plan.num_experts), a);
   cublasHandle_t h = at::cuda::getCurrentCUDABlasHandle();
-  return WithFallback([&](kernels::GroupedGemmVariant v) {
-    return kernels::GroupedGemmWeightGrad(
-        h, a.data_ptr(), dc.data_ptr(), db.data_ptr(), KDType(a),
-        plan.host_offsets.data(), plan.num_experts, k, n, v, ws.data_ptr(),
-        Stream(a));
-  });
+  return WithFallback(kernels::ChooseGroupedGemmVariant(
+                          plan.host_offsets.data(), plan.num_experts, k, n),
+                      [&](kernels::GroupedGemmVariant v) {
+                        return kernels::GroupedGemmWeightGrad(
+                            h, a.data_ptr(), dc.data_ptr(), db.data_ptr(),
+                            KDType(a), plan.host_offsets.data(),
+                            plan.num_experts, k, n, v, ws.data_ptr(),
+                            Stream(a));
+                      });
 }
 
 #else  // no CUDA kernels for LibTorch CUDA tensors in this build
