@@ -8,8 +8,10 @@ using nlohmann::json;
 json AnalyzeSweep(const std::vector<TrialPoint>& trials,
                   const AggregateOptions& options) {
   const Curves curves = AggregateCurves(trials, options);
+  // The paper's E(k, N) maps k = top_k and N = M of SRAVEN: no fit (and no
+  // theory block) for other kinds or other axes (issue 31 item 6).
   std::vector<TheoryFit> fits;
-  if (IsMaximized(options.metric)) fits = FitTotalError(curves, trials);
+  if (FitsTheory(options)) fits = FitTotalError(curves, trials);
   return AnalysisJson(options, curves, ComputeOptimalK(curves), fits);
 }
 

@@ -148,7 +148,7 @@ struct CurveAggregator::Impl {
     const Curves& c = GetCurves();
     const std::vector<OptimalK>& o = GetOptimal();
     std::vector<TheoryFit> fits;
-    if (IsMaximized(options.metric)) {
+    if (FitsTheory(options)) {
       CellParams tm;
       for (const auto& [key, cell] : cells) {
         tm.emplace(key, cell.entries.begin()->second.tm);

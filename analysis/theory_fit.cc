@@ -167,6 +167,11 @@ std::vector<TheoryFit> FitWithCellParams(const Curves& curves,
 
 }  // namespace internal
 
+bool FitsTheory(const AggregateOptions& options) {
+  return IsMaximized(options.metric) && options.kind == "sraven" &&
+         options.x == "top_k" && options.series == "M";
+}
+
 json ToJson(const TheoryFit& f) {
   json points = json::array();
   for (const FitPoint& p : f.points) {
@@ -200,7 +205,8 @@ json ToJson(const TheoryFit& f) {
           {"r2", f.r2},
           {"meaningful", IsMeaningful(f)},
           {"points", points},
-          {"k_star", ks}};
+          {"k_star", ks},
+          {"k_star_note", kKStarNote}};
 }
 
 }  // namespace smoe::analysis

@@ -9,8 +9,12 @@
 // trial params: k = top_k, N = M (task complexity: rules composed),
 // T = num_experts, m = steps * batch_size (training problems seen). The
 // router-complexity factor d_N is absorbed into b. Returns residuals, R^2 and
-// the predicted k* = argmin_k E(k, N) over integer k in [1, T] and over the
-// measured k values. See docs/sraven.md for the model's derivation.
+// argmin_k E(k, N) over integer k in [1, T] and over the measured k values.
+// That argmin is no prediction: for any a, b >= 0, E is smallest at k = T
+// (a N^2 / k falls with k and the estimation term vanishes at k = T), so it
+// is T (the largest measured k) for every N; kKStarNote says so wherever the
+// fit is shown. The fit is for the shape of the measured curves. See
+// docs/sraven.md for the model's derivation.
 //
 // Thread safety: every function is pure.
 #ifndef SMOE_ANALYSIS_THEORY_FIT_H_
@@ -53,6 +57,18 @@ struct TheoryFit {
   };
   std::vector<KStar> k_star;
 };
+
+// Shown next to every fit instead of a per-N "predicted k*" (issue 31 item
+// 6): the fitted model's argmin is k = T whatever the data.
+inline constexpr char kKStarNote[] =
+    "E(k, N) is smallest at k = T for any fitted a, b >= 0 (the estimation "
+    "term vanishes there), so the fit's k* is T for every N: read the fit for "
+    "the shape of the curves, not as a prediction of the optimal k";
+
+// Whether an analysis gets the E(k, N) fit: an accuracy-like (maximised)
+// metric of a SRAVEN sweep with x = top_k and series = M, the model's k and
+// N. Other kinds and axes get no fit and no theory block (issue 31 item 6).
+bool FitsTheory(const AggregateOptions& options);
 
 // A fit says something only when it was made (ok) and explains some of the
 // variance: R^2 < 0 means the fitted E(k, N) is worse than a flat line

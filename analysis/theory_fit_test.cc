@@ -76,6 +76,33 @@ TEST(AnalysisTest, FitRecoversTheModelAndPredictsKStar) {
   EXPECT_LE(f.k_star[0].k_star, f.k_star[2].k_star);
 }
 
+// Issue 31 item 6: the model's argmin is k = T for every a, b >= 0 (the
+// estimation term vanishes at T), so k* is no prediction; ToJson says so.
+TEST(AnalysisTest, TheModelsKStarIsAlwaysT) {
+  for (double a : {0.0, 1e-4, 0.002, 0.5}) {
+    for (double b : {0.0, 0.1, 3.0, 100.0}) {
+      for (double n : {1.0, 4.0, 8.0}) {
+        for (int k = 1; k < 8; ++k) {
+          EXPECT_GE(TotalError(a, b, k, n, 8, 1000),
+                    TotalError(a, b, 8, n, 8, 1000))
+              << "a " << a << " b " << b << " N " << n << " k " << k;
+        }
+      }
+    }
+  }
+  std::vector<TrialPoint> trials;
+  for (int n : {1, 3}) {
+    for (int k : {1, 2, 4, 8}) {
+      trials.push_back(Trial(n, k, "hyla", 0, 0.5 + 0.01 * n + 0.02 * k));
+    }
+  }
+  const auto fits = FitTotalError(AggregateCurves(trials, {}), trials);
+  ASSERT_EQ(fits.size(), 1u);
+  ASSERT_TRUE(fits[0].ok) << fits[0].message;
+  for (const TheoryFit::KStar& ks : fits[0].k_star) EXPECT_EQ(ks.k_star, 8);
+  EXPECT_EQ(ToJson(fits[0])["k_star_note"], kKStarNote);
+}
+
 TEST(AnalysisTest, FitNeedsTwoCells) {
   std::vector<TrialPoint> trials = {Trial(1, 2, "hyla", 0, 0.9)};
   const auto fits = FitTotalError(AggregateCurves(trials, {}), trials);

@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   }
   smoe::coordinator::WorkerInfo w;
   w.hostname = "bench";
-  w.slots = 1000000;
+  w.slots = 1024;  // the most a worker may register; leases come in batches
   const std::string worker = sched->Register(w)->worker_id;
   const int total = static_cast<int>(sub->sweep.counts.total());
   live = std::max(0, std::min(live, total / 2));
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     ++done;
   };
   while (done < total - live) {
-    auto leases = sched->Lease(worker, std::min(1000, total - live - done), 0);
+    auto leases = sched->Lease(worker, std::min(1024, total - live - done), 0);
     if (!leases.ok() || leases->empty()) break;
     for (const auto& g : *leases) complete(g);
   }

@@ -10,7 +10,7 @@ silu(w1 x) * (w3 x) -> w2, LM head), float32, random weights of the
 "small" shape of bench/mixtral_decode_bench.cc (4 layers, hidden 512, 8
 heads / 2 KV heads of 64, 8 experts x 1536, vocab 8000; 0.086 B params).
 
-  OMP_NUM_THREADS=1 python3 bench/mixtral_decode_peer.py --ept 1,2,8
+  python3 bench/mixtral_decode_peer.py --ept 1,2,8 [--threads N]   (default: $OMP_NUM_THREADS, else 1)
 
 --dtype bf16 converts the model (weights, activations and the KV cache) to
 bfloat16, as HF's `torch_dtype=torch.bfloat16` does on the CPU.
@@ -143,9 +143,14 @@ def main():
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--steps", type=int, default=16)
     ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    ap.add_argument("--threads", type=int,
+                    default=int(os.environ.get("OMP_NUM_THREADS", "1")),
+                    help="torch threads (default: $OMP_NUM_THREADS, else 1)")
     a = ap.parse_args()
+    if a.threads < 1:
+        ap.error(f"--threads must be >= 1, got {a.threads}")
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     model = Model().eval().to(dtype)
     for k in [int(v) for v in a.ept.split(",")]:

@@ -13,7 +13,10 @@ The data are random one-hot inputs and random targets, drawn once (the C++
 bench includes SRAVEN batch generation in its step; see the profile in
 bench/results/sraven-profile-2026-11-24.md for its share, < 2 %).
 
-  OMP_NUM_THREADS=1 python3 bench/sraven_peer.py --k 1,2,8 --steps 5
+  python3 bench/sraven_peer.py --k 1,2,8 --steps 5 [--threads N]
+
+--threads (torch.set_num_threads) defaults to $OMP_NUM_THREADS, else 1;
+OpenBLAS's own threads follow $OPENBLAS_NUM_THREADS.
 
 Prints one line per k: `peer k=K steps/s=X ms/step=Y` (time of `steps` steps
 after 1 warm-up step).
@@ -147,8 +150,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--k", default="1,2,8")
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--threads", type=int,
+                    default=int(os.environ.get("OMP_NUM_THREADS", "1")),
+                    help="torch threads (default: $OMP_NUM_THREADS, else 1)")
     a = ap.parse_args()
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    if a.threads < 1:
+        ap.error(f"--threads must be >= 1, got {a.threads}")
+    torch.set_num_threads(a.threads)
     for k in [int(v) for v in a.k.split(",")]:
         sps, cpu_ms = run(k, a.steps)
         # cpu_ms: this process's CPU time (all threads) per timed step.

@@ -9,13 +9,16 @@
 //     back (ListTrials, ListSummaries: what a restarted coordinator and the
 //     dashboard do).
 //
-// Usage: smoe_bench_store [DIR]   (DIR defaults to a fresh directory in /tmp;
-// put it on the disk the coordinator will use: fsync cost dominates FULL).
+// Usage: smoe_bench_store [--seconds 3] [--trials 100000] [DIR]
+// (DIR defaults to a fresh directory in /tmp; put it on the disk the
+// coordinator will use: fsync cost dominates FULL). --seconds: each lease
+// configuration's window; --trials: the submitted sweep's size.
 
 #include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -117,8 +120,20 @@ LeaseResult BenchLeases(const std::string& path,
 
 int Main(int argc, char** argv) {
   std::string dir;
-  if (argc > 1) {
-    dir = argv[1];
+  double seconds = 3;
+  int submit_trials = kSubmitTrials;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--seconds" && i + 1 < argc) {
+      seconds = std::atof(argv[++i]);
+    } else if (a == "--trials" && i + 1 < argc) {
+      submit_trials = std::max(1, std::atoi(argv[++i]));
+    } else {
+      dir = a;
+    }
+  }
+  const bool own_dir = dir.empty();
+  if (!own_dir) {
     std::filesystem::create_directories(dir);
   } else {
     std::string tmpl = "/tmp/smoe_store_bench_XXXXXX";
@@ -132,27 +147,32 @@ int Main(int argc, char** argv) {
        {std::pair{"synchronous=FULL", SqliteOptions::Synchronous::kFull},
         std::pair{"synchronous=NORMAL", SqliteOptions::Synchronous::kNormal}}) {
     const std::string path = absl::StrCat(dir, "/lease_", name + 12, ".db");
-    LeaseResult r = BenchLeases(path, sync, absl::Seconds(3));
+    LeaseResult r = BenchLeases(path, sync, absl::Seconds(seconds));
     std::printf("%-34s %10d %12.0f %10.1f %10.1f\n", name, r.commits,
                 r.per_second, r.p50_us, r.p99_us);
   }
 
-  std::printf("\n%-34s %10s\n", "100,000-trial sweep (FULL)", "seconds");
+  std::printf("\n%-34s %10s\n",
+              absl::StrCat(submit_trials, "-trial sweep (FULL)").c_str(),
+              "seconds");
   auto store = SqliteStore::Open(absl::StrCat(dir, "/submit.db"), {});
   if (!store.ok()) return 1;
-  WriteBatch batch = SweepBatch(kSubmitTrials);
+  WriteBatch batch = SweepBatch(submit_trials);
   absl::Time t0 = absl::Now();
   if (!(*store)->Commit(batch).ok()) return 1;
   std::printf("%-34s %10.3f\n", "Commit (create sweep + trials)",
               absl::ToDoubleSeconds(absl::Now() - t0));
   t0 = absl::Now();
   auto trials = (*store)->ListTrials("bench");
-  if (!trials.ok() || trials->size() != kSubmitTrials) return 1;
+  if (!trials.ok() || trials->size() != static_cast<size_t>(submit_trials))
+    return 1;
   std::printf("%-34s %10.3f\n", "ListTrials",
               absl::ToDoubleSeconds(absl::Now() - t0));
   t0 = absl::Now();
   auto summaries = (*store)->ListSummaries("bench");
-  if (!summaries.ok() || summaries->size() != kSubmitTrials) return 1;
+  if (!summaries.ok() ||
+      summaries->size() != static_cast<size_t>(submit_trials))
+    return 1;
   std::printf("%-34s %10.3f\n", "ListSummaries",
               absl::ToDoubleSeconds(absl::Now() - t0));
   const auto bytes =
@@ -160,7 +180,7 @@ int Main(int argc, char** argv) {
       std::filesystem::file_size(absl::StrCat(dir, "/submit.db-wal"));
   std::printf("%-34s %10.1f\n", "database + WAL size (MB)", bytes / 1e6);
   store->reset();
-  if (argc <= 1) std::filesystem::remove_all(dir);
+  if (own_dir) std::filesystem::remove_all(dir);
   return 0;
 }
 

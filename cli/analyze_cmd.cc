@@ -1,9 +1,11 @@
 // Copyright 2026 SMoE Lab authors.
 #include "cli/analyze_cmd.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "analysis/analyze.h"
 #include "analysis/skillmix_tables.h"
+#include "common/suggest.h"
 #include "coordinator/sweep_spec.h"
 #include "proto/rpc_status.h"
 #include "proto/smoe.pb.h"
@@ -162,19 +165,54 @@ std::string FormatAnalysisTable(const json& a) {
       if (!f.value("meaningful", true)) {
         out << absl::StrFormat(
             "  %-12s   not meaningful: R^2 < 0, the fit is worse than a flat "
-            "line through the mean; its k* below are no evidence\n",
+            "line through the mean\n",
             "");
       }
-      for (const json& k : f["k_star"]) {
-        out << absl::StrFormat(
-            "  %-12s   N = %s: predicted k* = %d (of T = %s; over the "
-            "measured k: %s)\n",
-            "", NumberLabel(Num(k, "N")), k.value("k_star", 0),
-            NumberLabel(Num(k, "T")), NumberLabel(Num(k, "k_star_grid")));
+    }
+    // No per-N "predicted k*": the model's argmin is T whatever the fit.
+    for (const json& f : a["fits"]) {
+      if (f.value("ok", false) && f.contains("k_star_note")) {
+        out << "  note: " << Str(f, "k_star_note") << "\n";
+        break;
       }
     }
   }
   return out.str();
+}
+
+std::vector<std::string> SweptParams(
+    const std::vector<an::TrialPoint>& trials) {
+  std::map<std::string, std::set<std::string>> values;
+  for (const an::TrialPoint& t : trials) {
+    for (const auto& [k, v] : t.params.items()) values[k].insert(v.dump());
+  }
+  std::vector<std::string> swept;
+  for (const auto& [k, vs] : values) {
+    if (vs.size() >= 2) swept.push_back(k);
+  }
+  return swept;
+}
+
+absl::Status CheckAnalysisAxes(const std::vector<an::TrialPoint>& trials,
+                               const AnalyzeFlags& flags,
+                               absl::string_view sweep_id) {
+  if (trials.empty()) return absl::OkStatus();
+  const std::vector<std::string> swept = SweptParams(trials);
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string*>{"--x", &flags.x},
+        {"--series", &flags.series},
+        {"--facet", &flags.facet}}) {
+    if (value->empty() ||
+        std::find(swept.begin(), swept.end(), *value) != swept.end()) {
+      continue;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": '", *value, "' is not a swept parameter of sweep ", sweep_id,
+        DidYouMean(*value, swept), "; its swept parameters: ",
+        swept.empty() ? "none (every trial has the same parameters)"
+                      : absl::StrJoin(swept, ", ")));
+  }
+  return absl::OkStatus();
 }
 
 int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
@@ -217,6 +255,12 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
     std::cerr << "smoe: --metric: '" << flags.metric
               << "' is not a result of sweep " << sweep_id
               << "; its metrics: " << absl::StrJoin(metrics, ", ") << "\n";
+    return kExitUsage;
+  }
+  // Issue 31 item 6: an axis the sweep does not vary is refused, naming the
+  // ones it does (exit 64), instead of printing rows of one value.
+  if (absl::Status s = CheckAnalysisAxes(trials, flags, sweep_id); !s.ok()) {
+    std::cerr << "smoe: " << s.message() << "\n";
     return kExitUsage;
   }
   auto or_default = [](const std::string& v, const char* d) {
@@ -266,7 +310,10 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
   o.metric = or_default(flags.metric, metric.c_str());
   o.x = or_default(flags.x, axes[0].c_str());
   o.series = or_default(flags.series, axes[1].c_str());
-  o.facet = flags.facet;
+  // The facet defaults to attention for sraven only: a command sweep gets
+  // no empty "attention" column.
+  o.facet =
+      flags.facet.empty() && o.kind == "sraven" ? "attention" : flags.facet;
   o.bootstrap_samples = flags.bootstrap;
   o.seed = flags.seed;
   const nlohmann::json a = an::AnalyzeSweep(trials, o);

@@ -27,7 +27,10 @@ TEST(AnalyzeFormatTest, AnalysisTable) {
   const std::string table = FormatAnalysisTable(a);
   EXPECT_THAT(table, HasSubstr("Optimal top_k per M and attention"));
   EXPECT_THAT(table, HasSubstr("hyla"));
-  EXPECT_THAT(table, HasSubstr("predicted k*"));
+  // Issue 31 item 6: no per-N "predicted k*" (always T); the note instead.
+  EXPECT_THAT(table, Not(HasSubstr("predicted k*")));
+  EXPECT_THAT(table, HasSubstr("note: E(k, N) is smallest at k = T for any "
+                               "fitted a, b >= 0"));
   // Empty input formats without failing.
   const json empty = an::AnalyzeSweep({}, an::AggregateOptions{});
   EXPECT_THAT(FormatAnalysisTable(empty), HasSubstr("no succeeded trials"));
@@ -76,7 +79,7 @@ TEST(AnalyzeFormatTest, OneSeedSaysNEquals1) {
 }
 
 // A theory fit with R^2 < 0 is printed with its R^2 and flagged as not
-// meaningful (its k* predictions stay, marked as no evidence).
+// meaningful.
 TEST(AnalyzeFormatTest, NegativeR2IsFlaggedNotMeaningful) {
   std::vector<an::TrialPoint> trials;
   for (int k : {1, 2, 4, 8}) {
@@ -89,7 +92,6 @@ TEST(AnalyzeFormatTest, NegativeR2IsFlaggedNotMeaningful) {
       FormatAnalysisTable(an::AnalyzeSweep(trials, an::AggregateOptions{}));
   EXPECT_THAT(table, HasSubstr("R^2 = -"));
   EXPECT_THAT(table, HasSubstr("not meaningful: R^2 < 0"));
-  EXPECT_THAT(table, HasSubstr("its k* below are no evidence"));
   // A fit with R^2 >= 0 carries no flag.
   std::vector<an::TrialPoint> exact;
   for (int n : {1, 2}) {
@@ -104,7 +106,58 @@ TEST(AnalyzeFormatTest, NegativeR2IsFlaggedNotMeaningful) {
       FormatAnalysisTable(an::AnalyzeSweep(exact, an::AggregateOptions{}));
   EXPECT_THAT(good, HasSubstr("R^2 = 1.000"));
   EXPECT_THAT(good, Not(HasSubstr("not meaningful")));
-  EXPECT_THAT(good, HasSubstr("predicted k*"));
+  EXPECT_THAT(good, HasSubstr("note: E(k, N) is smallest at k = T"));
+}
+
+// Issue 31 item 6: an axis the sweep does not vary is refused, naming the
+// swept parameters (and a near miss); unnamed axes are not checked.
+TEST(AnalyzeAxesTest, RefusesAnAxisTheSweepDoesNotVary) {
+  const std::vector<an::TrialPoint> trials = an::test_trials::Grid(2);
+  EXPECT_EQ(SweptParams(trials),
+            (std::vector<std::string>{"M", "attention", "top_k"}));
+  AnalyzeFlags ok;
+  EXPECT_TRUE(CheckAnalysisAxes(trials, ok, "s").ok());
+  ok.x = "top_k";
+  ok.series = "M";
+  ok.facet = "attention";
+  EXPECT_TRUE(CheckAnalysisAxes(trials, ok, "s").ok());
+  AnalyzeFlags lr;
+  lr.x = "lr";
+  const absl::Status s = CheckAnalysisAxes(trials, lr, "demo");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(s.message()),
+            "--x: 'lr' is not a swept parameter of sweep demo; its swept "
+            "parameters: M, attention, top_k");
+  AnalyzeFlags typo;
+  typo.series = "topk";
+  EXPECT_THAT(std::string(CheckAnalysisAxes(trials, typo, "s").message()),
+              HasSubstr("--series: 'topk' is not a swept parameter of sweep s "
+                        "(did you mean 'top_k'?)"));
+  // A fixed parameter (num_experts = 8 everywhere) is not an axis either.
+  AnalyzeFlags fixed;
+  fixed.facet = "num_experts";
+  EXPECT_THAT(std::string(CheckAnalysisAxes(trials, fixed, "s").message()),
+              HasSubstr("--facet: 'num_experts' is not a swept parameter"));
+  EXPECT_TRUE(CheckAnalysisAxes({}, lr, "s").ok());  // no trials yet
+}
+
+// Issue 31 item 6: no E(k, N) fit (no theory block) off SRAVEN's top_k x M.
+TEST(AnalyzeFormatTest, NoTheoryBlockForOtherKindsOrAxes) {
+  an::AggregateOptions command;
+  command.kind = "command";
+  command.facet = "";
+  const std::string text =
+      FormatAnalysisTable(an::AnalyzeSweep(an::test_trials::Grid(2), command));
+  EXPECT_THAT(text, Not(HasSubstr("theory fit")));
+  an::AggregateOptions by_attention;
+  by_attention.series = "attention";
+  by_attention.facet = "";
+  EXPECT_THAT(FormatAnalysisTable(
+                  an::AnalyzeSweep(an::test_trials::Grid(2), by_attention)),
+              Not(HasSubstr("theory fit")));
+  EXPECT_THAT(FormatAnalysisTable(an::AnalyzeSweep(an::test_trials::Grid(2),
+                                                   an::AggregateOptions{})),
+              HasSubstr("theory fit"));
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/address.h"
 #include "common/api_token.h"
 #include "proto/auth.h"
 
@@ -20,13 +22,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Create(
     const ClientOptions& options) {
   auto c = std::unique_ptr<CoordinatorClient>(new CoordinatorClient());
   c->options_ = options;
-  if (c->options_.token_file.empty())
-    c->options_.token_file = DefaultTokenFile();
+  c->options_.address = WithDefaultPort(options.address, kDefaultGrpcPort);
   auto token = ResolveClientToken(c->options_.token_file);
   if (!token.ok()) {
     return absl::UnauthenticatedError(token.status().message());
   }
-  c->token_ = *token;
+  c->token_ = token->token;
+  SetTokenSource(token->source);
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (!options.tls_ca.empty()) {
     std::ifstream in(options.tls_ca);
@@ -52,7 +54,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Create(
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  c->channel_ = grpc::CreateCustomChannel(options.address, creds, args);
+  c->channel_ = grpc::CreateCustomChannel(c->options_.address, creds, args);
   c->stub_ = smoe::v1::Coordinator::NewStub(c->channel_);
   return c;
 }
@@ -66,10 +68,32 @@ void CoordinatorClient::Prepare(grpc::ClientContext* ctx,
   proto::PrepareClientContext(ctx, token_, timeout);
 }
 
+namespace {
+absl::Mutex token_source_mu(absl::kConstInit);
+std::string* token_source ABSL_GUARDED_BY(token_source_mu) = nullptr;
+}  // namespace
+
+void SetTokenSource(absl::string_view source) {
+  absl::MutexLock lock(&token_source_mu);
+  if (token_source == nullptr) token_source = new std::string;
+  *token_source = std::string(source);
+}
+
+std::string TokenSource() {
+  absl::MutexLock lock(&token_source_mu);
+  return token_source != nullptr ? *token_source : "";
+}
+
 int ReportError(const absl::Status& status, absl::string_view context) {
   std::cerr << "smoe: ";
   if (!context.empty()) std::cerr << context << ": ";
-  std::cerr << status.message() << "\n";
+  std::cerr << status.message();
+  // A refused token names where it came from (issue 31 item 8).
+  if ((absl::IsUnauthenticated(status) || absl::IsPermissionDenied(status)) &&
+      !TokenSource().empty()) {
+    std::cerr << " (the token came from " << TokenSource() << ")";
+  }
+  std::cerr << "\n";
   switch (status.code()) {
     case absl::StatusCode::kOk:
       return kExitOk;

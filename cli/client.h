@@ -20,8 +20,10 @@
 namespace smoe::cli {
 
 struct ClientOptions {
-  std::string address = "127.0.0.1:50051";  // --coordinator / $SMOE_COORDINATOR
-  // Default: smoe::DefaultTokenFile() (common/api_token.h).
+  // --coordinator / $SMOE_COORDINATOR; a host without a port gets :50051.
+  std::string address = "127.0.0.1:50051";
+  // --token-file: wins over $SMOE_TOKEN; empty = $SMOE_TOKEN, else
+  // smoe::DefaultTokenFile() (common/api_token.h, ResolveClientToken).
   std::string token_file;
   std::string tls_ca;  // PEM roots; empty = plaintext
   absl::Duration timeout = absl::Seconds(30);
@@ -64,8 +66,15 @@ inline constexpr int kExitSoftware = 70;     // internal error
 inline constexpr int kExitNoPerm = 77;       // missing/invalid token
 
 // Maps a status to an exit code and prints "smoe: <message>" (with a
-// context, "smoe: <context>: <message>", e.g. the file) to stderr.
+// context, "smoe: <context>: <message>", e.g. the file) to stderr. A refused
+// token (Unauthenticated, PermissionDenied) names its source when
+// CoordinatorClient::Create recorded one.
 int ReportError(const absl::Status& status, absl::string_view context = "");
+
+// Where this process's client token came from ("$SMOE_TOKEN",
+// "token file '<path>'"; empty before any client was created).
+void SetTokenSource(absl::string_view source);
+std::string TokenSource();
 
 }  // namespace smoe::cli
 

@@ -135,6 +135,7 @@ int Main(int argc, char** argv) {
                "smoe"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for all subcommands");
+  app.set_version_flag("--version", "smoe " SMOE_VERSION);
 
   ClientOptions client_opts;
   if (const char* env = std::getenv("SMOE_COORDINATOR")) {
@@ -469,10 +470,9 @@ int Main(int argc, char** argv) {
   analyze->add_option("--series", analyze_flags.series,
                       "One line per value (default: M; skillmix: table "
                       "columns, k_skills)");
-  analyze
-      ->add_option("--facet", analyze_flags.facet,
-                   "One panel per value (sraven)")
-      ->capture_default_str();
+  analyze->add_option("--facet", analyze_flags.facet,
+                      "One panel per value (default: attention for sraven, "
+                      "none otherwise)");
   analyze->add_option("--bootstrap", analyze_flags.bootstrap, "Resamples")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));

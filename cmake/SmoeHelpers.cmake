@@ -4,6 +4,8 @@
 #   smoe_cc_test(NAME SRCS ... DEPS ... [LABELS ...])   gtest binary, tests discovered
 #   smoe_cuda_test(NAME SRCS ... DEPS ...)               label `gpu`; skips without a device
 #   smoe_bench(NAME SRCS ... DEPS ...)                   binary under bench/
+#   smoe_bench_smoke(TARGET|NAME [COMMAND ...] [ARGS ...] [LABELS ...])
+#                                                        a tiny run in ctest
 
 set(SMOE_WARNING_FLAGS -Wall -Wextra)
 if(SMOE_WERROR)
@@ -66,4 +68,35 @@ function(smoe_bench name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
   smoe_set_warnings(${name})
+endfunction()
+
+# Every bench program also runs at a tiny size in ctest (label bench-smoke),
+# so that none rots between the sessions that measure with it: the run must
+# exit 0 (or 77 = skipped: no device / no PyTorch for a Python peer); its
+# figures are not measurements. TARGET: a smoe_bench target, run with ARGS.
+# COMMAND: any other command line (Python peers), test named NAME_smoke.
+# Outputs that say the machine has no CUDA device count as skipped (the
+# kernel benches on CPU-only machines).
+function(smoe_bench_smoke name)
+  if(NOT SMOE_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "TIMEOUT" "COMMAND;ARGS;LABELS" ${ARGN})
+  if(ARG_COMMAND)
+    set(cmd ${ARG_COMMAND})
+  elseif(TARGET ${name})
+    set(cmd $<TARGET_FILE:${name}> ${ARG_ARGS})
+  else()
+    return()
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  add_test(NAME ${name}_smoke COMMAND ${cmd}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(${name}_smoke PROPERTIES
+      LABELS "bench-smoke;${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+      SKIP_RETURN_CODE 77
+      SKIP_REGULAR_EXPRESSION "no CUDA-capable device|CUDA driver version is insufficient|cudaErrorNoDevice|cudaErrorInsufficientDriver"
+      ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1;SMOE_LOG_LEVEL=ERROR")
 endfunction()

@@ -139,21 +139,45 @@ std::string DefaultTokenFile() {
   return DefaultTokenFile(start, std::getenv("HOME"));
 }
 
-absl::StatusOr<std::string> ResolveClientToken(const std::string& token_file) {
+namespace {
+// The trimmed contents of `path`, or "" when it cannot be read.
+std::string ReadTrimmed(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return std::string(absl::StripAsciiWhitespace(ss.str()));
+}
+}  // namespace
+
+absl::StatusOr<ClientToken> ResolveClientToken(
+    const std::string& explicit_token_file) {
+  if (!explicit_token_file.empty()) {
+    std::string token = ReadTrimmed(explicit_token_file);
+    if (token.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("no API token in --token-file '", explicit_token_file,
+                       "' (missing, unreadable or empty; an explicit "
+                       "--token-file wins over $SMOE_TOKEN)"));
+    }
+    return ClientToken{std::move(token),
+                       absl::StrCat("token file '", explicit_token_file, "'")};
+  }
   const char* env = std::getenv("SMOE_TOKEN");
   if (env != nullptr && *env != '\0') {
-    return std::string(absl::StripAsciiWhitespace(env));
+    return ClientToken{std::string(absl::StripAsciiWhitespace(env)),
+                       "$SMOE_TOKEN"};
   }
-  std::ifstream in(token_file);
-  if (in) {
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string token(absl::StripAsciiWhitespace(ss.str()));
-    if (!token.empty()) return token;
+  const std::string file = DefaultTokenFile();
+  std::string token = ReadTrimmed(file);
+  if (!token.empty()) {
+    return ClientToken{std::move(token),
+                       absl::StrCat("token file '", file, "'")};
   }
   return absl::NotFoundError(absl::StrCat(
-      "no API token: set SMOE_TOKEN or create the token file '", token_file,
-      "' (the coordinator prints the token on first start)"));
+      "no API token: set SMOE_TOKEN, pass --token-file or create the token "
+      "file '",
+      file, "' (the coordinator prints the token on first start)"));
 }
 
 bool TokenEquals(absl::string_view a, absl::string_view b) {

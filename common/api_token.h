@@ -50,9 +50,21 @@ std::string DefaultTokenFile(const std::string& start_dir, const char* home);
 // The same from the current directory and $HOME.
 std::string DefaultTokenFile();
 
-// Returns the client token: $SMOE_TOKEN when set and non-empty, else the
-// contents of `token_file` (whitespace trimmed). NotFound names both sources.
-absl::StatusOr<std::string> ResolveClientToken(const std::string& token_file);
+// A client's token and where it came from ("$SMOE_TOKEN" or
+// "token file '<path>'"), so that a refusal can name its source (never the
+// token itself).
+struct ClientToken {
+  std::string token;
+  std::string source;
+};
+
+// Returns the client token, first found of: `explicit_token_file` (a
+// --token-file given on the command line wins over the environment), then
+// $SMOE_TOKEN when set and non-empty, then DefaultTokenFile(). File contents
+// are whitespace trimmed. NotFound names every source looked at; an explicit
+// file that is missing or empty is an error even when $SMOE_TOKEN is set.
+absl::StatusOr<ClientToken> ResolveClientToken(
+    const std::string& explicit_token_file);
 
 // Compares two tokens in time independent of where they differ.
 bool TokenEquals(absl::string_view a, absl::string_view b);

@@ -377,7 +377,9 @@ struct HttpServer::Impl {
     o.metric = Param(req, "metric", "ood_acc");
     o.x = Param(req, "x", "top_k");
     o.series = Param(req, "series", "M");
-    o.facet = Param(req, "facet", "attention");
+    // A panel per attention is SRAVEN's default only: a command sweep has no
+    // attention parameter (issue 31 item 6).
+    o.facet = Param(req, "facet", snap.kind == "sraven" ? "attention" : "");
     o.bootstrap_samples =
         IntParam(req, "bootstrap", options.bootstrap_samples, 0, 10000);
     return o;

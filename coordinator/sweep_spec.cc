@@ -336,7 +336,7 @@ void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
   auto known = [&](const std::string& name, const std::string& field) {
     if (schema.Find(name) != nullptr) return;
     problems->Add(absl::StrCat(field, ": unknown parameter '", name,
-                               "' for kind ", spec.kind,
+                               "' for kind ", spec.kind, schema.Suggest(name),
                                " (known: ", absl::StrJoin(names, ", "), ")"));
     values_ok = false;
   };
@@ -950,8 +950,9 @@ absl::Status ValidateTrialParams(const SweepSpec& spec, const json& params) {
   for (const auto& [k, v] : params.items()) {
     const trials::Param* p = schema.Find(k);
     if (p == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "params: unknown parameter '", k, "' for kind ", spec.kind));
+      return absl::InvalidArgumentError(
+          absl::StrCat("params: unknown parameter '", k, "' for kind ",
+                       spec.kind, schema.Suggest(k)));
     }
     if (auto s = trials::CheckSweepValue(*p, v, "params"); !s.ok()) return s;
   }
@@ -977,7 +978,8 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
     const trials::Param* p = schema->Find(k);
     if (p == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat("params: unknown parameter '", k, "' for kind ", kind));
+          absl::StrCat("params: unknown parameter '", k, "' for kind ", kind,
+                       schema->Suggest(k)));
     }
     if (auto s = trials::CheckSweepValue(*p, v, "params"); !s.ok()) return s;
   }

@@ -98,7 +98,11 @@ TEST(SweepSpecTest, RejectsBadFilesNamingFieldAndValue) {
       {"name: x\nkind: sraven\ngrid:\n  M: [two]\n",
        "grid.M: expected an integer, got \"two\""},
       {"name: x\nkind: sraven\ngrid:\n  topk: [1]\n",
-       "grid.topk: unknown parameter 'topk'"},
+       "grid.topk: unknown parameter 'topk' for kind sraven (did you mean "
+       "'top_k'?)"},
+      {"name: x\nkind: sraven\nfixed:\n  atention: softmax\n",
+       "fixed.atention: unknown parameter 'atention' for kind sraven (did you "
+       "mean 'attention'?)"},
       {"name: x\nkind: sraven\nfixed:\n  attention: cosine\n",
        "fixed.attention: expected one of {softmax"},
       {"name: x\nkind: sraven\nfixed: {lr: fast}\n",

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/api_token.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace smoe::proto {
@@ -60,12 +61,41 @@ TEST(ApiTokenTest, CreateThenLoadWithMode0600) {
   ::unsetenv("SMOE_TOKEN");
   auto t3 = ResolveClientToken(path);
   ASSERT_TRUE(t3.ok());
-  EXPECT_EQ(*t3, *t1);
+  EXPECT_EQ(t3->token, *t1);
+  EXPECT_EQ(t3->source, "token file '" + path + "'");
+  // Issue 31 item 8: an explicit --token-file wins over $SMOE_TOKEN, which
+  // wins over the default token file; the source is named, never the token.
   ::setenv("SMOE_TOKEN", "from-env", 1);
-  EXPECT_EQ(*ResolveClientToken(path), "from-env");
-  ::unsetenv("SMOE_TOKEN");
-  EXPECT_EQ(ResolveClientToken((dir / "missing").string()).status().code(),
-            absl::StatusCode::kNotFound);
+  auto t4 = ResolveClientToken(path);
+  ASSERT_TRUE(t4.ok());
+  EXPECT_EQ(t4->token, *t1);
+  {
+    const std::string home = (dir / "home").string();
+    const char* old_home = std::getenv("HOME");
+    const std::string saved_home = old_home != nullptr ? old_home : "";
+    ::setenv("HOME", home.c_str(), 1);  // no default token file there
+    char cwd[4096];
+    ASSERT_NE(::getcwd(cwd, sizeof(cwd)), nullptr);
+    ASSERT_EQ(::chdir(dir.c_str()), 0);
+    auto t5 = ResolveClientToken("");
+    ASSERT_TRUE(t5.ok());
+    EXPECT_EQ(t5->token, "from-env");
+    EXPECT_EQ(t5->source, "$SMOE_TOKEN");
+    // A missing explicit file is an error even with $SMOE_TOKEN set.
+    absl::Status missing =
+        ResolveClientToken((dir / "missing").string()).status();
+    EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(std::string(missing.message()),
+                ::testing::HasSubstr("--token-file '" +
+                                     (dir / "missing").string() + "'"));
+    ::unsetenv("SMOE_TOKEN");
+    absl::Status none = ResolveClientToken("").status();
+    EXPECT_EQ(none.code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(std::string(none.message()),
+                ::testing::HasSubstr(home + "/.smoe/token"));
+    ASSERT_EQ(::chdir(cwd), 0);
+    ::setenv("HOME", saved_home.c_str(), 1);
+  }
   // Issue 16 item 10: a weak token in the file is refused at startup,
   // naming the file and the rule, never the token.
   for (const char* weak : {"abcde", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",

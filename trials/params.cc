@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/suggest.h"
 
 namespace smoe::trials {
 namespace {
@@ -305,12 +306,19 @@ absl::Status CheckTrialValue(const TrialKind& kind, const Param& p,
       absl::StrCat("must be ", Expected(problem, p, kind.dotted_ranges)));
 }
 
+std::string TrialKind::Suggest(absl::string_view name) const {
+  std::vector<std::string> names;
+  for (const Param& p : params) names.push_back(p.name);
+  return DidYouMean(name, names);
+}
+
 absl::Status CheckTrialParam(const TrialKind& kind, absl::string_view key,
                              const json& v) {
   const Param* p = kind.Find(key);
   if (p == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown parameter \"", key, "\" (value ", v.dump(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown parameter \"", key,
+                                                   "\" (value ", v.dump(), ")",
+                                                   kind.Suggest(key)));
   }
   return CheckTrialValue(kind, *p, v);
 }

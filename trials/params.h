@@ -99,6 +99,9 @@ struct TrialKind {
 
   // nullptr when `name` is not a parameter of this kind.
   const Param* Find(absl::string_view name) const;
+  // " (did you mean 'top_k'?)" for a near-miss parameter name, or ""
+  // (common/suggest.h).
+  std::string Suggest(absl::string_view name) const;
 };
 
 const TrialKind& SravenKind();    // sraven_params.cc

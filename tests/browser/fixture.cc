@@ -406,7 +406,7 @@ int main(int argc, char** argv) {
     std::cerr << token.status().message() << "\n";
     return 77;
   }
-  Fixture fx(f, *token);
+  Fixture fx(f, token->token);
   if (f.cmd == "seed") {
     std::ifstream in(f.sweep);
     std::stringstream yaml;

@@ -3,7 +3,7 @@
 // the browser tests can check what was drawn.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { toCsv } from './data.js';
+import { toCsv, xScaleOptions } from './data.js';
 
 export const PALETTE = [
   '#1f5fd1', '#d1491f', '#1d9a5b', '#8a3fd1', '#c79a00', '#00a3b4', '#d12f8a',
@@ -162,7 +162,7 @@ export function lineChart(parent, id, title, spec, note) {
     series,
     bands,
     scales: {
-      x: { ...(spec.xLog2 ? { distr: 3, log: 2 } : { time: false }), ...(xRange ? { range: xRange } : {}) },
+      x: xScaleOptions(spec.xLog2, xRange),
       y: yRange ? { range: yRange } : {},
     },
     axes: [

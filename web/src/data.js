@@ -82,6 +82,13 @@ export function csvEscape(v) {
   return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
 }
 
+// uPlot's x scale for a line chart. Every x axis here is a parameter value,
+// never a time: `time: false` always, or uPlot's default time scale makes the
+// hover legend read a log2 axis as a date ("top_k: 1970-01-01 12:00am").
+export function xScaleOptions(xLog2, xRange) {
+  return { time: false, ...(xLog2 ? { distr: 3, log: 2 } : {}), ...(xRange ? { range: xRange } : {}) };
+}
+
 export function toCsv(header, rows) {
   return [header, ...rows].map((r) => r.map(csvEscape).join(',')).join('\n') + '\n';
 }

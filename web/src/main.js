@@ -187,23 +187,20 @@ function optimalCharts(box, analysis, st) {
   for (const [facet, rows] of byFacet) {
     const numeric = rows.every((o) => typeof o.series === 'number');
     const xs = numeric ? rows.map((o) => o.series) : rows.map((_, i) => i);
-    const fit = analysis.fits.find((f) => f.facet_label === facet && f.ok);
     const series = [
       { label: `best ${analysis.x} (argmax)`, color: PALETTE[0], values: rows.map((o) => o.best),
         lo: rows.map((o) => o.ci_lo), hi: rows.map((o) => o.ci_hi) },
       { label: 'smallest within 1 s.e.', color: PALETTE[2], dash: [4, 3], values: rows.map((o) => o.one_se) },
     ];
-    if (fit && st.theory && st.theoryAxes) {
-      const ks = new Map(fit.k_star.map((k) => [k.N, k.k_star]));
-      series.push({ label: 'theory k*', color: PALETTE[1], dash: [8, 4], values: rows.map((o) => ks.get(o.series) ?? null) });
-    }
+    // No "theory k*" line: the fitted E(k, N) is smallest at k = T whatever
+    // the fit (f.k_star_note), so the line would only repeat T.
     const oneSeed = rows.every((o) => typeof o.seeds === 'number' && o.seeds < 2);
     const chart = lineChart(box, `optimal-${facet}`, `Optimal ${analysis.x} vs ${analysis.series}` + (analysis.facet ? ` — ${analysis.facet}=${facet}` : ''), {
       xs, xTickLabels: numeric ? null : rows.map((o) => o.series_label), series,
       xLabel: analysis.series, yLabel: analysis.x, height: 240,
     }, `${metricName(analysis.metric)}; ` + (oneSeed ? 'n = 1 (one seed): no CI of the argmax'
       : `band: ${Math.round(analysis.curves.ci_level * 100)}% bootstrap CI of the argmax over seeds`) +
-      (fit && st.theory && st.theoryAxes ? `; theory k*: ${fitQuality(fit)}` : ''));
+));
     st.charts.push(chart.u);
   }
 }
@@ -223,8 +220,8 @@ function fitSection(box, analysis, st) {
     const c = lineChart(box, `residuals-${f.facet_label}`,
       `E(k,N) fit residuals (measured − fitted error) — ${analysis.facet}=${f.facet_label}`,
       { xs, series, xLog2: xs.every((x) => x > 0), xLabel: analysis.x, yLabel: 'residual', height: 200 },
-      `a = ${f.a.toPrecision(4)}, b = ${f.b.toPrecision(4)}, ${fitQuality(f)}, predicted k*` +
-      (fitMeaningful(f) ? '' : ' (no evidence)') + ': ' + f.k_star.map((k) => `N=${k.N}→${k.k_star}`).join(', '));
+      `a = ${f.a.toPrecision(4)}, b = ${f.b.toPrecision(4)}, ${fitQuality(f)}. ` +
+      (f.k_star_note ? `Note: ${f.k_star_note}.` : ''));
     st.charts.push(c.u);
   }
 }

@@ -5,6 +5,7 @@ import test from 'node:test';
 import {
   alignSeries, csvEscape, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
   optimalUncertainty, seriesFromCurves, skillMixBest, skillMixSeries, sweepDeletion, theoryAccuracy, toCsv,
+  xScaleOptions,
 } from '../src/data.js';
 
 // The curves JSON shape served by /api/sweeps/{id}/curves.
@@ -262,4 +263,12 @@ test('sweepDeletion: refused with the reason while trials are live, else a confi
   // Without a total (older server), the states are summed; one trial is singular.
   assert.match(sweepDeletion({ sweep_id: 'x', counts: { pruned: 1 } }).confirm, /its 1 trial with/);
   assert.match(sweepDeletion({ sweep_id: 'x', counts: {} }).confirm, /its 0 trials/);
+});
+
+// Issue 31 item 8: the log2 x axis was a time scale (uPlot's default), so the
+// hover legend showed "top_k: 1970-01-01 12:00am".
+test('xScaleOptions: never a time scale; log2 and ranges kept', () => {
+  assert.deepEqual(xScaleOptions(true), { time: false, distr: 3, log: 2 });
+  assert.deepEqual(xScaleOptions(false), { time: false });
+  assert.deepEqual(xScaleOptions(true, [0.5, 16]), { time: false, distr: 3, log: 2, range: [0.5, 16] });
 });

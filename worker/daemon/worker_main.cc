@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/address.h"
 #include "common/api_token.h"
 #include "common/clock.h"
 #include "common/logging.h"
@@ -101,16 +102,14 @@ std::vector<int> DetectGpus() {
 
 int RunWorker(const WorkerFlags& flags) {
   // Token.
-  absl::StatusOr<std::string> token = ResolveClientToken(
-      flags.token_file.empty() ? DefaultTokenFile() : flags.token_file);
+  absl::StatusOr<ClientToken> token = ResolveClientToken(flags.token_file);
   if (!token.ok()) {
-    std::cerr << "smoe worker: " << token.status().message()
-              << " (or pass --token-file)\n";
+    std::cerr << "smoe worker: " << token.status().message() << "\n";
     return 2;
   }
   GrpcGatewayOptions gw;
-  gw.address = flags.coordinator;
-  gw.token = *token;
+  gw.address = WithDefaultPort(flags.coordinator, kDefaultGrpcPort);
+  gw.token = token->token;
   gw.call_timeout = flags.rpc_timeout;
   gw.upload_bytes_per_s = flags.checkpoint_upload_mbps * 1e6 / 8;
   if (!flags.tls_ca.empty()) {
