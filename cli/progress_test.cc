@@ -50,6 +50,20 @@ TEST(ProgressLineTest, EtaFromTheRateSinceTheFirstLine) {
   EXPECT_THAT(p.Line(Counts(0, 0, 19, 1), t0 + absl::Seconds(500)),
               Not(HasSubstr("ETA")));
   EXPECT_EQ(FormatEta(absl::Seconds(45)), "45s");
+}
+
+// Issue 31 item 4: a sweep no worker can run says why after the bar, while
+// trials are pending only.
+TEST(ProgressLineTest, PendingTrialsShowWhyTheyWait) {
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  SweepProgress p(10);
+  EXPECT_THAT(
+      p.Line(Counts(4, 0, 0, 0), t0, "no connected worker runs kind skillmix"),
+      EndsWith("ETA --  waiting: no connected worker runs kind "
+               "skillmix"));
+  EXPECT_THAT(p.Line(Counts(4, 0, 0, 0), t0, ""), EndsWith("ETA --"));
+  EXPECT_THAT(p.Line(Counts(0, 0, 4, 0), t0, "no worker is connected"),
+              Not(HasSubstr("waiting")));
   EXPECT_EQ(FormatEta(absl::Seconds(3725)), "1h02m");
 }
 

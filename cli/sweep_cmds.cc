@@ -181,7 +181,17 @@ std::string FormatEta(absl::Duration d) {
   return absl::StrFormat("%ds", s);
 }
 
-std::string SweepProgress::Line(const pb::StateCounts& c, absl::Time now) {
+std::string SweepProgress::Line(const pb::StateCounts& c, absl::Time now,
+                                absl::string_view waiting) {
+  std::string line = LineWithoutWaiting(c, now);
+  if (c.pending() > 0 && !waiting.empty()) {
+    absl::StrAppend(&line, "  waiting: ", waiting);
+  }
+  return line;
+}
+
+std::string SweepProgress::LineWithoutWaiting(const pb::StateCounts& c,
+                                              absl::Time now) {
   const int finished = c.succeeded() + c.failed() + c.cancelled() + c.pruned();
   std::string line = ProgressLine(c, width_);
   if (c.total() <= 0) return line;
@@ -543,7 +553,8 @@ int WatchSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
             absl::StrCat("trial ", t.trial_id(), " failed: ", t.last_error()));
       }
     }
-    SetStatusLine(progress.Line(last.counts(), absl::Now()));
+    SetStatusLine(
+        progress.Line(last.counts(), absl::Now(), last.unschedulable()));
   }
   EndStatusLine();
   grpc::Status st = reader->Finish();

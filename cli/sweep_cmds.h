@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cli/client.h"
 #include "proto/smoe.pb.h"
@@ -34,9 +35,14 @@ std::string FormatEta(absl::Duration d);
 class SweepProgress {
  public:
   explicit SweepProgress(int width = 30) : width_(width) {}
-  std::string Line(const smoe::v1::StateCounts& c, absl::Time now);
+  // `waiting`: why no worker can run the pending trials (Sweep.unschedulable);
+  // shown after the bar while trials are pending, "" when one can.
+  std::string Line(const smoe::v1::StateCounts& c, absl::Time now,
+                   absl::string_view waiting = "");
 
  private:
+  std::string LineWithoutWaiting(const smoe::v1::StateCounts& c,
+                                 absl::Time now);
   int width_;
   absl::Time start_;
   int start_finished_ = -1;

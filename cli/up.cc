@@ -186,7 +186,8 @@ int RunUp(const UpOptions& options) {
       since = w->sweep.version;
       smoe::v1::Sweep pb;
       coordinator::ToProto(w->sweep, &pb);
-      SetStatusLine(progress.Line(pb.counts(), absl::Now()));
+      SetStatusLine(
+          progress.Line(pb.counts(), absl::Now(), w->sweep.unschedulable));
       if (w->sweep.record.state != store::SweepState::kActive) break;
       struct timespec zero = {0, 0};
       if (sigtimedwait(&set, nullptr, &zero) > 0) {

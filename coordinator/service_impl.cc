@@ -370,17 +370,25 @@ grpc::Status CoordinatorServiceImpl::WatchSweep(
             ? absl::Now() + absl::Milliseconds(req->max_wait_ms())
             : absl::InfiniteFuture();
     int64_t since = 0;
+    std::string unschedulable;  // as last sent
     while (!ctx->IsCancelled() && absl::Now() < end) {
       // Short waits so a cancelled stream or a server shutdown is noticed.
       const absl::Duration wait = std::min(
           absl::Seconds(1), std::max(end - absl::Now(), absl::ZeroDuration()));
       SMOE_ASSIGN_OR_RETURN(
           WatchResult r, scheduler_->WatchSweep(req->sweep_id(), since, wait));
-      if (r.timed_out) continue;
+      // No new version: an event only when why the sweep waits has changed
+      // (a worker came or went; `unschedulable` follows the heartbeats, not
+      // the versions), so a watcher's "waiting: ..." stays current.
+      if (r.timed_out &&
+          (since == 0 || r.sweep.unschedulable == unschedulable)) {
+        continue;
+      }
       pb::SweepEvent ev;
       ToProto(r.sweep, ev.mutable_sweep());
       for (const auto& t : r.changed) ToProto(t, ev.add_changed());
       if (!writer->Write(ev)) break;
+      unschedulable = r.sweep.unschedulable;
       since = r.sweep.version;
       if (r.sweep.record.state != store::SweepState::kActive) break;
     }
