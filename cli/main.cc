@@ -257,7 +257,9 @@ int Main(int argc, char** argv) {
   // smoe up
   UpOptions up_opts;
   CLI::App* up = app.add_subcommand(
-      "up", "Local lab: coordinator + workers + a demo SRAVEN sweep");
+      "up",
+      "Local lab: coordinator + workers + a sweep (default: the SRAVEN "
+      "demo)");
   up->add_option("--sweep", up_opts.sweep_file, "Sweep file to run")
       ->capture_default_str();
   up->add_option("--workers", up_opts.workers, "Local worker processes")
@@ -272,6 +274,13 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   up->add_option("--trainer", up_opts.trainer,
                  "Trainer binary (default: smoe-trainer next to smoe)");
+  up->add_option("--kinds", up_opts.kinds,
+                 "Trial kinds the local workers run (default: the sweep "
+                 "file's kind)")
+      ->delimiter(',');
+  up->add_option("--allow-command", up_opts.allow_command,
+                 "Directory of programs kind command may run (the workers' "
+                 "--allow-command)");
   up->add_option("--http-port", up_opts.http_port,
                  "Dashboard port on 127.0.0.1 (0: any free port; -1: off)")
       ->capture_default_str()

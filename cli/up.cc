@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -18,12 +19,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "cli/client.h"
 #include "cli/sweep_cmds.h"
 #include "common/logging.h"
 #include "coordinator/server.h"
 #include "coordinator/service_impl.h"
+#include "coordinator/sweep_spec.h"
 #include "coordinator/tokens.h"
 #include "nlohmann/json.hpp"
 
@@ -112,6 +115,26 @@ int RunUp(const UpOptions& options) {
   }
   std::stringstream yaml;
   yaml << in.rdbuf();
+  // The sweep's kind picks the workers' kinds (a Skill-Mix sweep on sraven
+  // workers would pend forever) and the closing text.
+  absl::StatusOr<coordinator::SweepSpec> spec =
+      coordinator::ParseSweepYaml(yaml.str());
+  if (!spec.ok()) return ReportError(spec.status(), options.sweep_file);
+  const std::vector<std::string> kinds =
+      options.kinds.empty() ? std::vector<std::string>{spec->kind}
+                            : options.kinds;
+  if (std::find(kinds.begin(), kinds.end(), spec->kind) == kinds.end()) {
+    std::cerr << "smoe up: --kinds " << absl::StrJoin(kinds, ",")
+              << " does not include the sweep's kind " << spec->kind
+              << ": its trials would wait forever\n";
+    return kExitUsage;
+  }
+  if (std::find(kinds.begin(), kinds.end(), "command") != kinds.end() &&
+      options.allow_command.empty()) {
+    std::cerr << "smoe up: kind command needs --allow-command DIR (the "
+                 "directory of programs the workers may run)\n";
+    return kExitUsage;
+  }
   const std::string self = SelfDir() + "/smoe";
   const std::string trainer =
       options.trainer.empty() ? SelfDir() + "/smoe-trainer" : options.trainer;
@@ -159,12 +182,26 @@ int RunUp(const UpOptions& options) {
   for (int i = 0; i < options.workers; ++i) {
     const std::string dir = absl::StrCat(options.data_dir, "/worker-", i);
     std::filesystem::create_directories(dir);
-    workers.push_back(
-        Spawn({self, "worker", "--coordinator", addr, "--token-file",
-               worker_token_file, "--work-dir", dir, "--slots",
-               absl::StrCat(options.slots_per_worker), "--trainer", trainer,
-               "--worker-id", absl::StrCat("local-", i)},
-              dir + "/worker.log"));
+    std::vector<std::string> argv = {self,
+                                     "worker",
+                                     "--coordinator",
+                                     addr,
+                                     "--token-file",
+                                     worker_token_file,
+                                     "--work-dir",
+                                     dir,
+                                     "--slots",
+                                     absl::StrCat(options.slots_per_worker),
+                                     "--trainer",
+                                     trainer,
+                                     "--worker-id",
+                                     absl::StrCat("local-", i),
+                                     "--kinds",
+                                     absl::StrJoin(kinds, ",")};
+    if (!options.allow_command.empty()) {
+      argv.insert(argv.end(), {"--allow-command", options.allow_command});
+    }
+    workers.push_back(Spawn(argv, dir + "/worker.log"));
   }
   std::cout << "workers: " << options.workers << " local (logs in "
             << options.data_dir << "/worker-*/worker.log; worker-role token in "
@@ -196,12 +233,27 @@ int RunUp(const UpOptions& options) {
       }
     }
     EndStatusLine();
-    PrintSummary((*server)->store(), id, "test_acc", std::cout);
-    PrintSummary((*server)->store(), id, "ood_acc", std::cout);
-    std::cout << "(at M=1 the OOD split holds out whole rules, so OOD accuracy "
-                 "there stays near chance 1/8 by construction)\n";
-    std::cout << "\nbest k with bootstrap CIs over seeds: smoe analyze " << id
-              << "\nfull results: smoe results " << id
+    // The commands below reach this coordinator from anywhere: its address
+    // and the admin token file are spelled out.
+    const std::string client_flags = absl::StrCat(
+        " --coordinator ", addr, " --token-file ", options.data_dir, "/token");
+    if (spec->kind == "sraven") {
+      PrintSummary((*server)->store(), id, "test_acc", std::cout);
+      PrintSummary((*server)->store(), id, "ood_acc", std::cout);
+      std::cout << "(at M=1 the OOD split holds out whole rules, so OOD "
+                   "accuracy there stays near chance 1/8 by construction)\n";
+      std::cout << "\nbest k with bootstrap CIs over seeds: smoe analyze " << id
+                << client_flags;
+    } else if (spec->kind == "skillmix") {
+      std::cout << "\nEPT x k_skills tables and the best EPT per k_skills: "
+                   "smoe analyze "
+                << id << client_flags;
+    } else {
+      std::cout << "\nper-axis optimum with bootstrap CIs over seeds: smoe "
+                   "analyze "
+                << id << client_flags;
+    }
+    std::cout << "\nfull results: smoe results " << id << client_flags
               << " --format table|csv|json\n";
   }
   if (!options.exit_when_done && rc == kExitOk) {

@@ -10,6 +10,7 @@
 #define SMOE_CLI_UP_H_
 
 #include <string>
+#include <vector>
 
 namespace smoe::cli {
 
@@ -20,7 +21,11 @@ struct UpOptions {
   int workers = 2;           // local worker processes
   int slots_per_worker = 1;  // trials per worker
   std::string trainer;       // default: smoe-trainer next to this binary
-  int http_port = 8080;      // dashboard on 127.0.0.1; 0 = any, -1 = off
+  // The workers' --kinds; empty: the sweep file's kind (a Skill-Mix sweep
+  // gets skillmix workers, which need smoe-trainer-full next to smoe-trainer).
+  std::vector<std::string> kinds;
+  std::string allow_command;  // the workers' --allow-command (kind command)
+  int http_port = 8080;       // dashboard on 127.0.0.1; 0 = any, -1 = off
   bool exit_when_done = false;
 };
 

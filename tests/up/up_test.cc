@@ -111,6 +111,12 @@ TEST_F(UpTest, RunsTheSweepPrintsAccuracyAgainstKAndResumesDone) {
     }
   }
   EXPECT_TRUE(absl::StrContains(out_, "smoe analyze up-e2e")) << out_;
+  // Issue 31 item 4: the closing hints name the coordinator and token file.
+  EXPECT_TRUE(absl::StrContains(out_,
+                                "smoe results up-e2e --coordinator "
+                                "127.0.0.1:"))
+      << out_;
+  EXPECT_TRUE(absl::StrContains(out_, "--token-file data/token")) << out_;
 
   // The admin token: 0600, and never printed when stdout is not a terminal.
   struct stat st {};
@@ -142,6 +148,29 @@ TEST_F(UpTest, AMissingSweepFileIsNamed) {
   EXPECT_TRUE(absl::StrContains(Read(dir_ + "/err.txt"), "'nope.yaml'"));
   EXPECT_FALSE(fs::exists(dir_ + "/data/token"))
       << "nothing is created before the sweep file is read";
+}
+
+// Issue 31 item 4: workers that cannot run the sweep's kind are refused
+// before anything starts (they would leave it pending forever), and a bad
+// sweep file is reported before anything is created.
+TEST_F(UpTest, WorkerKindsMustIncludeTheSweepsKind) {
+  auto run = [&](const std::string& args) {
+    const std::string cmd = absl::StrCat(
+        "cd ", dir_, " && ", SMOE_BIN_DIR, "/smoe up --exit-when-done ", args,
+        " --data-dir data --listen 127.0.0.1:0 --http-port -1 >out.txt "
+        "2>err.txt");
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  EXPECT_EQ(run("--sweep sweep.yaml --kinds skillmix"), 64);
+  EXPECT_TRUE(absl::StrContains(Read(dir_ + "/err.txt"),
+                                "does not include the sweep's kind sraven"));
+  std::ofstream(dir_ + "/bad.yaml") << "name: bad\nkind: sraven\ngrid:\n"
+                                       "  topk: [1, 2]\n";
+  EXPECT_EQ(run("--sweep bad.yaml"), 65);
+  EXPECT_TRUE(
+      absl::StrContains(Read(dir_ + "/err.txt"), "did you mean 'top_k'?"));
+  EXPECT_FALSE(fs::exists(dir_ + "/data/token"));
 }
 
 }  // namespace
