@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -144,6 +145,29 @@ bool IsTransient(absl::StatusCode code) {
     default:
       return false;
   }
+}
+
+// The line of a failed trainer's stderr tail that says why, for the first
+// line of the failure message (the trials table, `sweep show --trials`): the
+// last error logged through common/logging.h ("E... file.cc:12] NOT_FOUND:
+// ..." without its prefix), else the last non-blank line (a Python
+// traceback's "ValueError: ..."); at most 300 bytes; "" for an empty tail.
+std::string FirstErrorLine(const std::vector<std::string>& stderr_tail) {
+  std::string last_error, last_line;
+  for (const std::string& raw : stderr_tail) {
+    const std::string line(absl::StripAsciiWhitespace(raw));
+    if (line.empty()) continue;
+    last_line = line;
+    const size_t bracket = line.find("] ");
+    if ((line[0] == 'E' || line[0] == 'F') && line.size() > 1 &&
+        absl::ascii_isdigit(static_cast<unsigned char>(line[1])) &&
+        bracket != std::string::npos) {
+      last_error = line.substr(bracket + 2);
+    }
+  }
+  std::string out = last_error.empty() ? last_line : last_error;
+  if (out.size() > 300) out = absl::StrCat(out.substr(0, 297), "...");
+  return out;
 }
 
 std::string FailMessage(const std::string& head,
@@ -1071,7 +1095,12 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
     head = "trainer interrupted (exit 75); checkpoint saved";
   } else if (!exit.signaled && exit.exit_code == 64) {
     reason = v1::FailRequest::REASON_BAD_SPEC;
-    head = "bad trial spec (exit 64)";
+    head = "bad trial spec (exit 64; not retried: permanent)";
+  } else if (!exit.signaled && exit.exit_code == 66) {
+    // EX_NOINPUT: a model or file the trial names does not exist; another
+    // attempt would find it missing too.
+    reason = v1::FailRequest::REASON_BAD_SPEC;
+    head = "missing input (exit 66; not retried: permanent)";
   } else if (draining_ && t->ranks->term_sent()) {
     reason = v1::FailRequest::REASON_PREEMPTED;
     head = absl::StrCat("worker draining; trainer ", how);
@@ -1081,6 +1110,12 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
   } else {
     reason = v1::FailRequest::REASON_ERROR;
     head = absl::StrCat("trainer failed: ", how);
+  }
+  // The first line says why (issue 31 item 3): not only "exit code 1".
+  if (const std::string why = FirstErrorLine(tail);
+      !why.empty() && reason != v1::FailRequest::REASON_PREEMPTED &&
+      reason != v1::FailRequest::REASON_CANCELLED) {
+    absl::StrAppend(&head, ": ", why);
   }
   SMOE_LOG(INFO) << "trial " << id << " attempt " << t->lease.attempt()
                  << " ended: " << head;

@@ -105,6 +105,7 @@ int ExitCodeFor(const absl::Status& status) {
   }
   SMOE_LOG(ERROR) << status.ToString();
   if (absl::IsInvalidArgument(status)) return kExitUsage;
+  if (absl::IsNotFound(status)) return kExitNoInput;
   return kExitError;
 }
 

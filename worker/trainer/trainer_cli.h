@@ -31,6 +31,9 @@ namespace smoe::trainer {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 64;
+// EX_NOINPUT: a model or file the trial names does not exist (NOT_FOUND);
+// like 64, the daemon reports it as a bad spec, never retried.
+inline constexpr int kExitNoInput = 66;
 inline constexpr int kExitInterrupted = 75;
 
 // The program with every kind and tool, next to smoe-trainer.
