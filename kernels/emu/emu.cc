@@ -9,6 +9,7 @@
 #include "kernels/emu/emu.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -31,9 +32,10 @@
 #endif
 
 // ---- Context switch (x86-64 System V) -------------------------------------
-// smoe_emu_switch(save, to): pushes the callee-saved registers and the
-// MXCSR / x87 control words, stores the stack pointer in *save, loads `to`
-// and pops the same frame from it. A new fiber's stack holds such a frame
+// smoe_emu_switch(save, to): pushes the callee-saved registers, stores the
+// stack pointer in *save, loads `to` and pops the same frame from it (the
+// floating-point control words are never changed by kernels, so they are
+// not switched). A new fiber's stack holds such a frame
 // whose return address is smoe_emu_fiber_start, which calls r13(r12).
 extern "C" void smoe_emu_switch(void** save, void* to);
 extern "C" void smoe_emu_fiber_start();
@@ -49,14 +51,8 @@ smoe_emu_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -280,65 +276,65 @@ int Pick(Launch& L) {
 }
 
 // ---- Context switching with AddressSanitizer's fiber annotations ----------
+// The scheduler (the OS thread's own stack) starts a block's first thread;
+// from then on a thread that waits or exits switches directly to the next
+// runnable thread (Yield), and back to the scheduler only when the block is
+// done or nothing can run.
 
-void SwitchToFiber(Launch& L, Thread& t) {
+// Switches from the running context (a fiber, or the scheduler when
+// from == nullptr) to fiber `to`, or to the scheduler when to == nullptr.
+void Switch(Launch& L, Thread* from, Thread* to, bool exiting) {
+  g_switches.fetch_add(1, std::memory_order_relaxed);
+  void** save = from != nullptr ? &from->sp : &L.sched_sp;
+  void* target = to != nullptr ? to->sp : L.sched_sp;
 #if defined(__SANITIZE_ADDRESS__)
-  __sanitizer_start_switch_fiber(&L.sched_fake_stack, t.stack.base,
-                                 t.stack.size);
-#endif
-  g_switches.fetch_add(2, std::memory_order_relaxed);
-  smoe_emu_switch(&L.sched_sp, t.sp);
-#if defined(__SANITIZE_ADDRESS__)
-  __sanitizer_finish_switch_fiber(L.sched_fake_stack, nullptr, nullptr);
-#endif
-}
-
-void SwitchToScheduler(Launch& L, Thread& t, bool exiting) {
-#if defined(__SANITIZE_ADDRESS__)
-  __sanitizer_start_switch_fiber(exiting ? nullptr : &t.fake_stack,
-                                 L.sched_stack_bottom, L.sched_stack_size);
+  void** fake = from != nullptr ? &from->fake_stack : &L.sched_fake_stack;
+  __sanitizer_start_switch_fiber(exiting ? nullptr : fake,
+                                 to != nullptr ? to->stack.base
+                                               : L.sched_stack_bottom,
+                                 to != nullptr ? to->stack.size
+                                               : L.sched_stack_size);
+  smoe_emu_switch(save, target);
+  __sanitizer_finish_switch_fiber(*fake, nullptr, nullptr);
 #else
   (void)exiting;
-#endif
-  smoe_emu_switch(&t.sp, L.sched_sp);
-#if defined(__SANITIZE_ADDRESS__)
-  __sanitizer_finish_switch_fiber(t.fake_stack, nullptr, nullptr);
+  smoe_emu_switch(save, target);
 #endif
 }
+
+void Yield(Launch& L, int t);  // below
 
 void FiberMain(void* arg) {
   Launch& L = *static_cast<Launch*>(arg);
 #if defined(__SANITIZE_ADDRESS__)
-  __sanitizer_finish_switch_fiber(nullptr, &L.sched_stack_bottom,
-                                  &L.sched_stack_size);
+  __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
 #endif
   L.c.run(L.c.args);
-  Thread& t = L.threads[L.cur];
-  t.state = State::kExited;
-  SwitchToScheduler(L, t, /*exiting=*/true);
+  const int t = L.cur;
+  L.threads[t].state = State::kExited;
+  Yield(L, t);
   std::abort();  // an exited fiber is never resumed
 }
 
 void PrepareFiber(Launch& L, Thread& t) {
 #if defined(__SANITIZE_ADDRESS__)
-  __asan_unpoison_memory_region(t.stack.base, t.stack.size);
+  // Frames that returned left no poison; FiberMain's own frame (it never
+  // returns) sits at the top: clear that part only (the whole stack would
+  // cost 32 KiB of shadow per thread per block).
+  __asan_unpoison_memory_region(t.stack.base + t.stack.size - 16384, 16384);
   t.fake_stack = nullptr;
 #endif
   uintptr_t top = reinterpret_cast<uintptr_t>(t.stack.base + t.stack.size);
   top &= ~uintptr_t{15};
   auto* ret = reinterpret_cast<uint64_t*>(top - 24);  // 8 mod 16
   ret[0] = reinterpret_cast<uint64_t>(&smoe_emu_fiber_start);
-  uint64_t* f = ret - 7;
-  const uint32_t mxcsr = 0x1F80;
-  const uint16_t fcw = 0x037F;
-  std::memcpy(reinterpret_cast<char*>(f), &mxcsr, 4);
-  std::memcpy(reinterpret_cast<char*>(f) + 4, &fcw, 2);
-  f[1] = 0;                                         // r15
-  f[2] = 0;                                         // r14
-  f[3] = reinterpret_cast<uint64_t>(&FiberMain);    // r13
-  f[4] = reinterpret_cast<uint64_t>(&L);            // r12
-  f[5] = 0;                                         // rbx
-  f[6] = 0;                                         // rbp
+  uint64_t* f = ret - 6;
+  f[0] = 0;                                       // r15
+  f[1] = 0;                                       // r14
+  f[2] = reinterpret_cast<uint64_t>(&FiberMain);  // r13
+  f[3] = reinterpret_cast<uint64_t>(&L);          // r12
+  f[4] = 0;                                       // rbx
+  f[5] = 0;                                       // rbp
   t.sp = f;
 }
 
@@ -678,7 +674,8 @@ void OnExit(Launch& L, int t) {
 void NewArena(Launch& L) {
   const size_t dyn = (L.c.dynamic_smem + 15) / 16 * 16;
   L.dynamic_bytes = L.c.dynamic_smem;
-  L.arena_bytes = dyn + kRedzone + kStaticSharedMax + 64 * kRedzone;
+  L.arena_bytes = (dyn + kRedzone + kStaticSharedMax + 64 * kRedzone + 63) /
+                  64 * 64;
   L.arena = static_cast<char*>(std::aligned_alloc(64, L.arena_bytes));
   std::memset(L.arena, kSharedPoison, dyn + kRedzone);
 #if defined(__SANITIZE_ADDRESS__)
@@ -710,6 +707,41 @@ void FreeArena(Launch& L) {
 
 // ---- Running a launch ---------------------------------------------------------
 
+// Thread t has just waited or exited: handles it, then runs the next
+// runnable thread (possibly t itself, without a switch).
+void Yield(Launch& L, int t) {
+  Thread& th = L.threads[t];
+  const bool exiting = th.state == State::kExited;
+  switch (th.state) {
+    case State::kExited:
+      OnExit(L, t);
+      break;
+    case State::kBarrier:
+      ++L.at_barrier;
+      MaybeReleaseBarrier(L);
+      break;
+    case State::kCollective:
+      Arrive(L, t);
+      break;
+    case State::kRunnable:
+      std::abort();
+  }
+  if (L.live == 0) {
+    Switch(L, &th, nullptr, exiting);  // the block is done
+    std::abort();
+  }
+  if (L.num_runnable == 0) {
+    Fail(L, "deadlock", -1,
+         "  no thread can run; every live thread waits:\n" + ListThreads(L));
+  }
+  const int next = Pick(L);
+  Mark(L, next, false);
+  L.cur = next;
+  if (next == t) return;
+  Switch(L, &th, &L.threads[next], exiting);
+  L.cur = t;  // resumed (never when exiting)
+}
+
 void RunBlock(Launch& L) {
   g_blocks.fetch_add(1, std::memory_order_relaxed);
   g_threads.fetch_add(L.nthreads, std::memory_order_relaxed);
@@ -735,33 +767,12 @@ void RunBlock(Launch& L) {
   std::fill(L.vc.begin(), L.vc.end(), 0);
   for (int t = 0; t < L.nthreads; ++t) Clock(L, t)[t] = 1;
 #endif
-  while (L.live > 0) {
-    if (L.num_runnable == 0) {
-      Fail(L, "deadlock", -1,
-           "  no thread can run; every live thread waits:\n" +
-               ListThreads(L));
-    }
-    const int t = Pick(L);
-    Mark(L, t, false);
-    L.cur = t;
-    Thread& th = L.threads[t];
-    SwitchToFiber(L, th);
-    L.cur = -1;
-    switch (th.state) {
-      case State::kExited:
-        OnExit(L, t);
-        break;
-      case State::kBarrier:
-        ++L.at_barrier;
-        MaybeReleaseBarrier(L);
-        break;
-      case State::kCollective:
-        Arrive(L, t);
-        break;
-      case State::kRunnable:
-        std::abort();  // fibers yield only by waiting or exiting
-    }
-  }
+  const int first = Pick(L);
+  Mark(L, first, false);
+  L.cur = first;
+  Switch(L, nullptr, &L.threads[first], false);
+  L.cur = -1;
+  if (L.live != 0) std::abort();  // fibers return here only when done
   FreeArena(L);
 }
 
@@ -788,6 +799,18 @@ void RunLaunch(void* p) {
   for (uint64_t i = 0; i < nblocks; ++i) order[i] = static_cast<uint32_t>(i);
   if (L->sched.kind == Kind::kReverse) std::reverse(order.begin(), order.end());
   if (L->sched.kind == Kind::kRandom) std::shuffle(order.begin(), order.end(), L->rng);
+#if defined(__SANITIZE_ADDRESS__)
+  {
+    pthread_attr_t attr;
+    pthread_getattr_np(pthread_self(), &attr);
+    void* addr = nullptr;
+    size_t size = 0;
+    pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+    L->sched_stack_bottom = addr;
+    L->sched_stack_size = size;
+  }
+#endif
   Launch* const saved = t_launch;
   t_launch = L.get();
   for (uint32_t linear : order) {
@@ -872,7 +895,29 @@ bool InSharedAlloc(const Launch& L, const char* p, size_t n) {
 }
 void CountRaceCheck() { g_race_checks.fetch_add(1, std::memory_order_relaxed); }
 
+#if defined(__SANITIZE_ADDRESS__)
+// AddressSanitizer / UBSan reports say where in the host program; this names
+// the emulated kernel, block and thread they happened in.
+void OnSanitizerDeath() {
+  const Launch* L = t_launch;
+  if (L == nullptr || L->cur < 0) return;
+  std::fprintf(stderr,
+               "smoe-emu: the error above is in kernel %s launched at %s, "
+               "block %s thread %s, schedule %s\n",
+               L->c.kernel, Str(L->c.site).c_str(), Str(L->block_idx).c_str(),
+               Str(L->threads[L->cur].idx).c_str(),
+               L->sched.spelling.c_str());
+}
+#endif
+
 void Enqueue(const LaunchConfig& c) {
+#if defined(__SANITIZE_ADDRESS__)
+  static const bool registered = [] {
+    __sanitizer_set_death_callback(OnSanitizerDeath);
+    return true;
+  }();
+  (void)registered;
+#endif
   auto L = std::make_unique<Launch>();
   L->c = c;
   L->sched = ParseSchedule();
@@ -913,7 +958,7 @@ void SyncThreads(Site site) {
   Thread& t = Current();
   t.state = State::kBarrier;
   t.site = site;
-  SwitchToScheduler(*t_launch, t, false);
+  Yield(*t_launch, t_launch->cur);
 }
 
 uint64_t Collective(Op op, unsigned mask, uint64_t value, int arg, int width,
@@ -926,7 +971,7 @@ uint64_t Collective(Op op, unsigned mask, uint64_t value, int arg, int width,
   t.arg = arg;
   t.width = width;
   t.site = site;
-  SwitchToScheduler(*t_launch, t, false);
+  Yield(*t_launch, t_launch->cur);
   return t.result;
 }
 
