@@ -86,6 +86,7 @@ constexpr size_t kRedzone = 64;             // between shared variables
 constexpr size_t kStaticSharedMax = 48 * 1024;  // CUDA's static limit
 constexpr size_t kDynamicSharedMax = 48 * 1024;  // without opt-in attribute
 constexpr unsigned char kSharedPoison = 0xCD;   // never-written shared bytes
+constexpr int kFailExitCode = 3;                // a check failed
 
 std::atomic<int64_t> g_launches{0}, g_blocks{0}, g_threads{0},
     g_switches{0}, g_race_checks{0};
@@ -401,7 +402,8 @@ std::string Waiting(const Thread& t) {
   if (thread >= 0) head += " thread " + Str(L.threads[thread].idx);
   std::fprintf(stderr, "%s\n%s\n", head.c_str(), detail.c_str());
   std::fflush(stderr);
-  std::abort();
+  std::fflush(stdout);
+  std::_Exit(kFailExitCode);  // like compute-sanitizer --error-exitcode
 }
 
 namespace {

@@ -18,8 +18,9 @@
 // release point, blocks shuffled).
 //
 // Checks (each report names the check, the kernel and its launch site, the
-// block, the thread and the file:line, prints "smoe-emu: <check>" and aborts
-// the process, like compute-sanitizer with --error-exitcode):
+// block, the thread and the file:line, prints "smoe-emu: <check>" and ends
+// the process with exit status 3, like compute-sanitizer with
+// --error-exitcode):
 //   divergent barrier, deadlock, warp-collective misuse (always);
 //   data race on shared or global memory, uninitialised shared-memory read,
 //   out-of-bounds shared memory (the race build: kernels compiled with

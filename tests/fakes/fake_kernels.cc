@@ -377,7 +377,11 @@ using smoe::fake_kernels::StoreAll;
     }                                                                 \
   } while (false)
 
-#if defined(SMOE_FAKE_KERNELS_EMU)
+#if defined(SMOE_FAKE_KERNELS_CUBLAS_ONLY)
+// Only the fake cuBLAS and the control functions: the real launchers come
+// unrenamed from kernels compiled over the emulator (the mutation tests of
+// kernels/emu/CMakeLists.txt).
+#elif defined(SMOE_FAKE_KERNELS_EMU)
 // The real launchers of kernels/*/*.cu, compiled as C++ over the CUDA
 // emulator (kernels/emu) with an Emu prefix (tests/fakes/kernels_on_emu.h):
 // each fake launch below keeps the fault knobs (FailCall, CorruptLaunch) and
