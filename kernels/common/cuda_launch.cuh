@@ -17,6 +17,19 @@
 
 #include <cstdint>
 
+#if defined(SMOE_CUDA_EMU)
+#include "kernels/emu/cuda_emu.h"
+#define SMOE_LAUNCH(grid, block, smem, stream, ...) \
+  SMOE_EMU_LAUNCH(grid, block, smem, stream, __VA_ARGS__)
+#define SMOE_SHARED(type, name, dims) SMOE_EMU_SHARED(type, name, dims)
+#define SMOE_DYNAMIC_SHARED(type, name) SMOE_EMU_DYNAMIC_SHARED(type, name)
+#else
+#define SMOE_LAUNCH(grid, block, smem, stream, ...) \
+  __VA_ARGS__<<<grid, block, smem, stream>>>
+#define SMOE_SHARED(type, name, dims) __shared__ type name dims
+#define SMOE_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
+
 namespace smoe::kernels {
 
 inline constexpr int kWarpSize = 32;
@@ -74,7 +87,7 @@ __device__ __forceinline__ float WarpMax(float v) {
 template <int kThreads, typename Index>
 __device__ int32_t BlockExclusiveScan(const int32_t* in, int32_t* out,
                                       Index n) {
-  __shared__ int32_t s_tot[kThreads];
+  SMOE_SHARED(int32_t, s_tot, [kThreads]);
   const Index seg = (n + kThreads - 1) / kThreads;
   const Index begin = min(n, static_cast<Index>(threadIdx.x) * seg);
   const Index end = min(n, begin + seg);

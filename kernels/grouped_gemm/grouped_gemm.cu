@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/common/cuda_launch.cuh"
 #include "kernels/grouped_gemm/grouped_gemm_launch.h"
 
 namespace smoe::kernels {
@@ -156,7 +157,8 @@ GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
     const int count = std::min(kPointersPerLaunch, 3 * g - off);
     PointerBatch batch;
     std::copy(ptrs.begin() + off, ptrs.begin() + off + count, batch.p);
-    StorePointersKernel<<<1, 128, 0, stream>>>(batch, count, dev + off);
+    SMOE_LAUNCH(1, 128, 0, stream, StorePointersKernel)(batch, count,
+                                                        dev + off);
     r.cuda = cudaPeekAtLastError();
     if (r.cuda != cudaSuccess) return r;
   }

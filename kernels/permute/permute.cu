@@ -56,7 +56,7 @@ __global__ void ChunkHistogramKernel(const int32_t* __restrict__ topk_idx,
                                      int64_t num_chunks,
                                      int32_t* __restrict__ chunk_counts,
                                      int32_t* __restrict__ counts) {
-  extern __shared__ int32_t s_mem[];
+  SMOE_DYNAMIC_SHARED(int32_t, s_mem);
   const int warp = threadIdx.x / kWarpSize;
   const int lane = LaneId();
   int32_t* s_cnt = s_mem + warp * num_experts;
@@ -92,7 +92,7 @@ __global__ void StableScatterKernel(const int32_t* __restrict__ topk_idx,
                                     const int32_t* __restrict__ offsets,
                                     int32_t* __restrict__ sorted_idx,
                                     int32_t* __restrict__ dest_idx) {
-  extern __shared__ int32_t s_mem[];
+  SMOE_DYNAMIC_SHARED(int32_t, s_mem);
   const int warp = threadIdx.x / kWarpSize;
   const int lane = LaneId();
   int32_t* s_run = s_mem + warp * num_experts;
@@ -256,9 +256,9 @@ struct CombineLauncher {
   static void Launch(dim3 grid, dim3 block, cudaStream_t stream,
                      const void* src, const float* w, int64_t n, int k,
                      int64_t hidden, const int32_t* dest, void* out) {
-    CombineKernel<T, kVec>
-        <<<grid, block, 0, stream>>>(static_cast<const T*>(src), w, n, k,
-                                     hidden, dest, static_cast<T*>(out));
+    SMOE_LAUNCH(grid, block, 0, stream, CombineKernel<T, kVec>)(
+        static_cast<const T*>(src), w, n, k, hidden, dest,
+        static_cast<T*>(out));
   }
 };
 
@@ -267,7 +267,7 @@ struct CombineBackwardLauncher {
   static void Launch(dim3 grid, dim3 block, cudaStream_t stream, const void* g,
                      const void* y, const float* w, int64_t n, int k,
                      int64_t hidden, const int32_t* dest, void* gy, float* gw) {
-    CombineBackwardKernel<T, kVec><<<grid, block, 0, stream>>>(
+    SMOE_LAUNCH(grid, block, 0, stream, CombineBackwardKernel<T, kVec>)(
         static_cast<const T*>(g), static_cast<const T*>(y), w, n, k, hidden,
         dest, static_cast<T*>(gy), gw);
   }
@@ -297,16 +297,18 @@ cudaError_t LaunchBuildPermutePlan(const int32_t* topk_idx, int64_t num_rows,
     const dim3 grid(
         static_cast<unsigned>((chunks + kPlanWarps - 1) / kPlanWarps));
     const size_t smem = sizeof(int32_t) * kPlanWarps * num_experts;
-    ChunkHistogramKernel<<<grid, kPlanWarps * kWarpSize, smem, stream>>>(
+    SMOE_LAUNCH(grid, kPlanWarps * kWarpSize, smem, stream,
+                ChunkHistogramKernel)(
         topk_idx, num_rows, num_experts, chunks, chunk_counts,
         num_tokens_per_expert);
     SMOE_CUDA_RETURN_LAUNCH_ERROR();
-    RowExclusiveScanKernel<<<num_experts, kScanThreads, 0, stream>>>(
+    SMOE_LAUNCH(num_experts, kScanThreads, 0, stream, RowExclusiveScanKernel)(
         chunk_counts, chunks);
     SMOE_CUDA_RETURN_LAUNCH_ERROR();
     SMOE_CUDA_RETURN_IF_ERROR(LaunchExclusiveScan(
         num_tokens_per_expert, num_experts, expert_offsets, stream));
-    StableScatterKernel<<<grid, kPlanWarps * kWarpSize, smem, stream>>>(
+    SMOE_LAUNCH(grid, kPlanWarps * kWarpSize, smem, stream,
+                StableScatterKernel)(
         topk_idx, num_rows, num_experts, chunks, chunk_counts, expert_offsets,
         sorted_idx, dest_idx);
     return cudaPeekAtLastError();
@@ -329,19 +331,19 @@ cudaError_t LaunchGatherRows(const void* src, void* dst, int64_t num_rows,
   switch (GatherRowsVectorBytes(row_bytes, reinterpret_cast<uintptr_t>(src),
                                 reinterpret_cast<uintptr_t>(dst))) {
     case 16:
-      GatherRowsKernel<uint4><<<grid, block, 0, stream>>>(
+      SMOE_LAUNCH(grid, block, 0, stream, GatherRowsKernel<uint4>)(
           s, d, num_rows, row_bytes / 16, index, divisor);
       break;
     case 4:
-      GatherRowsKernel<uint32_t><<<grid, block, 0, stream>>>(
+      SMOE_LAUNCH(grid, block, 0, stream, GatherRowsKernel<uint32_t>)(
           s, d, num_rows, row_bytes / 4, index, divisor);
       break;
     case 2:  // bf16 rows with an odd hidden size
-      GatherRowsKernel<uint16_t><<<grid, block, 0, stream>>>(
+      SMOE_LAUNCH(grid, block, 0, stream, GatherRowsKernel<uint16_t>)(
           s, d, num_rows, row_bytes / 2, index, divisor);
       break;
     default:
-      GatherRowsKernel<unsigned char><<<grid, block, 0, stream>>>(
+      SMOE_LAUNCH(grid, block, 0, stream, GatherRowsKernel<unsigned char>)(
           s, d, num_rows, row_bytes, index, divisor);
   }
   return cudaPeekAtLastError();

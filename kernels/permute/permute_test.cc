@@ -145,5 +145,23 @@ TEST(PermuteGpuTest, ShapeGridMatchesReference) {
   CheckOne(3000, 8, 2, 64, /*one_expert=*/true, rng);  // all to {0, 1}
 }
 
+// The shapes a review picks: zero tokens, one token, experts not a multiple
+// of 32, k = experts, 256 experts, odd hidden sizes, a partial last chunk,
+// several plan blocks adding to the same global counts.
+TEST(PermuteGpuTest, EdgeShapesMatchReference) {
+  SMOE_SKIP_WITHOUT_GPU();
+  std::random_device rd;
+  const uint32_t seed = rd();
+  SCOPED_TRACE(testing::Message() << "seed=" << seed);
+  std::mt19937 rng(seed);
+  CheckOne(0, 33, 2, 5, /*one_expert=*/false, rng);
+  CheckOne(1, 256, 256, 3, /*one_expert=*/false, rng);
+  CheckOne(1, 33, 1, 1, /*one_expert=*/false, rng);
+  CheckOne(37, 33, 33, 4, /*one_expert=*/false, rng);
+  CheckOne(300, 100, 7, 8, /*one_expert=*/false, rng);
+  CheckOne(2100, 5, 2, 2, /*one_expert=*/false, rng);  // 5 chunks, 2 blocks
+  CheckOne(4500, 3, 3, 1, /*one_expert=*/true, rng);   // 14 chunks, 4 blocks
+}
+
 }  // namespace
 }  // namespace smoe::kernels

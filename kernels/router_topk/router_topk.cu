@@ -40,7 +40,7 @@ __global__ void RouterTopKKernel(const float* __restrict__ logits,
                                  float* __restrict__ topk_weights,
                                  int32_t* __restrict__ counts) {
   static_assert(kPerLane >= 1 && kPerLane <= 8, "taken mask is 8 bits");
-  extern __shared__ int32_t s_counts[];
+  SMOE_DYNAMIC_SHARED(int32_t, s_counts);
   for (int e = threadIdx.x; e < num_experts; e += blockDim.x) s_counts[e] = 0;
   __syncthreads();
 
@@ -177,16 +177,20 @@ cudaError_t LaunchRouterTopKT(const float* logits, int64_t num_tokens,
   const dim3 block(kRouterWarpsPerBlock * kWarpSize);
   const size_t smem = sizeof(int32_t) * num_experts;
   if (num_experts <= 32) {
-    RouterTopKKernel<1, kRenorm><<<grid, block, smem, stream>>>(
+    SMOE_LAUNCH(grid, block, smem, stream,
+                RouterTopKKernel<1, kRenorm>)(
         logits, num_tokens, num_experts, top_k, topk_idx, topk_weights, counts);
   } else if (num_experts <= 64) {
-    RouterTopKKernel<2, kRenorm><<<grid, block, smem, stream>>>(
+    SMOE_LAUNCH(grid, block, smem, stream,
+                RouterTopKKernel<2, kRenorm>)(
         logits, num_tokens, num_experts, top_k, topk_idx, topk_weights, counts);
   } else if (num_experts <= 128) {
-    RouterTopKKernel<4, kRenorm><<<grid, block, smem, stream>>>(
+    SMOE_LAUNCH(grid, block, smem, stream,
+                RouterTopKKernel<4, kRenorm>)(
         logits, num_tokens, num_experts, top_k, topk_idx, topk_weights, counts);
   } else {
-    RouterTopKKernel<8, kRenorm><<<grid, block, smem, stream>>>(
+    SMOE_LAUNCH(grid, block, smem, stream,
+                RouterTopKKernel<8, kRenorm>)(
         logits, num_tokens, num_experts, top_k, topk_idx, topk_weights, counts);
   }
   return cudaPeekAtLastError();
@@ -197,8 +201,8 @@ cudaError_t LaunchRouterTopKT(const float* logits, int64_t num_tokens,
 cudaError_t LaunchExclusiveScan(const int32_t* counts, int num_experts,
                                 int32_t* expert_offsets, cudaStream_t stream) {
   if (num_experts < 1) return cudaErrorInvalidValue;
-  ExclusiveScanKernel<<<1, kScanThreads, 0, stream>>>(counts, num_experts,
-                                                      expert_offsets);
+  SMOE_LAUNCH(1, kScanThreads, 0, stream, ExclusiveScanKernel)(
+      counts, num_experts, expert_offsets);
   return cudaPeekAtLastError();
 }
 
@@ -235,8 +239,8 @@ cudaError_t LaunchRouterTopKBackward(
     return cudaErrorInvalidValue;
   }
   if (num_tokens == 0) return cudaSuccess;
-  RouterTopKBackwardKernel<<<RouterGrid(num_tokens),
-                             kRouterWarpsPerBlock * kWarpSize, 0, stream>>>(
+  SMOE_LAUNCH(RouterGrid(num_tokens), kRouterWarpsPerBlock * kWarpSize, 0,
+              stream, RouterTopKBackwardKernel)(
       logits, topk_idx, topk_weights, grad_topk_weights, num_tokens,
       num_experts, top_k, gating == 0, grad_logits);
   return cudaPeekAtLastError();

@@ -78,6 +78,41 @@ TEST(RouterTopKGpuTest, ShapeGridMatchesReference) {
   }
 }
 
+// The shapes a review picks: experts not a multiple of 32 (the padding
+// lanes), k = experts, 256 experts (the limit: 8 per lane), one token.
+TEST(RouterTopKGpuTest, EdgeShapesMatchReference) {
+  SMOE_SKIP_WITHOUT_GPU();
+  std::random_device rd;
+  const uint32_t seed = rd();
+  SCOPED_TRACE(testing::Message() << "seed=" << seed);
+  struct Shape {
+    int64_t t;
+    int e, k;
+  };
+  for (const Shape& s : {Shape{0, 33, 33}, Shape{1, 256, 1},
+                         Shape{1, 256, 256}, Shape{5, 33, 33},
+                         Shape{3, 256, 8}, Shape{37, 31, 31},
+                         Shape{100, 255, 3}, Shape{9, 97, 97}}) {
+    for (RouterGating g :
+         {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
+      CheckOne(s.t, s.e, s.k, g, /*tied=*/true, seed + s.t + s.e + s.k);
+      CheckOne(s.t, s.e, s.k, g, /*tied=*/false, seed + 7 * s.t + s.e);
+    }
+  }
+}
+
+// 2048 blocks x 4 warps cover 8192 tokens per pass of the grid-stride loop:
+// 8192 + 37 tokens run its tail, and with 3 experts every block adds to the
+// same global counters.
+TEST(RouterTopKGpuTest, GridStrideTailMatchesReference) {
+  SMOE_SKIP_WITHOUT_GPU();
+  std::random_device rd;
+  const uint32_t seed = rd();
+  SCOPED_TRACE(testing::Message() << "seed=" << seed);
+  CheckOne(8192 + 37, 3, 2, RouterGating::kRenormalized, /*tied=*/false,
+           seed);
+}
+
 TEST(RouterTopKGpuTest, RejectsBadArguments) {
   SMOE_SKIP_WITHOUT_GPU();
   DeviceBuffer<float> d(16);

@@ -83,13 +83,15 @@ float Load(const void* p, int dtype, int64_t i) {
   return dtype == 0 ? static_cast<const float*>(p)[i] : Bf16(p, i);
 }
 
-std::vector<float> LoadAll(const void* p, int dtype, int64_t n) {
+[[maybe_unused]] std::vector<float> LoadAll(const void* p, int dtype,
+                                           int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = Load(p, dtype, i);
   return v;
 }
 
-void StoreAll(const std::vector<float>& v, int dtype, void* p) {
+[[maybe_unused]] void StoreAll(const std::vector<float>& v, int dtype,
+                               void* p) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (dtype == 0) {
       static_cast<float*>(p)[i] = v[i];
@@ -105,6 +107,33 @@ void AddOne(void* p, int dtype) {
   } else {
     auto* b = static_cast<__nv_bfloat16*>(p);
     b[0] = __float2bfloat16(__bfloat162float(b[0]) + 1.0f);
+  }
+}
+
+// Column-major C = al op(A) op(B) + be C on the host, float accumulation.
+void Gemm(cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+          int k, float al, const void* A, int lda, const void* B, int ldb,
+          float be, void* C, int ldc, int dt) {
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < m; ++i) {
+      float acc = 0;
+      for (int p = 0; p < k; ++p) {
+        const int64_t ai = transa == CUBLAS_OP_N ? i + int64_t{p} * lda
+                                                 : p + int64_t{i} * lda;
+        const int64_t bi = transb == CUBLAS_OP_N ? p + int64_t{j} * ldb
+                                                 : j + int64_t{p} * ldb;
+        acc += Load(A, dt, ai) * Load(B, dt, bi);
+      }
+      const int64_t ci = i + int64_t{j} * ldc;
+      // beta == 0: C is not read (it may be uninitialised).
+      float v = al * acc;
+      if (be != 0) v += be * Load(C, dt, ci);
+      if (dt == 0) {
+        static_cast<float*>(C)[ci] = v;
+      } else {
+        static_cast<__nv_bfloat16*>(C)[ci] = __float2bfloat16(v);
+      }
+    }
   }
 }
 
@@ -258,31 +287,73 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
   const cudaError_t e = smoe::fake_kernels::Enqueue(
       "cublasGemmEx", handle->stream,
       [=] {
-        for (int j = 0; j < n; ++j) {
-          for (int i = 0; i < m; ++i) {
-            float acc = 0;
-            for (int p = 0; p < k; ++p) {
-              const int64_t ai = transa == CUBLAS_OP_N ? i + int64_t{p} * lda
-                                                       : p + int64_t{i} * lda;
-              const int64_t bi = transb == CUBLAS_OP_N ? p + int64_t{j} * ldb
-                                                       : j + int64_t{p} * ldb;
-              acc += smoe::fake_kernels::Load(A, dt, ai) *
-                     smoe::fake_kernels::Load(B, dt, bi);
-            }
-            const int64_t ci = i + int64_t{j} * ldc;
-            // beta == 0: C is not read (it may be uninitialised).
-            float v = al * acc;
-            if (be != 0) v += be * smoe::fake_kernels::Load(C, dt, ci);
-            if (dt == 0) {
-              static_cast<float*>(C)[ci] = v;
-            } else {
-              static_cast<__nv_bfloat16*>(C)[ci] = __float2bfloat16(v);
-            }
-          }
-        }
+        smoe::fake_kernels::Gemm(transa, transb, m, n, k, al, A, lda, B, ldb,
+                                 be, C, ldc, dt);
       },
       [=] {
         if (m > 0 && n > 0) smoe::fake_kernels::AddOne(C, dt);
+      });
+  return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS
+                          : CUBLAS_STATUS_EXECUTION_FAILED;
+}
+
+cublasStatus_t cublasGemmGroupedBatchedEx(
+    cublasHandle_t handle, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int m_array[],
+    const int n_array[], const int k_array[], const void* alpha_array,
+    const void* const Aarray[], cudaDataType_t Atype, const int lda_array[],
+    const void* const Barray[], cudaDataType_t Btype, const int ldb_array[],
+    const void* beta_array, void* const Carray[], cudaDataType_t Ctype,
+    const int ldc_array[], int group_count, const int group_size[],
+    cublasComputeType_t computeType) {
+  SMOE_FAKE_KERNEL_INJECT("cublasGemmGroupedBatchedEx", cublasStatus_t);
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (Atype != Btype || Atype != Ctype ||
+      (Atype != CUDA_R_32F && Atype != CUDA_R_16BF) ||
+      (computeType != CUBLAS_COMPUTE_32F &&
+       computeType != CUBLAS_COMPUTE_32F_FAST_TF32) ||
+      group_count < 0) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  // The sizes and scalars are host arrays: copied at the call.
+  struct Problem {
+    cublasOperation_t ta, tb;
+    int m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+  };
+  std::vector<Problem> probs;
+  const auto* al = static_cast<const float*>(alpha_array);
+  const auto* be = static_cast<const float*>(beta_array);
+  for (int g = 0; g < group_count; ++g) {
+    const Problem p{transa_array[g], transb_array[g], m_array[g], n_array[g],
+                    k_array[g],      lda_array[g],   ldb_array[g],
+                    ldc_array[g],    al[g],          be[g]};
+    if (p.ta == CUBLAS_OP_C || p.tb == CUBLAS_OP_C) {
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    if (group_size[g] < 0 || p.m < 0 || p.n < 0 || p.k < 0 ||
+        p.lda < (p.ta == CUBLAS_OP_N ? p.m : p.k) ||
+        p.ldb < (p.tb == CUBLAS_OP_N ? p.k : p.n) || p.ldc < p.m) {
+      return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    for (int i = 0; i < group_size[g]; ++i) probs.push_back(p);
+  }
+  const int dt = Atype == CUDA_R_32F ? 0 : 1;
+  const cudaError_t e = smoe::fake_kernels::Enqueue(
+      "cublasGemmGroupedBatchedEx", handle->stream,
+      [=] {
+        // The pointer arrays are device memory: read when the op runs.
+        for (size_t i = 0; i < probs.size(); ++i) {
+          const Problem& p = probs[i];
+          smoe::fake_kernels::Gemm(p.ta, p.tb, p.m, p.n, p.k, p.alpha,
+                                   Aarray[i], p.lda, Barray[i], p.ldb, p.beta,
+                                   Carray[i], p.ldc, dt);
+        }
+      },
+      [=] {
+        if (!probs.empty() && probs[0].m > 0 && probs[0].n > 0) {
+          smoe::fake_kernels::AddOne(Carray[0], dt);
+        }
       });
   return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS
                           : CUBLAS_STATUS_EXECUTION_FAILED;
@@ -305,6 +376,189 @@ using smoe::fake_kernels::StoreAll;
       return static_cast<cudaError_t>(injected_);                     \
     }                                                                 \
   } while (false)
+
+#if defined(SMOE_FAKE_KERNELS_CUBLAS_ONLY)
+// Only the fake cuBLAS and the control functions: the real launchers come
+// unrenamed from kernels compiled over the emulator (the mutation tests of
+// kernels/emu/CMakeLists.txt).
+#elif defined(SMOE_FAKE_KERNELS_EMU)
+// The real launchers of kernels/*/*.cu, compiled as C++ over the CUDA
+// emulator (kernels/emu) with an Emu prefix (tests/fakes/kernels_on_emu.h):
+// each fake launch below keeps the fault knobs (FailCall, CorruptLaunch) and
+// the run counts, and runs the real kernels.
+cudaError_t EmuLaunchRouterTopK(const float* logits, int64_t num_tokens,
+                                int num_experts, int top_k, int gating,
+                                int32_t* topk_idx, float* topk_weights,
+                                int32_t* num_tokens_per_expert,
+                                int32_t* expert_offsets, cudaStream_t stream);
+cudaError_t EmuLaunchRouterTopKBackward(
+    const float* logits, const int32_t* topk_idx, const float* topk_weights,
+    const float* grad_topk_weights, int64_t num_tokens, int num_experts,
+    int top_k, int gating, float* grad_logits, cudaStream_t stream);
+cudaError_t EmuLaunchExclusiveScan(const int32_t* counts, int num_experts,
+                                   int32_t* expert_offsets,
+                                   cudaStream_t stream);
+size_t EmuLaunchPermutePlanWorkspaceBytes(int64_t num_rows, int num_experts);
+cudaError_t EmuLaunchBuildPermutePlan(const int32_t* topk_idx,
+                                      int64_t num_rows, int num_experts,
+                                      int32_t* sorted_idx, int32_t* dest_idx,
+                                      int32_t* expert_offsets,
+                                      int32_t* num_tokens_per_expert,
+                                      void* workspace, cudaStream_t stream);
+cudaError_t EmuLaunchGatherRows(const void* src, void* dst, int64_t num_rows,
+                                int64_t row_bytes, const int32_t* index,
+                                int divisor, cudaStream_t stream);
+cudaError_t EmuLaunchCombine(const void* src, const float* weights, int dtype,
+                             int64_t num_tokens, int top_k, int64_t hidden,
+                             const int32_t* dest_idx, void* out,
+                             cudaStream_t stream);
+cudaError_t EmuLaunchCombineBackward(
+    const void* grad_out, const void* expert_out, const float* weights,
+    int dtype, int64_t num_tokens, int top_k, int64_t hidden,
+    const int32_t* dest_idx, void* grad_expert_out, float* grad_topk_weights,
+    cudaStream_t stream);
+GemmLaunchResult EmuLaunchGroupedGemm(cublasHandle_t handle, const void* a,
+                                      const void* b, void* c, int dtype,
+                                      const int64_t* expert_offsets,
+                                      int num_experts, int64_t k, int64_t n,
+                                      int mode, int variant, int math,
+                                      void* workspace, cudaStream_t stream);
+
+namespace {
+// After a successful real launch: one stream operation that counts the run
+// and applies CorruptLaunch, in stream order after the kernels.
+cudaError_t After(const char* name, cudaStream_t stream, cudaError_t e,
+                  std::function<void()> corrupt) {
+  if (e != cudaSuccess) return e;
+  return Enqueue(name, stream, [] {}, std::move(corrupt));
+}
+}  // namespace
+
+cudaError_t LaunchRouterTopK(const float* logits, int64_t num_tokens,
+                             int num_experts, int top_k, int gating,
+                             int32_t* topk_idx, float* topk_weights,
+                             int32_t* num_tokens_per_expert,
+                             int32_t* expert_offsets, cudaStream_t stream) {
+  SMOE_FAKE_LAUNCH_INJECT("LaunchRouterTopK");
+  return After("LaunchRouterTopK", stream,
+               EmuLaunchRouterTopK(logits, num_tokens, num_experts, top_k,
+                                   gating, topk_idx, topk_weights,
+                                   num_tokens_per_expert, expert_offsets,
+                                   stream),
+               [=] {
+                 if (num_tokens > 0) {
+                   topk_idx[0] = (topk_idx[0] + 1) % num_experts;
+                 }
+               });
+}
+
+cudaError_t LaunchRouterTopKBackward(
+    const float* logits, const int32_t* topk_idx, const float* topk_weights,
+    const float* grad_topk_weights, int64_t num_tokens, int num_experts,
+    int top_k, int gating, float* grad_logits, cudaStream_t stream) {
+  SMOE_FAKE_LAUNCH_INJECT("LaunchRouterTopKBackward");
+  return After("LaunchRouterTopKBackward", stream,
+               EmuLaunchRouterTopKBackward(
+                   logits, topk_idx, topk_weights, grad_topk_weights,
+                   num_tokens, num_experts, top_k, gating, grad_logits, stream),
+               [=] {
+                 if (num_tokens > 0) grad_logits[0] += 1.0f;
+               });
+}
+
+cudaError_t LaunchExclusiveScan(const int32_t* counts, int num_experts,
+                                int32_t* expert_offsets, cudaStream_t stream) {
+  SMOE_FAKE_LAUNCH_INJECT("LaunchExclusiveScan");
+  return After(
+      "LaunchExclusiveScan", stream,
+      EmuLaunchExclusiveScan(counts, num_experts, expert_offsets, stream),
+      [=] { expert_offsets[0] += 1; });
+}
+
+size_t LaunchPermutePlanWorkspaceBytes(int64_t num_rows, int num_experts) {
+  return EmuLaunchPermutePlanWorkspaceBytes(num_rows, num_experts);
+}
+
+cudaError_t LaunchBuildPermutePlan(const int32_t* topk_idx, int64_t num_rows,
+                                   int num_experts, int32_t* sorted_idx,
+                                   int32_t* dest_idx, int32_t* expert_offsets,
+                                   int32_t* num_tokens_per_expert,
+                                   void* workspace, cudaStream_t stream) {
+  SMOE_FAKE_LAUNCH_INJECT("LaunchBuildPermutePlan");
+  return After("LaunchBuildPermutePlan", stream,
+               EmuLaunchBuildPermutePlan(topk_idx, num_rows, num_experts,
+                                         sorted_idx, dest_idx, expert_offsets,
+                                         num_tokens_per_expert, workspace,
+                                         stream),
+               [=] {
+                 if (num_rows > 0) {
+                   sorted_idx[0] = (sorted_idx[0] + 1) % num_rows;
+                 }
+               });
+}
+
+cudaError_t LaunchGatherRows(const void* src, void* dst, int64_t num_rows,
+                             int64_t row_bytes, const int32_t* index,
+                             int divisor, cudaStream_t stream) {
+  SMOE_FAKE_LAUNCH_INJECT("LaunchGatherRows");
+  const cudaError_t e = EmuLaunchGatherRows(src, dst, num_rows, row_bytes,
+                                            index, divisor, stream);
+  if (e != cudaSuccess || num_rows == 0) return e;
+  return After("LaunchGatherRows", stream, e,
+               [=] { static_cast<unsigned char*>(dst)[0] ^= 0x40; });
+}
+
+cudaError_t LaunchCombine(const void* src, const float* weights, int dtype,
+                          int64_t num_tokens, int top_k, int64_t hidden,
+                          const int32_t* dest_idx, void* out,
+                          cudaStream_t stream) {
+  SMOE_FAKE_LAUNCH_INJECT("LaunchCombine");
+  const cudaError_t e = EmuLaunchCombine(src, weights, dtype, num_tokens,
+                                         top_k, hidden, dest_idx, out, stream);
+  if (e != cudaSuccess || num_tokens == 0) return e;
+  return After("LaunchCombine", stream, e,
+               [=] { smoe::fake_kernels::AddOne(out, dtype); });
+}
+
+cudaError_t LaunchCombineBackward(const void* grad_out, const void* expert_out,
+                                  const float* weights, int dtype,
+                                  int64_t num_tokens, int top_k, int64_t hidden,
+                                  const int32_t* dest_idx,
+                                  void* grad_expert_out,
+                                  float* grad_topk_weights,
+                                  cudaStream_t stream) {
+  SMOE_FAKE_LAUNCH_INJECT("LaunchCombineBackward");
+  const cudaError_t e = EmuLaunchCombineBackward(
+      grad_out, expert_out, weights, dtype, num_tokens, top_k, hidden,
+      dest_idx, grad_expert_out, grad_topk_weights, stream);
+  if (e != cudaSuccess || num_tokens == 0) return e;
+  return After("LaunchCombineBackward", stream, e, [=] {
+    smoe::fake_kernels::AddOne(grad_expert_out, dtype);
+  });
+}
+
+GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
+                                   const void* b, void* c, int dtype,
+                                   const int64_t* expert_offsets,
+                                   int num_experts, int64_t k, int64_t n,
+                                   int mode, int variant, int math,
+                                   void* workspace, cudaStream_t stream) {
+  GemmLaunchResult r;
+  if (const int injected =
+          smoe::fake_nccl::TakeCallFault("LaunchGroupedGemm")) {
+    r.cublas = static_cast<cublasStatus_t>(injected);
+    return r;
+  }
+  r = EmuLaunchGroupedGemm(handle, a, b, c, dtype, expert_offsets,
+                           num_experts, k, n, mode, variant, math, workspace,
+                           stream);
+  if (r.cuda != cudaSuccess || r.cublas != CUBLAS_STATUS_SUCCESS) return r;
+  r.cuda = After("LaunchGroupedGemm", stream, cudaSuccess,
+                 [=] { smoe::fake_kernels::AddOne(c, dtype); });
+  return r;
+}
+
+#else  // the kernels' CPU references
 
 cudaError_t LaunchRouterTopK(const float* logits, int64_t num_tokens,
                              int num_experts, int top_k, int gating,
@@ -523,5 +777,7 @@ GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
       [=] { smoe::fake_kernels::AddOne(c, dtype); });
   return r;
 }
+
+#endif  // SMOE_FAKE_KERNELS_EMU
 
 }  // namespace smoe::kernels

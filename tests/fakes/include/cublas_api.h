@@ -74,6 +74,20 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                             cublasComputeType_t computeType,
                             cublasGemmAlgo_t algo);
 
+// cuBLAS 12.5's grouped GEMM: group g holds group_size[g] problems of its
+// sizes and scalars (host arrays, read at the call); Aarray, Barray and
+// Carray are DEVICE arrays of one pointer per problem, read when the
+// operation runs on the handle's stream (after the kernels before it).
+cublasStatus_t cublasGemmGroupedBatchedEx(
+    cublasHandle_t handle, const cublasOperation_t transa_array[],
+    const cublasOperation_t transb_array[], const int m_array[],
+    const int n_array[], const int k_array[], const void* alpha_array,
+    const void* const Aarray[], cudaDataType_t Atype, const int lda_array[],
+    const void* const Barray[], cudaDataType_t Btype, const int ldb_array[],
+    const void* beta_array, void* const Carray[], cudaDataType_t Ctype,
+    const int ldc_array[], int group_count, const int group_size[],
+    cublasComputeType_t computeType);
+
 }  // namespace smoe_fake
 
 #endif  // SMOE_TESTS_FAKES_INCLUDE_CUBLAS_API_H_
