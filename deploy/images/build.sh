@@ -46,6 +46,17 @@ if [[ -n "$prebuilt" ]]; then
   for b in smoe smoe-trainer; do
     [[ -x "$bin/$b" ]] || { echo "images/build.sh: --prebuilt $prebuilt: no $bin/$b (scripts/build default smoe smoe-trainer)" >&2; exit 66; }
   done
+  # The images install a binary's libraries from Debian packages: a library
+  # outside dpkg (a CUDA toolkit in /usr/local, LibTorch in /opt) would be
+  # missing at run time. A CUDA build goes into the CUDA worker image, not here.
+  outside=$(ldd "$bin/smoe" "$bin/smoe-trainer" | awk '$2 == "=>" && ($3 ~ /^\/(usr\/local|opt)\// || $3 == "not") {print "  " $1 " => " $3}' | sort -u)
+  if [[ -n "$outside" ]]; then
+    echo "images/build.sh: --prebuilt $prebuilt: its binaries load libraries no Debian package provides:" >&2
+    echo "$outside" >&2
+    echo "images/build.sh: build CPU-only binaries for these images, e.g." \
+      "cmake --preset default -B build-cpu -DSMOE_WITH_CUDA=OFF && cmake --build build-cpu --target smoe smoe-trainer" >&2
+    exit 65
+  fi
   ctx=$(mktemp -d "${TMPDIR:-/tmp}/smoe-prebuilt.XXXXXX")
   trap 'rm -rf "$ctx"' EXIT
   mkdir "$ctx/coordinator" "$ctx/worker-cpu"
@@ -57,7 +68,9 @@ if [[ -n "$prebuilt" ]]; then
   args+=(--build-arg BINARIES=prebuilt)
 else
   step node "$here/make-node.sh" --tag "$node"
-  args+=(--build-arg "NODE_IMAGE=$node")
+  # Explicit: podman 4.3 resolves `FROM binaries-${BINARIES}` to the stage
+  # only for an ARG given with --build-arg, not for its default.
+  args+=(--build-arg "NODE_IMAGE=$node" --build-arg BINARIES=source)
 fi
 build() {  # image dockerfile [target]
   local extra=()

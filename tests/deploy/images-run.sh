@@ -3,7 +3,8 @@
 #   images-run.sh build BUILD_DIR   deploy_images_build: builds
 #       localhost/smoe-coordinator:dev and localhost/smoe-worker-cpu:dev with
 #       podman from deploy/docker/*.Dockerfile on the local Debian 12 base,
-#       from the binaries of BUILD_DIR (BINARIES=prebuilt)
+#       from the binaries of BUILD_DIR (BINARIES=prebuilt), or of
+#       $SMOE_IMAGES_PREBUILT (a CPU-only build, where BUILD_DIR has CUDA)
 #   images-run.sh run               deploy_images_run: each image starts as
 #       uid 10001 with a read-only root file system and prints its --help;
 #       every shared library of its binaries resolves
@@ -22,7 +23,9 @@ smoe_podman info >/dev/null 2>&1 || unavailable "podman does not start: $(smoe_p
 images=(coordinator worker-cpu)
 case "$mode" in
   build)
-    bdir=${2:?build directory}
+    # SMOE_IMAGES_PREBUILT: another build directory (a CPU-only one where
+    # the test's own build has CUDA; deploy/images/build.sh refuses those).
+    bdir=${SMOE_IMAGES_PREBUILT:-${2:?build directory}}
     command -v debootstrap >/dev/null || unavailable "debootstrap not found (scripts/install-deps --only deploy)"
     t0=$SECONDS
     "$root/deploy/images/build.sh" --prebuilt "$bdir" --tag dev

@@ -117,8 +117,7 @@ n=$(sweep_states kube-demo | wc -l)
 # 4. smoe-worker-1 stopped mid-trial, through its preStop hook.
 running_on() {  # worker -> a trial running there with a checkpoint in its dir
   local t
-  for t in $(sweep_states kube-demo | awk '$2 == "running" {print $1}'); do
-    attempts "$t" | tail -1 | grep -q " $1 running" || continue
+  for t in $(sweep_states kube-demo | awk -v w="$1" '$2 == "running" && $3 == w {print $1}'); do
     smoe_podman exec "$1-worker" sh -c "ls /var/lib/smoe-worker/trials/${t/\//_}/ 2>/dev/null" |
       grep -q 'checkpoint' || continue
     echo "$t"; return 0
@@ -140,6 +139,8 @@ wait_for "$grace" "smoe-worker-1's worker container exited after the preStop hoo
 ec=$(smoe_podman inspect --format '{{.State.ExitCode}}' smoe-worker-1-worker)
 log "smoe-worker-1 drained in $((SECONDS - hook_t)) s, exit $ec"
 [[ "$ec" == 0 ]] || fail "smoe-worker-1 exited $ec after its drain, expected 0"
+smoe_podman logs smoe-worker-1-worker 2>&1 | grep -q "drain complete; every report acknowledged" ||
+  fail "smoe-worker-1 did not log a complete drain"
 smoe_podman pod stop -t "$grace" smoe-worker-1 >/dev/null
 attempts "$trial" | sed -n "${before}p" | grep -q " smoe-worker-1 preempted 75$" ||
   fail "$trial: attempt $before on smoe-worker-1 was not preempted with exit 75: $(attempts "$trial" | tr '\n' ';')"

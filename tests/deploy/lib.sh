@@ -46,18 +46,18 @@ for a in json.load(sys.stdin)["attempts"]:
     print(a["attempt"], a.get("worker",""), a.get("outcome",""), a.get("exit_code",""))'
 }
 
-# sweep_states SWEEP: "trial state" lines.
+# sweep_states SWEEP: "trial state worker" lines (the first 100 trials).
 sweep_states() {
   api "/api/sweeps/$1" | python3 -c '
 import json,sys
 d=json.load(sys.stdin)
-for t in d["trials"]:
-    print(t["trial_id"], t["state"])'
+for t in d["rows"]:
+    print(t["trial_id"], t["state"], t.get("worker", "-"))'
 }
 
 # sweep_done SWEEP N: N trials, all succeeded.
 sweep_done() {
   local s
   s=$(sweep_states "$1") || return 1
-  [[ $(grep -c ' succeeded$' <<<"$s") -eq $2 ]]
+  [[ $(awk '$2 == "succeeded"' <<<"$s" | wc -l) -eq $2 ]]
 }

@@ -72,25 +72,30 @@ submit_workers() {  # workers time drain grace -> prints the array job id
     --worker-arg="--allow-command=$root/examples/command" \
     --output "$tmp/workers-$1.sbatch" | sed -n 's/^submitted array job \([0-9]*\) .*/\1/p'
 }
-toy_sweep() {  # name steps step_ms n_lr
-  local lrs="[0.01, 0.03]"
-  [[ $4 == 1 ]] && lrs="[0.02]"
+toy_sweep() {  # name steps step_ms n (4 trials, or 1)
+  local lrs="[0.01, 0.03]" seeds="[0, 1]"
+  [[ $4 == 1 ]] && lrs="[0.02]" seeds="[0]"
   sed -e "s|/srv/smoe|$root|" -e "s|^name: toy-sgd|name: $1|" \
       -e "s|^  lr: \[.*\]|  lr: $lrs|" -e 's|^  optimizer: \[.*\]|  optimizer: [sgd]|' \
       -e "s|^fixed: .*|fixed: {steps: $2, step_ms: $3, checkpoint_every: 20, log_every: 20}|" \
-      -e 's|^retries: .*|retries: 0|' "$root/examples/command-sweep.yaml" >"$tmp/$1.yaml"
+      -e "s|^seeds: .*|seeds: $seeds|" -e 's|^retries: .*|retries: 0|' \
+      "$root/examples/command-sweep.yaml" >"$tmp/$1.yaml"
   "$smoe" sweep submit "$tmp/$1.yaml" "${client[@]}" >/dev/null
 }
-# The step of the newest checkpoint file under a task's work dir, and its trial.
-checkpoint_in() {  # work-dir -> "trial step"
-  local f
-  for f in "$1"/trials/*/toy_checkpoint.json; do
+# A trial of SWEEP running on WORKER with a checkpoint in its work dir:
+# "trial step".
+checkpoint_in() {  # sweep worker work-dir
+  local t f
+  for t in $(sweep_states "$1" | awk -v w="$2" '$2 == "running" && $3 == w {print $1}'); do
+    f="$3/trials/${t/\//_}/toy_checkpoint.json"
     [[ -f "$f" ]] || continue
-    local d; d=$(basename "$(dirname "$f")")
-    echo "${d/_//} $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$f")"
+    echo "$t $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$f")"
     return 0
   done
   return 1
+}
+succeeded_on() {  # sweep worker
+  sweep_states "$1" | awk -v w="$2" '$2 == "succeeded" && $3 == w' | grep -q .
 }
 resumed_step() {  # trial attempt -> the step the toy resumed from
   api "/api/trials/$1/logs?attempt=$2" | json_get 'd["text"]' | sed -n 's/^resuming from step \([0-9]*\).*/\1/p' | head -1
@@ -104,8 +109,10 @@ wait_for 60 "both array tasks of job $job running" \
   bash -c "[[ \$(squeue -h -j $job -t R | wc -l) -eq 2 ]]"
 toy_sweep slurm-toy 160 60 2
 log "job $job: 2 tasks running; sweep slurm-toy (4 trials) submitted"
-wait_for 90 "a checkpoint of a trial on task 1" checkpoint_in "$tmp/work/${job}_1"
-read -r trial ck_step < <(checkpoint_in "$tmp/work/${job}_1")
+# Task 1 finishes a trial, then is cancelled in the middle of its next one.
+wait_for 90 "a trial succeeded on task 1" succeeded_on slurm-toy "slurm-$job-1"
+wait_for 60 "a checkpoint of a running trial on task 1" checkpoint_in slurm-toy "slurm-$job-1" "$tmp/work/${job}_1"
+read -r trial ck_step < <(checkpoint_in slurm-toy "slurm-$job-1" "$tmp/work/${job}_1")
 log "task 1 runs $trial (checkpoint at step $ck_step): scancel ${job}_1"
 scancel "${job}_1"
 preempted() { attempts "$trial" | grep -q "^1 slurm-$job-1 preempted 75$"; }
@@ -120,8 +127,10 @@ r=$(resumed_step "$trial" 2)
 # No error budget used (retries: 0), and both workers ran trials.
 workers=$(for t in $(sweep_states slurm-toy | cut -d' ' -f1); do attempts "$t"; done | awk '$3 == "succeeded" {print $2}' | sort -u | tr '\n' ' ')
 log "succeeded on: $workers"
-[[ "$workers" == *"slurm-$job-0"* ]] || fail "no trial succeeded on slurm-$job-0"
-grep -q "worker exited with 0" "$tmp/work/smoe-workers-${job}_1.out" ||
+[[ "$workers" == *"slurm-$job-0"* && "$workers" == *"slurm-$job-1"* ]] ||
+  fail "trials succeeded on '$workers', expected both array tasks"
+grep -q "drain complete; every report acknowledged" "$tmp/work/smoe-workers-${job}_1.out" &&
+  grep -q "worker exited with 0" "$tmp/work/smoe-workers-${job}_1.out" ||
   fail "task 1 did not drain cleanly within KillWait: $(tail -5 "$tmp/work/smoe-workers-${job}_1.out")"
 log "PASS sweep + scancel in $((SECONDS - step_t)) s (trial resumed at step $r, checkpoint $ck_step)"
 scancel "$job"
@@ -132,19 +141,25 @@ step_t=$SECONDS
 job=$(submit_workers 1 2 60 20)
 [[ -n "$job" ]] || fail "smoe-slurm-submit printed no job id"
 toy_sweep slurm-limit 4000 50 1
-trial=$(sweep_states slurm-limit | cut -d' ' -f1)
+trial=$(sweep_states slurm-limit | awk '{print $1}')
 log "job $job (--time 2, drain 60 s before): trial $trial"
 limit_drained() { attempts "$trial" | grep -q "^1 slurm-$job-0 preempted 75$"; }
 wait_for 150 "attempt 1 of $trial preempted (exit 75) at the time limit" limit_drained
 out="$tmp/work/smoe-workers-${job}_0.out"
 grep -q "time limit near: draining" "$out" || fail "no drain message in $out"
 grep -q "requeueing array task 0" "$out" || fail "no requeue in $out"
-log "drained at the time limit after $((SECONDS - step_t)) s; waiting for the requeued task"
+log "drained at the time limit after $((SECONDS - step_t)) s"
+# Slurm holds a requeued job for 120 s (BeginTime); an admin may start it at
+# once, as here.
+requeued() { scontrol show job "${job}_0" | grep -q "Restarts=1"; }
+wait_for 30 "task ${job}_0 requeued (Restarts=1)" requeued
+scontrol update JobId="${job}_0" StartTime=now
 resumed() { attempts "$trial" | grep -q "^2 slurm-$job-0 "; }
-wait_for 240 "attempt 2 of $trial on the requeued task" resumed
-wait_for 60 "attempt 2's resume line" bash -c "[[ -n \"\$(resumed_step '$trial' 2 2>/dev/null)\" ]]" || true
+wait_for 90 "attempt 2 of $trial on the requeued task" resumed
+resume_logged() { [[ -n "$(resumed_step "$trial" 2)" ]]; }
+wait_for 60 "attempt 2's 'resuming from step' line" resume_logged
 r=$(resumed_step "$trial" 2)
-[[ -n "$r" && "$r" -gt 0 ]] || fail "$trial: attempt 2 did not resume from a checkpoint (log: $(api "/api/trials/$trial/logs?attempt=2" | head -c 400))"
+[[ "$r" -gt 0 ]] || fail "$trial: attempt 2 resumed from step '$r'"
 scontrol show job "$job" | grep -o "Restarts=[0-9]*"
 log "PASS time limit in $((SECONDS - step_t)) s (requeued; trial resumed at step $r)"
 "$smoe" sweep cancel slurm-limit "${client[@]}" >/dev/null || true
