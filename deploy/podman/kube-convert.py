@@ -281,7 +281,7 @@ def main():
             f = os.path.join(args.outdir, "coordinator.yaml")
             with open(f, "w", encoding="utf-8") as fh:
                 yaml.safe_dump_all([clean(x) for x in cms + pvcs] + [clean(out)], fh, sort_keys=False)
-            plan["pods"].append({"file": os.path.abspath(f), "pod": f"{name}-pod", "role": "coordinator",
+            plan["pods"].append({"file": os.path.abspath(f), "pod": f"{name}-pod-0", "role": "coordinator",
                                  "ip": args.coordinator_ip,
                                  "grace": tspec.get("terminationGracePeriodSeconds", 30)})
         for st in sts:

@@ -35,7 +35,7 @@ t0=$SECONDS
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/smoe-kube-run.XXXXXX")
 chmod 0755 "$tmp"
 net=smoe-kube-run
-pods=(smoe-coordinator-pod smoe-worker-0 smoe-worker-1)
+pods=(smoe-coordinator-pod-0 smoe-worker-0 smoe-worker-1)
 vols=(smoe-coordinator-data work-smoe-worker-0 work-smoe-worker-1)
 teardown() {
   local p v
@@ -48,7 +48,7 @@ cleanup() {
   if ((rc != 0)); then
     echo "== diagnostics (exit $rc)"
     smoe_podman ps -a --format '{{.Names}} {{.Status}}' 2>/dev/null || true
-    for c in smoe-coordinator-pod-coordinator smoe-worker-0-worker smoe-worker-1-worker; do
+    for c in smoe-coordinator-pod-0-coordinator smoe-worker-0-worker smoe-worker-1-worker; do
       echo "== $c"; smoe_podman logs --tail 25 "$c" 2>&1 || true
     done
   fi
@@ -91,6 +91,9 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$API_BASE/api/sweeps
 page=$(curl -fsS --max-time 5 "$API_BASE/")
 grep -qi '<script' <<<"$page" || fail "the dashboard page has no script: $(head -c 300 <<<"$page")"
 grep -qi 'npm not found\|how to build' <<<"$page" && fail "the image embeds the placeholder page, not the dashboard"
+asset=$(grep -o 'src="/assets/[^"]*\.js"' <<<"$page" | head -1 | cut -d'"' -f2)
+[[ -n "$asset" ]] || fail "the dashboard page names no script asset"
+curl -fsS --max-time 5 -o /dev/null "$API_BASE$asset" || fail "the dashboard's $asset does not load"
 api /api/sweeps >/dev/null || fail "GET /api/sweeps with the admin token failed"
 step_t=$SECONDS
 for w in 0 1; do
@@ -145,12 +148,15 @@ smoe_podman pod stop -t "$grace" smoe-worker-1 >/dev/null
 attempts "$trial" | sed -n "${before}p" | grep -q " smoe-worker-1 preempted 75$" ||
   fail "$trial: attempt $before on smoe-worker-1 was not preempted with exit 75: $(attempts "$trial" | tr '\n' ';')"
 
-# 5. The coordinator killed (SIGKILL to its process): restarted, nothing lost.
-restarts0=$(smoe_podman inspect --format '{{.RestartCount}}' smoe-coordinator-pod-coordinator)
-pid=$(smoe_podman inspect --format '{{.State.Pid}}' smoe-coordinator-pod-coordinator)
+# 5. The coordinator killed (SIGKILL to `smoe coordinator`, tini's child: a
+#    crash or an OOM kill): podman restarts the container, nothing is lost.
+cc=smoe-coordinator-pod-0-coordinator
+restarts0=$(smoe_podman inspect --format '{{.RestartCount}}' "$cc")
+tini=$(smoe_podman inspect --format '{{.State.Pid}}' "$cc")
+pid=$(pgrep -P "$tini" -x smoe) || fail "no smoe process under the coordinator container's tini ($tini)"
 kill -9 "$pid"
 log "coordinator (host pid $pid) killed"
-restarted() { [[ $(smoe_podman inspect --format '{{.RestartCount}}' smoe-coordinator-pod-coordinator) -gt $restarts0 ]]; }
+restarted() { [[ $(smoe_podman inspect --format '{{.RestartCount}}' "$cc") -gt $restarts0 ]]; }
 wait_for 60 "the coordinator container restarted" restarted
 wait_for 60 "the restarted coordinator's /healthz" curl -fsS --max-time 2 "$API_BASE/healthz"
 log "coordinator restarted and healthy"

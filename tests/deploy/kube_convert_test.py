@@ -140,7 +140,7 @@ class KubeConvertTest(unittest.TestCase):
         with open(os.path.join(self.out, "plan.json")) as f:
             plan = json.load(f)
         self.assertEqual([p["pod"] for p in plan["pods"]],
-                         ["smoe-coordinator-pod", "smoe-worker-0", "smoe-worker-1", "smoe-worker-2"])
+                         ["smoe-coordinator-pod-0", "smoe-worker-0", "smoe-worker-1", "smoe-worker-2"])
         for i in range(3):
             d = docs(os.path.join(self.out, f"smoe-worker-{i}.yaml"))
             kinds = [x["kind"] for x in d]
@@ -253,7 +253,7 @@ class KubeConvertTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(os.path.join(self.out, "plan.json")) as f:
             plan = json.load(f)
-        self.assertEqual([p["pod"] for p in plan["pods"]], ["smoe-coordinator-pod", "smoe-worker-0", "smoe-worker-1"])
+        self.assertEqual([p["pod"] for p in plan["pods"]], ["smoe-coordinator-pod-0", "smoe-worker-0", "smoe-worker-1"])
         for p in plan["pods"]:
             for x in docs(p["file"]):
                 if x["kind"] in ("Pod", "Deployment"):
