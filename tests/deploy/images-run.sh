@@ -16,7 +16,7 @@ root=$(cd "$here/../.." && pwd)
 . "$here/lib.sh"
 mode=${1:?build|run}
 command -v podman >/dev/null || unavailable "podman not found (scripts/install-deps --only deploy)"
-[[ $(id -u) -eq 0 ]] || unavailable "the image tests run podman as root"
+need_root "$0" "$@"
 # shellcheck source=../../deploy/images/podman.sh
 . "$root/deploy/images/podman.sh"
 smoe_podman info >/dev/null 2>&1 || unavailable "podman does not start: $(smoe_podman info 2>&1 | tail -2)"

@@ -23,7 +23,7 @@ for t in podman kubectl curl python3; do
   command -v "$t" >/dev/null || unavailable "$t not found (scripts/install-deps; kubectl comes with the machine image)"
 done
 python3 -c 'import yaml' 2>/dev/null || unavailable "python3-yaml missing (scripts/install-deps --only deploy)"
-[[ $(id -u) -eq 0 ]] || unavailable "podman kube play runs as root here"
+need_root "$0" "$@"
 # shellcheck source=../../deploy/images/podman.sh
 . "$root/deploy/images/podman.sh"
 smoe_podman info >/dev/null 2>&1 || unavailable "podman does not start: $(smoe_podman info 2>&1 | tail -2)"

@@ -11,6 +11,17 @@ unavailable() {
 }
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# need_root SCRIPT ARGS...: the engines run as root here (rootful podman,
+# slurmd, debootstrap). Not root: re-run under passwordless sudo (CI's
+# .ci/run installs with sudo), else unavailable.
+need_root() {
+  [[ $(id -u) -eq 0 ]] && return 0
+  if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    exec sudo -n --preserve-env=CI,TMPDIR,SMOE_IMAGES_PREBUILT,SMOE_KEEP_TMP,PATH "$@"
+  fi
+  unavailable "needs root or passwordless sudo (rootful podman, slurmd, debootstrap)"
+}
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 
 # wait_for SECONDS WHAT CMD...: runs CMD every second until it succeeds;

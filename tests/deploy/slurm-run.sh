@@ -21,7 +21,7 @@ export PATH=$PATH:/usr/sbin
 for t in slurmctld slurmd munged sbatch curl python3; do
   command -v "$t" >/dev/null || unavailable "$t not found: scripts/install-deps --only deploy installs slurm-wlm and munge"
 done
-[[ $(id -u) -eq 0 ]] || unavailable "slurmd needs root"
+need_root "$0" "$@"
 t0=$SECONDS
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/smoe-slurm-run.XXXXXX")
 chmod 0755 "$tmp"
