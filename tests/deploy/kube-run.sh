@@ -68,7 +68,12 @@ ov="$tmp/k8s/overlays/single-node-cpu"
 (umask 077 && openssl rand -hex 32 | sed 's/^/smoe_/' >"$ov/token")
 (umask 077 && "$smoe" token create --role worker --name k8s-workers --data-dir "$ov" >"$ov/worker-token")
 kubectl kustomize "$ov" >"$tmp/rendered.yaml"
-subnet=10.89.$((200 + RANDOM % 50))
+# A /24 no podman network uses yet.
+used=$(smoe_podman network ls --format '{{range .Subnets}}{{.Subnet}} {{end}}')
+for _ in $(seq 50); do
+  subnet=10.89.$((200 + RANDOM % 50))
+  [[ " $used " == *" $subnet.0/24 "* ]] || break
+done
 coord_ip=$subnet.10
 grpc_port=$(free_port)
 http_port=$(free_port)

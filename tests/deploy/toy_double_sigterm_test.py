@@ -7,6 +7,7 @@ signal (it did 19 times in 20 while Python's shutdown had restored SIGTERM's
 default action: the trial then ended "killed by signal 15")."""
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -30,7 +31,24 @@ def main():
     for i in range(10):
         p = subprocess.Popen([sys.executable, TOY], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
-        time.sleep(0.4)
+        # Signal a running trainer: after its first progress event (it has
+        # installed its SIGTERM handler by then), within 60 s.
+        out = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([p.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            line = p.stdout.readline()
+            if not line:
+                break
+            out.append(line)
+            if '"progress"' in line:
+                break
+        if not any('"progress"' in l for l in out):
+            p.kill()
+            print(f"FAIL: run {i}: no progress event within 60 s")
+            return 1
         p.send_signal(signal.SIGTERM)
         # The second SIGTERM, repeatedly, until the process is gone.
         for k in range(60):
@@ -38,11 +56,12 @@ def main():
             if p.poll() is not None:
                 break
             p.send_signal(signal.SIGTERM)
-        out, _ = p.communicate(timeout=30)
-        ckpt = [json.loads(l) for l in out.splitlines() if '"checkpoint"' in l]
+        rest, _ = p.communicate(timeout=30)
+        ckpt = [json.loads(l) for l in "".join(out).splitlines() + rest.splitlines() if '"checkpoint"' in l]
         if p.returncode != 75 or not ckpt or ckpt[-1].get("file") != "toy_checkpoint.json":
             bad.append((p.returncode, ckpt[-1:] if ckpt else None))
-        os.remove(os.path.join(d, "toy_checkpoint.json"))
+        if os.path.exists(os.path.join(d, "toy_checkpoint.json")):
+            os.remove(os.path.join(d, "toy_checkpoint.json"))
     if bad:
         print(f"FAIL: {len(bad)} of 10 runs did not checkpoint and exit 75: {bad}")
         return 1
