@@ -34,6 +34,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 # node and npm (npm lives in /usr/local/lib/node_modules, linked from bin).
 COPY --from=node /usr/local/ /usr/local/
+# Where egress to the npm registry passes a TLS-inspecting proxy: the CA
+# bundle npm should trust, mounted into the build (deploy/images/build.sh
+# passes the host's npm cafile). Unset: npm's own CAs.
+ARG NPM_CONFIG_CAFILE
 WORKDIR /src
 COPY . .
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \

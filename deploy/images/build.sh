@@ -71,6 +71,13 @@ else
   # Explicit: podman 4.3 resolves `FROM binaries-${BINARIES}` to the stage
   # only for an ARG given with --build-arg, not for its default.
   args+=(--build-arg "NODE_IMAGE=$node" --build-arg BINARIES=source)
+  # The host's npm trusts a CA bundle of its own (a TLS-inspecting proxy on
+  # the way to the registry): the dashboard's npm install in the image needs
+  # it too, or it hangs. Mounted for the RUN steps only, never in a layer.
+  cafile=$(npm config get cafile 2>/dev/null || true)
+  if [[ -n "$cafile" && "$cafile" != null && "$cafile" != undefined && -f "$cafile" ]]; then
+    args+=(-v "$cafile:/etc/ssl/certs/host-npm-ca.crt:ro" --build-arg NPM_CONFIG_CAFILE=/etc/ssl/certs/host-npm-ca.crt)
+  fi
 fi
 build() {  # image dockerfile [target]
   local extra=()
