@@ -1,16 +1,73 @@
 # syntax=docker/dockerfile:1
-# SMoE Lab GPU worker image: `smoe worker` (the daemon) + `smoe-trainer`
-# (and smoe-trainer-full, which it runs for kind skillmix and doctor)
-# built with SMOE_WITH_CUDA against PyTorch's CUDA LibTorch; NCCL and the
-# CUDA runtime come from the nvidia/cuda base (libnccl-dev: /usr/include),
-# whose CUDA major must match LibTorch's (cu126 here; CMake checks, review
-# A7). Runs as uid 10001.
-# Build from the repository root (see deploy/README.md):
+# SMoE Lab worker images: `smoe worker` (the daemon) + `smoe-trainer`, as uid
+# 10001. Two targets share everything but the CUDA parts:
+#   worker-cuda (the default, last stage): built with SMOE_WITH_CUDA against
+#     PyTorch's CUDA LibTorch; NCCL and the CUDA runtime come from the
+#     nvidia/cuda base (libnccl-dev: /usr/include), whose CUDA major must
+#     match LibTorch's (cu126 here; CMake checks, review A7). Also has
+#     smoe-trainer-full (kind skillmix and `smoe doctor`).
+#   worker-cpu: Debian 12 and Debian's LibTorch (libtorch-dev, CPU only):
+#     kinds sraven (device: cpu) and command, for CPU pools and CI.
+# Shared: the runtime layer (runtime-setup.sh: the binaries' packages, tini,
+# the smoe user and /var/lib/smoe-worker), the entrypoint, HOME=/tmp and the
+# BINARIES=prebuilt route. Build from the repository root (deploy/README.md):
 #   docker build -f deploy/docker/worker.Dockerfile -t smoe-worker:0.1.0 .
+#   docker build -f deploy/docker/worker.Dockerfile --target worker-cpu -t smoe-worker-cpu:0.1.0 .
+# Without a registry (podman, a local Debian base; CI): deploy/images/build.sh.
 # Ubuntu 24.04 ships the same gRPC (1.51), protobuf (3.21) and Abseil
 # (20220623) as Debian 12, so the -dev packages match scripts/install-deps.
+#
+# Build arguments: BASE_IMAGE (Debian 12, worker-cpu), CUDA_BUILD_IMAGE and
+# CUDA_RUNTIME_IMAGE (worker-cuda), BINARIES (source: compile here, the
+# default; prebuilt: worker-cpu takes smoe, smoe-trainer and runtime-packages
+# from the build context `prebuilt`, which CI has just built on Debian 12).
+ARG BASE_IMAGE=debian:12.11-slim
+ARG CUDA_BUILD_IMAGE=nvidia/cuda:12.6.3-cudnn-devel-ubuntu24.04
+ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:12.6.3-runtime-ubuntu24.04
+ARG BINARIES=source
 
-FROM nvidia/cuda:12.6.3-cudnn-devel-ubuntu24.04 AS build
+# ---- worker-cpu ------------------------------------------------------------
+FROM ${BASE_IMAGE} AS cpu-binaries-source
+# The trainer's part of scripts/install-deps (Debian's CPU LibTorch) plus the
+# services' packages (the daemon is part of this image); no test packages.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build pkg-config ca-certificates \
+      libtorch-dev libgloo-dev libopenblas0-pthread \
+      libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
+      libabsl-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev \
+      libcpp-httplib-dev libcli11-dev libcurl4-openssl-dev libssl-dev \
+      libsentencepiece-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DSMOE_WITH_CUDA=OFF -DSMOE_WEB=OFF \
+      -DSMOE_BUILD_TESTS=OFF -DSMOE_BUILD_BENCHMARKS=OFF \
+ && cmake --build build --target smoe smoe-trainer \
+ && install -d /out \
+ && install -m 0755 -s build/bin/smoe build/bin/smoe-trainer /out/ \
+ && deploy/docker/runtime-packages.sh /out/smoe /out/smoe-trainer > /out/runtime-packages
+
+FROM ${BASE_IMAGE} AS cpu-binaries-prebuilt
+COPY --from=prebuilt smoe smoe-trainer runtime-packages /out/
+
+FROM cpu-binaries-${BINARIES} AS cpu-binaries
+
+FROM ${BASE_IMAGE} AS worker-cpu
+COPY --from=cpu-binaries /out/runtime-packages /tmp/runtime-packages
+COPY deploy/docker/runtime-setup.sh /usr/local/lib/smoe/runtime-setup.sh
+RUN /usr/local/lib/smoe/runtime-setup.sh /tmp/runtime-packages /var/lib/smoe-worker \
+      -- ca-certificates libopenblas0-pthread
+COPY --from=cpu-binaries /out/smoe /out/smoe-trainer /usr/local/bin/
+ENV HOME=/tmp OMP_NUM_THREADS=1
+USER 10001:10001
+WORKDIR /var/lib/smoe-worker
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/smoe", "worker"]
+CMD ["--work-dir=/var/lib/smoe-worker", "--gpus=0"]
+
+# ---- worker-cuda (default target) ------------------------------------------
+FROM ${CUDA_BUILD_IMAGE} AS cuda-binaries
 # PyTorch's LibTorch for CUDA 12.6 (C++11 ABI). Pin the checksum for
 # reproducible builds: --build-arg LIBTORCH_SHA256=<sha256 of the zip>.
 ARG LIBTORCH_URL=https://download.pytorch.org/libtorch/cu126/libtorch-cxx11-abi-shared-with-deps-2.6.0%2Bcu126.zip
@@ -43,22 +100,18 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH=/opt/libtorch \
       -DSMOE_WEB=OFF -DSMOE_BUILD_TESTS=OFF -DSMOE_BUILD_BENCHMARKS=OFF \
  && cmake --build build --target smoe smoe-trainer smoe-trainer-full \
- && strip build/bin/smoe \
- && deploy/docker/runtime-packages.sh build/bin/smoe build/bin/smoe-trainer \
-      build/bin/smoe-trainer-full > build/runtime-packages
+ && install -d /out \
+ && install -m 0755 -s build/bin/smoe /out/smoe \
+ && install -m 0755 build/bin/smoe-trainer build/bin/smoe-trainer-full /out/ \
+ && deploy/docker/runtime-packages.sh /out/smoe /out/smoe-trainer \
+      /out/smoe-trainer-full > /out/runtime-packages
 
-FROM nvidia/cuda:12.6.3-runtime-ubuntu24.04
-COPY --from=build /src/build/runtime-packages /tmp/runtime-packages
-RUN apt-get update \
- && xargs -a /tmp/runtime-packages apt-get install -y --no-install-recommends tini \
- && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages \
- && groupadd --system --gid 10001 smoe \
- && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/smoe-worker \
-      --no-create-home --shell /usr/sbin/nologin smoe \
- && install -d -o 10001 -g 10001 -m 0700 /var/lib/smoe-worker
-COPY --from=build /opt/libtorch/lib /opt/libtorch/lib
-COPY --from=build /src/build/bin/smoe /src/build/bin/smoe-trainer \
-     /src/build/bin/smoe-trainer-full /usr/local/bin/
+FROM ${CUDA_RUNTIME_IMAGE} AS worker-cuda
+COPY --from=cuda-binaries /out/runtime-packages /tmp/runtime-packages
+COPY deploy/docker/runtime-setup.sh /usr/local/lib/smoe/runtime-setup.sh
+RUN /usr/local/lib/smoe/runtime-setup.sh /tmp/runtime-packages /var/lib/smoe-worker
+COPY --from=cuda-binaries /opt/libtorch/lib /opt/libtorch/lib
+COPY --from=cuda-binaries /out/smoe /out/smoe-trainer /out/smoe-trainer-full /usr/local/bin/
 ENV LD_LIBRARY_PATH=/opt/libtorch/lib:/usr/local/nvidia/lib64 \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility \

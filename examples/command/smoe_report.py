@@ -24,9 +24,20 @@ def workdir():    return os.environ.get("SMOE_WORKDIR", ".")
 def stopping():   return _stop  # SIGTERM arrived: checkpoint, then exit 75
 def progress(step, total): _emit(event="progress", step=step, total=total)
 def metric(step, name, value): _emit(event="metric", step=step, name=name, value=_num(value))
-def checkpoint(step): _emit(event="checkpoint", step=step)
+# `file`: the checkpoint's name in WORKDIR (default checkpoint.smoeckpt); the
+# daemon uploads that file so another worker can resume from it.
+def checkpoint(step, file=None):
+    if file is None: _emit(event="checkpoint", step=step)
+    else: _emit(event="checkpoint", step=step, file=file)
 def result(**metrics): _emit(event="result", metrics={k: _num(v) for k, v in metrics.items()})
-def preempted():  sys.exit(75)
+# os._exit, not sys.exit: Python's shutdown restores the default SIGTERM
+# action, and a second SIGTERM then (a cluster engine signals every process
+# of a job, and the daemon forwards its own: Slurm's scancel does both) would
+# turn "checkpointed, exit 75" into "killed by signal 15".
+def preempted():
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(75)
 def bad_params(message):
     print(message, file=sys.stderr)
     sys.exit(64)

@@ -11,7 +11,12 @@ trap 'SMOE_STOPPING=1' TERM   # check smoe_stopping between steps
 smoe_stopping()   { [ "$SMOE_STOPPING" = 1 ]; }
 smoe_progress()   { printf '{"event":"progress","step":%d,"total":%d}\n' "$1" "$2"; }
 smoe_metric()     { printf '{"event":"metric","step":%d,"name":"%s","value":%s}\n' "$1" "$2" "$3"; }
-smoe_checkpoint() { printf '{"event":"checkpoint","step":%d}\n' "$1"; }
+# smoe_checkpoint STEP [FILE]: FILE is the checkpoint's name in WORKDIR
+# (default checkpoint.smoeckpt), which the daemon uploads for other workers.
+smoe_checkpoint() {
+  if [ -n "${2:-}" ]; then printf '{"event":"checkpoint","step":%d,"file":"%s"}\n' "$1" "$2"
+  else printf '{"event":"checkpoint","step":%d}\n' "$1"; fi
+}
 # smoe_result loss=0.25 acc=0.9: numeric values only.
 smoe_result() {
   sep=''; body=''

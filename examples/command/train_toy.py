@@ -26,7 +26,8 @@ def save(step, w, b, v):
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, ckpt)
-    smoe.checkpoint(step)
+    # Named, so the daemon uploads it and another worker can resume from it.
+    smoe.checkpoint(step, file="toy_checkpoint.json")
 
 start, w, b, v = 0, 0.0, 0.0, [0.0, 0.0]
 if os.path.exists(ckpt):

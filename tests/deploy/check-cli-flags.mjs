@@ -99,16 +99,26 @@ function checkCommand(argv, where, { parse }) {
   return { errors, command: `smoe ${subs.join(" ")}` };
 }
 
-// ENTRYPOINT of the last stage of a Dockerfile (exec form), as argv.
-function dockerEntrypoint(file) {
+// ENTRYPOINT (exec form, as argv) of a Dockerfile's last stage, or of the
+// stage named `stage` (a build target such as worker-cpu).
+function dockerEntrypoint(file, stage = null) {
   const lines = fs.readFileSync(file, "utf8").replace(/\\\n/g, " ").split("\n");
   let entry = null;
+  let current = null;
+  const byStage = new Map();
   for (const l of lines) {
-    if (/^\s*FROM\s/i.test(l)) entry = null;
+    const f = /^\s*FROM\s+\S+(?:\s+AS\s+(\S+))?/i.exec(l);
+    if (f) {
+      entry = null;
+      current = f[1] ?? null;
+    }
     const m = /^\s*ENTRYPOINT\s+(\[.*\])\s*$/i.exec(l);
-    if (m) entry = JSON.parse(m[1]);
+    if (m) {
+      entry = JSON.parse(m[1]);
+      if (current) byStage.set(current, entry);
+    }
   }
-  return entry;
+  return stage === null ? entry : byStage.get(stage) ?? null;
 }
 
 // Drops init wrappers (tini ... --) and returns the argv after `smoe`, or
@@ -142,13 +152,24 @@ for (const file of opts.manifests) {
       const where = `${file}: ${d.kind}/${d.metadata.name}/${c.name}`;
       let argv = c.command;
       if (!argv) {
+        // smoe-<name>: <name>.Dockerfile, or the target <name> of
+        // <first part>.Dockerfile (smoe-worker-cpu: worker.Dockerfile's
+        // stage worker-cpu).
         const m = /(?:^|\/)smoe-([a-z0-9-]+)(?:[:@].*)?$/.exec(c.image ?? "");
-        const df = m && path.join(opts.dockerDir, `${m[1]}.Dockerfile`);
+        let df = m && path.join(opts.dockerDir, `${m[1]}.Dockerfile`);
+        let stage = null;
+        if (m && !fs.existsSync(df)) {
+          const alt = path.join(opts.dockerDir, `${m[1].split("-")[0]}.Dockerfile`);
+          if (fs.existsSync(alt)) {
+            df = alt;
+            stage = m[1];
+          }
+        }
         if (!df || !fs.existsSync(df)) {
           errors.push(`${where}: no command and no Dockerfile for image ${c.image}`);
           continue;
         }
-        argv = dockerEntrypoint(df);
+        argv = dockerEntrypoint(df, stage);
         if (!argv) {
           errors.push(`${where}: ${df} has no exec-form ENTRYPOINT`);
           continue;

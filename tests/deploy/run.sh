@@ -127,7 +127,8 @@ case "$mode" in
     need_node_modules
     node "$here/lint-dockerfiles.mjs" --install-deps "$root/scripts/install-deps" \
       "$root/deploy/docker/coordinator.Dockerfile=coordinator" \
-      "$root/deploy/docker/worker.Dockerfile=worker"
+      "$root/deploy/docker/worker.Dockerfile=worker" \
+      "$root/deploy/docker/worker.Dockerfile=worker@worker-cpu"
     ;;
   render-cmd)
     smoe=${1:?smoe binary}
