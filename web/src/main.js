@@ -199,8 +199,7 @@ function optimalCharts(box, analysis, st) {
       xs, xTickLabels: numeric ? null : rows.map((o) => o.series_label), series,
       xLabel: analysis.series, yLabel: analysis.x, height: 240,
     }, `${metricName(analysis.metric)}; ` + (oneSeed ? 'n = 1 (one seed): no CI of the argmax'
-      : `band: ${Math.round(analysis.curves.ci_level * 100)}% bootstrap CI of the argmax over seeds`) +
-));
+      : `band: ${Math.round(analysis.curves.ci_level * 100)}% bootstrap CI of the argmax over seeds`));
     st.charts.push(chart.u);
   }
 }

@@ -278,7 +278,8 @@ int RunWorker(const WorkerFlags& flags) {
                                      : trainer)
                  << ", work dir " << opt.work_dir << ", slots " << opt.slots
                  << ", gpus " << opt.gpu_indices.size() << ", token "
-                 << RedactSecret(*token);
+                 << RedactSecret(token->token) << " (from " << token->source
+                 << ")";
   absl::Status s = (*daemon)->Run();
   stop.store(true);
   signal_thread.join();
