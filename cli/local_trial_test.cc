@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/train_cmd.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "cli/train_cmd.h"
 #include "worker/launch/rank_group.h"
 
 namespace smoe::cli {

@@ -328,13 +328,12 @@ int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,
   // even parse the request (a proto3 string must be UTF-8) and would answer
   // INTERNAL (issue 36 item 1).
   if (const int64_t bad = InvalidUtf8Offset(ss.str()); bad >= 0) {
-    return ReportError(
-        absl::InvalidArgumentError(absl::StrCat(
-            "sweep file: not valid UTF-8 at byte ", bad, " (0x",
-            absl::Hex(static_cast<unsigned char>(
-                ss.str()[static_cast<size_t>(bad)])),
-            ")")),
-        file);
+    return ReportError(absl::InvalidArgumentError(absl::StrCat(
+                           "sweep file: not valid UTF-8 at byte ", bad, " (0x",
+                           absl::Hex(static_cast<unsigned char>(
+                               ss.str()[static_cast<size_t>(bad)])),
+                           ")")),
+                       file);
   }
   pb::SubmitSweepRequest req;
   req.set_spec_yaml(ss.str());

@@ -68,8 +68,8 @@ int RunTrainCommand(const TrainOptions& options, std::ostream& out) {
   // the trainer refuses it too). Without --warmup the trainer warms up for
   // min(1000, steps / 10) steps.
   const int64_t steps =
-      p.value("steps", trials::SravenKind().Find("steps")->default_value.get<
-                           int64_t>());
+      p.value("steps",
+              trials::SravenKind().Find("steps")->default_value.get<int64_t>());
   if (p.contains("warmup") && p["warmup"].is_number_integer() &&
       p["warmup"].get<int64_t>() >= steps) {
     std::cerr << "smoe train: --warmup " << p["warmup"].get<int64_t>()

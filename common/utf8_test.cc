@@ -33,7 +33,9 @@ TEST(Utf8Test, IllFormedBytesAreReplacedOneByOne) {
 }
 
 TEST(Utf8Test, CutsFallOnCharacterBoundaries) {
-  const std::string s = "ab\xE2\x82\xAC" "c";  // "ab€c"
+  const std::string s =
+      "ab\xE2\x82\xAC"
+      "c";  // "ab€c"
   EXPECT_EQ(Utf8CutBefore(s, 2), 2u);
   EXPECT_EQ(Utf8CutBefore(s, 3), 2u);
   EXPECT_EQ(Utf8CutBefore(s, 4), 2u);

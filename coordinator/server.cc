@@ -1,14 +1,14 @@
 // Copyright 2026 SMoE Lab authors.
 #include "coordinator/server.h"
 
-#include <fcntl.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -81,8 +81,8 @@ absl::StatusOr<int> LockDataDir(const std::string& data_dir) {
     const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
     ::close(fd);
     if (err != EWOULDBLOCK) {
-      return absl::InternalError(absl::StrCat("cannot lock '", path,
-                                              "': ", std::strerror(err)));
+      return absl::InternalError(
+          absl::StrCat("cannot lock '", path, "': ", std::strerror(err)));
     }
     if (n > 0) holder = std::string(absl::StripAsciiWhitespace(buf));
     return absl::FailedPreconditionError(absl::StrCat(
@@ -94,9 +94,8 @@ absl::StatusOr<int> LockDataDir(const std::string& data_dir) {
   // Our pid, for the message of the next one. The lock, not the file's
   // content, decides: a stale pid of a crashed coordinator is overwritten.
   const std::string pid = absl::StrCat(::getpid(), "\n");
-  if (::ftruncate(fd, 0) != 0 ||
-      ::pwrite(fd, pid.data(), pid.size(), 0) !=
-          static_cast<ssize_t>(pid.size())) {
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) !=
+                                     static_cast<ssize_t>(pid.size())) {
     SMOE_LOG(WARNING) << "cannot write pid to '" << path
                       << "': " << std::strerror(errno);
   }
@@ -192,9 +191,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
 absl::Status CoordinatorServer::BuildGrpc(const std::string& listen) {
   grpc::ServerBuilder builder;
-  SMOE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds,
-                        TokenServerCredentials(auth_checker_.get(),
-                                               tls_cert_pem_, tls_key_pem_));
+  SMOE_ASSIGN_OR_RETURN(
+      std::shared_ptr<grpc::ServerCredentials> creds,
+      TokenServerCredentials(auth_checker_.get(), tls_cert_pem_, tls_key_pem_));
   int port = 0;
   builder.AddListeningPort(listen, creds, &port);
   // gRPC sets SO_REUSEPORT by default: a second coordinator on the same port
@@ -283,8 +282,9 @@ void CoordinatorServer::ListenerWatchdog() {
   // server's connections are closed (their descriptors freed), the new one
   // accepts again. Workers and clients see one failed call and retry.
   int failures = 0;
-  while (!stop_.WaitForNotificationWithTimeout(options_.listener_probe_period)) {
-    if (ProbeListener(absl::Seconds(5))) {
+  while (
+      !stop_.WaitForNotificationWithTimeout(options_.listener_probe_period)) {
+    if (ProbeListener(absl::Seconds(3))) {
       failures = 0;
       continue;
     }
@@ -301,8 +301,7 @@ void CoordinatorServer::ListenerWatchdog() {
       old = std::move(server_);
     }
     if (old) {
-      old->Shutdown(std::chrono::system_clock::now() +
-                    std::chrono::seconds(1));
+      old->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
       old.reset();
     }
     const std::string& l = options_.listen;

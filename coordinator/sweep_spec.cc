@@ -954,8 +954,8 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
     // (worker/trainer/train_config.h, DefaultWarmup).
     if (params.contains("warmup") && get("warmup") >= get("steps")) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "params: warmup=", get("warmup"), " must be smaller than steps=",
-          get("steps"),
+          "params: warmup=", get("warmup"),
+          " must be smaller than steps=", get("steps"),
           " (the learning rate would never reach lr; leave warmup out for a "
           "tenth of the run, at most 1000) (point ",
           params.dump(), ")"));

@@ -134,8 +134,7 @@ std::string FirstInvalidUtf8Field(const Message& m) {
 bool ParseReplacingInvalidUtf8(const std::string& bytes, Message* out) {
   if (out->ParseFromString(bytes)) return true;
   UnknownFieldSet set;
-  if (!set.ParseFromString(bytes) ||
-      !FixWire(out->GetDescriptor(), &set, 0)) {
+  if (!set.ParseFromString(bytes) || !FixWire(out->GetDescriptor(), &set, 0)) {
     return false;
   }
   std::string fixed;

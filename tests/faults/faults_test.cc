@@ -528,8 +528,8 @@ TEST(FaultsTest, WeakTokenIsRefusedAtStartup) {
 // A loopback TCP connection to `port` made within `timeout` (non-blocking
 // connect: a full backlog never blocks the test), or -1.
 int ConnectWithin(int port, absl::Duration timeout) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                          0);
+  const int fd =
+      ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -624,8 +624,7 @@ TEST(FaultsTest, SecondCoordinatorOnOneDataDirExitsNamingTheHolder) {
   c.coordinator()->KillGroup();
   c.coordinator()->Wait(absl::Seconds(10));
   auto [p, port] = StartCoordinatorProcess(
-      c.dir(), {c.smoe(), "coordinator", "--data-dir", c.dir() + "/coord"},
-      {});
+      c.dir(), {c.smoe(), "coordinator", "--data-dir", c.dir() + "/coord"}, {});
   EXPECT_GT(port, 0) << ReadAll(c.dir() + "/coordinator.log");
   p->Signal(SIGTERM);
   EXPECT_EQ(p->Wait(absl::Seconds(20)), 0);

@@ -5,6 +5,7 @@ import test from 'node:test';
 import {
   alignSeries, csvEscape, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
   optimalUncertainty, seriesFromCurves, skillMixBest, skillMixSeries, sweepDeletion, theoryAccuracy, toCsv,
+  trialMetricGroups,
 } from '../src/data.js';
 
 // The curves JSON shape served by /api/sweeps/{id}/curves.
@@ -262,4 +263,16 @@ test('sweepDeletion: refused with the reason while trials are live, else a confi
   // Without a total (older server), the states are summed; one trial is singular.
   assert.match(sweepDeletion({ sweep_id: 'x', counts: { pruned: 1 } }).confirm, /its 1 trial with/);
   assert.match(sweepDeletion({ sweep_id: 'x', counts: {} }).confirm, /its 0 trials/);
+});
+
+// Issue 31 item 1: train/lr has a chart (and so a y axis) of its own; it used
+// to share "Other metrics" with step-sized counters and read as a flat zero.
+test('trialMetricGroups gives the learning rate its own chart', () => {
+  const g = trialMetricGroups(['train/loss', 'train/lr', 'eval/ood_acc', 'train/tokens', 'sys/rss_mb',
+    'router/layer0/entropy', 'checkpoint/uploaded']);
+  assert.deepEqual(g.lr, ['train/lr']);
+  assert.deepEqual(g.loss, ['train/loss']);
+  assert.deepEqual(g.eval, ['eval/ood_acc']);
+  assert.deepEqual(g.other, ['train/tokens', 'checkpoint/uploaded']);
+  assert.ok(!g.other.includes('train/lr'));
 });

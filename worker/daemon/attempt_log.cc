@@ -153,8 +153,8 @@ LogTailText AttemptLog::Tail(size_t max_bytes) const {
     out.text = tail_;  // starts at a line start
     return out;
   }
-  out.text = tail_.substr(
-      Utf8CharStartAtOrAfter(tail_, tail_.size() - max_bytes));
+  out.text =
+      tail_.substr(Utf8CharStartAtOrAfter(tail_, tail_.size() - max_bytes));
   // Start after the first line break, unless that drops everything.
   const size_t nl = out.text.find('\n');
   if (nl != std::string::npos && nl + 1 < out.text.size()) {

@@ -158,10 +158,9 @@ std::string FailMessage(const std::string& head,
   msg = ToValidUtf8(msg);
   if (msg.size() > kMaxFailMessage) {
     // Keep the end: the last lines usually say what went wrong.
-    msg = absl::StrCat(
-        head, "\n...",
-        msg.substr(Utf8CharStartAtOrAfter(
-            msg, msg.size() - (kMaxFailMessage - head.size()))));
+    msg = absl::StrCat(head, "\n...",
+                       msg.substr(Utf8CharStartAtOrAfter(
+                           msg, msg.size() - (kMaxFailMessage - head.size()))));
   }
   return msg;
 }
@@ -537,8 +536,7 @@ absl::Status WorkerDaemon::DeliverOutbox() {
       SMOE_ASSIGN_OR_RETURN(const bool rewritten, RewriteRefused(e, s));
       refused_entry_ = 0;
       if (rewritten) continue;  // send the rewritten report now
-      SMOE_LOG(WARNING) << what << " refused (" << s
-                        << "); dropping it";
+      SMOE_LOG(WARNING) << what << " refused (" << s << "); dropping it";
       const uint64_t id = e.id;
       SMOE_RETURN_IF_ERROR(outbox_->PopFront());
       delivered_id_.store(id);
@@ -570,9 +568,8 @@ absl::Status WorkerDaemon::DeliverOutbox() {
 
 absl::StatusOr<bool> WorkerDaemon::RewriteRefused(const OutboxEntry& e,
                                                   const absl::Status& why) {
-  const std::string reason(
-      absl::StrCat(absl::StatusCodeToString(why.code()), ": ",
-                   why.message().substr(0, 512)));
+  const std::string reason(absl::StrCat(absl::StatusCodeToString(why.code()),
+                                        ": ", why.message().substr(0, 512)));
   OutboxEntry next;
   next.type = e.type;
   switch (e.type) {
@@ -595,10 +592,11 @@ absl::StatusOr<bool> WorkerDaemon::RewriteRefused(const OutboxEntry& e,
       next.fail.set_attempt(e.complete.attempt());
       next.fail.set_reason(v1::FailRequest::REASON_ERROR);
       next.fail.set_exit_code(0);
-      next.fail.set_message(
-          absl::StrCat("the coordinator refused this attempt's result (",
-                       reason, "); the trainer's result is in the attempt "
-                       "log on worker ", worker_id_));
+      next.fail.set_message(absl::StrCat(
+          "the coordinator refused this attempt's result (", reason,
+          "); the trainer's result is in the attempt "
+          "log on worker ",
+          worker_id_));
       SMOE_LOG(WARNING) << "complete for " << e.trial_id() << " attempt "
                         << e.attempt() << " refused (" << reason
                         << "); reporting the attempt failed instead";

@@ -308,7 +308,7 @@ class WorkerDaemon {
   absl::Time next_rpc_ = absl::InfinitePast();  // backoff gate
   absl::Duration backoff_ = absl::ZeroDuration();
   absl::Time drain_flush_deadline_ = absl::InfiniteFuture();
-  uint64_t not_found_entry_ = 0;         // outbox id that got NOT_FOUND once
+  uint64_t not_found_entry_ = 0;  // outbox id that got NOT_FOUND once
   // A report refused (INTERNAL, UNKNOWN, RESOURCE_EXHAUSTED) this many times
   // in a row, while heartbeats succeed, is rewritten (RewriteRefused).
   static constexpr int kMaxReportRefusals = 3;
@@ -316,7 +316,7 @@ class WorkerDaemon {
   int refused_count_ = 0;
   uint64_t refused_heartbeats_ok_ = 0;  // heartbeats_ok_ at its first refusal
   uint64_t heartbeats_ok_ = 0;
-  std::map<std::string, Trial> trials_;  // key: trial_id
+  std::map<std::string, Trial> trials_;         // key: trial_id
   std::map<std::string, Restoring> restoring_;  // key: trial_id
   std::map<int, bool> gpu_busy_;                // gpu index -> allocated
   // Outbox id acknowledged last (entries are delivered in order).

@@ -576,8 +576,7 @@ TEST_F(WorkerDaemonTest, NonUtf8TrainerOutputIsReplacedWhereItEnters) {
   const std::string fixed = "caf\xEF\xBF\xBD";
   // stdout's lines are read before stderr's within one step.
   const std::string log = "cut \xEF\xBF\xBD\xEF\xBF\xBD\n" + fixed + "\n";
-  EXPECT_EQ(ReadFile(daemon_->TrialDir("sw1/t1") + "/logs/attempt-1.log"),
-            log);
+  EXPECT_EQ(ReadFile(daemon_->TrialDir("sw1/t1") + "/logs/attempt-1.log"), log);
   ASSERT_EQ(gateway_.fails.size(), 1u);
   EXPECT_EQ(gateway_.fails[0].log().text(), log);
   EXPECT_THAT(gateway_.fails[0].message(), HasSubstr(fixed));
