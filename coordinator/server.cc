@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -129,9 +130,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   sqlite.allow_empty_file = options.init;
   SMOE_ASSIGN_OR_RETURN(s->store_, store::SqliteStore::Open(
                                        options.data_dir + "/smoe.db", sqlite));
+  SchedulerOptions sched = options.scheduler;
+  // Leases on the monotonic clock; a stall of 5 expiry periods (at least
+  // 5 s) is the coordinator's, not its workers' (issue 36 item 7).
+  if (!sched.monotonic) sched.monotonic = MonotonicNow;
+  if (sched.stall_grace_after == absl::InfiniteDuration()) {
+    sched.stall_grace_after =
+        std::max(absl::Seconds(5), 5 * options.expiry_period);
+  }
   SMOE_ASSIGN_OR_RETURN(
-      s->scheduler_,
-      Scheduler::Create(s->store_.get(), Clock::Real(), options.scheduler));
+      s->scheduler_, Scheduler::Create(s->store_.get(), Clock::Real(), sched));
   CheckpointStoreOptions ckpt = options.checkpoints;
   if (ckpt.dir.empty()) ckpt.dir = options.data_dir + "/checkpoints";
   SMOE_ASSIGN_OR_RETURN(s->checkpoints_,
