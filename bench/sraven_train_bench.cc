@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
         c.model.dispatch = *d;
         c.batch_size = 128;
         c.steps = steps + 1;
-        c.warmup = 1000;
+        c.warmup = std::min<int64_t>(1000, steps);  // < steps (validated)
         c.eval_every = 1 << 30;
         c.num_eval = 1;
         c.checkpoint_every = 1 << 30;

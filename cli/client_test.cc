@@ -308,6 +308,29 @@ TEST(CoordinatorClientTest, SweepDeleteCommand) {
   (*server)->Shutdown();
 }
 
+// Issue 36 item 3: a second coordinator on one data dir (a second `smoe
+// up`, two pods on one volume) leased every trial again. The data dir is
+// locked for the server's life; the second start names the holder's pid.
+TEST(CoordinatorServerTest, SecondCoordinatorOnOneDataDirIsRefused) {
+  const std::string dir = smoe::testing::NewTestDir("data_dir_lock_test_");
+  coordinator::ServerOptions so;
+  so.data_dir = dir + "/data";
+  so.listen = "127.0.0.1:0";
+  so.http_listen = "";
+  auto first = coordinator::CoordinatorServer::Start(so);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = coordinator::CoordinatorServer::Start(so);
+  ASSERT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
+  EXPECT_THAT(second.status().message(),
+              HasSubstr(absl::StrCat("in use by another coordinator (pid ",
+                                     ::getpid(), ",")));
+  EXPECT_THAT(second.status().message(), HasSubstr(so.data_dir));
+  // Released when the first one is gone.
+  first->reset();
+  auto third = coordinator::CoordinatorServer::Start(so);
+  EXPECT_TRUE(third.ok()) << third.status();
+}
+
 TEST(CoordinatorServerTest, BusyPortsAreRefusedNotShared) {
   const std::string dir = smoe::testing::NewTestDir("busy_port_test_");
   coordinator::ServerOptions so;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/train_cmd.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/launch/rank_group.h"
@@ -227,6 +228,25 @@ TEST_F(LocalTrialTest, BadEpSizeAndMissingTrainer) {
   trial_.ep_size = 2;
   trial_.trainer = dir_ + "/missing";
   EXPECT_EQ(Run(), 69);
+}
+
+// Issue 31 item 1: `smoe train` refuses a warmup that does not end before
+// the run, naming both flags, before it starts the trainer.
+TEST_F(LocalTrialTest, TrainRefusesWarmupNotSmallerThanSteps) {
+  TrainOptions o;
+  o.params = {{"steps", 500}, {"warmup", 1000}};
+  o.trainer = dir_ + "/missing";  // never started
+  o.workdir = dir_ + "/train";
+  std::ostringstream out;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunTrainCommand(o, out), 64);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              HasSubstr("--warmup 1000 must be smaller than --steps 500"));
+  o.params = {{"warmup", 156250}};  // the default steps
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(RunTrainCommand(o, out), 64);
+  EXPECT_THAT(testing::internal::GetCapturedStderr(),
+              HasSubstr("--warmup 156250 must be smaller than --steps 156250"));
 }
 
 }  // namespace

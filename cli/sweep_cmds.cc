@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "cli/search_show.h"
 #include "common/logging.h"
+#include "common/utf8.h"
 #include "coordinator/sweep_spec.h"
 #include "nlohmann/json.hpp"
 #include "proto/rpc_status.h"
@@ -333,6 +334,17 @@ int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,
   }
   std::stringstream ss;
   ss << in.rdbuf();
+  // Refused here, naming the byte: sent as it is, the coordinator could not
+  // even parse the request (a proto3 string must be UTF-8) and would answer
+  // INTERNAL (issue 36 item 1).
+  if (const int64_t bad = InvalidUtf8Offset(ss.str()); bad >= 0) {
+    return ReportError(absl::InvalidArgumentError(absl::StrCat(
+                           "sweep file: not valid UTF-8 at byte ", bad, " (0x",
+                           absl::Hex(static_cast<unsigned char>(
+                               ss.str()[static_cast<size_t>(bad)])),
+                           ")")),
+                       file);
+  }
   pb::SubmitSweepRequest req;
   req.set_spec_yaml(ss.str());
   req.set_dry_run(dry_run);

@@ -11,6 +11,7 @@
 #include "cli/local_trial.h"
 #include "cli/sweep_cmds.h"
 #include "trials/events.h"
+#include "trials/params.h"
 
 namespace smoe::cli {
 
@@ -63,6 +64,20 @@ int RunTrainCommand(const TrainOptions& options, std::ostream& out) {
   trial.ep_size = options.ep_size;
   trial.gpu_ids = options.gpu_ids;
   const nlohmann::json& p = options.params;
+  // Refused before the trainer starts, naming both flags (issue 31 item 1;
+  // the trainer refuses it too). Without --warmup the trainer warms up for
+  // min(1000, steps / 10) steps.
+  const int64_t steps =
+      p.value("steps",
+              trials::SravenKind().Find("steps")->default_value.get<int64_t>());
+  if (p.contains("warmup") && p["warmup"].is_number_integer() &&
+      p["warmup"].get<int64_t>() >= steps) {
+    std::cerr << "smoe train: --warmup " << p["warmup"].get<int64_t>()
+              << " must be smaller than --steps " << steps
+              << " (the learning rate would never reach --lr); leave --warmup "
+                 "out for a tenth of the run, at most 1000\n";
+    return 64;
+  }
   if (p.value("device", "cpu") == "cpu" && p.value("width", 1.0) >= 1.0 &&
       p.value("steps", 0) >= 1000) {
     // The README's one-off example is this case: it finishes, but slowly.

@@ -145,6 +145,15 @@ absl::Status TokenAuthChecker::CheckMetadata(
   return Check(method, authorization);
 }
 
+std::optional<Principal> TokenAuthChecker::Caller(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return std::nullopt;
+  absl::string_view given(it->second.data(), it->second.size());
+  if (!absl::ConsumePrefix(&given, "Bearer ")) return std::nullopt;
+  return tokens_->Authenticate(given);
+}
+
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TokenServerCredentials(
     TokenAuthChecker* checker, const std::string& cert_pem,
     const std::string& key_pem) {

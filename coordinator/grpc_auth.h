@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -75,6 +76,11 @@ class TokenAuthChecker {
   // The same from a server call's metadata (the services check again).
   absl::Status CheckMetadata(
       absl::string_view method,
+      const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
+
+  // The principal of a call's "authorization: Bearer <token>" metadata, or
+  // nullopt.
+  std::optional<Principal> Caller(
       const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
 
   // Calls refused so far.

@@ -2,6 +2,7 @@
 #include "coordinator/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <utility>
 
@@ -1224,8 +1225,42 @@ absl::Status Scheduler::ExpireLeases() {
   });
 }
 
+absl::Duration MonotonicNow() {
+  return absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+}
+
 absl::Status Scheduler::ExpireLeasesLocked() {
   const absl::Time now = clock_->Now();
+  const absl::Duration mono =
+      options_.monotonic ? options_.monotonic() : now - absl::UnixEpoch();
+  if (expiry_wall_ != absl::InfinitePast()) {
+    const absl::Duration mono_gap = mono - expiry_mono_;
+    // Lease deadlines are wall times (sent to workers, kept in the store)
+    // that measure monotonic time: when the wall clock stepped, they move
+    // with it.
+    const absl::Duration step = (now - expiry_wall_) - mono_gap;
+    if (absl::AbsDuration(step) > absl::Seconds(1) && !running_.empty()) {
+      SMOE_LOG(WARNING) << "the wall clock stepped by " << step
+                        << " since the last lease check; " << running_.size()
+                        << " lease deadline(s) moved with it";
+      for (const std::string& id : running_) {
+        trials_.at(id).lease_expires_at += step;
+      }
+    }
+    if (mono_gap > options_.stall_grace_after && !running_.empty()) {
+      SMOE_LOG(WARNING) << "lease expiry did not run for " << mono_gap
+                        << " (the coordinator was paused or stalled); "
+                        << running_.size() << " running lease(s) get a fresh "
+                        << options_.lease_timeout << " instead of expiring";
+      for (const std::string& id : running_) {
+        TrialRecord& t = trials_.at(id);
+        t.lease_expires_at =
+            std::max(t.lease_expires_at, now + options_.lease_timeout);
+      }
+    }
+  }
+  expiry_wall_ = now;
+  expiry_mono_ = mono;
   WriteBatch batch;
   for (const std::string& id : running_) {
     const TrialRecord& t = trials_.at(id);

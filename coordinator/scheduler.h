@@ -52,6 +52,9 @@
 
 namespace smoe::coordinator {
 
+// CLOCK_MONOTONIC as a duration since an arbitrary origin.
+absl::Duration MonotonicNow();
+
 struct SchedulerOptions {
   // How often workers heartbeat (told to them at registration).
   absl::Duration heartbeat_interval = absl::Seconds(5);
@@ -61,6 +64,18 @@ struct SchedulerOptions {
   // without a heartbeat: workers in reconnect backoff (capped near 10 s) must
   // not lose finished attempts because the coordinator restarted.
   absl::Duration restart_grace = absl::Seconds(45);
+  // Issue 36 item 7: leases measure time that never jumps. `monotonic`
+  // returns it (the server passes CLOCK_MONOTONIC, MonotonicNow()); when the
+  // wall clock steps (NTP, a VM resumed from a snapshot) every lease
+  // deadline moves with it instead of expiring (or living on). Null: the
+  // scheduler's clock is taken as monotonic (unit tests with a FakeClock).
+  std::function<absl::Duration()> monotonic;
+  // When lease expiry has not run for this long (monotonic), the coordinator
+  // was paused (a VM or GC pause, SIGSTOP, a lock held too long): its workers
+  // may have heartbeated into the void, so every running lease gets a fresh
+  // lease_timeout instead of expiring. Infinite = off (unit tests jump the
+  // clock on purpose); the server sets 5 s (it runs expiry every second).
+  absl::Duration stall_grace_after = absl::InfiniteDuration();
   // Preemptions + lost leases allowed per trial before it fails (a guard
   // against a trial that kills its worker every time).
   int max_preemptions = 100;
@@ -540,6 +555,9 @@ class Scheduler {
   std::unordered_map<std::string, store::TrialRecord> trials_
       ABSL_GUARDED_BY(mu_);
   std::set<std::string> running_ ABSL_GUARDED_BY(mu_);
+  // The wall and monotonic clocks at the last lease-expiry check.
+  absl::Time expiry_wall_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Duration expiry_mono_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
   int64_t worker_seq_ ABSL_GUARDED_BY(mu_) = 0;
   // Group commit: batches applied in memory, not yet committed, in order.

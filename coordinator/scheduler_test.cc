@@ -207,6 +207,74 @@ TEST_P(SchedulerTest, TrialIsNotReLeasedToAWorkerStillStoppingIt) {
   EXPECT_EQ(sched_->ListTrials("s")->at(0).preempt_count, 1);
 }
 
+// Issue 36 item 7: a +2 h step of the wall clock (NTP, a VM resumed from a
+// snapshot) expired every healthy lease at once. Leases measure monotonic
+// time: a step moves their deadlines with it.
+TEST_P(SchedulerTest, WallClockStepsDoNotExpireLeases) {
+  absl::Duration mono = absl::Hours(1);
+  sched_.reset();
+  SchedulerOptions opts;
+  opts.lease_timeout = absl::Seconds(30);
+  opts.group_commit = GetParam();
+  opts.monotonic = [&mono] { return mono; };
+  auto made = Scheduler::Create(&store_, &clock_, opts);
+  ASSERT_TRUE(made.ok()) << made.status();
+  sched_ = std::move(*made);
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 2), false).ok());
+  const std::string w = AddWorker(2);
+  auto g = Lease(w, 2);
+  ASSERT_EQ(g.size(), 2u);
+  ASSERT_TRUE(sched_->ExpireLeases().ok());
+  clock_.SetTime(clock_.Now() + absl::Hours(2));  // the wall clock only
+  ASSERT_TRUE(sched_->ExpireLeases().ok());
+  EXPECT_EQ(Counts("s").running, 2) << "a clock step is not a silent worker";
+  clock_.Advance(absl::Seconds(20));
+  mono += absl::Seconds(20);
+  ASSERT_TRUE(sched_->ExpireLeases().ok());
+  EXPECT_EQ(Counts("s").running, 2);
+  // The worker really goes silent: its leases lapse lease_timeout after
+  // they were granted, in monotonic time.
+  clock_.Advance(absl::Seconds(11));
+  mono += absl::Seconds(11);
+  ASSERT_TRUE(sched_->ExpireLeases().ok());
+  EXPECT_EQ(Counts("s").running, 0);
+  EXPECT_EQ(Counts("s").pending, 2);
+}
+
+// Issue 36 item 7: a 45 s pause of the coordinator expired leases whose
+// workers kept heartbeating (into the void); their results were refused and
+// the trials ran again. With stall_grace_after set (the server sets 5 s),
+// a gap that long between expiry checks gives every lease a fresh window.
+TEST_P(SchedulerTest, ACoordinatorPauseIsNotAWorkerFailure) {
+  sched_.reset();
+  SchedulerOptions opts;
+  opts.lease_timeout = absl::Seconds(30);
+  opts.group_commit = GetParam();
+  opts.stall_grace_after = absl::Seconds(5);
+  auto made = Scheduler::Create(&store_, &clock_, opts);
+  ASSERT_TRUE(made.ok()) << made.status();
+  sched_ = std::move(*made);
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1), false).ok());
+  const std::string w = AddWorker(1);
+  auto g = Lease(w, 1);
+  ASSERT_EQ(g.size(), 1u);
+  ASSERT_TRUE(sched_->ExpireLeases().ok());
+  clock_.Advance(absl::Seconds(45));  // SIGSTOP, a VM pause, a long GC
+  ASSERT_TRUE(sched_->ExpireLeases().ok());
+  EXPECT_EQ(Counts("s").running, 1) << "the pause was ours, not the worker's";
+  ASSERT_TRUE(sched_->Complete(w, g[0].trial_id, 1, {{"acc", 1}}, 1).ok());
+  EXPECT_EQ(Counts("s").succeeded, 1);
+  // A worker that is really gone is still found, one timeout later.
+  ASSERT_TRUE(sched_->SubmitSweep(Sweep("t", 1), false).ok());
+  auto g2 = Lease(w, 1);
+  ASSERT_EQ(g2.size(), 1u);
+  for (int i = 0; i < 31; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    ASSERT_TRUE(sched_->ExpireLeases().ok());
+  }
+  EXPECT_EQ(Counts("t").running, 0);
+}
+
 TEST_P(SchedulerTest, TrialStoppingOnOneWorkerMayRunOnAnother) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("s", 1), false).ok());
   const std::string w1 = AddWorker(2);

@@ -13,11 +13,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "coordinator/grpc_auth.h"
 #include "coordinator/http_server.h"
@@ -63,7 +65,25 @@ struct ServerOptions {
   // <data_dir>/checkpoints. Garbage-collected every checkpoint_gc_period.
   CheckpointStoreOptions checkpoints;
   absl::Duration checkpoint_gc_period = absl::Seconds(10);
+  // How often the gRPC listener is probed (a loopback connection); one that
+  // fails kListenerProbes probes in a row is rebuilt on the same port
+  // (ListenerWatchdog). Zero: no watchdog.
+  absl::Duration listener_probe_period = absl::Seconds(5);
 };
+
+// gRPC connection limits (issue 36 item 2; docs/reliability.md).
+inline constexpr absl::Duration kGrpcHandshakeTimeout = absl::Seconds(10);
+inline constexpr absl::Duration kGrpcMaxConnectionIdle = absl::Minutes(2);
+inline constexpr int kGrpcMaxConcurrentStreams = 64;
+inline constexpr int kListenerProbes = 2;
+
+// Takes the exclusive lock of a data directory (an flock on
+// <data_dir>/coordinator.lock, which holds the holder's pid) and returns its
+// file descriptor: the lock lasts until it is closed or the process ends (a
+// crash or kill -9 releases it). FailedPrecondition naming the holder's pid
+// when another process holds it. Limit: flock is local to one machine (on
+// NFS it may not exclude a coordinator on another host).
+absl::StatusOr<int> LockDataDir(const std::string& data_dir);
 
 // `smoe admin backup`: copies <data_dir>/smoe.db to `out` while a
 // coordinator may be serving it (store::SqliteStore::Backup).
@@ -78,7 +98,7 @@ class CoordinatorServer {
   ~CoordinatorServer();
 
   // The bound gRPC port.
-  int port() const { return port_; }
+  int port() const { return port_.load(); }
   // "127.0.0.1:<port>" style address clients can dial (a wildcard listen
   // host becomes 127.0.0.1).
   std::string address() const;
@@ -119,11 +139,21 @@ class CoordinatorServer {
   // Succeeds when the data directory takes a 1 MiB write and the store a
   // small commit.
   absl::Status ProbeStore();
+  // Builds and starts the gRPC server on `listen` (port_ and server_ set).
+  absl::Status BuildGrpc(const std::string& listen);
+  // grpc.health.v1's status, kept across a listener restart.
+  void SetServing(bool serving);
+  // Whether the gRPC listener accepts a loopback connection and answers it
+  // within `timeout`.
+  bool ProbeListener(absl::Duration timeout) const;
+  // The watchdog thread: rebuilds a listener that stopped accepting.
+  void ListenerWatchdog();
 
   ServerOptions options_;
+  int lock_fd_ = -1;  // LockDataDir; closed last
   std::string token_;
   bool token_created_ = false;
-  int port_ = 0;
+  std::atomic<int> port_{0};
   std::unique_ptr<store::SqliteStore> store_;
   // Before server_ and http_: outlive them (the server's credentials point to
   // the checker, the checker and the dashboard to the registry).
@@ -135,7 +165,11 @@ class CoordinatorServer {
   int deleted_listener_ = 0;  // scheduler_'s, for checkpoints_ and logs_
   std::unique_ptr<CoordinatorServiceImpl> coordinator_service_;
   std::unique_ptr<WorkerGatewayServiceImpl> gateway_service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::string tls_cert_pem_, tls_key_pem_;
+  absl::Mutex grpc_mu_;  // server_ is replaced by the watchdog
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(grpc_mu_);
+  bool serving_ ABSL_GUARDED_BY(grpc_mu_) = true;
+  std::thread watchdog_thread_;
   std::unique_ptr<HttpServer> http_;
   absl::Notification stop_;
   std::thread expiry_thread_;

@@ -514,7 +514,11 @@ grpc::Status WorkerGatewayServiceImpl::Register(grpc::ServerContext* ctx,
     info.slots = req->slots();  // 0 is refused (ValidateWorkerInfo)
     info.labels.insert(req->labels().begin(), req->labels().end());
     info.kinds.assign(req->kinds().begin(), req->kinds().end());
+    if (!req->worker_id().empty()) {
+      SMOE_RETURN_IF_ERROR(CheckWorkerToken(ctx, req->worker_id()));
+    }
     SMOE_ASSIGN_OR_RETURN(Registration r, scheduler_->Register(info));
+    SMOE_RETURN_IF_ERROR(CheckWorkerToken(ctx, r.worker_id));
     resp->set_worker_id(r.worker_id);
     resp->set_heartbeat_interval_ms(
         absl::ToInt64Milliseconds(r.heartbeat_interval));
@@ -527,6 +531,7 @@ grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
                                              const pb::LeaseRequest* req,
                                              pb::LeaseResponse* resp) {
   return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    SMOE_RETURN_IF_ERROR(CheckWorkerToken(ctx, req->worker_id()));
     SMOE_ASSIGN_OR_RETURN(std::vector<LeaseGrant> grants,
                           scheduler_->Lease(req->worker_id(), req->free_slots(),
                                             req->free_gpus()));
@@ -564,6 +569,7 @@ grpc::Status WorkerGatewayServiceImpl::Heartbeat(
     grpc::ServerContext* ctx, const pb::HeartbeatRequest* req,
     pb::HeartbeatResponse* resp) {
   return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    SMOE_RETURN_IF_ERROR(CheckWorkerToken(ctx, req->worker_id()));
     std::vector<RunningReport> running;
     for (const auto& r : req->running()) {
       running.push_back({r.trial_id(), r.attempt()});
@@ -649,6 +655,7 @@ grpc::Status WorkerGatewayServiceImpl::ReportMetrics(
     grpc::ServerContext* ctx, const pb::ReportMetricsRequest* req,
     pb::ReportMetricsResponse* resp) {
   return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    SMOE_RETURN_IF_ERROR(CheckWorkerToken(ctx, req->worker_id()));
     std::vector<store::MetricRecord> metrics;
     metrics.reserve(static_cast<size_t>(req->metrics_size()));
     for (const pb::Metric& m : req->metrics()) {
@@ -665,7 +672,8 @@ grpc::Status WorkerGatewayServiceImpl::ReportMetrics(
 grpc::Status WorkerGatewayServiceImpl::Complete(grpc::ServerContext* ctx,
                                                 const pb::CompleteRequest* req,
                                                 pb::CompleteResponse*) {
-  return Guarded(ctx, auth_, *req, [&] {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    SMOE_RETURN_IF_ERROR(CheckWorkerToken(ctx, req->worker_id()));
     std::map<std::string, double> results(req->results().begin(),
                                           req->results().end());
     // Before the report: once the trial reads as ended, its log is there.
@@ -685,6 +693,7 @@ grpc::Status WorkerGatewayServiceImpl::Fail(grpc::ServerContext* ctx,
                                             const pb::FailRequest* req,
                                             pb::FailResponse*) {
   return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    SMOE_RETURN_IF_ERROR(CheckWorkerToken(ctx, req->worker_id()));
     FailReason reason;
     switch (req->reason()) {
       case pb::FailRequest::REASON_ERROR:
@@ -718,6 +727,28 @@ grpc::Status WorkerGatewayServiceImpl::Fail(grpc::ServerContext* ctx,
   });
 }
 
+absl::Status WorkerGatewayServiceImpl::CheckWorkerToken(
+    grpc::ServerContext* ctx, const std::string& worker_id) {
+  if (worker_id.empty()) return absl::OkStatus();  // refused further on
+  const std::optional<Principal> who =
+      auth_.checker->Caller(ctx->client_metadata());
+  if (!who.has_value()) {
+    return absl::UnauthenticatedError("missing or invalid API token");
+  }
+  if (who->role == Role::kAdmin) return absl::OkStatus();
+  absl::MutexLock l(&bind_mu_);
+  auto [it, added] = worker_tokens_.emplace(worker_id, who->name);
+  if (added || it->second == who->name) return absl::OkStatus();
+  SMOE_LOG(WARNING) << "token '" << who->name << "' tried to act for worker "
+                    << worker_id << ", which belongs to token '" << it->second
+                    << "'; refused";
+  return absl::PermissionDeniedError(absl::StrCat(
+      "worker_id '", worker_id,
+      "' belongs to another token (the one it registered with); a worker "
+      "token acts only for its own worker: give each worker its own token "
+      "(smoe token create --role worker)"));
+}
+
 void WorkerGatewayServiceImpl::CollectCheckpoints() {
   if (checkpoints_ == nullptr) return;
   absl::StatusOr<int> n = checkpoints_->CollectGarbage();
@@ -745,6 +776,7 @@ grpc::Status WorkerGatewayServiceImpl::PutCheckpoint(
           "PutCheckpoint: the first message is the header and carries no "
           "data");
     }
+    SMOE_RETURN_IF_ERROR(CheckWorkerToken(ctx, header.worker_id()));
     SMOE_RETURN_IF_ERROR(scheduler_->CheckCurrentAttempt(
         header.worker_id(), header.trial_id(), header.attempt()));
     store::CheckpointRecord c;
@@ -786,6 +818,7 @@ grpc::Status WorkerGatewayServiceImpl::GetCheckpoint(
     if (checkpoints_ == nullptr) {
       return absl::UnimplementedError("this coordinator stores no checkpoints");
     }
+    SMOE_RETURN_IF_ERROR(CheckWorkerToken(ctx, req->worker_id()));
     SMOE_RETURN_IF_ERROR(scheduler_->CheckCurrentAttempt(
         req->worker_id(), req->trial_id(), req->attempt()));
     std::optional<store::CheckpointRecord> c =

@@ -14,8 +14,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <map>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "coordinator/checkpoint_store.h"
 #include "coordinator/grpc_auth.h"
 #include "coordinator/scheduler.h"
@@ -152,11 +155,20 @@ class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
                          const smoe::v1::RunningAttempt& r);
   void StoreFinalLog(const std::string& worker_id, const std::string& trial_id,
                      int attempt, const smoe::v1::LogTail& log);
+  // Issue 36 item 4: a worker id belongs to the token that first used it
+  // (its Register, or its first call after a coordinator restart); another
+  // token acting for it is refused with PERMISSION_DENIED. The admin token
+  // may act for any worker and binds none.
+  absl::Status CheckWorkerToken(grpc::ServerContext* ctx,
+                                const std::string& worker_id);
 
   Scheduler* const scheduler_;
   const ServiceAuth auth_;
   CheckpointStore* const checkpoints_;
   TrialLogs* const logs_;
+  absl::Mutex bind_mu_;
+  // worker id -> the name of the token it belongs to.
+  std::map<std::string, std::string> worker_tokens_ ABSL_GUARDED_BY(bind_mu_);
 };
 
 }  // namespace smoe::coordinator

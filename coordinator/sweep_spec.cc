@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/utf8.h"
 #include "trials/params.h"
 #include "yaml-cpp/yaml.h"
 
@@ -22,45 +23,6 @@ namespace {
 using nlohmann::json;
 
 std::string Show(const json& v) { return v.dump(); }
-
-// Returns the offset of the first byte that is not well-formed UTF-8, or -1.
-int64_t InvalidUtf8Offset(absl::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return static_cast<int64_t>(i);
-    }
-    for (size_t k = 1; k <= n; ++k) {
-      if (i + k >= s.size()) return static_cast<int64_t>(i);
-      const unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return static_cast<int64_t>(i);
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are invalid.
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
-        (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return static_cast<int64_t>(i);
-    }
-    i += n + 1;
-  }
-  return -1;
-}
 
 // Converts a YAML scalar to JSON: ints, floats, bools, then strings.
 absl::StatusOr<json> ScalarToJson(const YAML::Node& node,
@@ -989,6 +951,17 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
       return params.value(name,
                           schema->Find(name)->default_value.get<int64_t>());
     };
+    // An explicit warmup must end before the run does (issue 31 item 1);
+    // left out, the trainer takes min(1000, steps / 10)
+    // (worker/trainer/train_config.h, DefaultWarmup).
+    if (params.contains("warmup") && get("warmup") >= get("steps")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "params: warmup=", get("warmup"),
+          " must be smaller than steps=", get("steps"),
+          " (the learning rate would never reach lr; leave warmup out for a "
+          "tenth of the run, at most 1000) (point ",
+          params.dump(), ")"));
+    }
     const int64_t e = get("num_experts");
     const int64_t k = get("top_k");
     if (k > e) {

@@ -120,6 +120,11 @@ TEST(SweepSpecTest, RejectsBadFilesNamingFieldAndValue) {
        "resources.progress_timeout_s: value 604801 out of range"},
       {"name: x\nkind: sraven\ngrid:\n  top_k: [16]\nfixed: {num_experts: 8}\n",
        "top_k=16 is larger than num_experts=8"},
+      // Issue 31 item 1: a warmup that does not end before the run.
+      {"name: x\nkind: sraven\nfixed: {steps: 500, warmup: 1000}\n",
+       "warmup=1000 must be smaller than steps=500"},
+      {"name: x\nkind: sraven\ngrid:\n  warmup: [10, 200000]\n",
+       "warmup=200000 must be smaller than steps=156250"},
       {"name: x\nkind: skillmix\nfixed: {model: /m}\n"
        "resources: {ep_size: 2, gpus_per_trial: 1}\n",
        "resources.gpus_per_trial: 1 must equal resources.ep_size (2)"},

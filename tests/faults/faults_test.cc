@@ -525,6 +525,111 @@ TEST(FaultsTest, WeakTokenIsRefusedAtStartup) {
   EXPECT_THAT(out, HasSubstr(token_file));
 }
 
+// A loopback TCP connection to `port` made within `timeout` (non-blocking
+// connect: a full backlog never blocks the test), or -1.
+int ConnectWithin(int port, absl::Duration timeout) {
+  const int fd =
+      ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    pollfd p{fd, POLLOUT, 0};
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (errno != EINPROGRESS ||
+        ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) !=
+            1 ||
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
+// Issue 36 item 2: connections that send only the HTTP/2 preface and then
+// nothing, more than the coordinator has descriptors for, made accept4()
+// fail with EMFILE; gRPC 1.51 then stops accepting for good: workers could
+// not register, the CLI exited 69, and it stayed so after the connections
+// closed. The coordinator here runs under a 256-descriptor hard limit (so
+// raising the soft limit cannot help) and gets 400 such connections; once
+// they close, its listener serves again within the watchdog's probes.
+TEST(FaultsTest, IdleConnectionsDoNotEndTheGrpcListenerForGood) {
+  Cluster c("emfile", Plan(2, 10));
+  const std::string dir = c.dir();
+  auto [coord, port] = StartCoordinatorProcess(
+      dir,
+      {"/bin/sh", "-c", "ulimit -n 256 && exec \"$0\" \"$@\"", c.smoe(),
+       "coordinator", "--data-dir", dir + "/coord"},
+      {});
+  ASSERT_GT(port, 0) << ReadAll(dir + "/coordinator.log");
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  ASSERT_EQ(HealthStatus(address), 1);
+
+  const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  std::vector<int> idle;
+  for (int i = 0; i < 400; ++i) {
+    const int fd = ConnectWithin(port, absl::Seconds(1));
+    if (fd < 0) continue;
+    ::send(fd, preface.data(), preface.size(), MSG_NOSIGNAL);
+    idle.push_back(fd);
+  }
+  EXPECT_GT(idle.size(), 300u);
+  // Past the limit: the coordinator is out of descriptors (its log says
+  // accept4 failed; gRPC 1.51 abandons the listener there).
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  for (int fd : idle) ::close(fd);
+  idle.clear();
+
+  const absl::Time end = absl::Now() + absl::Seconds(45);
+  int health = -1;
+  while (absl::Now() < end && (health = HealthStatus(address)) != 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_EQ(health, 1) << "the gRPC listener did not come back\n"
+                       << ReadAll(dir + "/coordinator.log");
+  // An authenticated call works too.
+  auto [rc, out] = RunCommand({c.smoe(), "sweep", "ls", "--coordinator",
+                               address, "--token-file", dir + "/coord/token"},
+                              {}, absl::Seconds(30));
+  EXPECT_EQ(rc, 0) << out;
+  coord->Signal(SIGTERM);
+  EXPECT_EQ(coord->Wait(absl::Seconds(20)), 0);
+}
+
+// Issue 36 item 3: a second coordinator on the same data dir (a second
+// `smoe up` in the same folder, two pods on one volume) started, loaded the
+// store and leased the same trials: 8 of 8 ran twice. Now it exits at once
+// naming the first one's pid; once the first is gone (even by kill -9) the
+// data dir can be served again.
+TEST(FaultsTest, SecondCoordinatorOnOneDataDirExitsNamingTheHolder) {
+  Cluster c("datadirlock", Plan(2, 10));
+  c.StartCoordinator();
+  ASSERT_EQ(HealthStatus(c.address()), 1);
+  const std::vector<std::string> second = {
+      c.smoe(),   "coordinator", "--data-dir",    c.dir() + "/coord",
+      "--listen", "127.0.0.1:0", "--http-listen", ""};
+  const absl::Time start = absl::Now();
+  auto [rc, out] = RunCommand(second, {}, absl::Seconds(30));
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("in use by another coordinator (pid ",
+                                          c.coordinator()->pid())));
+  EXPECT_THAT(out, HasSubstr(c.dir() + "/coord"));
+  EXPECT_EQ(HealthStatus(c.address()), 1) << "the first one keeps serving";
+
+  c.coordinator()->KillGroup();
+  c.coordinator()->Wait(absl::Seconds(10));
+  auto [p, port] = StartCoordinatorProcess(
+      c.dir(), {c.smoe(), "coordinator", "--data-dir", c.dir() + "/coord"}, {});
+  EXPECT_GT(port, 0) << ReadAll(c.dir() + "/coordinator.log");
+  p->Signal(SIGTERM);
+  EXPECT_EQ(p->Wait(absl::Seconds(20)), 0);
+}
+
 // Issue 16 item 5: a zero-length smoe.db (a lost or truncated store) is not
 // served as a new empty store; --init creates one explicitly.
 TEST(FaultsTest, EmptyDatabaseFileIsRefusedUnlessInit) {

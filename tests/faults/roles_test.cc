@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -74,6 +75,100 @@ grpc::Status CancelSweep(Cluster& c, const std::string& token,
   req.set_sweep_id(id);
   pb::CancelSweepResponse resp;
   return stub->CancelSweep(&ctx, req, &resp);
+}
+
+// Issue 36 item 4: any worker-role token could Register under another
+// worker's id and Complete its running attempt (a forged result was stored
+// and the trial marked succeeded). A worker id now belongs to the token it
+// registered with; another worker token acting for it is refused on every
+// call, and the attempt's real worker completes it.
+TEST(RolesTest, WorkerTokensActOnlyForTheirOwnWorker) {
+  Cluster c("workerbind", Plan(2, 10));
+  c.StartCoordinator();
+  const std::string ta = CreateToken(c, "worker", "worker-a");
+  const std::string tb = CreateToken(c, "worker", "worker-b");
+  ASSERT_FALSE(ta.empty());
+  ASSERT_FALSE(tb.empty());
+  auto stub = pb::WorkerGateway::NewStub(
+      grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  auto call = [&](const std::string& token, auto method, const auto& req,
+                  auto* resp) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + token);
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(20));
+    return ((*stub).*method)(&ctx, req, resp);
+  };
+  pb::RegisterRequest reg;
+  reg.set_worker_id("wa");
+  reg.set_hostname("host-a");
+  reg.set_slots(1);
+  reg.add_kinds("sraven");
+  pb::RegisterResponse reg_resp;
+  ASSERT_TRUE(
+      call(ta, &pb::WorkerGateway::Stub::Register, reg, &reg_resp).ok());
+  const std::string file = c.WriteFile(
+      "s.yaml",
+      "name: bind\nkind: sraven\ngrid:\n  M: [1]\nfixed: {steps: 10}\n");
+  auto [rc, out] = c.Smoe({"sweep", "submit", file});
+  ASSERT_EQ(rc, 0) << out;
+  pb::LeaseRequest lease;
+  lease.set_worker_id("wa");
+  lease.set_free_slots(1);
+  pb::LeaseResponse leased;
+  for (int i = 0; i < 50 && leased.leases_size() == 0; ++i) {
+    ASSERT_TRUE(call(ta, &pb::WorkerGateway::Stub::Lease, lease, &leased).ok());
+    if (leased.leases_size() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  ASSERT_EQ(leased.leases_size(), 1);
+  const pb::TrialLease& l = leased.leases(0);
+
+  // Token B: registering as wa, heartbeating, completing wa's attempt.
+  pb::RegisterResponse r2;
+  grpc::Status st = call(tb, &pb::WorkerGateway::Stub::Register, reg, &r2);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("belongs to another token"));
+  pb::HeartbeatRequest hb;
+  hb.set_worker_id("wa");
+  pb::HeartbeatResponse hb_resp;
+  EXPECT_EQ(
+      call(tb, &pb::WorkerGateway::Stub::Heartbeat, hb, &hb_resp).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  pb::CompleteRequest forged;
+  forged.set_worker_id("wa");
+  forged.set_trial_id(l.trial_id());
+  forged.set_attempt(l.attempt());
+  (*forged.mutable_results())["test_acc"] = 1.0;
+  pb::CompleteResponse done;
+  EXPECT_EQ(
+      call(tb, &pb::WorkerGateway::Stub::Complete, forged, &done).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  pb::FailRequest fail;
+  fail.set_worker_id("wa");
+  fail.set_trial_id(l.trial_id());
+  fail.set_attempt(l.attempt());
+  fail.set_reason(pb::FailRequest::REASON_ERROR);
+  pb::FailResponse failed;
+  EXPECT_EQ(
+      call(tb, &pb::WorkerGateway::Stub::Fail, fail, &failed).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  auto s = c.GetSweep("bind");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->trials(0).state(), pb::TRIAL_STATE_RUNNING);
+
+  // Token B keeps its own worker; token A completes its attempt.
+  pb::RegisterRequest reg_b = reg;
+  reg_b.set_worker_id("wb");
+  EXPECT_TRUE(call(tb, &pb::WorkerGateway::Stub::Register, reg_b, &r2).ok());
+  (*forged.mutable_results())["test_acc"] = 0.25;
+  EXPECT_TRUE(call(ta, &pb::WorkerGateway::Stub::Complete, forged, &done).ok());
+  s = c.GetSweep("bind");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->trials(0).state(), pb::TRIAL_STATE_SUCCEEDED);
+  EXPECT_EQ(s->trials(0).results().at("test_acc"), 0.25);
 }
 
 // A worker with a worker-role token runs a sweep to the end; that token

@@ -114,6 +114,63 @@ TEST(WorkerFaultsTest, HungTrainerIsKilledReportedHungAndRetried) {
   EXPECT_THAT(out2, HasSubstr("resources.progress_timeout_s"));
 }
 
+// Issue 36 item 1: one byte that is not UTF-8 in a trainer's output (a
+// Latin-1 message on stderr) made the coordinator refuse the attempt's
+// report (its log tail is a proto3 string: INTERNAL), the daemon retried it
+// forever in front of every other report, the lease expired and the next
+// worker wedged the same way. Now the bytes become U+FFFD where they enter:
+// every trial ends, on the first attempt, with its result or its failure.
+TEST(WorkerFaultsTest, NonUtf8TrainerOutputDoesNotWedgeTheWorker) {
+  Cluster c("utf8", "{}");
+  c.StartCoordinator();
+  const std::string bin = c.dir() + "/bin";
+  fs::create_directories(bin);
+  const std::string program = WriteText(
+      bin + "/latin1.sh",
+      "#!/bin/sh\n"
+      "printf 'caf\\351\\n' >&2\n"
+      "printf 'stdout caf\\351\\n'\n"
+      "if [ \"$SMOE_PARAM_X\" = 4 ]; then printf 'boom \\351\\n' >&2; "
+      "exit 3; fi\n"
+      "printf '{\"event\":\"result\",\"metrics\":{\"loss\":%s}}\\n' "
+      "\"$SMOE_PARAM_X\"\n");
+  fs::permissions(program, fs::perms::owner_all);
+  c.StartWorker(0, 1, "-", {"--kinds", "command", "--allow-command", bin});
+  const std::string file = c.WriteFile(
+      "s.yaml", absl::StrCat("name: latin1\nkind: command\ncommand:\n"
+                             "  program: ",
+                             program,
+                             "\nparams:\n  x: {type: int, default: 1}\n"
+                             "grid:\n  x: [1, 2, 3, 4]\nretries: 0\n"));
+  auto [rc, out] = c.Smoe({"sweep", "submit", file});
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(c.WaitFor("latin1", Done, absl::Seconds(60)))
+      << ReadText(c.dir() + "/worker-0/worker.log");
+  auto s = c.GetSweep("latin1");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->trials_size(), 4);
+  const std::string fixed = "caf\xEF\xBF\xBD";
+  for (const auto& t : s->trials()) {
+    const int x = nlohmann::json::parse(t.params_json())["x"];
+    EXPECT_EQ(t.attempt(), 1) << t.trial_id() << " was leased again";
+    auto m = c.Metrics(t.trial_id());
+    ASSERT_TRUE(m.ok()) << m.status();
+    ASSERT_EQ(m->attempts_size(), 1) << t.trial_id();
+    if (x == 4) {
+      EXPECT_EQ(t.state(), pb::TRIAL_STATE_FAILED);
+      EXPECT_THAT(m->attempts(0).message(), HasSubstr("boom \xEF\xBF\xBD"));
+    } else {
+      EXPECT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED) << t.last_error();
+      EXPECT_EQ(t.results().at("loss"), x);
+    }
+    auto [lrc, log] = c.Smoe({"logs", t.trial_id()});
+    EXPECT_EQ(lrc, 0) << log;
+    EXPECT_THAT(log, HasSubstr(fixed)) << t.trial_id();
+  }
+  EXPECT_THAT(ReadText(c.dir() + "/worker-0/worker.log"),
+              ::testing::Not(HasSubstr("retrying")));
+}
+
 // Items 8 and 9: TRIAL.json that is malformed, nested 100k deep, or holds a
 // value the parameter table refuses makes smoe-trainer exit 64 with a
 // message naming the problem, never die by a signal (SIGSEGV on the deep

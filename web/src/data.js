@@ -12,6 +12,19 @@ export const METRIC_NAMES = {
 };
 export const metricName = (m) => METRIC_NAMES[m] || m;
 
+// The trial page's charts: which metric goes on which chart. Each chart has
+// its own y axis, so a learning rate (~1e-3) never shares one with step-sized
+// counters, where it read as a flat zero (issue 31 item 1).
+export function trialMetricGroups(names) {
+  const isLr = (n) => /(^|\/)lr$/.test(n);
+  return {
+    loss: names.filter((n) => /loss/.test(n)),
+    lr: names.filter(isLr),
+    eval: names.filter((n) => /^eval\//.test(n)),
+    other: names.filter((n) => !/loss|^eval\/|^router\/|^sys\//.test(n) && !isLr(n)),
+  };
+}
+
 export function fmt(v, d = 4) {
   if (v === null || v === undefined) return '';
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(d);

@@ -15,7 +15,7 @@ import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
 import {
   alignSeries, brushTerms, defaultView, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe,
   metricName, numericXs, optimalUncertainty, plottableMetrics, pointSeries, seriesFromCurves, sharedRange,
-  skillMixSeries, tableQuery, theoryAccuracy, toCsv,
+  skillMixSeries, tableQuery, theoryAccuracy, toCsv, trialMetricGroups,
 } from './data.js';
 
 const app = document.getElementById('app');
@@ -847,12 +847,15 @@ async function renderTrial(trialId) {
       series: present.map((n, i) => ({ label: n.replace(/^router\/layer\d+\//, ''), color: PALETTE[i % PALETTE.length], values: values[i] })),
     }, note).u);
   };
-  draw('trial-loss', 'Training loss', names.filter((n) => /loss/.test(n)), 'loss');
+  const groups = trialMetricGroups(names);
+  draw('trial-loss', 'Training loss', groups.loss, 'loss');
+  draw('trial-lr', 'Learning rate', groups.lr, 'learning rate',
+    'warmup, then cosine decay to 0.1 lr (docs/sraven.md)');
   // Adaptive sweeps: the rung steps (dashed) and this trial's decisions there
   // (red: pruned, green: promoted).
   const rungs = rungLines(search);
   const decided = trialDecisionPoints(search, trialId);
-  draw('trial-acc', 'Accuracy', names.filter((n) => /^eval\//.test(n)), 'accuracy',
+  draw('trial-acc', 'Accuracy', groups.eval, 'accuracy',
     rungs.length || decided.length ? `dashed: ASHA rungs; dots: this trial's decisions (red prune, green promote) on ${search.metric}` : undefined,
     { vlines: rungs, overlay: decided });
   const layers = [...new Set(names.map((n) => n.match(/^router\/layer(\d+)\//)?.[1]).filter(Boolean))].sort((a, b) => a - b);
@@ -870,8 +873,7 @@ async function renderTrial(trialId) {
   draw('trial-sys-cpu', 'CPU and GPU utilisation', ['sys/cpu_percent', 'sys/gpu_util_percent'],
     '% (100 = one core)', gpuNote);
   draw('trial-sys-mem', 'Memory', ['sys/rss_mb', 'sys/gpu_mem_mb'], 'MB', gpuNote);
-  const rest = names.filter((n) => !/loss|^eval\/|^router\/|^sys\//.test(n));
-  if (rest.length) draw('trial-other', 'Other metrics', rest, 'value');
+  if (groups.other.length) draw('trial-other', 'Other metrics', groups.other, 'value');
   if (!names.length) box.appendChild(h('p', { class: 'muted empty' }, 'No metrics reported yet.'));
   window.__smoe.ready = true;
   cleanup.push(() => charts.forEach((u) => u.destroy()));

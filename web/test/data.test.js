@@ -6,6 +6,7 @@ import {
   alignSeries, csvEscape, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
   optimalUncertainty, seriesFromCurves, skillMixBest, skillMixSeries, sweepDeletion, theoryAccuracy, toCsv,
   xScaleOptions,
+  trialMetricGroups,
 } from '../src/data.js';
 
 // The curves JSON shape served by /api/sweeps/{id}/curves.
@@ -271,4 +272,16 @@ test('xScaleOptions: never a time scale; log2 and ranges kept', () => {
   assert.deepEqual(xScaleOptions(true), { time: false, distr: 3, log: 2 });
   assert.deepEqual(xScaleOptions(false), { time: false });
   assert.deepEqual(xScaleOptions(true, [0.5, 16]), { time: false, distr: 3, log: 2, range: [0.5, 16] });
+});
+
+// Issue 31 item 1: train/lr has a chart (and so a y axis) of its own; it used
+// to share "Other metrics" with step-sized counters and read as a flat zero.
+test('trialMetricGroups gives the learning rate its own chart', () => {
+  const g = trialMetricGroups(['train/loss', 'train/lr', 'eval/ood_acc', 'train/tokens', 'sys/rss_mb',
+    'router/layer0/entropy', 'checkpoint/uploaded']);
+  assert.deepEqual(g.lr, ['train/lr']);
+  assert.deepEqual(g.loss, ['train/loss']);
+  assert.deepEqual(g.eval, ['eval/ood_acc']);
+  assert.deepEqual(g.other, ['train/tokens', 'checkpoint/uploaded']);
+  assert.ok(!g.other.includes('train/lr'));
 });

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/logging.h"
+#include "common/utf8.h"
 
 namespace smoe::worker {
 
@@ -108,9 +109,13 @@ void AttemptLog::Rotate() {
 }
 
 void AttemptLog::Append(absl::string_view raw) {
-  std::string line(raw.substr(0, kMaxLineBytes));
-  if (raw.size() > kMaxLineBytes) {
-    absl::StrAppend(&line, " [... ", raw.size() - kMaxLineBytes, " bytes cut]");
+  // Cut on a character boundary; bytes that are not UTF-8 (a Latin-1
+  // message, a cut character) become U+FFFD here, where they enter: the log
+  // tail travels in proto3 strings and JSON (issue 36 item 1).
+  const size_t keep = Utf8CutBefore(raw, kMaxLineBytes);
+  std::string line = ToValidUtf8(raw.substr(0, keep));
+  if (raw.size() > keep) {
+    absl::StrAppend(&line, " [... ", raw.size() - keep, " bytes cut]");
   }
   if (redactor_ != nullptr) line = redactor_->Redact(std::move(line));
   line.push_back('\n');
@@ -129,7 +134,7 @@ void AttemptLog::Append(absl::string_view raw) {
   tail_ += line;
   if (tail_.size() > 2 * kTailBytes) {
     // Keep about kTailBytes, from a line start.
-    size_t cut = tail_.size() - kTailBytes;
+    size_t cut = Utf8CharStartAtOrAfter(tail_, tail_.size() - kTailBytes);
     const size_t nl = tail_.find('\n', cut);
     if (nl != std::string::npos && nl + 1 < tail_.size()) cut = nl + 1;
     tail_.erase(0, cut);
@@ -148,7 +153,8 @@ LogTailText AttemptLog::Tail(size_t max_bytes) const {
     out.text = tail_;  // starts at a line start
     return out;
   }
-  out.text = tail_.substr(tail_.size() - max_bytes);
+  out.text =
+      tail_.substr(Utf8CharStartAtOrAfter(tail_, tail_.size() - max_bytes));
   // Start after the first line break, unless that drops everything.
   const size_t nl = out.text.find('\n');
   if (nl != std::string::npos && nl + 1 < out.text.size()) {

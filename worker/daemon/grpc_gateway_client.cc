@@ -8,9 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/blob_file.h"
+#include "common/logging.h"
 #include "proto/auth.h"
 #include "proto/rpc_status.h"
 #include "proto/smoe.grpc.pb.h"
+#include "proto/utf8_fields.h"
 #include "worker/daemon/gateway_client.h"
 
 namespace smoe::worker {
@@ -186,7 +188,21 @@ class GrpcGatewayClient final : public GatewayClient {
     grpc::ClientContext ctx;
     proto::PrepareClientContext(&ctx, options_.token, options_.call_timeout);
     Resp resp;
-    grpc::Status s = (stub_.get()->*method)(&ctx, req, &resp);
+    // A string field that is not UTF-8 makes the coordinator refuse the
+    // whole call (INTERNAL) however often it is retried (issue 36 item 1):
+    // replace the bad bytes here, the last point before the wire.
+    grpc::Status s;
+    if (const std::string bad = proto::FirstInvalidUtf8Field(req);
+        !bad.empty()) {
+      Req fixed = req;
+      const int n = proto::MakeStringFieldsValidUtf8(&fixed);
+      SMOE_LOG(WARNING) << "replaced bytes that are not UTF-8 in " << n
+                        << " field(s) of a " << Req::descriptor()->name()
+                        << " (first: " << bad << ")";
+      s = (stub_.get()->*method)(&ctx, fixed, &resp);
+    } else {
+      s = (stub_.get()->*method)(&ctx, req, &resp);
+    }
     if (!s.ok()) return proto::FromGrpcStatus(s);
     return resp;
   }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "proto/utf8_fields.h"
 
 namespace smoe::worker {
 namespace {
@@ -48,7 +49,9 @@ std::string AddLine(const OutboxEntry& e) {
   return j.dump() + "\n";
 }
 
-// Parses an "add" record; false when malformed.
+// Parses an "add" record; false when malformed. Requests an older daemon
+// journaled with bytes that are not UTF-8 in a string field (which protobuf
+// refuses to parse) are read with those bytes replaced (issue 36 item 1).
 bool ParseAdd(const json& j, OutboxEntry* e) {
   if (!j.contains("id") || !j["id"].is_number_unsigned() ||
       !j.contains("type") || !j["type"].is_string() || !j.contains("data") ||
@@ -61,15 +64,15 @@ bool ParseAdd(const json& j, OutboxEntry* e) {
   const std::string type = j["type"].get<std::string>();
   if (type == "metrics") {
     e->type = OutboxEntry::Type::kMetrics;
-    return e->metrics.ParseFromString(bytes);
+    return proto::ParseReplacingInvalidUtf8(bytes, &e->metrics);
   }
   if (type == "complete") {
     e->type = OutboxEntry::Type::kComplete;
-    return e->complete.ParseFromString(bytes);
+    return proto::ParseReplacingInvalidUtf8(bytes, &e->complete);
   }
   if (type == "fail") {
     e->type = OutboxEntry::Type::kFail;
-    return e->fail.ParseFromString(bytes);
+    return proto::ParseReplacingInvalidUtf8(bytes, &e->fail);
   }
   return false;
 }
@@ -205,10 +208,39 @@ absl::Status Outbox::WriteLine(const std::string& line, bool sync) {
   return absl::OkStatus();
 }
 
+// Every string of a report is made UTF-8 before it is journaled: the
+// coordinator would refuse it on every retry, and the journal could not be
+// read back.
+namespace {
+void MakeValid(OutboxEntry* e) {
+  switch (e->type) {
+    case OutboxEntry::Type::kMetrics:
+      proto::MakeStringFieldsValidUtf8(&e->metrics);
+      break;
+    case OutboxEntry::Type::kComplete:
+      proto::MakeStringFieldsValidUtf8(&e->complete);
+      break;
+    case OutboxEntry::Type::kFail:
+      proto::MakeStringFieldsValidUtf8(&e->fail);
+      break;
+  }
+}
+}  // namespace
+
 absl::Status Outbox::Add(OutboxEntry entry) {
+  MakeValid(&entry);
   entry.id = next_id_++;
   SMOE_RETURN_IF_ERROR(WriteLine(AddLine(entry), /*sync=*/true));
   entries_.push_back(std::move(entry));
+  return absl::OkStatus();
+}
+
+absl::Status Outbox::ReplaceFront(OutboxEntry entry) {
+  MakeValid(&entry);
+  entry.id = entries_.front().id;
+  // The same id again: Open() keeps the last "add" of an id.
+  SMOE_RETURN_IF_ERROR(WriteLine(AddLine(entry), /*sync=*/true));
+  entries_.front() = std::move(entry);
   return absl::OkStatus();
 }
 

@@ -13,7 +13,10 @@
 //   {"op":"ack","id":7}
 // Adds are fsync'd before Add() returns; acks are not (a lost ack only causes a
 // harmless resend: metrics overwrite, a stale Complete/Fail is refused and
-// dropped). Lines that do not parse (a torn last write) are skipped. Open()
+// dropped). A later "add" with the same id replaces the entry (ReplaceFront).
+// Lines that do not parse (a torn last write) are skipped. String fields
+// are made valid UTF-8 when an entry is added and when an older journal is
+// read (proto/utf8_fields.h). Open()
 // compacts the file to the unacknowledged entries.
 #ifndef SMOE_WORKER_DAEMON_JOURNAL_H_
 #define SMOE_WORKER_DAEMON_JOURNAL_H_
@@ -58,6 +61,10 @@ class Outbox {
   absl::Status Add(OutboxEntry entry);
   // The oldest unacknowledged entry. REQUIRES: !empty().
   const OutboxEntry& front() const { return entries_.front(); }
+  // Replaces the oldest entry (same id, same place in the queue) durably:
+  // a report the coordinator refused, rewritten (worker_daemon.cc).
+  // REQUIRES: !empty().
+  absl::Status ReplaceFront(OutboxEntry entry);
   // Acknowledges (removes) the oldest entry. When the queue becomes empty the
   // file is truncated. REQUIRES: !empty().
   absl::Status PopFront();

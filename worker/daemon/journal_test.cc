@@ -6,6 +6,7 @@
 #include <atomic>
 #include <fstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/test_dir.h"
 #include "gtest/gtest.h"
@@ -86,6 +87,42 @@ TEST(OutboxTest, SkipsTornAndGarbageLines) {
   ASSERT_TRUE(box.ok()) << box.status();
   ASSERT_EQ((*box)->size(), 1u);
   EXPECT_DOUBLE_EQ((*box)->front().complete.results().at("acc"), 0.5);
+}
+
+// Issue 36 item 1: a report with bytes that are not UTF-8 in a string field
+// is journaled with them replaced, and one an older daemon journaled raw
+// (protobuf refuses to parse it: "skipping malformed entry", the result
+// lost) is read back with them replaced.
+TEST(OutboxTest, NonUtf8StringsAreReplacedNotLost) {
+  const std::string path = NewPath();
+  OutboxEntry e = Complete("a", 0.5);
+  e.complete.mutable_log()->set_text("caf\xE9\n");
+  {
+    std::ofstream out(path);
+    out << R"({"op":"add","id":4,"type":"complete","trial_id":"a",)"
+        << R"("attempt":1,"data":")"
+        << absl::Base64Escape(e.complete.SerializeAsString()) << "\"}\n";
+  }
+  {
+    auto box = Outbox::Open(path);
+    ASSERT_TRUE(box.ok()) << box.status();
+    ASSERT_EQ((*box)->size(), 1u);
+    EXPECT_EQ((*box)->front().complete.log().text(), "caf\xEF\xBF\xBD\n");
+    EXPECT_DOUBLE_EQ((*box)->front().complete.results().at("acc"), 0.5);
+    ASSERT_TRUE((*box)->Add(e).ok());
+    EXPECT_EQ((*box)->entries().back().complete.log().text(),
+              "caf\xEF\xBF\xBD\n");
+    // Replacing the front keeps its id and place, also after a restart.
+    OutboxEntry smaller = (*box)->front();
+    smaller.complete.clear_log();
+    ASSERT_TRUE((*box)->ReplaceFront(smaller).ok());
+  }
+  auto box = Outbox::Open(path);
+  ASSERT_TRUE(box.ok()) << box.status();
+  ASSERT_EQ((*box)->size(), 2u);
+  EXPECT_EQ((*box)->front().id, 4u);
+  EXPECT_FALSE((*box)->front().complete.has_log());
+  EXPECT_TRUE((*box)->entries().back().complete.has_log());
 }
 
 TEST(OutboxTest, UnwritableDirectoryIsAnError) {

@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "trials/events.h"
 #include "trials/json_limits.h"
 #include "worker/daemon/command_launch.h"
@@ -176,11 +177,14 @@ std::string FailMessage(const std::string& head,
   if (!stderr_tail.empty()) {
     absl::StrAppend(&msg, "\n", absl::StrJoin(stderr_tail, "\n"));
   }
+  // The trainer's stderr is bytes: what is not UTF-8 becomes U+FFFD (the
+  // message is a proto3 string; issue 36 item 1).
+  msg = ToValidUtf8(msg);
   if (msg.size() > kMaxFailMessage) {
     // Keep the end: the last lines usually say what went wrong.
-    msg =
-        absl::StrCat(head, "\n...",
-                     msg.substr(msg.size() - (kMaxFailMessage - head.size())));
+    msg = absl::StrCat(head, "\n...",
+                       msg.substr(Utf8CharStartAtOrAfter(
+                           msg, msg.size() - (kMaxFailMessage - head.size()))));
   }
   return msg;
 }
@@ -451,6 +455,7 @@ void WorkerDaemon::Heartbeat() {
     return;
   }
   OnRpcOk();
+  ++heartbeats_ok_;
   next_heartbeat_ = clock_->Now() + heartbeat_interval_;
   for (const v1::WorkerCommand& cmd : resp->commands()) {
     if (cmd.type() == v1::WorkerCommand::TYPE_SEND_LOG) {
@@ -532,6 +537,35 @@ absl::Status WorkerDaemon::DeliverOutbox() {
       delivered_id_.store(id);
       continue;
     }
+    // A report the coordinator refuses for what it holds is rewritten
+    // (RewriteRefused) rather than retried forever or dropped in silence:
+    // nothing else waits behind it, and its attempt ends with a reason.
+    const bool invalid = s.code() == absl::StatusCode::kInvalidArgument;
+    const bool refused = s.code() == absl::StatusCode::kInternal ||
+                         s.code() == absl::StatusCode::kUnknown ||
+                         s.code() == absl::StatusCode::kResourceExhausted;
+    if (refused) {
+      if (refused_entry_ != e.id) {
+        refused_entry_ = e.id;
+        refused_count_ = 0;
+        refused_heartbeats_ok_ = heartbeats_ok_;
+      }
+      ++refused_count_;
+    }
+    // Refused again and again while the coordinator answers heartbeats:
+    // the report itself is the problem.
+    const bool poisoned = refused && refused_count_ >= kMaxReportRefusals &&
+                          heartbeats_ok_ > refused_heartbeats_ok_;
+    if (invalid || poisoned) {
+      SMOE_ASSIGN_OR_RETURN(const bool rewritten, RewriteRefused(e, s));
+      refused_entry_ = 0;
+      if (rewritten) continue;  // send the rewritten report now
+      SMOE_LOG(WARNING) << what << " refused (" << s << "); dropping it";
+      const uint64_t id = e.id;
+      SMOE_RETURN_IF_ERROR(outbox_->PopFront());
+      delivered_id_.store(id);
+      continue;
+    }
     RpcOutcome outcome = OnRpcError(s, what);
     if (s.code() == absl::StatusCode::kNotFound) {
       // A second NotFound for the same report after re-registering: the
@@ -554,6 +588,60 @@ absl::Status WorkerDaemon::DeliverOutbox() {
     break;  // retry later, in order
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> WorkerDaemon::RewriteRefused(const OutboxEntry& e,
+                                                  const absl::Status& why) {
+  const std::string reason(absl::StrCat(absl::StatusCodeToString(why.code()),
+                                        ": ", why.message().substr(0, 512)));
+  OutboxEntry next;
+  next.type = e.type;
+  switch (e.type) {
+    case OutboxEntry::Type::kMetrics:
+      return false;  // the batch alone is lost
+    case OutboxEntry::Type::kComplete:
+      if (e.complete.has_log()) {
+        // First without the log tail, the largest free-form part.
+        next.complete = e.complete;
+        next.complete.clear_log();
+        SMOE_LOG(WARNING) << "complete for " << e.trial_id() << " attempt "
+                          << e.attempt() << " refused (" << reason
+                          << "); sending it again without its log tail";
+        break;
+      }
+      // The result itself is refused: the attempt fails, saying why.
+      next.type = OutboxEntry::Type::kFail;
+      next.fail.set_worker_id(e.complete.worker_id());
+      next.fail.set_trial_id(e.complete.trial_id());
+      next.fail.set_attempt(e.complete.attempt());
+      next.fail.set_reason(v1::FailRequest::REASON_ERROR);
+      next.fail.set_exit_code(0);
+      next.fail.set_message(absl::StrCat(
+          "the coordinator refused this attempt's result (", reason,
+          "); the trainer's result is in the attempt "
+          "log on worker ",
+          worker_id_));
+      SMOE_LOG(WARNING) << "complete for " << e.trial_id() << " attempt "
+                        << e.attempt() << " refused (" << reason
+                        << "); reporting the attempt failed instead";
+      break;
+    case OutboxEntry::Type::kFail:
+      if (!e.fail.has_log() && e.fail.message().size() <= 1024) return false;
+      next.fail = e.fail;
+      next.fail.clear_log();
+      if (next.fail.message().size() > 1024) {
+        next.fail.set_message(
+            absl::StrCat(next.fail.message().substr(
+                             0, Utf8CutBefore(next.fail.message(), 1000)),
+                         " [cut]"));
+      }
+      SMOE_LOG(WARNING) << "fail for " << e.trial_id() << " attempt "
+                        << e.attempt() << " refused (" << reason
+                        << "); sending it again without its log tail";
+      break;
+  }
+  SMOE_RETURN_IF_ERROR(outbox_->ReplaceFront(std::move(next)));
+  return true;
 }
 
 // ---- trials ---------------------------------------------------------------

@@ -30,8 +30,13 @@
 //   4. heartbeats when due (interval from Register, default 5 s) and obeys the
 //      reply: CANCEL -> SIGTERM, SIGKILL after cancel_grace; drain -> Drain;
 //   5. delivers the outbox (journal.h) in order until acknowledged; a
-//      FAILED_PRECONDITION or INVALID_ARGUMENT reply counts as acknowledged
-//      (the attempt is stale; dropped with a warning);
+//      FAILED_PRECONDITION reply counts as acknowledged (the attempt is
+//      stale; dropped with a warning). A report refused for its content
+//      (INVALID_ARGUMENT at once; INTERNAL, UNKNOWN or RESOURCE_EXHAUSTED 3
+//      times in a row while heartbeats succeed) is sent again without its
+//      log tail, and a Complete whose result is refused becomes
+//      Fail(ERROR) naming the refusal: no report blocks the ones behind it
+//      for longer than a few backoffs (issue 36 item 1);
 //   6. leases up to the free slots/GPUs when not draining; a lease for a
 //      trial whose earlier attempt is still stopping here (cancel grace) is
 //      handed back at once as Fail(PREEMPTED).
@@ -264,6 +269,13 @@ class WorkerDaemon {
   absl::Status FinishTrial(Trial* t);
   absl::Status FlushMetrics(Trial* t);
   absl::Status DeliverOutbox();
+  // The front report `e` was refused for its content (`why`): replaces it
+  // with a smaller one (a Complete or Fail without its log tail; a Complete
+  // whose result is refused becomes Fail(ERROR) naming the refusal) and
+  // returns true, or returns false when nothing smaller is left to send
+  // (the caller drops it).
+  absl::StatusOr<bool> RewriteRefused(const OutboxEntry& e,
+                                      const absl::Status& why);
   // Classifies a failed call: backs off for transient errors, schedules a
   // re-registration on NotFound. `what` names the call in logs.
   RpcOutcome OnRpcError(const absl::Status& status, absl::string_view what);
@@ -296,8 +308,15 @@ class WorkerDaemon {
   absl::Time next_rpc_ = absl::InfinitePast();  // backoff gate
   absl::Duration backoff_ = absl::ZeroDuration();
   absl::Time drain_flush_deadline_ = absl::InfiniteFuture();
-  uint64_t not_found_entry_ = 0;         // outbox id that got NOT_FOUND once
-  std::map<std::string, Trial> trials_;  // key: trial_id
+  uint64_t not_found_entry_ = 0;  // outbox id that got NOT_FOUND once
+  // A report refused (INTERNAL, UNKNOWN, RESOURCE_EXHAUSTED) this many times
+  // in a row, while heartbeats succeed, is rewritten (RewriteRefused).
+  static constexpr int kMaxReportRefusals = 3;
+  uint64_t refused_entry_ = 0;  // outbox id refused last
+  int refused_count_ = 0;
+  uint64_t refused_heartbeats_ok_ = 0;  // heartbeats_ok_ at its first refusal
+  uint64_t heartbeats_ok_ = 0;
+  std::map<std::string, Trial> trials_;         // key: trial_id
   std::map<std::string, Restoring> restoring_;  // key: trial_id
   std::map<int, bool> gpu_busy_;                // gpu index -> allocated
   // Outbox id acknowledged last (entries are delivered in order).

@@ -602,6 +602,90 @@ TEST_F(WorkerDaemonTest, StaleAttemptReplyCountsAsAcknowledged) {
   EXPECT_EQ(gateway_.complete_errors.size(), 0u);
 }
 
+// Issue 36 item 1: bytes that are not UTF-8 in a trainer's output (a
+// Latin-1 message on stderr) reach the coordinator as U+FFFD, in the log
+// file, the log tail, the failure message and the journal.
+TEST_F(WorkerDaemonTest, NonUtf8TrainerOutputIsReplacedWhereItEnters) {
+  options_.system_metrics = false;
+  MakeDaemon();
+  auto p = StartOne("sw1/t1");
+  p->stderr_lines.push_back("caf\xE9");
+  p->Emit("cut \xE2\x82");
+  p->stderr_tail = {"caf\xE9"};
+  p->Exit(1);
+  Step();
+  const std::string fixed = "caf\xEF\xBF\xBD";
+  // stdout's lines are read before stderr's within one step.
+  const std::string log = "cut \xEF\xBF\xBD\xEF\xBF\xBD\n" + fixed + "\n";
+  EXPECT_EQ(ReadFile(daemon_->TrialDir("sw1/t1") + "/logs/attempt-1.log"), log);
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].log().text(), log);
+  EXPECT_THAT(gateway_.fails[0].message(), HasSubstr(fixed));
+  v1::FailRequest back;
+  EXPECT_TRUE(back.ParseFromString(gateway_.fails[0].SerializeAsString()))
+      << "the coordinator could not parse this report";
+}
+
+// Issue 36 item 1: a report the coordinator refuses for what it holds is
+// not retried forever, in order, in front of every other report: after 3
+// refusals while heartbeats succeed it goes again without its log tail,
+// and a result the coordinator refuses outright fails the attempt with the
+// reason. The reports behind it are delivered.
+TEST_F(WorkerDaemonTest, RefusedReportIsRewrittenNotRetriedForever) {
+  options_.system_metrics = false;
+  options_.slots = 2;
+  MakeDaemon();
+  auto p1 = StartOne("sw1/t1");
+  gateway_.AddLease("sw1/t2", 1);
+  for (int i = 0; i < 100 && launcher_.started.size() < 2; ++i) {
+    clock_.Advance(absl::Milliseconds(100));
+    Step();
+  }
+  ASSERT_EQ(launcher_.started.size(), 2u);
+  auto p2 = launcher_.started.back();
+  for (int i = 0; i < 20; ++i) {
+    gateway_.complete_errors.push_back(
+        absl::InternalError("Failed to parse request"));
+  }
+  p1->stderr_lines.push_back("log line");
+  p1->Emit(R"({"event":"result","metrics":{"test_acc":1}})");
+  p1->Exit(0);
+  p2->Emit(R"({"event":"result","metrics":{"test_acc":0.5}})");
+  p2->Exit(1);
+  for (int i = 0; i < 300 && gateway_.fails.empty(); ++i) {
+    clock_.Advance(absl::Milliseconds(100));
+    Step();
+  }
+  // The refused complete went again without its log, and was refused
+  // again (the fake refuses 20 times): after 3 more it became a Fail.
+  ASSERT_EQ(gateway_.fails.size(), 2u) << gateway_.complete_errors.size();
+  EXPECT_EQ(gateway_.fails[0].trial_id(), "sw1/t1");
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_ERROR);
+  EXPECT_THAT(gateway_.fails[0].message(),
+              HasSubstr("the coordinator refused this attempt's result"));
+  EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("INTERNAL"));
+  EXPECT_EQ(gateway_.fails[1].trial_id(), "sw1/t2");
+  EXPECT_EQ(daemon_->pending_reports(), 0u);
+  EXPECT_LE(gateway_.calls_refused, 16) << "bounded, not forever";
+
+  gateway_.complete_errors.clear();
+  // INVALID_ARGUMENT: not retried; the log is dropped first, then the
+  // result becomes a failure.
+  clock_.Advance(absl::Seconds(2));
+  auto p3 = StartOne("sw1/t3");
+  ASSERT_EQ(launcher_.started.size(), 3u);
+  gateway_.complete_errors.push_back(
+      absl::InvalidArgumentError("duration_s: must be finite"));
+  p3->stderr_lines.push_back("x");
+  p3->Emit(R"({"event":"result","metrics":{"test_acc":1}})");
+  p3->Exit(0);
+  Step();
+  ASSERT_EQ(gateway_.completes.size(), 1u);
+  EXPECT_EQ(gateway_.completes[0].trial_id(), "sw1/t3");
+  EXPECT_FALSE(gateway_.completes[0].has_log());
+  EXPECT_EQ(daemon_->pending_reports(), 0u);
+}
+
 TEST_F(WorkerDaemonTest, DrainSignalsTrainersReportsPreemptedAndLeasesNothing) {
   options_.slots = 2;
   options_.grace = absl::Seconds(30);

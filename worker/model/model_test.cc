@@ -260,15 +260,20 @@ TEST(ModelTest, AttentionDropoutSharesOneMask) {
   c.attention_dropout = 0.5;
   Attention attn(c);
   attn->train();
-  // Identical sequences in a batch get identical outputs iff the mask is
-  // shared over the batch.
+  // Identical sequences in a batch get the same outputs iff the mask is
+  // shared over the batch. The same up to rounding, not bit for bit: BLAS
+  // kernels may round rows of one batched product differently (OpenBLAS's
+  // Prescott and Haswell kernels do; issue 31 item 2). A mask that differs
+  // between rows changes them by O(1), far beyond the tolerance.
   torch::Tensor x = torch::randn({1, 9, 16}).repeat({3, 1, 1});
   torch::NoGradGuard ng;
   torch::Tensor y = attn->forward(x);
-  EXPECT_TRUE(torch::equal(y[0], y[1]));
-  EXPECT_TRUE(torch::equal(y[0], y[2]));
+  EXPECT_TRUE(torch::allclose(y[0], y[1], 1e-5, 1e-6))
+      << (y[0] - y[1]).abs().max().item<float>();
+  EXPECT_TRUE(torch::allclose(y[0], y[2], 1e-5, 1e-6))
+      << (y[0] - y[2]).abs().max().item<float>();
   attn->eval();
-  EXPECT_FALSE(torch::allclose(attn->forward(x)[0], y[0]));
+  EXPECT_FALSE(torch::allclose(attn->forward(x)[0], y[0], 1e-3, 1e-3));
 }
 
 double FiniteDifferenceCheck(SmoeTransformer& model, const torch::Tensor& x,

@@ -709,7 +709,7 @@ TrainConfig DoctorTrainConfig(int steps, const std::string& device, bool bf16) {
   c.steps = steps;
   c.batch_size = 16;
   c.lr = 1e-3;
-  c.warmup = 3;
+  c.warmup = std::min(3, std::max(0, steps - 1));  // < steps (validated)
   c.eval_every = steps;
   c.num_eval = 32;
   c.checkpoint_every = steps;

@@ -80,11 +80,14 @@ absl::StatusOr<TrialSpec> ParseTrialJson(absl::string_view text) {
   spec.kind = e.kind;
   spec.config.seed = e.seed;
   const json* params = &e.params;
+  bool warmup_given = false;
   if (params != nullptr) {
     for (auto it = params->begin(); it != params->end(); ++it) {
       SMOE_RETURN_IF_ERROR(ApplyParam(it.key(), it.value(), &spec.config));
+      warmup_given = warmup_given || it.key() == "warmup";
     }
   }
+  if (!warmup_given) spec.config.warmup = DefaultWarmup(spec.config.steps);
   SMOE_RETURN_IF_ERROR(ValidateTrainConfig(spec.config));
   return spec;
 }
@@ -116,6 +119,12 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
         "steps, batch_size, eval_every, num_eval, checkpoint_every, log_every "
         "must be >= 1 and warmup >= 0");
   }
+  if (c.warmup >= c.steps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "warmup=", c.warmup, ": must be smaller than steps=", c.steps,
+        " (the rate would never reach lr; leave warmup out for a tenth of "
+        "the run, at most 1000)"));
+  }
   if (c.eval_rungs_from < 0 || c.eval_rungs_eta < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("eval_rungs_from=", c.eval_rungs_from,
@@ -137,13 +146,20 @@ bool EvalDue(const TrainConfig& c, int64_t step) {
   return false;
 }
 
+int64_t DefaultWarmup(int64_t steps) {
+  return std::min<int64_t>(1000, std::max<int64_t>(steps, 0) / 10);
+}
+
 double LearningRate(const TrainConfig& c, int64_t step) {
   const int64_t w = c.warmup;
   if (step < w) {
     return c.lr * static_cast<double>(step) / static_cast<double>(w);
   }
-  const int64_t decay = c.steps - 2 * w;
-  if (decay <= 0) return 0.1 * c.lr;
+  // The reference's constant 0.1 lr tail of W steps; a run too short for it
+  // decays to the end instead.
+  int64_t decay = c.steps - 2 * w;
+  if (decay <= 0) decay = c.steps - w;
+  if (decay <= 0) return 0.1 * c.lr;  // W >= S: refused by validation
   const double t = static_cast<double>(std::min(step - w, decay)) /
                    static_cast<double>(decay);
   return c.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * t)));

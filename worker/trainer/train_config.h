@@ -77,9 +77,19 @@ absl::Status ValidateTrainConfig(const TrainConfig& config);
 //   step < W:        lr * step / W   (the first update has lr 0)
 //   W <= step:       lr * (0.1 + 0.9 * 0.5 * (1 + cos(pi * min(step - W,
 //                    S - 2W) / (S - 2W))))
-// so it reaches 0.1 lr at step S - W and stays. When S - 2W <= 0 the cosine
-// phase is empty and every step >= W gets 0.1 lr.
+// so it reaches 0.1 lr at step S - W and stays (the paper's settings: S =
+// 156250, W = 1000 or 3000). A run too short for that constant tail
+// (S <= 2W; optax refuses it) decays over the rest of the run instead:
+//   W <= step:       lr * (0.1 + 0.9 * 0.5 * (1 + cos(pi * min(step - W,
+//                    S - W) / (S - W))))
+// i.e. from lr at step W to 0.1 lr at step S, never straight down to 0.1 lr
+// (issue 31 item 1). ValidateTrainConfig refuses W >= S.
 double LearningRate(const TrainConfig& config, int64_t step);
+
+// The warmup a trial gets when it does not set one: 1000 (the paper's),
+// capped at a tenth of the run, so a short run peaks at lr and keeps a
+// cosine phase (`--steps 500` warms up for 50 steps, not 1000).
+int64_t DefaultWarmup(int64_t steps);
 
 // Whether the trainer evaluates after update `step`: step 1, every
 // eval_every, the last step, and the rung steps eval_rungs_from *

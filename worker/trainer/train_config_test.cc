@@ -1,8 +1,10 @@
 // Copyright 2026 SMoE Lab authors.
 #include "worker/trainer/train_config.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,8 @@
 
 namespace smoe::trainer {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(TrainConfigTest, ParsesProtocolExampleAndDefaults) {
   auto spec = ParseTrialJson(R"({
@@ -105,13 +109,66 @@ TEST(TrainConfigTest, LearningRateSchedule) {
   EXPECT_NEAR(LearningRate(c, 156250 - 1000), 1e-4, 1e-15);
   EXPECT_NEAR(LearningRate(c, 156250 - 1), 1e-4, 1e-15);
   EXPECT_GT(LearningRate(c, 2000), LearningRate(c, 3000));
-  c.steps = 100;  // S - 2W < 0: no cosine phase
-  EXPECT_DOUBLE_EQ(LearningRate(c, 50), 5e-5);
+  // Issue 31 item 1: a run too short for the reference's constant tail
+  // (S <= 2W) decays over the rest of the run; before, every step after
+  // warmup got 0.1 lr at once (and a 60-step run never passed 6e-5).
+  c.steps = 1500;
+  EXPECT_DOUBLE_EQ(LearningRate(c, 500), 5e-4);
+  EXPECT_DOUBLE_EQ(LearningRate(c, 1000), 1e-3);
+  EXPECT_NEAR(LearningRate(c, 1250), 1e-3 * (0.1 + 0.45), 1e-15);
+  EXPECT_NEAR(LearningRate(c, 1499), 1e-3 * 0.1, 1e-8);
+  EXPECT_GT(LearningRate(c, 1001), 0.99e-3);
+  c.steps = 2000;  // S == 2W: the same
+  EXPECT_NEAR(LearningRate(c, 1500), 1e-3 * (0.1 + 0.45), 1e-15);
+  c.steps = 2001;  // S > 2W: the reference (a one-step cosine, then 0.1 lr)
+  EXPECT_NEAR(LearningRate(c, 1001), 1e-4, 1e-15);
   c.warmup = 0;
   c.steps = 10;
   EXPECT_DOUBLE_EQ(LearningRate(c, 0), 1e-3);
   EXPECT_NEAR(LearningRate(c, 5), 1e-3 * (0.1 + 0.45), 1e-15);
   EXPECT_NEAR(LearningRate(c, 10), 1e-4, 1e-15);
+}
+
+// Issue 31 item 1: warmup >= steps is refused, naming both; a trial that
+// leaves warmup out gets min(1000, steps / 10), so `--steps 500` peaks at
+// lr at step 50 (it never got above 0.5 lr with warmup 1000).
+TEST(TrainConfigTest, WarmupMustEndBeforeTheRun) {
+  TrainConfig c;
+  c.steps = 500;
+  c.warmup = 1000;
+  absl::Status s = ValidateTrainConfig(c);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("warmup=1000"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("steps=500"));
+  c.warmup = 500;
+  EXPECT_FALSE(ValidateTrainConfig(c).ok());
+  c.warmup = 499;
+  EXPECT_TRUE(ValidateTrainConfig(c).ok());
+
+  EXPECT_EQ(DefaultWarmup(156250), 1000);  // the paper's runs: unchanged
+  EXPECT_EQ(DefaultWarmup(500), 50);
+  EXPECT_EQ(DefaultWarmup(5), 0);
+  auto spec = ParseTrialJson(
+      R"({"sweep_id":"s","trial_id":"s/t","attempt":1,"kind":"sraven",)"
+      R"("seed":0,"params":{"steps":500}})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->config.warmup, 50);
+  double peak = 0;
+  for (int64_t t = 0; t < 500; ++t) {
+    peak = std::max(peak, LearningRate(spec->config, t));
+  }
+  EXPECT_DOUBLE_EQ(peak, 1e-3);
+  auto given = ParseTrialJson(
+      R"({"sweep_id":"s","trial_id":"s/t","attempt":1,"kind":"sraven",)"
+      R"("seed":0,"params":{"steps":500,"warmup":500}})");
+  ASSERT_FALSE(given.ok());
+  EXPECT_THAT(std::string(given.status().message()),
+              HasSubstr("warmup=500: must be smaller than steps=500"));
+  auto paper = ParseTrialJson(
+      R"({"sweep_id":"s","trial_id":"s/t","attempt":1,"kind":"sraven",)"
+      R"("seed":0,"params":{}})");
+  ASSERT_TRUE(paper.ok()) << paper.status();
+  EXPECT_EQ(paper->config.warmup, 1000);
 }
 
 TEST(TrainConfigTest, EvaluatesAtRungStepsWhenAsked) {

@@ -263,6 +263,7 @@ TEST(TrainerTest, CudaWithoutAGpuIsFailedPrecondition) {
   TrainConfig c = TinyConfig();
   c.device = "cuda";
   c.steps = 1;
+  c.warmup = 0;  // warmup must be smaller than steps
   RunOptions o;
   o.workdir = TempDir("nocuda");
   auto r = RunTraining(c, o);
