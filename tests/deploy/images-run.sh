@@ -27,6 +27,13 @@ case "$mode" in
     # the test's own build has CUDA; deploy/images/build.sh refuses those).
     bdir=${SMOE_IMAGES_PREBUILT:-${2:?build directory}}
     command -v debootstrap >/dev/null || unavailable "debootstrap not found (scripts/install-deps --only deploy)"
+    # A CUDA build here (its binaries load libcudart from /usr/local) cannot
+    # go into these Debian images; outside CI that is a reason to skip.
+    if [[ -z "${SMOE_IMAGES_PREBUILT:-}" ]] &&
+       ldd "$bdir/bin/smoe-trainer" 2>/dev/null | awk '$3 ~ /^\/(usr\/local|opt)\//' | grep -q .; then
+      unavailable "$bdir is a CUDA build (its smoe-trainer loads libraries outside Debian's packages);" \
+        "set SMOE_IMAGES_PREBUILT to a CPU-only build: cmake --preset default -B build-cpu -DSMOE_WITH_CUDA=OFF"
+    fi
     t0=$SECONDS
     "$root/deploy/images/build.sh" --prebuilt "$bdir" --tag dev
     log "deploy_images_build: PASS in $((SECONDS - t0)) s"
@@ -34,7 +41,7 @@ case "$mode" in
   run)
     for i in "${images[@]}"; do
       img=localhost/smoe-$i:dev
-      smoe_podman image exists "$img" || fail "$img missing: deploy_images_build builds it"
+      smoe_podman image exists "$img" || unavailable "$img missing: deploy_images_build builds it (see its output)"
       user=$(smoe_podman image inspect --format '{{.Config.User}}' "$img")
       [[ "$user" == 10001:10001 ]] || fail "$img: USER '$user', expected 10001:10001"
       # The entrypoint's --help, as the image runs it: uid 10001, read-only
