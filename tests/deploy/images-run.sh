@@ -28,17 +28,14 @@ case "$mode" in
     bdir=${SMOE_IMAGES_PREBUILT:-${2:?build directory}}
     command -v debootstrap >/dev/null || unavailable "debootstrap not found (scripts/install-deps --only deploy)"
     # A CUDA build here (its binaries load libcudart from /usr/local) cannot
-    # go into these Debian images; outside CI that is a reason to skip.
-    if [[ -z "${SMOE_IMAGES_PREBUILT:-}" ]] &&
-       ldd "$bdir/bin/smoe-trainer" 2>/dev/null | awk '$3 ~ /^\/(usr\/local|opt)\//' | grep -q .; then
-      unavailable "$bdir is a CUDA build (its smoe-trainer loads libraries outside Debian's packages);" \
-        "set SMOE_IMAGES_PREBUILT to a CPU-only build: cmake --preset default -B build-cpu -DSMOE_WITH_CUDA=OFF"
-    fi
+    # go into these Debian images (lib.sh skip_for_cuda_build).
+    SMOE_BUILD_DIR=${SMOE_BUILD_DIR:-$bdir} skip_for_cuda_build
     t0=$SECONDS
     "$root/deploy/images/build.sh" --prebuilt "$bdir" --tag dev
     log "deploy_images_build: PASS in $((SECONDS - t0)) s"
     ;;
   run)
+    skip_for_cuda_build
     for i in "${images[@]}"; do
       img=localhost/smoe-$i:dev
       smoe_podman image exists "$img" || unavailable "$img missing: deploy_images_build builds it (see its output)"

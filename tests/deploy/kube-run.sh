@@ -27,6 +27,7 @@ need_root "$0" "$@"
 # shellcheck source=../../deploy/images/podman.sh
 . "$root/deploy/images/podman.sh"
 smoe_podman info >/dev/null 2>&1 || unavailable "podman does not start: $(smoe_podman info 2>&1 | tail -2)"
+skip_for_cuda_build
 for i in coordinator worker-cpu; do
   smoe_podman image exists "localhost/smoe-$i:dev" ||
     unavailable "localhost/smoe-$i:dev missing: deploy_images_build builds it (see its output)"
