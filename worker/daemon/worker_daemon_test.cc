@@ -316,9 +316,10 @@ TEST_F(WorkerDaemonTest, Exit64IsBadSpec) {
   EXPECT_THAT(gateway_.fails[0].message(), HasSubstr("unknown key 'foo'"));
 }
 
-// Issue 31 item 3: the first line of a failure says why, and a missing
-// input (exit 66) is permanent like a bad spec.
-TEST_F(WorkerDaemonTest, TheFirstLineOfAFailureNamesTheCause) {
+// Issue 31 item 3: the first line of a failure says why (the last logged
+// error, else the last stderr line), and a missing input (exit 66) is
+// permanent like a bad spec.
+TEST_F(WorkerDaemonTest, TheFirstLineOfAFailureNamesTheLoggedError) {
   MakeDaemon();
   auto p = StartOne("sw1/t1");
   p->stderr_tail = {"I20261128 20:00:00.000000 trainer.cc:10] loading",
@@ -332,27 +333,33 @@ TEST_F(WorkerDaemonTest, TheFirstLineOfAFailureNamesTheCause) {
   const std::string& m = gateway_.fails[0].message();
   EXPECT_EQ(m.substr(0, m.find('\n')),
             "trainer failed: exit code 1: INTERNAL: out of memory in step 3");
+}
 
+TEST_F(WorkerDaemonTest, TheFirstLineOfAFailureNamesTheLastStderrLine) {
+  MakeDaemon();
   auto q = StartOne("sw1/t2");
   q->stderr_tail = {"Traceback (most recent call last):", "  File x.py",
                     "ValueError: lr must be positive", ""};
   q->Exit(2);
   Step();
-  ASSERT_EQ(gateway_.fails.size(), 2u);
-  const std::string& m2 = gateway_.fails[1].message();
-  EXPECT_EQ(m2.substr(0, m2.find('\n')),
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  const std::string& m = gateway_.fails[0].message();
+  EXPECT_EQ(m.substr(0, m.find('\n')),
             "trainer failed: exit code 2: ValueError: lr must be positive");
+}
 
+TEST_F(WorkerDaemonTest, Exit66IsAPermanentMissingInput) {
+  MakeDaemon();
   auto r = StartOne("sw1/t3");
   r->stderr_tail = {
       "E20261128 20:00:01.000000 trainer_cli.cc:106] NOT_FOUND: "
       "/nonexistent/model/config.json"};
   r->Exit(66);
   Step();
-  ASSERT_EQ(gateway_.fails.size(), 3u);
-  EXPECT_EQ(gateway_.fails[2].reason(), v1::FailRequest::REASON_BAD_SPEC);
-  const std::string& m3 = gateway_.fails[2].message();
-  EXPECT_EQ(m3.substr(0, m3.find('\n')),
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_BAD_SPEC);
+  const std::string& m = gateway_.fails[0].message();
+  EXPECT_EQ(m.substr(0, m.find('\n')),
             "missing input (exit 66; not retried: permanent): NOT_FOUND: "
             "/nonexistent/model/config.json");
 }
