@@ -46,7 +46,7 @@ Int("steps", 156250, 1, 1000000000, "training steps (20M problems at batch 128)"
 Int("batch_size", 128, 1, 65536, "problems per step, over all ranks"),
 Number("lr", 1e-3, OpenClosed(0, 1), "peak AdamW learning rate"),
 Number("weight_decay", 0.1, Closed(0, 10), "decoupled AdamW weight decay"),
-Int("warmup", 1000, 0, 1000000000, "linear warmup steps, < steps (left out: min(1000, steps/10)); then cosine decay to 0.1 lr"),
+Int("warmup", 1000, 0, 999999999, "linear warmup steps, < steps (left out: min(1000, steps/10)); then cosine decay to 0.1 lr"),
 Int("eval_every", 10000, 1, 1000000000, "evaluate every this many steps (and at the end)"),
 Int("eval_rungs_from", 0, 0, 1000000000, "also evaluate at eval_rungs_from * eval_rungs_eta^i (ASHA rungs; set by the coordinator for asha sweeps); 0 = off"),
 Int("eval_rungs_eta", 3, 2, 1000, "the rungs' factor (ASHA's reduction)"),

@@ -118,13 +118,15 @@ json Base(const TrialKind& kind) {
 }
 
 // Base plus `name` = v, with the other params the rules between parameters
-// need for v (top_k <= num_experts, ep_size divides num_experts).
+// need for v (top_k <= num_experts, ep_size divides num_experts, warmup <
+// steps).
 json Point(const TrialKind& kind, const std::string& name, const json& v) {
   json p = Base(kind);
   if (kind.name == "sraven") {
     if (name == "top_k") p["num_experts"] = 256;
     if (name == "num_experts") p["top_k"] = 1;
     if (name == "ep_size") p["num_experts"] = 64;
+    if (name == "warmup") p["steps"] = 1000000000;  // warmup < steps
   }
   p[name] = v;
   return p;
