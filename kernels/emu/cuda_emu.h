@@ -21,10 +21,6 @@
 #ifndef SMOE_KERNELS_EMU_CUDA_EMU_H_
 #define SMOE_KERNELS_EMU_CUDA_EMU_H_
 
-#if defined(__CUDACC__)
-#error "kernels/emu/cuda_emu.h is for g++ builds of kernel sources"
-#endif
-
 #include <cuda_runtime_api.h>
 
 #include <climits>
