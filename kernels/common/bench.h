@@ -157,8 +157,8 @@ __global__ void FillUniformKernel(T* p, size_t n, unsigned long long seed,
 // waits for the fill.
 inline void FillUniformBf16(void* p, size_t n, unsigned seed, float lo = -1.0f,
                             float hi = 1.0f) {
-  SMOE_LAUNCH(1024, 256, 0, 0, FillUniformKernel<__nv_bfloat16>)(
-      static_cast<__nv_bfloat16*>(p), n, seed, lo, hi);
+  SMOE_LAUNCH(FillUniformKernel<__nv_bfloat16>, 1024, 256, 0, 0,
+              static_cast<__nv_bfloat16*>(p), n, seed, lo, hi);
   SMOE_BENCH_CUDA(cudaGetLastError());
   SMOE_BENCH_CUDA(cudaDeviceSynchronize());
 }

@@ -17,15 +17,19 @@
 
 #include <cstdint>
 
+// A kernel name with a comma (a template-id) is wrapped in SMOE_KERNEL(...).
+#define SMOE_KERNEL(...) __VA_ARGS__
 #if defined(SMOE_CUDA_EMU)
 #include "kernels/emu/cuda_emu.h"
-#define SMOE_LAUNCH(grid, block, smem, stream, ...) \
-  SMOE_EMU_LAUNCH(grid, block, smem, stream, __VA_ARGS__)
+#define SMOE_LAUNCH(kernel, grid, block, smem, stream, ...)                    \
+  ::smoe::emu::internal::MakeLauncher(#kernel, __PRETTY_FUNCTION__,            \
+                                      {__FILE__, __LINE__}, grid, block, smem, \
+                                      stream, &kernel)(__VA_ARGS__)
 #define SMOE_SHARED(type, name, dims) SMOE_EMU_SHARED(type, name, dims)
 #define SMOE_DYNAMIC_SHARED(type, name) SMOE_EMU_DYNAMIC_SHARED(type, name)
 #else
-#define SMOE_LAUNCH(grid, block, smem, stream, ...) \
-  __VA_ARGS__<<<grid, block, smem, stream>>>
+#define SMOE_LAUNCH(kernel, grid, block, smem, stream, ...) \
+  kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
 #define SMOE_SHARED(type, name, dims) __shared__ type name dims
 #define SMOE_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif

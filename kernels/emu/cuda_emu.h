@@ -21,10 +21,6 @@
 #ifndef SMOE_KERNELS_EMU_CUDA_EMU_H_
 #define SMOE_KERNELS_EMU_CUDA_EMU_H_
 
-#if defined(__CUDACC__)
-#error "kernels/emu/cuda_emu.h is for g++ builds of kernel sources"
-#endif
-
 #include <cuda_runtime_api.h>
 
 #include <climits>
@@ -167,16 +163,16 @@ inline unsigned __ballot_sync(unsigned mask, int predicate,
                               const char* file = __builtin_FILE(),
                               int line = __builtin_LINE()) {
   using namespace ::smoe::emu::internal;  // NOLINT(build/namespaces)
-  return static_cast<unsigned>(Collective(Op::kBallot, mask, predicate != 0, 0,
-                                          32, {file, line}));
+  return static_cast<unsigned>(
+      Collective(Op::kBallot, mask, predicate != 0, 0, 32, {file, line}));
 }
 template <typename T>
 inline unsigned __match_any_sync(unsigned mask, T value,
                                  const char* file = __builtin_FILE(),
                                  int line = __builtin_LINE()) {
   using namespace ::smoe::emu::internal;  // NOLINT(build/namespaces)
-  return static_cast<unsigned>(Collective(Op::kMatchAny, mask, ToBits(value),
-                                          0, 32, {file, line}));
+  return static_cast<unsigned>(
+      Collective(Op::kMatchAny, mask, ToBits(value), 0, 32, {file, line}));
 }
 
 namespace smoe::emu::internal {
@@ -189,7 +185,7 @@ class Launcher {
  public:
   Launcher(const char* kernel, const char* where, Site site, dim3 grid,
            dim3 block, size_t smem, cudaStream_t stream, void (*fn)(P...))
-      : kernel_(kernel),
+      : kernel_(KernelName(kernel)),
         where_(where),
         site_(site),
         grid_(grid),
@@ -212,8 +208,8 @@ class Launcher {
     c.block = {block_.x, block_.y, block_.z};
     c.dynamic_smem = smem_;
     c.stream = stream_;
-    c.args = new Bound{fn_, std::tuple<std::decay_t<P>...>(
-                                std::forward<A>(args)...)};
+    c.args = new Bound{
+        fn_, std::tuple<std::decay_t<P>...>(std::forward<A>(args)...)};
     c.run = [](const void* a) {
       const Bound& b = *static_cast<const Bound*>(a);
       std::apply(b.fn, b.args);
@@ -242,18 +238,14 @@ Launcher<P...> MakeLauncher(const char* kernel, const char* where, Site site,
 }  // namespace smoe::emu::internal
 
 // The emulator's spellings of kernels/common/cuda_launch.cuh's portable
-// macros (never use these directly).
-#define SMOE_EMU_LAUNCH(grid, block, smem, stream, ...)                   \
-  ::smoe::emu::internal::MakeLauncher(#__VA_ARGS__, __PRETTY_FUNCTION__,  \
-                                      {__FILE__, __LINE__}, grid, block,  \
-                                      smem, stream, &__VA_ARGS__)
-#define SMOE_EMU_SHARED(type, name, dims)                                   \
-  static const char smoe_emu_shared_key_##name = 0;                         \
-  type(&name) dims = *static_cast<type(*) dims>(                            \
-      ::smoe::emu::internal::StaticShared(&smoe_emu_shared_key_##name,      \
-                                          sizeof(type dims),                \
-                                          alignof(type dims), #name,        \
-                                          {__FILE__, __LINE__}))
+// shared-memory macros (never use these directly; SMOE_LAUNCH expands to
+// MakeLauncher there).
+#define SMOE_EMU_SHARED(type, name, dims)                                     \
+  static const char smoe_emu_shared_key_##name = 0;                           \
+  type(&name) dims =                                                          \
+      *static_cast<type(*) dims>(::smoe::emu::internal::StaticShared(         \
+          &smoe_emu_shared_key_##name, sizeof(type dims), alignof(type dims), \
+          #name, {__FILE__, __LINE__}))
 #define SMOE_EMU_DYNAMIC_SHARED(type, name) \
   type* const name = static_cast<type*>(    \
       ::smoe::emu::internal::DynamicShared(#name, {__FILE__, __LINE__}))

@@ -19,7 +19,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -82,14 +84,14 @@ namespace {
 
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kGuardBytes = 4096;
-constexpr size_t kRedzone = 64;             // between shared variables
-constexpr size_t kStaticSharedMax = 48 * 1024;  // CUDA's static limit
+constexpr size_t kRedzone = 64;                  // between shared variables
+constexpr size_t kStaticSharedMax = 48 * 1024;   // CUDA's static limit
 constexpr size_t kDynamicSharedMax = 48 * 1024;  // without opt-in attribute
-constexpr unsigned char kSharedPoison = 0xCD;   // never-written shared bytes
-constexpr int kFailExitCode = 3;                // a check failed
+constexpr unsigned char kSharedPoison = 0xCD;    // never-written shared bytes
+constexpr int kFailExitCode = 3;                 // a check failed
 
-std::atomic<int64_t> g_launches{0}, g_blocks{0}, g_threads{0},
-    g_switches{0}, g_race_checks{0};
+std::atomic<int64_t> g_launches{0}, g_blocks{0}, g_threads{0}, g_switches{0},
+    g_race_checks{0};
 
 // ---- Schedules --------------------------------------------------------------
 
@@ -205,7 +207,7 @@ struct Launch {
   uint32_t block_linear = 0;
   std::vector<Thread> threads;
   std::vector<Warp> warps;
-  std::vector<uint32_t> join;  // scratch of Join
+  std::vector<uint32_t> join;      // scratch of Join
   std::vector<uint64_t> runnable;  // bitset
   int num_runnable = 0;
   int live = 0;
@@ -290,11 +292,10 @@ void Switch(Launch& L, Thread* from, Thread* to, bool exiting) {
   void* target = to != nullptr ? to->sp : L.sched_sp;
 #if defined(__SANITIZE_ADDRESS__)
   void** fake = from != nullptr ? &from->fake_stack : &L.sched_fake_stack;
-  __sanitizer_start_switch_fiber(exiting ? nullptr : fake,
-                                 to != nullptr ? to->stack.base
-                                               : L.sched_stack_bottom,
-                                 to != nullptr ? to->stack.size
-                                               : L.sched_stack_size);
+  __sanitizer_start_switch_fiber(
+      exiting ? nullptr : fake,
+      to != nullptr ? to->stack.base : L.sched_stack_bottom,
+      to != nullptr ? to->stack.size : L.sched_stack_size);
   smoe_emu_switch(save, target);
   __sanitizer_finish_switch_fiber(*fake, nullptr, nullptr);
 #else
@@ -346,7 +347,9 @@ std::string Str(Dim3 d) {
          std::to_string(d.z) + ")";
 }
 
-std::string Str(Site s) { return std::string(s.file) + ":" + std::to_string(s.line); }
+std::string Str(Site s) {
+  return std::string(s.file) + ":" + std::to_string(s.line);
+}
 
 const char* OpName(Op op) {
   switch (op) {
@@ -456,7 +459,8 @@ void Join(Launch& L, int base, uint32_t lanes) {
 }
 #endif
 
-// ---- Barriers -----------------------------------------------------------------
+// ---- Barriers
+// -----------------------------------------------------------------
 
 void MaybeReleaseBarrier(Launch& L) {
   if (L.at_barrier == 0 || L.at_barrier != L.live) return;
@@ -485,7 +489,8 @@ void MaybeReleaseBarrier(Launch& L) {
   L.at_barrier = 0;
 }
 
-// ---- Warp collectives --------------------------------------------------------
+// ---- Warp collectives
+// --------------------------------------------------------
 
 bool IsShuffle(Op op) {
   return op == Op::kShflIdx || op == Op::kShflUp || op == Op::kShflDown ||
@@ -496,9 +501,8 @@ bool IsShuffle(Op op) {
   Fail(L, "warp-collective misuse", t,
        "  lanes of one warp meet with different masks or collectives:\n"
        "  lane " +
-           std::to_string(t % 32) + " " + Waiting(L.threads[t]) +
-           "\n  lane " + std::to_string(other % 32) + " " +
-           Waiting(L.threads[other]));
+           std::to_string(t % 32) + " " + Waiting(L.threads[t]) + "\n  lane " +
+           std::to_string(other % 32) + " " + Waiting(L.threads[other]));
 }
 
 // Every lane of `mask` that has not exited waits at the same collective:
@@ -545,9 +549,9 @@ void Complete(Launch& L, int warp, unsigned mask) {
         r = x.value;
       } else if (j < 0 || j > 31 || !((members >> j) & 1u)) {
         Fail(L, "warp-collective misuse", base + i,
-             std::string("  ") + OpName(op) + " at " + Str(x.site) +
-                 ": lane " + std::to_string(i) + " reads source lane " +
-                 std::to_string(j) + ", outside the mask " + Hex(mask));
+             std::string("  ") + OpName(op) + " at " + Str(x.site) + ": lane " +
+                 std::to_string(i) + " reads source lane " + std::to_string(j) +
+                 ", outside the mask " + Hex(mask));
       } else {
         r = L.threads[base + j].value;
       }
@@ -605,8 +609,8 @@ void Arrive(Launch& L, int t) {
              ": the calling lane " + std::to_string(lane) +
              " is not in its mask " + Hex(m));
   }
-  if (IsShuffle(me.op) && (me.width < 1 || me.width > 32 ||
-                           (me.width & (me.width - 1)) != 0)) {
+  if (IsShuffle(me.op) &&
+      (me.width < 1 || me.width > 32 || (me.width & (me.width - 1)) != 0)) {
     Fail(L, "warp-collective misuse", t,
          std::string("  ") + OpName(me.op) + " at " + Str(me.site) +
              ": width " + std::to_string(me.width) +
@@ -614,16 +618,16 @@ void Arrive(Launch& L, int t) {
   }
   if (m & ~w.exists) {
     Fail(L, "warp-collective misuse", t,
-         std::string("  ") + OpName(me.op) + " at " + Str(me.site) +
-             ": mask " + Hex(m) + " names lane " +
+         std::string("  ") + OpName(me.op) + " at " + Str(me.site) + ": mask " +
+             Hex(m) + " names lane " +
              std::to_string(__builtin_ctz(m & ~w.exists)) +
-             ", which does not exist (block of " +
-             std::to_string(L.nthreads) + " threads)");
+             ", which does not exist (block of " + std::to_string(L.nthreads) +
+             " threads)");
   }
   if (me.op != Op::kSyncWarp && (m & w.exited)) {
     Fail(L, "warp-collective misuse", t,
-         std::string("  ") + OpName(me.op) + " at " + Str(me.site) +
-             ": mask " + Hex(m) + " names lane " +
+         std::string("  ") + OpName(me.op) + " at " + Str(me.site) + ": mask " +
+             Hex(m) + " names lane " +
              std::to_string(__builtin_ctz(m & w.exited)) +
              ", which has exited");
   }
@@ -655,9 +659,9 @@ void OnExit(Launch& L, int t) {
     if (!((o.mask >> lane) & 1u)) continue;
     if (o.op != Op::kSyncWarp) {
       Fail(L, "warp-collective misuse", base + l,
-           std::string("  ") + OpName(o.op) + " at " + Str(o.site) +
-               ": mask " + Hex(o.mask) + " names lane " +
-               std::to_string(lane) + ", which exited without joining");
+           std::string("  ") + OpName(o.op) + " at " + Str(o.site) + ": mask " +
+               Hex(o.mask) + " names lane " + std::to_string(lane) +
+               ", which exited without joining");
     }
     if (Ready(w, o.mask)) {
       Complete(L, warp, o.mask);
@@ -667,7 +671,8 @@ void OnExit(Launch& L, int t) {
   MaybeReleaseBarrier(L);
 }
 
-// ---- Shared memory ---------------------------------------------------------------
+// ---- Shared memory
+// ---------------------------------------------------------------
 
 // A fresh arena per block: the dynamic shared memory, then the static
 // variables as the block first touches them, each followed by a redzone.
@@ -676,8 +681,8 @@ void OnExit(Launch& L, int t) {
 void NewArena(Launch& L) {
   const size_t dyn = (L.c.dynamic_smem + 15) / 16 * 16;
   L.dynamic_bytes = L.c.dynamic_smem;
-  L.arena_bytes = (dyn + kRedzone + kStaticSharedMax + 64 * kRedzone + 63) /
-                  64 * 64;
+  L.arena_bytes =
+      (dyn + kRedzone + kStaticSharedMax + 64 * kRedzone + 63) / 64 * 64;
   L.arena = static_cast<char*>(std::aligned_alloc(64, L.arena_bytes));
   std::memset(L.arena, kSharedPoison, dyn + kRedzone);
 #if defined(__SANITIZE_ADDRESS__)
@@ -707,7 +712,8 @@ void FreeArena(Launch& L) {
   L.arena = nullptr;
 }
 
-// ---- Running a launch ---------------------------------------------------------
+// ---- Running a launch
+// ---------------------------------------------------------
 
 // Thread t has just waited or exited: handles it, then runs the next
 // runnable thread (possibly t itself, without a switch).
@@ -800,7 +806,8 @@ void RunLaunch(void* p) {
   std::vector<uint32_t> order(nblocks);
   for (uint64_t i = 0; i < nblocks; ++i) order[i] = static_cast<uint32_t>(i);
   if (L->sched.kind == Kind::kReverse) std::reverse(order.begin(), order.end());
-  if (L->sched.kind == Kind::kRandom) std::shuffle(order.begin(), order.end(), L->rng);
+  if (L->sched.kind == Kind::kRandom)
+    std::shuffle(order.begin(), order.end(), L->rng);
 #if defined(__SANITIZE_ADDRESS__)
   {
     pthread_attr_t attr;
@@ -907,8 +914,7 @@ void OnSanitizerDeath() {
                "smoe-emu: the error above is in kernel %s launched at %s, "
                "block %s thread %s, schedule %s\n",
                L->c.kernel, Str(L->c.site).c_str(), Str(L->block_idx).c_str(),
-               Str(L->threads[L->cur].idx).c_str(),
-               L->sched.spelling.c_str());
+               Str(L->threads[L->cur].idx).c_str(), L->sched.spelling.c_str());
 }
 #endif
 
@@ -928,7 +934,8 @@ void Enqueue(const LaunchConfig& c) {
   const uint64_t threads = uint64_t{c.block.x} * c.block.y * c.block.z;
   const uint64_t blocks = uint64_t{c.grid.x} * c.grid.y * c.grid.z;
   if (threads == 0 || threads > 1024 || blocks == 0 || c.grid.y > 65535 ||
-      c.grid.z > 65535 || c.block.z > 64 || c.dynamic_smem > kDynamicSharedMax) {
+      c.grid.z > 65535 || c.block.z > 64 ||
+      c.dynamic_smem > kDynamicSharedMax) {
     Fail(*L, "invalid launch configuration", -1,
          "  CUDA refuses this launch (threads per block in [1, 1024], a "
          "non-empty grid, <= 48 KiB dynamic shared memory)");
@@ -940,6 +947,17 @@ void Enqueue(const LaunchConfig& c) {
     std::abort();
   }
   L.release();
+}
+
+const char* KernelName(const char* spelled) {
+  constexpr char kWrap[] = "SMOE_KERNEL(";
+  if (std::strncmp(spelled, kWrap, sizeof(kWrap) - 1) != 0) return spelled;
+  static std::mutex mu;
+  static auto* names = new std::set<std::string>;
+  std::string name(spelled + sizeof(kWrap) - 1);
+  if (!name.empty() && name.back() == ')') name.pop_back();
+  std::lock_guard<std::mutex> l(mu);
+  return names->insert(name).first->c_str();
 }
 
 Dim3 ThreadIdx() { return Current().idx; }

@@ -49,8 +49,8 @@ struct Stats {
   int64_t launches = 0;
   int64_t blocks = 0;
   int64_t threads = 0;
-  int64_t switches = 0;       // fiber switches, both directions
-  int64_t race_checks = 0;    // instrumented memory accesses checked
+  int64_t switches = 0;     // fiber switches, both directions
+  int64_t race_checks = 0;  // instrumented memory accesses checked
 };
 Stats GetStats();
 
@@ -91,6 +91,10 @@ struct LaunchConfig {
   void (*run)(const void* args) = nullptr;
   void (*destroy)(const void* args) = nullptr;
 };
+
+// The kernel as spelled at a launch site, without a SMOE_KERNEL( ) wrapper;
+// the returned string lives as long as the process.
+const char* KernelName(const char* spelled);
 
 // Enqueues the launch on c.stream (cudaLaunchHostFunc). A launch that CUDA
 // would refuse (empty grid, more than 1024 threads per block, more than

@@ -5,6 +5,8 @@
 // exited threads, atomics, shared memory), and every check failing with its
 // name on a kernel that breaks its rule. Runs in both builds (race, asan)
 // under each schedule (label emu).
+#include "kernels/emu/emu.h"
+
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -14,7 +16,6 @@
 
 #include "gtest/gtest.h"
 #include "kernels/common/device_buffer.h"
-#include "kernels/emu/emu.h"
 #include "kernels/emu/emu_test_kernels.h"
 
 namespace smoe::emu::test {
@@ -52,8 +53,8 @@ TEST(EmuTest, ShufflesFollowCudaSourceLaneRules) {
         const std::vector<int> got = out.ToHost();
         for (int i = 0; i < 32; ++i) {
           ASSERT_EQ(got[i], Expected(op, i, arg, width))
-              << "op " << op << " width " << width << " arg " << arg
-              << " lane " << i;
+              << "op " << op << " width " << width << " arg " << arg << " lane "
+              << i;
         }
       }
     }
@@ -63,7 +64,8 @@ TEST(EmuTest, ShufflesFollowCudaSourceLaneRules) {
   DeviceBuffer<int> out(32);
   LaunchShuffle(out.get(), 3, 16, 16, 0xffffffffu);
   const std::vector<int> got = out.ToHost();
-  for (int i = 0; i < 32; ++i) EXPECT_EQ(got[i], i < 16 ? 100 + i : 100 + i - 16);
+  for (int i = 0; i < 32; ++i)
+    EXPECT_EQ(got[i], i < 16 ? 100 + i : 100 + i - 16);
 }
 
 TEST(EmuTest, PartialMaskShuffle) {

@@ -153,48 +153,46 @@ __global__ void SharedOutOfBoundsKernel(int* out) {
 }  // namespace
 
 void LaunchShuffle(int* out, int op, int arg, int width, unsigned mask) {
-  SMOE_LAUNCH(1, 32, 0, 0, ShuffleKernel)(out, op, arg, width, mask);
+  SMOE_LAUNCH(ShuffleKernel, 1, 32, 0, 0, out, op, arg, width, mask);
 }
 void LaunchVote(unsigned* ballot, unsigned* match) {
-  SMOE_LAUNCH(1, 32, 0, 0, VoteKernel)(ballot, match);
+  SMOE_LAUNCH(VoteKernel, 1, 32, 0, 0, ballot, match);
 }
 void LaunchBlockSum(const int* in, int* out, int blocks) {
-  SMOE_LAUNCH(blocks, 256, 0, 0, BlockSumKernel)(in, out);
+  SMOE_LAUNCH(BlockSumKernel, blocks, 256, 0, 0, in, out);
 }
-void LaunchHistogram(const int* in, int n, int bins, int* counts,
-                     float* total, int blocks) {
-  SMOE_LAUNCH(blocks, 96, sizeof(int) * bins, 0, HistogramKernel)(
-      in, n, bins, counts, total);
+void LaunchHistogram(const int* in, int n, int bins, int* counts, float* total,
+                     int blocks) {
+  SMOE_LAUNCH(HistogramKernel, blocks, 96, sizeof(int) * bins, 0, in, n, bins,
+              counts, total);
 }
 void LaunchExitEarly(int* out) {
-  SMOE_LAUNCH(1, 64, 0, 0, ExitEarlyKernel)(out);
+  SMOE_LAUNCH(ExitEarlyKernel, 1, 64, 0, 0, out);
 }
 void LaunchSyncwarpOrders(int* out) {
-  SMOE_LAUNCH(1, 32, 0, 0, SyncwarpOrdersKernel)(out);
+  SMOE_LAUNCH(SyncwarpOrdersKernel, 1, 32, 0, 0, out);
 }
 void LaunchDivergentBarrier() {
-  SMOE_LAUNCH(1, 32, 0, 0, DivergentBarrierKernel)();
+  SMOE_LAUNCH(DivergentBarrierKernel, 1, 32, 0, 0);
 }
-void LaunchDeadlock(int* out) {
-  SMOE_LAUNCH(1, 64, 0, 0, DeadlockKernel)(out);
-}
+void LaunchDeadlock(int* out) { SMOE_LAUNCH(DeadlockKernel, 1, 64, 0, 0, out); }
 void LaunchMaskMismatch(int* out) {
-  SMOE_LAUNCH(1, 32, 0, 0, MaskMismatchKernel)(out);
+  SMOE_LAUNCH(MaskMismatchKernel, 1, 32, 0, 0, out);
 }
 void LaunchShuffleOrdersNothing(int* out) {
-  SMOE_LAUNCH(1, 32, 0, 0, ShuffleOrdersNothingKernel)(out);
+  SMOE_LAUNCH(ShuffleOrdersNothingKernel, 1, 32, 0, 0, out);
 }
 void LaunchSharedRace(int* out) {
-  SMOE_LAUNCH(1, 64, 0, 0, SharedRaceKernel)(out);
+  SMOE_LAUNCH(SharedRaceKernel, 1, 64, 0, 0, out);
 }
 void LaunchGlobalRace(int* out) {
-  SMOE_LAUNCH(4, 32, 0, 0, GlobalRaceKernel)(out);
+  SMOE_LAUNCH(GlobalRaceKernel, 4, 32, 0, 0, out);
 }
 void LaunchUninitShared(int* out) {
-  SMOE_LAUNCH(1, 64, 0, 0, UninitSharedKernel)(out);
+  SMOE_LAUNCH(UninitSharedKernel, 1, 64, 0, 0, out);
 }
 void LaunchSharedOutOfBounds(int* out) {
-  SMOE_LAUNCH(1, 64, 0, 0, SharedOutOfBoundsKernel)(out);
+  SMOE_LAUNCH(SharedOutOfBoundsKernel, 1, 64, 0, 0, out);
 }
 
 }  // namespace smoe::emu::test

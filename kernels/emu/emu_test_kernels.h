@@ -14,8 +14,8 @@ namespace smoe::emu::test {
 void LaunchShuffle(int* out, int op, int arg, int width, unsigned mask);
 void LaunchVote(unsigned* ballot, unsigned* match);
 void LaunchBlockSum(const int* in, int* out, int blocks);
-void LaunchHistogram(const int* in, int n, int bins, int* counts,
-                     float* total, int blocks);
+void LaunchHistogram(const int* in, int n, int bins, int* counts, float* total,
+                     int blocks);
 void LaunchExitEarly(int* out);
 void LaunchSyncwarpOrders(int* out);
 // Broken on purpose: each must be reported.

@@ -47,7 +47,7 @@ constexpr uint8_t kAtomic = 2;
 struct Access {
   uint32_t who = 0;  // (block << 10 | thread) + 1; 0 = none
   uint32_t clock = 0;
-  uint32_t pc = 0;  // offset from g_pc_base
+  uint32_t pc = 0;    // offset from g_pc_base
   uint8_t bytes = 0;  // bit i: byte i of the granule
   uint8_t flags = 0;
   uint16_t pad = 0;
@@ -73,9 +73,9 @@ struct Shadow {
     if (it != regions.end()) {
       c = it->second;
     } else if (create) {
-      void* p = mmap(nullptr, kCellsPerRegion * sizeof(Cell),
-                     PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      void* p =
+          mmap(nullptr, kCellsPerRegion * sizeof(Cell), PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (p == MAP_FAILED) {
         std::fprintf(stderr, "smoe-emu: cannot map shadow memory\n");
         std::abort();
@@ -173,9 +173,10 @@ const char* KindName(uint8_t flags) {
                              bool shared) {
   char a[32];
   std::snprintf(a, sizeof(a), "0x%" PRIxPTR, addr);
-  std::string where = shared ? "shared memory " +
-                                   DescribeShared(L, reinterpret_cast<const char*>(addr))
-                             : std::string("global memory ") + a;
+  std::string where =
+      shared ? "shared memory " +
+                   DescribeShared(L, reinterpret_cast<const char*>(addr))
+             : std::string("global memory ") + a;
   const uint32_t pb = (prev.who - 1) >> 10;
   const int pt = static_cast<int>((prev.who - 1) & 1023);
   const bool same_block = pb == BlockLinear(L);
@@ -203,15 +204,15 @@ void Check(uintptr_t addr, size_t size, uint8_t flags, uintptr_t pc) {
   const uint32_t pc32 = PcOffset(pc);
   const auto [arena, arena_bytes] = Arena(L);
   const uintptr_t ab = reinterpret_cast<uintptr_t>(arena);
-  const bool shared = arena != nullptr && addr + size > ab &&
-                      addr < ab + arena_bytes;
+  const bool shared =
+      arena != nullptr && addr + size > ab && addr < ab + arena_bytes;
   if (shared) {
     const char* p = reinterpret_cast<const char*>(addr);
     if (!InSharedAlloc(L, p, size)) {
       Fail(L, "out-of-bounds shared memory", t,
-           std::string("  ") + KindName(flags) + " of " +
-               std::to_string(size) + " bytes at " + DescribeShared(L, p) +
-               "\n    at " + Symbolize(pc32));
+           std::string("  ") + KindName(flags) + " of " + std::to_string(size) +
+               " bytes at " + DescribeShared(L, p) + "\n    at " +
+               Symbolize(pc32));
     }
     std::vector<uint8_t>& init = SharedInit(L);
     const size_t off = addr - ab;
@@ -240,10 +241,12 @@ void Check(uintptr_t addr, size_t size, uint8_t flags, uintptr_t pc) {
   Shadow* s = ShadowOf(L);
   const uintptr_t end = addr + size;
   for (uintptr_t g = addr >> 3; g <= (end - 1) >> 3; ++g) {
-    const uintptr_t lo = std::max(addr, g << 3), hi = std::min(end, (g + 1) << 3);
-    const uint8_t bytes = static_cast<uint8_t>(
-        ((1u << (hi - lo)) - 1u) << (lo - (g << 3)));
-    Cell& c = s->RegionFor(g >> (kRegionBits - 3), true)[g & (kCellsPerRegion - 1)];
+    const uintptr_t lo = std::max(addr, g << 3),
+                    hi = std::min(end, (g + 1) << 3);
+    const uint8_t bytes =
+        static_cast<uint8_t>(((1u << (hi - lo)) - 1u) << (lo - (g << 3)));
+    Cell& c =
+        s->RegionFor(g >> (kRegionBits - 3), true)[g & (kCellsPerRegion - 1)];
     auto conflicts = [&](const Access& a) {
       return a.who != 0 && a.who != who && (a.bytes & bytes) &&
              ((a.flags | flags) & kWrite) &&
@@ -307,13 +310,11 @@ void __tsan_func_exit() {}
 void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
 
-#define SMOE_EMU_RW(n)                                    \
-  void __tsan_read##n(void* p) { Check(A(p), n, 0, SMOE_PC); } \
-  void __tsan_write##n(void* p) { Check(A(p), n, kWrite, SMOE_PC); } \
+#define SMOE_EMU_RW(n)                                                   \
+  void __tsan_read##n(void* p) { Check(A(p), n, 0, SMOE_PC); }           \
+  void __tsan_write##n(void* p) { Check(A(p), n, kWrite, SMOE_PC); }     \
   void __tsan_unaligned_read##n(void* p) { Check(A(p), n, 0, SMOE_PC); } \
-  void __tsan_unaligned_write##n(void* p) {               \
-    Check(A(p), n, kWrite, SMOE_PC);                      \
-  }
+  void __tsan_unaligned_write##n(void* p) { Check(A(p), n, kWrite, SMOE_PC); }
 SMOE_EMU_RW(1)
 SMOE_EMU_RW(2)
 SMOE_EMU_RW(4)
@@ -382,12 +383,14 @@ void __tsan_write_range(void* p, unsigned long n) {  // NOLINT(runtime/int)
     return c;                                                                 \
   }
 SMOE_EMU_ATOMICS(8, char)
-SMOE_EMU_ATOMICS(16, short)                   // NOLINT(runtime/int)
+SMOE_EMU_ATOMICS(16, short)  // NOLINT(runtime/int)
 SMOE_EMU_ATOMICS(32, int)
-SMOE_EMU_ATOMICS(64, long)                    // NOLINT(runtime/int)
+SMOE_EMU_ATOMICS(64, long)  // NOLINT(runtime/int)
 #undef SMOE_EMU_ATOMICS
 
-void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void __tsan_atomic_thread_fence(int) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 void __tsan_atomic_signal_fence(int) {}
 
 }  // extern "C"

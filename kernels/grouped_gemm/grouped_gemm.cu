@@ -157,8 +157,8 @@ GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
     const int count = std::min(kPointersPerLaunch, 3 * g - off);
     PointerBatch batch;
     std::copy(ptrs.begin() + off, ptrs.begin() + off + count, batch.p);
-    SMOE_LAUNCH(1, 128, 0, stream, StorePointersKernel)(batch, count,
-                                                        dev + off);
+    SMOE_LAUNCH(StorePointersKernel, 1, 128, 0, stream, batch, count,
+                dev + off);
     r.cuda = cudaPeekAtLastError();
     if (r.cuda != cudaSuccess) return r;
   }

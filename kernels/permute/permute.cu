@@ -256,9 +256,9 @@ struct CombineLauncher {
   static void Launch(dim3 grid, dim3 block, cudaStream_t stream,
                      const void* src, const float* w, int64_t n, int k,
                      int64_t hidden, const int32_t* dest, void* out) {
-    SMOE_LAUNCH(grid, block, 0, stream, CombineKernel<T, kVec>)(
-        static_cast<const T*>(src), w, n, k, hidden, dest,
-        static_cast<T*>(out));
+    SMOE_LAUNCH(SMOE_KERNEL(CombineKernel<T, kVec>), grid, block, 0, stream,
+                static_cast<const T*>(src), w, n, k, hidden, dest,
+                static_cast<T*>(out));
   }
 };
 
@@ -267,9 +267,9 @@ struct CombineBackwardLauncher {
   static void Launch(dim3 grid, dim3 block, cudaStream_t stream, const void* g,
                      const void* y, const float* w, int64_t n, int k,
                      int64_t hidden, const int32_t* dest, void* gy, float* gw) {
-    SMOE_LAUNCH(grid, block, 0, stream, CombineBackwardKernel<T, kVec>)(
-        static_cast<const T*>(g), static_cast<const T*>(y), w, n, k, hidden,
-        dest, static_cast<T*>(gy), gw);
+    SMOE_LAUNCH(SMOE_KERNEL(CombineBackwardKernel<T, kVec>), grid, block, 0,
+                stream, static_cast<const T*>(g), static_cast<const T*>(y), w,
+                n, k, hidden, dest, static_cast<T*>(gy), gw);
   }
 };
 
@@ -297,20 +297,18 @@ cudaError_t LaunchBuildPermutePlan(const int32_t* topk_idx, int64_t num_rows,
     const dim3 grid(
         static_cast<unsigned>((chunks + kPlanWarps - 1) / kPlanWarps));
     const size_t smem = sizeof(int32_t) * kPlanWarps * num_experts;
-    SMOE_LAUNCH(grid, kPlanWarps * kWarpSize, smem, stream,
-                ChunkHistogramKernel)(
-        topk_idx, num_rows, num_experts, chunks, chunk_counts,
-        num_tokens_per_expert);
+    SMOE_LAUNCH(ChunkHistogramKernel, grid, kPlanWarps * kWarpSize, smem,
+                stream, topk_idx, num_rows, num_experts, chunks, chunk_counts,
+                num_tokens_per_expert);
     SMOE_CUDA_RETURN_LAUNCH_ERROR();
-    SMOE_LAUNCH(num_experts, kScanThreads, 0, stream, RowExclusiveScanKernel)(
-        chunk_counts, chunks);
+    SMOE_LAUNCH(RowExclusiveScanKernel, num_experts, kScanThreads, 0, stream,
+                chunk_counts, chunks);
     SMOE_CUDA_RETURN_LAUNCH_ERROR();
     SMOE_CUDA_RETURN_IF_ERROR(LaunchExclusiveScan(
         num_tokens_per_expert, num_experts, expert_offsets, stream));
-    SMOE_LAUNCH(grid, kPlanWarps * kWarpSize, smem, stream,
-                StableScatterKernel)(
-        topk_idx, num_rows, num_experts, chunks, chunk_counts, expert_offsets,
-        sorted_idx, dest_idx);
+    SMOE_LAUNCH(StableScatterKernel, grid, kPlanWarps * kWarpSize, smem, stream,
+                topk_idx, num_rows, num_experts, chunks, chunk_counts,
+                expert_offsets, sorted_idx, dest_idx);
     return cudaPeekAtLastError();
   }
   return LaunchExclusiveScan(num_tokens_per_expert, num_experts, expert_offsets,
@@ -331,20 +329,20 @@ cudaError_t LaunchGatherRows(const void* src, void* dst, int64_t num_rows,
   switch (GatherRowsVectorBytes(row_bytes, reinterpret_cast<uintptr_t>(src),
                                 reinterpret_cast<uintptr_t>(dst))) {
     case 16:
-      SMOE_LAUNCH(grid, block, 0, stream, GatherRowsKernel<uint4>)(
-          s, d, num_rows, row_bytes / 16, index, divisor);
+      SMOE_LAUNCH(GatherRowsKernel<uint4>, grid, block, 0, stream, s, d,
+                  num_rows, row_bytes / 16, index, divisor);
       break;
     case 4:
-      SMOE_LAUNCH(grid, block, 0, stream, GatherRowsKernel<uint32_t>)(
-          s, d, num_rows, row_bytes / 4, index, divisor);
+      SMOE_LAUNCH(GatherRowsKernel<uint32_t>, grid, block, 0, stream, s, d,
+                  num_rows, row_bytes / 4, index, divisor);
       break;
     case 2:  // bf16 rows with an odd hidden size
-      SMOE_LAUNCH(grid, block, 0, stream, GatherRowsKernel<uint16_t>)(
-          s, d, num_rows, row_bytes / 2, index, divisor);
+      SMOE_LAUNCH(GatherRowsKernel<uint16_t>, grid, block, 0, stream, s, d,
+                  num_rows, row_bytes / 2, index, divisor);
       break;
     default:
-      SMOE_LAUNCH(grid, block, 0, stream, GatherRowsKernel<unsigned char>)(
-          s, d, num_rows, row_bytes, index, divisor);
+      SMOE_LAUNCH(GatherRowsKernel<unsigned char>, grid, block, 0, stream, s, d,
+                  num_rows, row_bytes, index, divisor);
   }
   return cudaPeekAtLastError();
 }

@@ -177,21 +177,21 @@ cudaError_t LaunchRouterTopKT(const float* logits, int64_t num_tokens,
   const dim3 block(kRouterWarpsPerBlock * kWarpSize);
   const size_t smem = sizeof(int32_t) * num_experts;
   if (num_experts <= 32) {
-    SMOE_LAUNCH(grid, block, smem, stream,
-                RouterTopKKernel<1, kRenorm>)(
-        logits, num_tokens, num_experts, top_k, topk_idx, topk_weights, counts);
+    SMOE_LAUNCH(SMOE_KERNEL(RouterTopKKernel<1, kRenorm>), grid, block, smem,
+                stream, logits, num_tokens, num_experts, top_k, topk_idx,
+                topk_weights, counts);
   } else if (num_experts <= 64) {
-    SMOE_LAUNCH(grid, block, smem, stream,
-                RouterTopKKernel<2, kRenorm>)(
-        logits, num_tokens, num_experts, top_k, topk_idx, topk_weights, counts);
+    SMOE_LAUNCH(SMOE_KERNEL(RouterTopKKernel<2, kRenorm>), grid, block, smem,
+                stream, logits, num_tokens, num_experts, top_k, topk_idx,
+                topk_weights, counts);
   } else if (num_experts <= 128) {
-    SMOE_LAUNCH(grid, block, smem, stream,
-                RouterTopKKernel<4, kRenorm>)(
-        logits, num_tokens, num_experts, top_k, topk_idx, topk_weights, counts);
+    SMOE_LAUNCH(SMOE_KERNEL(RouterTopKKernel<4, kRenorm>), grid, block, smem,
+                stream, logits, num_tokens, num_experts, top_k, topk_idx,
+                topk_weights, counts);
   } else {
-    SMOE_LAUNCH(grid, block, smem, stream,
-                RouterTopKKernel<8, kRenorm>)(
-        logits, num_tokens, num_experts, top_k, topk_idx, topk_weights, counts);
+    SMOE_LAUNCH(SMOE_KERNEL(RouterTopKKernel<8, kRenorm>), grid, block, smem,
+                stream, logits, num_tokens, num_experts, top_k, topk_idx,
+                topk_weights, counts);
   }
   return cudaPeekAtLastError();
 }
@@ -201,8 +201,8 @@ cudaError_t LaunchRouterTopKT(const float* logits, int64_t num_tokens,
 cudaError_t LaunchExclusiveScan(const int32_t* counts, int num_experts,
                                 int32_t* expert_offsets, cudaStream_t stream) {
   if (num_experts < 1) return cudaErrorInvalidValue;
-  SMOE_LAUNCH(1, kScanThreads, 0, stream, ExclusiveScanKernel)(
-      counts, num_experts, expert_offsets);
+  SMOE_LAUNCH(ExclusiveScanKernel, 1, kScanThreads, 0, stream, counts,
+              num_experts, expert_offsets);
   return cudaPeekAtLastError();
 }
 
@@ -239,10 +239,10 @@ cudaError_t LaunchRouterTopKBackward(
     return cudaErrorInvalidValue;
   }
   if (num_tokens == 0) return cudaSuccess;
-  SMOE_LAUNCH(RouterGrid(num_tokens), kRouterWarpsPerBlock * kWarpSize, 0,
-              stream, RouterTopKBackwardKernel)(
-      logits, topk_idx, topk_weights, grad_topk_weights, num_tokens,
-      num_experts, top_k, gating == 0, grad_logits);
+  SMOE_LAUNCH(RouterTopKBackwardKernel, RouterGrid(num_tokens),
+              kRouterWarpsPerBlock * kWarpSize, 0, stream, logits, topk_idx,
+              topk_weights, grad_topk_weights, num_tokens, num_experts, top_k,
+              gating == 0, grad_logits);
   return cudaPeekAtLastError();
 }
 

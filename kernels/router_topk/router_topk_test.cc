@@ -89,9 +89,8 @@ TEST(RouterTopKGpuTest, EdgeShapesMatchReference) {
     int64_t t;
     int e, k;
   };
-  for (const Shape& s : {Shape{0, 33, 33}, Shape{1, 256, 1},
-                         Shape{1, 256, 256}, Shape{5, 33, 33},
-                         Shape{3, 256, 8}, Shape{37, 31, 31},
+  for (const Shape& s : {Shape{0, 33, 33}, Shape{1, 256, 1}, Shape{1, 256, 256},
+                         Shape{5, 33, 33}, Shape{3, 256, 8}, Shape{37, 31, 31},
                          Shape{100, 255, 3}, Shape{9, 97, 97}}) {
     for (RouterGating g :
          {RouterGating::kRenormalized, RouterGating::kNoRenorm}) {
@@ -109,8 +108,7 @@ TEST(RouterTopKGpuTest, GridStrideTailMatchesReference) {
   std::random_device rd;
   const uint32_t seed = rd();
   SCOPED_TRACE(testing::Message() << "seed=" << seed);
-  CheckOne(8192 + 37, 3, 2, RouterGating::kRenormalized, /*tied=*/false,
-           seed);
+  CheckOne(8192 + 37, 3, 2, RouterGating::kRenormalized, /*tied=*/false, seed);
 }
 
 TEST(RouterTopKGpuTest, RejectsBadArguments) {

@@ -84,7 +84,7 @@ float Load(const void* p, int dtype, int64_t i) {
 }
 
 [[maybe_unused]] std::vector<float> LoadAll(const void* p, int dtype,
-                                           int64_t n) {
+                                            int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = Load(p, dtype, i);
   return v;
@@ -118,10 +118,10 @@ void Gemm(cublasOperation_t transa, cublasOperation_t transb, int m, int n,
     for (int i = 0; i < m; ++i) {
       float acc = 0;
       for (int p = 0; p < k; ++p) {
-        const int64_t ai = transa == CUBLAS_OP_N ? i + int64_t{p} * lda
-                                                 : p + int64_t{i} * lda;
-        const int64_t bi = transb == CUBLAS_OP_N ? p + int64_t{j} * ldb
-                                                 : j + int64_t{p} * ldb;
+        const int64_t ai =
+            transa == CUBLAS_OP_N ? i + int64_t{p} * lda : p + int64_t{i} * lda;
+        const int64_t bi =
+            transb == CUBLAS_OP_N ? p + int64_t{j} * ldb : j + int64_t{p} * ldb;
         acc += Load(A, dt, ai) * Load(B, dt, bi);
       }
       const int64_t ci = i + int64_t{j} * ldc;
@@ -325,9 +325,9 @@ cublasStatus_t cublasGemmGroupedBatchedEx(
   const auto* al = static_cast<const float*>(alpha_array);
   const auto* be = static_cast<const float*>(beta_array);
   for (int g = 0; g < group_count; ++g) {
-    const Problem p{transa_array[g], transb_array[g], m_array[g], n_array[g],
-                    k_array[g],      lda_array[g],   ldb_array[g],
-                    ldc_array[g],    al[g],          be[g]};
+    const Problem p{
+        transa_array[g], transb_array[g], m_array[g],   n_array[g], k_array[g],
+        lda_array[g],    ldb_array[g],    ldc_array[g], al[g],      be[g]};
     if (p.ta == CUBLAS_OP_C || p.tb == CUBLAS_OP_C) {
       return CUBLAS_STATUS_NOT_SUPPORTED;
     }
@@ -399,9 +399,9 @@ cudaError_t EmuLaunchExclusiveScan(const int32_t* counts, int num_experts,
                                    int32_t* expert_offsets,
                                    cudaStream_t stream);
 size_t EmuLaunchPermutePlanWorkspaceBytes(int64_t num_rows, int num_experts);
-cudaError_t EmuLaunchBuildPermutePlan(const int32_t* topk_idx,
-                                      int64_t num_rows, int num_experts,
-                                      int32_t* sorted_idx, int32_t* dest_idx,
+cudaError_t EmuLaunchBuildPermutePlan(const int32_t* topk_idx, int64_t num_rows,
+                                      int num_experts, int32_t* sorted_idx,
+                                      int32_t* dest_idx,
                                       int32_t* expert_offsets,
                                       int32_t* num_tokens_per_expert,
                                       void* workspace, cudaStream_t stream);
@@ -430,7 +430,8 @@ namespace {
 cudaError_t After(const char* name, cudaStream_t stream, cudaError_t e,
                   std::function<void()> corrupt) {
   if (e != cudaSuccess) return e;
-  return Enqueue(name, stream, [] {}, std::move(corrupt));
+  return Enqueue(
+      name, stream, [] {}, std::move(corrupt));
 }
 }  // namespace
 
@@ -441,10 +442,9 @@ cudaError_t LaunchRouterTopK(const float* logits, int64_t num_tokens,
                              int32_t* expert_offsets, cudaStream_t stream) {
   SMOE_FAKE_LAUNCH_INJECT("LaunchRouterTopK");
   return After("LaunchRouterTopK", stream,
-               EmuLaunchRouterTopK(logits, num_tokens, num_experts, top_k,
-                                   gating, topk_idx, topk_weights,
-                                   num_tokens_per_expert, expert_offsets,
-                                   stream),
+               EmuLaunchRouterTopK(
+                   logits, num_tokens, num_experts, top_k, gating, topk_idx,
+                   topk_weights, num_tokens_per_expert, expert_offsets, stream),
                [=] {
                  if (num_tokens > 0) {
                    topk_idx[0] = (topk_idx[0] + 1) % num_experts;
@@ -486,10 +486,9 @@ cudaError_t LaunchBuildPermutePlan(const int32_t* topk_idx, int64_t num_rows,
                                    void* workspace, cudaStream_t stream) {
   SMOE_FAKE_LAUNCH_INJECT("LaunchBuildPermutePlan");
   return After("LaunchBuildPermutePlan", stream,
-               EmuLaunchBuildPermutePlan(topk_idx, num_rows, num_experts,
-                                         sorted_idx, dest_idx, expert_offsets,
-                                         num_tokens_per_expert, workspace,
-                                         stream),
+               EmuLaunchBuildPermutePlan(
+                   topk_idx, num_rows, num_experts, sorted_idx, dest_idx,
+                   expert_offsets, num_tokens_per_expert, workspace, stream),
                [=] {
                  if (num_rows > 0) {
                    sorted_idx[0] = (sorted_idx[0] + 1) % num_rows;
@@ -513,8 +512,8 @@ cudaError_t LaunchCombine(const void* src, const float* weights, int dtype,
                           const int32_t* dest_idx, void* out,
                           cudaStream_t stream) {
   SMOE_FAKE_LAUNCH_INJECT("LaunchCombine");
-  const cudaError_t e = EmuLaunchCombine(src, weights, dtype, num_tokens,
-                                         top_k, hidden, dest_idx, out, stream);
+  const cudaError_t e = EmuLaunchCombine(src, weights, dtype, num_tokens, top_k,
+                                         hidden, dest_idx, out, stream);
   if (e != cudaSuccess || num_tokens == 0) return e;
   return After("LaunchCombine", stream, e,
                [=] { smoe::fake_kernels::AddOne(out, dtype); });
@@ -529,12 +528,11 @@ cudaError_t LaunchCombineBackward(const void* grad_out, const void* expert_out,
                                   cudaStream_t stream) {
   SMOE_FAKE_LAUNCH_INJECT("LaunchCombineBackward");
   const cudaError_t e = EmuLaunchCombineBackward(
-      grad_out, expert_out, weights, dtype, num_tokens, top_k, hidden,
-      dest_idx, grad_expert_out, grad_topk_weights, stream);
+      grad_out, expert_out, weights, dtype, num_tokens, top_k, hidden, dest_idx,
+      grad_expert_out, grad_topk_weights, stream);
   if (e != cudaSuccess || num_tokens == 0) return e;
-  return After("LaunchCombineBackward", stream, e, [=] {
-    smoe::fake_kernels::AddOne(grad_expert_out, dtype);
-  });
+  return After("LaunchCombineBackward", stream, e,
+               [=] { smoe::fake_kernels::AddOne(grad_expert_out, dtype); });
 }
 
 GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
@@ -549,9 +547,8 @@ GemmLaunchResult LaunchGroupedGemm(cublasHandle_t handle, const void* a,
     r.cublas = static_cast<cublasStatus_t>(injected);
     return r;
   }
-  r = EmuLaunchGroupedGemm(handle, a, b, c, dtype, expert_offsets,
-                           num_experts, k, n, mode, variant, math, workspace,
-                           stream);
+  r = EmuLaunchGroupedGemm(handle, a, b, c, dtype, expert_offsets, num_experts,
+                           k, n, mode, variant, math, workspace, stream);
   if (r.cuda != cudaSuccess || r.cublas != CUBLAS_STATUS_SUCCESS) return r;
   r.cuda = After("LaunchGroupedGemm", stream, cudaSuccess,
                  [=] { smoe::fake_kernels::AddOne(c, dtype); });

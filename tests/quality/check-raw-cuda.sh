@@ -39,7 +39,7 @@ selftest() {
   printf '  Kernel<<<grid, block, 0, s>>>(x);\n' >"$dir/bad1.cu"
   printf '  __shared__ int s[32];\n' >"$dir/bad2.cu"
   printf 'extern __shared__ float dyn[];\n' >"$dir/bad3.cuh"
-  printf '  SMOE_LAUNCH(grid, block, 0, s, Kernel)(x);  // not <<<\n  SMOE_SHARED(int, s, [32]);\n  int my__shared__x = 1;  /* __shared__ */\n' >"$dir/good.cu"
+  printf '  SMOE_LAUNCH(Kernel, grid, block, 0, s, x);  // not <<<\n  SMOE_SHARED(int, s, [32]);\n  int my__shared__x = 1;  /* __shared__ */\n' >"$dir/good.cu"
   local f
   for f in bad1.cu bad2.cu bad3.cuh; do
     if scan "$dir/$f" >/dev/null; then

@@ -4,8 +4,9 @@
 //
 // TEST-ONLY FAKE of the host side of CUDA's cuda_bf16.h that
 // kernels/selfcheck/selfcheck.cc and the kernel tests use: the 2-byte
-// __nv_bfloat16 (constructible from float) and its float conversions (round to nearest even, NaN kept quiet), as the real
-// header's host functions compute them.
+// __nv_bfloat16 (constructible from float) and its float conversions (round to
+// nearest even, NaN kept quiet), as the real header's host functions compute
+// them.
 #ifndef SMOE_TESTS_FAKES_INCLUDE_CUDA_BF16_H_
 #define SMOE_TESTS_FAKES_INCLUDE_CUDA_BF16_H_
 
