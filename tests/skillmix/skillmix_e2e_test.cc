@@ -152,6 +152,45 @@ TEST_F(SkillMixE2eTest, RunsResumesAndNeverLeaksTheKey) {
   }
 }
 
+// Issue 31 item 8: the model `make-random-model --shape tiny` writes with no
+// size flag runs an evaluation at the kind's default settings (its context
+// was 1024 tokens, shorter than a default Skill-Mix prompt + answer).
+TEST_F(SkillMixE2eTest, TheDefaultTinyModelRunsAtDefaultSettings) {
+  const std::string work = *dir_ + "/defaults";
+  std::filesystem::create_directories(work);
+  ASSERT_EQ(
+      Shell(absl::StrCat(SMOE_TRAINER_BINARY, " make-random-model --out ", work,
+                         "/model --shape tiny > ", work, "/make.log 2>&1")),
+      0)
+      << ReadAll(work + "/make.log");
+  FakeGrader grader(kKey);
+  ::setenv("SMOE_E2E_GRADER_API_KEY", kKey, 1);
+  // Only what a CPU machine and the fake grader need; every other parameter
+  // (max_new_tokens 512, generations, gradings, ...) at its default.
+  const json trial = {{"sweep_id", "e2e"},
+                      {"trial_id", "e2e/defaults"},
+                      {"attempt", 1},
+                      {"kind", "skillmix"},
+                      {"seed", 1},
+                      {"params",
+                       {{"model", work + "/model"},
+                        {"num_combinations", 1},
+                        {"device", "cpu"},
+                        {"grader", "openai"},
+                        {"grader_base_url", grader.url()},
+                        {"grader_api_key_env", "SMOE_E2E_GRADER_API_KEY"},
+                        {"grader_requests_per_second", 0}}}};
+  std::ofstream(work + "/TRIAL.json") << trial.dump();
+  ASSERT_EQ(Shell(absl::StrCat(SMOE_TRAINER_BINARY, " run --trial ", work,
+                               "/TRIAL.json --workdir ", work, " > ", work,
+                               "/out.jsonl 2> ", work, "/err.txt")),
+            0)
+      << ReadAll(work + "/err.txt");
+  const std::vector<json> ev = Events(work + "/out.jsonl");
+  ASSERT_FALSE(ev.empty());
+  EXPECT_EQ(ev.back()["event"], "result") << ReadAll(work + "/err.txt");
+}
+
 TEST_F(SkillMixE2eTest, SigtermExitsWith75AndResumes) {
   FakeGrader grader(kKey);
   grader.set_delay_ms(400);

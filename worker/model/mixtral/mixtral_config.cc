@@ -56,7 +56,11 @@ MixtralConfig MixtralConfig::Tiny() {
   c.head_dim = 16;
   c.num_local_experts = 8;
   c.num_experts_per_tok = 2;
-  c.max_position_embeddings = 1024;
+  // Mixtral's own context: a Skill-Mix student prompt alone is ~1,100
+  // tokens of this random tokenizer, plus two turns of max_new_tokens (512
+  // each by default) and the grader's prompt; 1024 refused every default
+  // evaluation (issue 31 item 8). Only a bound: nothing is sized by it.
+  c.max_position_embeddings = 32768;
   c.torch_dtype = "float32";
   return c;
 }
