@@ -131,7 +131,7 @@ class KubeConvertTest(unittest.TestCase):
 
     def convert(self, *extra, manifest=None):
         return run([manifest or self.manifest, self.out, "--coordinator-ip", "10.89.3.10",
-                    "--grpc-port", "15051", "--http-port", "18080",
+                    "--grpc-port", "15051", "--http-port", "18080",  # fixed-port-ok: rendered only
                     "--image", "registry.example.com/x/smoe-worker-cpu=localhost/w:dev", *extra])
 
     def test_statefulset_becomes_its_pods_with_their_pvcs(self):

@@ -149,6 +149,11 @@ void Cluster::StartCoordinator(const std::vector<std::string>& extra) {
   client_.reset();
 }
 
+bool Cluster::HasEnvToken(const std::map<std::string, std::string>& env) {
+  auto it = env.find("SMOE_TOKEN");
+  return it != env.end() && !it->second.empty();
+}
+
 Process* Cluster::StartWorker(int i, int slots, const std::string& trainer,
                               const std::vector<std::string>& extra,
                               const std::map<std::string, std::string>& env) {
@@ -156,11 +161,15 @@ Process* Cluster::StartWorker(int i, int slots, const std::string& trainer,
   fs::create_directories(wdir);
   std::vector<std::string> argv = {smoe(),          "worker",
                                    "--coordinator", address(),
-                                   "--token-file",  dir_ + "/coord/token",
                                    "--work-dir",    wdir,
                                    "--slots",       absl::StrCat(slots),
                                    "--worker-id",   absl::StrCat("e2e-", i),
                                    "--grace",       "10"};
+  // A --token-file wins over $SMOE_TOKEN: a test that runs the worker as
+  // another identity ($SMOE_TOKEN in `env`) gets no --token-file.
+  if (!HasEnvToken(env)) {
+    argv.insert(argv.end(), {"--token-file", dir_ + "/coord/token"});
+  }
   if (trainer != "-") {
     argv.push_back("--trainer");
     argv.push_back(trainer.empty()
@@ -179,8 +188,12 @@ std::pair<int, std::string> Cluster::Smoe(
     const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv = {smoe()};
   argv.insert(argv.end(), args.begin(), args.end());
-  argv.insert(argv.end(), {"--coordinator", address(), "--token-file",
-                           dir_ + "/coord/token"});
+  argv.insert(argv.end(), {"--coordinator", address()});
+  // The admin token file, unless the test acts as another identity through
+  // $SMOE_TOKEN (an explicit --token-file would win over it).
+  if (!HasEnvToken(env)) {
+    argv.insert(argv.end(), {"--token-file", dir_ + "/coord/token"});
+  }
   return RunCommand(argv, env, absl::Seconds(120));
 }
 

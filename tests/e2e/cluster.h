@@ -81,6 +81,9 @@ class Cluster {
   Process* worker(int i) { return workers_.at(i).get(); }
 
   // Runs `smoe <args>` against this cluster; returns (exit code, output).
+  // Whether `env` sets a non-empty $SMOE_TOKEN: Smoe and StartWorker then
+  // pass no --token-file (an explicit --token-file wins over $SMOE_TOKEN).
+  static bool HasEnvToken(const std::map<std::string, std::string>& env);
   std::pair<int, std::string> Smoe(
       const std::vector<std::string>& args,
       const std::map<std::string, std::string>& env = {});

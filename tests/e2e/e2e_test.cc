@@ -383,6 +383,14 @@ TEST(E2eTest, WrongOrMissingTokenIsRefusedAndTokenNeverLeaks) {
   auto [rc, out] = c.Smoe({"sweep", "ls"}, {{"SMOE_TOKEN", "smoe_wrong"}});
   EXPECT_EQ(rc, 77) << out;
   EXPECT_THAT(out, HasSubstr("invalid API token"));
+  // Issue 31 item 8: the refusal names where the token came from.
+  EXPECT_THAT(out, HasSubstr("(the token came from $SMOE_TOKEN)"));
+  // An explicit --token-file wins over $SMOE_TOKEN.
+  auto [rc1, out1] =
+      RunCommand({c.smoe(), "sweep", "ls", "--coordinator", c.address(),
+                  "--token-file", c.dir() + "/coord/token"},
+                 {{"SMOE_TOKEN", "smoe_wrong"}}, absl::Seconds(30));
+  EXPECT_EQ(rc1, 0) << out1;
   auto [rc2, out2] =
       RunCommand({c.smoe(), "sweep", "ls", "--coordinator", c.address(),
                   "--token-file", c.dir() + "/nope"},

@@ -21,7 +21,8 @@ cp -n "$src"/tests/fuzz/corpus/* "$out/corpus/" 2>/dev/null || true
   -fno-sanitize-recover=undefined -I"$src" \
   "$src/tests/fuzz/sweep_spec_fuzzer.cc" "$src/coordinator/sweep_spec.cc" \
   "$src/coordinator/command_spec.cc" \
-  "$src/common/api_token.cc" "$src/common/utf8.cc" "$src/trials/params.cc" \
+  "$src/common/api_token.cc" "$src/common/utf8.cc" "$src/common/suggest.cc" \
+  "$src/trials/params.cc" \
   "$src/trials/sraven_params.cc" "$src/trials/skillmix_params.cc" \
   -o "$out/sweep_spec_fuzzer" \
   $(pkg-config --libs yaml-cpp libcrypto) \
