@@ -1,6 +1,8 @@
 // Copyright 2026 SMoE Lab authors.
 #include "cli/search_show.h"
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -8,13 +10,80 @@
 namespace smoe::cli {
 
 namespace pb = smoe::v1;
+using json = nlohmann::json;
 
-std::string FormatDecision(const pb::Decision& d) {
+namespace {
+
+std::string ValueText(const json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+}  // namespace
+
+TrialLabels LabelTrials(const pb::GetSweepResponse& resp) {
+  // The parameters that tell the trials apart: the grid's axes with more
+  // than one value (a refine sweep's added points may widen an axis: any
+  // axis whose values differ among the trials counts too), and the seed
+  // when there is more than one.
+  std::vector<std::string> axes;
+  for (const auto& a : resp.sweep().spec().grid()) axes.push_back(a.name());
+  std::vector<json> params;
+  params.reserve(static_cast<size_t>(resp.trials_size()));
+  for (const auto& t : resp.trials()) {
+    params.push_back(json::parse(t.params_json(), nullptr, false));
+  }
+  std::vector<std::string> varying;
+  for (const std::string& a : axes) {
+    std::set<std::string> seen;
+    for (const json& p : params) {
+      seen.insert(p.is_object() && p.contains(a) ? ValueText(p[a]) : "-");
+    }
+    if (seen.size() > 1) varying.push_back(a);
+  }
+  std::set<int64_t> seeds;
+  for (const auto& t : resp.trials()) seeds.insert(t.seed());
+  TrialLabels labels;
+  for (int i = 0; i < resp.trials_size(); ++i) {
+    const pb::Trial& t = resp.trials(i);
+    const json& p = params[static_cast<size_t>(i)];
+    std::vector<std::string> parts;
+    for (const std::string& a : varying) {
+      if (p.is_object() && p.contains(a)) {
+        parts.push_back(absl::StrCat(a, "=", ValueText(p[a])));
+      }
+    }
+    if (seeds.size() > 1 || parts.empty()) {
+      parts.push_back(absl::StrCat("seed ", t.seed()));
+    }
+    labels[t.trial_id()] = absl::StrJoin(parts, " ");
+  }
+  return labels;
+}
+
+std::string FormatDecision(const pb::Decision& d, const TrialLabels& labels) {
   // The reason names the rung, step, value and cutoff.
-  return absl::StrCat(
-      "#", d.seq(), " ",
-      d.trial_id().empty() ? absl::StrCat("group ", d.group()) : d.trial_id(),
-      " ", d.action(), d.final() ? " (final)" : "", ": ", d.reason());
+  std::string who;
+  if (d.trial_id().empty()) {
+    who = absl::StrCat("group ", d.group());
+  } else {
+    auto it = labels.find(d.trial_id());
+    who = it == labels.end()
+              ? d.trial_id()
+              : absl::StrCat(it->second, " (",
+                             d.trial_id().substr(d.trial_id().rfind('/') + 1),
+                             ")");
+  }
+  return absl::StrCat("#", d.seq(), " ", who, " ", d.action(),
+                      d.final() ? " (final)" : "", ": ", d.reason());
+}
+
+std::map<std::string, pb::Decision> LastPrunes(
+    const pb::GetSweepResponse& resp) {
+  std::map<std::string, pb::Decision> out;
+  for (const pb::Decision& d : resp.decisions()) {
+    if (d.action() == "prune" && !d.trial_id().empty()) out[d.trial_id()] = d;
+  }
+  return out;
 }
 
 void PrintSearchSummary(const pb::GetSweepResponse& resp, std::ostream& out) {
@@ -53,8 +122,9 @@ void PrintSearchSummary(const pb::GetSweepResponse& resp, std::ostream& out) {
     out << " (the last " << resp.decisions_size() << ")";
   }
   out << "\n";
+  const TrialLabels labels = LabelTrials(resp);
   for (const pb::Decision& d : resp.decisions()) {
-    out << "    " << FormatDecision(d) << "\n";
+    out << "    " << FormatDecision(d, labels) << "\n";
   }
 }
 
