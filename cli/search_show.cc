@@ -6,58 +6,23 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/trial_labels.h"
 
 namespace smoe::cli {
 
 namespace pb = smoe::v1;
 using json = nlohmann::json;
 
-namespace {
-
-std::string ValueText(const json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-}  // namespace
-
 TrialLabels LabelTrials(const pb::GetSweepResponse& resp) {
-  // The parameters that tell the trials apart: the grid's axes with more
-  // than one value (a refine sweep's added points may widen an axis: any
-  // axis whose values differ among the trials counts too), and the seed
-  // when there is more than one.
   std::vector<std::string> axes;
   for (const auto& a : resp.sweep().spec().grid()) axes.push_back(a.name());
-  std::vector<json> params;
-  params.reserve(static_cast<size_t>(resp.trials_size()));
+  std::vector<analysis::LabelInput> in;
+  in.reserve(static_cast<size_t>(resp.trials_size()));
   for (const auto& t : resp.trials()) {
-    params.push_back(json::parse(t.params_json(), nullptr, false));
+    in.push_back(
+        {t.trial_id(), json::parse(t.params_json(), nullptr, false), t.seed()});
   }
-  std::vector<std::string> varying;
-  for (const std::string& a : axes) {
-    std::set<std::string> seen;
-    for (const json& p : params) {
-      seen.insert(p.is_object() && p.contains(a) ? ValueText(p[a]) : "-");
-    }
-    if (seen.size() > 1) varying.push_back(a);
-  }
-  std::set<int64_t> seeds;
-  for (const auto& t : resp.trials()) seeds.insert(t.seed());
-  TrialLabels labels;
-  for (int i = 0; i < resp.trials_size(); ++i) {
-    const pb::Trial& t = resp.trials(i);
-    const json& p = params[static_cast<size_t>(i)];
-    std::vector<std::string> parts;
-    for (const std::string& a : varying) {
-      if (p.is_object() && p.contains(a)) {
-        parts.push_back(absl::StrCat(a, "=", ValueText(p[a])));
-      }
-    }
-    if (seeds.size() > 1 || parts.empty()) {
-      parts.push_back(absl::StrCat("seed ", t.seed()));
-    }
-    labels[t.trial_id()] = absl::StrJoin(parts, " ");
-  }
-  return labels;
+  return analysis::TrialLabels(in, axes);
 }
 
 std::string FormatDecision(const pb::Decision& d, const TrialLabels& labels) {
