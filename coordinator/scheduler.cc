@@ -1019,6 +1019,7 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
         LeaseParamsJson(s.spec, t.params_json), s.spec.resources.gpus_per_trial,
         s.spec.resources.ep_size, t.lease_expires_at, s.spec.resources.slots,
         s.spec.resources.progress_timeout_s, CommandSpec{}, ""});
+    grants.back().keep_final_checkpoint = s.spec.keep_final_checkpoint;
     if (s.spec.kind == kCommandKind) {
       grants.back().command = s.spec.command;
       grants.back().defaults_json =

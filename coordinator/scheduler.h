@@ -189,6 +189,7 @@ struct LeaseGrant {
   // (the worker fills them in; docs/trainer-protocol.md).
   CommandSpec command;
   std::string defaults_json;
+  bool keep_final_checkpoint = false;  // the sweep's keep_final_checkpoint
 };
 
 struct RunningReport {

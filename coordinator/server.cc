@@ -142,6 +142,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       s->scheduler_, Scheduler::Create(s->store_.get(), Clock::Real(), sched));
   CheckpointStoreOptions ckpt = options.checkpoints;
   if (ckpt.dir.empty()) ckpt.dir = options.data_dir + "/checkpoints";
+  if (!ckpt.keeps_final) {
+    ckpt.keeps_final = [sched = s->scheduler_.get()](const std::string& id) {
+      absl::StatusOr<SweepView> v = sched->GetSweep(id);
+      return v.ok() && v->spec.keep_final_checkpoint;
+    };
+  }
   SMOE_ASSIGN_OR_RETURN(s->checkpoints_,
                         CheckpointStore::Open(s->store_.get(), ckpt));
   // Tokens and roles are checked when a call's headers arrive, before its

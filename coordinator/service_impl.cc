@@ -548,6 +548,7 @@ grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
       l->set_lease_expires_ms(Ms(g.lease_expires_at));
       l->set_slots(g.slots);
       l->set_progress_timeout_s(g.progress_timeout_s);
+      l->set_keep_final_checkpoint(g.keep_final_checkpoint);
       if (!g.command.program.empty()) {
         pb::TrialCommand* c = l->mutable_command();
         c->set_program(g.command.program);

@@ -822,8 +822,9 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     return;
   }
   static const std::set<std::string> kKeys = {
-      "name",    "kind",     "grid",   "fixed",   "seeds", "resources",
-      "retries", "priority", "search", "command", "params"};
+      "name",   "kind",      "grid",    "fixed",
+      "seeds",  "resources", "retries", "priority",
+      "search", "command",   "params",  "keep_final_checkpoint"};
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (!kKeys.count(key)) {
@@ -871,6 +872,17 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
   if (const YAML::Node p = root["priority"]) {
     auto v = IntField(p, "priority", -1000000, 1000000);
     if (problems->Ok(v.status())) spec->priority = static_cast<int>(*v);
+  }
+  if (const YAML::Node k = root["keep_final_checkpoint"]) {
+    if (!k.IsScalar() || (k.Scalar() != "true" && k.Scalar() != "false")) {
+      problems->Add(absl::StrCat(
+          "keep_final_checkpoint: '",
+          k.IsScalar() ? k.Scalar() : "(not a scalar)",
+          "' is not a boolean (true: a succeeded trial keeps its final "
+          "checkpoint as an artifact)"));
+    } else {
+      spec->keep_final_checkpoint = k.Scalar() == "true";
+    }
   }
   if (const YAML::Node search = root["search"]) {
     ParseSearch(search, spec, problems);
@@ -1130,6 +1142,10 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
   out << YAML::EndMap;
   out << YAML::Key << "retries" << YAML::Value << spec.retries;
   out << YAML::Key << "priority" << YAML::Value << spec.priority;
+  // Written only when set: sweeps without it keep their canonical form.
+  if (spec.keep_final_checkpoint) {
+    out << YAML::Key << "keep_final_checkpoint" << YAML::Value << true;
+  }
   if (spec.kind == kCommandKind) {
     EmitCommandBlocks(spec.command, spec.command_kind, &out);
   }

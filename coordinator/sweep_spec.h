@@ -19,6 +19,8 @@
 //   retries: 2                   # error budget per trial (preemptions
 //                                #   are free)
 //   priority: 0                  # higher runs first
+//   keep_final_checkpoint: false # true: a succeeded trial keeps its last
+//                                #   checkpoint, as an artifact
 //   search:                      # optional; default {strategy: grid}
 //     strategy: asha             # grid | asha | median | refine
 //     metric: ood_acc            # asha, median, refine: the metric judged
@@ -136,6 +138,10 @@ struct SweepSpec {
   Resources resources;
   int retries = 2;
   int priority = 0;
+  // A succeeded trial keeps its final checkpoint (the trainer writes one at
+  // its last step) as an artifact, `checkpoint-<step>-<file>`, instead of
+  // its checkpoints being collected (issue 31 item 8).
+  bool keep_final_checkpoint = false;
   SearchSpec search;
   // kind command only: the program, and the parameter table declared in the
   // file (`params:`); see command_spec.h.

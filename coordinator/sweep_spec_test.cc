@@ -252,6 +252,29 @@ TEST(SweepSpecTest, YamlRoundTripAndExtend) {
   EXPECT_EQ(CountPoints(s), 72);  // a failed extend changes nothing
 }
 
+// Issue 31 item 8: keep_final_checkpoint is a boolean, round-trips, and
+// leaves the canonical YAML (and so the stored form) of sweeps without it
+// unchanged; its trials hash as without it.
+TEST(SweepSpecTest, KeepFinalCheckpointParsesAndRoundTrips) {
+  auto plain = ParseSweepYaml(kDemo);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->keep_final_checkpoint);
+  EXPECT_THAT(SweepSpecToYaml(*plain), Not(HasSubstr("keep_final_checkpoint")));
+  auto kept =
+      ParseSweepYaml(std::string(kDemo) + "keep_final_checkpoint: true\n");
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(kept->keep_final_checkpoint);
+  auto back = ParseSweepYaml(SweepSpecToYaml(*kept));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->keep_final_checkpoint);
+  EXPECT_EQ(ExpandGrid(*kept)[0].trial_id, ExpandGrid(*plain)[0].trial_id);
+  auto bad =
+      ParseSweepYaml(std::string(kDemo) + "keep_final_checkpoint: yes\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("keep_final_checkpoint: 'yes' is not a boolean"));
+}
+
 TEST(SweepSpecTest, QuotedNumbersStayStrings) {
   auto spec = ParseSweepYaml(
       "name: q\nkind: skillmix\ngrid:\n  ept: [1, 2]\nfixed:\n  model: "
