@@ -232,6 +232,12 @@ int Main(int argc, char** argv) {
                    "Refuse sweeps that expand to more points")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  coord
+      ->add_option("--max-sweep-bytes", server_opts.scheduler.parse.max_bytes,
+                   "Refuse sweep files larger than this many bytes, before "
+                   "parsing them")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   // smoe admin backup
   CLI::App* admin = app.add_subcommand("admin", "Coordinator administration");

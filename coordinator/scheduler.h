@@ -435,8 +435,10 @@ class Scheduler {
   absl::Status WaitDurable(uint64_t ticket)
       ABSL_LOCKS_EXCLUDED(mu_, commit_mu_);
 
-  absl::StatusOr<SubmitResult> SubmitSweepLocked(const std::string& yaml,
-                                                 bool dry_run)
+  // `spec` and `points` are `yaml` parsed and expanded (off the lock).
+  absl::StatusOr<SubmitResult> SubmitSweepLocked(
+      const std::string& yaml, const SweepSpec& spec,
+      const std::vector<ExpandedTrial>& points, bool dry_run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int> CancelSweepLocked(const std::string& sweep_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
