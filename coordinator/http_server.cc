@@ -695,6 +695,10 @@ struct HttpServer::Impl {
       LogRefused(req, absl::StrCat("refused (", refused->status, " ",
                                    refused->message, ")"));
       if (refused->status == 401) res.set_header("WWW-Authenticate", "Bearer");
+      // The body was not read: close rather than drain it.
+      if (refused->status == 411 || refused->status == 413) {
+        res.set_header("Connection", "close");
+      }
       Error(res, refused->status, refused->message);
       return httplib::Server::HandlerResponse::Handled;
     });
@@ -727,7 +731,15 @@ struct HttpServer::Impl {
           // Library exceptions end here (our code does not throw).
           Error(res, 500, "internal error");
         });
-    Add("GET", "/healthz", [](const Request&, Response& res) {
+    Add("GET", "/healthz", [this](const Request&, Response& res) {
+      // The same answer as grpc.health.v1: not serving while the scheduler
+      // is fail-stopped (a store that cannot commit, a deleted data dir).
+      if (scheduler->failed()) {
+        res.status = 503;
+        res.set_content("not serving: the store cannot commit\n",
+                        "text/plain; charset=utf-8");
+        return;
+      }
       res.set_content("ok\n", "text/plain; charset=utf-8");
     });
     Add("GET", "/login", [](const Request&, Response& res) {
@@ -833,6 +845,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
       std::max(options.max_connections_per_client,
                impl->options.max_event_streams_per_client + 4);
   limits.request_deadline = options.request_deadline;
+  // A total cap below the thread count: a newcomer always finds a thread to
+  // be admitted (evicting a slow connection) or refused on.
+  limits.max_total = max_threads - std::min(16, std::max(1, max_threads / 4));
   impl->server.set_limits(limits);
   impl->server.new_task_queue = [threads, max_threads] {
     return new ElasticTaskQueue(threads, max_threads);
