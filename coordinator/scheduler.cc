@@ -155,6 +155,14 @@ absl::Status Scheduler::Load() {
   return LoadLocked(nullptr);
 }
 
+void Scheduler::FailStop(const absl::Status& why) {
+  absl::MutexLock commit_lock(&commit_mu_);
+  if (failed_flag_.load()) return;
+  failed_ = absl::UnavailableError(why.message());
+  failed_flag_.store(true);
+  SMOE_LOG(ERROR) << failed_;
+}
+
 absl::Status Scheduler::Recover() {
   absl::MutexLock lock(&mu_);
   {

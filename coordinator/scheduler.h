@@ -347,6 +347,9 @@ class Scheduler {
   // no-op when not failed; the store's error when reloading fails (still
   // failed then).
   absl::Status Recover();
+  // Fail-stops the scheduler as a failed commit would (`why`: Unavailable
+  // returned to every mutation); e.g. the store's file is gone.
+  void FailStop(const absl::Status& why);
 
   const SchedulerOptions& options() const { return options_; }
   // Number of group commits so far (for benchmarks).
