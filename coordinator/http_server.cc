@@ -541,12 +541,29 @@ struct HttpServer::Impl {
     };
     auto st = std::make_shared<State>();
     st->since = view->version;
+    // The caller is checked again before every wait (event_poll apart): a
+    // stream opened before its token was revoked (or the admin token
+    // rotated) ends instead of delivering on (issue 36).
+    auto caller = std::make_shared<httplib::Request>();
+    caller->method = req.method;
+    caller->path = req.path;
+    for (const char* h : {"Authorization", "Cookie"}) {
+      if (req.has_header(h)) {
+        caller->headers.emplace(h, req.get_header_value(h));
+      }
+    }
     res.set_header("Cache-Control", "no-store");
     res.set_header("X-Accel-Buffering", "no");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, id, st](size_t, httplib::DataSink& sink) -> bool {
+        [this, id, st, caller](size_t, httplib::DataSink& sink) -> bool {
           if (stopping.load()) return false;
+          if (CheckHttpRequest(tokens, *caller).has_value()) {
+            const std::string bye = "event: revoked\ndata: {}\n\n";
+            sink.write(bye.data(), bye.size());
+            sink.done();
+            return true;
+          }
           auto write = [&](const std::string& s) {
             st->last_write = absl::Now();
             return sink.write(s.data(), s.size());
