@@ -103,7 +103,8 @@ bool ValidName(absl::string_view n) {
 // is left out of the spec, so later checks do not repeat it. At most
 // `max_listed` messages are kept (each cut at kMaxProblemBytes); the others
 // are counted, so a file with a million bad values costs a counter, not a
-// million strings, and its error fits in gRPC's metadata (issue 36 item 8).
+// million strings; the listed ones stay within 4 KiB in all, so the error
+// fits in gRPC's metadata (issue 36 item 8).
 class Problems {
  public:
   explicit Problems(int64_t max_listed) : max_listed_(max_listed) {}
@@ -121,6 +122,13 @@ class Problems {
       message.resize(n);
       absl::StrAppend(&message, "... (", total, " bytes)");
     }
+    // The listed messages stay within kMaxListedBytes in all (the first is
+    // always listed).
+    if (!list_.empty() && listed_bytes_ + message.size() > kMaxListedBytes) {
+      ++unlisted_;
+      return;
+    }
+    listed_bytes_ += message.size();
     list_.push_back(std::move(message));
   }
   // Adds a non-OK status's message; returns whether `s` was OK.
@@ -149,7 +157,11 @@ class Problems {
 
  private:
   static constexpr size_t kMaxProblemBytes = 1024;
+  // gRPC carries the message in its status metadata (8 KiB by default,
+  // percent-encoded).
+  static constexpr size_t kMaxListedBytes = 4096;
   int64_t max_listed_;
+  size_t listed_bytes_ = 0;
   std::vector<std::string> list_;
   int64_t unlisted_ = 0;
 };

@@ -262,6 +262,20 @@ TEST(SweepSpecLimitsTest, ErrorListsAreTruncatedWithACount) {
   EXPECT_LT(msg.size(), size_t{4096}) << msg.size();
 }
 
+TEST(SweepSpecLimitsTest, ListedProblemsStayWithin4KiBInAll) {
+  // 40 unknown parameters: each message lists the known ones (~600 bytes).
+  std::string text = "name: a\nkind: sraven\nfixed:\n";
+  for (int i = 0; i < 40; ++i) {
+    absl::StrAppend(&text, "  unknown_parameter_", i, ": 1\n");
+  }
+  auto spec = ParseSweepYaml(text);
+  ASSERT_FALSE(spec.ok());
+  const std::string msg(spec.status().message());
+  EXPECT_THAT(msg, HasSubstr("40 problems:\n"));
+  EXPECT_THAT(msg, HasSubstr("more problems"));
+  EXPECT_LT(msg.size(), size_t{4096 + 1024}) << msg.size();
+}
+
 TEST(SweepSpecLimitsTest, LongValuesAreCutInMessages) {
   const std::string big(100000, 'a');
   auto spec = ParseSweepYaml(
