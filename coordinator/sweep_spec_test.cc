@@ -276,6 +276,23 @@ TEST(SweepSpecLimitsTest, ListedProblemsStayWithin4KiBInAll) {
   EXPECT_LT(msg.size(), size_t{4096 + 1024}) << msg.size();
 }
 
+// Issue 36: every size parameter within its own range still admitted a
+// model of ~10^14 parameters; the product is bounded at 10^10.
+TEST(SweepSpecLimitsTest, ModelsOfMoreThan1e10ParametersAreRefused) {
+  auto huge = ParseSweepYaml(
+      "name: a\nkind: sraven\nfixed: {width: 256, depth: 256, num_experts: "
+      "256, top_k: 2}\n");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(huge.status().message(),
+              HasSubstr("depth=256, width=256, num_experts=256 make a model of "
+                        "about 2.82e+14 parameters, more than 1e+10"));
+  // The paper's sizes, and a large but plausible one, pass.
+  EXPECT_TRUE(ParseSweepYaml(kDemo).ok());
+  EXPECT_TRUE(ParseSweepYaml("name: a\nkind: sraven\nfixed: {width: 8, "
+                             "depth: 24, num_experts: 64}\n")
+                  .ok());
+}
+
 TEST(SweepSpecLimitsTest, LongValuesAreCutInMessages) {
   const std::string big(100000, 'a');
   auto spec = ParseSweepYaml(
