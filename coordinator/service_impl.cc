@@ -371,7 +371,13 @@ grpc::Status CoordinatorServiceImpl::WatchSweep(
             : absl::InfiniteFuture();
     int64_t since = 0;
     std::string unschedulable;  // as last sent
+    const std::string method = absl::StrCat("/", auth_.service, "/WatchSweep");
     while (!ctx->IsCancelled() && absl::Now() < end) {
+      // The token is checked again at every wait (at most 1 s apart): a
+      // stream opened before its token was revoked ends with
+      // UNAUTHENTICATED instead of delivering on (issue 36).
+      SMOE_RETURN_IF_ERROR(
+          auth_.checker->CheckMetadata(method, ctx->client_metadata()));
       // Short waits so a cancelled stream or a server shutdown is noticed.
       const absl::Duration wait = std::min(
           absl::Seconds(1), std::max(end - absl::Now(), absl::ZeroDuration()));

@@ -46,7 +46,8 @@ absl::Status MakeDirs(const std::string& path) {
   std::string cur;
   for (size_t i = 0; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
-      if (!cur.empty() && mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+      // Owner only: attempt logs and checkpoints are the user's (issue 36).
+      if (!cur.empty() && mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) {
         return absl::InternalError(absl::StrCat("cannot create directory '",
                                                 cur, "': ", strerror(errno)));
       }
