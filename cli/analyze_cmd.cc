@@ -446,7 +446,15 @@ std::string FormatTunedTable(const json& t) {
       for (const auto& [cfg, n] : p["chosen_count"].items()) {
         chosen.push_back(absl::StrCat(cfg, " x", n.dump()));
       }
-      out << "  " << absl::StrJoin(chosen, "; ") << "\n";
+      // Selected among fewer configurations than the sweep has (trials
+      // missing, failed or still running): say so.
+      const int have = p.value("configs", 0);
+      std::string partial;
+      if (have < static_cast<int>(configs.size())) {
+        partial = absl::StrCat("  (among ", have, " of ", configs.size(),
+                               " configurations)");
+      }
+      out << "  " << absl::StrJoin(chosen, "; ") << partial << "\n";
     }
   }
   return out.str();

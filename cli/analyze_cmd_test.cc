@@ -244,6 +244,19 @@ TEST(AnalyzeFormatTest, TunedTableShowsTunedBesideEachFixedConfiguration) {
   EXPECT_THAT(text, testing::ContainsRegex(" +1 +0\\.9[0-9]+ .* lr=0.001 x3"));
   EXPECT_THAT(text, testing::ContainsRegex(" +8 +0\\.[0-9]+ .* lr=0.01 x3"));
   EXPECT_THAT(text, Not(HasSubstr("biased")));
+  EXPECT_THAT(text, Not(HasSubstr("configurations)")));
+  // A point selected among fewer configurations than the sweep has says so.
+  std::vector<an::TrialPoint> partial = TunedGrid();
+  for (an::TrialPoint& t : partial) {
+    if (t.params["top_k"] == 4 && t.params["lr"] == 0.01) {
+      t.state = store::TrialState::kRunning;
+    }
+  }
+  a = an::AnalyzeTuned(partial, o, tune);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_THAT(FormatTunedTable(an::ToJson(*a)),
+              testing::ContainsRegex(" +4 .* lr=0.001 x3  \\(among 1 of 2 "
+                                     "configurations\\)"));
 }
 
 // Issue 31 item 6: no E(k, N) fit (no theory block) off SRAVEN's top_k x M.
