@@ -13,8 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "analysis/analyze.h"
 #include "analysis/skillmix_tables.h"
+#include "analysis/tuned.h"
+#include "common/status_macros.h"
 #include "common/suggest.h"
 #include "coordinator/sweep_spec.h"
 #include "proto/rpc_status.h"
@@ -253,6 +256,210 @@ absl::Status CheckAnalysisAxes(const std::vector<an::TrialPoint>& trials,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::string>> ParseTuneList(const std::string& csv) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(csv, ',')) {
+    if (part.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tune: '", csv,
+          "' has an empty entry (want parameters separated by commas, e.g. "
+          "lr,weight_decay)"));
+    }
+    out.emplace_back(part);
+  }
+  return out;
+}
+
+absl::Status CheckTuneFlags(const std::vector<an::TrialPoint>& trials,
+                            const AnalyzeFlags& flags,
+                            absl::string_view sweep_id) {
+  if (flags.tune.empty()) {
+    if (!flags.select_by.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--select-by: '", flags.select_by,
+          "' needs --tune (the parameters whose values it selects)"));
+    }
+    if (flags.select_per != "seed") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--select-per: '", flags.select_per,
+                       "' needs --tune (the parameters to tune)"));
+    }
+    return absl::OkStatus();
+  }
+  if (absl::StatusOr<an::SelectUnit> u = an::ParseSelectUnit(flags.select_per);
+      !u.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--select-per: ", u.status().message()));
+  }
+  SMOE_ASSIGN_OR_RETURN(const std::vector<std::string> names,
+                        ParseTuneList(flags.tune));
+  if (trials.empty()) return absl::OkStatus();
+  const std::vector<std::string> swept = SweptParams(trials);
+  for (const std::string& name : names) {
+    if (std::find(swept.begin(), swept.end(), name) != swept.end()) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tune: '", name, "' is not a swept parameter of sweep ", sweep_id,
+        DidYouMean(name, swept), "; its swept parameters: ",
+        swept.empty() ? "none (every trial has the same parameters)"
+                      : absl::StrJoin(swept, ", ")));
+  }
+  std::set<std::string> metrics;
+  for (const an::TrialPoint& p : trials) {
+    for (const auto& [name, value] : p.results) metrics.insert(name);
+  }
+  const std::string select_by =
+      flags.select_by.empty() ? "val_acc" : flags.select_by;
+  if (!metrics.empty() && metrics.count(select_by) == 0) {
+    const std::vector<std::string> names_list(metrics.begin(), metrics.end());
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--select-by: '", select_by, "' is not a result of sweep ", sweep_id,
+        DidYouMean(select_by, names_list),
+        select_by == "val_acc"
+            ? " (trials trained before the validation split existed have no "
+              "val_acc)"
+            : "",
+        "; its metrics: ", absl::StrJoin(metrics, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+std::string FormatTunedTable(const json& t) {
+  std::ostringstream out;
+  const std::string metric = Str(t, "metric");
+  const std::string x = Str(t, "x");
+  const std::string series = Str(t, "series");
+  const std::string facet = Str(t, "facet");
+  const std::string select_by = Str(t, "select_by");
+  const bool per_point = Str(t, "select_per") == "point";
+  std::vector<std::string> tune;
+  for (const json& n : t.value("tune", json::array())) {
+    tune.push_back(n.is_string() ? n.get<std::string>() : n.dump());
+  }
+  auto label = [](const json& v) {
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  const json& configs = t["configs"];
+  out << "tuned: " << metric << " at each " << x
+      << (per_point ? "'s" : " and seed's") << " best "
+      << absl::StrJoin(tune, ", ") << " by " << select_by << " ("
+      << configs.size() << " configuration" << (configs.size() == 1 ? "" : "s")
+      << "; " << t.value("trials_used", 0) << " of "
+      << t.value("trials_total", 0) << " trials have both " << metric << " and "
+      << select_by << ")\n";
+  for (const json& n : t.value("notes", json::array())) {
+    out << "  note: " << label(n) << "\n";
+  }
+  out << "Optimal " << x << " per " << series
+      << (facet.empty() ? "" : " and " + facet)
+      << ": tuned, and at each fixed configuration (untuned)\n";
+  out << "  (mean +- s.e.m. over seeds; P = bootstrap frequency of the best "
+      << x << "; CI = " << static_cast<int>(t.value("ci_level", 0.95) * 100)
+      << "% bootstrap CI of the argmax, the tuned rows re-selecting the "
+         "configuration in every resample; 1se = smallest "
+      << x << " within one s.e.m. of the best)\n";
+  int width = 8;
+  for (const json& c : configs) {
+    width = std::max(width, static_cast<int>(label(c).size()));
+  }
+  out << absl::StrFormat("  %-12s %6s %-*s %6s %16s %6s %12s %6s\n",
+                         facet.empty() ? "-" : facet, series, width, "setting",
+                         x, "mean +- sem", "P", "CI", "1se");
+  auto row = [&](const json& o, const std::string& setting) {
+    // One seed: no s.e.m., and nothing for the bootstrap to resample.
+    const int seeds = o.value("seeds", 2);
+    const std::string mean =
+        seeds < 2 ? absl::StrFormat("%.4f (n = %d)", Num(o, "best_mean"), seeds)
+                  : absl::StrFormat("%7.4f +- %6.4f", Num(o, "best_mean"),
+                                    Num(o, "best_sem"));
+    const std::string p = seeds < 2
+                              ? std::string("-")
+                              : absl::StrFormat("%.2f", Num(o, "best_freq"));
+    const std::string ci =
+        seeds < 2 ? std::string("-")
+                  : absl::StrCat("[", NumberLabel(Num(o, "ci_lo")), ", ",
+                                 NumberLabel(Num(o, "ci_hi")), "]");
+    out << absl::StrFormat("  %-12s %6s %-*s %6s %16s %6s %12s %6s\n",
+                           Str(o, "facet_label"), Str(o, "series_label"), width,
+                           setting, label(o["best"]), mean, p, ci,
+                           label(o["one_se"]));
+  };
+  // (facet, series) labels -> (configuration, its untuned optimal row).
+  std::map<std::pair<std::string, std::string>,
+           std::vector<std::pair<std::string, const json*>>>
+      untuned_rows;
+  // (config, facet, series, x) labels -> mean of the untuned curve.
+  std::map<std::vector<std::string>, double> untuned_mean;
+  for (const json& u : t["untuned"]) {
+    const std::string cfg = Str(u, "config");
+    for (const json& o : u["optimal"]) {
+      untuned_rows[{Str(o, "facet_label"), Str(o, "series_label")}]
+          .emplace_back(cfg, &o);
+    }
+    for (const json& f : u["curves"]["facets"]) {
+      for (const json& sr : f["series"]) {
+        for (const json& pt : sr["points"]) {
+          untuned_mean[{cfg, Str(f, "label"), Str(sr, "label"),
+                        Str(pt, "x_label")}] = Num(pt, "mean");
+        }
+      }
+    }
+  }
+  for (const json& s : t["tuned"]) {
+    row(s["optimal"], "tuned");
+    for (const auto& [cfg, o] :
+         untuned_rows[{Str(s, "facet_label"), Str(s, "series_label")}]) {
+      row(*o, cfg);
+    }
+  }
+  if (t["tuned"].empty()) {
+    out << "  (no succeeded trials with both " << metric << " and " << select_by
+        << ")\n";
+  }
+  // Curves side by side, with the configuration each x chose.
+  for (const json& s : t["tuned"]) {
+    out << "\n"
+        << metric << " (mean over seeds) at "
+        << (facet.empty() ? "" : facet + "=" + Str(s, "facet_label") + " ")
+        << series << "=" << Str(s, "series_label")
+        << ": tuned, each fixed configuration, and what the tuned "
+           "selection chose (seeds)\n";
+    out << absl::StrFormat("  %6s %8s", x, "tuned");
+    for (const json& c : configs) {
+      out << absl::StrFormat(
+          " %*s", static_cast<int>(std::max<size_t>(8, label(c).size())),
+          label(c));
+    }
+    out << "  chosen\n";
+    for (const json& p : s["points"]) {
+      out << absl::StrFormat("  %6s %8.4f", Str(p, "x_label"), Num(p, "mean"));
+      for (const json& c : configs) {
+        auto it =
+            untuned_mean.find({label(c), Str(s, "facet_label"),
+                               Str(s, "series_label"), Str(p, "x_label")});
+        const std::string v = it == untuned_mean.end()
+                                  ? std::string("-")
+                                  : absl::StrFormat("%.4f", it->second);
+        out << absl::StrFormat(
+            " %*s", static_cast<int>(std::max<size_t>(8, label(c).size())), v);
+      }
+      std::vector<std::string> chosen;
+      for (const auto& [cfg, n] : p["chosen_count"].items()) {
+        chosen.push_back(absl::StrCat(cfg, " x", n.dump()));
+      }
+      // Selected among fewer configurations than the sweep has (trials
+      // missing, failed or still running): say so.
+      const int have = p.value("configs", 0);
+      std::string partial;
+      if (have < static_cast<int>(configs.size())) {
+        partial = absl::StrCat("  (among ", have, " of ", configs.size(),
+                               " configurations)");
+      }
+      out << "  " << absl::StrJoin(chosen, "; ") << partial << "\n";
+    }
+  }
+  return out.str();
+}
+
 int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
                const AnalyzeFlags& flags, std::ostream& out) {
   if (flags.format != "table" && flags.format != "json") {
@@ -301,10 +508,20 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
     std::cerr << "smoe: " << s.message() << "\n";
     return kExitUsage;
   }
+  if (absl::Status s = CheckTuneFlags(trials, flags, sweep_id); !s.ok()) {
+    std::cerr << "smoe: " << s.message() << "\n";
+    return kExitUsage;
+  }
   auto or_default = [](const std::string& v, const char* d) {
     return v.empty() ? std::string(d) : v;
   };
   if (resp.sweep().kind() == "skillmix") {
+    if (!flags.tune.empty()) {
+      std::cerr << "smoe: --tune: the tuned analysis is for training sweeps "
+                   "(sraven, command); sweep "
+                << sweep_id << " is a skillmix sweep\n";
+      return kExitUsage;
+    }
     const std::string rows = or_default(flags.x, "ept");
     const std::string cols = or_default(flags.series, "k_skills");
     const std::vector<an::SkillMixTable> tables =
@@ -352,6 +569,31 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
       flags.facet.empty() && o.kind == "sraven" ? "attention" : flags.facet;
   o.bootstrap_samples = flags.bootstrap;
   o.seed = flags.seed;
+  if (!flags.tune.empty()) {
+    an::TuneOptions tune;
+    tune.tune = *ParseTuneList(flags.tune);  // checked by CheckTuneFlags
+    if (!flags.select_by.empty()) tune.select_by = flags.select_by;
+    tune.unit = *an::ParseSelectUnit(flags.select_per);
+    absl::StatusOr<an::TunedAnalysis> tuned = an::AnalyzeTuned(trials, o, tune);
+    if (!tuned.ok()) {
+      std::cerr << "smoe: --tune: " << tuned.status().message() << "\n";
+      return kExitUsage;
+    }
+    nlohmann::json t = an::ToJson(*tuned);
+    const PrunedSummary pruned = SummarizePruned(resp, o.x);
+    if (pruned.trials > 0) {
+      t["pruned"] = {{"trials", pruned.trials},
+                     {"x_values_all_pruned", pruned.all_pruned}};
+    }
+    if (flags.format == "json") {
+      out << t.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+          << "\n";
+    } else {
+      out << "sweep " << sweep_id << " (" << resp.sweep().kind() << ")\n"
+          << FormatTunedTable(t) << FormatPrunedNote(pruned, o.x);
+    }
+    return kExitOk;
+  }
   nlohmann::json a = an::AnalyzeSweep(trials, o);
   const PrunedSummary pruned = SummarizePruned(resp, o.x);
   if (pruned.trials > 0) {

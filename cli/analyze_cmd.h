@@ -9,7 +9,9 @@
 // tables are formatted here). For a `kind: skillmix` sweep it prints the EPT x
 // k_skills tables (mean +- s.e. over combinations) of every result metric (or
 // --metric) and the best EPT per k_skills with the runner-up; --x / --series
-// then name the rows / columns (default ept / k_skills).
+// then name the rows / columns (default ept / k_skills). With --tune the
+// SRAVEN analysis is the tuned one of issue 33 (analysis/tuned.h): every x
+// at its own best configuration of the tuned parameters by --select-by.
 #ifndef SMOE_CLI_ANALYZE_CMD_H_
 #define SMOE_CLI_ANALYZE_CMD_H_
 
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "analysis/skillmix_tables.h"
 #include "analysis/stats.h"
@@ -37,6 +40,12 @@ struct AnalyzeFlags {
   std::string format = "table";  // table | json
   int bootstrap = 1000;
   uint64_t seed = 0;
+  // Tuned analysis (issue 33, analysis/tuned.h): comma-separated parameters
+  // to tune (empty: the ordinary analysis), the metric that selects their
+  // values (empty: val_acc) and the selection unit (seed | point).
+  std::string tune;
+  std::string select_by;
+  std::string select_per = "seed";
 };
 
 // Human-readable table of analysis::AnalyzeSweep's result.
@@ -62,6 +71,25 @@ std::vector<std::string> SweptParams(
 absl::Status CheckAnalysisAxes(const std::vector<analysis::TrialPoint>& trials,
                                const AnalyzeFlags& flags,
                                absl::string_view sweep_id);
+
+// The --tune list split at commas. InvalidArgument naming --tune and the
+// value when an entry is empty.
+absl::StatusOr<std::vector<std::string>> ParseTuneList(const std::string& csv);
+
+// OK when the tuned analysis flags make sense for these trials: --select-by
+// and a non-default --select-per need --tune; every --tune name is a swept
+// parameter (else InvalidArgument naming --tune, the value, a near miss and
+// the swept parameters, like CheckAnalysisAxes); --select-by names a result
+// metric of the sweep (checked once any trial has results); --select-per is
+// seed or point. Nothing about the sweep is checked before it has trials.
+absl::Status CheckTuneFlags(const std::vector<analysis::TrialPoint>& trials,
+                            const AnalyzeFlags& flags,
+                            absl::string_view sweep_id);
+
+// Human-readable table of analysis::ToJson(TunedAnalysis): the optimal x per
+// (facet, series) tuned and at each fixed configuration side by side, then
+// per series the curves and the configuration each x chose.
+std::string FormatTunedTable(const nlohmann::json& tuned);
 
 // Trials an adaptive search pruned (issue 31 item 5): they have no final
 // results, so the analysis leaves them out; the note says so, and which

@@ -11,6 +11,7 @@
 #include "analysis/analyze.h"
 #include "analysis/skillmix_tables.h"
 #include "analysis/test_trials.h"
+#include "analysis/tuned.h"
 #include "cli/search_show.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -141,6 +142,121 @@ TEST(AnalyzeAxesTest, RefusesAnAxisTheSweepDoesNotVary) {
   EXPECT_THAT(std::string(CheckAnalysisAxes(trials, fixed, "s").message()),
               HasSubstr("--facet: 'num_experts' is not a swept parameter"));
   EXPECT_TRUE(CheckAnalysisAxes({}, lr, "s").ok());  // no trials yet
+}
+
+// Issue 33 item 3: a Grid(3) per learning rate, with a validation metric;
+// k = 1 prefers lr 0.001 and the other k prefer lr 0.01.
+std::vector<an::TrialPoint> TunedGrid() {
+  std::vector<an::TrialPoint> out;
+  for (double lr : {0.001, 0.01}) {
+    for (an::TrialPoint t : an::test_trials::Grid(3)) {
+      const int k = t.params["top_k"].get<int>();
+      const double shift = (k == 1) == (lr == 0.001) ? 0.0 : -0.2;
+      t.params["lr"] = lr;
+      t.trial_id += lr == 0.001 ? "a" : "b";
+      t.results["ood_acc"] += shift;
+      t.results["test_acc"] += shift;
+      t.results["val_acc"] = t.results["test_acc"] + 0.001;
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+TEST(AnalyzeTuneTest, RefusesBadTuneFlagsNamingFlagAndValue) {
+  const std::vector<an::TrialPoint> trials = TunedGrid();
+  AnalyzeFlags ok;
+  ok.tune = "lr";
+  EXPECT_TRUE(CheckTuneFlags(trials, ok, "s").ok());
+  ok.select_by = "ood_acc";
+  ok.select_per = "point";
+  EXPECT_TRUE(CheckTuneFlags(trials, ok, "s").ok());
+  EXPECT_TRUE(CheckTuneFlags(trials, AnalyzeFlags{}, "s").ok());
+
+  auto message = [&](const AnalyzeFlags& f) {
+    const absl::Status st = CheckTuneFlags(trials, f, "demo");
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    return std::string(st.message());
+  };
+  AnalyzeFlags fixed;
+  fixed.tune = "lr,weight_decay";
+  EXPECT_EQ(message(fixed),
+            "--tune: 'weight_decay' is not a swept parameter of sweep demo; "
+            "its swept parameters: M, attention, lr, top_k");
+  AnalyzeFlags typo;
+  typo.tune = "lrr";
+  EXPECT_THAT(message(typo), HasSubstr("(did you mean 'lr'?)"));
+  AnalyzeFlags empty_entry;
+  empty_entry.tune = "lr,,M";
+  EXPECT_THAT(message(empty_entry),
+              HasSubstr("--tune: 'lr,,M' has an empty entry"));
+  AnalyzeFlags no_tune;
+  no_tune.select_by = "val_acc";
+  EXPECT_EQ(message(no_tune),
+            "--select-by: 'val_acc' needs --tune (the parameters whose "
+            "values it selects)");
+  AnalyzeFlags per;
+  per.tune = "lr";
+  per.select_per = "trial";
+  EXPECT_THAT(message(per),
+              HasSubstr("--select-per: 'trial' is not a selection unit"));
+  AnalyzeFlags metric;
+  metric.tune = "lr";
+  metric.select_by = "val_ac";
+  EXPECT_THAT(message(metric),
+              HasSubstr("--select-by: 'val_ac' is not a result of sweep demo "
+                        "(did you mean 'val_acc'?)"));
+  // A sweep trained before the validation split existed has no val_acc.
+  std::vector<an::TrialPoint> old = an::test_trials::Grid(2);
+  for (size_t i = 0; i < old.size(); ++i) {
+    old[i].params["lr"] = i % 2 == 0 ? 0.001 : 0.01;
+  }
+  AnalyzeFlags dflt;
+  dflt.tune = "lr";
+  const absl::Status st = CheckTuneFlags(old, dflt, "old");
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("--select-by: 'val_acc' is not a result of sweep old"));
+  EXPECT_THAT(std::string(st.message()),
+              HasSubstr("before the validation split existed"));
+}
+
+TEST(AnalyzeFormatTest, TunedTableShowsTunedBesideEachFixedConfiguration) {
+  an::AggregateOptions o;
+  o.metric = "test_acc";
+  an::TuneOptions tune;
+  tune.tune = {"lr"};
+  absl::StatusOr<an::TunedAnalysis> a = an::AnalyzeTuned(TunedGrid(), o, tune);
+  ASSERT_TRUE(a.ok()) << a.status();
+  const std::string text = FormatTunedTable(an::ToJson(*a));
+  EXPECT_THAT(text, HasSubstr("tuned: test_acc at each top_k and seed's best "
+                              "lr by val_acc (2 configurations"));
+  EXPECT_THAT(text, HasSubstr("Optimal top_k per M and attention: tuned, and "
+                              "at each fixed configuration (untuned)"));
+  EXPECT_THAT(text, HasSubstr("re-selecting the configuration in every "
+                              "resample"));
+  // One tuned row and one row per fixed lr for each (attention, M).
+  EXPECT_THAT(text, testing::ContainsRegex("softmax +1 tuned +2 "));
+  EXPECT_THAT(text, testing::ContainsRegex("softmax +1 lr=0.001 +1 "));
+  EXPECT_THAT(text, testing::ContainsRegex("softmax +2 lr=0.01 +4 "));
+  // The curves with the configuration each k chose.
+  EXPECT_THAT(text, HasSubstr("test_acc (mean over seeds) at attention=hyla "
+                              "M=1: tuned, each fixed configuration"));
+  EXPECT_THAT(text, testing::ContainsRegex(" +1 +0\\.9[0-9]+ .* lr=0.001 x3"));
+  EXPECT_THAT(text, testing::ContainsRegex(" +8 +0\\.[0-9]+ .* lr=0.01 x3"));
+  EXPECT_THAT(text, Not(HasSubstr("biased")));
+  EXPECT_THAT(text, Not(HasSubstr("configurations)")));
+  // A point selected among fewer configurations than the sweep has says so.
+  std::vector<an::TrialPoint> partial = TunedGrid();
+  for (an::TrialPoint& t : partial) {
+    if (t.params["top_k"] == 4 && t.params["lr"] == 0.01) {
+      t.state = store::TrialState::kRunning;
+    }
+  }
+  a = an::AnalyzeTuned(partial, o, tune);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_THAT(FormatTunedTable(an::ToJson(*a)),
+              testing::ContainsRegex(" +4 .* lr=0.001 x3  \\(among 1 of 2 "
+                                     "configurations\\)"));
 }
 
 // Issue 31 item 6: no E(k, N) fit (no theory block) off SRAVEN's top_k x M.

@@ -475,8 +475,9 @@ int Main(int argc, char** argv) {
   AnalyzeFlags analyze_flags;
   CLI::App* analyze = app.add_subcommand(
       "analyze",
-      "Optimal k per difficulty (bootstrap CI) and the E(k,N) fit; for a "
-      "skillmix sweep the EPT x k_skills tables and the best EPT per k");
+      "Optimal k per difficulty (bootstrap CI) and the E(k,N) fit, or with "
+      "--tune at each k's own tuned hyperparameters; for a skillmix sweep "
+      "the EPT x k_skills tables and the best EPT per k");
   analyze->add_option("SWEEP", sweep_id)->required();
   analyze->add_option("--metric", analyze_flags.metric,
                       "Result metric (default: ood_acc; skillmix: all)");
@@ -495,6 +496,19 @@ int Main(int argc, char** argv) {
   analyze->add_option("--format", analyze_flags.format, "table | json")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "json"}));
+  analyze->add_option(
+      "--tune", analyze_flags.tune,
+      "Tuned analysis: parameters the sweep varies (e.g. lr,weight_decay); "
+      "every x at its own best values of them by --select-by, beside each "
+      "fixed value");
+  analyze->add_option("--select-by", analyze_flags.select_by,
+                      "Metric that selects the tuned values (default: "
+                      "val_acc, the validation split)");
+  analyze
+      ->add_option("--select-per", analyze_flags.select_per,
+                   "seed: each seed selects its own values; point: one "
+                   "selection per point on the mean over seeds")
+      ->capture_default_str();
   add_client_flags(analyze);
 
   // smoe params KIND (trials/params.h)

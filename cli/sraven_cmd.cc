@@ -42,9 +42,9 @@ void AddCommonFlags(CLI::App* cmd, SravenOptions* o) {
   cmd->add_option("--seed", o->config.seed, "Run seed: OOD split and streams")
       ->capture_default_str()
       ->check(Uint64());
-  cmd->add_option("--split", o->split_name, "train | test | ood")
+  cmd->add_option("--split", o->split_name, "train | test | ood | val")
       ->capture_default_str()
-      ->check(OneOf({"train", "test", "ood"}));
+      ->check(OneOf({"train", "test", "ood", "val"}));
   cmd->add_option("--num-rules", o->config.num_rules,
                   "Rule pool: the first R of the 8 rules")
       ->capture_default_str()
@@ -203,7 +203,7 @@ int RunSraven(const SravenOptions& options, std::ostream& out,
   absl::StatusOr<Split> split = sraven::ParseSplit(o.split_name);
   if (!split.ok()) {
     err << "smoe sraven: --split: '" << o.split_name
-        << "' (one of train, test, ood)\n";
+        << "' (one of train, test, ood, val)\n";
     return kExitUsage;
   }
   o.split = *split;

@@ -53,7 +53,7 @@ std::vector<int> Flat(const nlohmann::json& j) {
 }
 
 TEST(SravenCmdTest, JsonLinesHaveRequiredKeysAndMatchTheGenerator) {
-  for (const char* split : {"train", "test", "ood"}) {
+  for (const char* split : {"train", "test", "ood", "val"}) {
     const Result r = RunCli({"sample", "--M", "4", "--n", "5", "--split", split,
                              "--seed", "0", "--json"});
     ASSERT_EQ(r.code, 0) << r.err;
@@ -218,7 +218,7 @@ TEST(SravenCmdTest, BadFlagsExit64NamingFlagAndValue) {
       {{"sample", "--M=four"}, {"--M: 'four' (expected an integer)"}},
       {{"sample", "--n", "-1"}, {"--n: '-1'"}},
       {{"sample", "--split", "validation"},
-       {"--split: 'validation' (one of train, test, ood)"}},
+       {"--split: 'validation' (one of train, test, ood, val)"}},
       {{"sample", "--seed", "-3"}, {"--seed: '-3'"}},
       {{"sample", "--batch", "x"}, {"--batch: 'x'"}},
       {{"sample", "--num-rules", "12"}, {"--num-rules: '12'"}},

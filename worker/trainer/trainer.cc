@@ -137,8 +137,7 @@ absl::Status Evaluate(model::SmoeTransformer& net, Batcher& batcher,
       r.expert_fraction.assign(static_cast<size_t>(c.model.num_experts), 0.0);
     }
   }
-  const std::string phase =
-      absl::StrCat("eval/", split == Split::kOod ? "ood" : "test");
+  const std::string phase = absl::StrCat("eval/", sraven::SplitName(split));
   const int64_t batches = (c.num_eval + bs - 1) / bs;
   const int64_t report_every = std::max<int64_t>(1, batches / 20);
   for (int64_t j = 0; j * bs < c.num_eval; ++j) {
@@ -506,10 +505,16 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
   while (true) {
     const bool eval_due = EvalDue(c, s.step);
     if (eval_due && s.last_eval_step != s.step) {
-      EvalStats test, ood;
+      EvalStats test, val, ood;
       absl::Status st =
           Evaluate(net, batcher, Split::kTest, c, options,
                    /*want_router=*/true, c.bf16, &test, cm, &emit);
+      // The validation split (issue 33): what hyperparameters are selected
+      // on, so that the reported test accuracy never took part in selection.
+      if (st.ok()) {
+        st = Evaluate(net, batcher, Split::kVal, c, options,
+                      /*want_router=*/false, c.bf16, &val, cm, &emit);
+      }
       if (st.ok() && has_ood) {
         st = Evaluate(net, batcher, Split::kOod, c, options,
                       /*want_router=*/false, c.bf16, &ood, cm, &emit);
@@ -522,6 +527,8 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
       SMOE_RETURN_IF_ERROR(st);
       s.eval = {{"test_acc", test.acc()},
                 {"test_acc_per_feature", test.acc_per_feature(m)},
+                {"val_acc", val.acc()},
+                {"val_acc_per_feature", val.acc_per_feature(m)},
                 {"ood_acc", has_ood ? json(ood.acc()) : json(nullptr)},
                 {"ood_acc_per_feature",
                  has_ood ? json(ood.acc_per_feature(m)) : json(nullptr)}};
@@ -541,7 +548,7 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
       }
       s.last_eval_step = s.step;
       SMOE_LOG(INFO) << "step " << s.step << " test_acc " << test.acc()
-                     << " ood_acc " << ood.acc();
+                     << " val_acc " << val.acc() << " ood_acc " << ood.acc();
     }
     if (s.step >= c.steps) break;
     SMOE_ASSIGN_OR_RETURN(bool stop_now,
@@ -616,6 +623,8 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
   r.ood_acc = num("ood_acc");
   r.test_acc_per_feature = num("test_acc_per_feature");
   r.ood_acc_per_feature = num("ood_acc_per_feature");
+  r.val_acc = num("val_acc");
+  r.val_acc_per_feature = num("val_acc_per_feature");
   r.train_loss = s.last_train_loss;
   r.steps_per_s = train_seconds > 0 ? trained_here / train_seconds : 0.0;
   r.tokens_per_s = r.steps_per_s * static_cast<double>(tokens_per_step);
@@ -625,6 +634,8 @@ absl::StatusOr<TrainResult> RunTrainingImpl(const TrainConfig& config,
                            {"ood_acc", j(r.ood_acc)},
                            {"test_acc_per_feature", j(r.test_acc_per_feature)},
                            {"ood_acc_per_feature", j(r.ood_acc_per_feature)},
+                           {"val_acc", j(r.val_acc)},
+                           {"val_acc_per_feature", j(r.val_acc_per_feature)},
                            {"train_loss", j(r.train_loss)},
                            {"steps", r.steps},
                            {"steps_per_s", r.steps_per_s},

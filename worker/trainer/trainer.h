@@ -20,15 +20,16 @@
 //   progress  every log_every updates and at the end
 //   metric    train/loss (mean over the updates since the last one),
 //             train/lr every log_every updates; at every eval
-//             eval/{test,ood}_acc, eval/{test,ood}_acc_per_feature and
-//             router/layer{l}/expert{e}_frac, router/layer{l}/entropy (from
-//             the test-set eval forward passes)
+//             eval/{test,val,ood}_acc, eval/{test,val,ood}_acc_per_feature
+//             and router/layer{l}/expert{e}_frac, router/layer{l}/entropy
+//             (from the test-set eval forward passes)
 //   checkpoint every checkpoint_every updates, at the end, and on stop
 //   result     exactly once, after the final eval (emitted by RunTraining)
 // Evaluation runs after the first update (the original's "step 0" eval,
 // docs/sraven.md 4), after update s when s % eval_every == 0, and when s ==
-// steps, on num_eval problems of the test and of the OOD split (eval mode: no
-// dropout; Soft MoE uses Algorithm 1 when top_k < num_experts).
+// steps, on num_eval problems each of the test, the validation and the OOD
+// split (eval mode: no dropout; Soft MoE uses Algorithm 1 when top_k <
+// num_experts).
 #ifndef SMOE_WORKER_TRAINER_TRAINER_H_
 #define SMOE_WORKER_TRAINER_TRAINER_H_
 
@@ -70,6 +71,9 @@ struct TrainResult {
   int64_t steps = 0;
   double test_acc = 0, ood_acc = 0;  // ood_* are NaN when OOD is empty
   double test_acc_per_feature = 0, ood_acc_per_feature = 0;
+  // The validation split (in-distribution rule combinations, its own
+  // stream): for selecting hyperparameters without touching test problems.
+  double val_acc = 0, val_acc_per_feature = 0;
   double train_loss = 0;    // mean loss of the last log window
   double steps_per_s = 0;   // this process's training updates only
   double tokens_per_s = 0;  // steps_per_s * batch_size * 9M

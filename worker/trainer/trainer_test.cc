@@ -135,6 +135,52 @@ TEST(TrainerTest, ResumeReproducesUninterruptedRunExactly) {
   EXPECT_GE(eval_progress["eval/ood"], 1);
 }
 
+// Issue 33 item 2: every evaluation also measures the validation split, and
+// the result carries val_acc and val_acc_per_feature.
+TEST(TrainerTest, ValidationSplitIsReportedAtEveryEvalAndInTheResult) {
+  ConfigureTorchThreads();
+  const TrainConfig c = TinyConfig();
+  RunOptions o;
+  o.workdir = TempDir("val");
+  CollectSink sink;
+  o.events = &sink;
+  auto r = RunTraining(c, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->val_acc, 0.0);
+  EXPECT_LE(r->val_acc, 1.0);
+  EXPECT_GE(r->val_acc_per_feature, r->val_acc);
+  EXPECT_LE(r->val_acc_per_feature, 1.0);
+  std::map<std::string, std::vector<int64_t>> eval_steps;
+  int val_progress = 0;
+  const json* result = nullptr;
+  for (const json& e : sink.events) {
+    if (e["event"] == "result") result = &e;
+    if (e["event"] == "metric") {
+      const std::string name = e["name"].get<std::string>();
+      if (absl::StartsWith(name, "eval/")) {
+        eval_steps[name].push_back(e["step"].get<int64_t>());
+      }
+    }
+    if (e["event"] == "progress" && e.value("phase", "") == "eval/val") {
+      EXPECT_EQ(e["total"], c.num_eval) << e;
+      ++val_progress;
+    }
+  }
+  // Evaluations after update 1, 6 and 12.
+  const std::vector<int64_t> want = {1, 6, 12};
+  EXPECT_EQ(eval_steps["eval/val_acc"], want);
+  EXPECT_EQ(eval_steps["eval/val_acc_per_feature"], want);
+  EXPECT_EQ(eval_steps["eval/test_acc"], want);
+  EXPECT_GE(val_progress, 3);
+  ASSERT_NE(result, nullptr);
+  const json& res = (*result)["metrics"];
+  ASSERT_TRUE(res.contains("val_acc")) << res;
+  ASSERT_TRUE(res.contains("val_acc_per_feature")) << res;
+  EXPECT_NEAR(res["val_acc"].get<double>(), r->val_acc, 1e-12);
+  EXPECT_NEAR(res["val_acc_per_feature"].get<double>(), r->val_acc_per_feature,
+              1e-12);
+}
+
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});

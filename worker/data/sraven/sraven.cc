@@ -120,8 +120,9 @@ absl::StatusOr<Split> ParseSplit(absl::string_view name) {
   if (name == "train") return Split::kTrain;
   if (name == "test") return Split::kTest;
   if (name == "ood") return Split::kOod;
+  if (name == "val") return Split::kVal;
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown SRAVEN split '", name, "' (want train, test or ood)"));
+      "unknown SRAVEN split '", name, "' (want train, test, ood or val)"));
 }
 
 const char* SplitName(Split s) {
@@ -132,6 +133,8 @@ const char* SplitName(Split s) {
       return "test";
     case Split::kOod:
       return "ood";
+    case Split::kVal:
+      return "val";
   }
   return "unknown";
 }
@@ -215,6 +218,9 @@ const std::vector<int>& Generator::latent_ids(Split split) const {
 }
 
 uint64_t Generator::StreamId(Split split) const {
+  // The validation split never shares: selecting hyperparameters on training
+  // (or test) problems is what it exists to avoid.
+  if (split == Split::kVal) return kValStream;
   if (config_.shared_stream) return kTrainStream;
   switch (split) {
     case Split::kTrain:
@@ -223,6 +229,8 @@ uint64_t Generator::StreamId(Split split) const {
       return kTestStream;
     case Split::kOod:
       return kOodStream;
+    case Split::kVal:
+      return kValStream;
   }
   return kTrainStream;
 }

@@ -29,9 +29,14 @@
 //              row a Permutation(3) `p` with V[r][c] = symbols[p[c]];
 //       3. if permute_features: for column c = 0,1,2 a Permutation(M).
 //   * Stream ids: train = kTrainStream, test = kTestStream, ood =
-//     kOodStream. With shared_stream = true all three use kTrainStream (the
-//     original code's quirk, 1.5): test batch b is then bit-identical to
-//     train batch b, and ood batch b uses the same draws on the OOD list.
+//     kOodStream, val = kValStream. With shared_stream = true train, test and
+//     ood use kTrainStream (the original code's quirk, 1.5): test batch b is
+//     then bit-identical to train batch b, and ood batch b uses the same
+//     draws on the OOD list. The validation split (issue 33: the split
+//     hyperparameters are selected on) always draws from kValStream, shared
+//     or not, so selection never sees a training or test problem's draws.
+//     Adding it changed no other split's stream: the existing splits'
+//     problems are the same as before it existed.
 // Changing any of this changes every golden sample (testdata/) and every
 // experiment's data, so treat it as a wire format.
 //
@@ -71,13 +76,16 @@ inline constexpr int kGrid = 3;  // 3x3 panels
 // "distribute-three"; "unknown" for an index outside 0..7.
 const char* RuleName(int rule);
 
-enum class Split { kTrain, kTest, kOod };
+// kVal: the validation split, problems of the in-distribution (training)
+// rule combinations from a stream of their own, for selecting
+// hyperparameters without touching the test problems.
+enum class Split { kTrain, kTest, kOod, kVal };
 
-// Parses "train", "test" or "ood" (exact, lower case). Anything else:
+// Parses "train", "test", "ood" or "val" (exact, lower case). Anything else:
 // InvalidArgument naming the value.
 absl::StatusOr<Split> ParseSplit(absl::string_view name);
 
-// Returns "train", "test" or "ood".
+// Returns "train", "test", "ood" or "val".
 const char* SplitName(Split s);
 
 // Stream ids under the run seed (see the determinism contract above).
@@ -85,6 +93,7 @@ inline constexpr uint64_t kLatentSplitStream = 0x5350'4C49'5400ULL;  // "SPLIT"
 inline constexpr uint64_t kTrainStream = 1;
 inline constexpr uint64_t kTestStream = 2;
 inline constexpr uint64_t kOodStream = 3;
+inline constexpr uint64_t kValStream = 4;
 
 struct SravenConfig {
   int num_features = 4;    // M, the difficulty; 1..8
@@ -143,8 +152,8 @@ class Generator {
   int seq_len() const { return 9 * config_.num_features; }
 
   // The split's latents, each a sorted multiset, in enumeration order.
-  // kTrain and kTest return the same (in-distribution) list; kOod the held-out
-  // list, which is empty when floor(frac_ood * N) == 0.
+  // kTrain, kTest and kVal return the same (in-distribution) list; kOod the
+  // held-out list, which is empty when floor(frac_ood * N) == 0.
   const std::vector<std::vector<int>>& latents(Split split) const;
 
   // The enumeration ids (indices into all_latents()) of latents(split),
@@ -181,7 +190,8 @@ class Generator {
                    float* inputs, int64_t* targets) const;
 
   // The stream id that problems of `split` are drawn from under this config
-  // (kTrainStream for every split when shared_stream).
+  // (kTrainStream for train, test and ood when shared_stream; kValStream for
+  // val always).
   uint64_t StreamId(Split split) const;
 
  private:
@@ -189,7 +199,7 @@ class Generator {
 
   SravenConfig config_;
   std::vector<std::vector<int>> all_latents_;
-  std::vector<std::vector<int>> in_dist_;  // train + test
+  std::vector<std::vector<int>> in_dist_;  // train, test and val
   std::vector<std::vector<int>> ood_;
   std::vector<int> in_dist_ids_;
   std::vector<int> ood_ids_;

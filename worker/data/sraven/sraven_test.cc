@@ -570,6 +570,108 @@ TEST(StreamTest, SharedStreamReproducesTheOriginalQuirk) {
 }
 
 // ---------------------------------------------------------------------------
+// The validation split (issue 33): in-distribution rule combinations from a
+// stream of its own. The tests above keep kSplits = {train, test, ood} so the
+// existing splits are checked exactly as before val existed.
+
+// A problem's full content as a comparable key.
+std::vector<int> ContentKey(const Problem& p) {
+  std::vector<int> k = {p.latent_id};
+  k.insert(k.end(), p.grid.begin(), p.grid.end());
+  k.insert(k.end(), p.permutation.begin(), p.permutation.end());
+  return k;
+}
+
+TEST(ValSplitTest, ParsesAndNames) {
+  absl::StatusOr<Split> val = ParseSplit("val");
+  ASSERT_TRUE(val.ok()) << val.status();
+  EXPECT_EQ(*val, Split::kVal);
+  EXPECT_STREQ(SplitName(Split::kVal), "val");
+  EXPECT_FALSE(ParseSplit("Val").ok());
+}
+
+TEST(ValSplitTest, DrawsFromTheTrainingRuleCombinations) {
+  for (int M = 1; M <= 8; ++M) {
+    const Generator gen = MustCreate(Config(M, 5));
+    EXPECT_EQ(&gen.latents(Split::kVal), &gen.latents(Split::kTrain));
+    EXPECT_EQ(gen.latent_ids(Split::kVal), gen.latent_ids(Split::kTrain));
+    for (int id : gen.latent_ids(Split::kVal)) EXPECT_FALSE(gen.IsOod(id));
+    for (uint64_t b = 0; b < 3; ++b) {
+      for (int i = 0; i < 64; ++i) {
+        const Problem p = gen.Sample(Split::kVal, b, i);
+        ASSERT_EQ(CheckProblem(gen, Split::kVal, p), "")
+            << "M=" << M << " batch=" << b << " i=" << i;
+        EXPECT_FALSE(gen.IsOod(p.latent_id));
+      }
+    }
+  }
+}
+
+TEST(ValSplitTest, OwnStreamDisjointFromTrainTestAndOod) {
+  const Generator gen = MustCreate(Config(4, 3));
+  EXPECT_EQ(gen.StreamId(Split::kVal), kValStream);
+  std::set<uint64_t> ids;
+  for (Split s : {Split::kTrain, Split::kTest, Split::kOod, Split::kVal}) {
+    ids.insert(gen.StreamId(s));
+  }
+  EXPECT_EQ(ids.size(), 4u);
+  // No validation problem equals any training or test problem of the first
+  // batches, at any position (not only the same (batch, index)).
+  std::set<std::vector<int>> train, test, val;
+  for (uint64_t b = 0; b < 8; ++b) {
+    for (int i = 0; i < 64; ++i) {
+      train.insert(ContentKey(gen.Sample(Split::kTrain, b, i)));
+      test.insert(ContentKey(gen.Sample(Split::kTest, b, i)));
+      val.insert(ContentKey(gen.Sample(Split::kVal, b, i)));
+    }
+  }
+  EXPECT_EQ(val.size(), 8u * 64u);
+  int shared_train = 0, shared_test = 0;
+  for (const auto& k : val) {
+    shared_train += static_cast<int>(train.count(k));
+    shared_test += static_cast<int>(test.count(k));
+  }
+  EXPECT_EQ(shared_train, 0);
+  EXPECT_EQ(shared_test, 0);
+}
+
+TEST(ValSplitTest, NeverSharesTheTrainingStream) {
+  SravenConfig c = Config(4, 2);
+  c.shared_stream = true;
+  const Generator shared = MustCreate(c);
+  const Generator independent = MustCreate(Config(4, 2));
+  EXPECT_EQ(shared.StreamId(Split::kVal), kValStream);
+  int same_as_train = 0;
+  for (uint64_t b = 0; b < 3; ++b) {
+    for (int i = 0; i < 64; ++i) {
+      const Problem v = shared.Sample(Split::kVal, b, i);
+      EXPECT_TRUE(SameProblem(v, independent.Sample(Split::kVal, b, i)));
+      same_as_train += SameProblem(v, shared.Sample(Split::kTrain, b, i));
+    }
+  }
+  EXPECT_EQ(same_as_train, 0);
+}
+
+TEST(ValSplitTest, LatentSamplingIsUniform) {
+  const Generator gen = MustCreate(Config(4, 2));
+  const int k = static_cast<int>(gen.latents(Split::kVal).size());
+  const int per = 100;
+  std::map<int, int> counts;
+  for (int i = 0; i < k * per; ++i) {
+    ++counts[gen.Sample(Split::kVal, i / 256, i % 256).latent_id];
+  }
+  EXPECT_EQ(static_cast<int>(counts.size()), k);
+  double chi2 = 0;
+  for (int id : gen.latent_ids(Split::kVal)) {
+    const double d = counts[id] - per;
+    chi2 += d * d / per;
+  }
+  const double dof = k - 1;
+  EXPECT_LT(chi2, dof + 5 * std::sqrt(2 * dof));
+  EXPECT_GT(chi2, dof - 5 * std::sqrt(2 * dof));
+}
+
+// ---------------------------------------------------------------------------
 // Batches (docs/sraven.md 1.4).
 
 TEST(BatchTest, OneHotLayoutAndTargets) {
