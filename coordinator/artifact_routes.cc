@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -15,29 +14,6 @@
 
 namespace smoe::coordinator {
 namespace {
-
-constexpr char kJson[] = "application/json; charset=utf-8";
-constexpr char kTrial[] = "([a-z0-9][a-z0-9._-]{0,63}/[0-9a-f]{16})";
-
-void Error(httplib::Response& res, const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kNotFound:
-      res.status = 404;
-      break;
-    case absl::StatusCode::kInvalidArgument:
-      res.status = 400;
-      break;
-    case absl::StatusCode::kDataLoss:
-      res.status = 409;  // set aside just now: list again
-      break;
-    default:
-      res.status = 500;
-  }
-  res.set_content(
-      nlohmann::json({{"error", std::string(s.message())}})
-          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-      kJson);
-}
 
 // An open file streamed by httplib's content provider.
 struct OpenFile {
@@ -52,75 +28,69 @@ struct OpenFile {
 void RegisterArtifactRoutes(const AddHttpRoute& add,
                             store::ExperimentStore* store,
                             CheckpointStore* checkpoints) {
-  add("GET", absl::StrCat("/api/trials/", kTrial, "/artifacts"),
-      [store, checkpoints](const httplib::Request& req,
-                           httplib::Response& res) {
-        const std::string id = req.matches[1];
-        auto list = ListArtifacts(store, checkpoints, id);
-        if (!list.ok()) return Error(res, list.status());
-        nlohmann::json out = {{"trial_id", id},
-                              {"artifacts", nlohmann::json::array()}};
-        for (const ArtifactInfo& a : *list) {
-          out["artifacts"].push_back(
-              {{"name", a.name},
-               {"kind", a.kind},
-               {"bytes", a.bytes},
-               {"sha256", a.sha256},
-               {"step", a.step},
-               {"created_ms", absl::ToUnixMillis(a.created_at)},
-               {"url",
-                absl::StrCat("/api/trials/", id, "/artifacts/", a.name)}});
+  add(api::Op::kListArtifacts, [store, checkpoints](const httplib::Request& req,
+                                                    httplib::Response& res) {
+    const std::string id = req.matches[1];
+    auto list = ListArtifacts(store, checkpoints, id);
+    if (!list.ok()) return ReplyError(res, list.status());
+    nlohmann::json out = {{"trial_id", id},
+                          {"artifacts", nlohmann::json::array()}};
+    for (const ArtifactInfo& a : *list) {
+      out["artifacts"].push_back(
+          {{"name", a.name},
+           {"kind", a.kind},
+           {"bytes", a.bytes},
+           {"sha256", a.sha256},
+           {"step", a.step},
+           {"created_ms", absl::ToUnixMillis(a.created_at)},
+           {"url", absl::StrCat("/api/trials/", id, "/artifacts/", a.name)}});
+    }
+    res.set_content(DumpJson(out), kJsonContentType);
+  });
+  add(api::Op::kGetArtifact, [store, checkpoints](const httplib::Request& req,
+                                                  httplib::Response& res) {
+    const std::string id = req.matches[1];
+    const std::string name = req.matches[2];
+    res.set_header("Content-Disposition",
+                   absl::StrCat("attachment; filename=\"", name, "\""));
+    if (checkpoints != nullptr) {
+      for (const store::CheckpointRecord& c : checkpoints->List(id)) {
+        if (CheckpointArtifactName(c) != name) continue;
+        auto file = std::make_shared<OpenFile>();
+        file->fd =
+            ::open(checkpoints->BlobPath(c).c_str(), O_RDONLY | O_CLOEXEC);
+        if (file->fd < 0) {
+          return ReplyError(res, absl::NotFoundError(absl::StrCat(
+                                     "artifact '", name, "' is gone")));
         }
-        res.set_content(out.dump(), kJson);
-      });
-  add("GET",
-      absl::StrCat("/api/trials/", kTrial,
-                   "/artifacts/([A-Za-z0-9._-]{1,200})"),
-      [store, checkpoints](const httplib::Request& req,
-                           httplib::Response& res) {
-        const std::string id = req.matches[1];
-        const std::string name = req.matches[2];
-        res.set_header("Content-Disposition",
-                       absl::StrCat("attachment; filename=\"", name, "\""));
-        if (checkpoints != nullptr) {
-          for (const store::CheckpointRecord& c : checkpoints->List(id)) {
-            if (CheckpointArtifactName(c) != name) continue;
-            auto file = std::make_shared<OpenFile>();
-            file->fd =
-                ::open(checkpoints->BlobPath(c).c_str(), O_RDONLY | O_CLOEXEC);
-            if (file->fd < 0) {
-              return Error(res, absl::NotFoundError(absl::StrCat(
-                                    "artifact '", name, "' is gone")));
-            }
-            res.set_header("X-Checksum-Sha256", c.sha256);
-            res.set_header("ETag", absl::StrCat("\"", c.sha256, "\""));
-            res.set_content_provider(
-                static_cast<size_t>(c.bytes), "application/octet-stream",
-                [file](size_t offset, size_t length, httplib::DataSink& sink) {
-                  char buf[1 << 16];
-                  const size_t want = std::min(length, sizeof(buf));
-                  const ssize_t n =
-                      ::pread(file->fd, buf, want, static_cast<off_t>(offset));
-                  if (n <= 0) return false;
-                  return sink.write(buf, static_cast<size_t>(n));
-                });
-            return;
-          }
-        }
-        std::string body;
-        absl::Status st = ReadArtifact(
-            store, checkpoints, id, name,
-            [](const ArtifactInfo&) { return true; },
-            [&body](absl::string_view data) {
-              body.append(data.data(), data.size());
-              return true;
+        res.set_header("X-Checksum-Sha256", c.sha256);
+        res.set_header("ETag", absl::StrCat("\"", c.sha256, "\""));
+        res.set_content_provider(
+            static_cast<size_t>(c.bytes), "application/octet-stream",
+            [file](size_t offset, size_t length, httplib::DataSink& sink) {
+              char buf[1 << 16];
+              const size_t want = std::min(length, sizeof(buf));
+              const ssize_t n =
+                  ::pread(file->fd, buf, want, static_cast<off_t>(offset));
+              if (n <= 0) return false;
+              return sink.write(buf, static_cast<size_t>(n));
             });
-        if (!st.ok()) {
-          res.set_header("Content-Disposition", "inline");
-          return Error(res, st);
-        }
-        res.set_content(body, "application/json; charset=utf-8");
-      });
+        return;
+      }
+    }
+    std::string body;
+    absl::Status st = ReadArtifact(
+        store, checkpoints, id, name, [](const ArtifactInfo&) { return true; },
+        [&body](absl::string_view data) {
+          body.append(data.data(), data.size());
+          return true;
+        });
+    if (!st.ok()) {
+      res.set_header("Content-Disposition", "inline");
+      return ReplyError(res, st);
+    }
+    res.set_content(body, "application/json; charset=utf-8");
+  });
 }
 
 }  // namespace smoe::coordinator

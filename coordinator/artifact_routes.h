@@ -15,13 +15,13 @@
 #define SMOE_COORDINATOR_ARTIFACT_ROUTES_H_
 
 #include "coordinator/checkpoint_store.h"
-#include "coordinator/http_actions.h"
+#include "coordinator/http_reply.h"
 #include "store/experiment_store.h"
 
 namespace smoe::coordinator {
 
 // Registers the routes through `add` (http_server.cc's, which lists them for
-// the access table, coordinator/access.h); call before any catch-all /api
+// the access table, coordinator/api/access.h); call before any catch-all /api
 // route. `checkpoints` may be null. Neither pointer is owned.
 void RegisterArtifactRoutes(const AddHttpRoute& add,
                             store::ExperimentStore* store,

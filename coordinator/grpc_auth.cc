@@ -12,7 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/api_token.h"
 #include "common/logging.h"
-#include "coordinator/access.h"
+#include "coordinator/api/access.h"
 
 namespace smoe::coordinator {
 namespace {
@@ -108,9 +108,9 @@ absl::Status TokenAuthChecker::Check(absl::string_view method,
             ? "missing API token (metadata 'authorization: Bearer <token>')"
             : "invalid API token");
   } else if (!required.has_value()) {
-    st = absl::PermissionDeniedError(
-        absl::StrCat(method.empty() ? "?" : method,
-                     " has no access rule (coordinator/access.cc); refused"));
+    st = absl::PermissionDeniedError(absl::StrCat(
+        method.empty() ? "?" : method,
+        " has no access rule (coordinator/api/operations.cc); refused"));
   } else {
     st = Authorize(who, *required, method);
   }

@@ -14,7 +14,7 @@
 // `authorization: Bearer <token>` is refused there with UNAUTHENTICATED and
 // its stream is reset, so its body is never buffered beyond the HTTP/2
 // flow-control window. The token's role is checked there too, against the
-// access table (coordinator/access.h): a viewer or worker token calling an
+// access table (coordinator/api/access.h): a viewer or worker token calling an
 // admin method is refused with PERMISSION_DENIED naming the role needed, and
 // a method missing from the table is refused for everyone. grpc.health.v1
 // stays public (Kubernetes probes).

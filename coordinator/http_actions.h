@@ -20,25 +20,18 @@
 //
 // Errors are JSON {"error": ...}: 400 bad input (naming the field), 404
 // unknown sweep or trial, 409 not possible in the current state, 503 store
-// failing. Every action is logged with the token's name (never the token).
+// failing (coordinator/api/http_status.h). Every action is logged with the
+// token's name (never the token).
 //
 // Thread safety: the handlers are safe for concurrent use.
 #ifndef SMOE_COORDINATOR_HTTP_ACTIONS_H_
 #define SMOE_COORDINATOR_HTTP_ACTIONS_H_
 
-#include <httplib.h>
-
-#include <functional>
-#include <string>
-
+#include "coordinator/http_reply.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/tokens.h"
 
 namespace smoe::coordinator {
-
-// Registers one route (method, pattern as in the access table, handler).
-using AddHttpRoute = std::function<void(
-    const char* method, const std::string& pattern, httplib::Server::Handler)>;
 
 // Registers the routes above through `add`. Neither pointer is owned.
 void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,

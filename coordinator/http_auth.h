@@ -13,7 +13,7 @@
 // so it carries the role, is never the token, dies with the token (revoked,
 // or re-created under the same name) and with the admin token (the MAC key).
 //
-// What they may do: the access table (coordinator/access.h) by method and
+// What they may do: the access table (coordinator/api/access.h) by method and
 // path; a route missing from it is refused (fail closed). Refusals: 401
 // without a valid token or session, 403 naming the role needed.
 //
@@ -41,7 +41,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "coordinator/access.h"
+#include "coordinator/api/access.h"
 #include "coordinator/tokens.h"
 
 namespace smoe::coordinator {

@@ -27,13 +27,15 @@
 #include "common/http_listener.h"
 #include "common/log_limiter.h"
 #include "common/logging.h"
+#include "coordinator/api/openapi.h"
+#include "coordinator/api/operations.h"
 #include "coordinator/artifact_routes.h"
 #include "coordinator/http_actions.h"
 #include "coordinator/http_auth.h"
 #include "coordinator/http_connections.h"
+#include "coordinator/http_reply.h"
 #include "coordinator/http_server_assets.h"
 #include "coordinator/log_routes.h"
-#include "coordinator/openapi.h"
 #include "coordinator/search_http.h"
 #include "coordinator/sweep_read_model.h"
 #include "coordinator/trial_table.h"
@@ -44,18 +46,13 @@ namespace {
 
 using nlohmann::json;
 
-// Content types chosen so cpp-httplib does not compress them on the fly
-// (it compresses exact "application/json" and every "text/*" except
-// event-stream, with brotli at its slowest quality): JSON over loopback is
-// cheap to send and expensive to compress.
-constexpr char kJson[] = "application/json; charset=utf-8";
+// coordinator/http_reply.h says why this content type.
+constexpr const char* kJson = kJsonContentType;
 // The session cookie (coordinator/http_auth.h): carries the token's name and
 // role and an HMAC, never the token.
 constexpr const char* kCookieName = kSessionCookieName;
 
-std::string Dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string Dump(const json& j) { return DumpJson(j); }
 
 int64_t ToUnixMs(absl::Time t) { return absl::ToUnixMillis(t); }
 
@@ -280,25 +277,11 @@ struct HttpServer::Impl {
 
   static void Error(httplib::Response& res, int status,
                     const std::string& message) {
-    res.status = status;
-    res.set_content(Dump({{"error", message}}), kJson);
-  }
-
-  static int HttpStatus(const absl::Status& s) {
-    switch (s.code()) {
-      case absl::StatusCode::kNotFound:
-        return 404;
-      case absl::StatusCode::kInvalidArgument:
-        return 400;
-      case absl::StatusCode::kUnavailable:
-        return 503;
-      default:
-        return 500;
-    }
+    ReplyError(res, status, message);
   }
 
   static void StatusError(httplib::Response& res, const absl::Status& s) {
-    Error(res, HttpStatus(s), std::string(s.message()));
+    ReplyError(res, s);
   }
 
   static std::string Param(const httplib::Request& req, const char* name,
@@ -698,12 +681,14 @@ struct HttpServer::Impl {
       Error(res, refused->status, refused->message);
       return httplib::Server::HandlerResponse::Handled;
     });
-    // Routes are registered through Add so each one is listed in `routes`
-    // (HttpServer::routes(), checked against the access table by a test).
-    auto Add = [this](const char* method, const std::string& pattern,
-                      httplib::Server::Handler h) {
-      routes.emplace_back(method, pattern);
-      const std::string m = method;
+    // Routes are registered through Add, by their row in the table of
+    // operations (coordinator/api/operations.h), so each one is listed in
+    // `routes` (HttpServer::routes(), checked against the table by a test).
+    auto Add = [this](api::Op op, httplib::Server::Handler h) {
+      const api::Operation& row = api::OperationOf(op);
+      const std::string m = row.http_method;
+      const std::string pattern = api::HttpPattern(row);
+      routes.emplace_back(m, pattern);
       if (m == "GET") server.Get(pattern, std::move(h));
       if (m == "POST") server.Post(pattern, std::move(h));
       if (m == "PUT") server.Put(pattern, std::move(h));
@@ -727,56 +712,53 @@ struct HttpServer::Impl {
           // Library exceptions end here (our code does not throw).
           Error(res, 500, "internal error");
         });
-    Add("GET", "/healthz", [](const Request&, Response& res) {
+    Add(api::Op::kHealthz, [](const Request&, Response& res) {
       res.set_content("ok\n", "text/plain; charset=utf-8");
     });
-    Add("GET", "/login", [](const Request&, Response& res) {
+    Add(api::Op::kLoginPage, [](const Request&, Response& res) {
       std::string page = kLoginPage;
       page.replace(page.find("<!--ERROR-->"), 12, "");
       res.set_content(page, "text/html; charset=utf-8");
     });
-    Add("POST", "/login",
+    Add(api::Op::kLogin,
         [this](const Request& req, Response& res) { Login(req, res); });
-    Add("POST", "/logout", [](const Request&, Response& res) {
+    Add(api::Op::kLogout, [](const Request&, Response& res) {
       res.set_header("Set-Cookie",
                      absl::StrCat(kCookieName,
                                   "=; Path=/; HttpOnly; SameSite=Strict; "
                                   "Max-Age=0"));
       res.status = 204;
     });
-    Add("GET", "/api/openapi.json", [](const Request&, Response& res) {
+    Add(api::Op::kOpenApi, [](const Request&, Response& res) {
       res.set_content(Dump(OpenApiSpec()), kJson);
     });
-    constexpr char kSweep[] = "([a-z0-9][a-z0-9._-]{0,63})";
-    Add("GET", "/api/sweeps",
+    Add(api::Op::kListSweeps,
         [this](const Request& req, Response& res) { ListSweeps(req, res); });
-    Add("GET", absl::StrCat("/api/sweeps/", kSweep),
+    Add(api::Op::kGetSweep,
         [this](const Request& req, Response& res) { GetSweepPage(req, res); });
-    Add("GET", absl::StrCat("/api/sweeps/", kSweep, "/curves"),
+    Add(api::Op::kGetCurves,
         [this](const Request& req, Response& res) { GetCurves(req, res); });
-    Add("GET", absl::StrCat("/api/sweeps/", kSweep, "/analysis"),
+    Add(api::Op::kGetAnalysis,
         [this](const Request& req, Response& res) { GetAnalysis(req, res); });
-    Add("GET", absl::StrCat("/api/sweeps/", kSweep, "/skillmix"),
+    Add(api::Op::kGetSkillMix,
         [this](const Request& req, Response& res) { GetSkillMix(req, res); });
-    Add("GET", absl::StrCat("/api/sweeps/", kSweep, "/search"),
-        [this](const Request& req, Response& res) {
-          auto body = SearchJson(scheduler, store, req.matches[1], 200);
-          if (!body.ok()) return StatusError(res, body.status());
-          res.set_content(Dump(*body), kJson);
-        });
-    Add("GET", absl::StrCat("/api/sweeps/", kSweep, "/events"),
+    Add(api::Op::kGetSearch, [this](const Request& req, Response& res) {
+      auto body = SearchJson(scheduler, store, req.matches[1], 200);
+      if (!body.ok()) return StatusError(res, body.status());
+      res.set_content(Dump(*body), kJson);
+    });
+    Add(api::Op::kWatchSweep,
         [this](const Request& req, Response& res) { Events(req, res); });
-    Add("GET", "/api/trials/([a-z0-9][a-z0-9._-]{0,63}/[0-9a-f]{16})/metrics",
-        [this](const Request& req, Response& res) {
-          GetTrialMetrics(req, res);
-        });
+    Add(api::Op::kGetTrialMetrics, [this](const Request& req, Response& res) {
+      GetTrialMetrics(req, res);
+    });
     AddActionRoutes(Add, scheduler, tokens);
     RegisterArtifactRoutes(Add, store, options.checkpoints);
     RegisterLogRoutes(Add, options.logs);
-    Add("GET", "/api/.*", [](const Request&, Response& res) {
+    Add(api::Op::kUnknownApiRoute, [](const Request&, Response& res) {
       Error(res, 404, "no such API route");
     });
-    Add("GET", "/.*",
+    Add(api::Op::kWebApp,
         [this](const Request& req, Response& res) { ServeAsset(req, res); });
   }
 };

@@ -33,7 +33,7 @@
 //        /api/trials/{id}/...       archive, notes/tags):
 //                                   coordinator/http_actions.h
 //
-// Auth: every route has a row in the access table (coordinator/access.h);
+// Auth: every route has a row in the access table (coordinator/api/access.h);
 // /api/ routes need a token of role viewer (reads) or admin (the actions of
 // coordinator/http_actions.h), as `Authorization: Bearer T` or the session
 // cookie set by POST /login; 401 without one, 403 naming the role needed.
@@ -117,7 +117,7 @@ class HttpServer {
 
   int port() const;
   // Every registered route as (method, pattern); each has a row in the access
-  // table (coordinator/access.h).
+  // table (coordinator/api/access.h).
   const std::vector<std::pair<std::string, std::string>>& routes() const;
   // "http://127.0.0.1:<port>/" (a wildcard host becomes 127.0.0.1).
   std::string url() const;

@@ -13,13 +13,13 @@
 #ifndef SMOE_COORDINATOR_LOG_ROUTES_H_
 #define SMOE_COORDINATOR_LOG_ROUTES_H_
 
-#include "coordinator/http_actions.h"
+#include "coordinator/http_reply.h"
 #include "coordinator/trial_logs.h"
 
 namespace smoe::coordinator {
 
 // Registers the route through `add` (http_server.cc's, which lists it for the
-// access table, coordinator/access.h). `logs` is not owned; null: the route
+// access table, coordinator/api/access.h). `logs` is not owned; null: the route
 // answers 404.
 void RegisterLogRoutes(const AddHttpRoute& add, TrialLogs* logs);
 

@@ -17,7 +17,7 @@
 //   GET /api/trials/{id}/logs[?attempt=N]
 //       {"trial_id","attempt","attempts":[...],"running","as_of_ms",
 //        "total_bytes","text"}
-// both for the viewer role (coordinator/access.cc).
+// both for the viewer role (coordinator/api/operations.cc).
 //
 // Thread-safe.
 #ifndef SMOE_COORDINATOR_TRIAL_LOGS_H_

@@ -4,7 +4,7 @@
 // routes: every route the HTTP server registers is described and every
 // described path is served, each operation's x-smoe-role is the role the
 // access table requires, and the document is served without a token.
-#include "coordinator/openapi.h"
+#include "coordinator/api/openapi.h"
 
 #include <httplib.h>
 
@@ -15,7 +15,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "coordinator/access.h"
+#include "coordinator/api/access.h"
+#include "coordinator/api/operations.h"
 #include "coordinator/http_server.h"
 #include "gtest/gtest.h"
 #include "store/in_memory_store.h"
@@ -94,18 +95,18 @@ TEST(OpenApiTest, EveryRouteIsDescribedAndEveryDescribedPathIsServed) {
   for (const auto& [method, pattern] : s->http->routes()) {
     // The catch-alls: 404 for unknown API routes, the web app's files.
     if (pattern == "/api/.*" || pattern == "/.*") continue;
-    served.insert({method, OpenApiPathOf(pattern)});
+    served.insert({method, api::OpenApiPathOf(pattern)});
   }
   const auto described = Described();
   for (const auto& r : served) {
     EXPECT_TRUE(described.count(r))
         << r.first << " " << r.second
-        << " is served but not in coordinator/openapi.cc";
+        << " is served but not in coordinator/api/openapi.cc";
   }
   for (const auto& d : described) {
     EXPECT_TRUE(served.count(d))
         << d.first << " " << d.second
-        << " is described in coordinator/openapi.cc but not served";
+        << " is described in coordinator/api/openapi.cc but not served";
   }
   s->http->Shutdown();
 }
@@ -126,12 +127,40 @@ TEST(OpenApiTest, RolesAgreeWithTheAccessTable) {
 }
 
 TEST(OpenApiTest, PathTemplatesOfRoutePatterns) {
-  EXPECT_EQ(OpenApiPathOf("/api/sweeps/([a-z0-9][a-z0-9._-]{0,63})/curves"),
-            "/api/sweeps/{sweep}/curves");
-  EXPECT_EQ(OpenApiPathOf("/api/trials/([a-z0-9][a-z0-9._-]{0,63}/"
-                          "[0-9a-f]{16})/artifacts/([A-Za-z0-9._-]{1,200})"),
-            "/api/trials/{sweep}/{trial}/artifacts/{name}");
-  EXPECT_EQ(OpenApiPathOf("/healthz"), "/healthz");
+  EXPECT_EQ(
+      api::OpenApiPathOf("/api/sweeps/([a-z0-9][a-z0-9._-]{0,63})/curves"),
+      "/api/sweeps/{sweep}/curves");
+  EXPECT_EQ(
+      api::OpenApiPathOf("/api/trials/([a-z0-9][a-z0-9._-]{0,63}/"
+                         "[0-9a-f]{16})/artifacts/([A-Za-z0-9._-]{1,200})"),
+      "/api/trials/{sweep}/{trial}/artifacts/{name}");
+  EXPECT_EQ(api::OpenApiPathOf("/healthz"), "/healthz");
+}
+
+TEST(OpenApiTest, GeneratedFromTheTableOfOperations) {
+  // Every HTTP operation with a tag is described under its path template,
+  // with the table's summary and role; every hand-written entry names one.
+  std::set<std::string> documented;
+  for (const api::Operation& op : api::Operations()) {
+    if (op.http_method == nullptr || op.tag == nullptr) continue;
+    documented.insert(op.name);
+    const json& o = OpenApiSpec()["paths"][op.http_path]
+                                 [absl::AsciiStrToLower(op.http_method)];
+    EXPECT_EQ(o.value("summary", ""), op.summary) << op.name;
+    EXPECT_EQ(o.value("x-smoe-role", ""), AccessName(op.access)) << op.name;
+    EXPECT_TRUE(o.contains("responses")) << op.name;
+    EXPECT_TRUE(OpenApiOperationDetails().contains(op.name))
+        << op.name
+        << " has no hand-written schema in coordinator/api/openapi.cc";
+  }
+  for (const auto& [name, details] : OpenApiOperationDetails().items()) {
+    EXPECT_TRUE(documented.count(name))
+        << name << " in coordinator/api/openapi.cc is no described operation";
+  }
+  // The id patterns are the table's.
+  EXPECT_EQ(
+      OpenApiSpec()["components"]["parameters"]["sweep"]["schema"]["pattern"],
+      absl::StrCat("^", api::kSweepIdRegex, "$"));
 }
 
 TEST(OpenApiTest, ServedWithoutAToken) {

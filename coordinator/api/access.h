@@ -1,9 +1,10 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/access.h
+// File: coordinator/api/access.h
 //
-// The one table of who may call what: every gRPC method and every HTTP route
-// of the coordinator with the role it needs (docs/roles.md prints it).
+// Who may call what: every gRPC method and every HTTP route of the
+// coordinator with the role it needs (docs/roles.md prints it), read from the
+// table of operations (coordinator/api/operations.h).
 //
 // Both transports look a call up here before anything else runs, and refuse
 // what is not in the table (fail closed): a method or route added without a
@@ -11,8 +12,8 @@
 // the proto services and every route the HTTP server registers has a row.
 //
 // Thread safety: the tables are immutable.
-#ifndef SMOE_COORDINATOR_ACCESS_H_
-#define SMOE_COORDINATOR_ACCESS_H_
+#ifndef SMOE_COORDINATOR_API_ACCESS_H_
+#define SMOE_COORDINATOR_API_ACCESS_H_
 
 #include <optional>
 #include <string>
@@ -20,12 +21,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "coordinator/api/operations.h"
 #include "coordinator/tokens.h"
 
 namespace smoe::coordinator {
-
-// What a call needs: nothing (public), or a token whose role allows it.
-enum class Access { kPublic, kViewer, kWorker, kAdmin };
 
 // "public" | "viewer" | "worker" | "admin".
 const char* AccessName(Access access);
@@ -40,7 +39,7 @@ struct GrpcRule {
 };
 struct HttpRule {
   const char* method;   // "GET" | "POST" | "PUT" | "DELETE"
-  const char* pattern;  // the regex the route is registered with
+  std::string pattern;  // the regex the route is registered with
   Access required;
 };
 
@@ -62,4 +61,4 @@ absl::Status Authorize(const std::optional<Principal>& who, Access required,
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_ACCESS_H_
+#endif  // SMOE_COORDINATOR_API_ACCESS_H_

@@ -4,7 +4,7 @@
 // services and every route the HTTP server registers has exactly one row, so
 // a new method or route cannot forget its role; and the gRPC checker refuses
 // the wrong role with PERMISSION_DENIED naming the role needed.
-#include "coordinator/access.h"
+#include "coordinator/api/access.h"
 
 #include <google/protobuf/descriptor.h>
 
@@ -46,7 +46,8 @@ TEST(AccessTableTest, EveryGrpcMethodHasARule) {
   for (const GrpcRule& r : GrpcAccessTable()) {
     EXPECT_TRUE(rules.insert(r.method).second) << "two rules for " << r.method;
   }
-  EXPECT_EQ(rules, methods) << "add the new method to coordinator/access.cc";
+  EXPECT_EQ(rules, methods)
+      << "add the new method to coordinator/api/operations.cc";
 }
 
 TEST(AccessTableTest, EveryHttpRouteHasARule) {
@@ -65,7 +66,8 @@ TEST(AccessTableTest, EveryHttpRouteHasARule) {
   for (const HttpRule& r : HttpAccessTable()) {
     rules.insert({r.method, r.pattern});
   }
-  EXPECT_EQ(routes, rules) << "add the new route to coordinator/access.cc";
+  EXPECT_EQ(routes, rules)
+      << "add the new route to coordinator/api/operations.cc";
   (*http)->Shutdown();
 }
 
