@@ -36,9 +36,10 @@
 #include "coordinator/http_reply.h"
 #include "coordinator/http_server_assets.h"
 #include "coordinator/log_routes.h"
-#include "coordinator/search_http.h"
-#include "coordinator/sweep_read_model.h"
-#include "coordinator/trial_table.h"
+#include "coordinator/views/search_summary.h"
+#include "coordinator/views/sweep_detail.h"
+#include "coordinator/views/sweep_read_model.h"
+#include "coordinator/views/trial_table.h"
 #include "nlohmann/json.hpp"
 
 namespace smoe::coordinator {
@@ -444,20 +445,19 @@ struct HttpServer::Impl {
 
   void GetTrialMetrics(const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
-    auto trial = store->GetTrial(id);
-    if (!trial.ok()) return StatusError(res, trial.status());
     std::optional<std::string> name;
     if (req.has_param("name") && !req.get_param_value("name").empty()) {
       name = req.get_param_value("name");
     }
     const int max_points = IntParam(req, "max_points", 2000, 2, 100000);
-    auto metrics = store->ListMetrics(id, name);
-    if (!metrics.ok()) return StatusError(res, metrics.status());
+    auto view = views::ReadTrialMetrics(store, id, name);
+    if (!view.ok()) return StatusError(res, view.status());
+    const store::TrialRecord* trial = &view->trial;
     // Ordered by (name, step): cut into runs per name, then downsample each
     // run to max_points (first and last point kept).
     json series = json::object();
     size_t i = 0;
-    const auto& m = *metrics;
+    const auto& m = view->metrics;
     while (i < m.size()) {
       size_t j = i;
       while (j < m.size() && m[j].name == m[i].name) ++j;
@@ -471,10 +471,8 @@ struct HttpServer::Impl {
       series[m[i].name] = {{"steps", steps}, {"values", values}, {"count", n}};
       i = j;
     }
-    auto attempts = store->ListAttempts(id);
-    if (!attempts.ok()) return StatusError(res, attempts.status());
     json attempt_rows = json::array();
-    for (const store::AttemptRecord& a : *attempts) {
+    for (const store::AttemptRecord& a : view->attempts) {
       attempt_rows.push_back({{"attempt", a.attempt},
                               {"worker", a.worker_id},
                               {"outcome", store::AttemptOutcomeName(a.outcome)},

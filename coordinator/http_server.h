@@ -41,11 +41,11 @@
 // The token is never logged or echoed.
 //
 // This file holds routing, auth, query-parameter parsing and JSON only. The
-// data comes from the read model (coordinator/sweep_read_model.h): a per-sweep
-// snapshot of ExperimentStore::ListSummaries at the sweep's durable version,
-// incremental aggregators, and responses cached per (sweep version, query),
-// so repeated requests against a 100k-trial sweep cost a lookup. The trials
-// table's filter/sort/page is coordinator/trial_table.h.
+// data comes from the read model (coordinator/views/sweep_read_model.h): a
+// per-sweep snapshot of ExperimentStore::ListSummaries at the sweep's durable
+// version, incremental aggregators, and responses cached per (sweep version,
+// query), so repeated requests against a 100k-trial sweep cost a lookup. The
+// trials table's filter/sort/page is coordinator/views/trial_table.h.
 //
 // Thread safety: Start/Shutdown from one thread; each connection is served
 // by a thread of its own (up to HttpServerOptions::max_connections). SSE

@@ -16,6 +16,7 @@
 #include "common/status_macros.h"
 #include "coordinator/artifacts.h"
 #include "coordinator/grpc_auth.h"
+#include "coordinator/views/sweep_detail.h"
 #include "proto/auth.h"
 #include "proto/rpc_status.h"
 
@@ -241,45 +242,26 @@ grpc::Status CoordinatorServiceImpl::GetSweep(grpc::ServerContext* ctx,
                                               const pb::GetSweepRequest* req,
                                               pb::GetSweepResponse* resp) {
   return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
-    SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler_->GetSweep(req->sweep_id()));
-    ToProto(v, resp->mutable_sweep());
-    if (req->include_trials()) {
-      SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialSummary> rows,
-                            store_->ListSummaries(req->sweep_id()));
-      SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialRecord> trials,
-                            scheduler_->ListTrials(req->sweep_id()));
-      std::map<std::string, const store::TrialSummary*> by_id;
-      for (const auto& r : rows) by_id[r.trial_id] = &r;
-      for (const store::TrialRecord& t : trials) {
-        pb::Trial* out = resp->add_trials();
-        ToProto(t, out);
-        auto it = by_id.find(t.trial_id);
-        if (it != by_id.end()) {
-          for (const auto& [k, v] : it->second->results) {
-            (*out->mutable_results())[k] = v;
-          }
-          out->set_duration_s(it->second->duration_s);
-        }
-      }
+    views::SweepDetailOptions o;
+    o.include_trials = req->include_trials();
+    o.decisions_limit = std::max(0, req->decisions_limit());
+    SMOE_ASSIGN_OR_RETURN(
+        views::SweepDetail d,
+        views::ReadSweepDetail(scheduler_, store_, req->sweep_id(), o));
+    ToProto(d.sweep, resp->mutable_sweep());
+    for (const views::TrialDetail& t : d.trials) {
+      pb::Trial* out = resp->add_trials();
+      ToProto(t.record, out);
+      for (const auto& [k, v] : t.results) (*out->mutable_results())[k] = v;
+      out->set_duration_s(t.duration_s);
     }
-    if (IsAdaptive(v.spec)) {
-      SMOE_ASSIGN_OR_RETURN(SearchUsage u,
-                            scheduler_->GetSearchUsage(req->sweep_id()));
+    if (d.adaptive) {
       pb::SearchUsage* usage = resp->mutable_search_usage();
-      usage->set_trial_steps_used(u.trial_steps_used);
-      usage->set_full_grid_trial_steps(u.full_grid_trial_steps);
-      // The log is read only when asked for (watchers poll GetSweep).
-      std::vector<store::DecisionRecord> log;
-      if (req->decisions_limit() > 0) {
-        SMOE_ASSIGN_OR_RETURN(log,
-                              store_->ListDecisions(req->sweep_id(), 0, 0));
-        usage->set_decisions(static_cast<int32_t>(log.size()));
-      }
-      const size_t limit =
-          static_cast<size_t>(std::max(0, req->decisions_limit()));
-      const size_t first = log.size() > limit ? log.size() - limit : 0;
-      for (size_t i = first; i < log.size(); ++i) {
-        ToProto(log[i], resp->add_decisions());
+      usage->set_trial_steps_used(d.search_usage.trial_steps_used);
+      usage->set_full_grid_trial_steps(d.search_usage.full_grid_trial_steps);
+      if (o.decisions_limit > 0) usage->set_decisions(d.decisions_total);
+      for (const store::DecisionRecord& r : d.decisions) {
+        ToProto(r, resp->add_decisions());
       }
     }
     return absl::OkStatus();
@@ -400,20 +382,18 @@ grpc::Status CoordinatorServiceImpl::GetTrialMetrics(
     grpc::ServerContext* ctx, const pb::GetTrialMetricsRequest* req,
     pb::GetTrialMetricsResponse* resp) {
   return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
-    SMOE_RETURN_IF_ERROR(store_->GetTrial(req->trial_id()).status());
     std::optional<std::string> name;
     if (!req->name().empty()) name = req->name();
-    SMOE_ASSIGN_OR_RETURN(std::vector<store::MetricRecord> metrics,
-                          store_->ListMetrics(req->trial_id(), name));
-    for (const auto& m : metrics) {
+    SMOE_ASSIGN_OR_RETURN(
+        views::TrialMetrics v,
+        views::ReadTrialMetrics(store_, req->trial_id(), name));
+    for (const auto& m : v.metrics) {
       pb::Metric* out = resp->add_metrics();
       out->set_step(m.step);
       out->set_name(m.name);
       out->set_value(m.value);
     }
-    SMOE_ASSIGN_OR_RETURN(std::vector<store::AttemptRecord> attempts,
-                          store_->ListAttempts(req->trial_id()));
-    for (const auto& a : attempts) {
+    for (const auto& a : v.attempts) {
       pb::Attempt* out = resp->add_attempts();
       out->set_trial_id(a.trial_id);
       out->set_attempt(a.attempt);

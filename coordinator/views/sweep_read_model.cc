@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/sweep_read_model.h"
+#include "coordinator/views/sweep_read_model.h"
 
 #include <utility>
 

@@ -1,13 +1,13 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/search_http.h
+// File: coordinator/views/search_summary.h
 //
 // The dashboard's view of an adaptive sweep (docs/adaptive-sweeps.md):
 // GET /api/sweeps/<id>/search answers SearchJson — the strategy, trial-steps
 // used against the full grid's, the pruned trials and the newest decisions
 // with their reasons. Kept apart from http_server.cc (one route there).
-#ifndef SMOE_COORDINATOR_SEARCH_HTTP_H_
-#define SMOE_COORDINATOR_SEARCH_HTTP_H_
+#ifndef SMOE_COORDINATOR_VIEWS_SEARCH_SUMMARY_H_
+#define SMOE_COORDINATOR_VIEWS_SEARCH_SUMMARY_H_
 
 #include <string>
 
@@ -41,4 +41,4 @@ absl::StatusOr<nlohmann::json> SearchJson(Scheduler* scheduler,
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_SEARCH_HTTP_H_
+#endif  // SMOE_COORDINATOR_VIEWS_SEARCH_SUMMARY_H_

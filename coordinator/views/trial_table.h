@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/trial_table.h
+// File: coordinator/views/trial_table.h
 //
 // The dashboard's trials table as a pure query: filter, sort and page a
 // sweep's parsed summary rows. No HTTP, no store, no locks: the HTTP adapter
@@ -23,8 +23,8 @@
 // missing the key sort last either way; ties keep sweep order.
 //
 // Thread safety: every function is pure.
-#ifndef SMOE_COORDINATOR_TRIAL_TABLE_H_
-#define SMOE_COORDINATOR_TRIAL_TABLE_H_
+#ifndef SMOE_COORDINATOR_VIEWS_TRIAL_TABLE_H_
+#define SMOE_COORDINATOR_VIEWS_TRIAL_TABLE_H_
 
 #include <cstddef>
 #include <memory>
@@ -115,4 +115,4 @@ std::vector<size_t> DownsampleIndices(size_t n, size_t max_points);
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_TRIAL_TABLE_H_
+#endif  // SMOE_COORDINATOR_VIEWS_TRIAL_TABLE_H_

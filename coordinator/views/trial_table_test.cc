@@ -3,7 +3,7 @@
 // Unit tests of the trials table query: filter (state, name=value, text),
 // sort (every key kind, descending, missing last, stable), paging and the
 // unknown-key error.
-#include "coordinator/trial_table.h"
+#include "coordinator/views/trial_table.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/trial_table.h"
+#include "coordinator/views/trial_table.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/search_http.h"
+#include "coordinator/views/search_summary.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/sweep_read_model.h
+// File: coordinator/views/sweep_read_model.h
 //
 // The dashboard's read model: per sweep, a snapshot of its parsed summary
 // rows, the incremental analysis aggregators, and a cache of response bodies,
@@ -14,8 +14,8 @@
 //
 // Thread safety: all methods are safe to call concurrently. Snapshot builds
 // are serialised (one refresh per version, not one per request).
-#ifndef SMOE_COORDINATOR_SWEEP_READ_MODEL_H_
-#define SMOE_COORDINATOR_SWEEP_READ_MODEL_H_
+#ifndef SMOE_COORDINATOR_VIEWS_SWEEP_READ_MODEL_H_
+#define SMOE_COORDINATOR_VIEWS_SWEEP_READ_MODEL_H_
 
 #include <cstdint>
 #include <map>
@@ -30,7 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "analysis/curve_aggregator.h"
 #include "coordinator/scheduler.h"
-#include "coordinator/trial_table.h"
+#include "coordinator/views/trial_table.h"
 #include "store/experiment_store.h"
 
 namespace smoe::coordinator {
@@ -150,4 +150,4 @@ class SweepReadModel {
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_SWEEP_READ_MODEL_H_
+#endif  // SMOE_COORDINATOR_VIEWS_SWEEP_READ_MODEL_H_
