@@ -1,9 +1,12 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// The access table (coordinator/access.h): every gRPC method of the proto
-// services and every route the HTTP server registers has exactly one row, so
-// a new method or route cannot forget its role; and the gRPC checker refuses
-// the wrong role with PERMISSION_DENIED naming the role needed.
+// The table of operations (coordinator/api/operations.h) and the access table
+// read from it (coordinator/api/access.h): every gRPC method of the proto
+// services has exactly one row, so a new method cannot forget its role; every
+// Op has one row; patterns come from the id patterns; roles and lookups.
+// (Every route the HTTP server registers has a row:
+// coordinator/http/openapi_test.cc; the gRPC checker refuses the wrong role:
+// coordinator/grpc/grpc_auth_test.cc.)
 #include "coordinator/api/access.h"
 
 #include <google/protobuf/descriptor.h>
@@ -13,20 +16,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/grpc_auth.h"
-#include "coordinator/http_server.h"
-#include "gmock/gmock.h"
+#include "coordinator/api/operations.h"
 #include "gtest/gtest.h"
 #include "proto/smoe.grpc.pb.h"
-#include "store/in_memory_store.h"
-#include "store/store_test_util.h"
 
 namespace smoe::coordinator {
 namespace {
-
-using ::testing::HasSubstr;
-
-constexpr char kAdmin[] = "smoe_0123456789abcdef0123456789abcdef";
 
 TEST(AccessTableTest, EveryGrpcMethodHasARule) {
   std::set<std::string> methods;
@@ -50,25 +45,25 @@ TEST(AccessTableTest, EveryGrpcMethodHasARule) {
       << "add the new method to coordinator/api/operations.cc";
 }
 
-TEST(AccessTableTest, EveryHttpRouteHasARule) {
-  store::InMemoryStore store;
-  auto sched = Scheduler::Create(&store, Clock::Real(), {});
-  ASSERT_TRUE(sched.ok());
-  HttpServerOptions o;
-  o.listen = "127.0.0.1:0";
-  auto http = HttpServer::Start(sched->get(), &store, kAdmin, o);
-  ASSERT_TRUE(http.ok()) << http.status();
-  std::set<std::pair<std::string, std::string>> routes;
-  for (const auto& r : (*http)->routes()) {
-    EXPECT_TRUE(routes.insert(r).second) << r.first << " " << r.second;
+TEST(OperationsTest, OneRowPerOperationAndPatternsFromTheIdPatterns) {
+  std::set<std::string> names;
+  for (const api::Operation& op : api::Operations()) {
+    EXPECT_EQ(&api::OperationOf(op.op), &op) << op.name;
+    EXPECT_TRUE(names.insert(op.name).second) << "two rows named " << op.name;
+    EXPECT_TRUE(op.http_method != nullptr || op.grpc_method != nullptr)
+        << op.name << " is served by no transport";
+    EXPECT_EQ(op.http_method == nullptr, op.http_path == nullptr) << op.name;
   }
-  std::set<std::pair<std::string, std::string>> rules;
-  for (const HttpRule& r : HttpAccessTable()) {
-    rules.insert({r.method, r.pattern});
-  }
-  EXPECT_EQ(routes, rules)
-      << "add the new route to coordinator/api/operations.cc";
-  (*http)->Shutdown();
+  EXPECT_EQ(api::HttpPattern(api::OperationOf(api::Op::kGetTrialMetrics)),
+            "/api/trials/([a-z0-9][a-z0-9._-]{0,63}/[0-9a-f]{16})/metrics");
+  EXPECT_EQ(api::HttpPattern(api::OperationOf(api::Op::kGetArtifact)),
+            "/api/trials/([a-z0-9][a-z0-9._-]{0,63}/[0-9a-f]{16})/artifacts/"
+            "([A-Za-z0-9._-]{1,200})");
+  EXPECT_EQ(api::HttpPattern(api::OperationOf(api::Op::kGetCurves)),
+            "/api/sweeps/([a-z0-9][a-z0-9._-]{0,63})/curves");
+  // An operation served by both transports needs the same role on both.
+  const api::Operation& get = api::OperationOf(api::Op::kGetSweep);
+  EXPECT_EQ(GrpcAccess(get.grpc_method), HttpAccess("GET", "/api/sweeps/x"));
 }
 
 TEST(AccessTableTest, RolesAndLookups) {
@@ -92,53 +87,6 @@ TEST(AccessTableTest, RolesAndLookups) {
             std::nullopt);
   EXPECT_EQ(GrpcAccess("/smoe.v1.Coordinator/DeleteSweep"), Access::kAdmin);
   EXPECT_EQ(GrpcAccess("/smoe.v1.Coordinator/Nope"), std::nullopt);
-}
-
-class GrpcRoleTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    file_ = TokensFile(dir_.path());
-    viewer_ = CreateToken(file_, "v", Role::kViewer, absl::Now())->token;
-    worker_ = CreateToken(file_, "w", Role::kWorker, absl::Now())->token;
-  }
-  absl::Status Call(const std::string& method, const std::string& token) {
-    return checker_.Check(method, token.empty() ? "" : "Bearer " + token);
-  }
-  store::testing::ScopedTempDir dir_;
-  std::string file_, viewer_, worker_;
-  TokenRegistry tokens_{kAdmin, TokensFile(dir_.path())};
-  TokenAuthChecker checker_{&tokens_};
-};
-
-TEST_F(GrpcRoleTest, EachRoleGetsItsMethodsOnly) {
-  const std::string submit = "/smoe.v1.Coordinator/SubmitSweep";
-  const std::string list = "/smoe.v1.Coordinator/ListSweeps";
-  const std::string lease = "/smoe.v1.WorkerGateway/Lease";
-  EXPECT_TRUE(Call(submit, kAdmin).ok());
-  EXPECT_TRUE(Call(list, kAdmin).ok());
-  EXPECT_TRUE(Call(lease, kAdmin).ok());
-  EXPECT_TRUE(Call(list, viewer_).ok());
-  EXPECT_TRUE(Call(lease, worker_).ok());
-
-  absl::Status st = Call(submit, viewer_);
-  EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(st.message(), HasSubstr("needs role 'admin'"));
-  EXPECT_THAT(st.message(), HasSubstr("token 'v' has role 'viewer'"));
-  st = Call(list, worker_);
-  EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(st.message(), HasSubstr("needs role 'viewer'"));
-  EXPECT_EQ(Call("/smoe.v1.Coordinator/CancelSweep", worker_).code(),
-            absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(Call(lease, viewer_).code(), absl::StatusCode::kPermissionDenied);
-  // No token, a wrong one: unauthenticated, whatever the method.
-  EXPECT_EQ(Call(list, "").code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_EQ(Call(list, "smoe_wrong").code(),
-            absl::StatusCode::kUnauthenticated);
-  // Health is public; a method without a rule is refused even to admins.
-  EXPECT_TRUE(Call("/grpc.health.v1.Health/Check", "").ok());
-  EXPECT_EQ(Call("/smoe.v1.Coordinator/Nope", kAdmin).code(),
-            absl::StatusCode::kPermissionDenied);
-  EXPECT_GE(checker_.refused(), 6);
 }
 
 }  // namespace

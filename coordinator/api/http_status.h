@@ -3,7 +3,7 @@
 // File: coordinator/api/http_status.h
 //
 // The one mapping from an absl::Status to an HTTP status code, used by every
-// HTTP handler of the coordinator (through coordinator/http_reply.h):
+// HTTP handler of the coordinator (through coordinator/http/http_reply.h):
 //
 //   InvalidArgument, OutOfRange            400
 //   Unauthenticated                        401

@@ -22,7 +22,7 @@ const std::vector<Operation>& Operations() {
       {Op::kLoginPage, "LoginPage", "GET", "/login", nullptr, kPublic,
        "session", "The sign-in page"},
       // Sign-in and sign-out change only the caller's own session; they are
-      // checked for a foreign Origin (coordinator/http_auth.h).
+      // checked for a foreign Origin (coordinator/http/http_auth.h).
       {Op::kLogin, "Login", "POST", "/login", nullptr, kPublic, "session",
        "Sign in: sets the HttpOnly session cookie"},
       {Op::kLogout, "Logout", "POST", "/logout", nullptr, kPublic, "session",
@@ -77,7 +77,7 @@ const std::vector<Operation>& Operations() {
        "One attempt's log: the trainer's stderr and non-event stdout (the "
        "last 64 KiB; secrets redacted). Reading a running attempt asks its "
        "worker for a fresh tail (about one heartbeat later)"},
-      // Actions; over HTTP CSRF-checked (coordinator/http_auth.h).
+      // Actions; over HTTP CSRF-checked (coordinator/http/http_auth.h).
       {Op::kSubmitSweep, "SubmitSweep", nullptr, nullptr,
        "/smoe.v1.Coordinator/SubmitSweep", kAdmin, nullptr,
        "Submit a sweep file"},

@@ -5,7 +5,8 @@
 // The coordinator's API, stated once: every operation with its HTTP method
 // and path, its gRPC method, the role it needs and a one-line summary. From
 // this table
-//   - the HTTP server registers its routes (coordinator/http_server.cc looks
+//   - the HTTP server registers its routes (coordinator/http/http_server.cc
+//   looks
 //     each handler's method and pattern up here by Op),
 //   - the access table is read (coordinator/api/access.h),
 //   - the OpenAPI document's paths, summaries, tags and roles are generated

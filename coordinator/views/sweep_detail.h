@@ -4,11 +4,11 @@
 //
 // The read layer's plain views of one sweep and one trial, which both
 // transports serialise: gRPC Coordinator/GetSweep and GetTrialMetrics
-// (coordinator/service_impl.cc) and the dashboard's GET
-// /api/trials/{id}/metrics (coordinator/http_server.cc). The dashboard's
+// (coordinator/grpc/service_impl.cc) and the dashboard's GET
+// /api/trials/{id}/metrics (coordinator/http/http_server.cc). The dashboard's
 // sweep page reads the same trial rows through the read model
 // (coordinator/views/sweep_read_model.h); views_test
-// (coordinator/grpc_http_views_test.cc) checks that the gRPC and HTTP answers
+// (tests/coordinator/views_test.cc) checks that the gRPC and HTTP answers
 // for a sweep agree.
 //
 // Thread safety: the functions are safe for concurrent use (the Scheduler and

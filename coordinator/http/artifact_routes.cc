@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/artifact_routes.h"
+#include "coordinator/http/artifact_routes.h"
 
 #include <fcntl.h>
 #include <httplib.h>

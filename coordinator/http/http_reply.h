@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/http_reply.h
+// File: coordinator/http/http_reply.h
 //
 // How every HTTP handler of the coordinator registers its route and answers:
 // routes by their row in the table of operations (coordinator/api/
@@ -8,8 +8,8 @@
 // one Status -> HTTP mapping (coordinator/api/http_status.h).
 //
 // Thread safety: the functions are safe for concurrent use.
-#ifndef SMOE_COORDINATOR_HTTP_REPLY_H_
-#define SMOE_COORDINATOR_HTTP_REPLY_H_
+#ifndef SMOE_COORDINATOR_HTTP_HTTP_REPLY_H_
+#define SMOE_COORDINATOR_HTTP_HTTP_REPLY_H_
 
 #include <httplib.h>
 
@@ -47,4 +47,4 @@ void ReplyError(httplib::Response& res, const absl::Status& s);
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_HTTP_REPLY_H_
+#endif  // SMOE_COORDINATOR_HTTP_HTTP_REPLY_H_

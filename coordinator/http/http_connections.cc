@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/http_connections.h"
+#include "coordinator/http/http_connections.h"
 
 #include <netdb.h>
 #include <poll.h>

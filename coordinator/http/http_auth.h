@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/http_auth.h
+// File: coordinator/http/http_auth.h
 //
 // The dashboard's authentication, roles and CSRF protection (docs/roles.md).
 //
@@ -32,8 +32,8 @@
 //
 // Thread safety: the functions are safe for concurrent use (TokenRegistry
 // is).
-#ifndef SMOE_COORDINATOR_HTTP_AUTH_H_
-#define SMOE_COORDINATOR_HTTP_AUTH_H_
+#ifndef SMOE_COORDINATOR_HTTP_HTTP_AUTH_H_
+#define SMOE_COORDINATOR_HTTP_HTTP_AUTH_H_
 
 #include <httplib.h>
 
@@ -85,4 +85,4 @@ bool SameOriginRequest(const httplib::Request& req);
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_HTTP_AUTH_H_
+#endif  // SMOE_COORDINATOR_HTTP_HTTP_AUTH_H_

@@ -1,8 +1,8 @@
 // Copyright 2026 SMoE Lab authors.
 //
 // The dashboard's roles, session cookies, CSRF checks and admin actions
-// (coordinator/http_auth.h, coordinator/http_actions.h) against a real
-// HttpServer on 127.0.0.1:0 with viewer, worker and admin tokens.
+// (coordinator/http/http_auth.h, coordinator/http/http_actions.h) against a
+// real HttpServer on 127.0.0.1:0 with viewer, worker and admin tokens.
 #include <httplib.h>
 
 #include <memory>
@@ -11,8 +11,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "coordinator/http_auth.h"
-#include "coordinator/http_server.h"
+#include "coordinator/http/http_auth.h"
+#include "coordinator/http/http_server.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/tokens.h"
 #include "gmock/gmock.h"

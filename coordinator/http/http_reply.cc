@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/http_reply.h"
+#include "coordinator/http/http_reply.h"
 
 #include "coordinator/api/http_status.h"
 

@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/grpc_auth.h"
+#include "coordinator/grpc/grpc_auth.h"
 
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>

@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/artifact_routes.h
+// File: coordinator/http/artifact_routes.h
 //
 // The dashboard API's artifact routes (issue 18 item 2), behind the same
 // token check as every /api route (http_server.cc's pre-routing handler):
@@ -11,11 +11,11 @@
 //       the bytes, as an attachment; checkpoints carry their SHA-256 in
 //       the `X-Checksum-Sha256` header (and as the ETag) so a client can
 //       verify them.
-#ifndef SMOE_COORDINATOR_ARTIFACT_ROUTES_H_
-#define SMOE_COORDINATOR_ARTIFACT_ROUTES_H_
+#ifndef SMOE_COORDINATOR_HTTP_ARTIFACT_ROUTES_H_
+#define SMOE_COORDINATOR_HTTP_ARTIFACT_ROUTES_H_
 
 #include "coordinator/checkpoint_store.h"
-#include "coordinator/http_reply.h"
+#include "coordinator/http/http_reply.h"
 #include "store/experiment_store.h"
 
 namespace smoe::coordinator {
@@ -29,4 +29,4 @@ void RegisterArtifactRoutes(const AddHttpRoute& add,
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_ARTIFACT_ROUTES_H_
+#endif  // SMOE_COORDINATOR_HTTP_ARTIFACT_ROUTES_H_

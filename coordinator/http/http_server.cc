@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/http_server.h"
+#include "coordinator/http/http_server.h"
 
 #include <httplib.h>
 #include <openssl/evp.h>
@@ -29,13 +29,13 @@
 #include "common/logging.h"
 #include "coordinator/api/openapi.h"
 #include "coordinator/api/operations.h"
-#include "coordinator/artifact_routes.h"
-#include "coordinator/http_actions.h"
-#include "coordinator/http_auth.h"
-#include "coordinator/http_connections.h"
-#include "coordinator/http_reply.h"
-#include "coordinator/http_server_assets.h"
-#include "coordinator/log_routes.h"
+#include "coordinator/http/artifact_routes.h"
+#include "coordinator/http/http_actions.h"
+#include "coordinator/http/http_auth.h"
+#include "coordinator/http/http_connections.h"
+#include "coordinator/http/http_reply.h"
+#include "coordinator/http/http_server_assets.h"
+#include "coordinator/http/log_routes.h"
 #include "coordinator/views/search_summary.h"
 #include "coordinator/views/sweep_detail.h"
 #include "coordinator/views/sweep_read_model.h"
@@ -47,10 +47,10 @@ namespace {
 
 using nlohmann::json;
 
-// coordinator/http_reply.h says why this content type.
+// coordinator/http/http_reply.h says why this content type.
 constexpr const char* kJson = kJsonContentType;
-// The session cookie (coordinator/http_auth.h): carries the token's name and
-// role and an HMAC, never the token.
+// The session cookie (coordinator/http/http_auth.h): carries the token's name
+// and role and an HMAC, never the token.
 constexpr const char* kCookieName = kSessionCookieName;
 
 std::string Dump(const json& j) { return DumpJson(j); }
@@ -245,7 +245,7 @@ struct HttpServer::Impl {
   std::string host;
   int port = 0;
   // cpp-httplib's server with per-client connection caps and a request
-  // deadline (coordinator/http_connections.h).
+  // deadline (coordinator/http/http_connections.h).
   BoundedHttpServer server;
   // After `server`: destroyed (stopped and joined) before it.
   HttpListener listener{&server};
@@ -667,7 +667,7 @@ struct HttpServer::Impl {
     using httplib::Request;
     using httplib::Response;
     // Every request passes the access table, its role and (when it changes
-    // state) the Origin and CSRF checks first (coordinator/http_auth.h).
+    // state) the Origin and CSRF checks first (coordinator/http/http_auth.h).
     server.set_pre_routing_handler([this](const Request& req, Response& res) {
       std::optional<HttpRefusal> refused = CheckHttpRequest(tokens, req);
       if (!refused.has_value()) {

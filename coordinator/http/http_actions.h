@@ -1,9 +1,9 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/http_actions.h
+// File: coordinator/http/http_actions.h
 //
 // The dashboard's state-changing routes (admins only, CSRF-checked by the
-// gate in coordinator/http_auth.h before they run) and GET /api/session:
+// gate in coordinator/http/http_auth.h before they run) and GET /api/session:
 //
 //   GET  /api/session                   {"name", "role", "csrf", "admin"}
 //   POST /api/sweeps/{id}/cancel        {"cancelled": n}
@@ -24,10 +24,10 @@
 // token's name (never the token).
 //
 // Thread safety: the handlers are safe for concurrent use.
-#ifndef SMOE_COORDINATOR_HTTP_ACTIONS_H_
-#define SMOE_COORDINATOR_HTTP_ACTIONS_H_
+#ifndef SMOE_COORDINATOR_HTTP_HTTP_ACTIONS_H_
+#define SMOE_COORDINATOR_HTTP_HTTP_ACTIONS_H_
 
-#include "coordinator/http_reply.h"
+#include "coordinator/http/http_reply.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/tokens.h"
 
@@ -39,4 +39,4 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_HTTP_ACTIONS_H_
+#endif  // SMOE_COORDINATOR_HTTP_HTTP_ACTIONS_H_

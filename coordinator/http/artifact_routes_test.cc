@@ -1,10 +1,10 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// The dashboard API's artifact routes (coordinator/artifact_routes.h) through
-// a real HttpServer, SqliteStore, Scheduler and CheckpointStore: listing,
-// download of a checkpoint (bytes + SHA-256 header) and of result.json, the
-// token check, and unknown names.
-#include "coordinator/artifact_routes.h"
+// The dashboard API's artifact routes (coordinator/http/artifact_routes.h)
+// through a real HttpServer, SqliteStore, Scheduler and CheckpointStore:
+// listing, download of a checkpoint (bytes + SHA-256 header) and of
+// result.json, the token check, and unknown names.
+#include "coordinator/http/artifact_routes.h"
 
 #include <httplib.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "common/blob_file.h"
-#include "coordinator/http_server.h"
+#include "coordinator/http/http_server.h"
 #include "coordinator/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/service_impl.h
+// File: coordinator/grpc/service_impl.h
 //
 // The gRPC adapters: convert proto <-> domain types and absl::Status <->
 // grpc::Status, check the bearer token and its role, and call the Scheduler. No
@@ -9,8 +9,8 @@
 // Uses gRPC's synchronous API on purpose: every mutating call blocks on a
 // durable SQLite commit (fsync), which must not run on the callback API's
 // event-engine threads.
-#ifndef SMOE_COORDINATOR_SERVICE_IMPL_H_
-#define SMOE_COORDINATOR_SERVICE_IMPL_H_
+#ifndef SMOE_COORDINATOR_GRPC_SERVICE_IMPL_H_
+#define SMOE_COORDINATOR_GRPC_SERVICE_IMPL_H_
 
 #include <grpcpp/grpcpp.h>
 
@@ -20,7 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/checkpoint_store.h"
-#include "coordinator/grpc_auth.h"
+#include "coordinator/grpc/grpc_auth.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/trial_logs.h"
 #include "proto/smoe.grpc.pb.h"
@@ -173,4 +173,4 @@ class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_SERVICE_IMPL_H_
+#endif  // SMOE_COORDINATOR_GRPC_SERVICE_IMPL_H_

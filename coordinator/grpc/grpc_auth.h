@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/grpc_auth.h
+// File: coordinator/grpc/grpc_auth.h
 //
 // Token and role checking at the gRPC transport, before any request body is
 // read, and the per-method request size limits.
@@ -22,8 +22,8 @@
 // Refusals are logged at most once per 10 s with the count of the others.
 //
 // Thread safety: TokenAuthChecker is safe for concurrent use.
-#ifndef SMOE_COORDINATOR_GRPC_AUTH_H_
-#define SMOE_COORDINATOR_GRPC_AUTH_H_
+#ifndef SMOE_COORDINATOR_GRPC_GRPC_AUTH_H_
+#define SMOE_COORDINATOR_GRPC_GRPC_AUTH_H_
 
 #include <grpcpp/grpcpp.h>
 
@@ -100,4 +100,4 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TokenServerCredentials(
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_GRPC_AUTH_H_
+#endif  // SMOE_COORDINATOR_GRPC_GRPC_AUTH_H_

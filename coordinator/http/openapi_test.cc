@@ -1,9 +1,12 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// The OpenAPI description (coordinator/openapi.h) against the server's actual
-// routes: every route the HTTP server registers is described and every
-// described path is served, each operation's x-smoe-role is the role the
-// access table requires, and the document is served without a token.
+// The HTTP server's routes against the table of operations
+// (coordinator/api/operations.h): every route it registers has a row in the
+// access table and every row a route; the OpenAPI description
+// (coordinator/api/openapi.h) against the actual routes: every route is
+// described and every described path is served, each operation's x-smoe-role
+// is the role the access table requires, the document is generated from the
+// table, and it is served without a token.
 #include "coordinator/api/openapi.h"
 
 #include <httplib.h>
@@ -17,7 +20,7 @@
 #include "absl/strings/str_replace.h"
 #include "coordinator/api/access.h"
 #include "coordinator/api/operations.h"
-#include "coordinator/http_server.h"
+#include "coordinator/http/http_server.h"
 #include "gtest/gtest.h"
 #include "store/in_memory_store.h"
 
@@ -56,6 +59,21 @@ std::set<std::pair<std::string, std::string>> Described() {
     }
   }
   return out;
+}
+
+TEST(AccessTableTest, EveryHttpRouteHasARule) {
+  auto s = Serve();
+  std::set<std::pair<std::string, std::string>> routes;
+  for (const auto& r : s->http->routes()) {
+    EXPECT_TRUE(routes.insert(r).second) << r.first << " " << r.second;
+  }
+  std::set<std::pair<std::string, std::string>> rules;
+  for (const HttpRule& r : HttpAccessTable()) {
+    rules.insert({r.method, r.pattern});
+  }
+  EXPECT_EQ(routes, rules)
+      << "add the new route to coordinator/api/operations.cc";
+  s->http->Shutdown();
 }
 
 TEST(OpenApiTest, IsAnOpenApi3DocumentWithARolePerOperation) {

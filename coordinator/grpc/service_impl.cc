@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/service_impl.h"
+#include "coordinator/grpc/service_impl.h"
 
 #include <google/protobuf/util/json_util.h>
 
@@ -15,7 +15,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "coordinator/artifacts.h"
-#include "coordinator/grpc_auth.h"
+#include "coordinator/grpc/grpc_auth.h"
 #include "coordinator/views/sweep_detail.h"
 #include "proto/auth.h"
 #include "proto/rpc_status.h"

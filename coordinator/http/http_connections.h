@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/http_connections.h
+// File: coordinator/http/http_connections.h
 //
 // BoundedHttpServer: a cpp-httplib server whose connections are bounded per
 // client and in time (issue 16 item 3):
@@ -24,8 +24,8 @@
 //
 // Thread safety: connections are served concurrently; the counters are
 // guarded.
-#ifndef SMOE_COORDINATOR_HTTP_CONNECTIONS_H_
-#define SMOE_COORDINATOR_HTTP_CONNECTIONS_H_
+#ifndef SMOE_COORDINATOR_HTTP_HTTP_CONNECTIONS_H_
+#define SMOE_COORDINATOR_HTTP_HTTP_CONNECTIONS_H_
 
 #include <httplib.h>
 
@@ -79,4 +79,4 @@ class BoundedHttpServer : public httplib::Server {
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_HTTP_CONNECTIONS_H_
+#endif  // SMOE_COORDINATOR_HTTP_HTTP_CONNECTIONS_H_

@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/http_auth.h"
+#include "coordinator/http/http_auth.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>

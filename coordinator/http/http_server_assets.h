@@ -1,13 +1,13 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/http_server_assets.h
+// File: coordinator/http/http_server_assets.h
 //
 // The dashboard's static files (web/dist), embedded in the binary. The
 // implementation is generated at build time by web/embed_assets.cmake from the
 // Vite build output; when the web app was not built (no npm), the generated
 // table holds one page that says how to build it.
-#ifndef SMOE_COORDINATOR_HTTP_SERVER_ASSETS_H_
-#define SMOE_COORDINATOR_HTTP_SERVER_ASSETS_H_
+#ifndef SMOE_COORDINATOR_HTTP_HTTP_SERVER_ASSETS_H_
+#define SMOE_COORDINATOR_HTTP_HTTP_SERVER_ASSETS_H_
 
 #include <cstddef>
 
@@ -28,4 +28,4 @@ bool EmbeddedAssetsAreFallback();
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_HTTP_SERVER_ASSETS_H_
+#endif  // SMOE_COORDINATOR_HTTP_HTTP_SERVER_ASSETS_H_

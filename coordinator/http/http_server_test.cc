@@ -2,7 +2,7 @@
 //
 // The dashboard's HTTP API against a real SqliteStore and Scheduler: auth,
 // JSON shapes, the curves' numbers, trial metrics, Skill-Mix tables and SSE.
-#include "coordinator/http_server.h"
+#include "coordinator/http/http_server.h"
 
 #include <httplib.h>
 

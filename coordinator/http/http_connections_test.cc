@@ -1,10 +1,10 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// BoundedHttpServer (coordinator/http_connections.h): the per-client
+// BoundedHttpServer (coordinator/http/http_connections.h): the per-client
 // connection cap (503 beyond it, /healthz still answered) and the total
 // request deadline (a client trickling its headers is cut off), over raw
 // loopback sockets. 127.0.0.2 is a second client address on Linux loopback.
-#include "coordinator/http_connections.h"
+#include "coordinator/http/http_connections.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

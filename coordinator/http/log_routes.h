@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/log_routes.h
+// File: coordinator/http/log_routes.h
 //
 // The dashboard API's attempt-log route (coordinator/trial_logs.h), behind the
 // same token check as every /api route:
@@ -10,10 +10,10 @@
 //       an attempt that is not a number >= 0.
 // Kept apart from trial_logs.h so that only the HTTP server's sources include
 // httplib.
-#ifndef SMOE_COORDINATOR_LOG_ROUTES_H_
-#define SMOE_COORDINATOR_LOG_ROUTES_H_
+#ifndef SMOE_COORDINATOR_HTTP_LOG_ROUTES_H_
+#define SMOE_COORDINATOR_HTTP_LOG_ROUTES_H_
 
-#include "coordinator/http_reply.h"
+#include "coordinator/http/http_reply.h"
 #include "coordinator/trial_logs.h"
 
 namespace smoe::coordinator {
@@ -25,4 +25,4 @@ void RegisterLogRoutes(const AddHttpRoute& add, TrialLogs* logs);
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_LOG_ROUTES_H_
+#endif  // SMOE_COORDINATOR_HTTP_LOG_ROUTES_H_

@@ -1,9 +1,9 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/http_actions.h"
+#include "coordinator/http/http_actions.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
-#include "coordinator/http_auth.h"
+#include "coordinator/http/http_auth.h"
 #include "nlohmann/json.hpp"
 
 namespace smoe::coordinator {

@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/log_routes.h"
+#include "coordinator/http/log_routes.h"
 
 #include <string>
 

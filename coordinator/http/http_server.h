@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/http_server.h
+// File: coordinator/http/http_server.h
 //
 // The dashboard's HTTP server (cpp-httplib): the embedded web app and a
 // read-only JSON API over the Scheduler and the ExperimentStore.
@@ -31,13 +31,13 @@
 //   GET  /api/session, POST/PUT     the signed-in role and CSRF token, and
 //        /api/sweeps/{id}/...,      the admin actions (cancel, retry,
 //        /api/trials/{id}/...       archive, notes/tags):
-//                                   coordinator/http_actions.h
+//                                   coordinator/http/http_actions.h
 //
 // Auth: every route has a row in the access table (coordinator/api/access.h);
 // /api/ routes need a token of role viewer (reads) or admin (the actions of
-// coordinator/http_actions.h), as `Authorization: Bearer T` or the session
+// coordinator/http/http_actions.h), as `Authorization: Bearer T` or the session
 // cookie set by POST /login; 401 without one, 403 naming the role needed.
-// State-changing requests are checked for CSRF (coordinator/http_auth.h).
+// State-changing requests are checked for CSRF (coordinator/http/http_auth.h).
 // The token is never logged or echoed.
 //
 // This file holds routing, auth, query-parameter parsing and JSON only. The
@@ -50,8 +50,8 @@
 // Thread safety: Start/Shutdown from one thread; each connection is served
 // by a thread of its own (up to HttpServerOptions::max_connections). SSE
 // streams wait in bounded steps and end on client disconnect or Shutdown().
-#ifndef SMOE_COORDINATOR_HTTP_SERVER_H_
-#define SMOE_COORDINATOR_HTTP_SERVER_H_
+#ifndef SMOE_COORDINATOR_HTTP_HTTP_SERVER_H_
+#define SMOE_COORDINATOR_HTTP_HTTP_SERVER_H_
 
 #include <memory>
 #include <string>
@@ -80,7 +80,7 @@ struct HttpServerOptions {
   int max_connections = 512;
   // Open connections per client address (SSE streams included; 503 with
   // Retry-After beyond), and the time to read one whole request once its
-  // first byte arrived (coordinator/http_connections.h).
+  // first byte arrived (coordinator/http/http_connections.h).
   int max_connections_per_client = 64;
   absl::Duration request_deadline = absl::Seconds(10);
   // Concurrent SSE streams allowed in all and per client address (503 with
@@ -93,7 +93,7 @@ struct HttpServerOptions {
   absl::Duration event_keepalive = absl::Seconds(10);
   // Bootstrap resamples for the curves and the optimal-k CI.
   int bootstrap_samples = 1000;
-  // Checkpoint artifacts (coordinator/artifact_routes.h); null = none
+  // Checkpoint artifacts (coordinator/http/artifact_routes.h); null = none
   // listed. Not owned.
   CheckpointStore* checkpoints = nullptr;
   // Attempt logs (coordinator/trial_logs.h); null = the logs route answers
@@ -149,4 +149,4 @@ std::string DescribeBind(const std::string& host, int port);
 
 }  // namespace smoe::coordinator
 
-#endif  // SMOE_COORDINATOR_HTTP_SERVER_H_
+#endif  // SMOE_COORDINATOR_HTTP_HTTP_SERVER_H_

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/http_server.h"
+#include "coordinator/http/http_server.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/trial_logs.h"
 #include "gtest/gtest.h"
