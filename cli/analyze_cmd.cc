@@ -180,6 +180,44 @@ std::string FormatAnalysisTable(const json& a) {
   return out.str();
 }
 
+PrunedSummary SummarizePruned(const pb::GetSweepResponse& resp,
+                              const std::string& x) {
+  PrunedSummary p;
+  // x value -> (trials, pruned trials)
+  std::map<std::string, std::pair<int, int>> by_x;
+  for (const pb::Trial& t : resp.trials()) {
+    const bool pruned = t.state() == pb::TRIAL_STATE_PRUNED;
+    if (pruned) ++p.trials;
+    const json params = json::parse(t.params_json(), nullptr, false);
+    if (x.empty() || !params.is_object() || !params.contains(x)) continue;
+    const json& v = params[x];
+    auto& [n, np] = by_x[v.is_string() ? v.get<std::string>() : v.dump()];
+    ++n;
+    if (pruned) ++np;
+  }
+  for (const auto& [v, counts] : by_x) {
+    if (counts.first > 0 && counts.first == counts.second) {
+      p.all_pruned.push_back(v);
+    }
+  }
+  return p;
+}
+
+std::string FormatPrunedNote(const PrunedSummary& p, const std::string& x) {
+  if (p.trials == 0) return "";
+  std::string note = absl::StrCat(
+      "  note: ", p.trials,
+      " trial(s) were pruned by the search (early-stopped at a rung; "
+      "`smoe results` shows the rung and value): they are not in the "
+      "means above, so the best ",
+      x, " is the best among the trials the search let finish");
+  if (!p.all_pruned.empty()) {
+    absl::StrAppend(&note, "; every trial was pruned at ", x, " = ",
+                    absl::StrJoin(p.all_pruned, ", "));
+  }
+  return note + "\n";
+}
+
 std::vector<std::string> SweptParams(
     const std::vector<an::TrialPoint>& trials) {
   std::map<std::string, std::set<std::string>> values;
@@ -316,13 +354,18 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
       flags.facet.empty() && o.kind == "sraven" ? "attention" : flags.facet;
   o.bootstrap_samples = flags.bootstrap;
   o.seed = flags.seed;
-  const nlohmann::json a = an::AnalyzeSweep(trials, o);
+  nlohmann::json a = an::AnalyzeSweep(trials, o);
+  const PrunedSummary pruned = SummarizePruned(resp, o.x);
+  if (pruned.trials > 0) {
+    a["pruned"] = {{"trials", pruned.trials},
+                   {"x_values_all_pruned", pruned.all_pruned}};
+  }
   if (flags.format == "json") {
     out << a.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
         << "\n";
   } else {
     out << "sweep " << sweep_id << " (" << resp.sweep().kind() << ")\n"
-        << FormatAnalysisTable(a);
+        << FormatAnalysisTable(a) << FormatPrunedNote(pruned, o.x);
   }
   return kExitOk;
 }

@@ -23,6 +23,7 @@
 #include "analysis/stats.h"
 #include "cli/client.h"
 #include "nlohmann/json.hpp"
+#include "proto/smoe.pb.h"
 
 namespace smoe::cli {
 
@@ -61,6 +62,18 @@ std::vector<std::string> SweptParams(
 absl::Status CheckAnalysisAxes(const std::vector<analysis::TrialPoint>& trials,
                                const AnalyzeFlags& flags,
                                absl::string_view sweep_id);
+
+// Trials an adaptive search pruned (issue 31 item 5): they have no final
+// results, so the analysis leaves them out; the note says so, and which
+// values of the x axis lost every trial that way.
+struct PrunedSummary {
+  int trials = 0;
+  std::vector<std::string> all_pruned;  // x values whose trials were all pruned
+};
+PrunedSummary SummarizePruned(const smoe::v1::GetSweepResponse& resp,
+                              const std::string& x);
+// "" when nothing was pruned; else one "  note: ..." line.
+std::string FormatPrunedNote(const PrunedSummary& p, const std::string& x);
 
 // Returns a process exit code (cli/client.h).
 int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,

@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/analyze.h"
 #include "analysis/skillmix_tables.h"
 #include "analysis/test_trials.h"
+#include "cli/search_show.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -158,6 +160,67 @@ TEST(AnalyzeFormatTest, NoTheoryBlockForOtherKindsOrAxes) {
   EXPECT_THAT(FormatAnalysisTable(an::AnalyzeSweep(an::test_trials::Grid(2),
                                                    an::AggregateOptions{})),
               HasSubstr("theory fit"));
+}
+
+// Issue 31 item 5: pruned trials are named in the analysis, and decisions
+// name the parameters that tell the trials apart.
+smoe::v1::GetSweepResponse AshaResponse() {
+  smoe::v1::GetSweepResponse r;
+  auto* g = r.mutable_sweep()->mutable_spec()->add_grid();
+  g->set_name("top_k");
+  auto* m = r.mutable_sweep()->mutable_spec()->add_grid();
+  m->set_name("M");
+  int n = 0;
+  for (int k : {1, 2, 4}) {
+    for (int seed : {0, 1}) {
+      auto* t = r.add_trials();
+      t->set_trial_id(absl::StrCat("s/", std::string(15, 'a'), n++));
+      t->set_params_json(absl::StrCat(R"({"M":2,"top_k":)", k, "}"));
+      t->set_seed(seed);
+      t->set_state(k == 1                  ? smoe::v1::TRIAL_STATE_SUCCEEDED
+                   : (k == 2 && seed == 0) ? smoe::v1::TRIAL_STATE_SUCCEEDED
+                                           : smoe::v1::TRIAL_STATE_PRUNED);
+    }
+  }
+  return r;
+}
+
+TEST(AnalyzeFormatTest, PrunedTrialsAreNamedInTheNote) {
+  const smoe::v1::GetSweepResponse r = AshaResponse();
+  const PrunedSummary p = SummarizePruned(r, "top_k");
+  EXPECT_EQ(p.trials, 3);
+  EXPECT_THAT(p.all_pruned, ::testing::ElementsAre("4"));
+  const std::string note = FormatPrunedNote(p, "top_k");
+  EXPECT_THAT(note, HasSubstr("note: 3 trial(s) were pruned by the search"));
+  EXPECT_THAT(note, HasSubstr("best top_k is the best among the trials"));
+  EXPECT_THAT(note, HasSubstr("every trial was pruned at top_k = 4"));
+  EXPECT_EQ(
+      FormatPrunedNote(SummarizePruned(smoe::v1::GetSweepResponse(), "top_k"),
+                       "top_k"),
+      "");
+}
+
+TEST(SearchShowTest, DecisionsNameTheParametersThatVary) {
+  const smoe::v1::GetSweepResponse r = AshaResponse();
+  const TrialLabels labels = LabelTrials(r);
+  // M is the same everywhere: left out; two seeds: named.
+  EXPECT_EQ(labels.at(r.trials(3).trial_id()), "top_k=2 seed 1");
+  smoe::v1::Decision d;
+  d.set_seq(7);
+  d.set_trial_id(r.trials(3).trial_id());
+  d.set_action("prune");
+  d.set_final(true);
+  d.set_reason("rung 0 at step 10: 0.3 < cutoff 0.5");
+  EXPECT_EQ(FormatDecision(d, labels),
+            absl::StrCat("#7 top_k=2 seed 1 (", std::string(15, 'a'),
+                         "3) prune (final): rung 0 at step 10: 0.3 < cutoff "
+                         "0.5"));
+  // Unknown trial: its id; a group decision: its group.
+  d.set_trial_id("s/unknown");
+  EXPECT_THAT(FormatDecision(d, labels), HasSubstr("#7 s/unknown prune"));
+  d.set_trial_id("");
+  d.set_group("M=2");
+  EXPECT_THAT(FormatDecision(d, labels), HasSubstr("#7 group M=2 prune"));
 }
 
 }  // namespace

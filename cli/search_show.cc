@@ -1,20 +1,54 @@
 // Copyright 2026 SMoE Lab authors.
 #include "cli/search_show.h"
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/trial_labels.h"
 
 namespace smoe::cli {
 
 namespace pb = smoe::v1;
+using json = nlohmann::json;
 
-std::string FormatDecision(const pb::Decision& d) {
+TrialLabels LabelTrials(const pb::GetSweepResponse& resp) {
+  std::vector<std::string> axes;
+  for (const auto& a : resp.sweep().spec().grid()) axes.push_back(a.name());
+  std::vector<analysis::LabelInput> in;
+  in.reserve(static_cast<size_t>(resp.trials_size()));
+  for (const auto& t : resp.trials()) {
+    in.push_back(
+        {t.trial_id(), json::parse(t.params_json(), nullptr, false), t.seed()});
+  }
+  return analysis::TrialLabels(in, axes);
+}
+
+std::string FormatDecision(const pb::Decision& d, const TrialLabels& labels) {
   // The reason names the rung, step, value and cutoff.
-  return absl::StrCat(
-      "#", d.seq(), " ",
-      d.trial_id().empty() ? absl::StrCat("group ", d.group()) : d.trial_id(),
-      " ", d.action(), d.final() ? " (final)" : "", ": ", d.reason());
+  std::string who;
+  if (d.trial_id().empty()) {
+    who = absl::StrCat("group ", d.group());
+  } else {
+    auto it = labels.find(d.trial_id());
+    who = it == labels.end()
+              ? d.trial_id()
+              : absl::StrCat(it->second, " (",
+                             d.trial_id().substr(d.trial_id().rfind('/') + 1),
+                             ")");
+  }
+  return absl::StrCat("#", d.seq(), " ", who, " ", d.action(),
+                      d.final() ? " (final)" : "", ": ", d.reason());
+}
+
+std::map<std::string, pb::Decision> LastPrunes(
+    const pb::GetSweepResponse& resp) {
+  std::map<std::string, pb::Decision> out;
+  for (const pb::Decision& d : resp.decisions()) {
+    if (d.action() == "prune" && !d.trial_id().empty()) out[d.trial_id()] = d;
+  }
+  return out;
 }
 
 void PrintSearchSummary(const pb::GetSweepResponse& resp, std::ostream& out) {
@@ -53,8 +87,9 @@ void PrintSearchSummary(const pb::GetSweepResponse& resp, std::ostream& out) {
     out << " (the last " << resp.decisions_size() << ")";
   }
   out << "\n";
+  const TrialLabels labels = LabelTrials(resp);
   for (const pb::Decision& d : resp.decisions()) {
-    out << "    " << FormatDecision(d) << "\n";
+    out << "    " << FormatDecision(d, labels) << "\n";
   }
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -383,10 +384,11 @@ int ListSweepsCmd(CoordinatorClient& client, std::ostream& out, bool all) {
                         : SweepStateText(s),
                     absl::StrCat(c.total()), absl::StrCat(c.pending()),
                     absl::StrCat(c.running()), absl::StrCat(c.succeeded()),
-                    absl::StrCat(c.failed()), absl::StrCat(c.cancelled())});
+                    absl::StrCat(c.failed()), absl::StrCat(c.cancelled()),
+                    absl::StrCat(c.pruned())});
   }
   PrintTable({"SWEEP", "KIND", "STATE", "TOTAL", "PENDING", "RUNNING",
-              "SUCCEEDED", "FAILED", "CANCELLED"},
+              "SUCCEEDED", "FAILED", "CANCELLED", "PRUNED"},
              rows, out);
   if (hidden > 0) {
     out << hidden << " archived sweep(s) not shown (smoe sweep ls --all)\n";
@@ -398,7 +400,8 @@ int ShowSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
                  bool trials, std::ostream& out) {
   pb::GetSweepRequest req;
   req.set_sweep_id(sweep_id);
-  req.set_include_trials(trials);
+  // The trials also label the decisions by their parameters.
+  req.set_include_trials(true);
   req.set_decisions_limit(kShownDecisions);
   pb::GetSweepResponse resp;
   grpc::ClientContext ctx;
@@ -593,6 +596,9 @@ int ResultsCmd(CoordinatorClient& client, const std::string& sweep_id,
   pb::GetSweepRequest req;
   req.set_sweep_id(sweep_id);
   req.set_include_trials(true);
+  // The whole decision log: a pruned trial has no final results, but its
+  // prune decision holds the rung, step and value it was judged by.
+  req.set_decisions_limit(std::numeric_limits<int32_t>::max());
   pb::GetSweepResponse resp;
   grpc::ClientContext ctx;
   client.Prepare(&ctx, absl::Minutes(2));
@@ -603,6 +609,12 @@ int ResultsCmd(CoordinatorClient& client, const std::string& sweep_id,
   for (const auto& t : resp.trials()) {
     for (const auto& [k, v] : t.results()) metric_names.insert(k);
   }
+  const std::map<std::string, pb::Decision> prunes = LastPrunes(resp);
+  auto pruned_at = [&](const pb::Trial& t) -> const pb::Decision* {
+    if (t.state() != pb::TRIAL_STATE_PRUNED) return nullptr;
+    auto it = prunes.find(t.trial_id());
+    return it == prunes.end() ? nullptr : &it->second;
+  };
   if (format == "json") {
     json arr = json::array();
     for (const auto& t : resp.trials()) {
@@ -615,6 +627,10 @@ int ResultsCmd(CoordinatorClient& client, const std::string& sweep_id,
       row["duration_s"] = t.duration_s();
       row["results"] = json::object();
       for (const auto& [k, v] : t.results()) row["results"][k] = v;
+      if (const pb::Decision* d = pruned_at(t)) {
+        row["pruned"] = {{"rung", d->rung()}, {"step", d->step()}};
+        if (d->has_value()) row["pruned"]["value"] = d->value();
+      }
       arr.push_back(std::move(row));
     }
     out << arr.dump(2) << "\n";
@@ -624,6 +640,10 @@ int ResultsCmd(CoordinatorClient& client, const std::string& sweep_id,
   header.insert(header.end(), axes.begin(), axes.end());
   header.insert(header.end(), {"seed", "attempts", "duration_s"});
   header.insert(header.end(), metric_names.begin(), metric_names.end());
+  // Pruned trials: the rung (step) they stopped at and the value they were
+  // judged by there (the search metric, smoothed as the search block says).
+  const bool any_pruned = !prunes.empty();
+  if (any_pruned) header.insert(header.end(), {"pruned_at", "pruned_value"});
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : resp.trials()) {
     const json params = json::parse(t.params_json(), nullptr, false);
@@ -640,6 +660,15 @@ int ResultsCmd(CoordinatorClient& client, const std::string& sweep_id,
       auto it = t.results().find(m);
       row.push_back(
           it == t.results().end() ? "" : absl::StrFormat("%.6g", it->second));
+    }
+    if (any_pruned) {
+      const pb::Decision* d = pruned_at(t);
+      row.push_back(d == nullptr ? ""
+                                 : absl::StrFormat("rung %d (step %d)",
+                                                   d->rung(), d->step()));
+      row.push_back(d == nullptr || !d->has_value()
+                        ? ""
+                        : absl::StrFormat("%.6g", d->value()));
     }
     rows.push_back(std::move(row));
   }

@@ -542,6 +542,16 @@ TEST_P(SchedulerSearchTest, GpuHourBudgetPrunesPendingTrials) {
   ASSERT_TRUE(sj.ok()) << sj.status();
   EXPECT_EQ((*sj)["budget_gpu_hours"], 0.45);
   EXPECT_EQ((*sj)["smooth_evals"], 1);
+  // Each trial decision names its trial by its parameters (issue 31 item 5).
+  int labelled = 0;
+  for (const auto& d : (*sj)["decisions"]) {
+    if (d["trial_id"].get<std::string>().empty()) continue;
+    EXPECT_THAT(d["trial_label"].get<std::string>(),
+                ::testing::MatchesRegex("top_k=[0-9]+( seed [0-9]+)?"))
+        << d.dump();
+    ++labelled;
+  }
+  EXPECT_GT(labelled, 0);
   EXPECT_TRUE(sched_->Lease(w, 2, 0)->empty());  // nothing starts
   const size_t logged = Log().size();
   Restart();

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "analysis/search/asha.h"
 #include "analysis/search/median_stop.h"
 #include "analysis/search/refine.h"
@@ -316,7 +317,12 @@ void PlanRefine(const SearchInputs& in, const std::set<std::string>& stopped,
     d.value = g.best_mean;
     d.cutoff = g.best_freq;  // refine: the bootstrap P(argmax = x*)
     d.final = g.state == search::RefineState::kResolved;
-    d.reason = absl::StrCat(axis, "*=", g.best, ": ", g.reason);
+    // Resolved within the tolerance: the decision names the set, not one x*.
+    d.reason =
+        g.equivalent.empty()
+            ? absl::StrCat(axis, "*=", g.best, ": ", g.reason)
+            : absl::StrCat(axis, "* in {", absl::StrJoin(g.equivalent, ", "),
+                           "}: ", g.reason);
     plan->decisions.push_back(std::move(d));
   }
 }

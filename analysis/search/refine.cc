@@ -175,14 +175,19 @@ RefineResult DecideRefine(const RefineConfig& c,
           stopped_note);
     } else if (g.seeds >= 2 && within) {
       g.state = RefineState::kResolved;
+      std::sort(equivalent.begin(), equivalent.end());
+      g.equivalent = equivalent;
+      // Not "x* resolved": the x of the set cannot be told apart at this
+      // tolerance; x* is only the best mean among them.
       g.reason = absl::StrCat(
-          at, " resolved within tolerance ", Num(c.tolerance),
-          ": neighbours measured, P(argmax in {",
+          "x in {", absl::StrJoin(equivalent, ", "),
+          "} indistinguishable within tolerance ", Num(c.tolerance),
+          " (means within it of the best, x=", g.best, ", mean ",
+          Num(g.best_mean), "): neighbours measured, P(argmax in {",
           absl::StrJoin(equivalent, ", "), "}) = ", Num(equivalent_freq),
           " >= ", Num(c.resolve_p), " (P(argmax = ", g.best,
-          ") = ", Num(o.best_freq), "; means within ", Num(c.tolerance),
-          " of x*'s) over ", o.bootstrap_samples, " bootstrap resamples of ",
-          g.seeds, " seeds", stopped_note);
+          ") = ", Num(o.best_freq), ") over ", o.bootstrap_samples,
+          " bootstrap resamples of ", g.seeds, " seeds", stopped_note);
     } else {
       // 3. Ambiguous: seeds where the argmax's bootstrap lands.
       std::vector<int64_t> covered;

@@ -91,6 +91,10 @@ struct RefineGroup {
   int seeds = 0;                   // distinct seeds measured
   std::map<int64_t, double> mean;  // measured x -> mean over seeds
   std::vector<int64_t> stopped;    // x with every point stopped early
+  // Resolved within the tolerance (more than one x): the measured x whose
+  // means are within it of x*'s, ascending. They are indistinguishable at
+  // that precision: x* is only the one with the best mean among them.
+  std::vector<int64_t> equivalent;
   std::string reason;
 };
 

@@ -15,7 +15,9 @@
 namespace smoe::analysis::search {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A concave curve peaking at `peak`, plus a per-seed offset.
 double Curve(int64_t x, int64_t peak, int64_t seed, double seed_sd = 0.002) {
@@ -230,7 +232,14 @@ TEST(RefineTest, ToleranceResolvesPracticallyEquivalentValues) {
   const RefineGroup& g = loose.groups[0];
   EXPECT_EQ(g.state, RefineState::kResolved) << g.reason;
   EXPECT_TRUE(loose.proposals.empty());
-  EXPECT_THAT(g.reason, HasSubstr("resolved within tolerance 0.002"));
+  // Not "x*=3 resolved": 3 and 4 cannot be told apart at this tolerance,
+  // and the reason says so, naming both (issue 31 item 5).
+  EXPECT_THAT(
+      g.reason,
+      HasSubstr("x in {3, 4} indistinguishable within tolerance 0.002"));
+  EXPECT_THAT(g.reason, Not(HasSubstr("x*=")));
+  EXPECT_THAT(g.equivalent, ElementsAre(3, 4));
+  EXPECT_EQ(g.best, 3);
   EXPECT_THAT(g.reason, HasSubstr("P(argmax in {3, 4}) = 1"));
   // A tolerance too small to cover x = 4 changes nothing.
   c.tolerance = 0.0001;

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "analysis/search/asha.h"
+#include "analysis/trial_labels.h"
 #include "common/status_macros.h"
 #include "coordinator/search_driver.h"
 
@@ -39,6 +40,17 @@ absl::StatusOr<json> SearchJson(Scheduler* scheduler,
     if (t.state == store::TrialState::kPruned) pruned.push_back(t.trial_id);
   }
   out["pruned"] = pruned;
+  // Decisions name their trial by the parameters that tell it apart.
+  std::vector<analysis::LabelInput> label_in;
+  label_in.reserve(trials.size());
+  for (const store::TrialRecord& t : trials) {
+    label_in.push_back(
+        {t.trial_id, json::parse(t.params_json, nullptr, false), t.seed});
+  }
+  std::vector<std::string> axes;
+  for (const auto& a : v.spec.grid) axes.push_back(a.name);
+  const std::map<std::string, std::string> labels =
+      analysis::TrialLabels(label_in, axes);
   SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
                         store->ListDecisions(sweep_id, 0, 0));
   out["decisions_total"] = log.size();
@@ -50,6 +62,8 @@ absl::StatusOr<json> SearchJson(Scheduler* scheduler,
     decisions.push_back(
         {{"seq", d.seq},
          {"trial_id", d.trial_id},
+         {"trial_label",
+          labels.count(d.trial_id) ? labels.at(d.trial_id) : std::string()},
          {"action", d.action},
          {"group", d.group},
          {"rung", d.rung},

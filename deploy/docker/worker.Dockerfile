@@ -19,8 +19,10 @@
 #
 # Build arguments: BASE_IMAGE (Debian 12, worker-cpu), CUDA_BUILD_IMAGE and
 # CUDA_RUNTIME_IMAGE (worker-cuda), BINARIES (source: compile here, the
-# default; prebuilt: worker-cpu takes smoe, smoe-trainer and runtime-packages
-# from the build context `prebuilt`, which CI has just built on Debian 12).
+# default; prebuilt: worker-cpu takes smoe, smoe-trainer, runtime-packages and
+# cuda-lib/ from the build context `prebuilt`, which CI has just built on
+# Debian 12 -- with the CUDA toolkit there, a CUDA build whose CUDA runtime
+# libraries deploy/images/build.sh puts in cuda-lib/).
 ARG BASE_IMAGE=debian:12.11-slim
 ARG CUDA_BUILD_IMAGE=nvidia/cuda:12.6.3-cudnn-devel-ubuntu24.04
 ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:12.6.3-runtime-ubuntu24.04
@@ -45,12 +47,16 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DSMOE_WITH_CUDA=OFF -DSMOE_WEB=OFF \
       -DSMOE_BUILD_TESTS=OFF -DSMOE_BUILD_BENCHMARKS=OFF \
  && cmake --build build --target smoe smoe-trainer \
- && install -d /out \
+ && install -d /out /out/cuda-lib \
  && install -m 0755 -s build/bin/smoe build/bin/smoe-trainer /out/ \
  && deploy/docker/runtime-packages.sh /out/smoe /out/smoe-trainer > /out/runtime-packages
 
+# cuda-lib: empty, or, for a CUDA build's binaries (CI's build: the toolkit is
+# installed there), the CUDA runtime libraries they load (build.sh copies
+# them from the toolkit: libcudart, libnccl, ...; no GPU needed to load them).
 FROM ${BASE_IMAGE} AS cpu-binaries-prebuilt
 COPY --from=prebuilt smoe smoe-trainer runtime-packages /out/
+COPY --from=prebuilt cuda-lib/ /out/cuda-lib/
 
 FROM cpu-binaries-${BINARIES} AS cpu-binaries
 
@@ -59,6 +65,8 @@ COPY --from=cpu-binaries /out/runtime-packages /tmp/runtime-packages
 COPY deploy/docker/runtime-setup.sh /usr/local/lib/smoe/runtime-setup.sh
 RUN /usr/local/lib/smoe/runtime-setup.sh /tmp/runtime-packages /var/lib/smoe-worker \
       -- ca-certificates libopenblas0-pthread
+COPY --from=cpu-binaries /out/cuda-lib/ /usr/local/lib/smoe-cuda/
+RUN echo /usr/local/lib/smoe-cuda > /etc/ld.so.conf.d/smoe-cuda.conf && ldconfig
 COPY --from=cpu-binaries /out/smoe /out/smoe-trainer /usr/local/bin/
 ENV HOME=/tmp OMP_NUM_THREADS=1
 USER 10001:10001

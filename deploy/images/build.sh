@@ -10,7 +10,9 @@
 #   --prebuilt DIR  take smoe and smoe-trainer from DIR/bin (a Release build
 #                   on Debian 12, e.g. ./build) instead of compiling them in
 #                   the image build (BINARIES=prebuilt): what CI does, minutes
-#                   instead of a full compile
+#                   instead of a full compile. A CUDA build's worker image
+#                   also carries the toolkit's CUDA runtime libraries its
+#                   binaries load (libcudart, libnccl, ...)
 #   --tag TAG       image tag (default dev)
 #   --only IMAGE    coordinator or worker-cpu (default both)
 # Prints the time of each step.
@@ -46,20 +48,43 @@ if [[ -n "$prebuilt" ]]; then
   for b in smoe smoe-trainer; do
     [[ -x "$bin/$b" ]] || { echo "images/build.sh: --prebuilt $prebuilt: no $bin/$b (scripts/build default smoe smoe-trainer)" >&2; exit 66; }
   done
-  # The images install a binary's libraries from Debian packages: a library
-  # outside dpkg (a CUDA toolkit in /usr/local, LibTorch in /opt) would be
-  # missing at run time. A CUDA build goes into the CUDA worker image, not here.
-  outside=$(ldd "$bin/smoe" "$bin/smoe-trainer" | awk '$2 == "=>" && ($3 ~ /^\/(usr\/local|opt)\// || $3 == "not") {print "  " $1 " => " $3}' | sort -u)
-  if [[ -n "$outside" ]]; then
-    echo "images/build.sh: --prebuilt $prebuilt: its binaries load libraries no Debian package provides:" >&2
-    echo "$outside" >&2
-    echo "images/build.sh: build CPU-only binaries for these images, e.g." \
+  # The images install a binary's libraries from Debian packages. A CUDA
+  # build (the CUDA toolkit's nvcc found: CI's machines have one) also loads
+  # the CUDA runtime libraries of the toolkit (libcudart, libnccl, libcublas,
+  # libcublasLt): the worker image carries those files, the binaries' own
+  # dynamic dependencies (they load without a GPU; a GPU node adds only the
+  # driver). Any other library outside dpkg (LibTorch in /opt, a library not
+  # found) would be missing at run time: refused. The coordinator links no
+  # CUDA (docs/development.md): its image takes no such library.
+  ldd_outside() {  # binary... -> "soname path" for libraries outside dpkg
+    ldd "$@" | awk '$2 == "=>" && ($3 ~ /^\/(usr\/local|opt)\// || $3 == "not") {print $1, $3}' | sort -u
+  }
+  is_cuda_runtime() { [[ $1 =~ ^lib(cudart|nccl|cublas|cublasLt)\.so(\.[0-9]+)*$ && $2 == /* ]]; }
+  refuse_outside() {  # image lines...
+    local img=$1; shift
+    echo "images/build.sh: --prebuilt $prebuilt: the $img image's binaries load libraries no Debian package provides:" >&2
+    printf '  %s\n' "$@" >&2
+    echo "images/build.sh: build binaries against Debian's LibTorch, e.g." \
       "cmake --preset default -B build-cpu -DSMOE_WITH_CUDA=OFF && cmake --build build-cpu --target smoe smoe-trainer" >&2
     exit 65
-  fi
+  }
+  mapfile -t coord_out < <(ldd_outside "$bin/smoe")
+  ((${#coord_out[@]} == 0)) || refuse_outside coordinator "${coord_out[@]}"
   ctx=$(mktemp -d "${TMPDIR:-/tmp}/smoe-prebuilt.XXXXXX")
   trap 'rm -rf "$ctx"' EXIT
-  mkdir "$ctx/coordinator" "$ctx/worker-cpu"
+  mkdir "$ctx/coordinator" "$ctx/worker-cpu" "$ctx/worker-cpu/cuda-lib"
+  bad=()
+  while read -r soname path; do
+    [[ -n "$soname" ]] || continue
+    if is_cuda_runtime "$soname" "$path"; then
+      install -m 0644 "$(readlink -f "$path")" "$ctx/worker-cpu/cuda-lib/$soname"
+    else
+      bad+=("$soname => $path")
+    fi
+  done < <(ldd_outside "$bin/smoe" "$bin/smoe-trainer")
+  ((${#bad[@]} == 0)) || refuse_outside worker-cpu "${bad[@]}"
+  cuda_libs=$(cd "$ctx/worker-cpu/cuda-lib" && ls)
+  [[ -z "$cuda_libs" ]] || echo "images/build.sh: worker-cpu carries the CUDA runtime libraries of this CUDA build: $(echo $cuda_libs) ($(du -sm "$ctx/worker-cpu/cuda-lib" | cut -f1) MB)"
   install -m 0755 -s "$bin/smoe" "$ctx/coordinator/smoe"
   "$root/deploy/docker/runtime-packages.sh" "$ctx/coordinator/smoe" >"$ctx/coordinator/runtime-packages"
   install -m 0755 -s "$bin/smoe" "$bin/smoe-trainer" "$ctx/worker-cpu/"

@@ -643,6 +643,9 @@ async function main() {
     page.locator('#search-decisions').textContent(), 'the search decisions table');
   check(decisions.includes('add') && decisions.includes('neighbour 3 untried') && decisions.includes('neighbour 5 untried'),
     `the refine sweep lists the added neighbours of k* = 4 (${decisions.slice(0, 300)})`);
+  // Decisions name their trial by its parameters, not only its hash.
+  check(/top_k=3( seed [0-9]+)? \([0-9a-f]{8}\)/.test(decisions),
+    `the decisions name the trial by its parameters (${decisions.slice(0, 300)})`);
   const usage = await page.locator('#search-usage').textContent();
   check(usage.includes('trial-steps used / full-grid estimate'), `the search panel states the trial-steps used (${usage})`);
   // The refine frontier: k tried 1, 3, 4, 5 (3 and 5 added, pending), x* = 4

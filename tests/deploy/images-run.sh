@@ -4,7 +4,8 @@
 #       localhost/smoe-coordinator:dev and localhost/smoe-worker-cpu:dev with
 #       podman from deploy/docker/*.Dockerfile on the local Debian 12 base,
 #       from the binaries of BUILD_DIR (BINARIES=prebuilt), or of
-#       $SMOE_IMAGES_PREBUILT (a CPU-only build, where BUILD_DIR has CUDA)
+#       $SMOE_IMAGES_PREBUILT; a CUDA build's worker image carries the CUDA
+#       runtime libraries its binaries load (CI's build is one)
 #   images-run.sh run               deploy_images_run: each image starts as
 #       uid 10001 with a read-only root file system and prints its --help;
 #       every shared library of its binaries resolves
@@ -23,19 +24,14 @@ smoe_podman info >/dev/null 2>&1 || unavailable "podman does not start: $(smoe_p
 images=(coordinator worker-cpu)
 case "$mode" in
   build)
-    # SMOE_IMAGES_PREBUILT: another build directory (a CPU-only one where
-    # the test's own build has CUDA; deploy/images/build.sh refuses those).
+    # SMOE_IMAGES_PREBUILT: another build directory.
     bdir=${SMOE_IMAGES_PREBUILT:-${2:?build directory}}
     command -v debootstrap >/dev/null || unavailable "debootstrap not found (scripts/install-deps --only deploy)"
-    # A CUDA build here (its binaries load libcudart from /usr/local) cannot
-    # go into these Debian images (lib.sh skip_for_cuda_build).
-    SMOE_BUILD_DIR=${SMOE_BUILD_DIR:-$bdir} skip_for_cuda_build
     t0=$SECONDS
     "$root/deploy/images/build.sh" --prebuilt "$bdir" --tag dev
     log "deploy_images_build: PASS in $((SECONDS - t0)) s"
     ;;
   run)
-    skip_for_cuda_build
     for i in "${images[@]}"; do
       img=localhost/smoe-$i:dev
       smoe_podman image exists "$img" || unavailable "$img missing: deploy_images_build builds it (see its output)"

@@ -27,7 +27,6 @@ need_root "$0" "$@"
 # shellcheck source=../../deploy/images/podman.sh
 . "$root/deploy/images/podman.sh"
 smoe_podman info >/dev/null 2>&1 || unavailable "podman does not start: $(smoe_podman info 2>&1 | tail -2)"
-skip_for_cuda_build
 for i in coordinator worker-cpu; do
   smoe_podman image exists "localhost/smoe-$i:dev" ||
     unavailable "localhost/smoe-$i:dev missing: deploy_images_build builds it (see its output)"
@@ -110,12 +109,15 @@ wait_for 60 "smoe-worker-0 registered" registered 0
 wait_for 60 "smoe-worker-1 registered" registered 1
 log "workers up in $((SECONDS - step_t)) s"
 
-# 3. The sweep: the demo's shape, tiny (4 trials).
+# 3. The sweep: the demo's shape, small (4 trials of 3,000 steps: ~20 s each
+#    on an idle machine, so that a trial found running at its first
+#    checkpoint is still running when the preStop hook stops its worker; at
+#    600 steps one finished within the ~3 s between the two).
 export SMOE_TOKEN=$API_TOKEN
 client=(--coordinator "127.0.0.1:$grpc_port")
 sed -e 's/^name: sraven-demo/name: kube-demo/' -e 's/^  M: \[1, 2\]/  M: [1]/' \
-    -e 's/^  top_k: \[1, 2, 4, 8\]/  top_k: [1, 2]/' -e 's/^  steps: 1500/  steps: 600/' \
-    -e 's/^  eval_every: 500/  eval_every: 200/' -e 's/^  num_eval: 1024/  num_eval: 256/' \
+    -e 's/^  top_k: \[1, 2, 4, 8\]/  top_k: [1, 2]/' -e 's/^  steps: 1500/  steps: 3000/' \
+    -e 's/^  eval_every: 500/  eval_every: 1000/' -e 's/^  num_eval: 1024/  num_eval: 256/' \
     -e 's/^  checkpoint_every: 500/  checkpoint_every: 100/' -e 's/^retries: 2/retries: 0/' \
     "$root/examples/sraven-demo.yaml" >"$tmp/kube-demo.yaml"
 step_t=$SECONDS

@@ -12,28 +12,6 @@ unavailable() {
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# skip_for_cuda_build: the images take a CPU-only build's binaries (Debian's
-# LibTorch; deploy/images/build.sh refuses binaries that load libraries from
-# /usr/local or /opt). Where ctest's own build ($SMOE_BUILD_DIR) is a CUDA
-# build and no $SMOE_IMAGES_PREBUILT names a CPU-only one, the image tests
-# SKIP, in CI too: CI machines have the CUDA toolkit, so CI's build is a CUDA
-# build, and a second, CPU-only LibTorch build (~40 cold minutes on 2 cores)
-# does not fit its time. The engine itself is tested there by
-# deploy_slurm_run. Images left on the machine by an earlier run are not used
-# (they may be stale).
-skip_for_cuda_build() {
-  [[ -n "${SMOE_IMAGES_PREBUILT:-}" ]] && return 0
-  local b=${SMOE_BUILD_DIR:-}
-  [[ -n "$b" && -x "$b/bin/smoe-trainer" ]] || return 0
-  if ldd "$b/bin/smoe-trainer" 2>/dev/null | awk '$3 ~ /^\/(usr\/local|opt)\//' | grep -q .; then
-    echo "SKIP: $b is a CUDA build (its smoe-trainer loads libraries outside" \
-      "Debian's packages); set SMOE_IMAGES_PREBUILT to a CPU-only build:" \
-      "cmake --preset default -B build-cpu -DSMOE_WITH_CUDA=OFF &&" \
-      "cmake --build build-cpu --target smoe smoe-trainer"
-    exit 77
-  fi
-}
-
 # need_root SCRIPT ARGS...: the engines run as root here (rootful podman,
 # slurmd, debootstrap). Not root: re-run under passwordless sudo (CI's
 # .ci/run installs with sudo), else unavailable.

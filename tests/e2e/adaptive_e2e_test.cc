@@ -20,6 +20,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -177,6 +178,37 @@ TEST(AdaptiveE2eTest, AshaSweepPrunesPromotesResumesAndFinishes) {
   EXPECT_THAT(show, HasSubstr("pruned"));
   EXPECT_THAT(show, HasSubstr("trial-steps"));
   EXPECT_THAT(show, HasSubstr("rung 0"));
+  // Issue 31 item 5: decisions name the trial's parameters, not only its
+  // hash ("#3 top_k=8 (1f2e...) prune (final): ...").
+  EXPECT_THAT(
+      show, ::testing::ContainsRegex("#[0-9]+ top_k=8 \\([0-9a-f]+\\) prune"));
+  // `smoe results`: a pruned trial shows the rung it stopped at and the
+  // value it was judged by there (no final results).
+  auto [res_rc, res] = c.Smoe({"results", "asha", "--format", "csv"});
+  ASSERT_EQ(res_rc, 0) << res;
+  std::printf("%s", res.c_str());
+  EXPECT_THAT(res, HasSubstr("pruned_at,pruned_value"));
+  int pruned_rows = 0;
+  for (absl::string_view line : absl::StrSplit(res, '\n')) {
+    if (!absl::StrContains(line, ",pruned,")) continue;
+    ++pruned_rows;
+    EXPECT_THAT(std::string(line),
+                ::testing::ContainsRegex(
+                    ",rung [0-9]+ \\(step [0-9]+\\),[0-9][0-9.e-]*$"))
+        << line;
+  }
+  EXPECT_EQ(pruned_rows, 3) << res;
+  // `smoe sweep ls` counts them.
+  auto [ls_rc, ls] = c.Smoe({"sweep", "ls"});
+  ASSERT_EQ(ls_rc, 0) << ls;
+  EXPECT_THAT(ls, HasSubstr("PRUNED"));
+  EXPECT_THAT(ls, ::testing::ContainsRegex("asha +sraven .* 3 *\n"));
+  // `smoe analyze` says the best top_k is the best of the survivors.
+  auto [an_rc, an] = c.Smoe({"analyze", "asha"});
+  ASSERT_EQ(an_rc, 0) << an;
+  std::printf("%s", an.c_str());
+  EXPECT_THAT(an, HasSubstr("note: 3 trial(s) were pruned by the search"));
+  EXPECT_THAT(an, HasSubstr("every trial was pruned at top_k = 2, 4, 8"));
 }
 
 TEST(AdaptiveE2eTest, RefineSweepAddsNeighboursAndStops) {

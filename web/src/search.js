@@ -132,7 +132,9 @@ function frontierTable(s) {
 
 // One decision row: seq, trial (short), action (+ rung, final), value vs cutoff, reason.
 function decisionRow(d) {
-  const who = d.trial_id ? d.trial_id.slice(d.trial_id.indexOf('/') + 1) : `group ${d.group}`;
+  // The trial by its parameters ("top_k=4 seed 1"), its hash after it.
+  const hash = d.trial_id ? d.trial_id.slice(d.trial_id.indexOf('/') + 1) : '';
+  const who = !d.trial_id ? `group ${d.group}` : d.trial_label ? `${d.trial_label} (${hash.slice(0, 8)})` : hash;
   const action = d.action + (d.rung >= 0 && d.trial_id ? ` @ rung ${d.rung}` : '') + (d.final ? ' (final)' : '');
   return el('tr', { class: 'decision ' + d.action },
     el('td', {}, String(d.seq)),
