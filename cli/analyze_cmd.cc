@@ -19,6 +19,7 @@
 #include "coordinator/sweep_spec.h"
 #include "proto/rpc_status.h"
 #include "proto/smoe.pb.h"
+#include "trials/command_kind.h"
 
 namespace smoe::cli {
 
@@ -331,7 +332,7 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
   // two grid axes and the metric to the first result name.
   std::vector<std::string> axes = {"top_k", "M"};
   std::string metric = "ood_acc";
-  if (o.kind == coordinator::kCommandKind) {
+  if (o.kind == trials::kCommandKind) {
     coordinator::ParseOptions po;
     po.max_points = std::numeric_limits<int64_t>::max();
     po.allow_scalar_seeds = true;

@@ -85,7 +85,7 @@ enum class Op {
   // HTTP catch-alls, matched last: unknown API routes (404 for viewers) and
   // the web app's files.
   kUnknownApiRoute,
-  kWebApp,
+  kWebApp,  // keep last: OperationOf() indexes by Op up to it
 };
 
 struct Operation {
