@@ -333,9 +333,7 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
   std::vector<std::string> axes = {"top_k", "M"};
   std::string metric = "ood_acc";
   if (o.kind == trials::kCommandKind) {
-    coordinator::ParseOptions po;
-    po.max_points = std::numeric_limits<int64_t>::max();
-    po.allow_scalar_seeds = true;
+    const coordinator::ParseOptions po = coordinator::ParseOptions::Stored();
     auto spec = coordinator::ParseSweepYaml(resp.sweep().spec_yaml(), po);
     axes = {"", ""};
     if (spec.ok()) {

@@ -35,6 +35,7 @@
 #include "coordinator/sweep_spec.h"
 #include "trials/command_kind.h"
 #include "trials/params.h"
+#include "worker/daemon/worker_daemon.h"
 #include "worker/daemon/worker_main.h"
 
 namespace smoe::cli {
@@ -231,6 +232,12 @@ int Main(int argc, char** argv) {
   coord
       ->add_option("--max-points", server_opts.scheduler.parse.max_points,
                    "Refuse sweeps that expand to more points")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  coord
+      ->add_option("--max-sweep-bytes", server_opts.scheduler.parse.max_bytes,
+                   "Refuse sweep files larger than this many bytes, before "
+                   "parsing them")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
 
@@ -563,6 +570,21 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   if (coord->parsed()) {
+    // A worker retries a failed call after up to backoff_max: with a lease
+    // timeout below it, a worker backing off while the coordinator restarts
+    // loses its leases and its trials re-run (issue 36).
+    if (const absl::Duration backoff =
+            worker::WorkerDaemonOptions().backoff_max;
+        absl::Seconds(lease_timeout_s) < backoff) {
+      std::cerr << "smoe coordinator: warning: --lease-timeout "
+                << lease_timeout_s
+                << " s is below the workers' longest retry backoff ("
+                << absl::ToDoubleSeconds(backoff)
+                << " s): a worker backing off while the coordinator restarts "
+                   "or stalls loses its leases and their trials re-run; use "
+                   "at least "
+                << absl::ToDoubleSeconds(backoff) << " s\n";
+    }
     server_opts.scheduler.lease_timeout = absl::Seconds(lease_timeout_s);
     server_opts.checkpoints.keep_failed = absl::Seconds(keep_failed_s);
     server_opts.scheduler.heartbeat_interval = absl::Seconds(heartbeat_s);

@@ -291,16 +291,42 @@ std::string SearchSettings(const coordinator::SearchSpec& search) {
 
 }  // namespace
 
+namespace {
+
+// Reads at most `limit` bytes of `in`.
+std::string ReadAtMost(std::istream& in, int64_t limit) {
+  std::string text;
+  char buf[65536];
+  while (static_cast<int64_t>(text.size()) < limit && in) {
+    const int64_t want = std::min<int64_t>(
+        sizeof(buf), limit - static_cast<int64_t>(text.size()));
+    in.read(buf, want);
+    text.append(buf, static_cast<size_t>(in.gcount()));
+  }
+  return text;
+}
+
+}  // namespace
+
 int ValidateSweepCmd(const std::string& file, std::ostream& out) {
   std::ifstream in(file);
   if (!in) {
     std::cerr << "smoe: cannot read sweep file '" << file << "'\n";
     return kExitNoInput;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // At most one byte past the limit is read: the parser refuses the file by
+  // its size (a huge file or /dev/zero is not read whole).
+  const coordinator::ParseOptions options;
+  std::string text = ReadAtMost(in, options.max_bytes + 1);
+  if (static_cast<int64_t>(text.size()) > options.max_bytes) {
+    return ReportError(absl::InvalidArgumentError(absl::StrCat(
+                           "sweep file: more than max ", options.max_bytes,
+                           " bytes (the coordinator's --max-sweep-bytes "
+                           "default)")),
+                       file);
+  }
   absl::StatusOr<coordinator::SweepSpec> spec =
-      coordinator::ParseSweepYaml(ss.str());
+      coordinator::ParseSweepYaml(text, options);
   if (!spec.ok()) return ReportError(spec.status(), file);
   std::vector<std::string> axes;
   for (const coordinator::Axis& a : spec->grid) {
@@ -333,8 +359,18 @@ int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,
     std::cerr << "smoe: cannot read sweep file '" << file << "'\n";
     return kExitNoInput;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // The coordinator's own --max-sweep-bytes refuses what it will not parse;
+  // the CLI stops reading at the transport's 32 MiB (a huge file or
+  // /dev/zero is not read whole).
+  constexpr int64_t kMaxSubmitBytes = int64_t{32} << 20;
+  std::stringstream ss(ReadAtMost(in, kMaxSubmitBytes + 1));
+  if (static_cast<int64_t>(ss.str().size()) > kMaxSubmitBytes) {
+    return ReportError(absl::InvalidArgumentError(absl::StrCat(
+                           "sweep file: more than ", kMaxSubmitBytes,
+                           " bytes (the largest request the coordinator "
+                           "reads)")),
+                       file);
+  }
   // Refused here, naming the byte: sent as it is, the coordinator could not
   // even parse the request (a proto3 string must be UTF-8) and would answer
   // INTERNAL (issue 36 item 1).

@@ -416,8 +416,14 @@ absl::Status CheckpointStore::Read(
   return absl::OkStatus();
 }
 
+bool CheckpointStore::KeepsFinal(const store::TrialRecord& t) const {
+  return t.state == store::TrialState::kSucceeded && options_.keeps_final &&
+         options_.keeps_final(t.sweep_id);
+}
+
 bool CheckpointStore::Keeps(const store::TrialRecord& t, absl::Time now) const {
   if (TrialStateKeepsCheckpoints(t.state)) return true;
+  if (KeepsFinal(t)) return true;
   return t.state == store::TrialState::kFailed &&
          now - t.updated_at < options_.keep_failed;
 }
@@ -492,6 +498,22 @@ absl::StatusOr<int> CheckpointStore::CollectGarbage() {
     dirs.erase(absl::StrReplaceAll(id, {{"/", "_"}}));
     absl::StatusOr<store::TrialRecord> t = store_->GetTrial(id);
     if (!t.ok() && !absl::IsNotFound(t.status())) return t.status();
+    if (t.ok() && KeepsFinal(*t)) {
+      // Only the final checkpoint stays: the newest blob.
+      std::vector<store::CheckpointRecord> older;
+      {
+        absl::MutexLock lock(&mu_);
+        auto it = index_.find(id);
+        if (it != index_.end() && it->second.size() > 1) {
+          for (auto s = it->second.begin(); std::next(s) != it->second.end();
+               ++s) {
+            older.push_back(s->second);
+          }
+        }
+      }
+      if (!older.empty()) SMOE_RETURN_IF_ERROR(Delete(older));
+      continue;
+    }
     if (t.ok() && Keeps(*t, now)) continue;
     SMOE_RETURN_IF_ERROR(CollectTrial(id));
     ++collected;

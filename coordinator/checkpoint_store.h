@@ -66,6 +66,10 @@ struct CheckpointStoreOptions {
   // How long a failed trial keeps its blobs (a retry resumes from them);
   // zero: collected when it fails, like succeeded and cancelled trials.
   absl::Duration keep_failed = absl::Hours(24);  // --checkpoint-keep-failed
+  // Whether succeeded trials of sweep `sweep_id` keep their newest blob (the
+  // sweep's keep_final_checkpoint, issue 31 item 8); null = none do. Their
+  // other blobs are collected.
+  std::function<bool(const std::string& sweep_id)> keeps_final;
   // The time GC compares `keep_failed` against; null = absl::Now.
   std::function<absl::Time()> now;
   // The workers' shared checkpoint directory (`smoe worker
@@ -154,6 +158,8 @@ class CheckpointStore {
   // Whether `t` keeps its blobs now (its state, or a failure younger than
   // keep_failed).
   bool Keeps(const store::TrialRecord& t, absl::Time now) const;
+  // A succeeded trial of a keep_final_checkpoint sweep (its newest blob).
+  bool KeepsFinal(const store::TrialRecord& t) const;
   // Deletes every blob of `trial_id` and its directory.
   absl::Status CollectTrial(const std::string& trial_id);
   // Collects kept failed trials' blobs, longest-failed first, until `bytes`

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -43,6 +44,7 @@ class CheckpointStoreTest : public ::testing::Test {
   void Reopen(int64_t max_blob = 1 << 20, int64_t max_total = 8 << 20) {
     cs_.reset();
     CheckpointStoreOptions o;
+    o.keeps_final = keeps_final_;
     o.dir = dir_.File("checkpoints");
     o.max_blob_bytes = max_blob;
     o.max_total_bytes = max_total;
@@ -101,6 +103,7 @@ class CheckpointStoreTest : public ::testing::Test {
   std::unique_ptr<CheckpointStore> cs_;
   store::TrialRecord t0_, t1_;
   absl::Duration keep_failed_ = absl::Hours(24);
+  std::function<bool(const std::string&)> keeps_final_;
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
 };
 
@@ -223,6 +226,42 @@ TEST_F(CheckpointStoreTest, GarbageCollectionFollowsTheTrialState) {
   EXPECT_FALSE(fs::exists(DirName(cs_->BlobPath(Header(t0_.trial_id, 5, "")))));
   EXPECT_TRUE(cs_->Latest(t1_.trial_id).has_value()) << "pending: kept";
   EXPECT_EQ(cs_->total_bytes(), 1);
+}
+
+// keep_final_checkpoint (issue 31 item 8): a succeeded trial of such a sweep
+// keeps its newest blob (the final checkpoint) and nothing older; other
+// sweeps' succeeded trials are collected as before.
+TEST_F(CheckpointStoreTest,
+       SucceededTrialsOfKeepFinalSweepsKeepTheirNewestBlob) {
+  std::vector<std::string> asked;
+  keeps_final_ = [&asked](const std::string& sweep_id) {
+    asked.push_back(sweep_id);
+    return sweep_id == "s";
+  };
+  Reopen();
+  ASSERT_TRUE(Put(t0_.trial_id, 5, "a").ok());
+  ASSERT_TRUE(Put(t0_.trial_id, 10, "final").ok());
+  store::TrialRecord done = t0_;
+  done.state = store::TrialState::kSucceeded;
+  store::WriteBatch b;
+  b.trials.push_back(done);
+  ASSERT_TRUE(db_->Commit(b).ok());
+  EXPECT_EQ(*cs_->CollectGarbage(), 0);
+  EXPECT_THAT(asked, ::testing::Contains("s"));
+  auto kept = db_->ListCheckpoints(t0_.trial_id);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ((*kept)[0].step, 10);
+  EXPECT_EQ(*Get((*kept)[0]), "final");
+  EXPECT_EQ(FilesIn(t0_.trial_id), 1);
+  // Again: nothing more goes.
+  EXPECT_EQ(*cs_->CollectGarbage(), 0);
+  EXPECT_EQ(cs_->Latest(t0_.trial_id)->step, 10);
+  // Without the option the same trial's blobs are collected.
+  keeps_final_ = [](const std::string&) { return false; };
+  Reopen();
+  EXPECT_EQ(*cs_->CollectGarbage(), 1);
+  EXPECT_FALSE(cs_->Latest(t0_.trial_id).has_value());
 }
 
 // A failed trial keeps its blobs for keep_failed after it failed (a retry

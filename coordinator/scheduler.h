@@ -189,6 +189,7 @@ struct LeaseGrant {
   // (the worker fills them in; docs/trainer-protocol.md).
   CommandSpec command;
   std::string defaults_json;
+  bool keep_final_checkpoint = false;  // the sweep's keep_final_checkpoint
 };
 
 struct RunningReport {
@@ -347,6 +348,9 @@ class Scheduler {
   // no-op when not failed; the store's error when reloading fails (still
   // failed then).
   absl::Status Recover();
+  // Fail-stops the scheduler as a failed commit would (`why`: Unavailable
+  // returned to every mutation); e.g. the store's file is gone.
+  void FailStop(const absl::Status& why);
 
   const SchedulerOptions& options() const { return options_; }
   // Number of group commits so far (for benchmarks).
@@ -435,8 +439,10 @@ class Scheduler {
   absl::Status WaitDurable(uint64_t ticket)
       ABSL_LOCKS_EXCLUDED(mu_, commit_mu_);
 
-  absl::StatusOr<SubmitResult> SubmitSweepLocked(const std::string& yaml,
-                                                 bool dry_run)
+  // `spec` and `points` are `yaml` parsed and expanded (off the lock).
+  absl::StatusOr<SubmitResult> SubmitSweepLocked(
+      const std::string& yaml, const SweepSpec& spec,
+      const std::vector<ExpandedTrial>& points, bool dry_run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int> CancelSweepLocked(const std::string& sweep_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

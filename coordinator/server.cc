@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,6 +131,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   sqlite.allow_empty_file = options.init;
   SMOE_ASSIGN_OR_RETURN(s->store_, store::SqliteStore::Open(
                                        options.data_dir + "/smoe.db", sqlite));
+  {
+    struct stat st;
+    if (::stat((options.data_dir + "/smoe.db").c_str(), &st) == 0) {
+      s->db_dev_ = static_cast<uint64_t>(st.st_dev);
+      s->db_ino_ = static_cast<uint64_t>(st.st_ino);
+    }
+  }
   SchedulerOptions sched = options.scheduler;
   // Leases on the monotonic clock; a stall of 5 expiry periods (at least
   // 5 s) is the coordinator's, not its workers' (issue 36 item 7).
@@ -142,6 +150,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       s->scheduler_, Scheduler::Create(s->store_.get(), Clock::Real(), sched));
   CheckpointStoreOptions ckpt = options.checkpoints;
   if (ckpt.dir.empty()) ckpt.dir = options.data_dir + "/checkpoints";
+  if (!ckpt.keeps_final) {
+    ckpt.keeps_final = [sched = s->scheduler_.get()](const std::string& id) {
+      absl::StatusOr<SweepView> v = sched->GetSweep(id);
+      return v.ok() && v->spec.keep_final_checkpoint;
+    };
+  }
   SMOE_ASSIGN_OR_RETURN(s->checkpoints_,
                         CheckpointStore::Open(s->store_.get(), ckpt));
   // Tokens and roles are checked when a call's headers arrive, before its
@@ -327,6 +341,9 @@ void CoordinatorServer::ListenerWatchdog() {
 }
 
 absl::Status CoordinatorServer::ProbeStore() {
+  // The store's file must still be the one at its path: recovering into an
+  // unlinked file would acknowledge work that is then lost.
+  SMOE_RETURN_IF_ERROR(CheckDatabaseFile());
   // Room for more than a page or two: SQLite may reuse WAL frames, so a tiny
   // write can succeed on a full disk while the next real batch fails.
   const std::string probe = options_.data_dir + "/.smoe-space-probe";
@@ -355,6 +372,28 @@ absl::Status CoordinatorServer::ProbeStore() {
   return store_->CheckWritable();
 }
 
+absl::Status CoordinatorServer::CheckDatabaseFile() const {
+  if (db_ino_ == 0) return absl::OkStatus();
+  const std::string path = options_.data_dir + "/smoe.db";
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "the database file '", path, "' is gone (", std::strerror(errno),
+        "): the data dir was deleted or moved under the running coordinator; "
+        "nothing more is acknowledged. Restore the data dir and restart the "
+        "coordinator"));
+  }
+  if (static_cast<uint64_t>(st.st_dev) != db_dev_ ||
+      static_cast<uint64_t>(st.st_ino) != db_ino_) {
+    return absl::UnavailableError(absl::StrCat(
+        "the database file '", path,
+        "' was replaced under the running coordinator (another file is at "
+        "its path now); nothing more is acknowledged. Restart the "
+        "coordinator"));
+  }
+  return absl::OkStatus();
+}
+
 void CoordinatorServer::MaintenanceLoop() {
   // One line per period for a fault that persists, never one per tick.
   LogLimiter store_log(absl::Seconds(30));
@@ -371,6 +410,13 @@ void CoordinatorServer::MaintenanceLoop() {
       int64_t suppressed = 0;
       if (!n.ok() && gc_log.Allow(absl::Now(), &suppressed)) {
         SMOE_LOG(WARNING) << "checkpoint GC failed: " << n.status();
+      }
+    }
+    // A data dir deleted (or smoe.db replaced) under us: commits would go
+    // to an unlinked file and be lost at the next start (issue 36).
+    if (!scheduler_->failed()) {
+      if (absl::Status db = CheckDatabaseFile(); !db.ok()) {
+        scheduler_->FailStop(db);
       }
     }
     if (scheduler_->failed()) {

@@ -14,6 +14,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -151,6 +152,12 @@ class CoordinatorServer {
 
   ServerOptions options_;
   int lock_fd_ = -1;  // LockDataDir; closed last
+  // smoe.db's identity at open: a file deleted or replaced under a running
+  // coordinator (its data dir removed) is detected by comparing them.
+  uint64_t db_dev_ = 0;
+  uint64_t db_ino_ = 0;
+  // OK while <data-dir>/smoe.db is the file the store opened.
+  absl::Status CheckDatabaseFile() const;
   std::string token_;
   bool token_created_ = false;
   std::atomic<int> port_{0};

@@ -22,7 +22,23 @@ namespace {
 
 using nlohmann::json;
 
-std::string Show(const json& v) { return v.dump(); }
+// At most this many bytes of a value are echoed in a message; longer ones
+// are cut (on a character boundary) and their length given.
+constexpr size_t kMaxShownValue = 200;
+
+// Cuts `text` to at most kMaxShownValue bytes on a UTF-8 character boundary,
+// with "... (N bytes)" when cut.
+std::string Cut(std::string text) {
+  if (text.size() <= kMaxShownValue) return text;
+  const size_t total = text.size();
+  size_t n = kMaxShownValue;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  text.resize(n);
+  absl::StrAppend(&text, "... (", total, " bytes)");
+  return text;
+}
+
+std::string Show(const json& v) { return Cut(v.dump()); }
 
 // Converts a YAML scalar to JSON: ints, floats, bools, then strings.
 absl::StatusOr<json> ScalarToJson(const YAML::Node& node,
@@ -84,28 +100,70 @@ bool ValidName(absl::string_view n) {
 }
 
 // Every problem found in a sweep file, in file order. A field with a problem
-// is left out of the spec, so later checks do not repeat it.
+// is left out of the spec, so later checks do not repeat it. At most
+// `max_listed` messages are kept (each cut at kMaxProblemBytes); the others
+// are counted, so a file with a million bad values costs a counter, not a
+// million strings; the listed ones stay within 4 KiB in all, so the error
+// fits in gRPC's metadata (issue 36 item 8).
 class Problems {
  public:
-  void Add(std::string message) { list_.push_back(std::move(message)); }
+  explicit Problems(int64_t max_listed) : max_listed_(max_listed) {}
+  void Add(std::string message) {
+    if (static_cast<int64_t>(list_.size()) >= max_listed_) {
+      ++unlisted_;
+      return;
+    }
+    if (message.size() > kMaxProblemBytes) {
+      size_t n = kMaxProblemBytes;
+      while (n > 0 && (static_cast<unsigned char>(message[n]) & 0xC0) == 0x80) {
+        --n;
+      }
+      const size_t total = message.size();
+      message.resize(n);
+      absl::StrAppend(&message, "... (", total, " bytes)");
+    }
+    // The listed messages stay within kMaxListedBytes in all (the first is
+    // always listed).
+    if (!list_.empty() && listed_bytes_ + message.size() > kMaxListedBytes) {
+      ++unlisted_;
+      return;
+    }
+    listed_bytes_ += message.size();
+    list_.push_back(std::move(message));
+  }
   // Adds a non-OK status's message; returns whether `s` was OK.
   bool Ok(const absl::Status& s) {
     if (s.ok()) return true;
     Add(std::string(s.message()));
     return false;
   }
-  bool empty() const { return list_.empty(); }
+  bool empty() const { return list_.empty() && unlisted_ == 0; }
   // OK when there is none; one problem: its message; more: "N problems:"
-  // and one per line.
+  // and one per line, then "... and M more problems" for those not listed.
   absl::Status ToStatus() const {
-    if (list_.empty()) return absl::OkStatus();
-    if (list_.size() == 1) return absl::InvalidArgumentError(list_[0]);
-    return absl::InvalidArgumentError(absl::StrCat(
-        list_.size(), " problems:\n  ", absl::StrJoin(list_, "\n  ")));
+    if (empty()) return absl::OkStatus();
+    if (list_.size() == 1 && unlisted_ == 0) {
+      return absl::InvalidArgumentError(list_[0]);
+    }
+    std::string out =
+        absl::StrCat(static_cast<int64_t>(list_.size()) + unlisted_,
+                     " problems:\n  ", absl::StrJoin(list_, "\n  "));
+    if (unlisted_ > 0) {
+      absl::StrAppend(&out, "\n  ... and ", unlisted_, " more problem",
+                      unlisted_ == 1 ? "" : "s");
+    }
+    return absl::InvalidArgumentError(out);
   }
 
  private:
+  static constexpr size_t kMaxProblemBytes = 1024;
+  // gRPC carries the message in its status metadata (8 KiB by default,
+  // percent-encoded).
+  static constexpr size_t kMaxListedBytes = 4096;
+  int64_t max_listed_;
+  size_t listed_bytes_ = 0;
   std::vector<std::string> list_;
+  int64_t unlisted_ = 0;
 };
 
 // At most this many grid points are named when the rules between parameters
@@ -128,24 +186,42 @@ std::string SeedsHint(const YAML::Node& seeds) {
   return absl::StrCat("seeds: ", seeds.Scalar(), " is not a list: ", hint);
 }
 
-void ParseGrid(const YAML::Node& grid, SweepSpec* spec, Problems* problems) {
+// A list longer than `max_points` cannot be part of a valid grid (every value
+// is at least one point): refused by its length, before its values are read.
+bool ListTooLong(const YAML::Node& list, absl::string_view field,
+                 const ParseOptions& options, Problems* problems) {
+  if (!list.IsSequence()) return false;
+  const int64_t n = static_cast<int64_t>(list.size());
+  if (n <= options.max_points) return false;
+  problems->Add(absl::StrCat(field, ": ", n, " values, more than max ",
+                             options.max_points,
+                             " points (--max-points); not read"));
+  return true;
+}
+
+void ParseGrid(const YAML::Node& grid, const ParseOptions& options,
+               SweepSpec* spec, Problems* problems) {
   if (!grid.IsMap()) {
     problems->Add("grid: expected a map of axis name -> list of values");
     return;
   }
+  std::set<std::string> names;
   for (const auto& kv : grid) {
     Axis axis;
-    axis.name = kv.first.as<std::string>();
+    axis.name = Cut(kv.first.as<std::string>());
     const std::string field = absl::StrCat("grid.", axis.name);
     const YAML::Node& vals = kv.second;
     bool ok = true;
-    if (vals.IsScalar()) {
+    if (ListTooLong(vals, field, options, problems)) {
+      continue;
+    } else if (vals.IsScalar()) {
       auto v = ScalarToJson(vals, field);
       ok = problems->Ok(v.status());
       if (ok) axis.values.push_back(*v);
     } else if (vals.IsSequence()) {
-      for (size_t i = 0; i < vals.size(); ++i) {
-        auto v = ScalarToJson(vals[i], absl::StrCat(field, "[", i, "]"));
+      size_t i = 0;
+      for (const YAML::Node& val : vals) {
+        auto v = ScalarToJson(val, absl::StrCat(field, "[", i++, "]"));
         if (!problems->Ok(v.status())) {
           ok = false;
           continue;
@@ -169,11 +245,9 @@ void ParseGrid(const YAML::Node& grid, SweepSpec* spec, Problems* problems) {
         ok = false;
       }
     }
-    for (const Axis& other : spec->grid) {
-      if (other.name == axis.name) {
-        problems->Add(absl::StrCat(field, ": axis given twice"));
-        ok = false;
-      }
+    if (!names.insert(axis.name).second) {
+      problems->Add(absl::StrCat(field, ": axis given twice"));
+      ok = false;
     }
     if (ok) spec->grid.push_back(std::move(axis));
   }
@@ -184,19 +258,18 @@ void ParseFixed(const YAML::Node& fixed, SweepSpec* spec, Problems* problems) {
     problems->Add("fixed: expected a map of params");
     return;
   }
+  std::set<std::string> axes;
+  for (const Axis& a : spec->grid) axes.insert(a.name);
   for (const auto& kv : fixed) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = Cut(kv.first.as<std::string>());
     auto v = ScalarToJson(kv.second, absl::StrCat("fixed.", key));
     if (!problems->Ok(v.status())) continue;
-    bool ok = true;
-    for (const Axis& a : spec->grid) {
-      if (a.name == key) {
-        problems->Add(absl::StrCat("fixed.", key,
-                                   ": also a grid axis; give it in one place"));
-        ok = false;
-      }
+    if (axes.count(key)) {
+      problems->Add(absl::StrCat("fixed.", key,
+                                 ": also a grid axis; give it in one place"));
+      continue;
     }
-    if (ok) spec->fixed[key] = *v;
+    spec->fixed[key] = *v;
   }
 }
 
@@ -208,14 +281,18 @@ void ParseSeeds(const YAML::Node& seeds, const ParseOptions& options,
   } else if (seeds.IsScalar()) {
     auto s = IntField(seeds, "seeds", 0, std::numeric_limits<int32_t>::max());
     if (problems->Ok(s.status())) spec->seeds.push_back(*s);
+  } else if (ListTooLong(seeds, "seeds", options, problems)) {
+    // refused by its length
   } else if (seeds.IsSequence()) {
-    for (size_t i = 0; i < seeds.size(); ++i) {
-      auto s = IntField(seeds[i], absl::StrCat("seeds[", i, "]"), 0,
+    std::set<int64_t> seen;
+    size_t i = 0;
+    for (const YAML::Node& seed : seeds) {
+      auto s = IntField(seed, absl::StrCat("seeds[", i, "]"), 0,
                         std::numeric_limits<int32_t>::max());
+      ++i;
       if (!problems->Ok(s.status())) continue;
-      if (std::find(spec->seeds.begin(), spec->seeds.end(), *s) !=
-          spec->seeds.end()) {
-        problems->Add(absl::StrCat("seeds[", i, "]: duplicate seed ", *s));
+      if (!seen.insert(*s).second) {
+        problems->Add(absl::StrCat("seeds[", i - 1, "]: duplicate seed ", *s));
         continue;
       }
       spec->seeds.push_back(*s);
@@ -815,6 +892,36 @@ bool ParseCommandKind(const YAML::Node& root, SweepSpec* spec,
   return schema_ok;
 }
 
+// A key given twice in one map (YAML forbids it; yaml-cpp keeps both and
+// lookups see the first, so the second was silently ignored): refused,
+// naming the key and both lines. Walks every map of the document.
+void CheckDuplicateKeys(const YAML::Node& node, absl::string_view path,
+                        Problems* problems) {
+  if (node.IsSequence()) {
+    size_t i = 0;
+    for (const YAML::Node& item : node) {
+      CheckDuplicateKeys(item, absl::StrCat(path, "[", i++, "]"), problems);
+    }
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, int> first_line;
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) continue;
+    const std::string key = kv.first.Scalar();
+    const std::string field =
+        path.empty() ? Cut(key) : absl::StrCat(path, ".", Cut(key));
+    const int line = kv.first.Mark().line + 1;
+    auto [it, inserted] = first_line.emplace(key, line);
+    if (!inserted) {
+      problems->Add(absl::StrCat(field, ": key given twice (line ", it->second,
+                                 " and line ", line, ")"));
+      continue;
+    }
+    CheckDuplicateKeys(kv.second, field, problems);
+  }
+}
+
 void ParseDocument(const YAML::Node& root, const ParseOptions& options,
                    SweepSpec* spec, Problems* problems) {
   if (!root.IsMap()) {
@@ -822,8 +929,10 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     return;
   }
   static const std::set<std::string> kKeys = {
-      "name",    "kind",     "grid",   "fixed",   "seeds", "resources",
-      "retries", "priority", "search", "command", "params"};
+      "name",   "kind",      "grid",    "fixed",
+      "seeds",  "resources", "retries", "priority",
+      "search", "command",   "params",  "keep_final_checkpoint"};
+  if (!options.allow_lax_yaml) CheckDuplicateKeys(root, "", problems);
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (!kKeys.count(key)) {
@@ -854,7 +963,9 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     }
   }
   if (kind_ok) kind_ok = ParseCommandKind(root, spec, problems);
-  if (const YAML::Node grid = root["grid"]) ParseGrid(grid, spec, problems);
+  if (const YAML::Node grid = root["grid"]) {
+    ParseGrid(grid, options, spec, problems);
+  }
   if (const YAML::Node fixed = root["fixed"]) {
     ParseFixed(fixed, spec, problems);
   }
@@ -871,6 +982,17 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
   if (const YAML::Node p = root["priority"]) {
     auto v = IntField(p, "priority", -1000000, 1000000);
     if (problems->Ok(v.status())) spec->priority = static_cast<int>(*v);
+  }
+  if (const YAML::Node k = root["keep_final_checkpoint"]) {
+    if (!k.IsScalar() || (k.Scalar() != "true" && k.Scalar() != "false")) {
+      problems->Add(absl::StrCat(
+          "keep_final_checkpoint: '",
+          k.IsScalar() ? k.Scalar() : "(not a scalar)",
+          "' is not a boolean (true: a succeeded trial keeps its final "
+          "checkpoint as an artifact)"));
+    } else {
+      spec->keep_final_checkpoint = k.Scalar() == "true";
+    }
   }
   if (const YAML::Node search = root["search"]) {
     ParseSearch(search, spec, problems);
@@ -930,6 +1052,10 @@ absl::Status ValidateTrialParams(const SweepSpec& spec, const json& params) {
   return absl::OkStatus();
 }
 
+// The largest SRAVEN model a sweep may ask for, in parameters (the paper's
+// is ~2 * 10^6).
+constexpr double kMaxModelParams = 1e10;
+
 absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
   const trials::TrialKind* schema = trials::FindKind(kind);
   if (schema == nullptr) {
@@ -968,6 +1094,21 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
       return absl::InvalidArgumentError(
           absl::StrCat("params: top_k=", k, " is larger than num_experts=", e,
                        " (point ", params.dump(), ")"));
+    }
+    // The model's size (worker/model/model_config.h: D = 128w, attention
+    // q/k/v/o 64w wide in all, each expert's MLP 256w): per layer about
+    // 4 * D * 64w attention weights and num_experts * 2 * D * 256w expert
+    // weights. Each parameter's range alone admitted ~10^14 (issue 36).
+    const double w = params.value(
+        "width", schema->Find("width")->default_value.get<double>());
+    const double approx_params = static_cast<double>(get("depth")) * w * w *
+                                 (32768.0 + 65536.0 * static_cast<double>(e));
+    if (approx_params > kMaxModelParams) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "params: depth=%d, width=%g, num_experts=%d make a model of about "
+          "%.3g parameters, more than %.0e (about 160 GB of fp32 weights "
+          "and Adam state; point %s)",
+          get("depth"), w, e, approx_params, kMaxModelParams, params.dump()));
     }
     const int64_t ep = get("ep_size");
     if (ep > 1 && e % ep != 0) {
@@ -1057,6 +1198,14 @@ std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec) {
 absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
                                          const ParseOptions& options) {
   SweepSpec spec;
+  // Refused by its size before anything is parsed: yaml-cpp holds ~100
+  // bytes per value, so a 10 MB file of seeds took > 1 GB and a minute
+  // (issue 36 item 8).
+  if (static_cast<int64_t>(text.size()) > options.max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sweep file: ", text.size(), " bytes, more than max ",
+                     options.max_bytes, " bytes (--max-sweep-bytes)"));
+  }
   if (const int64_t bad = InvalidUtf8Offset(text); bad >= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sweep file: not valid UTF-8 at byte ", bad, " (0x",
@@ -1074,11 +1223,22 @@ absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
   // yaml-cpp reports errors by throwing; this is the boundary where they are
   // caught and turned into a Status.
   try {
-    const YAML::Node root = YAML::Load(std::string(text));
+    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    // A second document ("---" then more) was silently ignored.
+    for (size_t d = 1; d < docs.size(); ++d) {
+      if (docs[d] && !docs[d].IsNull() && !options.allow_lax_yaml) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sweep file: a second YAML document at line ",
+            docs[d].Mark().line + 1,
+            "; a sweep file is one document (remove the '---' and what "
+            "follows, or submit it as its own file)"));
+      }
+    }
+    const YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
     if (!root || root.IsNull()) {
       return absl::InvalidArgumentError("sweep file: empty document");
     }
-    Problems problems;
+    Problems problems(options.max_problems);
     ParseDocument(root, options, &spec, &problems);
     if (absl::Status s = problems.ToStatus(); !s.ok()) return s;
   } catch (const YAML::Exception& e) {
@@ -1130,6 +1290,10 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
   out << YAML::EndMap;
   out << YAML::Key << "retries" << YAML::Value << spec.retries;
   out << YAML::Key << "priority" << YAML::Value << spec.priority;
+  // Written only when set: sweeps without it keep their canonical form.
+  if (spec.keep_final_checkpoint) {
+    out << YAML::Key << "keep_final_checkpoint" << YAML::Value << true;
+  }
   if (spec.kind == kCommandKind) {
     EmitCommandBlocks(spec.command, spec.command_kind, &out);
   }
@@ -1223,8 +1387,11 @@ absl::Status ExtendAxis(SweepSpec* spec, absl::string_view axis,
       }
     }
   }
-  // Round-trip through the parser: the same validation as a submitted file.
-  auto reparsed = ParseSweepYaml(SweepSpecToYaml(next), options);
+  // Round-trip through the parser: the same validation as a submitted file
+  // (the text is ours: its size is bounded by max_points, not max_bytes).
+  ParseOptions reparse = options;
+  reparse.max_bytes = INT64_MAX;
+  auto reparsed = ParseSweepYaml(SweepSpecToYaml(next), reparse);
   if (!reparsed.ok()) return reparsed.status();
   *spec = std::move(*reparsed);
   return absl::OkStatus();

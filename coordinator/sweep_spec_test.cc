@@ -7,6 +7,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -192,6 +195,148 @@ TEST(SweepSpecTest, ReportsEveryProblemInTheFile) {
   EXPECT_EQ(msg.find("fixed.lr:"), msg.rfind("fixed.lr:")) << msg;
 }
 
+// Issue 36 item 8: one large file must not cost seconds or gigabytes, and
+// its error must fit in gRPC's metadata.
+std::string SeedsFile(int n, absl::string_view seed_prefix = "") {
+  std::string text = "name: big\nkind: sraven\nseeds:\n";
+  for (int i = 0; i < n; ++i)
+    absl::StrAppend(&text, "  - ", seed_prefix, i, "\n");
+  return text;
+}
+
+double SecondsSince(absl::Time start) {
+  return absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+TEST(SweepSpecLimitsTest, ALargeFileIsRefusedByItsSizeBeforeParsing) {
+  const std::string text = SeedsFile(300000);  // ~2.6 MB, as in the issue
+  const absl::Time start = absl::Now();
+  auto spec = ParseSweepYaml(text);
+  const double took = SecondsSince(start);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr(absl::StrCat("sweep file: ", text.size(),
+                                     " bytes, more than max 1048576 bytes")));
+  EXPECT_LT(took, 0.5);
+}
+
+TEST(SweepSpecLimitsTest, AListLongerThanMaxPointsIsNotRead) {
+  ParseOptions o;
+  o.max_points = 1000;
+  o.max_bytes = int64_t{64} << 20;
+  const absl::Time start = absl::Now();
+  auto spec = ParseSweepYaml(SeedsFile(150000), o);
+  const double took = SecondsSince(start);
+  ASSERT_FALSE(spec.ok());
+  const std::string msg(spec.status().message());
+  EXPECT_THAT(msg, HasSubstr("seeds: 150000 values, more than max 1000"));
+  // One problem, not one per seed.
+  EXPECT_THAT(msg, Not(HasSubstr("problems")));
+  // yaml-cpp's parse of the 1.2 MB text remains (about 2 s on a loaded
+  // 2-core VM); the list itself is not read (its duplicate check was
+  // quadratic: 300,000 seeds held the scheduler 13 s).
+  EXPECT_LT(took, 15.0);
+
+  auto axis = ParseSweepYaml(
+      absl::StrCat("name: a\nkind: sraven\ngrid:\n  M: [",
+                   absl::StrJoin(std::vector<int>(1001, 1), ", "), "]\n"),
+      o);
+  ASSERT_FALSE(axis.ok());
+  EXPECT_THAT(axis.status().message(),
+              HasSubstr("grid.M: 1001 values, more than max 1000"));
+}
+
+TEST(SweepSpecLimitsTest, ErrorListsAreTruncatedWithACount) {
+  // 20,000 bad seeds: 20,000 problems, of which 50 are listed.
+  const std::string text = SeedsFile(20000, "x");
+  ASSERT_LT(text.size(), size_t{1} << 20);
+  auto spec = ParseSweepYaml(text);
+  ASSERT_FALSE(spec.ok());
+  const std::string msg(spec.status().message());
+  EXPECT_THAT(msg, HasSubstr("20000 problems:\n"));
+  EXPECT_THAT(msg, HasSubstr("seeds[49]: expected an integer"));
+  EXPECT_THAT(msg, Not(HasSubstr("seeds[50]:")));
+  EXPECT_THAT(msg, HasSubstr("\n  ... and 19950 more problems"));
+  // gRPC's default metadata limit is 8 KiB; the message goes in
+  // grpc-message, percent-encoded.
+  EXPECT_LT(msg.size(), size_t{4096}) << msg.size();
+}
+
+TEST(SweepSpecLimitsTest, ListedProblemsStayWithin4KiBInAll) {
+  // 40 unknown parameters: each message lists the known ones (~600 bytes).
+  std::string text = "name: a\nkind: sraven\nfixed:\n";
+  for (int i = 0; i < 40; ++i) {
+    absl::StrAppend(&text, "  unknown_parameter_", i, ": 1\n");
+  }
+  auto spec = ParseSweepYaml(text);
+  ASSERT_FALSE(spec.ok());
+  const std::string msg(spec.status().message());
+  EXPECT_THAT(msg, HasSubstr("40 problems:\n"));
+  EXPECT_THAT(msg, HasSubstr("more problems"));
+  EXPECT_LT(msg.size(), size_t{4096 + 1024}) << msg.size();
+}
+
+// Issue 36: every size parameter within its own range still admitted a
+// model of ~10^14 parameters; the product is bounded at 10^10.
+TEST(SweepSpecLimitsTest, ModelsOfMoreThan1e10ParametersAreRefused) {
+  auto huge = ParseSweepYaml(
+      "name: a\nkind: sraven\nfixed: {width: 256, depth: 256, num_experts: "
+      "256, top_k: 2}\n");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(huge.status().message(),
+              HasSubstr("depth=256, width=256, num_experts=256 make a model of "
+                        "about 2.82e+14 parameters, more than 1e+10"));
+  // The paper's sizes, and a large but plausible one, pass.
+  EXPECT_TRUE(ParseSweepYaml(kDemo).ok());
+  EXPECT_TRUE(ParseSweepYaml("name: a\nkind: sraven\nfixed: {width: 8, "
+                             "depth: 24, num_experts: 64}\n")
+                  .ok());
+}
+
+TEST(SweepSpecLimitsTest, LongValuesAreCutInMessages) {
+  const std::string big(100000, 'a');
+  auto spec = ParseSweepYaml(
+      absl::StrCat("name: a\nkind: sraven\ngrid:\n  attention: [", big, "]\n"));
+  ASSERT_FALSE(spec.ok());
+  const std::string msg(spec.status().message());
+  // Each listed problem is cut at 1 KiB, with its length.
+  EXPECT_THAT(msg, HasSubstr("aaa... ("));
+  EXPECT_THAT(msg, HasSubstr(" bytes)"));
+  EXPECT_LT(msg.size(), size_t{2048});
+}
+
+TEST(SweepSpecLimitsTest, DuplicateKeysAreRefusedNamingKeyAndLines) {
+  auto top = ParseSweepYaml("name: a\nkind: sraven\nseeds: [0]\nname: b\n");
+  ASSERT_FALSE(top.ok());
+  EXPECT_THAT(top.status().message(),
+              HasSubstr("name: key given twice (line 1 and line 4)"));
+  auto nested = ParseSweepYaml(
+      "name: a\nkind: sraven\ngrid:\n  M: [1]\n  top_k: [1]\n  M: [2]\n");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_THAT(nested.status().message(),
+              HasSubstr("grid.M: key given twice (line 4 and line 6)"));
+  auto fixed =
+      ParseSweepYaml("name: a\nkind: sraven\nfixed: {steps: 10, steps: 20}\n");
+  ASSERT_FALSE(fixed.ok());
+  EXPECT_THAT(fixed.status().message(),
+              HasSubstr("fixed.steps: key given twice"));
+  // Stored sweeps (written before the check) still load.
+  EXPECT_TRUE(
+      ParseSweepYaml("name: a\nkind: sraven\nname: a\n", ParseOptions::Stored())
+          .ok());
+}
+
+TEST(SweepSpecLimitsTest, ASecondYamlDocumentIsRefused) {
+  auto spec =
+      ParseSweepYaml("name: a\nkind: sraven\n---\nname: b\nkind: sraven\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("a second YAML document at line 4"));
+  // A document end marker or a trailing empty document is not a second one.
+  EXPECT_TRUE(ParseSweepYaml("name: a\nkind: sraven\n...\n").ok());
+  EXPECT_TRUE(ParseSweepYaml("---\nname: a\nkind: sraven\n").ok());
+}
+
 TEST(SweepSpecTest, PointRulesNameAtMostFivePoints) {
   auto spec = ParseSweepYaml(
       "name: x\nkind: sraven\ngrid:\n  top_k: [9, 10, 11, 12, 13, 14, 15]\n"
@@ -250,6 +395,29 @@ TEST(SweepSpecTest, YamlRoundTripAndExtend) {
   EXPECT_EQ(ExtendAxis(&s, "M", {9}).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CountPoints(s), 72);  // a failed extend changes nothing
+}
+
+// Issue 31 item 8: keep_final_checkpoint is a boolean, round-trips, and
+// leaves the canonical YAML (and so the stored form) of sweeps without it
+// unchanged; its trials hash as without it.
+TEST(SweepSpecTest, KeepFinalCheckpointParsesAndRoundTrips) {
+  auto plain = ParseSweepYaml(kDemo);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->keep_final_checkpoint);
+  EXPECT_THAT(SweepSpecToYaml(*plain), Not(HasSubstr("keep_final_checkpoint")));
+  auto kept =
+      ParseSweepYaml(std::string(kDemo) + "keep_final_checkpoint: true\n");
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(kept->keep_final_checkpoint);
+  auto back = ParseSweepYaml(SweepSpecToYaml(*kept));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->keep_final_checkpoint);
+  EXPECT_EQ(ExpandGrid(*kept)[0].trial_id, ExpandGrid(*plain)[0].trial_id);
+  auto bad =
+      ParseSweepYaml(std::string(kDemo) + "keep_final_checkpoint: yes\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("keep_final_checkpoint: 'yes' is not a boolean"));
 }
 
 TEST(SweepSpecTest, QuotedNumbersStayStrings) {

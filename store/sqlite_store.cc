@@ -539,6 +539,17 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
     sqlite3_close_v2(db);  // harmless on nullptr
     return status;
   }
+  // The store holds attempt logs, parameters and token names: owner only
+  // (SQLite gives its -wal and -shm files the database file's mode).
+  if (path != ":memory:") {
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      const std::string f = path + suffix;
+      struct stat st;
+      if (::stat(f.c_str(), &st) == 0 && (st.st_mode & 0077) != 0) {
+        ::chmod(f.c_str(), 0600);
+      }
+    }
+  }
   auto store = absl::WrapUnique(new SqliteStore(path, options, db));
   {
     absl::MutexLock lock(&store->mu_);
@@ -613,24 +624,72 @@ absl::Status SqliteStore::Initialize() {
         "sqlite on '", path_, "': foreign keys could not be enabled"));
   }
   if (options_.quick_check) SMOE_RETURN_IF_ERROR(QuickCheck());
+  SMOE_RETURN_IF_ERROR(CheckApplicationId());
   return Migrate();
 }
 
+absl::Status SqliteStore::CheckApplicationId() {
+  SMOE_ASSIGN_OR_RETURN(
+      std::vector<std::string> id,
+      DebugQueryLocked("PRAGMA application_id", "read application_id"));
+  int64_t app = 0;
+  if (id.size() == 1) app = std::strtoll(id[0].c_str(), nullptr, 10);
+  if (app == kSmoeApplicationId) return absl::OkStatus();
+  if (app != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database '", path_,
+        "' belongs to another application (PRAGMA "
+        "application_id = ",
+        app, ", ours is ", kSmoeApplicationId,
+        "); refusing to open or migrate it: point --data-dir elsewhere"));
+  }
+  // No id: a new file, or one of ours written before the id was stamped
+  // (it has our schema_version table).
+  SMOE_ASSIGN_OR_RETURN(
+      std::vector<std::string> tables,
+      DebugQueryLocked("SELECT name FROM sqlite_master WHERE type = 'table' "
+                       "AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 6",
+                       "list tables"));
+  const bool ours =
+      std::find(tables.begin(), tables.end(), "schema_version") != tables.end();
+  if (!tables.empty() && !ours) {
+    if (tables.size() > 5) tables.back() = "...";
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database '", path_,
+        "' is not a SMoE Lab store (no schema_version "
+        "table; its tables: ",
+        absl::StrJoin(tables, ", "),
+        "); refusing to migrate another application's database: point "
+        "--data-dir elsewhere"));
+  }
+  return Exec(
+      absl::StrCat("PRAGMA application_id = ", kSmoeApplicationId).c_str(),
+      "set application_id");
+}
+
 absl::Status SqliteStore::QuickCheck() {
+  // integrity_check also compares every index with its table (an index
+  // that lost or gained rows); quick_check does not, but costs O(size).
+  const char* check = "quick_check";
+  struct stat st;
+  if (path_ != ":memory:" && ::stat(path_.c_str(), &st) == 0 &&
+      st.st_size <= options_.integrity_check_max_bytes) {
+    check = "integrity_check";
+  }
   absl::StatusOr<std::vector<std::string>> rows =
-      DebugQueryLocked("PRAGMA quick_check(5)", "quick_check");
+      DebugQueryLocked(absl::StrCat("PRAGMA ", check, "(5)"), check);
   if (!rows.ok()) {
     return absl::DataLossError(
-        absl::StrCat("database '", path_, "' failed PRAGMA quick_check (",
+        absl::StrCat("database '", path_, "' failed PRAGMA ", check, " (",
                      rows.status().message(),
                      "); restore it from a backup (docs/reliability.md)"));
   }
   if (rows->size() == 1 && (*rows)[0] == "ok") return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(
-      "database '", path_,
-      "' is damaged (PRAGMA quick_check: ", absl::StrJoin(*rows, "; "),
-      "); refusing to serve it: restore it from a backup "
-      "(docs/reliability.md)"));
+  return absl::DataLossError(
+      absl::StrCat("database '", path_, "' is damaged (PRAGMA ", check, ": ",
+                   absl::StrJoin(*rows, "; "),
+                   "); refusing to serve it: restore it from a backup "
+                   "(docs/reliability.md)"));
 }
 
 absl::Status SqliteStore::CheckWritable() {

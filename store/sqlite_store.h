@@ -72,9 +72,12 @@ struct SqliteOptions {
   // created.
   bool allow_empty_file = false;
 
-  // Open() runs `PRAGMA quick_check` and refuses (DataLoss) a damaged
-  // database. O(database size): about 1 s per GB.
+  // Open() checks the database and refuses (DataLoss) a damaged one: `PRAGMA
+  // integrity_check` (which also finds an index that does not match its
+  // table) for files up to `integrity_check_max_bytes`, `PRAGMA quick_check`
+  // (about 1 s per GB; pages and records only) for larger ones.
   bool quick_check = true;
+  int64_t integrity_check_max_bytes = int64_t{256} << 20;
 
   // Test hooks; leave unset in production.
   //
@@ -86,6 +89,12 @@ struct SqliteOptions {
   // old-schema database for upgrade tests).
   int TEST_max_schema_version = 0;
 };
+
+// `PRAGMA application_id` of SMoE Lab stores ("SMOE"). Open() refuses a
+// database with another id, or with none (0) that has tables but not ours
+// (another application's file named smoe.db is never migrated), and stamps
+// it on new and older stores of ours.
+inline constexpr int32_t kSmoeApplicationId = 0x534D4F45;
 
 class SqliteStore final : public ExperimentStore {
  public:
@@ -191,6 +200,9 @@ class SqliteStore final : public ExperimentStore {
   absl::StatusOr<int> SchemaVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // PRAGMA quick_check; DataLoss quoting its first problems.
   absl::Status QuickCheck() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kSmoeApplicationId: refuses another application's database, stamps
+  // ours.
+  absl::Status CheckApplicationId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   const SqliteOptions options_;

@@ -8,6 +8,8 @@
 #include "store/sqlite_store.h"
 
 #include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -354,8 +356,117 @@ TEST(SqliteStoreTest, OneDamagedPageIsRefusedAtOpen) {
   auto store = SqliteStore::Open(path, {});
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(store.status().message(), HasSubstr("quick_check"));
+  EXPECT_THAT(store.status().message(), HasSubstr("integrity_check"));
   EXPECT_THAT(store.status().message(), HasSubstr("restore it from a backup"));
+}
+
+// Runs `sql` on the database at `path` with a plain connection.
+void RawExec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 0, nullptr);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+// Issue 36: an index that does not match its table passes quick_check (it
+// checks pages and records only) but not integrity_check, which Open() now
+// runs on files up to 256 MiB.
+TEST(SqliteStoreTest, AnIndexThatDoesNotMatchItsTableIsRefusedAtOpen) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Commit(FullBatch()).ok());
+  }
+  // An index built over column x, then declared over column y: its entries
+  // no longer match the table's rows.
+  RawExec(path,
+          "CREATE TABLE extra(x INTEGER, y INTEGER);"
+          "CREATE INDEX extra_x ON extra(x);"
+          "INSERT INTO extra VALUES (1, 10), (2, 20), (3, 30);"
+          "PRAGMA writable_schema = ON;"
+          "UPDATE sqlite_master SET sql = 'CREATE INDEX extra_x ON extra(y)'"
+          " WHERE name = 'extra_x';"
+          "PRAGMA writable_schema = OFF;");
+  auto store = SqliteStore::Open(path, {});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(store.status().message(), HasSubstr("integrity_check"));
+  EXPECT_THAT(store.status().message(), HasSubstr("extra_x"));
+  // Above the size bound only quick_check runs, and it misses this.
+  SqliteOptions large;
+  large.integrity_check_max_bytes = 0;
+  EXPECT_TRUE(SqliteStore::Open(path, large).ok());
+}
+
+// Issue 36: another application's SQLite file named smoe.db was adopted and
+// migrated (our tables added to it).
+TEST(SqliteStoreTest, AnotherApplicationsDatabaseIsRefused) {
+  ScopedTempDir dir;
+  const std::string foreign = dir.File("foreign.db");
+  RawExec(foreign, "CREATE TABLE users(id INTEGER, name TEXT);");
+  auto store = SqliteStore::Open(foreign, {});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(),
+              HasSubstr("is not a SMoE Lab store (no schema_version table; "
+                        "its tables: users)"));
+  // Untouched: no table of ours was added.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(foreign.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1,
+                                 &st, nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
+  const std::string other_id = dir.File("other.db");
+  RawExec(other_id, "PRAGMA application_id = 42;");
+  auto refused = SqliteStore::Open(other_id, {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("belongs to another application (PRAGMA "
+                        "application_id = 42"));
+  // Ours: stamped at creation; a store written before the stamp (id 0, our
+  // schema_version table) opens and is stamped.
+  const std::string ours = dir.File("ours.db");
+  { ASSERT_NE(MustOpen(ours), nullptr); }
+  RawExec(ours, "PRAGMA application_id = 0;");
+  { ASSERT_NE(MustOpen(ours), nullptr); }
+  auto again = MustOpen(ours);
+  ASSERT_NE(again, nullptr);
+  auto id = again->DebugQuery("PRAGMA application_id");
+  ASSERT_TRUE(id.ok());
+  EXPECT_THAT(*id, ElementsAre(absl::StrCat(kSmoeApplicationId)));
+}
+
+// Issue 36: smoe.db was 0644 (attempt logs readable by every local user).
+TEST(SqliteStoreTest, TheDatabaseFilesAreOwnerOnly) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("store.db");
+  {
+    std::ofstream(path).close();  // an existing 0644 file (umask 022)
+    ::chmod(path.c_str(), 0644);
+    SqliteOptions init;
+    init.allow_empty_file = true;
+    auto store = SqliteStore::Open(path, init);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Commit(FullBatch()).ok());
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      struct stat st;
+      ASSERT_EQ(::stat((path + suffix).c_str(), &st), 0) << suffix;
+      EXPECT_EQ(st.st_mode & 0777, 0600u) << suffix;
+    }
+  }
 }
 
 // Issue 16 item 5: a zero-length file where the database should be is an

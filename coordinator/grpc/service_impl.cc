@@ -353,7 +353,13 @@ grpc::Status CoordinatorServiceImpl::WatchSweep(
             : absl::InfiniteFuture();
     int64_t since = 0;
     std::string unschedulable;  // as last sent
+    const std::string method = absl::StrCat("/", auth_.service, "/WatchSweep");
     while (!ctx->IsCancelled() && absl::Now() < end) {
+      // The token is checked again at every wait (at most 1 s apart): a
+      // stream opened before its token was revoked ends with
+      // UNAUTHENTICATED instead of delivering on (issue 36).
+      SMOE_RETURN_IF_ERROR(
+          auth_.checker->CheckMetadata(method, ctx->client_metadata()));
       // Short waits so a cancelled stream or a server shutdown is noticed.
       const absl::Duration wait = std::min(
           absl::Seconds(1), std::max(end - absl::Now(), absl::ZeroDuration()));
@@ -528,6 +534,7 @@ grpc::Status WorkerGatewayServiceImpl::Lease(grpc::ServerContext* ctx,
       l->set_lease_expires_ms(Ms(g.lease_expires_at));
       l->set_slots(g.slots);
       l->set_progress_timeout_s(g.progress_timeout_s);
+      l->set_keep_final_checkpoint(g.keep_final_checkpoint);
       if (!g.command.program.empty()) {
         pb::TrialCommand* c = l->mutable_command();
         c->set_program(g.command.program);

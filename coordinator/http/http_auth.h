@@ -37,6 +37,7 @@
 
 #include <httplib.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -68,9 +69,14 @@ struct HttpCaller {
 // Who sent `req` (an Authorization header wins over a cookie).
 HttpCaller ResolveCaller(TokenRegistry* tokens, const httplib::Request& req);
 
+// The largest body a request may carry before the caller is known (POST
+// /login: a token in a form or JSON is well under 1 KiB). Larger ones are
+// refused with 413 before they are read, chunked ones with 411.
+inline constexpr uint64_t kMaxPublicBodyBytes = 4096;
+
 // Why a request is refused.
 struct HttpRefusal {
-  int status;           // 401, 403 or 404
+  int status;           // 401, 403, 404, 411 or 413
   std::string message;  // names the role needed; never a token
 };
 // The gate every request passes before routing: the access table, the caller

@@ -50,16 +50,36 @@ std::string NumericHost(const sockaddr_storage& addr, socklen_t len,
   return host;
 }
 
+// Marks `*since` with the time while the owner waits for its client's bytes
+// (an eviction candidate, http_connections.h); null: not tracked.
+class WaitingMark {
+ public:
+  explicit WaitingMark(std::atomic<int64_t>* since) : since_(since) {
+    if (since_ != nullptr) since_->store(absl::ToUnixNanos(absl::Now()));
+  }
+  ~WaitingMark() {
+    if (since_ != nullptr) since_->store(0);
+  }
+  WaitingMark(const WaitingMark&) = delete;
+  WaitingMark& operator=(const WaitingMark&) = delete;
+
+ private:
+  std::atomic<int64_t>* since_;
+};
+
 // A socket stream whose reads share one deadline per request (StartRequest)
 // on top of the per-read timeout, and which buffers what it reads (requests
 // may be pipelined, and cpp-httplib reads header lines byte by byte).
 class DeadlineSocketStream final : public httplib::Stream {
  public:
+  // `waiting` (may be null): set while a read waits for the client.
   DeadlineSocketStream(socket_t sock, absl::Duration read_timeout,
-                       absl::Duration write_timeout)
+                       absl::Duration write_timeout,
+                       std::atomic<int64_t>* waiting = nullptr)
       : sock_(sock),
         read_timeout_(read_timeout),
-        write_timeout_(write_timeout) {}
+        write_timeout_(write_timeout),
+        waiting_(waiting) {}
 
   // Reads (without consuming) until the buffer holds a whole first line, the
   // buffer is full, the peer closes or the deadline passes; returns that
@@ -67,7 +87,8 @@ class DeadlineSocketStream final : public httplib::Stream {
   std::string PeekLine() {
     while (std::memchr(buf_, '\n', len_) == nullptr && len_ < sizeof(buf_)) {
       const absl::Duration wait = ReadWait();
-      if (wait <= absl::ZeroDuration() || !Poll(sock_, POLLIN, wait)) break;
+      if (wait <= absl::ZeroDuration()) break;
+      if (WaitingMark mark(waiting_); !Poll(sock_, POLLIN, wait)) break;
       ssize_t n;
       do {
         n = ::recv(sock_, buf_ + len_, sizeof(buf_) - len_, 0);
@@ -154,7 +175,12 @@ class DeadlineSocketStream final : public httplib::Stream {
     if (!buffered()) {
       const absl::Duration wait = ReadWait();
       const bool deadline_bound = wait < read_timeout_;
-      if (wait <= absl::ZeroDuration() || !Poll(sock_, POLLIN, wait)) {
+      bool ready = false;
+      if (wait > absl::ZeroDuration()) {
+        WaitingMark mark(waiting_);
+        ready = Poll(sock_, POLLIN, wait);
+      }
+      if (!ready) {
         // Timed out: at the request deadline when it bounded the wait.
         // Either way the connection is not reused (cpp-httplib answers 400
         // and would wait for the next request on it).
@@ -241,6 +267,7 @@ class DeadlineSocketStream final : public httplib::Stream {
   const socket_t sock_;
   const absl::Duration read_timeout_;
   const absl::Duration write_timeout_;
+  std::atomic<int64_t>* const waiting_;
   absl::Time deadline_ = absl::InfiniteFuture();
   bool expired_ = false;
   bool failed_ = false;
@@ -269,6 +296,45 @@ int64_t BoundedHttpServer::deadline_closed() const {
   return deadline_closed_;
 }
 
+int64_t BoundedHttpServer::evicted() const {
+  absl::MutexLock lock(&mu_);
+  return evicted_;
+}
+
+int64_t BoundedHttpServer::refused_total() const {
+  absl::MutexLock lock(&mu_);
+  return refused_total_;
+}
+
+int BoundedHttpServer::total_connections() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(conns_.size());
+}
+
+bool BoundedHttpServer::EvictForLocked(int newcomer_open) {
+  Conn* victim = nullptr;
+  int victim_open = newcomer_open + 1;  // must have at least 2 more
+  int64_t victim_since = 0;
+  for (const auto& [sock, conn] : conns_) {
+    const int64_t since = conn->waiting_since.load();
+    if (conn->evicted || since == 0) continue;
+    const int open = open_[conn->client];
+    if (open > victim_open ||
+        (open == victim_open && victim != nullptr && since < victim_since)) {
+      victim = conn.get();
+      victim_open = open;
+      victim_since = since;
+    }
+  }
+  if (victim == nullptr) return false;
+  victim->evicted = true;
+  ++evicted_;
+  // Its thread wakes from poll() (the read returns 0) and closes it; the
+  // descriptor is still open, it leaves conns_ before it is closed.
+  ::shutdown(victim->sock, SHUT_RDWR);
+  return true;
+}
+
 int BoundedHttpServer::open_connections(const std::string& address) const {
   absl::MutexLock lock(&mu_);
   auto it = open_.find(address);
@@ -280,7 +346,8 @@ bool BoundedHttpServer::RaiseListenBacklog(int backlog) {
   return sock != INVALID_SOCKET && ::listen(sock, backlog) == 0;
 }
 
-bool BoundedHttpServer::WaitForRequest(socket_t sock) const {
+bool BoundedHttpServer::WaitForRequest(socket_t sock, Conn* conn) const {
+  WaitingMark mark(&conn->waiting_since);
   const absl::Time end = absl::Now() + absl::Seconds(keep_alive_timeout_sec_);
   while (svr_sock_ != INVALID_SOCKET) {
     const absl::Duration left = end - absl::Now();
@@ -303,15 +370,26 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
     }
   }
   bool admitted = false;
+  bool over_total = false;
+  auto conn = std::make_shared<Conn>();
+  conn->client = client;
+  conn->sock = sock;
   {
     absl::MutexLock lock(&mu_);
     int& open = open_[client];
-    if (open < limits_.max_per_client) {
-      ++open;
-      admitted = true;
-    } else {
+    if (open >= limits_.max_per_client) {
       ++refused_;
+    } else if (limits_.max_total > 0 &&
+               static_cast<int>(conns_.size()) >= limits_.max_total &&
+               !EvictForLocked(open)) {
+      ++refused_total_;
+      over_total = true;
+    } else {
+      ++open;
+      conns_[sock] = conn;
+      admitted = true;
     }
+    if (open == 0) open_.erase(client);
   }
   bool ret = false;
   const absl::Duration read_timeout =
@@ -319,12 +397,23 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   const absl::Duration write_timeout = absl::Seconds(write_timeout_sec_) +
                                        absl::Microseconds(write_timeout_usec_);
   if (!admitted) {
-    // Health probes are never starved: a connection over the cap may still
-    // ask for /healthz (one request, its first line within 1 s); anything
-    // else is told why and closed.
+    // Health probes are never starved: a connection over the per-client cap
+    // may still ask for /healthz (one request, its first line within 1 s);
+    // over the total cap only if it is there already (a refusal there never
+    // waits: the threads are for admitted connections). Anything else is
+    // told why and closed.
     DeadlineSocketStream strm(sock, read_timeout, write_timeout);
-    strm.StartRequest(absl::Now() + absl::Seconds(1));
-    const std::string head = strm.PeekLine();
+    strm.StartRequest(absl::Now() +
+                      (over_total ? absl::ZeroDuration() : absl::Seconds(1)));
+    std::string head;
+    if (over_total) {
+      char peek[32];
+      const ssize_t n =
+          ::recv(sock, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT);
+      if (n > 0) head.assign(peek, static_cast<size_t>(n));
+    } else {
+      head = strm.PeekLine();
+    }
     if (absl::StartsWith(head, "GET /healthz ") ||
         absl::StartsWith(head, "HEAD /healthz ")) {
       strm.StartRequest(absl::Now() + limits_.request_deadline);
@@ -333,8 +422,11 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
                             nullptr);
     } else {
       const std::string body =
-          absl::StrCat("too many connections from this client (at most ",
-                       limits_.max_per_client, "); retry later\n");
+          over_total
+              ? absl::StrCat("the server is at its connection limit (",
+                             limits_.max_total, "); retry later\n")
+              : absl::StrCat("too many connections from this client (at most ",
+                             limits_.max_per_client, "); retry later\n");
       const std::string reply = absl::StrCat(
           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "
           "charset=utf-8\r\nRetry-After: 5\r\nConnection: close\r\n"
@@ -345,9 +437,10 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
                    MSG_NOSIGNAL | MSG_DONTWAIT);
     }
   } else {
-    DeadlineSocketStream strm(sock, read_timeout, write_timeout);
+    DeadlineSocketStream strm(sock, read_timeout, write_timeout,
+                              &conn->waiting_since);
     size_t count = keep_alive_max_count_;
-    while (count > 0 && (strm.buffered() || WaitForRequest(sock))) {
+    while (count > 0 && (strm.buffered() || WaitForRequest(sock, conn.get()))) {
       strm.StartRequest(absl::Now() + limits_.request_deadline);
       bool connection_closed = false;
       ret = process_request(strm, count == 1, connection_closed, nullptr);
@@ -362,6 +455,7 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
       --count;
     }
     absl::MutexLock lock(&mu_);
+    conns_.erase(sock);
     if (--open_[client] <= 0) open_.erase(client);
   }
   ::shutdown(sock, SHUT_RDWR);

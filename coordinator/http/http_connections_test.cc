@@ -323,5 +323,66 @@ TEST_F(BoundedHttpServerTest, UnskippableUnreadBodiesCloseTheConnection) {
   }
 }
 
+// Issue 36 item 6: slow clients from many addresses, each under its
+// per-client cap, took every connection thread and another address got
+// nothing. Six threads here; two addresses open three slow connections each
+// (request line sent, headers never finished; far from any deadline). The
+// total cap (4) admits four, refuses the other two at once, and a third
+// address evicts the oldest waiting one and is answered.
+TEST(BoundedHttpServerTotalTest,
+     ANewAddressIsAnsweredWhenSlowClientsHoldTheRest) {
+  BoundedHttpServer server;
+  HttpConnectionLimits limits;
+  limits.max_per_client = 3;
+  limits.max_total = 4;
+  limits.request_deadline = absl::Seconds(60);
+  server.set_limits(limits);
+  server.set_keep_alive_timeout(60);
+  server.set_read_timeout(60, 0);
+  server.new_task_queue = [] { return new httplib::ThreadPool(6); };
+  server.Get("/x", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content("x\n", "text/plain");
+  });
+  HttpListener listener(&server);
+  ASSERT_TRUE(listener.Start("127.0.0.1", 0).ok());
+  const int port = listener.port();
+
+  std::vector<int> slow;
+  for (int i = 0; i < 6; ++i) {
+    const int fd = ConnectFrom(i % 2 == 0 ? "127.0.0.2" : "127.0.0.3", port);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(Send(fd, "GET /x HTTP/1.1\r\nHost: x\r\n"));
+    slow.push_back(fd);
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  const absl::Time settle = absl::Now() + absl::Seconds(5);
+  while (server.total_connections() + server.refused_total() < 6 &&
+         absl::Now() < settle) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(server.total_connections(), 4);
+  EXPECT_EQ(server.refused_total(), 2);
+
+  const absl::Time start = absl::Now();
+  const int fd = ConnectFrom("127.0.0.4", port);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(
+      Send(fd, "GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  const std::string reply = ReadAll(fd, absl::Seconds(3));
+  ::close(fd);
+  EXPECT_TRUE(absl::StartsWith(reply, "HTTP/1.1 200")) << reply;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_EQ(server.evicted(), 1);
+  // The evicted connection is the first one (the oldest wait): closed.
+  bool closed = false;
+  ReadAll(slow[0], absl::Seconds(2), &closed);
+  EXPECT_TRUE(closed);
+  // The two refused ones were told why.
+  const std::string refused = ReadAll(slow[4], absl::Milliseconds(500));
+  EXPECT_THAT(refused, ::testing::HasSubstr("connection limit (4)"));
+  for (int s : slow) ::close(s);
+  listener.Stop();
+}
+
 }  // namespace
 }  // namespace smoe::coordinator

@@ -522,12 +522,29 @@ struct HttpServer::Impl {
     };
     auto st = std::make_shared<State>();
     st->since = view->version;
+    // The caller is checked again before every wait (event_poll apart): a
+    // stream opened before its token was revoked (or the admin token
+    // rotated) ends instead of delivering on (issue 36).
+    auto caller = std::make_shared<httplib::Request>();
+    caller->method = req.method;
+    caller->path = req.path;
+    for (const char* h : {"Authorization", "Cookie"}) {
+      if (req.has_header(h)) {
+        caller->headers.emplace(h, req.get_header_value(h));
+      }
+    }
     res.set_header("Cache-Control", "no-store");
     res.set_header("X-Accel-Buffering", "no");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, id, st](size_t, httplib::DataSink& sink) -> bool {
+        [this, id, st, caller](size_t, httplib::DataSink& sink) -> bool {
           if (stopping.load()) return false;
+          if (CheckHttpRequest(tokens, *caller).has_value()) {
+            const std::string bye = "event: revoked\ndata: {}\n\n";
+            sink.write(bye.data(), bye.size());
+            sink.done();
+            return true;
+          }
           auto write = [&](const std::string& s) {
             st->last_write = absl::Now();
             return sink.write(s.data(), s.size());
@@ -676,6 +693,10 @@ struct HttpServer::Impl {
       LogRefused(req, absl::StrCat("refused (", refused->status, " ",
                                    refused->message, ")"));
       if (refused->status == 401) res.set_header("WWW-Authenticate", "Bearer");
+      // The body was not read: close rather than drain it.
+      if (refused->status == 411 || refused->status == 413) {
+        res.set_header("Connection", "close");
+      }
       Error(res, refused->status, refused->message);
       return httplib::Server::HandlerResponse::Handled;
     });
@@ -710,7 +731,15 @@ struct HttpServer::Impl {
           // Library exceptions end here (our code does not throw).
           Error(res, 500, "internal error");
         });
-    Add(api::Op::kHealthz, [](const Request&, Response& res) {
+    Add(api::Op::kHealthz, [this](const Request&, Response& res) {
+      // The same answer as grpc.health.v1: not serving while the scheduler
+      // is fail-stopped (a store that cannot commit, a deleted data dir).
+      if (scheduler->failed()) {
+        res.status = 503;
+        res.set_content("not serving: the store cannot commit\n",
+                        "text/plain; charset=utf-8");
+        return;
+      }
       res.set_content("ok\n", "text/plain; charset=utf-8");
     });
     Add(api::Op::kLoginPage, [](const Request&, Response& res) {
@@ -813,6 +842,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
       std::max(options.max_connections_per_client,
                impl->options.max_event_streams_per_client + 4);
   limits.request_deadline = options.request_deadline;
+  // A total cap below the thread count: a newcomer always finds a thread to
+  // be admitted (evicting a slow connection) or refused on.
+  limits.max_total = max_threads - std::min(16, std::max(1, max_threads / 4));
   impl->server.set_limits(limits);
   impl->server.new_task_queue = [threads, max_threads] {
     return new ElasticTaskQueue(threads, max_threads);

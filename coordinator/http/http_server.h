@@ -75,8 +75,10 @@ struct HttpServerOptions {
   // holds one while it is open.
   int threads = 24;
   // Open connections served at once: threads are added on demand up to this
-  // many, so slow or idle clients do not starve /healthz or /api (beyond it,
-  // new connections wait for a thread).
+  // many, so slow or idle clients do not starve /healthz or /api. At most
+  // this many - 16 are admitted; beyond that a newcomer evicts a connection
+  // waiting for its client from the busiest address, or gets 503
+  // (coordinator/http/http_connections.h).
   int max_connections = 512;
   // Open connections per client address (SSE streams included; 503 with
   // Retry-After beyond), and the time to read one whole request once its

@@ -13,12 +13,14 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "analysis/analyze.h"
+#include "coordinator/http/http_auth.h"
 #include "coordinator/scheduler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -217,6 +219,32 @@ TEST_F(HttpServerTest, LoginRefusesATokenInTheUrl) {
   // The login page posts a form to /login (the token in the body).
   EXPECT_THAT(c.Get("/login")->body,
               HasSubstr("method=\"post\" action=\"/login\""));
+}
+
+// Issue 36 item 5: a login body is read whole into memory before any
+// credential is checked; one over 4 KiB is refused (413) before it is read,
+// a chunked one (411); a normal sign-in is unaffected.
+TEST_F(HttpServerTest, LoginBodiesAreBoundedBeforeTheyAreRead) {
+  auto c = Client();
+  const std::string big(5000, 'a');
+  auto r = c.Post("/login", big, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_THAT(r->body, HasSubstr("body of 5000 bytes, more than 4096"));
+  EXPECT_FALSE(r->has_header("Set-Cookie"));
+  // Chunked (no length to check up front): refused by the same gate.
+  httplib::Request chunked;
+  chunked.method = "POST";
+  chunked.path = "/login";
+  chunked.headers.emplace("Transfer-Encoding", "chunked");
+  const std::optional<HttpRefusal> refusal =
+      CheckHttpRequest(/*tokens=*/nullptr, chunked);
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->status, 411);
+  auto ok = Client().Post("/login", absl::StrCat("token=", kToken),
+                          "application/x-www-form-urlencoded");
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(ok->has_header("Set-Cookie")) << ok->status << " " << ok->body;
 }
 
 TEST_F(HttpServerTest, SweepsAndTrialTable) {

@@ -227,6 +227,62 @@ TEST(CheckpointFaultsTest, DrainedTrialResumesOnAnotherWorkerAtItsCheckpoint) {
             << checkpointed << "\n";
 }
 
+// Issue 31 item 8: a sweep with keep_final_checkpoint keeps each succeeded
+// trial's final checkpoint as an artifact (the daemon lets its upload land
+// before it reports the result; GC keeps the newest blob only).
+TEST(CheckpointFaultsTest, KeepFinalCheckpointKeepsASucceededTrialsLastOne) {
+  Cluster c("ckpt-final", R"({"default": {"mode": "succeed", "steps": 40,
+      "step_ms": 5, "checkpoint_every": 5}})");
+  c.StartCoordinator();
+  c.StartWorker(0, 2);
+  const std::string file = c.WriteFile(
+      "s.yaml",
+      "name: fin\nkind: sraven\ngrid:\n  M: [1, 2]\nfixed: {steps: 10}\n"
+      "keep_final_checkpoint: true\n");
+  const std::string plain = c.WriteFile(
+      "p.yaml",
+      "name: plain\nkind: sraven\ngrid:\n  M: [1]\nfixed: {steps: 10}\n");
+  auto [rc, out] = c.Smoe({"sweep", "submit", file});
+  ASSERT_EQ(rc, 0) << out;
+  auto [prc, pout] = c.Smoe({"sweep", "submit", plain});
+  ASSERT_EQ(prc, 0) << pout;
+  ASSERT_TRUE(c.WaitFor("fin", Done, absl::Seconds(60)));
+  ASSERT_TRUE(c.WaitFor("plain", Done, absl::Seconds(60)));
+  auto s = c.GetSweep("fin");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->trials_size(), 2);
+  // GC runs after a trial ends and periodically: give it a few rounds.
+  absl::SleepFor(absl::Seconds(3));
+  for (const pb::Trial& t : s->trials()) {
+    ASSERT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED);
+    const auto blobs = Blobs(c, t.trial_id());
+    ASSERT_EQ(blobs.size(), 1u) << t.trial_id() << ": the final one only";
+    EXPECT_EQ(blobs.begin()->first, 40);
+    EXPECT_EQ(ContentStep(blobs.begin()->second), 40);
+    auto [lrc, listing] = c.Smoe({"artifacts", t.trial_id()});
+    ASSERT_EQ(lrc, 0) << listing;
+    EXPECT_THAT(listing, HasSubstr("checkpoint-40-checkpoint.json"));
+    EXPECT_THAT(listing, HasSubstr("result.json"));
+    const std::string got = c.dir() + "/final.json";
+    auto [drc, dout] = c.Smoe({"artifacts", t.trial_id(), "--download",
+                               "checkpoint-40-checkpoint.json", "-o", got});
+    ASSERT_EQ(drc, 0) << dout;
+    EXPECT_EQ(ContentStep(got), 40);
+  }
+  // The sweep without the option: its succeeded trial's blobs are collected.
+  auto p = c.GetSweep("plain");
+  ASSERT_TRUE(p.ok());
+  const std::string pt = p->trials(0).trial_id();
+  const absl::Time end = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < end && !Blobs(c, pt).empty()) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_TRUE(Blobs(c, pt).empty());
+  auto [arc, aout] = c.Smoe({"artifacts", pt});
+  ASSERT_EQ(arc, 0) << aout;
+  EXPECT_THAT(aout, ::testing::Not(HasSubstr("checkpoint-")));
+}
+
 // A stored checkpoint that fails verification on download is set aside (on
 // the coordinator) and the attempt resumes from the previous stored one, or
 // from scratch when that is bad too; both reported.

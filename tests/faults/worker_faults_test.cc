@@ -169,6 +169,20 @@ TEST(WorkerFaultsTest, NonUtf8TrainerOutputDoesNotWedgeTheWorker) {
   }
   EXPECT_THAT(ReadText(c.dir() + "/worker-0/worker.log"),
               ::testing::Not(HasSubstr("retrying")));
+  // Issue 36: trial dirs (attempt logs, parameters) are owner-only; they
+  // were 0755.
+  int dirs = 0;
+  for (const auto& e :
+       fs::recursive_directory_iterator(c.dir() + "/worker-0/trials")) {
+    if (!e.is_directory()) continue;
+    ++dirs;
+    EXPECT_EQ(e.status().permissions() & fs::perms::all, fs::perms::owner_all)
+        << e.path();
+  }
+  EXPECT_GT(dirs, 0);
+  EXPECT_EQ(
+      fs::status(c.dir() + "/worker-0/trials").permissions() & fs::perms::all,
+      fs::perms::owner_all);
 }
 
 // Items 8 and 9: TRIAL.json that is malformed, nested 100k deep, or holds a
@@ -212,6 +226,35 @@ TEST(TrainerFaultsTest, MalformedTrialJsonExits64WithAMessageNeverASignal) {
     EXPECT_THAT(out, HasSubstr(expect)) << what;
     EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << what;
   }
+}
+
+// Issue 36: TRIAL.json was read without a size bound (a TRIAL.json that is
+// /dev/zero ran the trainer out of memory: SIGABRT) and an invalid value was
+// echoed whole (a 100 MB error line). Now over 16 MiB is refused unread and
+// the message is cut.
+TEST(TrainerFaultsTest, HugeTrialJsonIsRefusedByItsSizeAndValuesAreCut) {
+  if (!fs::exists(TrainerBinary())) GTEST_SKIP() << "smoe-trainer not built";
+  const std::string dir = TempDir("hugetrial");
+  const std::string huge = WriteText(
+      dir + "/HUGE.json",
+      absl::StrCat(R"({"kind":"sraven","seed":0,"params":{"attention":")",
+                   std::string(17 << 20, 'a'), R"("}})"));
+  auto [rc, out] = RunCommand(
+      {TrainerBinary(), "run", "--trial", huge, "--workdir", dir + "/work"}, {},
+      absl::Seconds(60));
+  EXPECT_EQ(rc, 64) << out.substr(0, 2000);
+  EXPECT_THAT(out, HasSubstr("more than 16777216 bytes"));
+  EXPECT_LT(out.size(), 16384u);
+  const std::string big = WriteText(
+      dir + "/BIG.json",
+      absl::StrCat(R"({"kind":"sraven","seed":0,"params":{"attention":")",
+                   std::string(1 << 20, 'b'), R"("}})"));
+  auto [brc, bout] = RunCommand(
+      {TrainerBinary(), "run", "--trial", big, "--workdir", dir + "/work"}, {},
+      absl::Seconds(60));
+  EXPECT_EQ(brc, 64) << bout.substr(0, 2000);
+  EXPECT_THAT(bout, HasSubstr("attention"));
+  EXPECT_LT(bout.size(), 16384u) << "the value was echoed whole";
 }
 
 // Item 8: the submit-time check and the trainer read one table

@@ -63,7 +63,7 @@ absl::StatusOr<std::unique_ptr<AttemptLog>> AttemptLog::Open(
     const std::string& trial_dir, int attempt, int64_t max_bytes,
     const SecretRedactor* redactor) {
   const std::string dir = trial_dir + "/logs";
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::InternalError(
         absl::StrCat("cannot create directory '", dir, "': ", strerror(errno)));
   }

@@ -157,7 +157,7 @@ absl::Status CheckpointUploader::Snapshot(const std::string& worker_id,
   }
   WriteLocalMeta(trial_dir, step, file);
   const std::string dir = absl::StrCat(trial_dir, "/", kUploadDir);
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::InternalError(
         absl::StrCat("cannot create '", dir, "': ", strerror(errno)));
   }

@@ -46,7 +46,8 @@ absl::Status MakeDirs(const std::string& path) {
   std::string cur;
   for (size_t i = 0; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
-      if (!cur.empty() && mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+      // Owner only: attempt logs and checkpoints are the user's (issue 36).
+      if (!cur.empty() && mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) {
         return absl::InternalError(absl::StrCat("cannot create directory '",
                                                 cur, "': ", strerror(errno)));
       }
@@ -1145,6 +1146,21 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
   const double duration_s = absl::ToDoubleSeconds(clock_->Now() - t->started);
 
   const bool success = !exit.signaled && exit.exit_code == 0;
+  // keep_final_checkpoint: the coordinator keeps the final checkpoint of a
+  // succeeded trial, and takes uploads only while the attempt is leased:
+  // let the upload the trainer's last checkpoint started land first.
+  if (success && t->result.has_value() && uploader_ != nullptr &&
+      t->lease.keep_final_checkpoint()) {
+    if (registered_ && RpcAllowed()) {
+      SMOE_RETURN_IF_ERROR(DeliverOutbox());
+    }
+    if (!uploader_->WaitIdle(t->lease.trial_id(), options_.grace)) {
+      SMOE_LOG(WARNING) << "trial " << t->lease.trial_id()
+                        << ": final checkpoint upload still running after "
+                        << options_.grace
+                        << "; reporting the result without it";
+    }
+  }
   if (success && t->result.has_value()) {
     OutboxEntry e;
     e.type = OutboxEntry::Type::kComplete;

@@ -218,8 +218,14 @@ int RunWorker(const WorkerFlags& flags) {
     std::string cur;
     for (absl::string_view part : absl::StrSplit(opt.work_dir, '/')) {
       absl::StrAppend(&cur, part, "/");
-      mkdir(cur.c_str(), 0755);
+      mkdir(cur.c_str(), 0700);
     }
+    // Owner only, also for one made before (0755): trial dirs hold attempt
+    // logs, parameters and checkpoints (issue 36). Only our own folder: the
+    // work dir itself may be a shared one the user chose.
+    const std::string trials_dir = opt.work_dir + "/trials";
+    mkdir(trials_dir.c_str(), 0700);
+    chmod(trials_dir.c_str(), 0700);
   }
   const std::string lock_path = opt.work_dir + "/daemon.lock";
   const int lock_fd =

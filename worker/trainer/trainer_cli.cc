@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "common/cpu_tuning.h"
 #include "common/logging.h"
 #include "worker/trainer/train_config.h"
@@ -37,8 +38,25 @@ int RunTrialFile(const std::string& trial_path, const std::string& workdir,
     std::fprintf(stderr, "smoe-trainer: cannot read %s\n", trial_path.c_str());
     return kExitUsage;
   }
-  std::stringstream text;
-  text << in.rdbuf();
+  // Read with a bound: a trial spec is a few KiB; TRIAL.json pointing at
+  // /dev/zero or a huge file ran out of memory (SIGABRT; issue 36).
+  constexpr size_t kMaxTrialJson = size_t{16} << 20;
+  std::string body;
+  {
+    char buf[65536];
+    while (body.size() <= kMaxTrialJson && in) {
+      in.read(buf, sizeof(buf));
+      body.append(buf, static_cast<size_t>(in.gcount()));
+    }
+  }
+  if (body.size() > kMaxTrialJson) {
+    std::fprintf(stderr,
+                 "smoe-trainer: bad trial spec %s: more than %zu bytes (a "
+                 "trial spec is a few KiB)\n",
+                 trial_path.c_str(), kMaxTrialJson);
+    return kExitUsage;
+  }
+  std::stringstream text(std::move(body));
   InstallStopHandlers();
 
   absl::StatusOr<std::string> kind = TrialKind(text.str());
@@ -47,9 +65,20 @@ int RunTrialFile(const std::string& trial_path, const std::string& workdir,
   }
   absl::StatusOr<TrialSpec> spec = ParseTrialJson(text.str());
   if (!spec.ok()) {
+    // An invalid value is quoted, not echoed whole (a 100 MB string made a
+    // 100 MB error line).
+    std::string message(spec.status().message());
+    if (message.size() > 2048) {
+      const size_t total = message.size();
+      size_t n = 2048;
+      while (n > 0 && (static_cast<unsigned char>(message[n]) & 0xC0) == 0x80) {
+        --n;
+      }
+      message.resize(n);
+      absl::StrAppend(&message, "... (", total, " bytes)");
+    }
     std::fprintf(stderr, "smoe-trainer: bad trial spec %s: %s\n",
-                 trial_path.c_str(),
-                 std::string(spec.status().message()).c_str());
+                 trial_path.c_str(), message.c_str());
     return kExitUsage;
   }
 
