@@ -3,7 +3,7 @@
 // File: analysis/stats.h
 //
 // Sweep statistics, plain C++ (no HTTP, no gRPC, no coordinator): the
-// dashboard's HTTP API (coordinator/http_server.*) and `smoe analyze`
+// dashboard's HTTP API (coordinator/http/http_server.*) and `smoe analyze`
 // (cli/analyze_cmd.*) both use this library.
 //
 //  * AggregateCurves: a result metric grouped by three trial parameters

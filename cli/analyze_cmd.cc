@@ -22,6 +22,7 @@
 #include "coordinator/sweep_spec.h"
 #include "proto/rpc_status.h"
 #include "proto/smoe.pb.h"
+#include "trials/command_kind.h"
 
 namespace smoe::cli {
 
@@ -548,7 +549,7 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
   // two grid axes and the metric to the first result name.
   std::vector<std::string> axes = {"top_k", "M"};
   std::string metric = "ood_acc";
-  if (o.kind == coordinator::kCommandKind) {
+  if (o.kind == trials::kCommandKind) {
     const coordinator::ParseOptions po = coordinator::ParseOptions::Stored();
     auto spec = coordinator::ParseSweepYaml(resp.sweep().spec_yaml(), po);
     axes = {"", ""};

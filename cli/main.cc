@@ -33,6 +33,7 @@
 #include "common/flags.h"
 #include "coordinator/server.h"
 #include "coordinator/sweep_spec.h"
+#include "trials/command_kind.h"
 #include "trials/params.h"
 #include "worker/daemon/worker_daemon.h"
 #include "worker/daemon/worker_main.h"
@@ -119,7 +120,7 @@ int PrintCommandParams(const std::string& path, bool markdown) {
               << "\n";
     return kExitDataErr;
   }
-  if (spec->kind != coordinator::kCommandKind) {
+  if (spec->kind != trials::kCommandKind) {
     std::cerr << "smoe params: " << path << " is kind " << spec->kind
               << "; run `smoe params " << spec->kind << "`\n";
     return kExitUsage;
@@ -522,7 +523,7 @@ int Main(int argc, char** argv) {
   for (const trials::TrialKind* k : trials::AllKinds()) {
     kind_names.push_back(k->name);
   }
-  kind_names.push_back(coordinator::kCommandKind);
+  kind_names.push_back(trials::kCommandKind);
   std::string params_sweep;
   params->add_option("KIND", params_kind, "sraven | skillmix | command")
       ->required()
@@ -606,7 +607,7 @@ int Main(int argc, char** argv) {
     return RunCoordinator(server_opts, port_file);
   }
   if (up->parsed()) return RunUp(up_opts);
-  if (params->parsed() && params_kind == coordinator::kCommandKind) {
+  if (params->parsed() && params_kind == trials::kCommandKind) {
     return PrintCommandParams(params_sweep, params_markdown);
   }
   if (params->parsed()) {

@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "trials/command_kind.h"
 #include "trials/params.h"
 
 namespace YAML {
@@ -44,12 +45,10 @@ class Emitter;
 
 namespace smoe::coordinator {
 
-// The sweep file's `kind` for a user program.
-inline constexpr char kCommandKind[] = "command";
-
-// The placeholders `command.args` may use; the worker substitutes them.
-inline constexpr const char* kCommandPlaceholders[] = {"{trial}", "{workdir}",
-                                                       "{params}"};
+// The kind's name and the placeholders `command.args` may use
+// (trials/command_kind.h, shared with the worker).
+using trials::kCommandKind;
+using trials::kCommandPlaceholders;
 
 struct CommandSpec {
   std::string program;            // absolute path, checked on the worker

@@ -52,7 +52,7 @@ store::SweepState DerivedState(const store::SweepRecord& r,
                                    : store::SweepState::kCompleted;
 }
 
-// An ended attempt's device-hours (search_http.h): wall time x
+// An ended attempt's device-hours (views/search_summary.h): wall time x
 // max(1, gpus_per_trial); 0 for a running one.
 double AttemptDeviceHours(const SweepSpec& spec, const AttemptRecord& a) {
   if (a.outcome == AttemptOutcome::kRunning || a.ended_at <= a.started_at) {

@@ -383,7 +383,7 @@ class Scheduler {
     std::map<std::string, double> finals;
     std::map<std::string, LoggedDecision> last;
     // search.budget_gpu_hours set: the device-hours of the sweep's ended
-    // attempts (wall time x max(1, gpus_per_trial), as search_http.h).
+    // attempts (wall time x max(1, gpus_per_trial), as views/search_summary.h).
     double ended_device_hours = 0;
   };
   struct CapturedSweep {

@@ -3,8 +3,8 @@
 // File: coordinator/scheduler_actions.cc
 //
 // The Scheduler's per-trial actions and sweep annotations (the dashboard's
-// admin actions, coordinator/http_actions.cc). Kept apart from scheduler.cc,
-// whose lifecycle code they reuse through the *Locked helpers.
+// admin actions, coordinator/http/http_actions.cc). Kept apart from
+// scheduler.cc, whose lifecycle code they reuse through the *Locked helpers.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/scheduler.h"
-#include "coordinator/sweep_read_model.h"
+#include "coordinator/views/sweep_read_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/in_memory_store.h"

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "coordinator/scheduler.h"
-#include "coordinator/search_http.h"
+#include "coordinator/views/search_summary.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

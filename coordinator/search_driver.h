@@ -67,9 +67,9 @@ struct SearchInputs {
   // label).
   std::map<std::string, LoggedDecision> last;
   // The device-hours the sweep has used, as the dashboard counts them
-  // (search_http.h: every attempt's wall time x max(1, gpus_per_trial), a
-  // running attempt until now; GPU-hours, or slot-hours on CPU). Compared
-  // with search.budget_gpu_hours; the scheduler fills it in.
+  // (views/search_summary.h: every attempt's wall time x max(1,
+  // gpus_per_trial), a running attempt until now; GPU-hours, or slot-hours on
+  // CPU). Compared with search.budget_gpu_hours; the scheduler fills it in.
   double device_hours_used = 0;
 };
 

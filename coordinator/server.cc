@@ -159,7 +159,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   SMOE_ASSIGN_OR_RETURN(s->checkpoints_,
                         CheckpointStore::Open(s->store_.get(), ckpt));
   // Tokens and roles are checked when a call's headers arrive, before its
-  // body is read (coordinator/grpc_auth.h), and again by the services.
+  // body is read (coordinator/grpc/grpc_auth.h), and again by the services.
   s->tokens_ = std::make_unique<TokenRegistry>(s->token_, s->tokens_file());
   s->auth_checker_ = std::make_unique<TokenAuthChecker>(s->tokens_.get());
   s->logs_ = std::make_unique<TrialLogs>(s->store_.get(), Clock::Real());

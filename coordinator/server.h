@@ -22,10 +22,10 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "coordinator/grpc_auth.h"
-#include "coordinator/http_server.h"
+#include "coordinator/grpc/grpc_auth.h"
+#include "coordinator/grpc/service_impl.h"
+#include "coordinator/http/http_server.h"
 #include "coordinator/scheduler.h"
-#include "coordinator/service_impl.h"
 #include "coordinator/tokens.h"
 #include "store/sqlite_store.h"
 

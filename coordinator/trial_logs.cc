@@ -1,17 +1,12 @@
 // Copyright 2026 SMoE Lab authors.
 #include "coordinator/trial_logs.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <climits>
-#include <nlohmann/json.hpp>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "coordinator/log_routes.h"
 
 namespace smoe::coordinator {
 
@@ -141,55 +136,6 @@ absl::StatusOr<TrialLogView> TrialLogs::Read(const std::string& trial_id,
   // way to the scheduler).
   if (v.running) SMOE_RETURN_IF_ERROR(stored().status());
   return v;
-}
-
-namespace {
-
-constexpr char kJson[] = "application/json; charset=utf-8";
-
-void Error(httplib::Response& res, const absl::Status& s) {
-  res.status = absl::IsNotFound(s)          ? 404
-               : absl::IsInvalidArgument(s) ? 400
-                                            : 500;
-  res.set_content(
-      nlohmann::json({{"error", std::string(s.message())}})
-          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-      kJson);
-}
-
-}  // namespace
-
-void RegisterLogRoutes(const AddHttpRoute& add, TrialLogs* logs) {
-  add("GET", "/api/trials/([a-z0-9][a-z0-9._-]{0,63}/[0-9a-f]{16})/logs",
-      [logs](const httplib::Request& req, httplib::Response& res) {
-        if (logs == nullptr) {
-          return Error(
-              res, absl::NotFoundError("this coordinator keeps no trial logs"));
-        }
-        int attempt = 0;
-        if (req.has_param("attempt")) {
-          const std::string a = req.get_param_value("attempt");
-          if (!absl::SimpleAtoi(a, &attempt)) {
-            return Error(res, absl::InvalidArgumentError(absl::StrCat(
-                                  "attempt: not an integer: '", a, "'")));
-          }
-        }
-        absl::StatusOr<TrialLogView> v = logs->Read(req.matches[1], attempt);
-        if (!v.ok()) return Error(res, v.status());
-        nlohmann::json out = {{"trial_id", v->trial_id},
-                              {"attempt", v->attempt},
-                              {"attempts", v->attempts},
-                              {"running", v->running},
-                              {"as_of_ms", v->as_of == absl::UnixEpoch()
-                                               ? int64_t{0}
-                                               : absl::ToUnixMillis(v->as_of)},
-                              {"total_bytes", v->total_bytes},
-                              {"text", v->text}};
-        // Logs may hold bytes that are not UTF-8: replaced, never refused.
-        res.set_content(
-            out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-            kJson);
-      });
 }
 
 void TrialLogs::Forget(const std::vector<std::string>& trial_ids) {

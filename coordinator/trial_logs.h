@@ -13,11 +13,11 @@
 //     wanted, the worker's heartbeat replies carry TYPE_SEND_LOG and its next
 //     heartbeats the tail, so a live tail trails the trainer by about one
 //     heartbeat interval.
-// Routes: Coordinator/GetTrialLogs (gRPC) and (coordinator/log_routes.h)
+// Routes: Coordinator/GetTrialLogs (gRPC) and (coordinator/http/log_routes.h)
 //   GET /api/trials/{id}/logs[?attempt=N]
 //       {"trial_id","attempt","attempts":[...],"running","as_of_ms",
 //        "total_bytes","text"}
-// both for the viewer role (coordinator/access.cc).
+// both for the viewer role (coordinator/api/operations.cc).
 //
 // Thread-safe.
 #ifndef SMOE_COORDINATOR_TRIAL_LOGS_H_

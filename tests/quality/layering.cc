@@ -16,6 +16,9 @@ struct Layer {
   const char* prefix;
   // Project folders this layer may include ("" entries are ignored).
   std::vector<const char*> may_include;
+  // Within those, the folders it must not include (a sibling transport, a
+  // layer above).
+  std::vector<const char*> must_not_include = {};
 };
 
 const std::vector<Layer>& Layers() {
@@ -44,8 +47,27 @@ const std::vector<Layer>& Layers() {
       // store, proto or trials), reusing analysis/'s statistics.
       {"analysis/search/", {"common/", "analysis/"}},
       {"analysis/", {"common/", "store/", "trials/", "analysis/"}},
-      {"coordinator/",
+      // The coordinator (issue 34): the domain at its root, api/ (the table
+      // of operations) and views/ (the read layer) under both transports;
+      // http/ and grpc/ never include each other; only the composition root
+      // (server.*) includes both.
+      {"coordinator/api/",
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"},
+       {"coordinator/http/", "coordinator/grpc/", "coordinator/views/"}},
+      {"coordinator/views/",
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"},
+       {"coordinator/http/", "coordinator/grpc/"}},
+      {"coordinator/http/",
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"},
+       {"coordinator/grpc/"}},
+      {"coordinator/grpc/",
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"},
+       {"coordinator/http/"}},
+      {"coordinator/server.",
        {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"}},
+      {"coordinator/",
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"},
+       {"coordinator/http/", "coordinator/grpc/"}},
       // Only `smoe up` / `smoe coordinator` (and a test starting a server)
       // embed the coordinator; the client commands reach it over gRPC.
       {"cli/up.", {"common/", "proto/", "cli/", "coordinator/", "store/"}},
@@ -110,14 +132,22 @@ const std::vector<Restricted>& RestrictedHeaders() {
        "sentencepiece headers only in worker/model/mixtral/"
        "sentencepiece_module.cc (see sentencepiece_module.h)"},
       {"grpcpp/",
-       {"proto/", "coordinator/service", "coordinator/server",
-        "coordinator/grpc", "worker/daemon/", "cli/", "tests/", "bench/"},
-       "gRPC is a thin adapter: only proto/, coordinator service code, the "
-       "daemon, the CLI and tests"},
+       {"proto/", "coordinator/grpc/", "coordinator/server.", "worker/daemon/",
+        "cli/", "tests/", "bench/"},
+       "gRPC is a thin adapter: only proto/, coordinator/grpc/ and the "
+       "composition root (coordinator/server.*), the daemon, the CLI and "
+       "tests"},
       {"grpc/",
-       {"proto/", "coordinator/service", "coordinator/server",
-        "coordinator/grpc", "worker/daemon/", "cli/", "tests/", "bench/"},
+       {"proto/", "coordinator/grpc/", "coordinator/server.", "worker/daemon/",
+        "cli/", "tests/", "bench/"},
        "gRPC is a thin adapter"},
+      // The coordinator's HTTP transport (issue 34); elsewhere the race-free
+      // listener and the Skill-Mix grader's tests (a fake OpenAI server).
+      {"httplib.h",
+       {"coordinator/http/", "common/http_listener", "worker/eval/skillmix/",
+        "worker/trainer/skillmix_trial_test.", "tests/", "bench/"},
+       "cpp-httplib only in coordinator/http/ (the dashboard's transport), "
+       "common/http_listener and tests"},
       {"curl/",
        {"worker/eval/skillmix/openai_grader", "tests/", "bench/"},
        "libcurl only in the Skill-Mix grader client (smoe_skillmix_http)"},
@@ -193,6 +223,11 @@ std::vector<Violation> CheckFile(absl::string_view path,
     if (layer != nullptr && IsProjectHeader(header) &&
         !StartsWithAny(header, layer->may_include) &&
         !(is_test && absl::StartsWith(header, "tests/"))) {
+      out.push_back(
+          {std::string(path), line, header,
+           std::string(layer->prefix) + " may not include " + header});
+    } else if (layer != nullptr &&
+               StartsWithAny(header, layer->must_not_include)) {
       out.push_back(
           {std::string(path), line, header,
            std::string(layer->prefix) + " may not include " + header});

@@ -61,9 +61,9 @@ TEST(LayeringCheckerTest, FlagsEachForbiddenKind) {
             1u);
   EXPECT_EQ(CheckFile("analysis/s.cc", "#include \"proto/smoe.pb.h\"\n").size(),
             1u);
-  EXPECT_TRUE(
-      CheckFile("coordinator/http_server.cc", "#include \"analysis/stats.h\"\n")
-          .empty());
+  EXPECT_TRUE(CheckFile("coordinator/http/http_server.cc",
+                        "#include \"analysis/stats.h\"\n")
+                  .empty());
   // analysis/search/ (the adaptive-sweep policies) is stricter: pure over
   // common/ and analysis/, no store types.
   EXPECT_TRUE(CheckFile("analysis/search/asha.cc",
@@ -87,9 +87,59 @@ TEST(LayeringCheckerTest, FlagsEachForbiddenKind) {
       CheckFile("coordinator/scheduler.cc", "#include <grpcpp/grpcpp.h>\n")
           .size(),
       1u);
+  EXPECT_TRUE(CheckFile("coordinator/grpc/service_impl.cc",
+                        "#include <grpcpp/grpcpp.h>\n")
+                  .empty());
+  EXPECT_TRUE(CheckFile("coordinator/server.cc", "#include <grpcpp/grpcpp.h>\n")
+                  .empty());
+  // The coordinator's transports (issue 34): http/ and grpc/ never include
+  // each other; only http/ includes httplib, only grpc/ (and the
+  // composition root) grpcpp; the domain, api/ and views/ include neither
+  // transport.
+  EXPECT_EQ(CheckFile("coordinator/http/http_server.cc",
+                      "#include \"coordinator/grpc/service_impl.h\"\n")
+                .size(),
+            1u);
+  EXPECT_EQ(CheckFile("coordinator/grpc/service_impl.cc",
+                      "#include \"coordinator/http/http_reply.h\"\n")
+                .size(),
+            1u);
+  EXPECT_TRUE(CheckFile("coordinator/grpc/service_impl.cc",
+                        "#include \"coordinator/views/sweep_detail.h\"\n")
+                  .empty());
+  EXPECT_TRUE(CheckFile("coordinator/http/http_server.cc",
+                        "#include \"coordinator/api/operations.h\"\n")
+                  .empty());
+  EXPECT_EQ(CheckFile("coordinator/http/http_server.cc",
+                      "#include <grpcpp/grpcpp.h>\n")
+                .size(),
+            1u);
   EXPECT_TRUE(
-      CheckFile("coordinator/service_impl.cc", "#include <grpcpp/grpcpp.h>\n")
+      CheckFile("coordinator/http/http_server.cc", "#include <httplib.h>\n")
           .empty());
+  EXPECT_EQ(
+      CheckFile("coordinator/trial_logs.cc", "#include <httplib.h>\n").size(),
+      1u);
+  EXPECT_EQ(
+      CheckFile("coordinator/grpc/service_impl.cc", "#include <httplib.h>\n")
+          .size(),
+      1u);
+  EXPECT_EQ(CheckFile("coordinator/views/sweep_detail.cc",
+                      "#include \"coordinator/http/http_reply.h\"\n")
+                .size(),
+            1u);
+  EXPECT_EQ(CheckFile("coordinator/api/access.cc",
+                      "#include \"coordinator/views/trial_table.h\"\n")
+                .size(),
+            1u);
+  EXPECT_EQ(CheckFile("coordinator/trial_logs.cc",
+                      "#include \"coordinator/http/log_routes.h\"\n")
+                .size(),
+            1u);
+  EXPECT_TRUE(CheckFile("coordinator/server.cc",
+                        "#include \"coordinator/http/http_server.h\"\n"
+                        "#include \"coordinator/grpc/service_impl.h\"\n")
+                  .empty());
   EXPECT_EQ(CheckFile("worker/daemon/d.cc", "#include \"store/s.h\"\n").size(),
             1u);
   // worker/launch/ (smoe_launch) sits just above common/: the daemon, the CLI

@@ -273,7 +273,7 @@ export function sweepDeletion(sw) {
 
 // ---- exploration (issue 18 item 3) -------------------------------------------------
 
-// A parameter value as the server labels it (coordinator/trial_table.h
+// A parameter value as the server labels it (coordinator/views/trial_table.h
 // ParamLabel): strings as they are, integral numbers without a decimal point,
 // anything else as JSON.
 // The labels of a parameter axis of the parallel-coordinates plot: the
@@ -356,7 +356,7 @@ export function pointSeries(rows, { x, series, facet, facetLabel, metric, xs, gr
 
 // Parallel-coordinates brushes: {field: {lo, hi}} (a numeric range, inclusive)
 // or {field: {set: [labels]}} (discrete values). As trials-table filter terms
-// (coordinator/trial_table.h), so the server filters the table the same way.
+// (coordinator/views/trial_table.h), so the server filters the table the same way.
 export function brushTerms(brushes) {
   const terms = [];
   for (const [f, b] of Object.entries(brushes || {})) {

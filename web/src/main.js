@@ -283,7 +283,7 @@ function skillMixBestTable(box, sm, best) {
 }
 
 // The trials table: server-side filter (`= != < <= > >=` on any column,
-// coordinator/trial_table.h), sort and paging; a column picker; a tick per
+// coordinator/views/trial_table.h), sort and paging; a column picker; a tick per
 // row selects the trial for the learning-curve overlay. `error` is the
 // server's answer to a bad filter, shown under the filter box.
 function trialTable(box, page, st, onChange, { error, onSelect } = {}) {

@@ -105,9 +105,10 @@ absl::StatusOr<CommandLaunch> ResolveCommand(
   c.params_path = absl::StrCat(dir, "/", kCommandParamsFile);
   c.argv.push_back(real);
   for (const std::string& a : lease.command().args()) {
-    c.argv.push_back(absl::StrReplaceAll(a, {{"{trial}", trial_json},
-                                             {"{workdir}", dir},
-                                             {"{params}", c.params_path}}));
+    c.argv.push_back(
+        absl::StrReplaceAll(a, {{trials::kTrialPlaceholder, trial_json},
+                                {trials::kWorkdirPlaceholder, dir},
+                                {trials::kParamsPlaceholder, c.params_path}}));
   }
   c.env["SMOE_TRIAL"] = trial_json;
   c.env["SMOE_WORKDIR"] = dir;

@@ -35,14 +35,15 @@
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "proto/smoe.pb.h"
+#include "trials/command_kind.h"
 
 namespace smoe::worker {
 
-// The trial kind of user programs (coordinator/command_spec.h).
-inline constexpr char kCommandKind[] = "command";
-
-// The file, in the trial directory, holding the resolved parameters.
-inline constexpr char kCommandParamsFile[] = "params.json";
+// The trial kind of user programs and the file, in the trial directory,
+// holding the resolved parameters (trials/command_kind.h, shared with the
+// coordinator).
+using trials::kCommandKind;
+using trials::kCommandParamsFile;
 
 struct CommandLaunch {
   std::string program;                     // the real path that runs

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -219,6 +220,26 @@ TEST_F(CommandLaunchTest, WorkerWithoutAllowCommandRunsNoProgram) {
               HasSubstr("this worker runs no user programs (allowed: none); "
                         "start it with `smoe worker --allow-command DIR`"));
   EXPECT_THAT(gateway_.fails[0].message(), HasSubstr(program_));
+}
+
+// The coordinator accepts exactly trials::kCommandPlaceholders in
+// `command.args`; the worker substitutes every one of them.
+TEST_F(CommandLaunchTest, EveryPlaceholderTheCoordinatorAcceptsIsSubstituted) {
+  v1::TrialLease l;
+  l.set_trial_id("toy/t2");
+  l.set_kind(trials::kCommandKind);
+  l.mutable_command()->set_program(program_);
+  for (const char* p : trials::kCommandPlaceholders) {
+    l.mutable_command()->add_args(absl::StrCat("x", p));
+  }
+  const std::string dir = NewTempDir("trial");
+  auto c = ResolveCommand(l, json::object(), dir, {allowed_});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->argv.size(), 1 + std::size(trials::kCommandPlaceholders));
+  EXPECT_EQ(c->argv[1], "x" + dir + "/TRIAL.json");
+  EXPECT_EQ(c->argv[2], "x" + dir);
+  EXPECT_EQ(c->argv[3],
+            absl::StrCat("x", dir, "/", trials::kCommandParamsFile));
 }
 
 TEST(ParamEnvNameTest, UpperCasesTheName) {

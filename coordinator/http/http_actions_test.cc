@@ -1,0 +1,366 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// The dashboard's roles, session cookies, CSRF checks and admin actions
+// (coordinator/http/http_auth.h, coordinator/http/http_actions.h) against a
+// real HttpServer on 127.0.0.1:0 with viewer, worker and admin tokens.
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "coordinator/http/http_auth.h"
+#include "coordinator/http/http_server.h"
+#include "coordinator/scheduler.h"
+#include "coordinator/tokens.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "store/sqlite_store.h"
+#include "store/store_test_util.h"
+
+namespace smoe::coordinator {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+
+constexpr char kAdmin[] = "smoe_fedcba9876543210fedcba9876543210";
+constexpr char kSweep[] = R"(name: acts
+kind: sraven
+grid:
+  M: [1, 2]
+fixed: {steps: 10}
+seeds: [0]
+)";
+
+class HttpActionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto st = store::SqliteStore::Open(dir_.File("smoe.db"), {});
+    ASSERT_TRUE(st.ok()) << st.status();
+    store_ = std::move(*st);
+    auto s = Scheduler::Create(store_.get(), Clock::Real(), {});
+    ASSERT_TRUE(s.ok()) << s.status();
+    sched_ = std::move(*s);
+    ASSERT_TRUE(sched_->SubmitSweep(kSweep, false).ok());
+    tokens_ = std::make_unique<TokenRegistry>(kAdmin, TokensFile(dir_.path()));
+    viewer_ =
+        CreateToken(TokensFile(dir_.path()), "vic", Role::kViewer, absl::Now())
+            ->token;
+    worker_ = CreateToken(TokensFile(dir_.path()), "wendy", Role::kWorker,
+                          absl::Now())
+                  ->token;
+    HttpServerOptions o;
+    o.listen = "127.0.0.1:0";
+    auto h = HttpServer::Start(sched_.get(), store_.get(), tokens_.get(), o);
+    ASSERT_TRUE(h.ok()) << h.status();
+    http_ = std::move(*h);
+  }
+  void TearDown() override {
+    if (http_) http_->Shutdown();
+  }
+
+  httplib::Client Client() {
+    httplib::Client c("127.0.0.1", http_->port());
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+  // Signs in with `token`; returns the cookie ("smoe_session=...") or "".
+  std::string Login(const std::string& token, int want = 204) {
+    auto c = Client();
+    auto r =
+        c.Post("/login", json({{"token", token}}).dump(), "application/json");
+    EXPECT_TRUE(r);
+    if (!r) return "";
+    EXPECT_EQ(r->status, want) << r->body;
+    const std::string set = r->get_header_value("Set-Cookie");
+    return set.substr(0, set.find(';'));
+  }
+  std::string Csrf(const std::string& cookie) {
+    auto c = Client();
+    auto r = c.Get("/api/session", {{"Cookie", cookie}});
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no reply");
+    return r ? json::parse(r->body).value("csrf", "") : "";
+  }
+  std::string FirstTrial() { return (*sched_->ListTrials("acts"))[0].trial_id; }
+
+  store::testing::ScopedTempDir dir_;
+  std::unique_ptr<store::SqliteStore> store_;
+  std::unique_ptr<Scheduler> sched_;
+  std::unique_ptr<TokenRegistry> tokens_;
+  std::unique_ptr<HttpServer> http_;
+  std::string viewer_, worker_;
+};
+
+TEST_F(HttpActionsTest, TheSessionCookieCarriesTheRoleNotTheToken) {
+  const std::string cookie = Login(viewer_);
+  EXPECT_THAT(cookie,
+              MatchesRegex("smoe_session=s2\\.vic\\.viewer\\.[0-9a-f]{64}"));
+  EXPECT_THAT(cookie, ::testing::Not(HasSubstr(viewer_)));
+  auto c = Client();
+  auto r = c.Get("/api/session", {{"Cookie", cookie}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["role"], "viewer");
+  EXPECT_EQ(j["name"], "vic");
+  EXPECT_EQ(j["admin"], false);
+  EXPECT_THAT(j["csrf"].get<std::string>(), MatchesRegex("[0-9a-f]{32}"));
+  // A forged role in the cookie is refused.
+  std::string forged = cookie;
+  forged.replace(forged.find(".viewer."), 8, ".admin.");
+  r = c.Get("/api/sweeps", {{"Cookie", forged}});
+  EXPECT_EQ(r->status, 401);
+}
+
+TEST_F(HttpActionsTest, AWorkerTokenCannotSignInOrRead) {
+  Login(worker_, 403);
+  auto c = Client();
+  auto r = c.Get("/api/sweeps",
+                 {{"Authorization", absl::StrCat("Bearer ", worker_)}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("needs role 'viewer'"));
+  EXPECT_THAT(r->body, HasSubstr("'wendy' has role 'worker'"));
+}
+
+TEST_F(HttpActionsTest, AViewerReadsButCannotAct) {
+  const std::string cookie = Login(viewer_);
+  auto c = Client();
+  auto r = c.Get("/api/sweeps", {{"Cookie", cookie}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  const std::string csrf = Csrf(cookie);
+  r = c.Post("/api/sweeps/acts/cancel",
+             {{"Cookie", cookie}, {"X-CSRF-Token", csrf}}, "", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("needs role 'admin'"));
+  r = c.Post("/api/trials/" + FirstTrial() + "/cancel",
+             {{"Authorization", absl::StrCat("Bearer ", viewer_)}}, "", "");
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(sched_->GetSweep("acts")->record.state, store::SweepState::kActive);
+}
+
+TEST_F(HttpActionsTest, AdminActionsNeedTheCsrfTokenAndOurOrigin) {
+  const std::string cookie = Login(kAdmin);
+  EXPECT_THAT(cookie, HasSubstr("s2.admin.admin."));
+  const std::string csrf = Csrf(cookie);
+  auto c = Client();
+  const std::string path = "/api/trials/" + FirstTrial() + "/cancel";
+  auto r = c.Post(path, {{"Cookie", cookie}}, "", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("missing X-CSRF-Token"));
+  r = c.Post(path, {{"Cookie", cookie}, {"X-CSRF-Token", std::string(32, '0')}},
+             "", "");
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("wrong X-CSRF-Token"));
+  // Another viewer's CSRF token does not fit an admin's session.
+  r = c.Post(path, {{"Cookie", cookie}, {"X-CSRF-Token", Csrf(Login(viewer_))}},
+             "", "");
+  EXPECT_EQ(r->status, 403);
+  r = c.Post(path,
+             {{"Cookie", cookie},
+              {"X-CSRF-Token", csrf},
+              {"Origin", "http://evil.example"}},
+             "", "");
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("cross-origin"));
+  EXPECT_EQ(store_->GetTrial(FirstTrial())->state, store::TrialState::kPending);
+
+  const std::string own_origin =
+      absl::StrCat("http://127.0.0.1:", http_->port());
+  r = c.Post(
+      path,
+      {{"Cookie", cookie}, {"X-CSRF-Token", csrf}, {"Origin", own_origin}}, "",
+      "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(store_->GetTrial(FirstTrial())->state,
+            store::TrialState::kCancelled);
+  // Not possible twice: 409 naming the state.
+  r = c.Post(path, {{"Cookie", cookie}, {"X-CSRF-Token", csrf}}, "", "");
+  EXPECT_EQ(r->status, 409);
+  EXPECT_THAT(r->body, HasSubstr("is cancelled"));
+  r = c.Post("/api/trials/" + FirstTrial() + "/retry",
+             {{"Cookie", cookie}, {"X-CSRF-Token", csrf}}, "", "");
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(store_->GetTrial(FirstTrial())->state, store::TrialState::kPending);
+}
+
+TEST_F(HttpActionsTest, AdminAnnotatesArchivesAndCancelsASweep) {
+  auto c = Client();
+  const httplib::Headers bearer = {
+      {"Authorization", absl::StrCat("Bearer ", kAdmin)}};
+  // Bearer callers need no CSRF token (a browser never adds the header).
+  auto r = c.Put("/api/sweeps/acts/annotations", bearer,
+                 R"({"notes": "k=4 best", "tags": ["paper", "v2"]})",
+                 "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  r = c.Put("/api/sweeps/acts/annotations", bearer, R"({"tags": ["a b"]})",
+            "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("tags: 'a b'"));
+  r = c.Put("/api/sweeps/acts/annotations", bearer, R"({"colour": 1})",
+            "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("unknown field 'colour'"));
+  r = c.Post("/api/sweeps/acts/archive", bearer, "", "");
+  EXPECT_EQ(r->status, 200) << r->body;
+  r = c.Get("/api/sweeps", bearer);
+  ASSERT_TRUE(r);
+  const json sweeps = json::parse(r->body)["sweeps"];
+  ASSERT_EQ(sweeps.size(), 1u);
+  EXPECT_EQ(sweeps[0]["notes"], "k=4 best");
+  EXPECT_EQ(sweeps[0]["tags"], json({"paper", "v2"}));
+  EXPECT_EQ(sweeps[0]["archived"], true);
+  r = c.Post("/api/sweeps/acts/cancel", bearer, "", "");
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["cancelled"], 2);
+  r = c.Post("/api/sweeps/acts/retry", bearer, R"({"include_cancelled": true})",
+             "application/json");
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["requeued"], 2);
+  r = c.Post("/api/sweeps/nope/cancel", bearer, "", "");
+  EXPECT_EQ(r->status, 404);
+}
+
+TEST_F(HttpActionsTest, AdminDeletesAFinishedSweepOnly) {
+  auto c = Client();
+  const httplib::Headers bearer = {
+      {"Authorization", absl::StrCat("Bearer ", kAdmin)}};
+  // A viewer may not; an admin's session needs the CSRF token.
+  auto r = c.Delete("/api/sweeps/acts",
+                    {{"Authorization", absl::StrCat("Bearer ", viewer_)}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("needs role 'admin'"));
+  const std::string cookie = Login(kAdmin);
+  r = c.Delete("/api/sweeps/acts", {{"Cookie", cookie}});
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("missing X-CSRF-Token"));
+  // Live trials: refused, naming the sweep and the count.
+  r = c.Delete("/api/sweeps/acts",
+               {{"Cookie", cookie}, {"X-CSRF-Token", Csrf(cookie)}});
+  EXPECT_EQ(r->status, 409);
+  EXPECT_THAT(r->body, HasSubstr("sweep 'acts' has 2 live trials"));
+  EXPECT_THAT(r->body, HasSubstr("smoe sweep cancel acts"));
+  ASSERT_TRUE(sched_->CancelSweep("acts").ok());
+  // Reads fill the dashboard's caches for the sweep.
+  r = c.Get("/api/sweeps/acts", bearer);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["sweep"]["counts"]["cancelled"], 2);
+  r = c.Get("/api/sweeps/acts/curves?metric=ood_acc&x=M&series=&facet=",
+            bearer);
+  EXPECT_EQ(r->status, 200) << r->body;
+  r = c.Delete("/api/sweeps/acts",
+               {{"Cookie", cookie}, {"X-CSRF-Token", Csrf(cookie)}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["deleted_trials"], 2);
+  r = c.Get("/api/sweeps/acts", bearer);
+  EXPECT_EQ(r->status, 404);
+  r = c.Get("/api/sweeps", bearer);
+  EXPECT_TRUE(json::parse(r->body)["sweeps"].empty());
+  EXPECT_TRUE(absl::IsNotFound(store_->GetSweep("acts").status()));
+  r = c.Delete("/api/sweeps/acts", bearer);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_THAT(r->body, HasSubstr("'acts'"));
+  // The same name again is a new sweep: nothing of the old one is served.
+  ASSERT_TRUE(sched_->SubmitSweep(kSweep, false).ok());
+  r = c.Get("/api/sweeps/acts", bearer);
+  ASSERT_EQ(r->status, 200);
+  const json page = json::parse(r->body);
+  EXPECT_EQ(page["sweep"]["counts"]["pending"], 2);
+  EXPECT_EQ(page["sweep"]["counts"]["cancelled"], 0);
+  for (const json& row : page["rows"]) EXPECT_EQ(row["state"], "pending");
+}
+
+// A dashboard watching a sweep that is deleted gets `event: deleted` and a
+// cleanly ended stream (no cut chunked response, no reconnect loop).
+TEST_F(HttpActionsTest, AnEventStreamOfADeletedSweepEndsWithDeleted) {
+  ASSERT_TRUE(sched_->CancelSweep("acts").ok());
+  absl::Mutex mu;
+  std::string received;
+  bool ok = false;
+  std::thread reader([&] {
+    auto c = Client();
+    auto r = c.Get(
+        "/api/sweeps/acts/events",
+        {{"Authorization", absl::StrCat("Bearer ", viewer_)}},
+        [&](const httplib::Response& res) { return res.status == 200; },
+        [&](const char* data, size_t n) {
+          absl::MutexLock lock(&mu);
+          received.append(data, n);
+          return true;
+        });
+    absl::MutexLock lock(&mu);
+    ok = static_cast<bool>(r) && r->status == 200;
+  });
+  const absl::Time end = absl::Now() + absl::Seconds(20);
+  auto has = [&](const char* what) {
+    absl::MutexLock lock(&mu);
+    return received.find(what) != std::string::npos;
+  };
+  while (!has("event: hello") && absl::Now() < end) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(sched_->DeleteSweep("acts").ok());
+  reader.join();  // the stream ends on its own
+  absl::MutexLock lock(&mu);
+  EXPECT_TRUE(ok) << "the stream ended cleanly: " << received;
+  EXPECT_THAT(received, HasSubstr("event: deleted\ndata: {}\n\n"));
+}
+
+TEST_F(HttpActionsTest, ARevokedTokensSessionEnds) {
+  const std::string cookie = Login(viewer_);
+  auto c = Client();
+  EXPECT_EQ(c.Get("/api/sweeps", {{"Cookie", cookie}})->status, 200);
+  ASSERT_TRUE(RevokeToken(TokensFile(dir_.path()), "vic").ok());
+  EXPECT_EQ(c.Get("/api/sweeps", {{"Cookie", cookie}})->status, 401);
+  // Re-created under the same name: a new token, and the old session stays
+  // dead.
+  ASSERT_TRUE(
+      CreateToken(TokensFile(dir_.path()), "vic", Role::kViewer, absl::Now())
+          .ok());
+  EXPECT_EQ(c.Get("/api/sweeps", {{"Cookie", cookie}})->status, 401);
+}
+
+TEST(SameOriginRequestTest, OriginAndSecFetchSite) {
+  auto req = [](std::initializer_list<std::pair<const char*, const char*>> h) {
+    httplib::Request r;
+    r.headers.emplace("Host", "127.0.0.1:8080");  // fixed-port-ok: parsed only
+    for (const auto& [k, v] : h) r.headers.emplace(k, v);
+    return SameOriginRequest(r);
+  };
+  EXPECT_TRUE(req({}));
+  EXPECT_TRUE(req(
+      {{"Origin", "http://127.0.0.1:8080"}}));  // fixed-port-ok: parsed only
+  EXPECT_FALSE(req(
+      {{"Origin", "http://127.0.0.1:9090"}}));  // fixed-port-ok: parsed only
+  EXPECT_FALSE(req({{"Origin", "https://evil.example"}}));
+  EXPECT_FALSE(req({{"Origin", "null"}}));
+  EXPECT_TRUE(req({{"Origin", "null"}, {"Sec-Fetch-Site", "same-origin"}}));
+  EXPECT_FALSE(req({{"Origin", "null"}, {"Sec-Fetch-Site", "cross-site"}}));
+  EXPECT_FALSE(req({{"Sec-Fetch-Site", "cross-site"}}));
+  EXPECT_FALSE(req({{"Sec-Fetch-Site", "same-site"}}));
+  EXPECT_TRUE(req({{"Sec-Fetch-Site", "none"}}));
+}
+
+TEST_F(HttpActionsTest, CrossSiteSignInIsRefused) {
+  auto c = Client();
+  auto r = c.Post("/login", {{"Origin", "https://evil.example"}},
+                  json({{"token", kAdmin}}).dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_FALSE(r->has_header("Set-Cookie"));
+}
+
+}  // namespace
+}  // namespace smoe::coordinator

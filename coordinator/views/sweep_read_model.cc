@@ -1,0 +1,210 @@
+// Copyright 2026 SMoE Lab authors.
+#include "coordinator/views/sweep_read_model.h"
+
+#include <utility>
+
+#include "analysis/stats.h"
+
+namespace smoe::coordinator {
+namespace {
+
+void Count(SweepSnapshot& s, const TrialRow& r, int sign) {
+  for (const auto& [k, v] : r.point.results) s.metric_count[k] += sign;
+}
+
+}  // namespace
+
+std::vector<std::string> SweepSnapshot::metrics() const {
+  std::vector<std::string> out;
+  for (const auto& [k, n] : metric_count) {
+    if (n > 0) out.push_back(k);
+  }
+  return out;
+}
+
+analysis::CurveAggregator& AggregatorEntry::At(
+    const std::shared_ptr<const SweepSnapshot>& snap,
+    const analysis::AggregateOptions& o) {
+  if (agg_ == nullptr || seen_ == nullptr ||
+      seen_->rows.size() > snap->rows.size()) {
+    agg_ = std::make_unique<analysis::CurveAggregator>(o);
+    seen_ = nullptr;
+  }
+  for (size_t i = 0; i < snap->rows.size(); ++i) {
+    if (seen_ == nullptr || i >= seen_->rows.size() ||
+        seen_->rows[i] != snap->rows[i]) {
+      agg_->Set(static_cast<int64_t>(i), snap->rows[i]->point);
+    }
+  }
+  seen_ = snap;
+  return *agg_;
+}
+
+SweepReadModel::SweepReadModel(Scheduler* scheduler,
+                               store::ExperimentStore* store)
+    : scheduler_(scheduler), store_(store) {
+  listener_ = scheduler_->AddSweepDeletedListener(
+      [this](const DeletedSweep& d) { Forget(d.sweep_id); });
+}
+
+SweepReadModel::~SweepReadModel() {
+  scheduler_->RemoveSweepDeletedListener(listener_);
+}
+
+bool SweepReadModel::KeyOf(const std::string& key,
+                           const std::string& sweep_id) {
+  const size_t start = key.find('\x1f');
+  if (start == std::string::npos) return false;
+  return key.compare(start + 1, sweep_id.size(), sweep_id) == 0 &&
+         (key.size() == start + 1 + sweep_id.size() ||
+          key[start + 1 + sweep_id.size()] == '\x1f');
+}
+
+void SweepReadModel::Forget(const std::string& sweep_id) {
+  // A reader that built a snapshot just before the delete may still store
+  // it here afterwards: it is never served (GetSweep says NotFound, and a
+  // sweep re-created under the name has newer versions), only kept until
+  // the next delete of the name or a restart.
+  absl::MutexLock build(&build_mu_);
+  absl::MutexLock lock(&mu_);
+  snapshots_.erase(sweep_id);
+  auto erase_keys = [&](auto* m) {
+    for (auto it = m->begin(); it != m->end();) {
+      it = KeyOf(it->first, sweep_id) ? m->erase(it) : std::next(it);
+    }
+  };
+  erase_keys(&responses_);
+  erase_keys(&aggregators_);
+}
+
+size_t SweepReadModel::EntriesOf(const std::string& sweep_id) {
+  absl::MutexLock lock(&mu_);
+  size_t n = snapshots_.count(sweep_id);
+  for (const auto& [key, v] : responses_) n += KeyOf(key, sweep_id) ? 1 : 0;
+  for (const auto& [key, v] : aggregators_) n += KeyOf(key, sweep_id) ? 1 : 0;
+  return n;
+}
+
+std::shared_ptr<const SweepSnapshot> SweepReadModel::Current(
+    const std::string& sweep_id, int64_t version) {
+  absl::MutexLock lock(&mu_);
+  auto it = snapshots_.find(sweep_id);
+  if (it != snapshots_.end() && it->second->version >= version) {
+    return it->second;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<std::pair<SweepView, std::shared_ptr<const SweepSnapshot>>>
+SweepReadModel::Get(const std::string& sweep_id) {
+  absl::StatusOr<SweepView> view = scheduler_->GetSweep(sweep_id);
+  if (!view.ok()) return view.status();
+  if (auto snap = Current(sweep_id, view->version)) {
+    return std::make_pair(*std::move(view), snap);
+  }
+  absl::MutexLock build(&build_mu_);
+  if (auto snap = Current(sweep_id, view->version)) {
+    return std::make_pair(*std::move(view), snap);
+  }
+  std::shared_ptr<const SweepSnapshot> base;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = snapshots_.find(sweep_id);
+    if (it != snapshots_.end()) base = it->second;
+  }
+  absl::StatusOr<std::shared_ptr<const SweepSnapshot>> snap = nullptr;
+  if (base != nullptr) snap = Refresh(sweep_id, base);
+  if (!snap.ok()) return snap.status();
+  if (*snap == nullptr) snap = Reload(sweep_id);
+  if (!snap.ok()) return snap.status();
+  {
+    absl::MutexLock lock(&mu_);
+    snapshots_[sweep_id] = *snap;
+  }
+  return std::make_pair(*std::move(view), *std::move(snap));
+}
+
+absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Reload(
+    const std::string& sweep_id) {
+  // The view first: rows read after it are at least as new as its version.
+  absl::StatusOr<SweepView> view = scheduler_->GetSweep(sweep_id);
+  if (!view.ok()) return view.status();
+  auto rows = store_->ListSummaries(sweep_id);
+  if (!rows.ok()) return rows.status();
+  auto snap = std::make_shared<SweepSnapshot>();
+  snap->version = view->version;
+  snap->kind = view->record.kind;
+  if (const trials::TrialKind* k = SweepKind(view->spec)) {
+    snap->defaults = trials::Defaults(*k);
+  }
+  std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
+  auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
+  snap->rows.reserve(rows->size());
+  for (size_t i = 0; i < rows->size(); ++i) {
+    snap->rows.push_back(MakeTrialRow((*rows)[i], std::move(points[i])));
+    Count(*snap, *snap->rows.back(), +1);
+    (*index)[(*rows)[i].trial_id] = i;
+  }
+  snap->index = std::move(index);
+  return snap;
+}
+
+absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Refresh(
+    const std::string& sweep_id,
+    const std::shared_ptr<const SweepSnapshot>& base) {
+  auto w =
+      scheduler_->WatchSweep(sweep_id, base->version, absl::ZeroDuration());
+  if (!w.ok()) return w.status();
+  if (w->timed_out) return base;
+  if (w->changed.size() > base->rows.size() / 4 + 64) return nullptr;
+  std::vector<std::string> ids;
+  for (const store::TrialRecord& t : w->changed) {
+    if (!base->index->count(t.trial_id)) return nullptr;  // new trials
+    ids.push_back(t.trial_id);
+  }
+  auto rows = store_->ListSummariesOf(sweep_id, ids);
+  if (!rows.ok()) return rows.status();
+  auto snap = std::make_shared<SweepSnapshot>(*base);  // shares the rows
+  snap->version = w->sweep.version;
+  std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const size_t pos = snap->index->at((*rows)[i].trial_id);
+    Count(*snap, *snap->rows[pos], -1);
+    snap->rows[pos] = MakeTrialRow((*rows)[i], std::move(points[i]));
+    Count(*snap, *snap->rows[pos], +1);
+  }
+  return std::shared_ptr<const SweepSnapshot>(std::move(snap));
+}
+
+std::shared_ptr<AggregatorEntry> SweepReadModel::Aggregator(
+    const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  auto& slot = aggregators_[key];
+  if (slot == nullptr) {
+    if (aggregators_.size() > kMaxAggregators) {
+      aggregators_.clear();
+      return aggregators_[key] = std::make_shared<AggregatorEntry>();
+    }
+    slot = std::make_shared<AggregatorEntry>();
+  }
+  return slot;
+}
+
+std::shared_ptr<const std::string> SweepReadModel::CacheGet(
+    const std::string& key, int64_t version) {
+  absl::MutexLock lock(&mu_);
+  auto it = responses_.find(key);
+  if (it != responses_.end() && it->second.first == version) {
+    return it->second.second;
+  }
+  return nullptr;
+}
+
+void SweepReadModel::CachePut(const std::string& key, int64_t version,
+                              std::shared_ptr<const std::string> body) {
+  absl::MutexLock lock(&mu_);
+  if (responses_.size() > kMaxResponses) responses_.clear();
+  responses_[key] = {version, std::move(body)};
+}
+
+}  // namespace smoe::coordinator

@@ -1,0 +1,118 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: coordinator/views/trial_table.h
+//
+// The dashboard's trials table as a pure query: filter, sort and page a
+// sweep's parsed summary rows. No HTTP, no store, no locks: the HTTP adapter
+// parses the request into a TrialQuery, the read model supplies the rows, and
+// this module returns which rows make up the page.
+//
+// Query language (the `q` field): space-separated terms, all of which must
+// match. A term "FIELD OP VALUE" (OP one of = != < <= > >=, no spaces)
+// compares a column: FIELD is a parameter (`M`, or `p.M`), a result (`ood_acc`,
+// or `r.ood_acc`) or one of trial | state | attempt | worker | duration | seed
+// | exit | error. `=` and `!=` take alternatives separated by '|'
+// (`top_k=2|4`); a parameter matches by its label (ParamLabel), a number by
+// value; `<`, `<=`, `>`, `>=` compare numbers. A row without the column never
+// matches (not even `!=`). A field that is none of these is an error naming it
+// and the known fields. Any other term is a case-insensitive substring of the
+// row's text (trial id, worker, params JSON, state, error); "=x" is text.
+// `state` is a comma-separated list of state names. Sort keys:
+// ordinal (default) | trial | state | attempt | worker | duration | seed |
+// exit | error | p.<param> | r.<result>, with a '-' prefix for descending; rows
+// missing the key sort last either way; ties keep sweep order.
+//
+// Thread safety: every function is pure.
+#ifndef SMOE_COORDINATOR_VIEWS_TRIAL_TABLE_H_
+#define SMOE_COORDINATOR_VIEWS_TRIAL_TABLE_H_
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "analysis/stats.h"
+#include "nlohmann/json.hpp"
+#include "store/types.h"
+
+namespace smoe::coordinator {
+
+// One parsed summary row. Immutable once built: snapshots share unchanged
+// rows, so pointer inequality between two snapshots' rows at a position means
+// "changed".
+struct TrialRow {
+  analysis::TrialPoint point;
+  int attempt = 0;
+  std::string worker;
+  double duration_s = 0;
+  // First line of the trial's last error ("" if it never failed) and the
+  // exit code of its latest ended attempt, if any.
+  std::string error;
+  std::optional<int> exit_code;
+  std::string search;  // lower-case trial id, worker, params, state, error
+};
+
+// Builds a row from the store's summary and its parsed point.
+std::shared_ptr<const TrialRow> MakeTrialRow(const store::TrialSummary& r,
+                                             analysis::TrialPoint point);
+
+enum class FilterOp { kEq, kNe, kLt, kLe, kGt, kGe };
+
+// One "FIELD OP VALUE" term of the query.
+struct FilterTerm {
+  std::string field;  // as written ("M", "r.acc", "state")
+  FilterOp op = FilterOp::kEq;
+  std::vector<std::string> values;  // '|' alternatives; one for < <= > >=
+  std::string text;                 // the whole term, for error messages
+};
+
+struct TrialQuery {
+  std::vector<std::string> states;  // lower-case state names; empty: all
+  std::vector<FilterTerm> terms;
+  std::vector<std::string> text_terms;  // lower-case substrings
+  // Columns a filter may name besides those some row has: the sweep's axes
+  // and the metrics it reported (so a filter on a metric no trial has yet
+  // matches nothing instead of failing).
+  std::vector<std::string> known_params;
+  std::vector<std::string> known_results;
+  std::string sort;  // key without the '-'; "" = ordinal
+  bool descending = false;
+  size_t offset = 0;
+  size_t limit = 100;
+};
+
+// Parses the request fields (see the file comment). Never fails: unknown
+// sort keys are reported by SelectTrials.
+TrialQuery ParseTrialQuery(absl::string_view state, absl::string_view q,
+                           absl::string_view sort, size_t offset, size_t limit);
+
+struct TrialPage {
+  size_t matched = 0;        // rows passing the filter
+  std::vector<size_t> rows;  // positions (into the input) of the page's rows
+};
+
+// Filters, sorts and pages `rows`. InvalidArgument "unknown sort key '...'"
+// for a sort key outside the list above; "unknown filter field '...'" (with
+// the known fields) for a filter on no column, and one naming the term when
+// `<`/`>` is given something that is not a number.
+absl::StatusOr<TrialPage> SelectTrials(
+    const std::vector<std::shared_ptr<const TrialRow>>& rows,
+    const TrialQuery& query);
+
+// A parameter value as the table shows and matches it: strings as they are,
+// integral floats without a decimal point, anything else as JSON.
+std::string ParamLabel(const nlohmann::json& v);
+
+// Which of `n` points of one learning curve to send when at most
+// `max_points` (>= 2) are wanted: all when n <= max_points, else an even
+// stride over the indices with the first and the last always kept; strictly
+// increasing.
+std::vector<size_t> DownsampleIndices(size_t n, size_t max_points);
+
+}  // namespace smoe::coordinator
+
+#endif  // SMOE_COORDINATOR_VIEWS_TRIAL_TABLE_H_
