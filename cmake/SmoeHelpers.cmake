@@ -41,9 +41,14 @@ function(smoe_cc_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
+  # Discovery runs the binary with --gtest_list_tests when ctest starts; on a
+  # loaded 2-core machine a LibTorch test binary (an -O0 coverage build
+  # above all) takes longer than CMake's default 5 s to load, and a
+  # discovery timeout aborts the whole ctest run.
   gtest_discover_tests(${name}
       WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
       DISCOVERY_MODE PRE_TEST
+      DISCOVERY_TIMEOUT 120
       PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                  ENVIRONMENT "SMOE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()
