@@ -47,6 +47,11 @@ const std::vector<Operation>& Operations() {
       {Op::kGetAnalysis, "GetAnalysis", "GET", "/api/sweeps/{sweep}/analysis",
        nullptr, kViewer, "read",
        "Curves, optimal x with CIs, and the E(k, N) fit"},
+      {Op::kGetTunedAnalysis, "GetTunedAnalysis", "GET",
+       "/api/sweeps/{sweep}/analysis/tuned", nullptr, kViewer, "read",
+       "The optimal x when each x gets its own tuned hyperparameters "
+       "(selected on the validation split), beside each fixed "
+       "configuration"},
       {Op::kGetSkillMix, "GetSkillMix", "GET", "/api/sweeps/{sweep}/skillmix",
        nullptr, kViewer, "read",
        "Skill-Mix tables (mean, s.e., n per cell) per metric, with the best "

@@ -56,6 +56,7 @@ enum class Op {
   kWatchSweep,
   kGetCurves,
   kGetAnalysis,
+  kGetTunedAnalysis,
   kGetSkillMix,
   kGetSearch,
   kGetTrialMetrics,

@@ -40,6 +40,7 @@
 #include "coordinator/views/sweep_detail.h"
 #include "coordinator/views/sweep_read_model.h"
 #include "coordinator/views/trial_table.h"
+#include "coordinator/views/tuned_view.h"
 #include "nlohmann/json.hpp"
 
 namespace smoe::coordinator {
@@ -418,6 +419,40 @@ struct HttpServer::Impl {
     res.set_content(*body, kJson);
   }
 
+  // Issue 33 item 3: ?tune=lr[,weight_decay]&select_by=val_acc&select_per=
+  // seed|point (+ the analysis parameters). Computed per request from the
+  // snapshot (O(trials)); not cached.
+  void GetTunedAnalysis(const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    auto snap_or = model->Get(id);
+    if (!snap_or.ok()) return StatusError(res, snap_or.status());
+    const auto& snap = snap_or->second;
+    const analysis::AggregateOptions o = AggOptions(req, *snap);
+    analysis::TuneOptions t;
+    const std::string tune = Param(req, "tune", "");
+    for (absl::string_view p : absl::StrSplit(tune, ',')) {
+      if (p.empty()) {
+        return Error(res, 400,
+                     absl::StrCat("tune: '", tune,
+                                  "' names no parameter (e.g. tune=lr or "
+                                  "tune=lr,weight_decay)"));
+      }
+      t.tune.emplace_back(p);
+    }
+    t.select_by = Param(req, "select_by", "val_acc");
+    auto unit = analysis::ParseSelectUnit(Param(req, "select_per", "seed"));
+    if (!unit.ok()) return StatusError(res, unit.status());
+    t.unit = *unit;
+    std::vector<analysis::TrialPoint> points;
+    points.reserve(snap->rows.size());
+    for (const auto& r : snap->rows) points.push_back(r->point);
+    auto a = ReadTunedAnalysis(points, o, t, id);
+    if (!a.ok()) return StatusError(res, a.status());
+    json j = analysis::ToJson(*a);
+    j["version"] = snap->version;
+    res.set_content(Dump(j), kJson);
+  }
+
   void GetSkillMix(const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
     auto snap_or = model->Get(id);
@@ -767,6 +802,9 @@ struct HttpServer::Impl {
         [this](const Request& req, Response& res) { GetCurves(req, res); });
     Add(api::Op::kGetAnalysis,
         [this](const Request& req, Response& res) { GetAnalysis(req, res); });
+    Add(api::Op::kGetTunedAnalysis, [this](const Request& req, Response& res) {
+      GetTunedAnalysis(req, res);
+    });
     Add(api::Op::kGetSkillMix,
         [this](const Request& req, Response& res) { GetSkillMix(req, res); });
     Add(api::Op::kGetSearch, [this](const Request& req, Response& res) {

@@ -443,6 +443,70 @@ fixed: {model: /models/tiny, device: cpu}
   EXPECT_EQ(t["tables"][1]["metric"], "skill_fraction");
 }
 
+// Issue 33 item 3: the tuned analysis over HTTP. Per (top_k, seed) the lr
+// with the best val_acc is selected and test_acc reported there: k=1 picks
+// lr 0.01 (test 0.5), k=2 picks lr 0.001 (test 0.9), though test_acc alone
+// would pick the other lr at both.
+TEST_F(HttpServerTest, TunedAnalysisSelectsOnTheValidationSplit) {
+  ASSERT_TRUE(sched_
+                  ->SubmitSweep(R"(name: tuned
+kind: sraven
+grid:
+  top_k: [1, 2]
+  lr: [0.001, 0.01]
+fixed: {M: 1, attention: hyla, steps: 10}
+seeds: [0, 1]
+)",
+                                false)
+                  .ok());
+  auto leases = sched_->Lease(worker_, 64, 0);
+  ASSERT_TRUE(leases.ok());
+  ASSERT_EQ(leases->size(), 8u);
+  for (const LeaseGrant& g : *leases) {
+    const json p = json::parse(g.params_json);
+    const int k = p["top_k"].get<int>();
+    const bool small_lr = p["lr"].get<double>() < 0.005;
+    // The lr that wins on val: 0.01 for k=1, 0.001 for k=2.
+    const bool val_best = (k == 1) != small_lr;
+    const double test =
+        k == 1 ? (val_best ? 0.5 : 0.6) : (val_best ? 0.9 : 0.95);
+    ASSERT_TRUE(sched_
+                    ->Complete(worker_, g.trial_id, g.attempt,
+                               {{"val_acc", val_best ? 0.8 : 0.7},
+                                {"test_acc", test + 0.001 * g.seed},
+                                {"ood_acc", 0.5}},
+                               1)
+                    .ok());
+  }
+  const json t = GetJson(
+      "/api/sweeps/tuned/analysis/tuned?tune=lr&metric=test_acc&series=&"
+      "facet=&bootstrap=100");
+  EXPECT_EQ(t["kind"], "tuned");
+  EXPECT_EQ(t["select_by"], "val_acc");
+  EXPECT_EQ(t["select_per"], "seed");
+  ASSERT_EQ(t["tuned"].size(), 1u) << t.dump();
+  const json& pts = t["tuned"][0]["points"];
+  ASSERT_EQ(pts.size(), 2u) << t.dump();
+  EXPECT_EQ(pts[0]["chosen_count"], json({{"lr=0.01", 2}})) << pts[0].dump();
+  EXPECT_EQ(pts[1]["chosen_count"], json({{"lr=0.001", 2}})) << pts[1].dump();
+  EXPECT_NEAR(pts[0]["values"][0].get<double>(), 0.5, 1e-12);
+  EXPECT_NEAR(pts[1]["values"][0].get<double>(), 0.9, 1e-12);
+  EXPECT_EQ(t["untuned"].size(), 2u);
+  // Refusals name the field and value.
+  const json bad = GetJson(
+      "/api/sweeps/tuned/analysis/tuned?tune=depth&metric=test_acc", 400);
+  EXPECT_THAT(bad.dump(), HasSubstr("tune: 'depth' is not a swept parameter "
+                                    "of sweep tuned; its swept parameters: "));
+  const json nosel = GetJson(
+      "/api/sweeps/tuned/analysis/tuned?tune=lr&select_by=val_loss", 400);
+  EXPECT_THAT(nosel.dump(), HasSubstr("select_by: 'val_loss' is not a result"));
+  const json empty = GetJson("/api/sweeps/tuned/analysis/tuned?tune=", 400);
+  EXPECT_THAT(empty.dump(), HasSubstr("names no parameter"));
+  const json unit =
+      GetJson("/api/sweeps/tuned/analysis/tuned?tune=lr&select_per=run", 400);
+  EXPECT_THAT(unit.dump(), HasSubstr("run"));
+}
+
 TEST_F(HttpServerTest, EventsDeliverAChange) {
   absl::Mutex mu;
   std::string received;
