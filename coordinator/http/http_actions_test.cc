@@ -98,8 +98,10 @@ class HttpActionsTest : public ::testing::Test {
 
 TEST_F(HttpActionsTest, TheSessionCookieCarriesTheRoleNotTheToken) {
   const std::string cookie = Login(viewer_);
-  EXPECT_THAT(cookie,
-              MatchesRegex("smoe_session=s2\\.vic\\.viewer\\.[0-9a-f]{64}"));
+  EXPECT_THAT(
+      cookie,
+      MatchesRegex("smoe_session=s3\\.vic\\.viewer\\.[0-9]+\\.[0-9a-f]{32}"
+                   "\\.[0-9a-f]{64}"));
   EXPECT_THAT(cookie, ::testing::Not(HasSubstr(viewer_)));
   auto c = Client();
   auto r = c.Get("/api/session", {{"Cookie", cookie}});
@@ -148,7 +150,7 @@ TEST_F(HttpActionsTest, AViewerReadsButCannotAct) {
 
 TEST_F(HttpActionsTest, AdminActionsNeedTheCsrfTokenAndOurOrigin) {
   const std::string cookie = Login(kAdmin);
-  EXPECT_THAT(cookie, HasSubstr("s2.admin.admin."));
+  EXPECT_THAT(cookie, HasSubstr("s3.admin.admin."));
   const std::string csrf = Csrf(cookie);
   auto c = Client();
   const std::string path = "/api/trials/" + FirstTrial() + "/cancel";
@@ -330,6 +332,60 @@ TEST_F(HttpActionsTest, ARevokedTokensSessionEnds) {
       CreateToken(TokensFile(dir_.path()), "vic", Role::kViewer, absl::Now())
           .ok());
   EXPECT_EQ(c.Get("/api/sweeps", {{"Cookie", cookie}})->status, 401);
+}
+
+// Issue 36 (low): each sign-in is its own session, with its own CSRF token;
+// POST /logout ends it on the server (a copied cookie is refused after);
+// sessions expire kSessionLifetime after sign-in; a forged issue time or
+// nonce breaks the MAC.
+TEST_F(HttpActionsTest, SessionsArePerSignInEndAtLogoutAndExpire) {
+  const std::string a = Login(kAdmin);
+  const std::string b = Login(kAdmin);
+  ASSERT_FALSE(a.empty());
+  EXPECT_NE(a, b);
+  EXPECT_NE(Csrf(a), Csrf(b)) << "a CSRF token per sign-in";
+  auto c = Client();
+  EXPECT_EQ(c.Get("/api/sweeps", {{"Cookie", a}})->status, 200);
+  // Logout with cookie a: a is refused from now on, b still works.
+  auto out = c.Post("/logout", {{"Cookie", a}}, "", "text/plain");
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->status, 204);
+  EXPECT_EQ(c.Get("/api/sweeps", {{"Cookie", a}})->status, 401);
+  EXPECT_EQ(c.Get("/api/sweeps", {{"Cookie", b}})->status, 200);
+  // Expiry and forgery, at the function level.
+  const std::optional<Principal> admin = tokens_->Find("admin");
+  ASSERT_TRUE(admin.has_value());
+  const absl::Time t0 = absl::FromUnixSeconds(1'800'000'000);
+  const std::string nonce(32, 'a');
+  const std::string v = SessionCookieValue(*tokens_, *admin, t0, nonce);
+  EXPECT_TRUE(
+      PrincipalFromSession(tokens_.get(), v, t0 + absl::Hours(1)).has_value());
+  EXPECT_TRUE(PrincipalFromSession(tokens_.get(), v,
+                                   t0 + kSessionLifetime - absl::Seconds(1))
+                  .has_value());
+  EXPECT_FALSE(
+      PrincipalFromSession(tokens_.get(), v, t0 + kSessionLifetime).has_value())
+      << "expired";
+  EXPECT_FALSE(
+      PrincipalFromSession(tokens_.get(), v, t0 - absl::Hours(1)).has_value())
+      << "issued in the future";
+  std::string later = v;
+  const std::string t0s = absl::StrCat(absl::ToUnixSeconds(t0));
+  later.replace(later.find(t0s), t0s.size(),
+                absl::StrCat(absl::ToUnixSeconds(t0) + 3600));
+  EXPECT_FALSE(PrincipalFromSession(tokens_.get(), later, t0 + absl::Hours(2))
+                   .has_value())
+      << "a moved issue time breaks the MAC";
+  std::string other_nonce = v;
+  other_nonce.replace(other_nonce.find(nonce), nonce.size(),
+                      std::string(32, 'b'));
+  EXPECT_FALSE(
+      PrincipalFromSession(tokens_.get(), other_nonce, t0 + absl::Hours(1))
+          .has_value());
+  EXPECT_FALSE(PrincipalFromSession(tokens_.get(), "s2.admin.admin.00",
+                                    t0 + absl::Hours(1))
+                   .has_value())
+      << "the old format is refused";
 }
 
 TEST(SameOriginRequestTest, OriginAndSecFetchSite) {

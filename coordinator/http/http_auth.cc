@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <map>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -13,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "common/api_token.h"
 
 namespace smoe::coordinator {
@@ -28,10 +31,52 @@ std::string HmacHex(const std::string& key, absl::string_view msg) {
       absl::string_view(reinterpret_cast<const char*>(mac), len));
 }
 
-std::string SessionMac(const TokenRegistry& tokens, const Principal& who) {
+std::string SessionMac(const TokenRegistry& tokens, const Principal& who,
+                       int64_t issued, absl::string_view nonce) {
   return HmacHex(tokens.session_key(),
-                 absl::StrCat("smoe dashboard session v2\n", who.name, "\n",
-                              RoleName(who.role), "\n", who.fingerprint));
+                 absl::StrCat("smoe dashboard session v3\n", who.name, "\n",
+                              RoleName(who.role), "\n", who.fingerprint, "\n",
+                              issued, "\n", nonce));
+}
+
+// The parts of an "s3." cookie value.
+struct SessionParts {
+  absl::string_view name, role, nonce, mac;
+  int64_t issued = 0;
+};
+std::optional<SessionParts> ParseSession(absl::string_view value) {
+  if (!absl::ConsumePrefix(&value, "s3.")) return std::nullopt;
+  // Names may hold '.' ([a-z0-9._-]): split the fixed fields from the right.
+  SessionParts p;
+  absl::string_view* fields[] = {&p.mac, &p.nonce};
+  for (absl::string_view* f : fields) {
+    const size_t dot = value.rfind('.');
+    if (dot == absl::string_view::npos) return std::nullopt;
+    *f = value.substr(dot + 1);
+    value = value.substr(0, dot);
+  }
+  size_t dot = value.rfind('.');
+  if (dot == absl::string_view::npos ||
+      !absl::SimpleAtoi(value.substr(dot + 1), &p.issued)) {
+    return std::nullopt;
+  }
+  value = value.substr(0, dot);
+  dot = value.rfind('.');
+  if (dot == absl::string_view::npos) return std::nullopt;
+  p.role = value.substr(dot + 1);
+  p.name = value.substr(0, dot);
+  if (p.nonce.size() != 32 || p.name.empty()) return std::nullopt;
+  return p;
+}
+
+// Sessions ended by POST /logout: nonce -> when the cookie expires anyway.
+struct EndedSessions {
+  absl::Mutex mu;
+  std::map<std::string, absl::Time, std::less<>> ended ABSL_GUARDED_BY(mu);
+};
+EndedSessions& Ended() {
+  static auto* e = new EndedSessions();
+  return *e;
 }
 
 // The value of cookie `name` in a Cookie header, or "".
@@ -52,27 +97,55 @@ bool Mutating(const std::string& method) {
 }  // namespace
 
 std::string SessionCookieValue(const TokenRegistry& tokens,
-                               const Principal& who) {
-  return absl::StrCat("s2.", who.name, ".", RoleName(who.role), ".",
-                      SessionMac(tokens, who));
+                               const Principal& who, absl::Time issued,
+                               absl::string_view nonce) {
+  const int64_t t = absl::ToUnixSeconds(issued);
+  return absl::StrCat("s3.", who.name, ".", RoleName(who.role), ".", t, ".",
+                      nonce, ".", SessionMac(tokens, who, t, nonce));
+}
+
+absl::StatusOr<std::string> SessionCookieValue(const TokenRegistry& tokens,
+                                               const Principal& who) {
+  // 128 random bits from the same source as the API tokens.
+  absl::StatusOr<std::string> random = GenerateApiToken();
+  if (!random.ok()) return random.status();
+  return SessionCookieValue(tokens, who, absl::Now(), random->substr(5, 32));
 }
 
 std::optional<Principal> PrincipalFromSession(TokenRegistry* tokens,
-                                              absl::string_view value) {
-  if (!absl::ConsumePrefix(&value, "s2.")) return std::nullopt;
-  // Names hold no '.'-free guarantee ([a-z0-9._-]): split from the right.
-  const size_t mac_dot = value.rfind('.');
-  if (mac_dot == absl::string_view::npos) return std::nullopt;
-  const absl::string_view mac = value.substr(mac_dot + 1);
-  const absl::string_view rest = value.substr(0, mac_dot);
-  const size_t role_dot = rest.rfind('.');
-  if (role_dot == absl::string_view::npos) return std::nullopt;
-  const absl::string_view name = rest.substr(0, role_dot);
-  const absl::string_view role = rest.substr(role_dot + 1);
-  std::optional<Principal> who = tokens->Find(name);
-  if (!who.has_value() || role != RoleName(who->role)) return std::nullopt;
-  if (!TokenEquals(mac, SessionMac(*tokens, *who))) return std::nullopt;
+                                              absl::string_view value,
+                                              absl::Time now) {
+  const std::optional<SessionParts> p = ParseSession(value);
+  if (!p.has_value()) return std::nullopt;
+  const absl::Time issued = absl::FromUnixSeconds(p->issued);
+  // Issued in the future (beyond a little clock skew) or expired.
+  if (issued > now + absl::Minutes(5) || now - issued >= kSessionLifetime) {
+    return std::nullopt;
+  }
+  std::optional<Principal> who = tokens->Find(p->name);
+  if (!who.has_value() || p->role != RoleName(who->role)) return std::nullopt;
+  if (!TokenEquals(p->mac, SessionMac(*tokens, *who, p->issued, p->nonce))) {
+    return std::nullopt;
+  }
+  EndedSessions& e = Ended();
+  absl::MutexLock lock(&e.mu);
+  if (e.ended.count(p->nonce) != 0) return std::nullopt;
   return who;
+}
+
+void EndSession(absl::string_view value) {
+  const std::optional<SessionParts> p = ParseSession(value);
+  if (!p.has_value()) return;
+  const absl::Time expires =
+      absl::FromUnixSeconds(p->issued) + kSessionLifetime;
+  const absl::Time now = absl::Now();
+  EndedSessions& e = Ended();
+  absl::MutexLock lock(&e.mu);
+  // Forget the ones that have expired anyway.
+  for (auto it = e.ended.begin(); it != e.ended.end();) {
+    it = it->second <= now ? e.ended.erase(it) : std::next(it);
+  }
+  if (expires > now) e.ended.emplace(std::string(p->nonce), expires);
 }
 
 std::string CsrfTokenFor(const TokenRegistry& tokens,

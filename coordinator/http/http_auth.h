@@ -7,11 +7,16 @@
 // Who is calling: `Authorization: Bearer <token>` (scripts, the CLI), or the
 // session cookie `smoe_session` set by POST /login (browsers). The cookie is
 //
-//   s2.<token name>.<role>.<hex HMAC-SHA256(admin token, name, role,
-//                                           sha256(token))>
+//   s3.<token name>.<role>.<issued, unix s>.<nonce, 32 hex>.
+//      <hex HMAC-SHA256(admin token, name, role, sha256(token), issued,
+//                       nonce)>
 //
 // so it carries the role, is never the token, dies with the token (revoked,
-// or re-created under the same name) and with the admin token (the MAC key).
+// or re-created under the same name), with the admin token (the MAC key),
+// kSessionLifetime after sign-in, and at POST /logout (its nonce goes on a
+// list of ended sessions, kept in memory until the cookie would expire: a
+// coordinator restart forgets it). Each sign-in gets its own nonce, so its
+// own CSRF token.
 //
 // What they may do: the access table (coordinator/api/access.h) by method and
 // path; a route missing from it is refused (fail closed). Refusals: 401
@@ -41,7 +46,9 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "coordinator/api/access.h"
 #include "coordinator/tokens.h"
 
@@ -50,13 +57,26 @@ namespace smoe::coordinator {
 inline constexpr char kSessionCookieName[] = "smoe_session";
 inline constexpr char kCsrfHeader[] = "X-CSRF-Token";
 
-// The session cookie's value for `who`.
+// How long a session lasts after sign-in.
+inline constexpr absl::Duration kSessionLifetime = absl::Hours(7 * 24);
+
+// A new session cookie value for `who`: issued now, a fresh random nonce
+// (an error only when the system's random source fails).
+absl::StatusOr<std::string> SessionCookieValue(const TokenRegistry& tokens,
+                                               const Principal& who);
+// The same, issued at `issued` with `nonce` (32 hex digits; tests).
 std::string SessionCookieValue(const TokenRegistry& tokens,
-                               const Principal& who);
+                               const Principal& who, absl::Time issued,
+                               absl::string_view nonce);
 // The principal a session cookie value belongs to, or nullopt (malformed,
-// forged, or its token revoked or replaced).
+// forged, expired at `now`, ended by POST /logout, or its token revoked or
+// replaced).
 std::optional<Principal> PrincipalFromSession(TokenRegistry* tokens,
-                                              absl::string_view value);
+                                              absl::string_view value,
+                                              absl::Time now = absl::Now());
+// Ends a session (POST /logout): its cookie is refused from now on, in this
+// process. A malformed value is ignored.
+void EndSession(absl::string_view value);
 // The CSRF token of a session (cookie value): 32 hex digits.
 std::string CsrfTokenFor(const TokenRegistry& tokens,
                          absl::string_view session);

@@ -692,10 +692,13 @@ struct HttpServer::Impl {
       }
       return;
     }
-    res.set_header(
-        "Set-Cookie",
-        absl::StrCat(kCookieName, "=", SessionCookieValue(*tokens, *who),
-                     "; Path=/; HttpOnly; SameSite=Strict"));
+    absl::StatusOr<std::string> session = SessionCookieValue(*tokens, *who);
+    if (!session.ok()) return StatusError(res, session.status());
+    // Max-Age: the browser drops it when the server stops taking it.
+    res.set_header("Set-Cookie",
+                   absl::StrCat(kCookieName, "=", *session,
+                                "; Path=/; HttpOnly; SameSite=Strict; Max-Age=",
+                                absl::ToInt64Seconds(kSessionLifetime)));
     if (is_json) {
       res.status = 204;
     } else {
@@ -784,7 +787,12 @@ struct HttpServer::Impl {
     });
     Add(api::Op::kLogin,
         [this](const Request& req, Response& res) { Login(req, res); });
-    Add(api::Op::kLogout, [](const Request&, Response& res) {
+    Add(api::Op::kLogout, [this](const Request& req, Response& res) {
+      // The session ends on the server too: a copy of the cookie is refused.
+      const HttpCaller caller = ResolveCaller(tokens, req);
+      if (!caller.bearer && !caller.session.empty()) {
+        EndSession(caller.session);
+      }
       res.set_header("Set-Cookie",
                      absl::StrCat(kCookieName,
                                   "=; Path=/; HttpOnly; SameSite=Strict; "

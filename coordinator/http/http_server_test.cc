@@ -182,7 +182,8 @@ TEST_F(HttpServerTest, LoginSetsAStrictHttpOnlyCookie) {
   EXPECT_EQ(c.Get("/api/sweeps", {{"Cookie", pair}})->status, 200);
   // Issue 16 item 10: the cookie is derived from the token, not the token.
   EXPECT_THAT(cookie, Not(HasSubstr(kToken)));
-  EXPECT_THAT(pair, HasSubstr("smoe_session=s2.admin.admin."));
+  EXPECT_THAT(pair, HasSubstr("smoe_session=s3.admin.admin."));
+  EXPECT_THAT(cookie, HasSubstr("Max-Age=604800"));
   auto js =
       c.Post("/login", json({{"token", kToken}}).dump(), "application/json");
   EXPECT_EQ(js->status, 204);
