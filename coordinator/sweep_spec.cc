@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "common/utf8.h"
 #include "trials/params.h"
+#include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
 namespace smoe::coordinator {
@@ -1195,6 +1197,55 @@ std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec) {
   return out;
 }
 
+namespace {
+
+// Notes where a YAML document's content starts and whether it has any.
+class DocumentProbe : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Content(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Content(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Content(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Content(m);
+  }
+  void OnMapEnd() override {}
+  bool has_content = false;
+  YAML::Mark first;
+
+ private:
+  void Content(const YAML::Mark& m) {
+    if (!has_content) first = m;
+    has_content = true;
+  }
+};
+
+// The line (1-based) where a second, non-empty YAML document of `text`
+// starts, or 0. Two documents at most are parsed: yaml-cpp 0.7's LoadAll
+// loops forever on some malformed inputs (the sweep-file fuzzer found two),
+// while each HandleNextDocument call returns.
+int SecondDocumentLine(absl::string_view text) {
+  std::istringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  DocumentProbe first;
+  if (!parser.HandleNextDocument(first)) return 0;
+  DocumentProbe second;
+  if (!parser.HandleNextDocument(second) || !second.has_content) return 0;
+  return second.first.line + 1;
+}
+
+}  // namespace
+
 absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
                                          const ParseOptions& options) {
   SweepSpec spec;
@@ -1223,18 +1274,16 @@ absl::StatusOr<SweepSpec> ParseSweepYaml(absl::string_view text,
   // yaml-cpp reports errors by throwing; this is the boundary where they are
   // caught and turned into a Status.
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
     // A second document ("---" then more) was silently ignored.
-    for (size_t d = 1; d < docs.size(); ++d) {
-      if (docs[d] && !docs[d].IsNull() && !options.allow_lax_yaml) {
+    if (!options.allow_lax_yaml) {
+      if (const int line = SecondDocumentLine(text); line > 0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "sweep file: a second YAML document at line ",
-            docs[d].Mark().line + 1,
+            "sweep file: a second YAML document at line ", line,
             "; a sweep file is one document (remove the '---' and what "
             "follows, or submit it as its own file)"));
       }
     }
-    const YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
+    const YAML::Node root = YAML::Load(std::string(text));
     if (!root || root.IsNull()) {
       return absl::InvalidArgumentError("sweep file: empty document");
     }

@@ -458,6 +458,23 @@ TEST(SweepSpecTest, SkillMixMaySpanSeveralRanks) {
 namespace smoe::coordinator {
 namespace {
 
+// Two inputs the fuzzer found on which yaml-cpp 0.7's LoadAll never returns
+// (the check for a second document used it): parsing them ends, with an
+// answer either way. A hang here is ctest's timeout.
+TEST(SweepSpecLimitsTest, MalformedDocumentsThatHungLoadAllReturn) {
+  const char* src = std::getenv("SMOE_SOURCE_DIR");
+  ASSERT_NE(src, nullptr);
+  for (const char* name : {"tests/fuzz/corpus/regress-loadall-hang-1.yaml",
+                           "tests/fuzz/corpus/regress-loadall-hang-2.yaml"}) {
+    std::ifstream in(std::string(src) + "/" + name);
+    ASSERT_TRUE(in) << name;
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto spec = ParseSweepYaml(text.str());
+    EXPECT_FALSE(spec.ok()) << name;  // malformed either way
+  }
+}
+
 // The shipped examples must always parse.
 TEST(SweepSpecTest, ShippedExamplesParse) {
   const char* src = std::getenv("SMOE_SOURCE_DIR");

@@ -119,7 +119,7 @@ json Base(const TrialKind& kind) {
 
 // Base plus `name` = v, with the other params the rules between parameters
 // need for v (top_k <= num_experts, ep_size divides num_experts, warmup <
-// steps).
+// steps, the model-size cap).
 json Point(const TrialKind& kind, const std::string& name, const json& v) {
   json p = Base(kind);
   if (kind.name == "sraven") {
@@ -127,6 +127,13 @@ json Point(const TrialKind& kind, const std::string& name, const json& v) {
     if (name == "num_experts") p["top_k"] = 1;
     if (name == "ep_size") p["num_experts"] = 64;
     if (name == "warmup") p["steps"] = 1000000000;  // warmup < steps
+    // The largest width makes a model under the size cap (issue 36) only
+    // when it is shallow and has one expert.
+    if (name == "width") {
+      p["depth"] = 1;
+      p["num_experts"] = 1;
+      p["top_k"] = 1;
+    }
   }
   p[name] = v;
   return p;
