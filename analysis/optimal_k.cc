@@ -99,23 +99,34 @@ OptimalK OptimalForSeries(const AggregateOptions& options,
     ++wins[arg];
     winners.push_back(s.points[arg].x.number);
   }
+  std::vector<std::string> labels;
+  labels.reserve(s.points.size());
+  for (const CurvePoint& p : s.points) labels.push_back(p.x.label);
+  SummarizeArgmaxDraws(wins, labels, best, std::move(winners), options.ci_level,
+                       &o);
+  return o;
+}
+
+void SummarizeArgmaxDraws(const std::vector<int>& wins,
+                          const std::vector<std::string>& labels, size_t best,
+                          std::vector<double> winners, double ci_level,
+                          OptimalK* o) {
   const double total = static_cast<double>(winners.size());
   if (total > 0) {
-    o.best_freq = wins[best] / total;
-    for (size_t i = 0; i < s.points.size(); ++i) {
-      if (wins[i] > 0) o.argmax_freq[s.points[i].x.label] = wins[i] / total;
+    o->best_freq = wins[best] / total;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (wins[i] > 0) o->argmax_freq[labels[i]] = wins[i] / total;
     }
     std::sort(winners.begin(), winners.end());
-    const double alpha = (1 - options.ci_level) / 2;
+    const double alpha = (1 - ci_level) / 2;
     const double n1 = total - 1;
-    o.ci_lo = winners[static_cast<size_t>(std::floor(alpha * n1))];
-    o.ci_hi = winners[static_cast<size_t>(std::ceil((1 - alpha) * n1))];
+    o->ci_lo = winners[static_cast<size_t>(std::floor(alpha * n1))];
+    o->ci_hi = winners[static_cast<size_t>(std::ceil((1 - alpha) * n1))];
   } else {
-    o.best_freq = 1;
-    o.argmax_freq[o.best.label] = 1;
-    o.ci_lo = o.ci_hi = o.best.number;
+    o->best_freq = 1;
+    o->argmax_freq[o->best.label] = 1;
+    o->ci_lo = o->ci_hi = o->best.number;
   }
-  return o;
 }
 
 std::vector<OptimalK> ComputeOptimalK(const Curves& curves) {

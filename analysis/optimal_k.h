@@ -51,6 +51,16 @@ std::vector<OptimalK> ComputeOptimalK(const Curves& curves);
 
 // The optimal x of one series (ComputeOptimalK's per-series step).
 // REQUIRES: s.points non-empty.
+// Fills `o`'s bootstrap summary of the argmax from its draws: wins[i] = the
+// resamples whose argmax was point i (labelled labels[i]), winners = each
+// resample's argmax x (sorted here), best = the index of o->best. With no
+// draw, the point estimate stands alone (frequency 1, CI = {best}). Shared by
+// OptimalForSeries and the tuned analysis (analysis/tuned.h).
+void SummarizeArgmaxDraws(const std::vector<int>& wins,
+                          const std::vector<std::string>& labels, size_t best,
+                          std::vector<double> winners, double ci_level,
+                          OptimalK* o);
+
 OptimalK OptimalForSeries(const AggregateOptions& options,
                           const GroupKey& facet, const Series& s);
 

@@ -238,22 +238,11 @@ TunedSeries AnalyzeSeries(const AggregateOptions& options,
     std::tie(s.ci_lo, s.ci_hi) =
         PercentileCi(&point_draws[i], options.ci_level, s.mean);
   }
-  const double total = static_cast<double>(winners.size());
-  if (total > 0) {
-    o.best_freq = wins[best] / total;
-    for (size_t i = 0; i < out.points.size(); ++i) {
-      if (wins[i] > 0) o.argmax_freq[out.points[i].x.label] = wins[i] / total;
-    }
-    std::sort(winners.begin(), winners.end());
-    const double alpha = (1 - options.ci_level) / 2;
-    const double n1 = total - 1;
-    o.ci_lo = winners[static_cast<size_t>(std::floor(alpha * n1))];
-    o.ci_hi = winners[static_cast<size_t>(std::ceil((1 - alpha) * n1))];
-  } else {
-    o.best_freq = 1;
-    o.argmax_freq[o.best.label] = 1;
-    o.ci_lo = o.ci_hi = o.best.number;
-  }
+  std::vector<std::string> labels;
+  labels.reserve(out.points.size());
+  for (const TunedPoint& p : out.points) labels.push_back(p.x.label);
+  SummarizeArgmaxDraws(wins, labels, static_cast<size_t>(best),
+                       std::move(winners), options.ci_level, &o);
   return out;
 }
 
