@@ -30,6 +30,7 @@
 #include "cli/train_cmd.h"
 #include "cli/up.h"
 #include "cli/worker_cmd.h"
+#include "cli/workers_cmd.h"
 #include "common/flags.h"
 #include "coordinator/server.h"
 #include "coordinator/sweep_spec.h"
@@ -376,6 +377,24 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "csv", "json"}));
   add_client_flags(results);
 
+  // smoe workers [--all] | smoe workers drain WORKER
+  bool workers_all = false;
+  std::string drain_worker;
+  CLI::App* workers = app.add_subcommand(
+      "workers",
+      "List the workers: state (ready, draining, stopped, lost), slots, "
+      "GPUs, kinds, labels, last heartbeat, trials");
+  workers->add_flag("--all", workers_all,
+                    "Also workers silent for more than a day");
+  CLI::App* workers_drain = workers->add_subcommand(
+      "drain",
+      "Drain a worker (admin): it leases nothing more, its trials checkpoint "
+      "and resume elsewhere, then it exits");
+  workers_drain->add_option("WORKER", drain_worker, "Worker id (as listed)")
+      ->required();
+  add_client_flags(workers);
+  add_client_flags(workers_drain);
+
   // smoe artifacts
   std::string artifact_trial, artifact_download, artifact_out;
   CLI::App* artifacts = app.add_subcommand(
@@ -707,6 +726,10 @@ int Main(int argc, char** argv) {
   }
   if (logs->parsed())
     return LogsCmd(*client, logs_trial, logs_flags, std::cout);
+  if (workers_drain->parsed()) {
+    return DrainWorkerCmd(*client, drain_worker, std::cout);
+  }
+  if (workers->parsed()) return WorkersCmd(*client, workers_all, std::cout);
   if (analyze->parsed()) {
     return AnalyzeCmd(*client, sweep_id, analyze_flags, std::cout);
   }

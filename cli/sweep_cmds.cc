@@ -79,27 +79,6 @@ std::string FormatValue(const google::protobuf::Value& v) {
   }
 }
 
-// Prints rows as an aligned text table.
-void PrintTable(const std::vector<std::string>& header,
-                const std::vector<std::vector<std::string>>& rows,
-                std::ostream& out) {
-  std::vector<size_t> w(header.size());
-  for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size() && i < w.size(); ++i) {
-      w[i] = std::max(w[i], r[i].size());
-    }
-  }
-  auto line = [&](const std::vector<std::string>& r) {
-    for (size_t i = 0; i < r.size(); ++i) {
-      out << std::left << std::setw(static_cast<int>(w[i])) << r[i]
-          << (i + 1 < r.size() ? "  " : "\n");
-    }
-  };
-  line(header);
-  for (const auto& r : rows) line(r);
-}
-
 std::string CsvEscape(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -156,6 +135,26 @@ void PrintSweepSummary(const pb::Sweep& s, std::ostream& out) {
 }
 
 }  // namespace
+
+void PrintTable(const std::vector<std::string>& header,
+                const std::vector<std::vector<std::string>>& rows,
+                std::ostream& out) {
+  std::vector<size_t> w(header.size());
+  for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) {
+      w[i] = std::max(w[i], r[i].size());
+    }
+  }
+  auto line = [&](const std::vector<std::string>& r) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      out << std::left << std::setw(static_cast<int>(w[i])) << r[i]
+          << (i + 1 < r.size() ? "  " : "\n");
+    }
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+}
 
 std::string ProgressLine(const pb::StateCounts& c, int width) {
   const int finished = c.succeeded() + c.failed() + c.cancelled() + c.pruned();

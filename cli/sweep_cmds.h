@@ -28,6 +28,11 @@ std::string ProgressLine(const smoe::v1::StateCounts& c, int width);
 // "45s", "3m05s", "1h02m".
 std::string FormatEta(absl::Duration d);
 
+// Prints rows as an aligned text table (two spaces between columns).
+void PrintTable(const std::vector<std::string>& header,
+                const std::vector<std::vector<std::string>>& rows,
+                std::ostream& out);
+
 // A sweep's progress line with an ETA: the rate is the trials finished since
 // the first line this object made (so trials done before a `watch` started
 // do not count), over the time since then; "ETA --" until one finishes, no

@@ -928,6 +928,33 @@ absl::StatusOr<Registration> Scheduler::RegisterLocked(const WorkerInfo& info) {
                       options_.lease_timeout};
 }
 
+std::pair<int, int> Scheduler::UsedByLocked(const WorkerEntry& worker) const {
+  int used_slots = 0, used_gpus = 0;
+  for (const std::string& id : worker.leased) {
+    auto t = trials_.find(id);
+    if (t == trials_.end()) continue;
+    used_gpus += t->second.gpus;
+    auto sw = sweeps_.find(t->second.sweep_id);
+    used_slots +=
+        sw == sweeps_.end() ? 1 : std::max(1, sw->second.spec.resources.slots);
+  }
+  return {used_slots, used_gpus};
+}
+
+std::vector<WorkerSnapshot> Scheduler::ListWorkers() {
+  absl::MutexLock lock(&mu_);
+  std::vector<WorkerSnapshot> out;
+  out.reserve(workers_.size());
+  for (const auto& [id, w] : workers_) {
+    WorkerSnapshot s;
+    s.record = w.record;
+    std::tie(s.slots_used, s.gpus_used) = UsedByLocked(w);
+    s.trial_ids.assign(w.leased.begin(), w.leased.end());  // std::set: sorted
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
     const std::string& worker_id, int free_slots, int free_gpus) {
   SMOE_RETURN_IF_ERROR(ExpireLeasesLocked());
@@ -943,16 +970,7 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
   // already runs: a worker cannot take more than its capacity in one call
   // (issue 16 item 9: a 1-slot worker got 32 leases).
   {
-    int used_slots = 0, used_gpus = 0;
-    for (const std::string& id : worker.leased) {
-      auto t = trials_.find(id);
-      if (t == trials_.end()) continue;
-      used_gpus += t->second.gpus;
-      auto sw = sweeps_.find(t->second.sweep_id);
-      used_slots += sw == sweeps_.end()
-                        ? 1
-                        : std::max(1, sw->second.spec.resources.slots);
-    }
+    const auto [used_slots, used_gpus] = UsedByLocked(worker);
     free_slots = std::min(free_slots, worker.record.slots - used_slots);
     free_gpus = std::min(free_gpus, worker.record.gpus - used_gpus);
   }

@@ -36,6 +36,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -167,6 +168,16 @@ absl::Status ValidateWorkerInfo(const WorkerInfo& info);
 // rule when it parses the trainer's events).
 absl::Status ValidateMetricName(absl::string_view name);
 
+// A registered worker as the scheduler has it now (views/workers_view.h
+// turns it into the workers table): its record, what the trials leased to it
+// use, and their ids.
+struct WorkerSnapshot {
+  store::WorkerRecord record;
+  int slots_used = 0;
+  int gpus_used = 0;
+  std::vector<std::string> trial_ids;  // leased to it, sorted
+};
+
 struct Registration {
   std::string worker_id;
   absl::Duration heartbeat_interval;
@@ -255,6 +266,9 @@ class Scheduler {
   absl::StatusOr<SearchUsage> GetSearchUsage(const std::string& sweep_id);
   // Marks a worker draining: it gets `drain` in its next heartbeat reply.
   absl::Status DrainWorker(const std::string& worker_id);
+  // Every registered worker (in memory: a heartbeat's time may not be durable
+  // yet), by id.
+  std::vector<WorkerSnapshot> ListWorkers();
 
   // ---- dashboard actions (scheduler_actions.cc) -----------------------------
   // Cancels one pending or running trial (a running attempt is killed through
@@ -353,6 +367,7 @@ class Scheduler {
   void FailStop(const absl::Status& why);
 
   const SchedulerOptions& options() const { return options_; }
+  absl::Time Now() const { return clock_->Now(); }
   // Number of group commits so far (for benchmarks).
   int64_t group_commits();
 
@@ -461,6 +476,9 @@ class Scheduler {
                                                 const SweepAnnotation& a)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<DeletedSweep> DeleteSweepLocked(const std::string& sweep_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The slots and GPUs of the trials leased to `worker`.
+  std::pair<int, int> UsedByLocked(const WorkerEntry& worker) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DrainWorkerLocked(const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -82,6 +82,10 @@ const std::vector<Operation>& Operations() {
        "One attempt's log: the trainer's stderr and non-event stdout (the "
        "last 64 KiB; secrets redacted). Reading a running attempt asks its "
        "worker for a fresh tail (about one heartbeat later)"},
+      {Op::kListWorkers, "ListWorkers", "GET", "/api/workers",
+       "/smoe.v1.Coordinator/ListWorkers", kViewer, "read",
+       "Every worker: capacity and use, labels, kinds, last heartbeat, the "
+       "trials it runs, and its state (ready, draining, stopped, lost)"},
       // Actions; over HTTP CSRF-checked (coordinator/http/http_auth.h).
       {Op::kSubmitSweep, "SubmitSweep", nullptr, nullptr,
        "/smoe.v1.Coordinator/SubmitSweep", kAdmin, nullptr,
@@ -111,9 +115,10 @@ const std::vector<Operation>& Operations() {
       {Op::kRetryTrial, "RetryTrial", "POST",
        "/api/trials/{sweep}/{trial}/retry", nullptr, kAdmin, "actions",
        "Re-queue a failed or cancelled trial"},
-      {Op::kDrainWorker, "DrainWorker", nullptr, nullptr,
-       "/smoe.v1.Coordinator/DrainWorker", kAdmin, nullptr,
-       "Stop leasing to a worker"},
+      {Op::kDrainWorker, "DrainWorker", "POST", "/api/workers/{worker}/drain",
+       "/smoe.v1.Coordinator/DrainWorker", kAdmin, "actions",
+       "Drain a worker: it leases nothing more; its trials checkpoint and "
+       "resume elsewhere; then it exits"},
       // The worker daemon.
       {Op::kRegister, "Register", nullptr, nullptr,
        "/smoe.v1.WorkerGateway/Register", kWorker, nullptr, "A worker joins"},
@@ -172,7 +177,8 @@ std::string HttpPattern(const Operation& op) {
   return absl::StrReplaceAll(op.http_path,
                              {{"{sweep}/{trial}", trial},
                               {"{sweep}", Group(kSweepIdRegex)},
-                              {"{name}", Group(kArtifactNameRegex)}});
+                              {"{name}", Group(kArtifactNameRegex)},
+                              {"{worker}", Group(kWorkerIdRegex)}});
 }
 
 std::string OpenApiPathOf(const std::string& pattern) {
@@ -180,7 +186,8 @@ std::string OpenApiPathOf(const std::string& pattern) {
       pattern, {{Group(absl::StrCat(kSweepIdRegex, "/", kTrialHexRegex)),
                  "{sweep}/{trial}"},
                 {Group(kSweepIdRegex), "{sweep}"},
-                {Group(kArtifactNameRegex), "{name}"}});
+                {Group(kArtifactNameRegex), "{name}"},
+                {Group(kWorkerIdRegex), "{worker}"}});
 }
 
 }  // namespace smoe::coordinator::api

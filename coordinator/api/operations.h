@@ -37,6 +37,8 @@ namespace api {
 inline constexpr char kSweepIdRegex[] = "[a-z0-9][a-z0-9._-]{0,63}";
 inline constexpr char kTrialHexRegex[] = "[0-9a-f]{16}";
 inline constexpr char kArtifactNameRegex[] = "[A-Za-z0-9._-]{1,200}";
+// A worker id (ValidateWorkerInfo's rule; may hold '/', sent as %2F).
+inline constexpr char kWorkerIdRegex[] = "[A-Za-z0-9._:/-]{1,128}";
 
 // One enumerator per operation; the table below has exactly one row each.
 enum class Op {
@@ -63,6 +65,7 @@ enum class Op {
   kListArtifacts,
   kGetArtifact,
   kGetTrialLogs,
+  kListWorkers,
   // Actions.
   kSubmitSweep,
   kCancelSweep,
@@ -97,7 +100,8 @@ struct Operation {
   // "GET" | "POST" | "PUT" | "DELETE"; nullptr when not served over HTTP.
   const char* http_method;
   // The HTTP path as an OpenAPI template: {sweep} is a sweep id,
-  // {sweep}/{trial} a trial id, {name} an artifact name. The catch-alls hold
+  // {sweep}/{trial} a trial id, {name} an artifact name, {worker} a worker
+  // id. The catch-alls hold
   // their regular expression instead. nullptr when not served over HTTP.
   const char* http_path;
   // The full gRPC path ("/smoe.v1.Coordinator/GetSweep"); nullptr when not
@@ -118,8 +122,8 @@ const std::vector<Operation>& Operations();
 const Operation& OperationOf(Op op);
 
 // The regular expression an HTTP route is registered with: the path template
-// with {sweep}/{trial} as one group (the full trial id), {sweep} and {name} as
-// a group each. REQUIRES: op.http_path != nullptr.
+// with {sweep}/{trial} as one group (the full trial id), {sweep}, {name} and
+// {worker} as a group each. REQUIRES: op.http_path != nullptr.
 std::string HttpPattern(const Operation& op);
 
 // The inverse of HttpPattern for a registered pattern: the OpenAPI template.

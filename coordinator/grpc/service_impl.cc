@@ -17,6 +17,7 @@
 #include "coordinator/artifacts.h"
 #include "coordinator/grpc/grpc_auth.h"
 #include "coordinator/views/sweep_detail.h"
+#include "coordinator/views/workers_view.h"
 #include "proto/auth.h"
 #include "proto/rpc_status.h"
 
@@ -439,6 +440,49 @@ grpc::Status CoordinatorServiceImpl::DrainWorker(
     pb::DrainWorkerResponse*) {
   return Guarded(ctx, auth_, *req,
                  [&] { return scheduler_->DrainWorker(req->worker_id()); });
+}
+
+grpc::Status CoordinatorServiceImpl::ListWorkers(
+    grpc::ServerContext* ctx, const pb::ListWorkersRequest* req,
+    pb::ListWorkersResponse* resp) {
+  return Guarded(ctx, auth_, *req, [&]() -> absl::Status {
+    const WorkersTable table = ReadWorkersTable(*scheduler_, req->all());
+    resp->set_as_of_ms(Ms(table.as_of));
+    resp->set_lost_after_ms(absl::ToInt64Milliseconds(table.lost_after));
+    resp->set_hidden(table.hidden);
+    for (const WorkerRow& row : table.rows) {
+      const store::WorkerRecord& r = row.worker.record;
+      pb::WorkerStatus* w = resp->add_workers();
+      w->set_worker_id(r.worker_id);
+      w->set_hostname(r.hostname);
+      w->set_cpus(r.cpus);
+      w->set_gpus(r.gpus);
+      w->set_slots(r.slots);
+      w->set_slots_used(row.worker.slots_used);
+      w->set_gpus_used(row.worker.gpus_used);
+      w->mutable_labels()->insert(r.labels.begin(), r.labels.end());
+      for (const std::string& k : r.kinds) w->add_kinds(k);
+      switch (row.state) {
+        case WorkerState::kReady:
+          w->set_state(pb::WORKER_STATE_READY);
+          break;
+        case WorkerState::kDraining:
+          w->set_state(pb::WORKER_STATE_DRAINING);
+          break;
+        case WorkerState::kStopped:
+          w->set_state(pb::WORKER_STATE_STOPPED);
+          break;
+        case WorkerState::kLost:
+          w->set_state(pb::WORKER_STATE_LOST);
+          break;
+      }
+      w->set_draining(r.draining);
+      w->set_registered_ms(Ms(r.registered_at));
+      w->set_last_heartbeat_ms(Ms(r.last_heartbeat_at));
+      for (const std::string& id : row.worker.trial_ids) w->add_trial_ids(id);
+    }
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status CoordinatorServiceImpl::ListArtifacts(

@@ -87,6 +87,9 @@ class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
   grpc::Status DrainWorker(grpc::ServerContext* ctx,
                            const smoe::v1::DrainWorkerRequest* req,
                            smoe::v1::DrainWorkerResponse* resp) override;
+  grpc::Status ListWorkers(grpc::ServerContext* ctx,
+                           const smoe::v1::ListWorkersRequest* req,
+                           smoe::v1::ListWorkersResponse* resp) override;
   grpc::Status ListArtifacts(grpc::ServerContext* ctx,
                              const smoe::v1::ListArtifactsRequest* req,
                              smoe::v1::ListArtifactsResponse* resp) override;

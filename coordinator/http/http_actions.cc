@@ -23,11 +23,6 @@ std::optional<json> Body(const httplib::Request& req, httplib::Response& res) {
   return body;
 }
 
-std::string Who(TokenRegistry* tokens, const httplib::Request& req) {
-  const HttpCaller c = ResolveCaller(tokens, req);
-  return c.who.has_value() ? c.who->name : "?";
-}
-
 json SweepAnnotationJson(const SweepView& v) {
   return {{"sweep_id", v.record.sweep_id},
           {"notes", v.record.notes},
@@ -57,7 +52,7 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
         const std::string id = req.matches[1];
         auto n = scheduler->CancelSweep(id);
         if (!n.ok()) return ReplyError(res, n.status());
-        SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req)
+        SMOE_LOG(INFO) << "dashboard: " << CallerName(tokens, req)
                        << " cancelled sweep " << id;
         ReplyJson(res, 200, {{"sweep_id", id}, {"cancelled", *n}});
       });
@@ -73,8 +68,9 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
     }
     auto n = scheduler->RetrySweep(id, inc.get<bool>());
     if (!n.ok()) return ReplyError(res, n.status());
-    SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req) << " retried sweep "
-                   << id << " (" << *n << " trials re-queued)";
+    SMOE_LOG(INFO) << "dashboard: " << CallerName(tokens, req)
+                   << " retried sweep " << id << " (" << *n
+                   << " trials re-queued)";
     ReplyJson(res, 200, {{"sweep_id", id}, {"requeued", *n}});
   });
   add(api::Op::kArchiveSweep,
@@ -91,7 +87,7 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
         a.archived = archived.get<bool>();
         auto v = scheduler->AnnotateSweep(id, a);
         if (!v.ok()) return ReplyError(res, v.status());
-        SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req)
+        SMOE_LOG(INFO) << "dashboard: " << CallerName(tokens, req)
                        << (*a.archived ? " archived" : " unarchived")
                        << " sweep " << id;
         ReplyJson(res, 200, SweepAnnotationJson(*v));
@@ -101,8 +97,9 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
         const std::string id = req.matches[1];
         auto d = scheduler->DeleteSweep(id);
         if (!d.ok()) return ReplyError(res, d.status());
-        SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req) << " deleted sweep "
-                       << id << " (" << d->trial_ids.size() << " trials)";
+        SMOE_LOG(INFO) << "dashboard: " << CallerName(tokens, req)
+                       << " deleted sweep " << id << " (" << d->trial_ids.size()
+                       << " trials)";
         ReplyJson(res, 200,
                   {{"sweep_id", id}, {"deleted_trials", d->trial_ids.size()}});
       });
@@ -142,7 +139,7 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
         }
         auto v = scheduler->AnnotateSweep(id, a);
         if (!v.ok()) return ReplyError(res, v.status());
-        SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req)
+        SMOE_LOG(INFO) << "dashboard: " << CallerName(tokens, req)
                        << " annotated sweep " << id;
         ReplyJson(res, 200, SweepAnnotationJson(*v));
       });
@@ -152,7 +149,7 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
         if (absl::Status st = scheduler->CancelTrial(id); !st.ok()) {
           return ReplyError(res, st);
         }
-        SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req)
+        SMOE_LOG(INFO) << "dashboard: " << CallerName(tokens, req)
                        << " cancelled trial " << id;
         ReplyJson(res, 200, {{"trial_id", id}, {"state", "cancelled"}});
       });
@@ -162,7 +159,7 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
         if (absl::Status st = scheduler->RetryTrial(id); !st.ok()) {
           return ReplyError(res, st);
         }
-        SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req)
+        SMOE_LOG(INFO) << "dashboard: " << CallerName(tokens, req)
                        << " re-queued trial " << id;
         ReplyJson(res, 200, {{"trial_id", id}, {"state", "pending"}});
       });

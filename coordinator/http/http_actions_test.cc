@@ -418,5 +418,86 @@ TEST_F(HttpActionsTest, CrossSiteSignInIsRefused) {
   EXPECT_FALSE(r->has_header("Set-Cookie"));
 }
 
+// Issue 31 item 7: the workers table over HTTP and draining from it (admin,
+// CSRF for cookie sessions), with a worker id holding '/' sent as %2F.
+TEST_F(HttpActionsTest, WorkersAreListedAndAnAdminDrainsOne) {
+  WorkerInfo a;
+  a.worker_id = "gpu-a";
+  a.hostname = "node-1";
+  a.slots = 2;
+  a.gpus = 0;
+  a.labels = {{"zone", "a"}};
+  a.kinds = {"sraven", "command"};
+  ASSERT_TRUE(sched_->Register(a).ok());
+  WorkerInfo b;
+  b.worker_id = "pool/b";
+  b.hostname = "node-2";
+  ASSERT_TRUE(sched_->Register(b).ok());
+  auto lease = sched_->Lease("gpu-a", 1, 0);
+  ASSERT_TRUE(lease.ok() && lease->size() == 1u);
+  const std::string trial = (*lease)[0].trial_id;
+
+  auto c = Client();
+  const httplib::Headers viewer = {
+      {"Authorization", absl::StrCat("Bearer ", viewer_)}};
+  auto r = c.Get("/api/workers", viewer);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  ASSERT_EQ(j["workers"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["hidden"], 0);
+  EXPECT_GT(j["as_of_ms"].get<int64_t>(), 0);
+  const json& w = j["workers"][0];
+  EXPECT_EQ(w["worker_id"], "gpu-a");
+  EXPECT_EQ(w["hostname"], "node-1");
+  EXPECT_EQ(w["state"], "ready");
+  EXPECT_EQ(w["slots"], 2);
+  EXPECT_EQ(w["slots_used"], 1);
+  EXPECT_EQ(w["labels"], json({{"zone", "a"}}));
+  EXPECT_EQ(w["kinds"], json({"sraven", "command"}));
+  EXPECT_EQ(w["trial_ids"], json({trial}));
+  EXPECT_EQ(j["workers"][1]["worker_id"], "pool/b");
+  EXPECT_EQ(j["workers"][1]["trial_ids"], json::array());
+
+  r = c.Get("/api/workers?all=yes", viewer);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("all: must be 0 or 1, not 'yes'"));
+
+  // A viewer cannot drain; a signed-in admin needs the CSRF header.
+  r = c.Post("/api/workers/pool%2Fb/drain", viewer, "", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403) << r->body;
+  const std::string cookie = Login(kAdmin);
+  r = c.Post("/api/workers/pool%2Fb/drain", {{"Cookie", cookie}}, "", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("X-CSRF-Token"));
+  r = c.Post("/api/workers/pool%2Fb/drain",
+             {{"Cookie", cookie}, {"X-CSRF-Token", Csrf(cookie)}}, "", "");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body),
+            json({{"worker_id", "pool/b"}, {"draining", true}}));
+  const httplib::Headers admin = {
+      {"Authorization", absl::StrCat("Bearer ", kAdmin)}};
+  r = c.Post("/api/workers/nobody/drain", admin, "", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_THAT(r->body, HasSubstr("no worker 'nobody'"));
+
+  r = c.Get("/api/workers", viewer);
+  ASSERT_TRUE(r && r->status == 200);
+  j = json::parse(r->body);
+  EXPECT_EQ(j["workers"][1]["state"], "draining");
+  EXPECT_EQ(j["workers"][1]["draining"], true);
+  EXPECT_EQ(j["workers"][0]["draining"], false);
+  EXPECT_EQ(j["workers"][0]["state"], "ready");
+  // The drained worker's next heartbeat is told to drain.
+  auto hb = sched_->Heartbeat("pool/b", {}, false);
+  ASSERT_TRUE(hb.ok()) << hb.status();
+  EXPECT_TRUE(hb->drain);
+}
+
 }  // namespace
 }  // namespace smoe::coordinator

@@ -154,6 +154,11 @@ std::string CsrfTokenFor(const TokenRegistry& tokens,
       .substr(0, 32);
 }
 
+std::string CallerName(TokenRegistry* tokens, const httplib::Request& req) {
+  const HttpCaller c = ResolveCaller(tokens, req);
+  return c.who.has_value() ? c.who->name : "?";
+}
+
 HttpCaller ResolveCaller(TokenRegistry* tokens, const httplib::Request& req) {
   HttpCaller caller;
   const std::string auth = req.get_header_value("Authorization");

@@ -88,6 +88,8 @@ struct HttpCaller {
 };
 // Who sent `req` (an Authorization header wins over a cookie).
 HttpCaller ResolveCaller(TokenRegistry* tokens, const httplib::Request& req);
+// The caller's token name for an action's log line ("?" when unknown).
+std::string CallerName(TokenRegistry* tokens, const httplib::Request& req);
 
 // The largest body a request may carry before the caller is known (POST
 // /login: a token in a form or JSON is well under 1 KiB). Larger ones are

@@ -36,6 +36,7 @@
 #include "coordinator/http/http_reply.h"
 #include "coordinator/http/http_server_assets.h"
 #include "coordinator/http/log_routes.h"
+#include "coordinator/http/worker_routes.h"
 #include "coordinator/views/search_summary.h"
 #include "coordinator/views/sweep_detail.h"
 #include "coordinator/views/sweep_read_model.h"
@@ -828,6 +829,7 @@ struct HttpServer::Impl {
     AddActionRoutes(Add, scheduler, tokens);
     RegisterArtifactRoutes(Add, store, options.checkpoints);
     RegisterLogRoutes(Add, options.logs);
+    RegisterWorkerRoutes(Add, scheduler, tokens);
     Add(api::Op::kUnknownApiRoute, [](const Request&, Response& res) {
       Error(res, 404, "no such API route");
     });

@@ -134,7 +134,8 @@ TEST(OpenApiTest, RolesAgreeWithTheAccessTable) {
     const std::string example =
         absl::StrReplaceAll(path, {{"{sweep}", "demo-1"},
                                    {"{trial}", "0123456789abcdef"},
-                                   {"{name}", "result.json"}});
+                                   {"{name}", "result.json"},
+                                   {"{worker}", "pool/w-1"}});
     for (const auto& [method, op] : ops.items()) {
       const auto access = HttpAccess(absl::AsciiStrToUpper(method), example);
       ASSERT_TRUE(access.has_value()) << method << " " << example;

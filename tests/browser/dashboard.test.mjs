@@ -808,6 +808,31 @@ async function main() {
   check(gone.status === 404, `the API answers 404 for the deleted sweep (${gone.status})`);
   await page.screenshot({ path: path.join(artifacts, 'sweep-deleted.png'), fullPage: true });
 
+  // 14. Workers (issue 31 item 7): the header links the workers page; it
+  // lists the workers the API lists (the fixture's, mostly lost by now), with
+  // the summary line; the admin drains one from it.
+  await page.goto(url + '#/');
+  await page.click('#nav-workers');
+  await page.waitForFunction(() => window.__smoe && window.__smoe.ready && window.__smoe.workers, null, { timeout: 20000 });
+  const listed = await (await fetch(url + 'api/workers', bearer(token))).json();
+  const shownWorkers = await page.evaluate(() => window.__smoe.workers);
+  const ids = (ws) => ws.map((w) => w.id ?? w.worker_id).sort().join(',');
+  check(listed.workers.length > 0 && ids(shownWorkers) === ids(listed.workers),
+    `the workers page lists the API's workers (${ids(shownWorkers)})`);
+  const summary = await page.locator('#workers-summary').textContent();
+  check(summary.startsWith(`${listed.workers.length} worker`) && summary.includes('slots in use'),
+    `the workers page says how many and in which state (${summary})`);
+  const target = listed.workers.find((w) => !w.draining && w.state !== 'stopped');
+  page.once('dialog', (d) => d.accept());
+  await page.click(`button.drain[data-worker="${target.worker_id}"]`);
+  await waitFor(async () => (await page.locator('#workers-action').textContent()).endsWith('done'), 'the drain to be done');
+  const drained = (await (await fetch(url + 'api/workers', bearer(token))).json())
+    .workers.find((w) => w.worker_id === target.worker_id);
+  check(drained && drained.draining === true, `the admin drained worker ${target.worker_id} from the page`);
+  await waitFor(async () => (await page.locator(`button.drain[data-worker="${target.worker_id}"]`).count()) === 0,
+    'the drained worker without a drain button');
+  await page.screenshot({ path: path.join(artifacts, 'workers.png'), fullPage: true });
+
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
 }
 

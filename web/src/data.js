@@ -417,3 +417,31 @@ export function sharedRange(...curvesList) {
   const pad = (hi - lo) * 0.05 || Math.abs(hi) * 0.05 || 0.05;
   return [lo - pad, hi + pad];
 }
+
+// ---- workers (workers.js) ----------------------------------------------------
+
+// "12s", "3m05s", "1h02m" (as `smoe workers`).
+export function fmtAge(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+// The summary line: counts per state and the slots in use on live workers.
+export function workersSummary(r) {
+  const n = { ready: 0, draining: 0, stopped: 0, lost: 0 };
+  let used = 0;
+  let slots = 0;
+  for (const w of r.workers) {
+    n[w.state] = (n[w.state] || 0) + 1;
+    if (w.state === 'ready' || w.state === 'draining') {
+      used += w.slots_used;
+      slots += w.slots;
+    }
+  }
+  let s = `${r.workers.length} worker${r.workers.length === 1 ? '' : 's'}: ${n.ready} ready, ${n.draining} draining, ` +
+    `${n.stopped} stopped, ${n.lost} lost; ${used}/${slots} slots in use`;
+  if (r.hidden) s += `; ${r.hidden} silent for more than a day not shown`;
+  return s;
+}

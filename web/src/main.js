@@ -4,6 +4,7 @@
 //              &sort=&page=&pc=&pcm=&sel=&cm=&hide=
 //   #/trial/<sweep>/<hex>      learning curves + router telemetry
 //   #/compare/<a>/<b>?metric=&x=&series=   two sweeps side by side
+//   #/workers?all=1            workers: state, slots, heartbeat, trials
 //   (docs/dashboard.md lists every parameter)
 import './style.css';
 import { ApiError, api, toLogin, watchSweep } from './api.js';
@@ -11,6 +12,7 @@ import { prunedOverlay, renderSearch, rungLines, trialDecisionPoints } from './s
 import { sweepActions, sweepLabels, trialActions } from './actions.js';
 import { artifactsSection } from './artifacts.js';
 import { logsSection } from './logs.js';
+import { renderWorkers } from './workers.js';
 import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
 import {
   alignSeries, brushTerms, defaultView, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe,
@@ -897,6 +899,10 @@ async function route() {
     if (parts[0] === 'sweep' && parts[1]) await renderSweep(parts[1], q);
     else if (parts[0] === 'trial' && parts.length >= 3) await renderTrial(parts[1] + '/' + parts[2]);
     else if (parts[0] === 'compare' && parts.length >= 3) await renderCompare(parts[1], parts[2], q);
+    else if (parts[0] === 'workers') {
+      cleanup.push(await renderWorkers(app, crumbs, h, q));
+      window.__smoe.ready = true;
+    }
     else await renderSweeps(q);
   } catch (e) {
     showError(e);
