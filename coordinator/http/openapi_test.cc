@@ -181,6 +181,32 @@ TEST(OpenApiTest, GeneratedFromTheTableOfOperations) {
       absl::StrCat("^", api::kSweepIdRegex, "$"));
 }
 
+// Every action says what it takes and what it answers: a request body
+// schema wherever the handler reads one, and a 200 response whose schema
+// names its fields.
+TEST(OpenApiTest, ActionsDescribeTheirRequestAndResponseSchemas) {
+  for (const api::Operation& op : api::Operations()) {
+    if (op.tag == nullptr || std::string(op.tag) != "actions") continue;
+    const json& o = OpenApiSpec()["paths"][op.http_path]
+                                 [absl::AsciiStrToLower(op.http_method)];
+    const json& ok =
+        o["responses"]["200"]["content"]["application/json"]["schema"];
+    EXPECT_TRUE(ok.contains("properties") || ok.contains("$ref"))
+        << op.name << ": the 200 response has no schema with fields";
+  }
+  for (const char* name : {"SubmitSweep", "ExtendSweep"}) {
+    const json& d = OpenApiOperationDetails()[name];
+    const json& body =
+        d["requestBody"]["content"]["application/json"]["schema"];
+    EXPECT_TRUE(d["requestBody"].value("required", false)) << name;
+    EXPECT_FALSE(body["required"].empty()) << name;
+    EXPECT_EQ(
+        d["responses"]["400"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/SweepFileError")
+        << name;
+  }
+}
+
 TEST(OpenApiTest, ServedWithoutAToken) {
   auto s = Serve();
   httplib::Client c("127.0.0.1", s->http->port());
