@@ -112,16 +112,19 @@ class Cluster:
                              capture_output=True, text=True, check=True)
         return out.stdout.strip()
 
-    def start_worker(self, i, slots=2, allow_command=None):
-        """A worker for kind: command sweeps whose program lies in allow_command."""
+    def start_worker(self, i, slots=2, allow_command=None, kinds="command"):
+        """A worker for ``kinds``; kind: command sweeps' programs must lie in allow_command.
+
+        Other kinds run build/bin/smoe-trainer (next to smoe)."""
         wdir = os.path.join(self.dir, "worker-%d" % i)
         os.makedirs(wdir, exist_ok=True)
         argv = [smoe_bin(), "worker", "--coordinator", "127.0.0.1:%d" % self.grpc_port,
                 "--token-file", os.path.join(self.data, "token"), "--work-dir", wdir,
                 "--slots", str(slots), "--worker-id", "py-%d" % i, "--grace", "10",
-                "--kinds", "command", "--allow-command",
+                "--kinds", kinds, "--allow-command",
                 allow_command or os.path.join(SOURCE_DIR, "examples", "command")]
-        return self._start("worker-%d" % i, argv, {"OMP_NUM_THREADS": "1"})
+        return self._start("worker-%d" % i, argv,
+                           {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
 
     def stop_process(self, key, sig=signal.SIGTERM, timeout=30):
         p = self.procs.get(key)
