@@ -155,8 +155,10 @@ class Analysis:
     pandas.DataFrame.
     """
 
-    def __init__(self, raw):
+    def __init__(self, raw, sweep_id="", kind=""):
         self.raw = raw
+        self.sweep_id = sweep_id
+        self.kind = kind
         self.metric = raw.get("metric", "")
         self.x = raw.get("x", "")
         self.series = raw.get("series", "")
@@ -181,7 +183,8 @@ class Analysis:
         return pandas.DataFrame(self.table)
 
     def __str__(self):
-        return format_analysis(self.raw)
+        head = "sweep %s (%s)\n" % (self.sweep_id, self.kind) if self.sweep_id else ""
+        return head + format_analysis(self.raw)
 
     def __repr__(self):
         return "<Analysis %s: %d lines>" % (self.metric, len(self.table))
@@ -487,15 +490,16 @@ class Client:
         attention (SRAVEN). An unknown metric raises UsageError listing the
         sweep's metrics.
         """
+        s = self.sweep(name)
         if metric is not None:
-            known = self.sweep(name).get("columns", {}).get("results", [])
+            known = s.get("columns", {}).get("results", [])
             if known and metric not in known:
                 raise errors.UsageError("metric: unknown '%s' for sweep %s (metrics: %s)" %
                                         (metric, name, ", ".join(known)))
         raw = self._request("GET", _sweep_path(name) + "/analysis", query={
             "metric": metric, "x": x, "series": series, "facet": facet,
             "bootstrap": bootstrap})
-        return Analysis(raw)
+        return Analysis(raw, s["sweep_id"], s.get("kind", ""))
 
     def watch(self, name, interval=1.0, timeout=None, progress=True, file=None):
         """Waits until the sweep is no longer active, showing a progress bar.

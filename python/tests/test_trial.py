@@ -10,6 +10,7 @@ Run: SMOE_BIN=build/bin/smoe /usr/bin/python3 -m unittest discover -s python/tes
 import io
 import json
 import os
+import subprocess
 import sys
 import time
 import unittest
@@ -17,17 +18,17 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import smoe_lab  # noqa: E402
-from cluster import Cluster, SOURCE_DIR  # noqa: E402
+from cluster import Cluster, SOURCE_DIR, smoe_bin  # noqa: E402
 
 
-def toy_sweep(name, grid, fixed):
+def toy_sweep(name, grid, fixed, seeds=(0,)):
     """examples/command-sweep.yaml under this checkout, renamed, with `grid` and `fixed`."""
     with open(os.path.join(SOURCE_DIR, "examples", "command-sweep.yaml")) as f:
         text = f.read().replace("/srv/smoe", SOURCE_DIR)
     text = text.replace("name: toy-sgd", "name: " + name)
     head = text[:text.index("grid:")]
-    return head + "grid: %s\nfixed: %s\nseeds: [0]\nresources: {progress_timeout_s: 60}\nretries: 1\n" % (
-        json.dumps(grid), json.dumps(fixed))
+    return head + "grid: %s\nfixed: %s\nseeds: %s\nresources: {progress_timeout_s: 60}\nretries: 1\n" % (
+        json.dumps(grid), json.dumps(fixed), json.dumps(list(seeds)))
 
 
 def wait_for(pred, timeout, what):
@@ -52,36 +53,45 @@ class TrialOnWorkersTest(unittest.TestCase):
     def test_1_a_sweep_with_failures_results_analysis_logs(self):
         self.cluster.start_worker(0, slots=2)
         spec = toy_sweep("py-toy", {"lr": [0.01, 0.03, 0.3],
-                                    "optimizer": ["sgd", "momentum"]}, {"steps": 200})
-        self.assertEqual(self.c.submit(spec)["new_trials"], 6)
+                                    "optimizer": ["sgd", "momentum"]}, {"steps": 200},
+                         seeds=(0, 1, 2))
+        self.assertEqual(self.c.submit(spec)["new_trials"], 18)
         bar = io.StringIO()
         s = self.c.watch("py-toy", interval=0.3, timeout=120, file=bar)
         self.assertEqual(s["state"], "completed")
-        self.assertEqual(s["counts"]["succeeded"], 5, s)
-        self.assertEqual(s["counts"]["failed"], 1, s)
+        self.assertEqual(s["counts"]["succeeded"], 15, s)
+        self.assertEqual(s["counts"]["failed"], 3, s)
         self.assertIn("py-toy [", bar.getvalue())
-        self.assertIn("6/6 done (5 ok, 1 failed)", bar.getvalue())
+        self.assertIn("18/18 done (15 ok, 3 failed)", bar.getvalue())
         # The failed trial: momentum at lr 0.3, refused with exit 64, its log says why.
         failed = self.c.trials("py-toy", state="failed")
-        self.assertEqual(len(failed), 1)
+        self.assertEqual(len(failed), 3)
         self.assertEqual(failed[0]["params"], {"lr": 0.3, "optimizer": "momentum"})
         self.assertEqual(failed[0]["exit_code"], 64)
         self.assertIn("momentum diverges above 0.1", self.c.logs(failed[0]["trial_id"]))
         # Results: succeeded trials only by default, every trial with state=None.
         rows = self.c.results("py-toy", frame=False)
-        self.assertEqual(len(rows), 5)
+        self.assertEqual(len(rows), 15)
         for r in rows:
             self.assertEqual(r["state"], "succeeded")
             self.assertLess(r["loss"], 2.0)
             self.assertIn("w", r)
-        self.assertEqual(len(self.c.results("py-toy", state=None, frame=False)), 6)
+        self.assertEqual(len(self.c.results("py-toy", state=None, frame=False)), 18)
         # report(): train/loss every log_every (20) steps, to the last step.
         m = self.c.metrics(rows[0]["trial_id"])
         self.assertEqual(m["metrics"]["train/loss"]["steps"], list(range(20, 201, 20)))
         # The optimal-x table of `smoe analyze`, here of the loss over lr.
         a = self.c.analyze("py-toy", metric="loss", x="lr", series="optimizer")
         self.assertEqual(sorted(r["series"] for r in a.table), ["momentum", "sgd"])
-        self.assertIn("metric loss: 5 of 6 trials have it", str(a))
+        self.assertIn("metric loss: 15 of 18 trials have it", str(a))
+        cli = subprocess.run(
+            [smoe_bin(), "analyze", "py-toy", "--metric", "loss", "--x", "lr",
+             "--series", "optimizer", "--coordinator", "127.0.0.1:%d" % self.cluster.grpc_port,
+             "--token-file", os.path.join(self.cluster.data, "token")],
+            capture_output=True, text=True)
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        # The same text as `smoe analyze` (bootstrap P and CI included).
+        self.assertEqual(str(a), cli.stdout)
         with self.assertRaises(smoe_lab.UsageError) as e:
             self.c.analyze("py-toy", metric="nope")
         self.assertIn("loss", str(e.exception))
@@ -91,15 +101,15 @@ class TrialOnWorkersTest(unittest.TestCase):
         path = self.c.download(rows[0]["trial_id"], arts[0]["name"], self.cluster.dir)
         self.assertEqual(os.path.getsize(path), arts[0]["bytes"])
         # Retry re-runs the failed trial, which fails again the same way.
-        self.assertEqual(self.c.retry("py-toy")["requeued"], 1)
+        self.assertEqual(self.c.retry("py-toy")["requeued"], 3)
         s = self.c.watch("py-toy", interval=0.3, timeout=120, progress=False)
-        self.assertEqual(s["counts"]["failed"], 1)
+        self.assertEqual(s["counts"]["failed"], 3)
         try:
             import pandas  # noqa: F401
         except ImportError:
             return
         df = self.c.results("py-toy")
-        self.assertEqual(len(df), 5)
+        self.assertEqual(len(df), 15)
         self.assertTrue({"lr", "optimizer", "loss", "trial_id"} <= set(df.columns))
         self.assertEqual(len(a.frame()), 2)
 
