@@ -93,6 +93,8 @@ def main():
             ("the dry run counted 16 trials", "'new_trials': 16" in texts[1]),
             ("16 new trials submitted", "sraven-notebook: 16 new trials" in texts[2]),
             ("the sweep completed", "'completed'" in texts[3] and "'succeeded': 16" in texts[3]),
+            ("watch's progress line, updated in place in Jupyter",
+             "sraven-notebook [" in texts[3] and "16/16 done (16 ok, 0 failed)" in texts[3]),
             ("the DataFrame shows test_acc", "test_acc" in texts[4]),
             ("one plot", images == 1),
             ("the optimal-k table", re.search(r"Optimal top_k per M and attention", allt)

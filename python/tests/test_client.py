@@ -90,6 +90,28 @@ class ResolveTest(unittest.TestCase):
         self.assertEqual(e.exception.exit_code, 77)
 
 
+class InstallTest(unittest.TestCase):
+    """pip install ./python gives an importable package (Debian's pip, offline)."""
+
+    def test_pip_install_then_import_outside_the_tree(self):
+        import subprocess
+        if subprocess.run([sys.executable, "-m", "pip", "--version"],
+                          capture_output=True).returncode != 0:
+            self.skipTest("no pip for " + sys.executable)
+        target = tempfile.mkdtemp()
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                            "--no-build-isolation", "--no-index", "--target", target,
+                            os.path.join(SOURCE_DIR, "python")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run([sys.executable, "-c",
+                            "import smoe_lab, smoe_lab.trial; print(smoe_lab.__file__)"],
+                           cwd=target, env=dict(os.environ, PYTHONPATH=target),
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith(target), r.stdout)
+
+
 class DownTest(unittest.TestCase):
     def test_coordinator_down_is_unavailable(self):
         c = smoe_lab.Client("http://127.0.0.1:%d" % free_port(), token="smoe_x")
