@@ -28,6 +28,28 @@ def describe(s, width=30):
     return text
 
 
+class _Line:
+    """One progress state for IPython's display: an HTML bar, the text as its plain form."""
+
+    def __init__(self, text, done=0, total=0):
+        self.text, self.done, self.total = text, done, total
+
+    def __repr__(self):
+        return self.text
+
+    def _repr_html_(self):
+        import html
+        return ('<div><progress value="%d" max="%d" style="width:20em"></progress> '
+                '<code>%s</code></div>' % (self.done, max(self.total, 1),
+                                           html.escape(self.text)))
+
+
+def _finished(s):
+    c = s.get("counts", {})
+    return (sum(int(c.get(k, 0)) for k in ("succeeded", "failed", "cancelled", "pruned")),
+            int(c.get("total", 0)))
+
+
 class Progress:
     """Shows a sweep's progress; update(sweep) redraws, close() ends the line."""
 
@@ -38,7 +60,7 @@ class Progress:
         self.tty = hasattr(self.file, "isatty") and self.file.isatty()
         if _in_jupyter():
             from IPython.display import display
-            self.handle = display(describe({"sweep_id": name}), display_id=True)
+            self.handle = display(_Line(describe({"sweep_id": name})), display_id=True)
 
     def update(self, s):
         text = describe(s)
@@ -46,7 +68,7 @@ class Progress:
             return
         self.last = text
         if self.handle is not None:
-            self.handle.update(text)
+            self.handle.update(_Line(text, *_finished(s)))
         elif self.tty:
             self.file.write("\r\x1b[K" + text)
             self.file.flush()

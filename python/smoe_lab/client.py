@@ -356,7 +356,7 @@ class Client:
                 isinstance(spec, str) and "\n" not in spec and os.path.isfile(spec)):
             with open(spec) as f:
                 text = f.read()
-        elif isinstance(spec, str) and "\n" in spec:
+        elif isinstance(spec, str) and ("\n" in spec or spec.lstrip().startswith("{")):
             text = spec
         else:
             raise errors.UsageError(

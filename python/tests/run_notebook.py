@@ -38,8 +38,8 @@ def tiny_demo_sweep():
 
 
 def outputs(cell):
-    """The text and the MIME types of a code cell's outputs."""
-    text, mimes = [], set()
+    """The text, the HTML and the MIME types of a code cell's outputs."""
+    text, html, mimes = [], [], set()
     for o in cell.get("outputs", []):
         if o["output_type"] == "error":
             raise AssertionError("cell raised %s: %s" % (o["ename"], o["evalue"]))
@@ -47,9 +47,10 @@ def outputs(cell):
             text.append(o["text"] if isinstance(o["text"], str) else "".join(o["text"]))
         for mime, value in o.get("data", {}).items():
             mimes.add(mime)
-            if mime == "text/plain":
-                text.append(value if isinstance(value, str) else "".join(value))
-    return "".join(text), mimes
+            if mime in ("text/plain", "text/html"):
+                (text if mime == "text/plain" else html).append(
+                    value if isinstance(value, str) else "".join(value))
+    return "".join(text), "".join(html), mimes
 
 
 def main():
@@ -82,19 +83,21 @@ def main():
         with open(os.path.join(out_dir, "executed.ipynb")) as f:
             nb = json.load(f)
         cells = [cell for cell in nb["cells"] if cell["cell_type"] == "code"]
-        texts = []
+        texts, htmls = [], []
         images = 0
         for cell in cells:
-            t, mimes = outputs(cell)
+            t, h, mimes = outputs(cell)
             texts.append(t)
+            htmls.append(h)
             images += "image/png" in mimes
         allt = "\n".join(texts)
         checks = [
             ("the dry run counted 16 trials", "'new_trials': 16" in texts[1]),
             ("16 new trials submitted", "sraven-notebook: 16 new trials" in texts[2]),
             ("the sweep completed", "'completed'" in texts[3] and "'succeeded': 16" in texts[3]),
-            ("watch's progress line, updated in place in Jupyter",
-             "sraven-notebook [" in texts[3] and "16/16 done (16 ok, 0 failed)" in texts[3]),
+            ("watch's progress bar, updated in place in Jupyter",
+             "sraven-notebook [" in texts[3] and "16/16 done (16 ok, 0 failed)" in texts[3]
+             and 'value="16" max="16"' in htmls[3]),
             ("the DataFrame shows test_acc", "test_acc" in texts[4]),
             ("one plot", images == 1),
             ("the optimal-k table", re.search(r"Optimal top_k per M and attention", allt)

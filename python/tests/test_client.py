@@ -191,6 +191,8 @@ class LiveTest(unittest.TestCase):
         d = {"name": "py-dict", "kind": "sraven", "grid": {"M": [1]},
              "fixed": {"steps": 10}, "seeds": [0, 1]}
         self.assertEqual(self.admin.submit(d)["new_trials"], 2)
+        # A one-line JSON text is a sweep file too (JSON is YAML).
+        self.assertEqual(self.admin.submit(json.dumps(d), dry_run=True)["existing_trials"], 2)
 
     def test_manage_cancel_annotate_retry_delete(self):
         self.admin.submit(SWEEP.replace("py-sweep", "py-manage"))
