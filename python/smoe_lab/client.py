@@ -7,6 +7,7 @@ use pandas when it is installed. Reference: docs/python.md.
 import json
 import os
 import re
+import shutil
 import sys
 import time
 import urllib.error
@@ -292,7 +293,7 @@ class Client:
     # ---- transport ---------------------------------------------------------
 
     def _request(self, method, path, body=None, query=None, raw=False,
-                 timeout=None, auth=True):
+                 timeout=None, auth=True, sink=None):
         what = "%s %s" % (method, path)
         url = self.url + path
         if query:
@@ -313,6 +314,9 @@ class Client:
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout or self.timeout) as r:
+                if sink is not None:  # streamed: checkpoints can be large
+                    shutil.copyfileobj(r, sink, 1 << 20)
+                    return None
                 payload = r.read()
         except urllib.error.HTTPError as e:
             text = e.read().decode("utf-8", "replace")
@@ -545,13 +549,17 @@ class Client:
     def download(self, trial, artifact, path=None):
         """Writes one artifact to ``path`` (default: its name in the working directory); returns the path."""
         _check(_ARTIFACT, artifact, "artifact name")
-        data = self._request("GET", _trial_path(trial) + "/artifacts/" + artifact,
-                             raw=True, timeout=max(self.timeout, 300))
         path = os.fspath(path) if path is not None else artifact
         if os.path.isdir(path):
             path = os.path.join(path, artifact)
         tmp = path + ".part"
-        with open(tmp, "wb") as f:
-            f.write(data)
+        try:
+            with open(tmp, "wb") as f:
+                self._request("GET", _trial_path(trial) + "/artifacts/" + artifact,
+                              timeout=max(self.timeout, 300), sink=f)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
         os.replace(tmp, path)
         return path

@@ -100,6 +100,10 @@ class TrialOnWorkersTest(unittest.TestCase):
         self.assertTrue(arts)
         path = self.c.download(rows[0]["trial_id"], arts[0]["name"], self.cluster.dir)
         self.assertEqual(os.path.getsize(path), arts[0]["bytes"])
+        with self.assertRaises(smoe_lab.NotFound):
+            self.c.download(rows[0]["trial_id"], "nope.bin", self.cluster.dir)
+        self.assertFalse(os.path.exists(os.path.join(self.cluster.dir, "nope.bin.part")))
+        self.assertFalse(os.path.exists(os.path.join(self.cluster.dir, "nope.bin")))
         # Retry re-runs the failed trial, which fails again the same way.
         self.assertEqual(self.c.retry("py-toy")["requeued"], 3)
         s = self.c.watch("py-toy", interval=0.3, timeout=120, progress=False)
