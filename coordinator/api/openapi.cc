@@ -14,7 +14,7 @@ namespace {
 // it against the routes and the access table.
 constexpr char kDocument[] = R"json({
   "openapi": "3.0.3",
-  "info": {"title": "SMoE Lab coordinator HTTP API", "version": "1", "description": "The dashboard's JSON API. Send `Authorization: Bearer TOKEN` (smoe token create --role viewer|admin; docs/roles.md) or sign in at /login for a session cookie. Each operation's `x-smoe-role` is the role it needs (admin may do everything). State-changing requests made with the session cookie need the X-CSRF-Token header from GET /api/session; bearer callers need none. Errors are JSON {\"error\": \"...\"}."},
+  "info": {"title": "SMoE Lab coordinator HTTP API", "version": "1", "description": "The dashboard's JSON API. Send `Authorization: Bearer TOKEN` (smoe token create --role viewer|admin; docs/roles.md) or sign in at /login for a session cookie. Each operation's `x-smoe-role` is the role it needs (admin may do everything). State-changing requests made with the session cookie need the X-CSRF-Token header from GET /api/session; bearer callers need none. Errors are JSON {\"error\": \"...\"} (a refused sweep file adds \"problems\", every problem). Statuses mean what the smoe CLI's exit codes mean: 400 invalid input (65), 401 missing or wrong token and 403 a role that may not (77), 404 not found (66), 409 a state that refuses the action (65), 503 unavailable (69)."},
   "servers": [{"url": "/"}],
   "tags": [{"name": "session"}, {"name": "read"}, {"name": "actions"}],
   "components": {

@@ -87,6 +87,12 @@ absl::StatusOr<json> GridValue(const json& v, const std::string& field) {
                    v.dump().substr(0, 64)));
 }
 
+// A field's value as a message quotes it: its JSON, at most 64 bytes.
+std::string Quoted(const json& v) {
+  return v.is_null() ? "missing"
+                     : absl::StrCat("got ", DumpJson(v).substr(0, 64));
+}
+
 // Refuses fields of `body` outside `known` (400 naming the field); false
 // after replying.
 bool OnlyFields(const json& body, std::initializer_list<const char*> known,
@@ -133,11 +139,16 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
     if (!yaml.is_string() || yaml.get<std::string>().empty()) {
       return ReplyJson(
           res, 400,
-          {{"error", "spec_yaml: required, the sweep file's text (YAML)"}});
+          {{"error", absl::StrCat("spec_yaml: required, the sweep file's "
+                                  "text (a non-empty string); ",
+                                  Quoted(yaml))}});
     }
     const json dry = body->value("dry_run", json(false));
     if (!dry.is_boolean()) {
-      return ReplyJson(res, 400, {{"error", "dry_run: must be true or false"}});
+      return ReplyJson(
+          res, 400,
+          {{"error",
+            absl::StrCat("dry_run: must be true or false; ", Quoted(dry))}});
     }
     auto r = scheduler->SubmitSweep(yaml.get<std::string>(), dry.get<bool>());
     if (!r.ok()) return ReplySweepError(res, r.status());
@@ -164,12 +175,16 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
     if (!axis.is_string() || axis.get<std::string>().empty()) {
       return ReplyJson(
           res, 400,
-          {{"error", "axis: required, a grid axis of the sweep or \"seeds\""}});
+          {{"error", absl::StrCat("axis: required, a grid axis of the sweep "
+                                  "or \"seeds\"; ",
+                                  Quoted(axis))}});
     }
     const json values = body->value("values", json());
     if (!values.is_array() || values.empty()) {
-      return ReplyJson(res, 400,
-                       {{"error", "values: required, a non-empty list"}});
+      return ReplyJson(
+          res, 400,
+          {{"error", absl::StrCat("values: required, a non-empty list; ",
+                                  Quoted(values))}});
     }
     std::vector<json> list;
     for (size_t i = 0; i < values.size(); ++i) {

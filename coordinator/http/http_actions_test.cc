@@ -292,6 +292,7 @@ TEST_F(HttpActionsTest, SubmitValidatesDryRunAndAddsASweepLikeTheCli) {
   r = c.Post("/api/sweeps", bearer, R"({"dry_run": true})", "application/json");
   EXPECT_EQ(r->status, 400);
   EXPECT_THAT(r->body, HasSubstr("spec_yaml: required"));
+  EXPECT_THAT(r->body, HasSubstr("; missing"));
   r = c.Post("/api/sweeps", bearer,
              json({{"spec_yaml", yaml}, {"dry", 1}}).dump(),
              "application/json");
@@ -301,7 +302,8 @@ TEST_F(HttpActionsTest, SubmitValidatesDryRunAndAddsASweepLikeTheCli) {
              json({{"spec_yaml", yaml}, {"dry_run", "yes"}}).dump(),
              "application/json");
   EXPECT_EQ(r->status, 400);
-  EXPECT_THAT(r->body, HasSubstr("dry_run: must be true or false"));
+  EXPECT_THAT(r->body,
+              HasSubstr("dry_run: must be true or false; got \\\"yes\\\""));
   r = c.Post("/api/sweeps", bearer, "[1]", "application/json");
   EXPECT_EQ(r->status, 400);
   // A viewer may not submit, not even a dry run; no token is 401.
@@ -361,7 +363,7 @@ TEST_F(HttpActionsTest, ExtendAddsValuesOnceAndNamesBadInput) {
   r = c.Post("/api/sweeps/acts/extend", bearer,
              R"({"axis": "M", "values": []})", "application/json");
   EXPECT_EQ(r->status, 400);
-  EXPECT_THAT(r->body, HasSubstr("values: required"));
+  EXPECT_THAT(r->body, HasSubstr("values: required, a non-empty list; got []"));
   r = c.Post("/api/sweeps/acts/extend", bearer,
              R"({"axis": "M", "values": [1, [2]]})", "application/json");
   EXPECT_EQ(r->status, 400);
