@@ -85,14 +85,14 @@ def resolve_url(url=None):
     used as is, a HOST[:PORT] gives http://HOST:8080 (the dashboard's default
     port). Without any: http://127.0.0.1:8080.
     """
-    for v in (url, os.environ.get("SMOE_DASHBOARD"),
-              os.environ.get("SMOE_COORDINATOR")):
+    for v, grpc_address in ((url, False), (os.environ.get("SMOE_DASHBOARD"), False),
+                            (os.environ.get("SMOE_COORDINATOR"), True)):
+        v = (v or "").strip()
         if not v:
             continue
-        v = v.strip()
         if v.startswith("http://") or v.startswith("https://"):
             return v.rstrip("/")
-        if v is url:
+        if not grpc_address:
             return "http://" + v.rstrip("/")
         host = v
         if host.startswith("["):  # [v6]:port

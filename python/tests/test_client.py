@@ -50,8 +50,10 @@ class ResolveTest(unittest.TestCase):
         self.assertEqual(smoe_lab.resolve_url(), "http://gpu-head:8080")
         os.environ["SMOE_COORDINATOR"] = "https://smoe.example/"
         self.assertEqual(smoe_lab.resolve_url(), "https://smoe.example")
-        os.environ["SMOE_DASHBOARD"] = "http://10.0.0.2:9000"
+        os.environ["SMOE_DASHBOARD"] = "10.0.0.2:9000"
         self.assertEqual(smoe_lab.resolve_url(), "http://10.0.0.2:9000")
+        os.environ["SMOE_DASHBOARD"] = "https://10.0.0.2:9000/"
+        self.assertEqual(smoe_lab.resolve_url(), "https://10.0.0.2:9000")
         self.assertEqual(smoe_lab.resolve_url("127.0.0.1:1234"), "http://127.0.0.1:1234")
 
     def test_token_argument_env_data_dir_then_home(self):
