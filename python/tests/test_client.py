@@ -114,6 +114,67 @@ class InstallTest(unittest.TestCase):
         self.assertTrue(r.stdout.startswith(target), r.stdout)
 
 
+class TrialHelpersTest(unittest.TestCase):
+    """smoe_lab.trial's events, byte for byte, in a child process (no worker)."""
+
+    def run_program(self, body, params=None):
+        import subprocess
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "params.json"), "w") as f:
+            json.dump(params or {"steps": 3}, f)
+        with open(os.path.join(d, "trial.json"), "w") as f:
+            json.dump({"trial_id": "t/0123456789abcdef", "seed": 7}, f)
+        prog = ("import sys; sys.path.insert(0, %r)\nfrom smoe_lab import trial\n" %
+                os.path.join(SOURCE_DIR, "python")) + body
+        return subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                              env=dict(os.environ, SMOE_PARAMS=os.path.join(d, "params.json"),
+                                       SMOE_TRIAL=os.path.join(d, "trial.json"),
+                                       SMOE_WORKDIR=d), timeout=60)
+
+    def test_events_as_the_protocol_writes_them(self):
+        r = self.run_program(
+            "p = trial.params()\n"
+            "trial.report(1, {'train/loss': 0.5}, total=p['steps'], acc=float('nan'))\n"
+            "trial.checkpoint(1, file='ck.json')\n"
+            "trial.checkpoint(2)\n"
+            "print(trial.seed(), trial.checkpoint_dir() != '', file=sys.stderr)\n"
+            "trial.final(loss=0.25, w=float('inf'))\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([json.loads(line) for line in r.stdout.splitlines()], [
+            {"event": "progress", "step": 1, "total": 3},
+            {"event": "metric", "step": 1, "name": "train/loss", "value": 0.5},
+            {"event": "metric", "step": 1, "name": "acc", "value": None},
+            {"event": "checkpoint", "step": 1, "file": "ck.json"},
+            {"event": "checkpoint", "step": 2},
+            {"event": "result", "metrics": {"loss": 0.25, "w": None}},
+        ])
+        self.assertEqual(r.stderr.strip(), "7 True")
+
+    def test_bad_calls_name_the_argument(self):
+        r = self.run_program("trial.report(1, loss='low')\n")
+        self.assertIn("metric loss: 'low' is not a number", r.stderr)
+        r = self.run_program("trial.checkpoint(1, file='../x')\n")
+        self.assertIn("file: '../x' must be a name in checkpoint_dir()", r.stderr)
+        r = self.run_program("trial.report(-1, loss=1.0)\n")
+        self.assertIn("step: must be an integer >= 0, not -1", r.stderr)
+        r = self.run_program("trial.report(3)\n")
+        self.assertIn("give total= or some metrics", r.stderr)
+        self.assertEqual(r.stdout, "")
+
+    def test_sigterm_sets_should_stop_and_exit_codes(self):
+        r = self.run_program(
+            "import os, signal\n"
+            "assert not trial.should_stop()\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\n"
+            "assert trial.should_stop()\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\n"
+            "trial.exit_preempted()\n")
+        self.assertEqual(r.returncode, 75, r.stderr)
+        r = self.run_program("trial.bad_params('lr=2: too high')\n")
+        self.assertEqual(r.returncode, 64)
+        self.assertIn("lr=2: too high", r.stderr)
+
+
 class DownTest(unittest.TestCase):
     def test_coordinator_down_is_unavailable(self):
         c = smoe_lab.Client("http://127.0.0.1:%d" % free_port(), token="smoe_x")
