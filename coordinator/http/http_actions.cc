@@ -77,14 +77,16 @@ absl::StatusOr<json> GridValue(const json& v, const std::string& field) {
   }
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (std::isfinite(d) && d == static_cast<double>(static_cast<int64_t>(d))) {
+    // NOTE: |d| < 2^53 first: casting a larger double to int64_t is undefined.
+    if (std::abs(d) < 9007199254740992.0 &&
+        d == static_cast<double>(static_cast<int64_t>(d))) {
       return json(static_cast<int64_t>(d));
     }
     return v;
   }
   return absl::InvalidArgumentError(
       absl::StrCat(field, ": must be a number, string or boolean, not ",
-                   v.dump().substr(0, 64)));
+                   DumpJson(v).substr(0, 64)));
 }
 
 // A field's value as a message quotes it: its JSON, at most 64 bytes.

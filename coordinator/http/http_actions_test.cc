@@ -365,6 +365,10 @@ TEST_F(HttpActionsTest, ExtendAddsValuesOnceAndNamesBadInput) {
   EXPECT_EQ(r->status, 400);
   EXPECT_THAT(r->body, HasSubstr("values: required, a non-empty list; got []"));
   r = c.Post("/api/sweeps/acts/extend", bearer,
+             R"({"axis": "M", "values": [1e300, 2.5]})", "application/json");
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("grid.M"));
+  r = c.Post("/api/sweeps/acts/extend", bearer,
              R"({"axis": "M", "values": [1, [2]]})", "application/json");
   EXPECT_EQ(r->status, 400);
   EXPECT_THAT(r->body, HasSubstr("values[1]: must be a number"));
