@@ -80,7 +80,9 @@ TEST(AccessTableTest, RolesAndLookups) {
   EXPECT_EQ(HttpAccess("POST", "/api/sweeps/demo/cancel"), Access::kAdmin);
   EXPECT_EQ(HttpAccess("POST", "/api/trials/demo/0123456789abcdef/retry"),
             Access::kAdmin);
-  EXPECT_EQ(HttpAccess("POST", "/api/sweeps"), std::nullopt);
+  EXPECT_EQ(HttpAccess("POST", "/api/sweeps"), Access::kAdmin);
+  EXPECT_EQ(HttpAccess("POST", "/api/sweeps/demo/extend"), Access::kAdmin);
+  EXPECT_EQ(HttpAccess("PUT", "/api/sweeps"), std::nullopt);
   EXPECT_EQ(HttpAccess("DELETE", "/api/sweeps/demo"), Access::kAdmin);
   EXPECT_EQ(HttpAccess("DELETE", "/api/sweeps"), std::nullopt);
   EXPECT_EQ(HttpAccess("DELETE", "/api/trials/demo/0123456789abcdef"),

@@ -87,18 +87,20 @@ const std::vector<Operation>& Operations() {
        "Every worker: capacity and use, labels, kinds, last heartbeat, the "
        "trials it runs, and its state (ready, draining, stopped, lost)"},
       // Actions; over HTTP CSRF-checked (coordinator/http/http_auth.h).
-      {Op::kSubmitSweep, "SubmitSweep", nullptr, nullptr,
-       "/smoe.v1.Coordinator/SubmitSweep", kAdmin, nullptr,
-       "Submit a sweep file"},
+      {Op::kSubmitSweep, "SubmitSweep", "POST", "/api/sweeps",
+       "/smoe.v1.Coordinator/SubmitSweep", kAdmin, "actions",
+       "Submit a sweep file (or, with dry_run, validate it): every problem "
+       "in the file, or the trials it adds"},
       {Op::kCancelSweep, "CancelSweep", "POST", "/api/sweeps/{sweep}/cancel",
        "/smoe.v1.Coordinator/CancelSweep", kAdmin, "actions",
        "Cancel every pending and running trial"},
       {Op::kRetrySweep, "RetrySweep", "POST", "/api/sweeps/{sweep}/retry",
        "/smoe.v1.Coordinator/RetrySweep", kAdmin, "actions",
        "Re-queue the failed (and optionally cancelled) trials"},
-      {Op::kExtendSweep, "ExtendSweep", nullptr, nullptr,
-       "/smoe.v1.Coordinator/ExtendSweep", kAdmin, nullptr,
-       "Add points to a sweep's grid"},
+      {Op::kExtendSweep, "ExtendSweep", "POST", "/api/sweeps/{sweep}/extend",
+       "/smoe.v1.Coordinator/ExtendSweep", kAdmin, "actions",
+       "Add values to one axis of a sweep's grid (or seeds); never "
+       "duplicates a point"},
       {Op::kArchiveSweep, "ArchiveSweep", "POST", "/api/sweeps/{sweep}/archive",
        nullptr, kAdmin, "actions",
        "Archive (or unarchive) a sweep: hidden from the sweeps list by "

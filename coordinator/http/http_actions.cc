@@ -1,8 +1,18 @@
 // Copyright 2026 SMoE Lab authors.
 #include "coordinator/http/http_actions.h"
 
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/logging.h"
+#include "coordinator/api/http_status.h"
 #include "coordinator/http/http_auth.h"
 #include "nlohmann/json.hpp"
 
@@ -30,6 +40,73 @@ json SweepAnnotationJson(const SweepView& v) {
           {"archived", v.record.archived}};
 }
 
+// The problems of a sweep file: ParseSweepYaml's message is one problem, or
+// "N problems:" followed by one per line, each indented by two spaces
+// (coordinator/sweep_spec.h).
+json ProblemsOf(absl::string_view message) {
+  json out = json::array();
+  std::vector<absl::string_view> lines = absl::StrSplit(message, "\n  ");
+  size_t first = 0;
+  if (lines.size() > 1 && absl::EndsWith(lines[0], " problems:")) first = 1;
+  for (size_t i = first; i < lines.size(); ++i) {
+    out.push_back(std::string(lines[i]));
+  }
+  return out;
+}
+
+// A refused sweep file: the mapped code, {"error": the whole message,
+// "problems": [one string per problem]}.
+void ReplySweepError(httplib::Response& res, const absl::Status& s) {
+  ReplyJson(res, api::HttpStatusOf(s.code()),
+            {{"error", std::string(s.message())},
+             {"problems", ProblemsOf(s.message())}});
+}
+
+// `v` as a grid value: strings, booleans and numbers; integral numbers become
+// integers, as over gRPC (they match integer axes). InvalidArgument naming
+// `field` otherwise.
+absl::StatusOr<json> GridValue(const json& v, const std::string& field) {
+  if (v.is_string() || v.is_boolean() || v.is_number_integer() ||
+      v.is_number_unsigned()) {
+    return v;
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    // NOTE: |d| < 2^53 first: casting a larger double to int64_t is undefined.
+    if (std::abs(d) < 9007199254740992.0 &&
+        d == static_cast<double>(static_cast<int64_t>(d))) {
+      return json(static_cast<int64_t>(d));
+    }
+    return v;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": must be a number, string or boolean, not ",
+                   DumpJson(v).substr(0, 64)));
+}
+
+// A field's value as a message quotes it: its JSON, at most 64 bytes.
+std::string Quoted(const json& v) {
+  return v.is_null() ? "missing"
+                     : absl::StrCat("got ", DumpJson(v).substr(0, 64));
+}
+
+// Refuses fields of `body` outside `known` (400 naming the field); false
+// after replying.
+bool OnlyFields(const json& body, std::initializer_list<const char*> known,
+                absl::string_view list, httplib::Response& res) {
+  for (const auto& [key, value] : body.items()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || key == k;
+    if (!ok) {
+      ReplyJson(res, 400,
+                {{"error", absl::StrCat("unknown field '", key.substr(0, 64),
+                                        "' (", list, ")")}});
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
@@ -46,6 +123,78 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
     j["csrf"] = c.bearer ? "" : CsrfTokenFor(*tokens, c.session);
     res.set_header("Cache-Control", "no-store");
     ReplyJson(res, 200, j);
+  });
+  add(api::Op::kSubmitSweep, [scheduler, tokens](const Request& req,
+                                                 Response& res) {
+    auto body = Body(req, res);
+    if (!body) return;
+    if (!OnlyFields(*body, {"spec_yaml", "dry_run"}, "spec_yaml, dry_run",
+                    res)) {
+      return;
+    }
+    const json yaml = body->value("spec_yaml", json());
+    if (!yaml.is_string() || yaml.get<std::string>().empty()) {
+      return ReplyJson(
+          res, 400,
+          {{"error", absl::StrCat("spec_yaml: required, the sweep file's "
+                                  "text (a non-empty string); ",
+                                  Quoted(yaml))}});
+    }
+    const json dry = body->value("dry_run", json(false));
+    if (!dry.is_boolean()) {
+      return ReplyJson(
+          res, 400,
+          {{"error",
+            absl::StrCat("dry_run: must be true or false; ", Quoted(dry))}});
+    }
+    auto r = scheduler->SubmitSweep(yaml.get<std::string>(), dry.get<bool>());
+    if (!r.ok()) return ReplySweepError(res, r.status());
+    if (!dry.get<bool>()) {
+      SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req) << " submitted sweep "
+                     << r->sweep.record.sweep_id << " (" << r->new_trials
+                     << " new trials)";
+    }
+    ReplyJson(res, 200,
+              {{"sweep_id", r->sweep.record.sweep_id},
+               {"kind", r->sweep.record.kind},
+               {"dry_run", dry.get<bool>()},
+               {"new_trials", r->new_trials},
+               {"existing_trials", r->existing_trials},
+               {"total_trials", r->new_trials + r->existing_trials}});
+  });
+  add(api::Op::kExtendSweep, [scheduler, tokens](const Request& req,
+                                                 Response& res) {
+    const std::string id = req.matches[1];
+    auto body = Body(req, res);
+    if (!body) return;
+    if (!OnlyFields(*body, {"axis", "values"}, "axis, values", res)) return;
+    const json axis = body->value("axis", json());
+    if (!axis.is_string() || axis.get<std::string>().empty()) {
+      return ReplyJson(
+          res, 400,
+          {{"error", absl::StrCat("axis: required, a grid axis of the sweep "
+                                  "or \"seeds\"; ",
+                                  Quoted(axis))}});
+    }
+    const json values = body->value("values", json());
+    if (!values.is_array() || values.empty()) {
+      return ReplyJson(
+          res, 400,
+          {{"error", absl::StrCat("values: required, a non-empty list; ",
+                                  Quoted(values))}});
+    }
+    std::vector<json> list;
+    for (size_t i = 0; i < values.size(); ++i) {
+      auto v = GridValue(values[i], absl::StrCat("values[", i, "]"));
+      if (!v.ok()) return ReplyError(res, v.status());
+      list.push_back(std::move(*v));
+    }
+    auto n = scheduler->ExtendSweep(id, axis.get<std::string>(), list);
+    if (!n.ok()) return ReplySweepError(res, n.status());
+    SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req) << " extended sweep "
+                   << id << " on " << axis.get<std::string>() << " (" << *n
+                   << " new trials)";
+    ReplyJson(res, 200, {{"sweep_id", id}, {"new_trials", *n}});
   });
   add(api::Op::kCancelSweep,
       [scheduler, tokens](const Request& req, Response& res) {

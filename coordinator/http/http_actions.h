@@ -6,6 +6,14 @@
 // gate in coordinator/http/http_auth.h before they run) and GET /api/session:
 //
 //   GET  /api/session                   {"name", "role", "csrf", "admin"}
+//   POST /api/sweeps                    {"spec_yaml": "...", "dry_run": bool}
+//                                       -> {"sweep_id", "kind", "dry_run",
+//                                       "new_trials", "existing_trials",
+//                                       "total_trials"}; a refused file is
+//                                       400 {"error", "problems": [...]} with
+//                                       every problem (Scheduler::SubmitSweep)
+//   POST /api/sweeps/{id}/extend        {"axis": "M", "values": [5, 6]} ->
+//                                       {"sweep_id", "new_trials"}
 //   POST /api/sweeps/{id}/cancel        {"cancelled": n}
 //   POST /api/sweeps/{id}/retry         {"include_cancelled": bool}? ->
 //                                       {"requeued": n}
@@ -18,6 +26,8 @@
 //   POST /api/trials/{id}/cancel        {"state": "cancelled"}
 //   POST /api/trials/{id}/retry         {"state": "pending"}
 //
+// The same Scheduler calls as the gRPC service (coordinator/grpc/), so both
+// transports refuse the same input with the same message.
 // Errors are JSON {"error": ...}: 400 bad input (naming the field), 404
 // unknown sweep or trial, 409 not possible in the current state, 503 store
 // failing (coordinator/api/http_status.h). Every action is logged with the

@@ -233,6 +233,152 @@ TEST_F(HttpActionsTest, AdminAnnotatesArchivesAndCancelsASweep) {
   EXPECT_EQ(r->status, 404);
 }
 
+TEST_F(HttpActionsTest, SubmitValidatesDryRunAndAddsASweepLikeTheCli) {
+  auto c = Client();
+  const httplib::Headers bearer = {
+      {"Authorization", absl::StrCat("Bearer ", kAdmin)}};
+  const std::string yaml =
+      "name: posted\nkind: sraven\ngrid:\n  M: [1, 2]\n  top_k: [1, 2]\n"
+      "fixed: {steps: 10}\nseeds: [0, 1]\n";
+  // Dry run: counted, nothing stored.
+  auto r = c.Post("/api/sweeps", bearer,
+                  json({{"spec_yaml", yaml}, {"dry_run", true}}).dump(),
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["sweep_id"], "posted");
+  EXPECT_EQ(j["kind"], "sraven");
+  EXPECT_EQ(j["dry_run"], true);
+  EXPECT_EQ(j["new_trials"], 8);
+  EXPECT_TRUE(absl::IsNotFound(sched_->GetSweep("posted").status()));
+  // Submitted, then again: nothing duplicated.
+  r = c.Post("/api/sweeps", bearer, json({{"spec_yaml", yaml}}).dump(),
+             "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["new_trials"], 8);
+  EXPECT_EQ(sched_->ListTrials("posted")->size(), 8u);
+  r = c.Post("/api/sweeps", bearer, json({{"spec_yaml", yaml}}).dump(),
+             "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  j = json::parse(r->body);
+  EXPECT_EQ(j["new_trials"], 0);
+  EXPECT_EQ(j["existing_trials"], 8);
+  // Every problem of a bad file, each naming its field and value, and the
+  // whole message as the scheduler (and so the CLI over gRPC) words it.
+  const std::string bad =
+      "name: bad\nkind: sraven\ngrid:\n  M: [0, 2]\ncolour: red\n";
+  r = c.Post("/api/sweeps", bearer,
+             json({{"spec_yaml", bad}, {"dry_run", true}}).dump(),
+             "application/json");
+  ASSERT_EQ(r->status, 400) << r->body;
+  j = json::parse(r->body);
+  const auto direct = sched_->SubmitSweep(bad, true);
+  ASSERT_FALSE(direct.ok());
+  EXPECT_EQ(j["error"], std::string(direct.status().message()));
+  EXPECT_THAT(j["error"].get<std::string>(), HasSubstr("2 problems:"));
+  ASSERT_EQ(j["problems"].size(), 2u) << r->body;
+  EXPECT_THAT(j["problems"][0].get<std::string>(),
+              HasSubstr("unknown key 'colour'"));
+  EXPECT_EQ(j["problems"][1], "grid.M: expected a value in [1, 8], got 0");
+  // One problem is a list of one.
+  r = c.Post("/api/sweeps", bearer,
+             json({{"spec_yaml", "name: x\nkind: nope\n"}}).dump(),
+             "application/json");
+  ASSERT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(json::parse(r->body)["problems"].size(), 1u);
+  EXPECT_THAT(r->body, HasSubstr("nope"));
+  // Bad bodies name the field.
+  r = c.Post("/api/sweeps", bearer, R"({"dry_run": true})", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("spec_yaml: required"));
+  EXPECT_THAT(r->body, HasSubstr("; missing"));
+  r = c.Post("/api/sweeps", bearer,
+             json({{"spec_yaml", yaml}, {"dry", 1}}).dump(),
+             "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("unknown field 'dry'"));
+  r = c.Post("/api/sweeps", bearer,
+             json({{"spec_yaml", yaml}, {"dry_run", "yes"}}).dump(),
+             "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body,
+              HasSubstr("dry_run: must be true or false; got \\\"yes\\\""));
+  r = c.Post("/api/sweeps", bearer, "[1]", "application/json");
+  EXPECT_EQ(r->status, 400);
+  // A viewer may not submit, not even a dry run; no token is 401.
+  r = c.Post("/api/sweeps",
+             {{"Authorization", absl::StrCat("Bearer ", viewer_)}},
+             json({{"spec_yaml", yaml}, {"dry_run", true}}).dump(),
+             "application/json");
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("needs role 'admin'"));
+  r = c.Post("/api/sweeps", json({{"spec_yaml", yaml}}).dump(),
+             "application/json");
+  EXPECT_EQ(r->status, 401);
+  // A session cookie needs the CSRF token.
+  const std::string cookie = Login(kAdmin);
+  r = c.Post("/api/sweeps", {{"Cookie", cookie}},
+             json({{"spec_yaml", yaml}}).dump(), "application/json");
+  EXPECT_EQ(r->status, 403);
+  EXPECT_THAT(r->body, HasSubstr("missing X-CSRF-Token"));
+}
+
+TEST_F(HttpActionsTest, ExtendAddsValuesOnceAndNamesBadInput) {
+  auto c = Client();
+  const httplib::Headers bearer = {
+      {"Authorization", absl::StrCat("Bearer ", kAdmin)}};
+  // 3.0 from a JSON client is the integer 3, as over gRPC.
+  auto r = c.Post("/api/sweeps/acts/extend", bearer,
+                  R"({"axis": "M", "values": [3.0, 4]})", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["new_trials"], 2);
+  EXPECT_EQ(sched_->ListTrials("acts")->size(), 4u);
+  r = c.Post("/api/sweeps/acts/extend", bearer,
+             R"({"axis": "M", "values": [3, 4]})", "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["new_trials"], 0);
+  r = c.Post("/api/sweeps/acts/extend", bearer,
+             R"({"axis": "seeds", "values": [7]})", "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["new_trials"], 4);
+  // The scheduler's own checks, with its messages.
+  r = c.Post("/api/sweeps/acts/extend", bearer,
+             R"({"axis": "M", "values": [99]})", "application/json");
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("99"));
+  r = c.Post("/api/sweeps/acts/extend", bearer,
+             R"({"axis": "colour", "values": [1]})", "application/json");
+  EXPECT_EQ(r->status, 404) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("colour"));
+  r = c.Post("/api/sweeps/nope/extend", bearer,
+             R"({"axis": "M", "values": [1]})", "application/json");
+  EXPECT_EQ(r->status, 404) << r->body;
+  // Bad bodies.
+  r = c.Post("/api/sweeps/acts/extend", bearer, R"({"values": [1]})",
+             "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("axis: required"));
+  r = c.Post("/api/sweeps/acts/extend", bearer,
+             R"({"axis": "M", "values": []})", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("values: required, a non-empty list; got []"));
+  r = c.Post("/api/sweeps/acts/extend", bearer,
+             R"({"axis": "M", "values": [1e300, 2.5]})", "application/json");
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("grid.M"));
+  r = c.Post("/api/sweeps/acts/extend", bearer,
+             R"({"axis": "M", "values": [1, [2]]})", "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("values[1]: must be a number"));
+  r = c.Post("/api/sweeps/acts/extend",
+             {{"Authorization", absl::StrCat("Bearer ", viewer_)}},
+             R"({"axis": "M", "values": [5]})", "application/json");
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(sched_->ListTrials("acts")->size(), 8u);
+}
+
 TEST_F(HttpActionsTest, AdminDeletesAFinishedSweepOnly) {
   auto c = Client();
   const httplib::Headers bearer = {

@@ -182,6 +182,66 @@ TEST(OpenApiTest, GeneratedFromTheTableOfOperations) {
       absl::StrCat("^", api::kSweepIdRegex, "$"));
 }
 
+// Collects every "$ref" under `j`.
+void Refs(const json& j, std::set<std::string>* out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      if (k == "$ref" && v.is_string()) out->insert(v.get<std::string>());
+      Refs(v, out);
+    }
+  } else if (j.is_array()) {
+    for (const json& v : j) Refs(v, out);
+  }
+}
+
+// Every operation says what it answers: a JSON 200 response has a schema
+// that names its fields (or a $ref to one); every action with a body says
+// what it takes; every $ref resolves.
+TEST(OpenApiTest, EveryOperationDescribesItsRequestAndResponseSchemas) {
+  const json& spec = OpenApiSpec();
+  int checked = 0;
+  for (const auto& [path, ops] : spec["paths"].items()) {
+    for (const auto& [method, o] : ops.items()) {
+      const json ok = o.value("responses", json::object())
+                          .value("200", json::object())
+                          .value("content", json::object());
+      for (const auto& [mime, content] : ok.items()) {
+        if (mime.rfind("application/json", 0) != 0) continue;
+        const json schema = content.value("schema", json::object());
+        ++checked;
+        EXPECT_TRUE(schema.contains("properties") || schema.contains("$ref"))
+            << method << " " << path
+            << ": the 200 response has no schema with fields";
+      }
+    }
+  }
+  EXPECT_GE(checked, 20);
+  for (const char* name : {"SubmitSweep", "ExtendSweep"}) {
+    const json& d = OpenApiOperationDetails()[name];
+    const json& body =
+        d["requestBody"]["content"]["application/json"]["schema"];
+    EXPECT_TRUE(d["requestBody"].value("required", false)) << name;
+    EXPECT_FALSE(body["required"].empty()) << name;
+    EXPECT_EQ(
+        d["responses"]["400"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/SweepFileError")
+        << name;
+  }
+  std::set<std::string> refs;
+  Refs(spec, &refs);
+  for (const std::string& ref : refs) {
+    const std::string prefix = "#/components/";
+    ASSERT_EQ(ref.rfind(prefix, 0), 0u) << ref;
+    const std::string rest = ref.substr(prefix.size());
+    const size_t slash = rest.find('/');
+    ASSERT_NE(slash, std::string::npos) << ref;
+    const json group =
+        spec["components"].value(rest.substr(0, slash), json::object());
+    EXPECT_TRUE(group.contains(rest.substr(slash + 1)))
+        << ref << " does not resolve";
+  }
+}
+
 TEST(OpenApiTest, ServedWithoutAToken) {
   auto s = Serve();
   httplib::Client c("127.0.0.1", s->http->port());

@@ -6,18 +6,24 @@ at learning rate `lr`, a train/loss metric every `log_every` steps, a
 checkpoint every `checkpoint_every` steps (WORKDIR/toy_checkpoint.json,
 written atomically) from which a new attempt resumes, and SIGTERM ->
 checkpoint -> exit 75. `step_ms` slows each step down (for demos and tests).
+It reports through smoe_lab.trial (python/smoe_lab; `pip install ./python`,
+else it is found in this checkout).
 """
 import json, os, random, sys, time
 
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-import smoe_report as smoe
+try:
+    from smoe_lab import trial
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                    "..", "..", "python"))
+    from smoe_lab import trial
 
-p = smoe.params()
+p = trial.params()
 steps, lr = int(p["steps"]), float(p["lr"])
 if p["optimizer"] == "momentum" and lr > 0.1:
-    smoe.bad_params(f"lr={lr}: momentum diverges above 0.1")
-seed = json.load(open(os.environ["SMOE_TRIAL"]))["seed"]
-ckpt = os.path.join(smoe.workdir(), "toy_checkpoint.json")
+    trial.bad_params(f"lr={lr}: momentum diverges above 0.1")
+seed = trial.seed()
+ckpt = os.path.join(trial.checkpoint_dir(), "toy_checkpoint.json")
 
 def save(step, w, b, v):
     tmp = ckpt + ".tmp"
@@ -27,7 +33,7 @@ def save(step, w, b, v):
         os.fsync(f.fileno())
     os.replace(tmp, ckpt)
     # Named, so the daemon uploads it and another worker can resume from it.
-    smoe.checkpoint(step, file="toy_checkpoint.json")
+    trial.checkpoint(step, file="toy_checkpoint.json")
 
 start, w, b, v = 0, 0.0, 0.0, [0.0, 0.0]
 if os.path.exists(ckpt):
@@ -44,9 +50,9 @@ def loss(w, b):
     return sum((w * x + b - y) ** 2 for x, y in data) / len(data)
 
 for step in range(start, steps):
-    if smoe.stopping():
+    if trial.should_stop():
         save(step, w, b, v)
-        smoe.preempted()
+        trial.exit_preempted()
     x, y = data[(seed + step) % len(data)]
     err = w * x + b - y
     v = [beta * v[0] + 2 * err * x, beta * v[1] + 2 * err]
@@ -54,9 +60,8 @@ for step in range(start, steps):
     time.sleep(p["step_ms"] / 1000)
     done = step + 1
     if done % p["log_every"] == 0 or done == steps:
-        smoe.progress(done, steps)
-        smoe.metric(done, "train/loss", loss(w, b))
+        trial.report(done, {"train/loss": loss(w, b)}, total=steps)
     if done % p["checkpoint_every"] == 0 and done < steps:
         save(done, w, b, v)
 
-smoe.result(loss=loss(w, b), w=w, b=b)
+trial.final(loss=loss(w, b), w=w, b=b)

@@ -2,7 +2,8 @@
 //
 // The read layer (coordinator/views/) serves both transports: the gRPC
 // GetSweep / GetTrialMetrics answers and the dashboard's HTTP answers for the
-// same sweep and trial agree, field by field (issue 34).
+// same sweep and trial agree, field by field (issue 34); submit and extend
+// count and refuse alike over both (issue 32).
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 
@@ -211,6 +212,66 @@ TEST_F(ViewsTest, GrpcAndHttpAnswerTheSameTrialMetrics) {
     EXPECT_EQ(h["attempts"][i]["exit_code"], g.attempts(i).exit_code());
     EXPECT_EQ(h["attempts"][i]["started_ms"], g.attempts(i).started_ms());
   }
+}
+
+// The write actions: gRPC and HTTP call the same Scheduler methods, so they
+// count the same trials and refuse the same input with the same message, in
+// the codes the one mapping gives (coordinator/api/http_status.h).
+TEST_F(ViewsTest, GrpcAndHttpSubmitAndExtendAlike) {
+  httplib::Client c("127.0.0.1", server_->http_port());
+  const httplib::Headers bearer = {
+      {"Authorization", absl::StrCat("Bearer ", server_->token())}};
+  auto grpc_submit = [&](const std::string& yaml, bool dry_run,
+                         pb::SubmitSweepResponse* resp) {
+    pb::SubmitSweepRequest req;
+    req.set_spec_yaml(yaml);
+    req.set_dry_run(dry_run);
+    grpc::ClientContext ctx;
+    proto::PrepareClientContext(&ctx, server_->token(), absl::Seconds(10));
+    return Stub()->SubmitSweep(&ctx, req, resp);
+  };
+  const std::string yaml =
+      "name: w\nkind: sraven\ngrid:\n  M: [1, 2, 3]\nfixed: {steps: 10}\n"
+      "seeds: [0, 1]\n";
+  pb::SubmitSweepResponse g;
+  ASSERT_TRUE(grpc_submit(yaml, true, &g).ok());
+  auto h = c.Post("/api/sweeps", bearer,
+                  json({{"spec_yaml", yaml}, {"dry_run", true}}).dump(),
+                  "application/json");
+  ASSERT_TRUE(h);
+  ASSERT_EQ(h->status, 200) << h->body;
+  EXPECT_EQ(json::parse(h->body)["new_trials"], g.new_trials());
+  EXPECT_EQ(g.new_trials(), 6);
+  // An invalid file: the same message; HTTP also lists the problems.
+  const std::string bad = "name: w\nkind: sraven\ngrid:\n  M: [0]\nseeds: x\n";
+  const grpc::Status gs = grpc_submit(bad, true, &g);
+  ASSERT_EQ(gs.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  h = c.Post("/api/sweeps", bearer,
+             json({{"spec_yaml", bad}, {"dry_run", true}}).dump(),
+             "application/json");
+  ASSERT_EQ(h->status, 400) << h->body;
+  const json err = json::parse(h->body);
+  EXPECT_EQ(err["error"], gs.error_message());
+  EXPECT_EQ(err["problems"].size(), 2u) << h->body;
+  // Extending: a value the axis refuses, the same way on both.
+  ASSERT_TRUE(grpc_submit(yaml, false, &g).ok());
+  pb::ExtendSweepRequest ext;
+  ext.set_sweep_id("w");
+  ext.set_axis("M");
+  ext.add_values()->set_number_value(42);
+  pb::ExtendSweepResponse er;
+  grpc::ClientContext ctx;
+  proto::PrepareClientContext(&ctx, server_->token(), absl::Seconds(10));
+  const grpc::Status es = Stub()->ExtendSweep(&ctx, ext, &er);
+  ASSERT_EQ(es.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  h = c.Post("/api/sweeps/w/extend", bearer, R"({"axis": "M", "values": [42]})",
+             "application/json");
+  ASSERT_EQ(h->status, 400) << h->body;
+  EXPECT_EQ(json::parse(h->body)["error"], es.error_message());
+  h = c.Post("/api/sweeps/w/extend", bearer, R"({"axis": "M", "values": [4]})",
+             "application/json");
+  ASSERT_EQ(h->status, 200) << h->body;
+  EXPECT_EQ(json::parse(h->body)["new_trials"], 2);
 }
 
 }  // namespace

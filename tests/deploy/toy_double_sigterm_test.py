@@ -2,7 +2,7 @@
 """deploy_toy_double_sigterm (labels deploy, deploy-run): on Slurm's scancel
 every process of the job gets SIGTERM, and the worker daemon forwards its own
 a moment later, so a trainer sees two. examples/command/train_toy.py (through
-smoe_report.py) must still checkpoint and exit 75, never die of the second
+smoe_lab.trial) must still checkpoint and exit 75, never die of the second
 signal (it did 19 times in 20 while Python's shutdown had restored SIGTERM's
 default action: the trial then ended "killed by signal 15")."""
 import json
