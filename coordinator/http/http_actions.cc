@@ -150,9 +150,9 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
     auto r = scheduler->SubmitSweep(yaml.get<std::string>(), dry.get<bool>());
     if (!r.ok()) return ReplySweepError(res, r.status());
     if (!dry.get<bool>()) {
-      SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req) << " submitted sweep "
-                     << r->sweep.record.sweep_id << " (" << r->new_trials
-                     << " new trials)";
+      SMOE_LOG(INFO) << "dashboard: " << CallerName(tokens, req)
+                     << " submitted sweep " << r->sweep.record.sweep_id << " ("
+                     << r->new_trials << " new trials)";
     }
     ReplyJson(res, 200,
               {{"sweep_id", r->sweep.record.sweep_id},
@@ -191,9 +191,9 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
     }
     auto n = scheduler->ExtendSweep(id, axis.get<std::string>(), list);
     if (!n.ok()) return ReplySweepError(res, n.status());
-    SMOE_LOG(INFO) << "dashboard: " << Who(tokens, req) << " extended sweep "
-                   << id << " on " << axis.get<std::string>() << " (" << *n
-                   << " new trials)";
+    SMOE_LOG(INFO) << "dashboard: " << CallerName(tokens, req)
+                   << " extended sweep " << id << " on "
+                   << axis.get<std::string>() << " (" << *n << " new trials)";
     ReplyJson(res, 200, {{"sweep_id", id}, {"new_trials", *n}});
   });
   add(api::Op::kCancelSweep,
