@@ -3,6 +3,8 @@
 // Host wrappers of the grouped GEMM: validate, call cuBLAS, convert errors.
 #include "kernels/grouped_gemm/grouped_gemm.h"
 
+#include <cublas_v2.h>
+
 #include "common/status_macros.h"
 #include "kernels/common/cuda_status.h"
 #include "kernels/grouped_gemm/grouped_gemm_launch.h"
@@ -19,6 +21,20 @@ absl::Status ToStatus(const GemmLaunchResult& r, const char* what) {
 
 size_t GroupedGemmWorkspaceBytes(int num_experts) {
   return sizeof(void*) * 3 * static_cast<size_t>(num_experts);
+}
+
+absl::StatusOr<cublasHandle_t> ThreadCublasHandle() {
+  struct Handle {
+    cublasHandle_t h = nullptr;
+    absl::Status status;
+    Handle() { status = CublasStatus(cublasCreate(&h), "cublasCreate"); }
+    ~Handle() {
+      if (h != nullptr) cublasDestroy(h);
+    }
+  };
+  thread_local Handle handle;
+  if (!handle.status.ok()) return handle.status;
+  return handle.h;
 }
 
 absl::Status GroupedGemm(cublasHandle_t handle, const void* a, const void* b,

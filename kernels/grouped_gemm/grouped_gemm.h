@@ -36,6 +36,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kernels/common/dtype.h"
 
 #if defined(SMOE_WITH_CUDA)
@@ -107,6 +108,12 @@ void GroupedGemmWeightGradRef(const float* a, const float* dc, float* db,
 #if defined(SMOE_WITH_CUDA)
 // Bytes of device workspace the GPU functions need (pointer arrays).
 size_t GroupedGemmWorkspaceBytes(int num_experts);
+
+// The calling thread's own cuBLAS handle: created on first use (the error of
+// cublasCreate, every call, when that failed), destroyed when the thread
+// exits. For callers without a handle of their own (worker/model/ops' route
+// for CPU tensors over the fake runtime); LibTorch's pooled handle otherwise.
+absl::StatusOr<cublasHandle_t> ThreadCublasHandle();
 
 // GPU versions (device a/b/c, host offsets). Enqueued on `stream`: the
 // handle is bound to it with cublasSetStream only when cublasGetStream says

@@ -69,7 +69,9 @@ struct Config {
   // cudaMemcpyAsync device->host into pageable memory blocks the caller until
   // the copy ran (true) or is fully asynchronous (false). CUDA allows both.
   bool pageable_d2h_synchronous = true;
-  // NCCL buffers must be live fake-device memory of the comm's device.
+  // NCCL buffers must be live fake-device memory of the comm's device, and
+  // cudaMemset(Async) targets fake-device memory. Off: host memory (CPU
+  // tensors) stands in for device memory.
   bool strict_device_pointers = true;
 };
 

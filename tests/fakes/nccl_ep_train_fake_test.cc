@@ -20,6 +20,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -34,6 +35,7 @@
 #include "cuda_runtime_api.h"
 #include "kernels/all_to_all/local_communicator.h"
 #include "kernels/all_to_all/nccl_communicator.h"
+#include "tests/fakes/fake_kernels_control.h"
 #include "tests/fakes/fake_nccl_control.h"
 #include "tests/fakes/rank_threads.h"
 #include "worker/data/sraven/sraven.h"
@@ -42,6 +44,7 @@
 #include "worker/model/mixtral/mixtral_checkpoint.h"
 #include "worker/model/mixtral/mixtral_expert_parallel.h"
 #include "worker/model/mixtral/mixtral_model.h"
+#include "worker/model/ops/launch.h"
 #include "worker/model/transformer.h"
 
 namespace smoe::model {
@@ -202,27 +205,18 @@ Trajectory TrainEp(
   return t;
 }
 
-TEST(NcclEpTrainFakeTest, LossesEqualTheLocalAndSingleProcessRuns) {
-  torch::set_num_threads(1);
-  fake::Config fc;
-  fc.strict_device_pointers = false;  // CPU tensors as "device" memory
-  const uint64_t seed = fake::Reset(fc);
-  SCOPED_TRACE(absl::StrCat("SMOE_FAKE_NCCL_SEED=", seed));
-
-  const Trajectory single = TrainSingle();
-
-  auto local = kernels::CreateLocalCommunicators(kWorld, {});
-  const Trajectory ep_local = TrainEp(
-      [&](int r) -> absl::StatusOr<Communicator*> { return local[r].get(); },
-      [](int) {});
-
+// The EP run over the fake-backed NcclCommunicator (world 2): each rank's
+// own non-blocking stream, handed over per call (A13).
+Trajectory TrainEpOverFakeNccl(
+    std::vector<std::unique_ptr<Communicator>>* local) {
+  Trajectory none;
   absl::StatusOr<kernels::NcclUniqueIdBytes> id = kernels::NewNcclUniqueId();
-  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_TRUE(id.ok()) << id.status();
+  if (!id.ok()) return none;
   std::vector<std::unique_ptr<Communicator>> nccl(kWorld);
   std::vector<cudaStream_t> streams(kWorld, nullptr);
-  const Trajectory ep_nccl = TrainEp(
+  return TrainEp(
       [&](int r) -> absl::StatusOr<Communicator*> {
-        // The rank's own non-blocking stream, handed over per call (A13).
         if (cudaSetDevice(r) != cudaSuccess ||
             cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking) !=
                 cudaSuccess) {
@@ -242,8 +236,10 @@ TEST(NcclEpTrainFakeTest, LossesEqualTheLocalAndSingleProcessRuns) {
         EXPECT_EQ(CommDevice(**comm, torch::Device(torch::kCUDA, r)),
                   torch::Device(torch::kCUDA, r));
         EXPECT_EQ(CommDevice(**comm, torch::kCPU), torch::Device(torch::kCPU));
-        EXPECT_EQ(CommDevice(*local[r], torch::Device(torch::kCUDA, r)),
-                  torch::Device(torch::kCPU));
+        if (local != nullptr) {
+          EXPECT_EQ(CommDevice(*(*local)[r], torch::Device(torch::kCUDA, r)),
+                    torch::Device(torch::kCPU));
+        }
         nccl[r] = *std::move(comm);
         return nccl[r].get();
       },
@@ -251,6 +247,23 @@ TEST(NcclEpTrainFakeTest, LossesEqualTheLocalAndSingleProcessRuns) {
         nccl[r].reset();  // finalizes on the rank's thread
         cudaStreamDestroy(streams[r]);
       });
+}
+
+TEST(NcclEpTrainFakeTest, LossesEqualTheLocalAndSingleProcessRuns) {
+  torch::set_num_threads(1);
+  fake::Config fc;
+  fc.strict_device_pointers = false;  // CPU tensors as "device" memory
+  const uint64_t seed = fake::Reset(fc);
+  SCOPED_TRACE(absl::StrCat("SMOE_FAKE_NCCL_SEED=", seed));
+
+  const Trajectory single = TrainSingle();
+
+  auto local = kernels::CreateLocalCommunicators(kWorld, {});
+  const Trajectory ep_local = TrainEp(
+      [&](int r) -> absl::StatusOr<Communicator*> { return local[r].get(); },
+      [](int) {});
+
+  const Trajectory ep_nccl = TrainEpOverFakeNccl(&local);
 
   const fake::Stats stats = fake::GetStats();
   EXPECT_GT(stats.kernels_run, 6 * kSteps)
@@ -278,6 +291,89 @@ TEST(NcclEpTrainFakeTest, LossesEqualTheLocalAndSingleProcessRuns) {
       << (ep_nccl.eval_logits - single.eval_logits).abs().max().item<double>();
   // The losses moved: the run trained.
   EXPECT_NE(single.loss.front(), single.loss.back());
+}
+
+// Issue 29 item 6: the same training with the MoE ops' device launches
+// taking the CPU tensors (launch::SetHostTensorsThroughKernelsForTesting):
+// the router top-k, permute plan, permute, combine and their backwards run
+// the REAL kernels on the CPU emulator and the expert GEMMs the fake cuBLAS,
+// all through worker/model/ops/launch_cuda.cc, the lines a GPU run takes;
+// single-process and expert-parallel over the fake NCCL. Both must match the
+// CPU references' run up to float32 rounding (kernels and references sum in
+// different orders), and the EP run the single-process one.
+TEST(NcclEpTrainFakeTest, RealKernelsOnTheEmulatorTrainLikeTheReferences) {
+#if !defined(SMOE_EP_TEST_KERNELS_ON_EMU)
+  GTEST_SKIP() << "a build without the kernels (SMOE_WITH_CUDA off) or "
+                  "without the emulator's kernels (SMOE_FAKE_KERNELS_ON_EMU)";
+#else
+  torch::set_num_threads(1);
+  fake::Config fc;
+  fc.strict_device_pointers = false;  // CPU tensors as "device" memory
+  const uint64_t seed = fake::Reset(fc);
+  fake_kernels::Reset();
+  SCOPED_TRACE(absl::StrCat("SMOE_FAKE_NCCL_SEED=", seed));
+
+  const Trajectory reference = TrainSingle();
+  EXPECT_EQ(fake_kernels::LaunchesRun(), 0)
+      << "the references' run launched kernels";
+
+  bool was = true;
+  ASSERT_TRUE(
+      ops::launch::SetHostTensorsThroughKernelsForTesting(true, &was).ok());
+  EXPECT_FALSE(was);
+  const Trajectory single = TrainSingle();
+  const int64_t single_launches = fake_kernels::LaunchesRun();
+  const Trajectory ep = TrainEpOverFakeNccl(nullptr);
+  ASSERT_TRUE(ops::launch::SetHostTensorsThroughKernelsForTesting(false).ok());
+
+  // Every kernel of the layer ran, forward and backward, in both runs.
+  for (const char* k : {"LaunchRouterTopK", "LaunchRouterTopKBackward",
+                        "LaunchBuildPermutePlan", "LaunchGatherRows",
+                        "LaunchCombine", "LaunchCombineBackward"}) {
+    EXPECT_GE(fake_kernels::LaunchesRun(k), 2 * kSteps * Tiny().depth) << k;
+  }
+  EXPECT_GT(fake_kernels::LaunchesRun() - single_launches, 0)
+      << "the EP run launched no kernel";
+  const std::vector<std::string> v = fake::Violations();
+  EXPECT_TRUE(v.empty()) << absl::StrJoin(v, "\n");
+
+  ASSERT_EQ(single.loss.size(), static_cast<size_t>(kSteps));
+  ASSERT_EQ(ep.loss.size(), single.loss.size());
+  for (int step = 0; step < kSteps; ++step) {
+    EXPECT_NEAR(single.loss[step], reference.loss[step],
+                1e-4 * std::abs(reference.loss[step]))
+        << "step " << step;
+    EXPECT_NEAR(ep.loss[step], single.loss[step],
+                1e-4 * std::abs(single.loss[step]))
+        << "step " << step;
+  }
+  ASSERT_TRUE(single.eval_logits.defined() && ep.eval_logits.defined());
+  EXPECT_TRUE(torch::allclose(single.eval_logits, reference.eval_logits,
+                              /*rtol=*/1e-4, /*atol=*/1e-5))
+      << "max |diff| = "
+      << (single.eval_logits - reference.eval_logits)
+             .abs()
+             .max()
+             .item<double>();
+  EXPECT_TRUE(torch::allclose(ep.eval_logits, single.eval_logits,
+                              /*rtol=*/1e-4, /*atol=*/1e-5))
+      << "max |diff| = "
+      << (ep.eval_logits - single.eval_logits).abs().max().item<double>();
+  EXPECT_NE(single.loss.front(), single.loss.back());
+
+  // The comparison sees a wrong kernel: one corrupted element of one
+  // combine output (fake_kernels::CorruptLaunch) moves the losses.
+  fake_kernels::CorruptLaunch("LaunchCombine");
+  ASSERT_TRUE(ops::launch::SetHostTensorsThroughKernelsForTesting(true).ok());
+  const Trajectory corrupted = TrainSingle();
+  ASSERT_TRUE(ops::launch::SetHostTensorsThroughKernelsForTesting(false).ok());
+  double worst = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    worst = std::max(worst, std::abs(corrupted.loss[step] - single.loss[step]) /
+                                std::abs(single.loss[step]));
+  }
+  EXPECT_GT(worst, 1e-4) << "a corrupted combine went unnoticed";
+#endif
 }
 
 // Expert-parallel Mixtral generation (world 2) over the fake-backed

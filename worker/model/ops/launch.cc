@@ -1,12 +1,13 @@
 // Copyright 2026 SMoE Lab authors.
 //
 // Launch dispatch and the CPU side of every launch (launch.h). The only
-// device test in worker/model/ops is the `is_cuda()` at the top of each
-// function; the CUDA side is launch_cuda.cc.
+// device test in worker/model/ops is OnDevice() at the top of each function;
+// the device side is launch_cuda.cc.
 #include "worker/model/ops/launch.h"
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <string>
 
 #include "absl/status/status.h"
@@ -16,6 +17,13 @@
 
 namespace smoe::model::ops::launch {
 namespace {
+
+std::atomic<bool> g_host_through_kernels{false};
+
+// A CUDA tensor, or a CPU one routed through the kernels for a test.
+bool OnDevice(const torch::Tensor& t) {
+  return t.is_cuda() || g_host_through_kernels.load(std::memory_order_relaxed);
+}
 
 absl::Status BadDtype(const char* op, const torch::Tensor& t) {
   return absl::InvalidArgumentError(absl::StrCat(
@@ -193,11 +201,29 @@ absl::Status HostGroupedGemmWeightGrad(const torch::Tensor& a,
 
 // ---- Dispatch: the one device test per launch ------------------------------
 
+bool HostTensorsThroughKernels() {
+  return g_host_through_kernels.load(std::memory_order_relaxed);
+}
+
+absl::Status SetHostTensorsThroughKernelsForTesting(bool on, bool* was) {
+#if defined(SMOE_WITH_CUDA)
+  const bool before = g_host_through_kernels.exchange(on);
+  if (was != nullptr) *was = before;
+  return absl::OkStatus();
+#else
+  (void)on;
+  (void)was;
+  return absl::UnimplementedError(
+      "SetHostTensorsThroughKernelsForTesting: this build has no kernels "
+      "(SMOE_WITH_CUDA off: nvcc was not found at configure time)");
+#endif
+}
+
 absl::Status RouterTopK(const torch::Tensor& logits, int top_k,
                         kernels::RouterGating gating, const torch::Tensor& idx,
                         const torch::Tensor& w, const torch::Tensor& counts,
                         const torch::Tensor& offsets) {
-  if (logits.is_cuda()) {
+  if (OnDevice(logits)) {
     return cuda::RouterTopK(logits, top_k, gating, idx, w, counts, offsets);
   }
   return HostRouterTopK(logits, top_k, gating, idx, w, counts, offsets);
@@ -208,7 +234,7 @@ absl::Status RouterTopKBackward(const torch::Tensor& logits,
                                 const torch::Tensor& w, const torch::Tensor& g,
                                 kernels::RouterGating gating,
                                 const torch::Tensor& grad_logits) {
-  if (logits.is_cuda()) {
+  if (OnDevice(logits)) {
     return cuda::RouterTopKBackward(logits, idx, w, g, gating, grad_logits);
   }
   return HostRouterTopKBackward(logits, idx, w, g, gating, grad_logits);
@@ -216,20 +242,20 @@ absl::Status RouterTopKBackward(const torch::Tensor& logits,
 
 absl::Status BuildPlan(const torch::Tensor& idx, const Plan& plan,
                        const torch::Tensor& counts) {
-  if (idx.is_cuda()) return cuda::BuildPlan(idx, plan, counts);
+  if (OnDevice(idx)) return cuda::BuildPlan(idx, plan, counts);
   kernels::BuildPermutePlanRef(I32(idx), plan.View());
   return absl::OkStatus();
 }
 
 absl::Status Permute(const torch::Tensor& x, const Plan& plan,
                      const torch::Tensor& permuted) {
-  if (x.is_cuda()) return cuda::Permute(x, plan, permuted);
+  if (OnDevice(x)) return cuda::Permute(x, plan, permuted);
   return HostPermute(x, plan, permuted);
 }
 
 absl::Status PermuteBackward(const torch::Tensor& grad_permuted,
                              const Plan& plan, const torch::Tensor& grad_x) {
-  if (grad_permuted.is_cuda()) {
+  if (OnDevice(grad_permuted)) {
     return cuda::PermuteBackward(grad_permuted, plan, grad_x);
   }
   return HostPermuteBackward(grad_permuted, plan, grad_x);
@@ -237,7 +263,7 @@ absl::Status PermuteBackward(const torch::Tensor& grad_permuted,
 
 absl::Status Combine(const torch::Tensor& y, const torch::Tensor& w,
                      const Plan& plan, const torch::Tensor& out) {
-  if (y.is_cuda()) return cuda::Combine(y, w, plan, out);
+  if (OnDevice(y)) return cuda::Combine(y, w, plan, out);
   return HostCombine(y, w, plan, out);
 }
 
@@ -245,7 +271,7 @@ absl::Status CombineBackward(const torch::Tensor& grad_out,
                              const torch::Tensor& y, const torch::Tensor& w,
                              const Plan& plan, const torch::Tensor& grad_y,
                              const torch::Tensor& grad_w) {
-  if (y.is_cuda()) {
+  if (OnDevice(y)) {
     return cuda::CombineBackward(grad_out, y, w, plan, grad_y, grad_w);
   }
   return HostCombineBackward(grad_out, y, w, plan, grad_y, grad_w);
@@ -254,14 +280,14 @@ absl::Status CombineBackward(const torch::Tensor& grad_out,
 absl::Status GroupedGemm(const torch::Tensor& a, const torch::Tensor& b,
                          const torch::Tensor& c, const Plan& plan,
                          bool trans_b) {
-  if (a.is_cuda()) return cuda::GroupedGemm(a, b, c, plan, trans_b);
+  if (OnDevice(a)) return cuda::GroupedGemm(a, b, c, plan, trans_b);
   return HostGroupedGemm(a, b, c, plan, trans_b);
 }
 
 absl::Status GroupedGemmWeightGrad(const torch::Tensor& a,
                                    const torch::Tensor& dc,
                                    const torch::Tensor& db, const Plan& plan) {
-  if (a.is_cuda()) return cuda::GroupedGemmWeightGrad(a, dc, db, plan);
+  if (OnDevice(a)) return cuda::GroupedGemmWeightGrad(a, dc, db, plan);
   return HostGroupedGemmWeightGrad(a, dc, db, plan);
 }
 

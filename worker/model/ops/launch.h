@@ -79,7 +79,23 @@ absl::Status GroupedGemmWeightGrad(const torch::Tensor& a,
                                    const torch::Tensor& dc,
                                    const torch::Tensor& db, const Plan& plan);
 
-// The CUDA launches (launch_cuda.cc), same contracts, CUDA tensors only.
+// Test-only: CPU tensors (float32, bfloat16) go through the kernels' device
+// entry points (launch_cuda.cc's host branch: default stream, per-thread
+// cuBLAS handle, a synchronize after each launch) instead of the CPU
+// references. Only meaningful over the fake CUDA runtime of tests/fakes,
+// whose device memory is host memory and whose launches run the real
+// kernels on the CPU emulator (tests/fakes/nccl_ep_train_fake_test.cc); on a
+// real GPU it would hand host pointers to kernels. Unimplemented in a build
+// without the kernels (SMOE_WITH_CUDA off). Process-wide; returns the
+// previous setting through `was` when not null.
+absl::Status SetHostTensorsThroughKernelsForTesting(bool on,
+                                                    bool* was = nullptr);
+// Whether it is on: moe_ops.cc then skips its CPU-only loops (the fused
+// expert MLP, the per-expert addmm), so CPU tensors take a GPU run's path.
+bool HostTensorsThroughKernels();
+
+// The device launches (launch_cuda.cc), same contracts: CUDA tensors, and
+// CPU tensors under SetHostTensorsThroughKernelsForTesting.
 namespace cuda {
 absl::Status RouterTopK(const torch::Tensor& logits, int top_k,
                         kernels::RouterGating gating, const torch::Tensor& idx,

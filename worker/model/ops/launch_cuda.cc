@@ -1,38 +1,89 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// The CUDA side of worker/model/ops/launch.h: the lines of the ops that only
-// a CUDA build with CUDA-enabled LibTorch compiles and only a GPU executes
-// (docs/gpu-only-lines.md). Each function is a device guard, the current
-// stream and one kernels/ call; everything it is handed was allocated,
-// shaped and typed by code that CI runs on the CPU.
+// The device side of worker/model/ops/launch.h: one kernels/ call per op,
+// compiled in every build with the kernels (SMOE_WITH_CUDA). What only a GPU
+// executes is the Launch helper's CUDA branch below (a device guard,
+// LibTorch's current stream and cuBLAS handle; CUDA-enabled LibTorch only,
+// docs/gpu-only-lines.md). Its host branch serves CPU tensors when a test
+// routes them here (launch::SetHostTensorsThroughKernelsForTesting): over the
+// fake CUDA runtime, whose "device memory" is host memory and whose kernel
+// launches run the real kernels on the CPU emulator (tests/fakes), the same
+// lines below run in CI with the kernels' own code.
 #include <torch/torch.h>
 
 #include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "worker/model/ops/launch.h"
 
-#if defined(SMOE_WITH_TORCH_CUDA) && defined(SMOE_WITH_CUDA)
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
+#if defined(SMOE_WITH_CUDA)
+#include "kernels/common/cuda_status.h"
 #include "kernels/grouped_gemm/grouped_gemm.h"
 #include "kernels/permute/permute.h"
 #include "kernels/router_topk/router_topk.h"
-#define SMOE_OPS_CUDA 1
+#if defined(SMOE_WITH_TORCH_CUDA)
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+#define SMOE_OPS_KERNELS 1
 #endif
 
 namespace smoe::model::ops::launch::cuda {
 
-#if SMOE_OPS_CUDA
+#if SMOE_OPS_KERNELS
 namespace {
 
-cudaStream_t Stream(const torch::Tensor& t) {
-  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
-}
+// One launch's device context: for a CUDA tensor, its device (guard),
+// LibTorch's current stream and cuBLAS handle; for a CPU tensor (the test
+// route over the fake runtime), the default stream, a per-thread handle, and
+// a synchronize after the launch: the next CPU op reads the outputs at once,
+// where on a GPU LibTorch orders it after the kernel on the same stream.
+class Launch {
+ public:
+  Launch(const torch::Tensor& t, const char* op) : host_(!t.is_cuda()) {
+    (void)op;  // named in the error of a build without CUDA LibTorch
+#if defined(SMOE_WITH_TORCH_CUDA)
+    if (!host_) {
+      guard_.emplace(t.device());
+      stream_ = c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+    }
+#else
+    if (!host_) {
+      status_ = absl::UnimplementedError(absl::StrCat(
+          op,
+          ": a CUDA tensor reached the MoE ops, but this build's LibTorch has "
+          "no CUDA (needs CUDA-enabled LibTorch: docs/gpu-build.md)"));
+    }
+#endif
+  }
+  const absl::Status& status() const { return status_; }
+  cudaStream_t stream() const { return stream_; }
+  absl::StatusOr<cublasHandle_t> Blas() const {
+#if defined(SMOE_WITH_TORCH_CUDA)
+    if (!host_) return at::cuda::getCurrentCUDABlasHandle();
+#endif
+    return kernels::ThreadCublasHandle();
+  }
+  // The launch's result; on the host branch, after the stream drained.
+  absl::Status Done(absl::Status launched) const {
+    if (!launched.ok() || !host_) return launched;
+    return kernels::CudaStatus(cudaStreamSynchronize(stream_),
+                               "cudaStreamSynchronize");
+  }
+
+ private:
+  bool host_;
+  absl::Status status_;
+  cudaStream_t stream_ = nullptr;
+#if defined(SMOE_WITH_TORCH_CUDA)
+  std::optional<c10::cuda::CUDAGuard> guard_;
+#endif
+};
+
 kernels::DType KDType(const torch::Tensor& t) {
   switch (t.scalar_type()) {
     case torch::kBFloat16:
@@ -72,10 +123,11 @@ absl::Status RouterTopK(const torch::Tensor& logits, int top_k,
                         kernels::RouterGating gating, const torch::Tensor& idx,
                         const torch::Tensor& w, const torch::Tensor& counts,
                         const torch::Tensor& offsets) {
-  c10::cuda::CUDAGuard guard(logits.device());
-  return kernels::RouterTopK(
+  const Launch l(logits, "RouterTopK");
+  if (!l.status().ok()) return l.status();
+  return l.Done(kernels::RouterTopK(
       F32(logits), logits.size(0), static_cast<int>(logits.size(1)), top_k,
-      gating, I32(idx), F32(w), I32(counts), I32(offsets), Stream(logits));
+      gating, I32(idx), F32(w), I32(counts), I32(offsets), l.stream()));
 }
 
 absl::Status RouterTopKBackward(const torch::Tensor& logits,
@@ -83,103 +135,112 @@ absl::Status RouterTopKBackward(const torch::Tensor& logits,
                                 const torch::Tensor& w, const torch::Tensor& g,
                                 kernels::RouterGating gating,
                                 const torch::Tensor& grad_logits) {
-  c10::cuda::CUDAGuard guard(logits.device());
-  return kernels::RouterTopKBackward(
+  const Launch l(logits, "RouterTopKBackward");
+  if (!l.status().ok()) return l.status();
+  return l.Done(kernels::RouterTopKBackward(
       F32(logits), I32(idx), F32(w), F32(g), logits.size(0),
       static_cast<int>(logits.size(1)), static_cast<int>(idx.size(1)), gating,
-      F32(grad_logits), Stream(logits));
+      F32(grad_logits), l.stream()));
 }
 
 absl::Status BuildPlan(const torch::Tensor& idx, const Plan& plan,
                        const torch::Tensor& counts) {
-  c10::cuda::CUDAGuard guard(idx.device());
+  const Launch l(idx, "BuildPermutePlan");
+  if (!l.status().ok()) return l.status();
   torch::Tensor ws =
       Workspace(kernels::PermutePlanWorkspaceBytes(plan.num_tokens, plan.top_k,
                                                    plan.num_experts),
                 idx);
-  return kernels::BuildPermutePlan(I32(idx), plan.View(), I32(counts),
-                                   ws.data_ptr(), Stream(idx));
+  return l.Done(kernels::BuildPermutePlan(I32(idx), plan.View(), I32(counts),
+                                          ws.data_ptr(), l.stream()));
 }
 
 absl::Status Permute(const torch::Tensor& x, const Plan& plan,
                      const torch::Tensor& permuted) {
-  c10::cuda::CUDAGuard guard(x.device());
-  return kernels::Permute(x.data_ptr(), KDType(x), x.size(1), plan.View(),
-                          permuted.data_ptr(), Stream(x));
+  const Launch l(x, "Permute");
+  if (!l.status().ok()) return l.status();
+  return l.Done(kernels::Permute(x.data_ptr(), KDType(x), x.size(1),
+                                 plan.View(), permuted.data_ptr(), l.stream()));
 }
 
 absl::Status PermuteBackward(const torch::Tensor& grad_permuted,
                              const Plan& plan, const torch::Tensor& grad_x) {
-  c10::cuda::CUDAGuard guard(grad_permuted.device());
-  return kernels::PermuteBackward(
+  const Launch l(grad_permuted, "PermuteBackward");
+  if (!l.status().ok()) return l.status();
+  return l.Done(kernels::PermuteBackward(
       grad_permuted.data_ptr(), KDType(grad_permuted), grad_permuted.size(1),
-      plan.View(), grad_x.data_ptr(), Stream(grad_permuted));
+      plan.View(), grad_x.data_ptr(), l.stream()));
 }
 
 absl::Status Combine(const torch::Tensor& y, const torch::Tensor& w,
                      const Plan& plan, const torch::Tensor& out) {
-  c10::cuda::CUDAGuard guard(y.device());
-  return kernels::Combine(y.data_ptr(), F32(w), KDType(y), y.size(1),
-                          plan.View(), out.data_ptr(), Stream(y));
+  const Launch l(y, "Combine");
+  if (!l.status().ok()) return l.status();
+  return l.Done(kernels::Combine(y.data_ptr(), F32(w), KDType(y), y.size(1),
+                                 plan.View(), out.data_ptr(), l.stream()));
 }
 
 absl::Status CombineBackward(const torch::Tensor& grad_out,
                              const torch::Tensor& y, const torch::Tensor& w,
                              const Plan& plan, const torch::Tensor& grad_y,
                              const torch::Tensor& grad_w) {
-  c10::cuda::CUDAGuard guard(y.device());
-  return kernels::CombineBackward(grad_out.data_ptr(), y.data_ptr(), F32(w),
-                                  KDType(y), y.size(1), plan.View(),
-                                  grad_y.data_ptr(), F32(grad_w), Stream(y));
+  const Launch l(y, "CombineBackward");
+  if (!l.status().ok()) return l.status();
+  return l.Done(kernels::CombineBackward(
+      grad_out.data_ptr(), y.data_ptr(), F32(w), KDType(y), y.size(1),
+      plan.View(), grad_y.data_ptr(), F32(grad_w), l.stream()));
 }
 
 absl::Status GroupedGemm(const torch::Tensor& a, const torch::Tensor& b,
                          const torch::Tensor& c, const Plan& plan,
                          bool trans_b) {
-  c10::cuda::CUDAGuard guard(a.device());
+  const Launch l(a, "GroupedGemm");
+  if (!l.status().ok()) return l.status();
+  absl::StatusOr<cublasHandle_t> h = l.Blas();
+  if (!h.ok()) return h.status();
   const int64_t k = a.size(1), n = c.size(1);
   torch::Tensor ws =
       Workspace(kernels::GroupedGemmWorkspaceBytes(plan.num_experts), a);
-  cublasHandle_t h = at::cuda::getCurrentCUDABlasHandle();
-  return WithFallback(kernels::ChooseGroupedGemmVariant(
-                          plan.host_offsets.data(), plan.num_experts, k, n),
-                      [&](kernels::GroupedGemmVariant v) {
-                        return kernels::GroupedGemm(
-                            h, a.data_ptr(), b.data_ptr(), c.data_ptr(),
-                            KDType(a), plan.host_offsets.data(),
-                            plan.num_experts, k, n, trans_b, v, ws.data_ptr(),
-                            Stream(a));
-                      });
+  return l.Done(
+      WithFallback(kernels::ChooseGroupedGemmVariant(plan.host_offsets.data(),
+                                                     plan.num_experts, k, n),
+                   [&](kernels::GroupedGemmVariant v) {
+                     return kernels::GroupedGemm(
+                         *h, a.data_ptr(), b.data_ptr(), c.data_ptr(),
+                         KDType(a), plan.host_offsets.data(), plan.num_experts,
+                         k, n, trans_b, v, ws.data_ptr(), l.stream());
+                   }));
 }
 
 absl::Status GroupedGemmWeightGrad(const torch::Tensor& a,
                                    const torch::Tensor& dc,
                                    const torch::Tensor& db, const Plan& plan) {
-  c10::cuda::CUDAGuard guard(a.device());
+  const Launch l(a, "GroupedGemmWeightGrad");
+  if (!l.status().ok()) return l.status();
+  absl::StatusOr<cublasHandle_t> h = l.Blas();
+  if (!h.ok()) return h.status();
   const int64_t k = a.size(1), n = dc.size(1);
   torch::Tensor ws =
       Workspace(kernels::GroupedGemmWorkspaceBytes(plan.num_experts), a);
-  cublasHandle_t h = at::cuda::getCurrentCUDABlasHandle();
-  return WithFallback(kernels::ChooseGroupedGemmVariant(
-                          plan.host_offsets.data(), plan.num_experts, k, n),
-                      [&](kernels::GroupedGemmVariant v) {
-                        return kernels::GroupedGemmWeightGrad(
-                            h, a.data_ptr(), dc.data_ptr(), db.data_ptr(),
-                            KDType(a), plan.host_offsets.data(),
-                            plan.num_experts, k, n, v, ws.data_ptr(),
-                            Stream(a));
-                      });
+  return l.Done(
+      WithFallback(kernels::ChooseGroupedGemmVariant(plan.host_offsets.data(),
+                                                     plan.num_experts, k, n),
+                   [&](kernels::GroupedGemmVariant v) {
+                     return kernels::GroupedGemmWeightGrad(
+                         *h, a.data_ptr(), dc.data_ptr(), db.data_ptr(),
+                         KDType(a), plan.host_offsets.data(), plan.num_experts,
+                         k, n, v, ws.data_ptr(), l.stream());
+                   }));
 }
 
-#else  // no CUDA kernels for LibTorch CUDA tensors in this build
+#else  // no kernels in this build (SMOE_WITH_CUDA off)
 
 namespace {
 absl::Status NoCuda(const char* op) {
   return absl::UnimplementedError(absl::StrCat(
       op,
       ": a CUDA tensor reached the MoE ops, but this build has no CUDA "
-      "kernels for LibTorch (needs nvcc and CUDA-enabled LibTorch: "
-      "docs/gpu-build.md)"));
+      "kernels (needs nvcc and CUDA-enabled LibTorch: docs/gpu-build.md)"));
 }
 }  // namespace
 

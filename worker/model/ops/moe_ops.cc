@@ -96,10 +96,13 @@ void AddBias(const torch::Tensor& out, const torch::Tensor& bias,
   }
 }
 
-// CPU float32/float64: the per-expert loops of fused_cpu_kernels.h.
+// CPU float32/float64: the per-expert loops of fused_cpu_kernels.h (not
+// when a test routes CPU tensors through the kernels: launch.h).
 bool CpuFloatLoops(const torch::Tensor& t) {
-  return t.is_cpu() && (t.scalar_type() == torch::kFloat32 ||
-                        t.scalar_type() == torch::kFloat64);
+  return t.is_cpu() &&
+         (t.scalar_type() == torch::kFloat32 ||
+          t.scalar_type() == torch::kFloat64) &&
+         !launch::HostTensorsThroughKernels();
 }
 
 // o [rows, n] (contiguous CPU float32/float64) = a . w + bias (bias a
