@@ -177,6 +177,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   s->gateway_service_ = std::make_unique<WorkerGatewayServiceImpl>(
       s->scheduler_.get(), s->auth_checker_.get(), s->checkpoints_.get(),
       s->logs_.get());
+  // gRPC calls and dashboard connections draw on one budget per address.
+  s->budget_ = std::make_unique<ConnectionBudget>(options.connection_budget);
+  s->coordinator_service_->set_connection_budget(s->budget_.get());
+  s->gateway_service_->set_connection_budget(s->budget_.get());
 
   RaiseFdLimit();
   grpc::EnableDefaultHealthCheckService(true);
@@ -190,6 +194,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     http.listen = options.http_listen;
     http.checkpoints = s->checkpoints_.get();
     http.logs = s->logs_.get();
+    http.budget = s->budget_.get();
     auto h = HttpServer::Start(s->scheduler_.get(), s->store_.get(),
                                s->tokens_.get(), http);
     if (h.ok()) {

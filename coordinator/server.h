@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "coordinator/connection_budget.h"
 #include "coordinator/grpc/grpc_auth.h"
 #include "coordinator/grpc/service_impl.h"
 #include "coordinator/http/http_server.h"
@@ -70,6 +71,10 @@ struct ServerOptions {
   // fails kListenerProbes probes in a row is rebuilt on the same port
   // (ListenerWatchdog). Zero: no watchdog.
   absl::Duration listener_probe_period = absl::Seconds(5);
+  // One connection budget for the dashboard's connections and the gRPC
+  // calls, per client address and in total (coordinator/connection_budget.h,
+  // docs/reliability.md).
+  ConnectionBudgetLimits connection_budget;
 };
 
 // gRPC connection limits (issue 36 item 2; docs/reliability.md).
@@ -166,6 +171,7 @@ class CoordinatorServer {
   // the checker, the checker and the dashboard to the registry).
   std::unique_ptr<TokenRegistry> tokens_;
   std::unique_ptr<TokenAuthChecker> auth_checker_;
+  std::unique_ptr<ConnectionBudget> budget_;  // shared by HTTP and gRPC
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<CheckpointStore> checkpoints_;
   std::unique_ptr<TrialLogs> logs_;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "common/utf8.h"
 #include "trials/params.h"
+#include "trials/sraven_model_size.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
@@ -1054,10 +1055,6 @@ absl::Status ValidateTrialParams(const SweepSpec& spec, const json& params) {
   return absl::OkStatus();
 }
 
-// The largest SRAVEN model a sweep may ask for, in parameters (the paper's
-// is ~2 * 10^6).
-constexpr double kMaxModelParams = 1e10;
-
 absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
   const trials::TrialKind* schema = trials::FindKind(kind);
   if (schema == nullptr) {
@@ -1097,20 +1094,14 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
           absl::StrCat("params: top_k=", k, " is larger than num_experts=", e,
                        " (point ", params.dump(), ")"));
     }
-    // The model's size (worker/model/model_config.h: D = 128w, attention
-    // q/k/v/o 64w wide in all, each expert's MLP 256w): per layer about
-    // 4 * D * 64w attention weights and num_experts * 2 * D * 256w expert
-    // weights. Each parameter's range alone admitted ~10^14 (issue 36).
+    // The model's size: each parameter's range alone admitted ~10^14
+    // (issue 36). The trainer checks the same bound (ValidateTrainConfig).
     const double w = params.value(
         "width", schema->Find("width")->default_value.get<double>());
-    const double approx_params = static_cast<double>(get("depth")) * w * w *
-                                 (32768.0 + 65536.0 * static_cast<double>(e));
-    if (approx_params > kMaxModelParams) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "params: depth=%d, width=%g, num_experts=%d make a model of about "
-          "%.3g parameters, more than %.0e (about 160 GB of fp32 weights "
-          "and Adam state; point %s)",
-          get("depth"), w, e, approx_params, kMaxModelParams, params.dump()));
+    if (absl::Status size = trials::CheckSravenModelSize(get("depth"), w, e);
+        !size.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "params: ", size.message(), " (point ", params.dump(), ")"));
     }
     const int64_t ep = get("ep_size");
     if (ep > 1 && e % ep != 0) {

@@ -15,7 +15,9 @@
 //   counts (steps, warmup, cadences) <= 1e9 and num_eval <= 1e8: far past
 //     any run, small enough that products like steps * batch_size stay
 //     exact.
+#include "absl/strings/str_format.h"
 #include "trials/params.h"
+#include "trials/sraven_model_size.h"
 
 namespace smoe::trials {
 
@@ -59,6 +61,26 @@ Int("ep_size", 1, 1, 64, "expert-parallel ranks: divides num_experts and batch_s
           // clang-format on
       }};
   return *kind;
+}
+
+double ApproxSravenModelParams(int64_t depth, double width,
+                               int64_t num_experts) {
+  return static_cast<double>(depth) * width * width *
+         (32768.0 + 65536.0 * static_cast<double>(num_experts));
+}
+
+absl::Status CheckSravenModelSize(int64_t depth, double width,
+                                  int64_t num_experts) {
+  const double approx = ApproxSravenModelParams(depth, width, num_experts);
+  // !(approx <= max) also refuses a NaN width.
+  if (!(approx <= kMaxSravenModelParams)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "depth=%d, width=%g, num_experts=%d make a model of about %.3g "
+        "parameters, more than %.0e (about 160 GB of fp32 weights and Adam "
+        "state)",
+        depth, width, num_experts, approx, kMaxSravenModelParams));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace smoe::trials

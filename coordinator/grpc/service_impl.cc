@@ -30,9 +30,33 @@ using proto::ToGrpcStatus;
 
 int64_t Ms(absl::Time t) { return absl::ToUnixMillis(t); }
 
+// A unit of the connection budget shared with the dashboard, held by one
+// call while it runs (coordinator/connection_budget.h).
+class BudgetUnit {
+ public:
+  BudgetUnit(ConnectionBudget* budget, grpc::ServerContext* ctx)
+      : budget_(budget) {
+    if (budget_ == nullptr) return;
+    address_ = GrpcPeerAddress(ctx->peer());
+    status_ = budget_->Acquire(address_, "grpc");
+  }
+  ~BudgetUnit() {
+    if (budget_ != nullptr && status_.ok()) budget_->Release(address_, "grpc");
+  }
+  BudgetUnit(const BudgetUnit&) = delete;
+  BudgetUnit& operator=(const BudgetUnit&) = delete;
+  // ResourceExhausted when the budget had no unit for this call.
+  const absl::Status& status() const { return status_; }
+
+ private:
+  ConnectionBudget* const budget_;
+  std::string address_;
+  absl::Status status_;
+};
+
 // Runs `fn` after the token and role check (again: TokenServerCredentials
-// checked it before the body was read) and the method's request size limit,
-// converting its status.
+// checked it before the body was read), the method's request size limit and
+// the connection budget (a unit held while `fn` runs), converting its status.
 template <typename Fn>
 grpc::Status Guarded(grpc::ServerContext* ctx, const ServiceAuth& auth,
                      const google::protobuf::Message& req, Fn&& fn) {
@@ -44,6 +68,8 @@ grpc::Status Guarded(grpc::ServerContext* ctx, const ServiceAuth& auth,
   if (!allowed.ok()) return ToGrpcStatus(allowed);
   absl::Status size = CheckRequestSize(method, req.ByteSizeLong());
   if (!size.ok()) return ToGrpcStatus(size);
+  BudgetUnit unit(auth.budget, ctx);
+  if (!unit.status().ok()) return ToGrpcStatus(unit.status());
   return ToGrpcStatus(fn());
 }
 
@@ -793,6 +819,8 @@ grpc::Status WorkerGatewayServiceImpl::PutCheckpoint(
       absl::StrCat("/", auth_.service, "/PutCheckpoint"),
       ctx->client_metadata());
   if (!auth.ok()) return ToGrpcStatus(auth);
+  BudgetUnit unit(auth_.budget, ctx);
+  if (!unit.status().ok()) return ToGrpcStatus(unit.status());
   if (checkpoints_ == nullptr) {
     return ToGrpcStatus(
         absl::UnimplementedError("this coordinator stores no checkpoints"));

@@ -20,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/checkpoint_store.h"
+#include "coordinator/connection_budget.h"
 #include "coordinator/grpc/grpc_auth.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/trial_logs.h"
@@ -33,6 +34,11 @@ namespace smoe::coordinator {
 struct ServiceAuth {
   TokenAuthChecker* checker;
   const char* service;  // "smoe.v1.Coordinator"
+  // The connection budget shared with the dashboard (not owned; null: none):
+  // each call takes a unit of its peer address's budget while it runs, and
+  // is refused with RESOURCE_EXHAUSTED when the address (or the coordinator)
+  // has none left (coordinator/connection_budget.h).
+  ConnectionBudget* budget = nullptr;
 };
 
 // Converts domain records to proto messages.
@@ -53,6 +59,10 @@ class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
         auth_{checker, "smoe.v1.Coordinator"},
         checkpoints_(checkpoints),
         logs_(logs) {}
+  // Counts calls against `budget` (not owned; null: none). Before serving.
+  void set_connection_budget(ConnectionBudget* budget) {
+    auth_.budget = budget;
+  }
 
   grpc::Status SubmitSweep(grpc::ServerContext* ctx,
                            const smoe::v1::SubmitSweepRequest* req,
@@ -103,7 +113,7 @@ class CoordinatorServiceImpl final : public smoe::v1::Coordinator::Service {
  private:
   Scheduler* const scheduler_;
   store::ExperimentStore* const store_;
-  const ServiceAuth auth_;
+  ServiceAuth auth_;  // budget set once, before serving
   CheckpointStore* const checkpoints_;
   TrialLogs* const logs_;
 };
@@ -121,6 +131,10 @@ class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
         auth_{checker, "smoe.v1.WorkerGateway"},
         checkpoints_(checkpoints),
         logs_(logs) {}
+  // Counts calls against `budget` (not owned; null: none). Before serving.
+  void set_connection_budget(ConnectionBudget* budget) {
+    auth_.budget = budget;
+  }
 
   grpc::Status Register(grpc::ServerContext* ctx,
                         const smoe::v1::RegisterRequest* req,
@@ -166,7 +180,7 @@ class WorkerGatewayServiceImpl final : public smoe::v1::WorkerGateway::Service {
                                 const std::string& worker_id);
 
   Scheduler* const scheduler_;
-  const ServiceAuth auth_;
+  ServiceAuth auth_;  // budget set once, before serving
   CheckpointStore* const checkpoints_;
   TrialLogs* const logs_;
   absl::Mutex bind_mu_;

@@ -371,12 +371,14 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   }
   bool admitted = false;
   bool over_total = false;
+  std::string budget_refusal;  // the shared budget's message
   auto conn = std::make_shared<Conn>();
   conn->client = client;
   conn->sock = sock;
   {
     absl::MutexLock lock(&mu_);
     int& open = open_[client];
+    absl::Status budget;
     if (open >= limits_.max_per_client) {
       ++refused_;
     } else if (limits_.max_total > 0 &&
@@ -384,6 +386,11 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
                !EvictForLocked(open)) {
       ++refused_total_;
       over_total = true;
+    } else if (limits_.budget != nullptr &&
+               !(budget = limits_.budget->Acquire(client, "http")).ok()) {
+      // The address's gRPC calls hold the rest of its budget.
+      ++refused_;
+      budget_refusal = std::string(budget.message());
     } else {
       ++open;
       conns_[sock] = conn;
@@ -422,9 +429,10 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
                             nullptr);
     } else {
       const std::string body =
-          over_total
-              ? absl::StrCat("the server is at its connection limit (",
-                             limits_.max_total, "); retry later\n")
+          over_total ? absl::StrCat("the server is at its connection limit (",
+                                    limits_.max_total, "); retry later\n")
+          : !budget_refusal.empty()
+              ? absl::StrCat(budget_refusal, "\n")
               : absl::StrCat("too many connections from this client (at most ",
                              limits_.max_per_client, "); retry later\n");
       const std::string reply = absl::StrCat(
@@ -457,6 +465,7 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
     absl::MutexLock lock(&mu_);
     conns_.erase(sock);
     if (--open_[client] <= 0) open_.erase(client);
+    if (limits_.budget != nullptr) limits_.budget->Release(client, "http");
   }
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);

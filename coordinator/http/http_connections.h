@@ -19,6 +19,12 @@
 //     closed at once, unless `GET /healthz` has already arrived on it. Kept
 //     below the thread count, so a newcomer always finds a thread to be
 //     admitted or refused on, and a refusal never waits for the client;
+//   - the connection budget shared with gRPC (coordinator/connection_budget.h,
+//     when `budget` is set): each admitted connection also takes a unit of
+//     its address's budget, which that address's gRPC calls use too; a
+//     connection the budget refuses is answered like one over the
+//     per-client cap (503, Retry-After, the budget's message; `GET /healthz`
+//     still served);
 //   - a total deadline for reading each request (request line, headers and
 //     the body, at most payload_max_length): cpp-httplib 0.11's read timeout
 //     is per read(), so a client sending one byte every few seconds kept its
@@ -47,6 +53,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "coordinator/connection_budget.h"
 
 namespace smoe::coordinator {
 
@@ -58,6 +65,8 @@ struct HttpConnectionLimits {
   // Open connections in all (0: no cap). Keep it below the connection
   // threads (HttpServerOptions::max_connections).
   int max_total = 0;
+  // The budget shared with gRPC (not owned; null: none).
+  ConnectionBudget* budget = nullptr;
 };
 
 class BoundedHttpServer : public httplib::Server {
@@ -72,8 +81,8 @@ class BoundedHttpServer : public httplib::Server {
   // 1 s SYN retransmits). After binding; false when it fails.
   bool RaiseListenBacklog(int backlog);
 
-  // Connections refused for the per-client cap, and closed at the request
-  // deadline, so far.
+  // Connections refused for the per-client cap or the shared budget, and
+  // closed at the request deadline, so far.
   int64_t refused_per_client() const;
   int64_t deadline_closed() const;
   // Connections evicted for a newcomer, and refused at the total cap.

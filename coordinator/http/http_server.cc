@@ -890,6 +890,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
       std::max(options.max_connections_per_client,
                impl->options.max_event_streams_per_client + 4);
   limits.request_deadline = options.request_deadline;
+  limits.budget = options.budget;
   // A total cap below the thread count: a newcomer always finds a thread to
   // be admitted (evicting a slow connection) or refused on.
   limits.max_total = max_threads - std::min(16, std::max(1, max_threads / 4));

@@ -61,6 +61,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "coordinator/checkpoint_store.h"
+#include "coordinator/connection_budget.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/tokens.h"
 #include "coordinator/trial_logs.h"
@@ -84,6 +85,10 @@ struct HttpServerOptions {
   // Retry-After beyond), and the time to read one whole request once its
   // first byte arrived (coordinator/http/http_connections.h).
   int max_connections_per_client = 64;
+  // The connection budget shared with gRPC (coordinator/connection_budget.h;
+  // not owned, null: none): each admitted connection takes a unit of its
+  // address's budget.
+  ConnectionBudget* budget = nullptr;
   absl::Duration request_deadline = absl::Seconds(10);
   // Concurrent SSE streams allowed in all and per client address (503 with
   // Retry-After beyond); in all at most max_connections - 16.

@@ -66,6 +66,9 @@
 // checkpoint event ({"event":"checkpoint","step":N,"file":"checkpoint.json"})
 // so the worker daemon uploads it; a run starts at the checkpoint's step + 1.
 //
+// A checkpoint that cannot be written (a full disk) exits 1 with
+// "smoe-fake-trainer: cannot write DIR/checkpoint.json: <strerror>".
+//
 // Exit codes: 0 success; 75 SIGTERM (checkpoint written) or mode exit75; 64
 // bad invocation/TRIAL.json or mode exit64; crash: exit_code; abort: SIGABRT;
 // 70 for an unreadable plan.
@@ -114,7 +117,12 @@ bool WriteFileAtomic(const std::string& path, const std::string& text) {
     std::ofstream out(tmp, std::ios::trunc);
     out << text;
     out.flush();
-    if (!out) return false;
+    if (!out) {
+      const int err = errno;
+      unlink(tmp.c_str());
+      errno = err;
+      return false;
+    }
   }
   return rename(tmp.c_str(), path.c_str()) == 0;
 }
@@ -285,7 +293,13 @@ int main(int argc, char** argv) {
     if (checkpoint_bytes > 0) {
       c["pad"] = std::string(static_cast<size_t>(checkpoint_bytes), 'p');
     }
-    WriteFileAtomic(ckpt_path, c.dump() + "\n");
+    if (!WriteFileAtomic(ckpt_path, c.dump() + "\n")) {
+      // As smoe-trainer does: a checkpoint that cannot be written ends the
+      // attempt (a full disk).
+      fprintf(stderr, "smoe-fake-trainer: cannot write %s: %s\n",
+              ckpt_path.c_str(), strerror(errno));
+      exit(1);
+    }
     Emit(smoe::trials::CheckpointEvent(step, "checkpoint.json"));
   };
   int done = start - 1;  // last completed step

@@ -4,6 +4,7 @@
 // real coordinator process on 127.0.0.1 and reproduces one way the issue
 // broke it, asserting the fixed behaviour.
 #include <arpa/inet.h>
+#include <grpcpp/create_channel_posix.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
@@ -491,6 +492,82 @@ TEST(FaultsTest, SlowHttpClientsDoNotStarveHealthz) {
   EXPECT_EQ(::recv(fds[stalled], &byte, 1, MSG_DONTWAIT), 0)
       << "the server closed the stalled connection";
   for (int fd : fds) ::close(fd);
+}
+
+// ListSweeps over a gRPC connection made from `source` (a 127/8 address)
+// to the coordinator at `port`; the call's status.
+grpc::Status ListSweepsFrom(const char* source, int port,
+                            const std::string& token) {
+  const int fd = ConnectFrom(source, port);
+  if (fd < 0) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "connect");
+  auto channel = grpc::CreateInsecureChannelFromFd("smoe", fd);
+  auto stub = pb::Coordinator::NewStub(channel);
+  pb::ListSweepsRequest req;
+  pb::ListSweepsResponse resp;
+  return stub->ListSweeps(Context(token, 10).get(), req, &resp);
+}
+
+// Issue 36: HTTP and gRPC had budgets of their own, so an address
+// holding every dashboard connection it may have still got as many gRPC
+// calls as it liked (and the reverse). Now one budget per address (and in
+// total) counts both: with 64 slow HTTP connections from one address, its
+// gRPC calls are refused naming the budget, another address is served, and
+// the address is served again once its connections close.
+TEST(FaultsTest, OneConnectionBudgetIsSharedByHttpAndGrpc) {
+  Cluster c("budget", Plan(2, 10));
+  c.StartCoordinator();
+  const int port = DashboardPort(c.dir() + "/coordinator.log");
+  ASSERT_GT(port, 0) << ReadAll(c.dir() + "/coordinator.log");
+  const std::string address = c.address();
+  int grpc_port = 0;
+  ASSERT_TRUE(
+      absl::SimpleAtoi(address.substr(address.rfind(':') + 1), &grpc_port));
+  const std::string token = Token(c);
+  // Served from both addresses before.
+  EXPECT_TRUE(ListSweepsFrom("127.0.0.5", grpc_port, token).ok());
+  // 64 connections from 127.0.0.5 that never finish their headers: the
+  // address's whole budget (they are dropped after 5 s without a byte, so
+  // the checks below run at once).
+  std::vector<int> fds;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = ConnectFrom("127.0.0.5", port);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, "GET /api/sweeps HTTP/1.1\r\nHost: x\r\n"));
+    fds.push_back(fd);
+  }
+  // Let the server admit them all (each takes a unit when its thread runs).
+  const absl::Time start = absl::Now();
+  grpc::Status limited;
+  while (absl::Now() - start < absl::Seconds(3)) {
+    limited = ListSweepsFrom("127.0.0.5", grpc_port, token);
+    if (!limited.ok()) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(limited.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << limited.error_message();
+  EXPECT_THAT(limited.error_message(),
+              HasSubstr("connection budget of 127.0.0.5 spent: 64 HTTP "
+                        "connection(s) and 0 gRPC call(s) open, at most 64"));
+  // Another address is served, over both transports.
+  const grpc::Status other = ListSweepsFrom("127.0.0.6", grpc_port, token);
+  EXPECT_TRUE(other.ok()) << other.error_message();
+  const std::string api =
+      HttpGet(port, "/api/sweeps",
+              absl::StrCat("Authorization: Bearer ", token, "\r\n"),
+              absl::Seconds(3), "127.0.0.6");
+  EXPECT_TRUE(absl::StartsWith(api, "HTTP/1.1 200")) << api;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4.5))
+      << "checks must run while the slow connections are held";
+  // The connections closed, their units come back.
+  for (int fd : fds) ::close(fd);
+  grpc::Status again;
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < end) {
+    again = ListSweepsFrom("127.0.0.5", grpc_port, token);
+    if (again.ok()) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_TRUE(again.ok()) << again.error_message();
 }
 
 // Issue 36 (low): a revoked token's open SSE and WatchSweep streams kept

@@ -5,8 +5,13 @@
 // corrupted checkpoint, malformed TRIAL.json, values the submit-time check
 // and the trainer must agree on. Real `smoe` processes on 127.0.0.1 (port 0)
 // with the fake trainer, and the real smoe-trainer when it is built.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -185,6 +190,168 @@ TEST(WorkerFaultsTest, NonUtf8TrainerOutputDoesNotWedgeTheWorker) {
       fs::perms::owner_all);
 }
 
+// The number of lines of `text` that contain `needle`.
+int CountLines(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StrContains(line, needle)) ++n;
+  }
+  return n;
+}
+
+// Polls `path` until it contains `needle` or `timeout` passes.
+bool WaitForText(const std::string& path, const std::string& needle,
+                 absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (absl::Now() < end) {
+    if (absl::StrContains(ReadText(path), needle)) return true;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return absl::StrContains(ReadText(path), needle);
+}
+
+// Writes zeros to `path` until the filesystem refuses (ENOSPC) or `max`
+// bytes; returns the bytes written.
+int64_t FillDisk(const std::string& path, int64_t max) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return 0;
+  const std::string block(64 << 10, '\0');
+  int64_t total = 0;
+  while (total < max) {
+    const ssize_t n = ::write(fd, block.data(), block.size());
+    if (n <= 0) break;
+    total += n;
+  }
+  ::close(fd);
+  return total;
+}
+
+// Issue 36: a full worker work dir killed the worker daemon (the journal's
+// fsync'd append of a metrics batch failed with ENOSPC and RunOnce returned
+// it: the daemon exited) and its running trials were lost until their
+// leases expired. Now, on a real 8 MiB tmpfs filled during a trial: the
+// daemon stays up and says why it stops leasing; the attempt whose trainer
+// could not write its checkpoint is handed back (no error budget: retries
+// 0) and finishes on another worker; the result reported before the fill
+// is kept; once space is freed the daemon journals what it held in memory
+// and leases again.
+TEST(WorkerFaultsTest, FullWorkDirKeepsTheDaemonUpAndLosesNoResult) {
+  Cluster c("diskfull", R"({"default": {"mode": "succeed", "steps": 30,
+      "step_ms": 100, "checkpoint_every": 5}})");
+  const std::string wdir = c.dir() + "/worker-0";
+  fs::create_directories(wdir);
+  auto [mrc, mout] =
+      RunCommand({"/bin/sh", "-c",
+                  absl::StrCat("mount -t tmpfs -o size=8m,mode=0700 tmpfs '",
+                               wdir, "' 2>&1")},
+                 {}, absl::Seconds(20));
+  if (mrc != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root; CI runs as root): "
+                 << mout;
+  }
+  struct Unmount {
+    std::string dir;
+    ~Unmount() {
+      RunCommand({"/bin/sh", "-c", absl::StrCat("umount -l '", dir, "'")}, {},
+                 absl::Seconds(20));
+    }
+  } unmount{wdir};
+  // The worker's own log lives off the small disk, so it can say why.
+  const std::string log = c.dir() + "/worker-0.log";
+  fs::create_symlink(log, wdir + "/worker.log");
+  c.StartCoordinator();
+  Process* w0 = c.StartWorker(0, 1);
+  const std::string file = c.WriteFile(
+      "s.yaml",
+      "name: full\nkind: sraven\ngrid:\n  M: [1, 2, 3, 4]\nretries: 0\n");
+  auto [rc, out] = c.Smoe({"sweep", "submit", file});
+  ASSERT_EQ(rc, 0) << out;
+  // One result reported before the disk fills; the next trial running.
+  std::string first_id;
+  std::map<std::string, double> first_results;
+  ASSERT_TRUE(c.WaitFor(
+      "full",
+      [&](const pb::GetSweepResponse& s) {
+        for (const auto& t : s.trials()) {
+          if (t.state() == pb::TRIAL_STATE_SUCCEEDED) {
+            first_id = t.trial_id();
+            first_results = {t.results().begin(), t.results().end()};
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(60)))
+      << ReadText(log);
+  // The second trial started (each runs 3 s): the disk fills under it.
+  const absl::Time second_by = absl::Now() + absl::Seconds(10);
+  while (CountLines(ReadText(log), "started trial") < 2 &&
+         absl::Now() < second_by) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_GE(CountLines(ReadText(log), "started trial"), 2) << ReadText(log);
+  const int64_t filled = FillDisk(wdir + "/fill", int64_t{64} << 20);
+  ASSERT_GT(filled, 0);
+  ASSERT_TRUE(WaitForText(log, "cannot be written", absl::Seconds(20)))
+      << ReadText(log);
+  EXPECT_THAT(ReadText(log), HasSubstr("leasing paused"));
+  // Full: the daemon stays up and starts nothing new.
+  const int started = CountLines(ReadText(log), "started trial");
+  absl::SleepFor(absl::Seconds(4));
+  EXPECT_TRUE(w0->running()) << ReadText(log);
+  EXPECT_EQ(CountLines(ReadText(log), "started trial"), started)
+      << ReadText(log);
+  // Another worker finishes the sweep: the handed-back attempt included.
+  c.StartWorker(1, 1);
+  ASSERT_TRUE(c.WaitFor("full", Done, absl::Seconds(90)))
+      << ReadText(log) << ReadText(c.dir() + "/worker-1/worker.log");
+  auto s = c.GetSweep("full");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->trials_size(), 4);
+  int handed_back = 0;
+  for (const auto& t : s->trials()) {
+    EXPECT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED)
+        << t.trial_id() << ": " << t.last_error();
+    EXPECT_EQ(t.error_count(), 0) << t.trial_id() << ": " << t.last_error();
+    EXPECT_TRUE(t.results().contains("test_acc")) << t.trial_id();
+    if (t.trial_id() == first_id) {
+      const std::map<std::string, double> results(t.results().begin(),
+                                                  t.results().end());
+      EXPECT_EQ(results, first_results)
+          << "the result reported before the disk filled";
+    }
+    auto m = c.Metrics(t.trial_id());
+    ASSERT_TRUE(m.ok()) << m.status();
+    for (const auto& a : m->attempts()) {
+      if (absl::StrContains(a.message(), "work dir is full") ||
+          absl::StrContains(a.message(), "work dir cannot be written")) {
+        ++handed_back;
+        EXPECT_EQ(a.outcome(), pb::ATTEMPT_OUTCOME_PREEMPTED) << a.message();
+      }
+    }
+  }
+  EXPECT_GE(handed_back, 1) << "the attempt running when the disk filled";
+  EXPECT_TRUE(w0->running()) << ReadText(log);
+  // Space back: the daemon says so and leases again.
+  c.worker(1)->Signal(SIGTERM);
+  EXPECT_GE(c.worker(1)->Wait(absl::Seconds(30)), 0);
+  fs::remove(wdir + "/fill");
+  ASSERT_TRUE(WaitForText(log, "leasing resumes", absl::Seconds(20)))
+      << ReadText(log);
+  const std::string again = c.WriteFile(
+      "again.yaml",
+      "name: again\nkind: sraven\ngrid:\n  M: [5, 6]\nretries: 0\n");
+  auto [arc, aout] = c.Smoe({"sweep", "submit", again});
+  ASSERT_EQ(arc, 0) << aout;
+  ASSERT_TRUE(c.WaitFor("again", Done, absl::Seconds(60))) << ReadText(log);
+  auto a = c.GetSweep("again");
+  ASSERT_TRUE(a.ok()) << a.status();
+  for (const auto& t : a->trials()) {
+    EXPECT_EQ(t.state(), pb::TRIAL_STATE_SUCCEEDED) << t.last_error();
+  }
+  EXPECT_TRUE(w0->running());
+}
+
 // Items 8 and 9: TRIAL.json that is malformed, nested 100k deep, or holds a
 // value the parameter table refuses makes smoe-trainer exit 64 with a
 // message naming the problem, never die by a signal (SIGSEGV on the deep
@@ -255,6 +422,49 @@ TEST(TrainerFaultsTest, HugeTrialJsonIsRefusedByItsSizeAndValuesAreCut) {
   EXPECT_EQ(brc, 64) << bout.substr(0, 2000);
   EXPECT_THAT(bout, HasSubstr("attention"));
   EXPECT_LT(bout.size(), 16384u) << "the value was echoed whole";
+}
+
+// Issue 36: the model-size bound sweeps are held to (~1e10 parameters) was
+// not applied to a TRIAL.json given to smoe-trainer directly: depth 256,
+// width 256 and 256 experts (~2.8e14 parameters) started allocating and,
+// under an 8 GB address-space limit, died minutes later with a LibTorch
+// allocation error (INTERNAL, exit 1), never the protocol's 64. Now the
+// same check (trials::CheckSravenModelSize) refuses it before the model is
+// built: exit 64 naming the fields and the size, at once, within the limit.
+TEST(TrainerFaultsTest, HugeModelTrialJsonExits64BeforeAllocating) {
+  if (!fs::exists(TrainerBinary())) GTEST_SKIP() << "smoe-trainer not built";
+  const std::string dir = TempDir("hugemodel");
+  const std::string trial = WriteText(
+      dir + "/TRIAL.json",
+      R"({"sweep_id":"s","trial_id":"s/t","attempt":1,"kind":"sraven",)"
+      R"("seed":0,"params":{"depth":256,"width":256,"num_experts":256,)"
+      R"("top_k":2,"steps":2,"warmup":0}})");
+  const absl::Time start = absl::Now();
+  // 8 GB of address space: far below the model, far above the trainer's
+  // own needs (the small run below trains within it).
+  auto run = [&](const std::string& path, const std::string& work) {
+    return RunCommand(
+        {"/bin/sh", "-c",
+         absl::StrCat("ulimit -v 8000000 && exec ", TrainerBinary(),
+                      " run --trial ", path, " --workdir ", work)},
+        {}, absl::Seconds(60));
+  };
+  auto [rc, out] = run(trial, dir + "/work");
+  EXPECT_EQ(rc, 64) << out;
+  EXPECT_THAT(out, HasSubstr("depth=256, width=256, num_experts=256 make a "
+                             "model of about 2.82e+14 parameters, more than "
+                             "1e+10"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("can't allocate")));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  // Just under the bound by each field alone is still a valid config: the
+  // paper-size model trains under the same limit.
+  const std::string ok = WriteText(
+      dir + "/OK.json",
+      R"({"kind":"sraven","seed":0,"params":{"M":1,"width":0.125,"depth":1,)"
+      R"("num_experts":2,"top_k":1,"steps":2,"batch_size":8,"eval_every":2,)"
+      R"("num_eval":8,"warmup":0}})");
+  auto [orc, oout] = run(ok, dir + "/ok");
+  EXPECT_EQ(orc, 0) << oout;
 }
 
 // Item 8: the submit-time check and the trainer read one table

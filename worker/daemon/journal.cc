@@ -22,9 +22,15 @@ namespace {
 
 using json = nlohmann::json;
 
+// ENOSPC / EDQUOT (a full disk or quota) are ResourceExhausted, the rest
+// Internal; the message names the file and the errno text.
 absl::Status Errno(absl::string_view what, const std::string& path) {
-  return absl::InternalError(
-      absl::StrCat(what, " '", path, "': ", strerror(errno)));
+  const int err = errno;
+  std::string msg = absl::StrCat(what, " '", path, "': ", strerror(err));
+  if (err == ENOSPC || err == EDQUOT) {
+    return absl::ResourceExhaustedError(std::move(msg));
+  }
+  return absl::InternalError(std::move(msg));
 }
 
 std::string Serialize(const OutboxEntry& e) {
@@ -195,16 +201,28 @@ Outbox::~Outbox() {
 }
 
 absl::Status Outbox::WriteLine(const std::string& line, bool sync) {
+  const off_t before = lseek(fd_, 0, SEEK_END);
+  auto fail = [&](absl::string_view what) {
+    absl::Status s = Errno(what, path_);
+    // Cut the torn bytes off again so that the next line starts on a line
+    // of its own (shrinking a file needs no space).
+    if (before >= 0 && ftruncate(fd_, before) != 0) {
+      SMOE_LOG(WARNING) << "journal " << path_
+                        << ": cannot cut a failed write off: "
+                        << strerror(errno);
+    }
+    return s;
+  };
   const char* p = line.data();
   size_t left = line.size();
   while (left > 0) {
     const ssize_t n = write(fd_, p, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("cannot append to journal", path_);
+    if (n < 0) return fail("cannot append to journal");
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (sync && fdatasync(fd_) != 0) return Errno("cannot fsync journal", path_);
+  if (sync && fdatasync(fd_) != 0) return fail("cannot fsync journal");
   return absl::OkStatus();
 }
 
@@ -230,23 +248,54 @@ void MakeValid(OutboxEntry* e) {
 absl::Status Outbox::Add(OutboxEntry entry) {
   MakeValid(&entry);
   entry.id = next_id_++;
-  SMOE_RETURN_IF_ERROR(WriteLine(AddLine(entry), /*sync=*/true));
+  // Behind an unjournaled entry, journal nothing newer first: Persist()
+  // writes them in order.
+  absl::Status s = unjournaled_ids_.empty()
+                       ? WriteLine(AddLine(entry), /*sync=*/true)
+                       : absl::ResourceExhaustedError(absl::StrCat(
+                             "journal '", path_, "': ", unjournaled_ids_.size(),
+                             " earlier report(s) not written yet"));
+  if (!s.ok()) unjournaled_ids_.insert(entry.id);
+  unjournaled_ = unjournaled_ids_.size();
   entries_.push_back(std::move(entry));
-  return absl::OkStatus();
+  return s;
 }
 
 absl::Status Outbox::ReplaceFront(OutboxEntry entry) {
   MakeValid(&entry);
   entry.id = entries_.front().id;
   // The same id again: Open() keeps the last "add" of an id.
-  SMOE_RETURN_IF_ERROR(WriteLine(AddLine(entry), /*sync=*/true));
+  absl::Status s = WriteLine(AddLine(entry), /*sync=*/true);
+  if (s.ok()) {
+    unjournaled_ids_.erase(entry.id);
+  } else {
+    unjournaled_ids_.insert(entry.id);
+  }
+  unjournaled_ = unjournaled_ids_.size();
   entries_.front() = std::move(entry);
+  return s;
+}
+
+absl::Status Outbox::Persist() {
+  if (unjournaled_ids_.empty()) return absl::OkStatus();
+  std::string lines;
+  for (const OutboxEntry& e : entries_) {
+    if (unjournaled_ids_.count(e.id) > 0) lines += AddLine(e);
+  }
+  SMOE_RETURN_IF_ERROR(WriteLine(lines, /*sync=*/true));
+  SMOE_LOG(INFO) << "journal " << path_ << ": " << unjournaled_ids_.size()
+                 << " report(s) kept in memory while it could not be written "
+                    "are journaled now";
+  unjournaled_ids_.clear();
+  unjournaled_ = 0;
   return absl::OkStatus();
 }
 
 absl::Status Outbox::PopFront() {
   const uint64_t id = entries_.front().id;
   entries_.pop_front();
+  unjournaled_ids_.erase(id);
+  unjournaled_ = unjournaled_ids_.size();
   if (entries_.empty()) {
     // Nothing pending: start the file afresh (O_APPEND writes go to the end).
     if (ftruncate(fd_, 0) != 0) return Errno("cannot truncate journal", path_);

@@ -1,14 +1,18 @@
 // Copyright 2026 SMoE Lab authors.
 #include "worker/daemon/journal.h"
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/test_dir.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace smoe::worker {
@@ -123,6 +127,44 @@ TEST(OutboxTest, NonUtf8StringsAreReplacedNotLost) {
   EXPECT_EQ((*box)->front().id, 4u);
   EXPECT_FALSE((*box)->front().complete.has_log());
   EXPECT_TRUE((*box)->entries().back().complete.has_log());
+}
+
+// Issue 36: a write the disk refuses (here EFBIG past RLIMIT_FSIZE, as
+// ENOSPC would be) leaves no torn bytes, keeps the report queued in memory,
+// and Persist() journals it once writes succeed again.
+TEST(OutboxTest, AFailedWriteIsCutOffAndTheEntryKeptInMemory) {
+  const std::string path = NewPath();
+  auto box = Outbox::Open(path);
+  ASSERT_TRUE(box.ok()) << box.status();
+  ASSERT_TRUE((*box)->Add(Complete("a", 1)).ok());
+  const auto size = std::filesystem::file_size(path);
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const sighandler_t old_handler = signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = size + 16;  // part of the next line fits
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const absl::Status failed = (*box)->Add(Complete("b", 2));
+  const absl::Status behind = (*box)->Add(Complete("c", 3));
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  signal(SIGXFSZ, old_handler);
+  EXPECT_FALSE(failed.ok());
+  EXPECT_THAT(std::string(failed.message()),
+              ::testing::HasSubstr("cannot append to journal"));
+  EXPECT_FALSE(behind.ok()) << "nothing newer is journaled first";
+  EXPECT_EQ(std::filesystem::file_size(path), size) << "torn bytes cut off";
+  EXPECT_EQ((*box)->size(), 3u);
+  EXPECT_EQ((*box)->unjournaled(), 2u);
+  // Delivered from memory: "a" acknowledged, then the disk takes writes.
+  ASSERT_TRUE((*box)->PopFront().ok());
+  ASSERT_TRUE((*box)->Persist().ok());
+  EXPECT_EQ((*box)->unjournaled(), 0u);
+  box->reset();
+  auto reopened = Outbox::Open(path);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  ASSERT_EQ((*reopened)->size(), 2u);
+  EXPECT_EQ((*reopened)->front().trial_id(), "b");
+  EXPECT_EQ((*reopened)->entries()[1].trial_id(), "c");
 }
 
 TEST(OutboxTest, UnwritableDirectoryIsAnError) {

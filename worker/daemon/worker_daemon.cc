@@ -2,7 +2,9 @@
 #include "worker/daemon/worker_daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,14 +44,39 @@ constexpr size_t kMaxFailMessage = 8192;
 // checkpoint/restored_scratch, value = the step the attempt resumed from.
 constexpr char kCheckpointRestoredMetric[] = "checkpoint/restored_";
 
+// A failed write under the work dir: ResourceExhausted for ENOSPC/EDQUOT (a
+// full disk or quota), Internal for the rest (EIO, EROFS, ...), naming the
+// path and errno.
+absl::Status WriteError(absl::string_view what, const std::string& path,
+                        int err) {
+  std::string msg = absl::StrCat(what, " '", path, "': ", strerror(err));
+  if (err == ENOSPC || err == EDQUOT) {
+    return absl::ResourceExhaustedError(std::move(msg));
+  }
+  return absl::InternalError(std::move(msg));
+}
+
+// Writes all of `text` to `fd`; errno is set on failure.
+bool WriteAll(int fd, absl::string_view text) {
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
 absl::Status MakeDirs(const std::string& path) {
   std::string cur;
   for (size_t i = 0; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
       // Owner only: attempt logs and checkpoints are the user's (issue 36).
       if (!cur.empty() && mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) {
-        return absl::InternalError(absl::StrCat("cannot create directory '",
-                                                cur, "': ", strerror(errno)));
+        return WriteError("cannot create directory", cur, errno);
       }
     }
     if (i < path.size()) cur.push_back(path[i]);
@@ -104,30 +131,80 @@ std::vector<v1::Metric> ReadMetricHistory(const std::string& dir) {
   return out;
 }
 
-void AppendMetricHistory(const std::string& dir,
-                         const std::vector<v1::Metric>& metrics) {
-  std::ofstream out(dir + "/" + kMetricHistory, std::ios::app);
+// Appends the metrics to the trial's history. A failed write (a full disk)
+// is cut off again, so no torn line is left for the next line to join.
+absl::Status AppendMetricHistory(const std::string& dir,
+                                 const std::vector<v1::Metric>& metrics) {
+  const std::string path = dir + "/" + kMetricHistory;
+  std::string text;
   for (const v1::Metric& m : metrics) {
-    out << json{{"step", m.step()}, {"name", m.name()}, {"value", m.value()}}
-               .dump()
-        << "\n";
+    absl::StrAppend(
+        &text,
+        json{{"step", m.step()}, {"name", m.name()}, {"value", m.value()}}
+            .dump(),
+        "\n");
   }
-}
-
-absl::Status WriteFileAtomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      return absl::InternalError(absl::StrCat("cannot write '", tmp, "'"));
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return WriteError("cannot open", path, errno);
+  const off_t before = ::lseek(fd, 0, SEEK_END);
+  absl::Status s;
+  if (!WriteAll(fd, text)) {
+    s = WriteError("cannot append to", path, errno);
+    if (before >= 0 && ::ftruncate(fd, before) != 0) {
+      SMOE_LOG(WARNING) << "cannot cut a failed write off '" << path
+                        << "': " << strerror(errno);
     }
   }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename '", tmp, "' to '",
-                                            path, "': ", strerror(errno)));
+  ::close(fd);
+  return s;
+}
+
+// Writes `text` to `path` atomically (temp file + rename). On failure the
+// temp file is removed (on a full disk it would hold the space it got).
+absl::Status WriteFileAtomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  const int fd =
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return WriteError("cannot create", tmp, errno);
+  if (!WriteAll(fd, text)) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return WriteError("cannot write", tmp, err);
   }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return WriteError("cannot write", tmp, err);
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return WriteError(absl::StrCat("cannot rename '", tmp, "' to"), path, err);
+  }
+  return absl::OkStatus();
+}
+
+// Writes, syncs and removes a file of `bytes` bytes at `path`: OK when the
+// work dir can take writes again.
+absl::Status ProbeWrite(const std::string& path, int64_t bytes) {
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return WriteError("cannot create", path, errno);
+  const std::string block(64 << 10, '\0');
+  bool ok = true;
+  for (int64_t left = bytes; ok && left > 0;) {
+    const size_t n = static_cast<size_t>(
+        std::min<int64_t>(left, static_cast<int64_t>(block.size())));
+    ok = WriteAll(fd, absl::string_view(block.data(), n));
+    left -= static_cast<int64_t>(n);
+  }
+  if (ok) ok = ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  ::unlink(path.c_str());
+  if (!ok) return WriteError("cannot write", path, err);
   return absl::OkStatus();
 }
 
@@ -303,7 +380,8 @@ absl::Status WorkerDaemon::RunOnce() {
   }
   if (drain_requested_.load() && !draining_) BeginDrain("SIGTERM");
   if (registered_ && RpcAllowed()) SMOE_RETURN_IF_ERROR(DeliverOutbox());
-  if (registered_ && RpcAllowed() && !draining_ &&
+  CheckDisk();
+  if (registered_ && RpcAllowed() && !draining_ && disk_error_.ok() &&
       clock_->Now() >= next_lease_ && FreeSlots() > 0) {
     LeaseMore();
     // Leases refused locally (bad spec, no resources) are reported at once.
@@ -368,6 +446,59 @@ void WorkerDaemon::SaveWorkerId() {
   absl::Status s =
       WriteFileAtomic(options_.work_dir + "/worker_id", worker_id_ + "\n");
   if (!s.ok()) SMOE_LOG(WARNING) << "cannot save worker id: " << s;
+}
+
+void WorkerDaemon::OnDiskError(const absl::Status& s, absl::string_view what) {
+  ++disk_errors_;
+  next_disk_probe_ = clock_->Now() + options_.disk_probe_interval;
+  if (!disk_error_.ok()) return;  // logged at the start of the episode
+  disk_error_ = s;
+  disk_error_since_ = clock_->Now();
+  SMOE_LOG(ERROR) << "work dir " << options_.work_dir << " cannot be written ("
+                  << what << ": " << s.message()
+                  << "); leasing paused until it can (probed every "
+                  << options_.disk_probe_interval
+                  << "); running trials go on, reports are kept in memory";
+}
+
+void WorkerDaemon::Journaled(const absl::Status& s) {
+  if (!s.ok()) OnDiskError(s, "journal");
+}
+
+void WorkerDaemon::CheckDisk() {
+  const absl::Time now = clock_->Now();
+  if (disk_error_.ok()) {
+    // Before leasing: a trial needs room for its TRIAL.json, logs and
+    // checkpoints.
+    if (draining_ || !registered_ || now < next_lease_ || FreeSlots() == 0) {
+      return;
+    }
+    struct statvfs vfs;
+    if (::statvfs(options_.work_dir.c_str(), &vfs) == 0) {
+      const int64_t free_bytes = static_cast<int64_t>(vfs.f_bavail) *
+                                 static_cast<int64_t>(vfs.f_frsize);
+      if (free_bytes < options_.min_free_bytes) {
+        OnDiskError(absl::ResourceExhaustedError(absl::StrCat(
+                        free_bytes, " bytes free, less than ",
+                        options_.min_free_bytes, " (min_free_bytes)")),
+                    "before a lease");
+      }
+    }
+    return;
+  }
+  if (now < next_disk_probe_) return;
+  next_disk_probe_ = now + options_.disk_probe_interval;
+  absl::Status s =
+      ProbeWrite(options_.work_dir + "/.disk-probe", options_.min_free_bytes);
+  if (s.ok()) s = outbox_->Persist();
+  if (!s.ok()) return;
+  SMOE_LOG(INFO) << "work dir " << options_.work_dir
+                 << " is writable again after "
+                 << absl::Trunc(now - disk_error_since_, absl::Seconds(1))
+                 << " (" << disk_errors_ << " write error(s)); leasing resumes";
+  disk_error_ = absl::OkStatus();
+  disk_errors_ = 0;
+  next_lease_ = absl::InfinitePast();
 }
 
 void WorkerDaemon::TryRegister() {
@@ -534,7 +665,7 @@ absl::Status WorkerDaemon::DeliverOutbox() {
       OnRpcOk();
       SMOE_LOG(DEBUG) << what << " acknowledged";
       const uint64_t id = e.id;
-      SMOE_RETURN_IF_ERROR(outbox_->PopFront());
+      Journaled(outbox_->PopFront());
       delivered_id_.store(id);
       continue;
     }
@@ -563,7 +694,7 @@ absl::Status WorkerDaemon::DeliverOutbox() {
       if (rewritten) continue;  // send the rewritten report now
       SMOE_LOG(WARNING) << what << " refused (" << s << "); dropping it";
       const uint64_t id = e.id;
-      SMOE_RETURN_IF_ERROR(outbox_->PopFront());
+      Journaled(outbox_->PopFront());
       delivered_id_.store(id);
       continue;
     }
@@ -582,7 +713,7 @@ absl::Status WorkerDaemon::DeliverOutbox() {
       SMOE_LOG(WARNING) << what << " refused (" << s
                         << "); treating as acknowledged";
       const uint64_t id = e.id;
-      SMOE_RETURN_IF_ERROR(outbox_->PopFront());
+      Journaled(outbox_->PopFront());
       delivered_id_.store(id);
       continue;
     }
@@ -641,7 +772,7 @@ absl::StatusOr<bool> WorkerDaemon::RewriteRefused(const OutboxEntry& e,
                         << "); sending it again without its log tail";
       break;
   }
-  SMOE_RETURN_IF_ERROR(outbox_->ReplaceFront(std::move(next)));
+  Journaled(outbox_->ReplaceFront(std::move(next)));
   return true;
 }
 
@@ -681,7 +812,8 @@ absl::Status WorkerDaemon::FailLease(const v1::TrialLease& lease,
     e.fail.mutable_log()->set_text(tail.text);
     e.fail.mutable_log()->set_total_bytes(tail.total_bytes);
   }
-  return outbox_->Add(std::move(e));
+  Journaled(outbox_->Add(std::move(e)));
+  return absl::OkStatus();
 }
 
 absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
@@ -771,9 +903,14 @@ absl::Status WorkerDaemon::Launch(const v1::TrialLease& lease) {
     s = WriteFileAtomic(command->params_path, params.dump(2) + "\n");
   }
   if (!s.ok()) {
+    // The worker's disk, not the trial: hand it back (no error budget) and
+    // lease nothing more until the work dir takes writes again.
+    OnDiskError(s, absl::StrCat("trial ", lease.trial_id()));
     return FailLease(
-        lease, v1::FailRequest::REASON_ERROR, 0,
-        absl::StrCat("worker cannot prepare the trial: ", s.message()));
+        lease, v1::FailRequest::REASON_PREEMPTED, 0,
+        absl::StrCat("worker's work dir cannot be written (", s.message(),
+                     "): the trial could not be prepared; handed back to run "
+                     "elsewhere"));
   }
 
   Trial t;
@@ -918,6 +1055,16 @@ absl::Status WorkerDaemon::PollRestores() {
           lease, v1::FailRequest::REASON_PREEMPTED, 0,
           "worker draining; the trainer had not started (its checkpoint "
           "was downloading)"));
+      continue;
+    }
+    if (!disk_error_.ok()) {
+      // Its checkpoint may not have landed, and the trainer could not write
+      // one: run it elsewhere.
+      SMOE_RETURN_IF_ERROR(FailLease(
+          lease, v1::FailRequest::REASON_PREEMPTED, 0,
+          absl::StrCat("worker's work dir is full (", disk_error_.message(),
+                       "); the trainer had not started; handed back to run "
+                       "elsewhere")));
       continue;
     }
     absl::Status s = StartRanks(std::move(r.t), std::move(r.spec), notes);
@@ -1087,10 +1234,17 @@ absl::Status WorkerDaemon::FlushMetrics(Trial* t) {
   e.metrics.set_worker_id(worker_id_);
   e.metrics.set_trial_id(t->lease.trial_id());
   e.metrics.set_attempt(t->lease.attempt());
-  if (!t->dir.empty()) AppendMetricHistory(t->dir, t->metrics);
+  if (!t->dir.empty()) {
+    // The history only serves a later attempt here; the metrics go out
+    // either way.
+    if (absl::Status h = AppendMetricHistory(t->dir, t->metrics); !h.ok()) {
+      OnDiskError(h, "metric history");
+    }
+  }
   for (v1::Metric& m : t->metrics) *e.metrics.add_metrics() = std::move(m);
   t->metrics.clear();
-  return outbox_->Add(std::move(e));
+  Journaled(outbox_->Add(std::move(e)));
+  return absl::OkStatus();
 }
 
 void WorkerDaemon::TakeCheckpointNotes(Trial* finishing) {
@@ -1177,7 +1331,8 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
     }
     SMOE_LOG(INFO) << "trial " << id << " attempt " << t->lease.attempt()
                    << " succeeded in " << duration_s << " s";
-    return outbox_->Add(std::move(e));
+    Journaled(outbox_->Add(std::move(e)));
+    return absl::OkStatus();
   }
 
   v1::FailRequest::Reason reason;
@@ -1214,6 +1369,25 @@ absl::Status WorkerDaemon::FinishTrial(Trial* t) {
   } else {
     reason = v1::FailRequest::REASON_ERROR;
     head = absl::StrCat("trainer failed: ", how);
+  }
+  if (reason == v1::FailRequest::REASON_ERROR && !success) {
+    // A trainer that fails while the work dir is full most likely failed
+    // for it (a checkpoint it could not write): hand the attempt back, with
+    // the disk's error and the trainer's own line, to run elsewhere.
+    absl::Status disk = disk_error_;
+    if (disk.ok()) {
+      disk = ProbeWrite(options_.work_dir + "/.disk-probe",
+                        options_.min_free_bytes);
+      if (!disk.ok()) OnDiskError(disk, "probe after a trainer failure");
+    }
+    if (!disk.ok()) {
+      reason = v1::FailRequest::REASON_PREEMPTED;
+      head = absl::StrCat("worker's work dir is full (", disk.message(),
+                          "); handed back to run elsewhere; trainer ", how);
+      if (const std::string why = FirstErrorLine(tail); !why.empty()) {
+        absl::StrAppend(&head, ": ", why);
+      }
+    }
   }
   // The first line says why (issue 31 item 3): not only "exit code 1".
   if (const std::string why = FirstErrorLine(tail);

@@ -68,6 +68,24 @@
 // every attempt (the trainer resumes from its checkpoint there); TRIAL.json is
 // rewritten for each attempt.
 //
+// A full or failing work dir (issue 36): every write the daemon makes under
+// it (the journal of reports, TRIAL.json and params.json, the metric
+// history, trial directories) returns an absl::Status; none stops the
+// daemon. The first failure (or less than min_free_bytes free before a
+// lease) pauses leasing and logs it once (ERROR, naming the file and the
+// errno); reports the journal could not take are kept in memory and
+// delivered as usual (journal.h). Every disk_probe_interval the daemon
+// writes, syncs and removes a min_free_bytes file in the work dir and
+// journals what it holds in memory; once both succeed it logs that the work
+// dir is writable again and leases again. Meanwhile: a lease it cannot
+// prepare, or whose checkpoint download landed while the disk is full, is
+// handed back (Fail(PREEMPTED): no error budget, the coordinator leases it
+// to another worker); an attempt whose trainer fails while the work dir is
+// full is handed back the same way, its message starting with "worker's
+// work dir is full" and the trainer's own first error line. Running trials
+// go on. The heartbeat has no field for this state (HeartbeatRequest holds
+// only `draining`), so the coordinator sees the worker as idle.
+//
 // Checkpoints outlive the worker (checkpoint_sync.h): each checkpoint event's
 // file is uploaded to the coordinator by a background thread; before an
 // attempt starts, a newer stored checkpoint (the lease's checkpoint_step) is
@@ -165,6 +183,11 @@ struct WorkerDaemonOptions {
   // absent). Default OpenNvml; tests pass a fake so the GPU branch runs on
   // CPU-only machines.
   std::function<std::unique_ptr<GpuMonitor>()> open_gpu_monitor = OpenNvml;
+  // Full work dir (see the file comment): leasing pauses while less than
+  // this is free (statvfs) or after a write failed, until a probe file of
+  // this size can be written and synced; probed every disk_probe_interval.
+  int64_t min_free_bytes = int64_t{1} << 20;
+  absl::Duration disk_probe_interval = absl::Seconds(1);
   absl::Duration tick = absl::Milliseconds(100);  // Run(): pause between steps
   uint64_t jitter_seed = 0;                       // 0 = random
 };
@@ -206,6 +229,8 @@ class WorkerDaemon {
   size_t pending_reports() const { return outbox_->size(); }
   // Directory of a trial's attempts.
   std::string TrialDir(const std::string& trial_id) const;
+  // OK, or why the work dir cannot be written (leasing is paused).
+  const absl::Status& disk_error() const { return disk_error_; }
 
  private:
   struct Trial {
@@ -284,6 +309,15 @@ class WorkerDaemon {
   int FreeSlots() const;
   std::vector<int> FreeGpus() const;
   void SaveWorkerId();
+  // A write under the work dir failed (`what` says which): pauses leasing
+  // and logs it, once per episode. Never fatal.
+  void OnDiskError(const absl::Status& s, absl::string_view what);
+  // Notes a journal (outbox) write error; OK otherwise.
+  void Journaled(const absl::Status& s);
+  // While leasing is paused: probes the work dir every disk_probe_interval
+  // (ProbeWrite + Outbox::Persist) and resumes when both succeed. Otherwise
+  // checks the free space (statvfs) before a lease.
+  void CheckDisk();
   // Records the uploader's outcomes as metrics of their (running) trials;
   // `finishing` also takes those of that trial.
   void TakeCheckpointNotes(Trial* finishing);
@@ -326,6 +360,11 @@ class WorkerDaemon {
   const SecretRedactor redactor_;
   std::unique_ptr<GpuMonitor> gpu_;  // opened for the first GPU trial
   bool gpu_tried_ = false;
+  // Full work dir: OK, or the first write error of this episode.
+  absl::Status disk_error_;
+  absl::Time disk_error_since_ = absl::InfinitePast();
+  absl::Time next_disk_probe_ = absl::InfinitePast();
+  int disk_errors_ = 0;  // write errors in this episode
 };
 
 }  // namespace smoe::worker

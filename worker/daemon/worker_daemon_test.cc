@@ -2,6 +2,7 @@
 #include "worker/daemon/worker_daemon.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -158,6 +159,58 @@ TEST_F(WorkerDaemonTest, LeaseLaunchMetricsBatchedThenComplete) {
   EXPECT_EQ(daemon_->running_count(), 0);
   EXPECT_EQ(daemon_->pending_reports(), 0u);
   EXPECT_TRUE(gateway_.fails.empty());
+}
+
+// Issue 36: a work dir that refuses writes (here EFBIG past RLIMIT_FSIZE,
+// as a full disk's ENOSPC) no longer stops the daemon: RunOnce stays OK,
+// reports go out from memory, leasing pauses, a trainer failing meanwhile
+// is handed back (PREEMPTED), and leasing resumes once a probe succeeds.
+TEST_F(WorkerDaemonTest, AWorkDirThatRefusesWritesPausesLeasingUntilItHeals) {
+  options_.min_free_bytes = 4096;  // the probe's size
+  MakeDaemon();
+  auto p = StartOne("sw1/t0001");
+  ASSERT_EQ(gateway_.leases.size(), 1u);
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const sighandler_t old_handler = signal(SIGXFSZ, SIG_IGN);
+  rlimit tiny = old;
+  tiny.rlim_cur = 1;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  p->Emit(R"({"event":"metric","step":1,"name":"train/loss","value":0.5})");
+  clock_.Advance(absl::Seconds(1));
+  const absl::Status step = daemon_->RunOnce();
+  // Nothing more is leased while the work dir refuses writes.
+  gateway_.AddLease("sw1/t0002", 1);
+  clock_.Advance(absl::Seconds(2));
+  const absl::Status step2 = daemon_->RunOnce();
+  // The trainer fails (its checkpoint could not be written).
+  p->stderr_tail.push_back("cannot write checkpoint: File too large");
+  p->Exit(1);
+  clock_.Advance(absl::Milliseconds(100));
+  const absl::Status step3 = daemon_->RunOnce();
+  const absl::Status disk = daemon_->disk_error();
+  const size_t leases_while_full = gateway_.leases.size();
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  signal(SIGXFSZ, old_handler);
+  EXPECT_TRUE(step.ok()) << step;
+  EXPECT_TRUE(step2.ok()) << step2;
+  EXPECT_TRUE(step3.ok()) << step3;
+  EXPECT_THAT(std::string(disk.message()), HasSubstr("File too large"));
+  EXPECT_EQ(gateway_.TotalMetrics(), 1) << "delivered from memory";
+  EXPECT_EQ(leases_while_full, 1u);
+  ASSERT_EQ(gateway_.fails.size(), 1u);
+  EXPECT_EQ(gateway_.fails[0].reason(), v1::FailRequest::REASON_PREEMPTED);
+  EXPECT_THAT(gateway_.fails[0].message(),
+              HasSubstr("worker's work dir is full"));
+  EXPECT_THAT(gateway_.fails[0].message(),
+              HasSubstr("cannot write checkpoint: File too large"));
+  // Writes succeed again: the next probe resumes leasing.
+  clock_.Advance(absl::Seconds(1));
+  Step();
+  EXPECT_TRUE(daemon_->disk_error().ok()) << daemon_->disk_error();
+  EXPECT_EQ(gateway_.leases.size(), 2u);
+  EXPECT_EQ(launcher_.started.size(), 2u);
+  EXPECT_EQ(daemon_->running_count(), 1);
 }
 
 // NaN (written as null by trainers) reaches the coordinator as NaN; a

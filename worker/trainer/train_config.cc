@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "trials/params.h"
+#include "trials/sraven_model_size.h"
 #include "worker/trainer/trial_envelope.h"
 
 namespace smoe::trainer {
@@ -94,6 +95,11 @@ absl::StatusOr<TrialSpec> ParseTrialJson(absl::string_view text) {
 
 absl::Status ValidateTrainConfig(const TrainConfig& c) {
   SMOE_RETURN_IF_ERROR(model::ValidateModelConfig(c.model));
+  // The bound sweeps are held to (coordinator/sweep_spec.cc), checked before
+  // anything is allocated: a TRIAL.json given to smoe-trainer by hand would
+  // otherwise try to build a ~10^14-parameter model (issue 36).
+  SMOE_RETURN_IF_ERROR(trials::CheckSravenModelSize(
+      c.model.depth, c.model.width, c.model.num_experts));
   if (c.ep_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("ep_size=", c.ep_size, ": must be >= 1"));

@@ -63,6 +63,22 @@ TEST(TrainConfigTest, RejectsBadParamsNamingKeyAndValue) {
   EXPECT_FALSE(ParseTrialJson("{not json").ok());
 }
 
+// Issue 36: the bound sweeps are held to (trials::CheckSravenModelSize)
+// applies to TRIAL.json too; each field alone is within its range.
+TEST(TrainConfigTest, ModelsOfMoreThan1e10ParametersAreRefused) {
+  auto huge =
+      ParseTrialJson(R"({"kind":"sraven","params":{"depth":256,"width":256,)"
+                     R"("num_experts":256}})");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(huge.status().message(),
+              HasSubstr("depth=256, width=256, num_experts=256 make a model of "
+                        "about 2.82e+14 parameters, more than 1e+10"));
+  EXPECT_TRUE(ParseTrialJson(R"({"kind":"sraven","params":{"depth":24,)"
+                             R"("width":8,"num_experts":64}})")
+                  .ok());
+}
+
 TEST(TrainConfigTest, Bf16IsAllowedOnCpuAndCuda) {
   // bf16 autocast runs on the CPU too (worker/model/autocast.h), so CI
   // trains through the same mixed-precision code a GPU run takes.
