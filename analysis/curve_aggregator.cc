@@ -35,6 +35,7 @@ struct CurveAggregator::Impl {
     int values = 0;                    // entries with has_value
     bool dirty = true;
     CurvePoint point;
+    std::string point_json;  // Dump(ToJson(point))
   };
   using SeriesKey = std::pair<GroupKey, GroupKey>;  // (facet, series)
 
@@ -103,6 +104,7 @@ struct CurveAggregator::Impl {
           if (e.has_value) vals.emplace_back(e.seed, e.value);
         }
         cell.point = MakeCurvePoint(options, key, std::move(vals));
+        cell.point_json = Dump(ToJson(cell.point));
         cell.dirty = false;
         ++cells_computed;
       }
@@ -144,18 +146,119 @@ struct CurveAggregator::Impl {
     return optimal;
   }
 
-  json GetAnalysis() {
-    const Curves& c = GetCurves();
-    const std::vector<OptimalK>& o = GetOptimal();
+  std::vector<TheoryFit> Fits() {
     std::vector<TheoryFit> fits;
     if (FitsTheory(options)) {
       CellParams tm;
       for (const auto& [key, cell] : cells) {
         tm.emplace(key, cell.entries.begin()->second.tm);
       }
-      fits = internal::FitWithCellParams(c, tm);
+      fits = internal::FitWithCellParams(GetCurves(), tm);
     }
-    return AnalysisJson(options, c, o, fits);
+    return fits;
+  }
+
+  json GetAnalysis() {
+    const Curves& c = GetCurves();
+    const std::vector<OptimalK>& o = GetOptimal();
+    return AnalysisJson(options, c, o, Fits());
+  }
+
+  static std::string Dump(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+
+  // ToJson(curves).at("facets") serialised, from the cells' fragments.
+  std::string FacetsBody() {
+    const Curves& c = GetCurves();
+    // An object whose last key (in nlohmann's sorted order) is an empty
+    // array, without its closing "]}": the opening of that array.
+    auto open = [](json j) {
+      std::string s = Dump(j);
+      s.resize(s.size() - 2);
+      return s;
+    };
+    std::string out = "[";
+    auto cell = cells.begin();
+    for (size_t fi = 0; fi < c.facets.size(); ++fi) {
+      const Facet& f = c.facets[fi];
+      if (fi > 0) out += ',';
+      out += open({{"key", ToJson(f.key)},
+                   {"label", f.key.label},
+                   {"series", json::array()}});
+      for (size_t si = 0; si < f.series.size(); ++si) {
+        const Series& s = f.series[si];
+        if (si > 0) out += ',';
+        out += open({{"key", ToJson(s.key)},
+                     {"label", s.key.label},
+                     {"points", json::array()}});
+        for (size_t pi = 0; pi < s.points.size(); ++pi) {
+          // The cells with values, in map order, are the points in order.
+          while (cell->second.values == 0) ++cell;
+          if (pi > 0) out += ',';
+          out += cell->second.point_json;
+          ++cell;
+        }
+        out += "]}";
+      }
+      out += "]}";
+    }
+    out += ']';
+    return out;
+  }
+
+  // Dump(j) with the string `kHole` (once in it) replaced by `fragment`;
+  // Dump(fallback()) when it is not there exactly once (a label or a query
+  // that contains it).
+  template <typename Fallback>
+  static std::string Splice(const json& j, const std::string& fragment,
+                            Fallback&& fallback) {
+    std::string s = Dump(j);
+    const std::string hole = Dump(json(kHole));
+    const size_t at = s.find(hole);
+    if (at == std::string::npos || s.find(hole, at + 1) != std::string::npos) {
+      return Dump(fallback());
+    }
+    s.replace(at, hole.size(), fragment);
+    return s;
+  }
+  static constexpr const char* kHole = "\x01smoe-curve-facets\x01";
+
+  // Curves without their facets (the head ToJson writes around them).
+  Curves Head() {
+    const Curves& c = GetCurves();
+    Curves head;
+    head.options = c.options;
+    head.trials_used = c.trials_used;
+    head.trials_total = c.trials_total;
+    return head;
+  }
+
+  std::string CurvesBody(const json& extra) {
+    json j = ToJson(Head());
+    j["facets"] = kHole;
+    for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = *it;
+    return Splice(j, FacetsBody(), [&] {
+      json full = ToJson(GetCurves());
+      for (auto it = extra.begin(); it != extra.end(); ++it) {
+        full[it.key()] = *it;
+      }
+      return full;
+    });
+  }
+
+  std::string AnalysisBody(const json& extra) {
+    const std::vector<OptimalK>& o = GetOptimal();
+    json j = AnalysisJson(options, Head(), o, Fits());
+    j["curves"]["facets"] = kHole;
+    for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = *it;
+    return Splice(j, FacetsBody(), [&] {
+      json full = GetAnalysis();
+      for (auto it = extra.begin(); it != extra.end(); ++it) {
+        full[it.key()] = *it;
+      }
+      return full;
+    });
   }
 };
 
@@ -173,6 +276,12 @@ const std::vector<OptimalK>& CurveAggregator::optimal() {
   return impl_->GetOptimal();
 }
 json CurveAggregator::Analysis() { return impl_->GetAnalysis(); }
+std::string CurveAggregator::CurvesBody(const json& extra) {
+  return impl_->CurvesBody(extra);
+}
+std::string CurveAggregator::AnalysisBody(const json& extra) {
+  return impl_->AnalysisBody(extra);
+}
 int64_t CurveAggregator::cells_computed() const {
   return impl_->cells_computed;
 }
