@@ -280,7 +280,7 @@ int Coordinator(const Options& opt) {
   for (int i = 0; i < opt.requests; ++i) {
     double ms = 0;
     if (!get(absl::StrCat("/api/sweeps/bench/curves?metric=test_acc&bootstrap=",
-                          1000 + i),
+                          1001 + i),
              &ms)) {
       return 1;
     }
