@@ -1,6 +1,7 @@
 // Copyright 2026 SMoE Lab authors.
 #include "analysis/curve_aggregator.h"
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -90,24 +91,67 @@ struct CurveAggregator::Impl {
     Touch(key);
   }
 
+  // The cells with values when `curves` was last laid out, and where each
+  // one's point sits in it (facet, series, point).
+  std::vector<CellKey> layout;
+  std::vector<std::array<size_t, 3>> slots;
+
+  // Brings `curves` up to date in place when the cells with values are the
+  // ones laid out last time (a completion's usual case): only the dirty
+  // cells are recomputed and copied, not every cell's seeds. False when the
+  // layout changed.
+  bool UpdateInPlace() {
+    size_t i = 0;
+    for (const auto& [key, cell] : cells) {
+      if (cell.values == 0) continue;
+      if (i >= layout.size() || key < layout[i] || layout[i] < key) {
+        return false;
+      }
+      ++i;
+    }
+    if (i != layout.size()) return false;
+    i = 0;
+    curves.trials_used = 0;
+    for (auto& [key, cell] : cells) {
+      if (cell.values == 0) continue;
+      if (cell.dirty) {
+        Recompute(key, cell);
+        const std::array<size_t, 3>& at = slots[i];
+        curves.facets[at[0]].series[at[1]].points[at[2]] = cell.point;
+      }
+      curves.trials_used += cell.values;
+      ++i;
+    }
+    curves.trials_total = static_cast<int>(positions.size());
+    return true;
+  }
+
+  void Recompute(const CellKey& key, Cell& cell) {
+    std::vector<std::pair<int64_t, double>> vals;
+    vals.reserve(cell.values);
+    for (const auto& [pos, e] : cell.entries) {
+      if (e.has_value) vals.emplace_back(e.seed, e.value);
+    }
+    cell.point = MakeCurvePoint(options, key, std::move(vals));
+    cell.point_json = Dump(ToJson(cell.point));
+    cell.dirty = false;
+    ++cells_computed;
+  }
+
   const Curves& GetCurves() {
     if (!curves_dirty) return curves;
+    if (!layout.empty() && UpdateInPlace()) {
+      curves_dirty = false;
+      return curves;
+    }
+    layout.clear();
+    slots.clear();
     curves = Curves();
     curves.options = options;
     curves.trials_total = static_cast<int>(positions.size());
     for (auto& [key, cell] : cells) {
       if (cell.values == 0) continue;
-      if (cell.dirty) {
-        std::vector<std::pair<int64_t, double>> vals;
-        vals.reserve(cell.values);
-        for (const auto& [pos, e] : cell.entries) {
-          if (e.has_value) vals.emplace_back(e.seed, e.value);
-        }
-        cell.point = MakeCurvePoint(options, key, std::move(vals));
-        cell.point_json = Dump(ToJson(cell.point));
-        cell.dirty = false;
-        ++cells_computed;
-      }
+      if (cell.dirty) Recompute(key, cell);
       curves.trials_used += cell.values;
       if (curves.facets.empty() || !(curves.facets.back().key == key.facet)) {
         curves.facets.push_back(Facet{key.facet, {}});
@@ -117,6 +161,9 @@ struct CurveAggregator::Impl {
         f.series.push_back(Series{key.series, {}});
       }
       f.series.back().points.push_back(cell.point);
+      layout.push_back(key);
+      slots.push_back({curves.facets.size() - 1, f.series.size() - 1,
+                       f.series.back().points.size() - 1});
     }
     curves_dirty = false;
     return curves;
