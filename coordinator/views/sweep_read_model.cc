@@ -150,10 +150,9 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Reload(
   }
   std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
   auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
-  snap->rows.reserve(rows->size());
   for (size_t i = 0; i < rows->size(); ++i) {
     snap->rows.push_back(MakeTrialRow((*rows)[i], std::move(points[i])));
-    Count(*snap, *snap->rows.back(), +1);
+    Count(*snap, *snap->rows[snap->rows.size() - 1], +1);
     (*index)[(*rows)[i].trial_id] = i;
   }
   snap->index = std::move(index);
@@ -183,7 +182,7 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Refresh(
   for (size_t i = 0; i < rows->size(); ++i) {
     const size_t pos = snap->index->at((*rows)[i].trial_id);
     Count(*snap, *snap->rows[pos], -1);
-    snap->rows[pos] = MakeTrialRow((*rows)[i], std::move(points[i]));
+    snap->rows.Set(pos, MakeTrialRow((*rows)[i], std::move(points[i])));
     Count(*snap, *snap->rows[pos], +1);
     snap->changed.push_back(pos);
   }

@@ -41,7 +41,7 @@ struct SweepSnapshot {
   int64_t version = -1;  // the sweep's durable version the rows reflect
   std::string kind;
   nlohmann::json defaults;  // params' defaults (SweepKind: kind command too)
-  std::vector<std::shared_ptr<const TrialRow>> rows;  // by ordinal
+  RowTable rows;  // by ordinal; chunks shared with the snapshot refreshed
   std::shared_ptr<const std::unordered_map<std::string, size_t>>
       index;                                // trial id -> position
   std::map<std::string, int> metric_count;  // result name -> trials with it
