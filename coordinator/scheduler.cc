@@ -721,6 +721,7 @@ absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
   batch.sweeps.push_back(r);
   SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
   e.spec = std::move(merged);
+  e.search_indexed = false;  // the next plan re-reads the spec
   result.sweep = ViewLocked(e);
   return result;
 }
@@ -837,6 +838,7 @@ absl::StatusOr<int> Scheduler::ExtendSweepLocked(
   batch.sweeps.push_back(r);
   SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
   s.spec = std::move(next);
+  s.search_indexed = false;  // the next plan re-reads the spec
   return added;
 }
 
