@@ -123,6 +123,7 @@ int Setup(const std::string& dir, int trials, int hold) {
   o.data_dir = dir;
   o.listen = "127.0.0.1:0";
   o.http_listen = "";
+  o.scheduler.parse.max_points = std::max<int64_t>(100000, trials);
   auto server = CoordinatorServer::Start(o);
   if (!server.ok()) {
     std::fprintf(stderr, "start: %s\n", server.status().ToString().c_str());
@@ -213,6 +214,8 @@ int Coordinator(const Options& opt) {
   o.listen = "127.0.0.1:0";
   o.http_listen = "127.0.0.1:0";
   o.http_required = true;
+  // A million-point grid is above the default sweep-file limit (100,000).
+  o.scheduler.parse.max_points = std::max<int64_t>(100000, opt.trials);
   const auto t0 = Clock::now();
   auto server = CoordinatorServer::Start(o);
   const double restart_s = Ms(Clock::now() - t0) / 1000;
@@ -358,6 +361,7 @@ int Search(const Options& opt) {
   smoe::FakeClock clock;
   smoe::coordinator::SchedulerOptions so;
   so.lease_timeout = absl::Hours(1);
+  so.parse.max_points = std::max<int64_t>(100000, n);
   auto sched_or = smoe::coordinator::Scheduler::Create(&store, &clock, so);
   if (!sched_or.ok()) return 1;
   auto& sched = **sched_or;
