@@ -291,6 +291,8 @@ int Coordinator(const Options& opt) {
   }
   std::printf("uncached curves (new query each time): p50 %.1f p95 %.1f ms\n",
               Percentile(uncached, 0.5), Percentile(uncached, 0.95));
+  // The read model's snapshot and aggregators are loaded by now.
+  std::printf("RSS after the dashboard reads: %.0f MB\n", RssMb());
 
   std::vector<double> rates;
   for (int nw : opt.workers) {
