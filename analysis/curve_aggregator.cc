@@ -1,6 +1,7 @@
 // Copyright 2026 SMoE Lab authors.
 #include "analysis/curve_aggregator.h"
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -35,6 +36,7 @@ struct CurveAggregator::Impl {
     int values = 0;                    // entries with has_value
     bool dirty = true;
     CurvePoint point;
+    std::string point_json;  // Dump(ToJson(point))
   };
   using SeriesKey = std::pair<GroupKey, GroupKey>;  // (facet, series)
 
@@ -89,23 +91,67 @@ struct CurveAggregator::Impl {
     Touch(key);
   }
 
+  // The cells with values when `curves` was last laid out, and where each
+  // one's point sits in it (facet, series, point).
+  std::vector<CellKey> layout;
+  std::vector<std::array<size_t, 3>> slots;
+
+  // Brings `curves` up to date in place when the cells with values are the
+  // ones laid out last time (a completion's usual case): only the dirty
+  // cells are recomputed and copied, not every cell's seeds. False when the
+  // layout changed.
+  bool UpdateInPlace() {
+    size_t i = 0;
+    for (const auto& [key, cell] : cells) {
+      if (cell.values == 0) continue;
+      if (i >= layout.size() || key < layout[i] || layout[i] < key) {
+        return false;
+      }
+      ++i;
+    }
+    if (i != layout.size()) return false;
+    i = 0;
+    curves.trials_used = 0;
+    for (auto& [key, cell] : cells) {
+      if (cell.values == 0) continue;
+      if (cell.dirty) {
+        Recompute(key, cell);
+        const std::array<size_t, 3>& at = slots[i];
+        curves.facets[at[0]].series[at[1]].points[at[2]] = cell.point;
+      }
+      curves.trials_used += cell.values;
+      ++i;
+    }
+    curves.trials_total = static_cast<int>(positions.size());
+    return true;
+  }
+
+  void Recompute(const CellKey& key, Cell& cell) {
+    std::vector<std::pair<int64_t, double>> vals;
+    vals.reserve(cell.values);
+    for (const auto& [pos, e] : cell.entries) {
+      if (e.has_value) vals.emplace_back(e.seed, e.value);
+    }
+    cell.point = MakeCurvePoint(options, key, std::move(vals));
+    cell.point_json = Dump(ToJson(cell.point));
+    cell.dirty = false;
+    ++cells_computed;
+  }
+
   const Curves& GetCurves() {
     if (!curves_dirty) return curves;
+    if (!layout.empty() && UpdateInPlace()) {
+      curves_dirty = false;
+      return curves;
+    }
+    layout.clear();
+    slots.clear();
     curves = Curves();
     curves.options = options;
     curves.trials_total = static_cast<int>(positions.size());
     for (auto& [key, cell] : cells) {
       if (cell.values == 0) continue;
-      if (cell.dirty) {
-        std::vector<std::pair<int64_t, double>> vals;
-        vals.reserve(cell.values);
-        for (const auto& [pos, e] : cell.entries) {
-          if (e.has_value) vals.emplace_back(e.seed, e.value);
-        }
-        cell.point = MakeCurvePoint(options, key, std::move(vals));
-        cell.dirty = false;
-        ++cells_computed;
-      }
+      if (cell.dirty) Recompute(key, cell);
       curves.trials_used += cell.values;
       if (curves.facets.empty() || !(curves.facets.back().key == key.facet)) {
         curves.facets.push_back(Facet{key.facet, {}});
@@ -115,6 +161,9 @@ struct CurveAggregator::Impl {
         f.series.push_back(Series{key.series, {}});
       }
       f.series.back().points.push_back(cell.point);
+      layout.push_back(key);
+      slots.push_back({curves.facets.size() - 1, f.series.size() - 1,
+                       f.series.back().points.size() - 1});
     }
     curves_dirty = false;
     return curves;
@@ -144,18 +193,119 @@ struct CurveAggregator::Impl {
     return optimal;
   }
 
-  json GetAnalysis() {
-    const Curves& c = GetCurves();
-    const std::vector<OptimalK>& o = GetOptimal();
+  std::vector<TheoryFit> Fits() {
     std::vector<TheoryFit> fits;
     if (FitsTheory(options)) {
       CellParams tm;
       for (const auto& [key, cell] : cells) {
         tm.emplace(key, cell.entries.begin()->second.tm);
       }
-      fits = internal::FitWithCellParams(c, tm);
+      fits = internal::FitWithCellParams(GetCurves(), tm);
     }
-    return AnalysisJson(options, c, o, fits);
+    return fits;
+  }
+
+  json GetAnalysis() {
+    const Curves& c = GetCurves();
+    const std::vector<OptimalK>& o = GetOptimal();
+    return AnalysisJson(options, c, o, Fits());
+  }
+
+  static std::string Dump(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+
+  // ToJson(curves).at("facets") serialised, from the cells' fragments.
+  std::string FacetsBody() {
+    const Curves& c = GetCurves();
+    // An object whose last key (in nlohmann's sorted order) is an empty
+    // array, without its closing "]}": the opening of that array.
+    auto open = [](json j) {
+      std::string s = Dump(j);
+      s.resize(s.size() - 2);
+      return s;
+    };
+    std::string out = "[";
+    auto cell = cells.begin();
+    for (size_t fi = 0; fi < c.facets.size(); ++fi) {
+      const Facet& f = c.facets[fi];
+      if (fi > 0) out += ',';
+      out += open({{"key", ToJson(f.key)},
+                   {"label", f.key.label},
+                   {"series", json::array()}});
+      for (size_t si = 0; si < f.series.size(); ++si) {
+        const Series& s = f.series[si];
+        if (si > 0) out += ',';
+        out += open({{"key", ToJson(s.key)},
+                     {"label", s.key.label},
+                     {"points", json::array()}});
+        for (size_t pi = 0; pi < s.points.size(); ++pi) {
+          // The cells with values, in map order, are the points in order.
+          while (cell->second.values == 0) ++cell;
+          if (pi > 0) out += ',';
+          out += cell->second.point_json;
+          ++cell;
+        }
+        out += "]}";
+      }
+      out += "]}";
+    }
+    out += ']';
+    return out;
+  }
+
+  // Dump(j) with the string `kHole` (once in it) replaced by `fragment`;
+  // Dump(fallback()) when it is not there exactly once (a label or a query
+  // that contains it).
+  template <typename Fallback>
+  static std::string Splice(const json& j, const std::string& fragment,
+                            Fallback&& fallback) {
+    std::string s = Dump(j);
+    const std::string hole = Dump(json(kHole));
+    const size_t at = s.find(hole);
+    if (at == std::string::npos || s.find(hole, at + 1) != std::string::npos) {
+      return Dump(fallback());
+    }
+    s.replace(at, hole.size(), fragment);
+    return s;
+  }
+  static constexpr const char* kHole = "\x01smoe-curve-facets\x01";
+
+  // Curves without their facets (the head ToJson writes around them).
+  Curves Head() {
+    const Curves& c = GetCurves();
+    Curves head;
+    head.options = c.options;
+    head.trials_used = c.trials_used;
+    head.trials_total = c.trials_total;
+    return head;
+  }
+
+  std::string CurvesBody(const json& extra) {
+    json j = ToJson(Head());
+    j["facets"] = kHole;
+    for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = *it;
+    return Splice(j, FacetsBody(), [&] {
+      json full = ToJson(GetCurves());
+      for (auto it = extra.begin(); it != extra.end(); ++it) {
+        full[it.key()] = *it;
+      }
+      return full;
+    });
+  }
+
+  std::string AnalysisBody(const json& extra) {
+    const std::vector<OptimalK>& o = GetOptimal();
+    json j = AnalysisJson(options, Head(), o, Fits());
+    j["curves"]["facets"] = kHole;
+    for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = *it;
+    return Splice(j, FacetsBody(), [&] {
+      json full = GetAnalysis();
+      for (auto it = extra.begin(); it != extra.end(); ++it) {
+        full[it.key()] = *it;
+      }
+      return full;
+    });
   }
 };
 
@@ -173,6 +323,12 @@ const std::vector<OptimalK>& CurveAggregator::optimal() {
   return impl_->GetOptimal();
 }
 json CurveAggregator::Analysis() { return impl_->GetAnalysis(); }
+std::string CurveAggregator::CurvesBody(const json& extra) {
+  return impl_->CurvesBody(extra);
+}
+std::string CurveAggregator::AnalysisBody(const json& extra) {
+  return impl_->AnalysisBody(extra);
+}
 int64_t CurveAggregator::cells_computed() const {
   return impl_->cells_computed;
 }

@@ -44,6 +44,13 @@ class CurveAggregator {
   const std::vector<OptimalK>& optimal();
   // Returns AnalyzeSweep(trials, options()).
   nlohmann::json Analysis();
+  // ToJson(curves()) and Analysis() with the members of `extra` (an object
+  // of other keys) added, serialised as the coordinator's DumpJson does
+  // (compact, invalid UTF-8 replaced) - byte for byte - from per-cell
+  // fragments serialised when a cell is recomputed: a body costs O(cells)
+  // plus copying its bytes, not a JSON tree of every seed of every cell.
+  std::string CurvesBody(const nlohmann::json& extra);
+  std::string AnalysisBody(const nlohmann::json& extra);
   // Cells recomputed so far (bootstraps run); for tests and benchmarks.
   int64_t cells_computed() const;
 

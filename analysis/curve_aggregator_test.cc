@@ -67,6 +67,19 @@ TEST(CurveAggregatorTest, EqualsFromScratchUnderRandomChanges) {
     for (const OptimalK& k : agg.optimal()) got_opt.push_back(ToJson(k));
     EXPECT_EQ(got_opt.dump(), want_opt.dump()) << when;
     EXPECT_EQ(agg.Analysis().dump(), AnalyzeSweep(trials, o).dump()) << when;
+    // The bodies spliced from per-cell fragments, byte for byte (as the
+    // coordinator's DumpJson writes them).
+    auto dump = [](const json& j) {
+      return j.dump(-1, ' ', false, json::error_handler_t::replace);
+    };
+    const json extra = {{"optimal", want_opt}, {"version", 42}};
+    json want_curves = ToJson(want);
+    want_curves["optimal"] = want_opt;
+    want_curves["version"] = 42;
+    EXPECT_EQ(agg.CurvesBody(extra), dump(want_curves)) << when;
+    json want_analysis = AnalyzeSweep(trials, o);
+    want_analysis["version"] = 42;
+    EXPECT_EQ(agg.AnalysisBody({{"version", 42}}), dump(want_analysis)) << when;
   };
   expect_equal("initial");
   const int64_t cells = agg.cells_computed();

@@ -248,24 +248,26 @@ json ToJson(const GroupKey& k) {
   return k.number;
 }
 
+json ToJson(const CurvePoint& p) {
+  return {{"x", ToJson(p.x)},
+          {"x_label", p.x.label},
+          {"n", p.stats.n},
+          {"mean", NumOrNull(p.stats.mean)},
+          {"sem", NumOrNull(p.stats.sem)},
+          {"ci_lo", NumOrNull(p.stats.ci_lo)},
+          {"ci_hi", NumOrNull(p.stats.ci_hi)},
+          {"min", NumOrNull(p.stats.min)},
+          {"max", NumOrNull(p.stats.max)},
+          {"seeds", p.seeds}};
+}
+
 json ToJson(const Curves& c) {
   json facets = json::array();
   for (const Facet& f : c.facets) {
     json series = json::array();
     for (const Series& s : f.series) {
       json points = json::array();
-      for (const CurvePoint& p : s.points) {
-        points.push_back({{"x", ToJson(p.x)},
-                          {"x_label", p.x.label},
-                          {"n", p.stats.n},
-                          {"mean", NumOrNull(p.stats.mean)},
-                          {"sem", NumOrNull(p.stats.sem)},
-                          {"ci_lo", NumOrNull(p.stats.ci_lo)},
-                          {"ci_hi", NumOrNull(p.stats.ci_hi)},
-                          {"min", NumOrNull(p.stats.min)},
-                          {"max", NumOrNull(p.stats.max)},
-                          {"seeds", p.seeds}});
-      }
+      for (const CurvePoint& p : s.points) points.push_back(ToJson(p));
       series.push_back(
           {{"key", ToJson(s.key)}, {"label", s.key.label}, {"points", points}});
     }

@@ -136,6 +136,8 @@ std::string NumberLabel(double v);
 
 nlohmann::json ToJson(const GroupKey& k);
 nlohmann::json ToJson(const Curves& c);
+// One point of ToJson(Curves)'s facets[].series[].points[].
+nlohmann::json ToJson(const CurvePoint& p);
 
 }  // namespace smoe::analysis
 

@@ -309,6 +309,15 @@ void Scheduler::ApplyTrialLocked(const TrialRecord& next) {
   sweep.changes.emplace_back(sweep.version, next.trial_id);
   if (sweep.changes.size() > kMaxChangeLog) sweep.changes.pop_front();
   uncaptured_.insert(next.sweep_id);
+  if (sweep.search_indexed) {
+    // A trial the index does not know (an extension, a refine point) makes
+    // the next plan one from every trial, which re-indexes.
+    if (sweep.search_info.count(next.trial_id)) {
+      sweep.search_dirty.insert(next.trial_id);
+    } else {
+      sweep.search_indexed = false;
+    }
+  }
   trials_[next.trial_id] = next;
 }
 
@@ -712,6 +721,7 @@ absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
   batch.sweeps.push_back(r);
   SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
   e.spec = std::move(merged);
+  e.search_indexed = false;  // the next plan re-reads the spec
   result.sweep = ViewLocked(e);
   return result;
 }
@@ -828,6 +838,7 @@ absl::StatusOr<int> Scheduler::ExtendSweepLocked(
   batch.sweeps.push_back(r);
   SMOE_RETURN_IF_ERROR(CommitAndApplyLocked(batch));
   s.spec = std::move(next);
+  s.search_indexed = false;  // the next plan re-reads the spec
   return added;
 }
 
@@ -1401,34 +1412,24 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   if (s->record.state == store::SweepState::kCancelled) {
     return absl::OkStatus();
   }
-  // The state `batch` leads to: memory, overlaid with the batch's trials.
   SearchInputs in;
-  in.spec = &s->spec;
   std::map<std::string, size_t> index;
-  for (const std::string& id : s->trial_ids) {
-    if (id.empty()) continue;
-    index[id] = in.trials.size();
-    in.trials.push_back(trials_.at(id));
-  }
-  for (const TrialRecord& t : batch->trials) {
-    if (t.sweep_id != sweep_id) continue;
-    auto it = index.find(t.trial_id);
-    if (it == index.end()) {
-      index[t.trial_id] = in.trials.size();
-      in.trials.push_back(t);
-    } else {
-      in.trials[it->second] = t;
+  const bool subset = SearchInputsLocked(s, *batch, true, &in, &index);
+  SearchPlan plan = PlanSearch(in);
+  if (subset && options_.verify_search_plans) {
+    // The oracle: the plan from every trial (what a restart computes).
+    SearchInputs all;
+    std::map<std::string, size_t> all_index;
+    SearchInputsLocked(s, *batch, false, &all, &all_index);
+    const std::string diff = PlanDifference(plan, PlanSearch(all));
+    if (!diff.empty()) {
+      return absl::InternalError(
+          absl::StrCat("sweep ", sweep_id,
+                       ": the incremental search plan differs from the "
+                       "plan from every trial: ",
+                       diff));
     }
   }
-  for (const auto& [id, rs] : s->reports) {
-    in.reports.insert(in.reports.end(), rs.begin(), rs.end());
-  }
-  in.finals = s->finals;
-  in.last = s->last;
-  if (s->spec.search.budget_gpu_hours > 0) {
-    in.device_hours_used = DeviceHoursLocked(*s, in.trials);
-  }
-  SearchPlan plan = PlanSearch(in);
   if (plan.empty()) return absl::OkStatus();
   const absl::Time now = clock_->Now();
   const size_t attempts_before = batch->attempts.size();
@@ -1481,6 +1482,104 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
     batch->decisions.push_back(std::move(d));
   }
   return absl::OkStatus();
+}
+
+bool Scheduler::SearchInputsLocked(SweepEntry* s, const WriteBatch& batch,
+                                   bool allow_subset, SearchInputs* in,
+                                   std::map<std::string, size_t>* index) {
+  const std::string& sweep_id = s->record.sweep_id;
+  const bool per_group = options_.incremental_search && PlansPerGroup(s->spec);
+  in->spec = &s->spec;
+  if (per_group && s->search_indexed && allow_subset) {
+    // The groups with a trial changed since the last plan or in `batch`.
+    std::set<std::string> groups;
+    bool known = true;
+    auto touch = [&](const std::string& id) {
+      auto it = s->search_info.find(id);
+      if (it != s->search_info.end()) groups.insert(it->second.group);
+      return it != s->search_info.end();
+    };
+    for (const std::string& id : s->search_dirty) touch(id);
+    for (const TrialRecord& t : batch.trials) {
+      if (t.sweep_id == sweep_id && !touch(t.trial_id)) known = false;
+    }
+    for (const store::MetricRecord& m : batch.metrics) touch(m.trial_id);
+    for (const WriteBatch::Result& r : batch.results) touch(r.trial_id);
+    if (known) {
+      s->search_dirty.clear();
+      in->info = &s->search_info;
+      in->max_steps = s->search_max_steps;
+      for (const std::string& g : groups) {
+        for (const std::string& id : s->search_groups.at(g)) {
+          (*index)[id] = in->trials.size();
+          in->trials.push_back(trials_.at(id));
+          auto r = s->reports.find(id);
+          if (r != s->reports.end()) {
+            in->reports.insert(in->reports.end(), r->second.begin(),
+                               r->second.end());
+          }
+          auto l = s->last.find(id);
+          if (l != s->last.end()) in->last.insert(*l);
+        }
+      }
+      for (const TrialRecord& t : batch.trials) {
+        if (t.sweep_id != sweep_id) continue;
+        auto it = index->find(t.trial_id);
+        if (it != index->end()) in->trials[it->second] = t;
+      }
+      return true;
+    }
+  }
+  // The state `batch` leads to: memory, overlaid with the batch's trials.
+  for (const std::string& id : s->trial_ids) {
+    if (id.empty()) continue;
+    (*index)[id] = in->trials.size();
+    in->trials.push_back(trials_.at(id));
+  }
+  for (const TrialRecord& t : batch.trials) {
+    if (t.sweep_id != sweep_id) continue;
+    auto it = index->find(t.trial_id);
+    if (it == index->end()) {
+      (*index)[t.trial_id] = in->trials.size();
+      in->trials.push_back(t);
+    } else {
+      in->trials[it->second] = t;
+    }
+  }
+  for (const auto& [id, rs] : s->reports) {
+    in->reports.insert(in->reports.end(), rs.begin(), rs.end());
+  }
+  in->finals = s->finals;
+  in->last = s->last;
+  if (s->spec.search.budget_gpu_hours > 0) {
+    in->device_hours_used = DeviceHoursLocked(*s, in->trials);
+  }
+  if (per_group && allow_subset) {
+    IndexSearchLocked(s, in->trials);
+    in->info = &s->search_info;
+  }
+  return false;
+}
+
+void Scheduler::IndexSearchLocked(SweepEntry* s,
+                                  const std::vector<TrialRecord>& trials) {
+  s->search_info.clear();
+  s->search_groups.clear();
+  s->search_dirty.clear();
+  std::vector<const TrialRecord*> by_ordinal;
+  by_ordinal.reserve(trials.size());
+  for (const TrialRecord& t : trials) by_ordinal.push_back(&t);
+  std::sort(by_ordinal.begin(), by_ordinal.end(),
+            [](const TrialRecord* a, const TrialRecord* b) {
+              return a->ordinal < b->ordinal;
+            });
+  for (const TrialRecord* t : by_ordinal) {
+    SearchTrialInfo info = SearchInfoOf(s->spec, *t);
+    s->search_groups[info.group].push_back(t->trial_id);
+    s->search_info.emplace(t->trial_id, std::move(info));
+  }
+  s->search_max_steps = SearchMaxSteps(s->spec, trials);
+  s->search_indexed = true;
 }
 
 absl::Status Scheduler::PlanSearchForBatchLocked(WriteBatch* batch) {

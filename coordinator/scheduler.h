@@ -86,6 +86,14 @@ struct SchedulerOptions {
   // commits each transition on its own under the lock (the benchmark's
   // baseline).
   bool group_commit = true;
+  // Issue 35 item 2: plan an asha/median sweep (search_driver.h
+  // PlansPerGroup) from the search groups whose trials or reports changed
+  // since its last plan, not from every trial. false: every plan from every
+  // trial (the crash-restart path always is).
+  bool incremental_search = true;
+  // Tests: also compute every incremental plan from every trial and fail
+  // the transition (Internal, naming the difference) when the two differ.
+  bool verify_search_plans = false;
 };
 
 struct StateCounts {
@@ -400,6 +408,16 @@ class Scheduler {
     // search.budget_gpu_hours set: the device-hours of the sweep's ended
     // attempts (wall time x max(1, gpus_per_trial), as views/search_summary.h).
     double ended_device_hours = 0;
+    // Incremental search planning (SchedulerOptions::incremental_search):
+    // per trial its parsed search facts, per group its trial ids (by
+    // ordinal), the trials changed since the last plan and the sweep's
+    // SearchMaxSteps. Built by a plan from every trial; dropped when a trial
+    // is added (the next plan rebuilds it).
+    bool search_indexed = false;
+    std::unordered_map<std::string, SearchTrialInfo> search_info;
+    std::map<std::string, std::vector<std::string>> search_groups;
+    std::set<std::string> search_dirty;
+    int64_t search_max_steps = 1;
   };
   struct CapturedSweep {
     std::string sweep_id;
@@ -556,6 +574,21 @@ class Scheduler {
   // appends it (state changes, new points, decisions) to `batch`, so the
   // decision commits with what caused it. A no-op for grid sweeps.
   absl::Status PlanSearchLocked(SweepEntry* s, store::WriteBatch* batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PlanSearchLocked's inputs: every trial of `s` with `batch`'s overlaid
+  // (`*index`: trial id -> position in `in->trials`), or, when `s` is
+  // indexed for incremental planning and `allow_subset`, only the trials of
+  // the groups with a trial in `batch` or changed since the last plan (the
+  // changed set is then cleared). Returns whether the inputs are such a
+  // subset. A plan from every trial (re)builds the index when allowed.
+  bool SearchInputsLocked(SweepEntry* s, const store::WriteBatch& batch,
+                          bool allow_subset, SearchInputs* in,
+                          std::map<std::string, size_t>* index)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Builds the incremental-planning index of `s` from `trials` (every trial
+  // of the sweep, batch overlaid).
+  void IndexSearchLocked(SweepEntry* s,
+                         const std::vector<store::TrialRecord>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The device-hours `s` has used: its ended attempts' (mirrored) and each
   // running trial of `trials` from its lease until now.

@@ -55,6 +55,8 @@ class SchedulerSearchTest : public ::testing::TestWithParam<bool> {
     sched_.reset();
     SchedulerOptions opts;
     opts.lease_timeout = absl::Seconds(30);
+    // Every incremental plan is checked against the plan from every trial.
+    opts.verify_search_plans = true;
     auto s = Scheduler::Create(store_, &clock_, opts);
     ASSERT_TRUE(s.ok()) << s.status();
     sched_ = std::move(*s);

@@ -2,6 +2,7 @@
 #include "coordinator/search_driver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <utility>
 
@@ -78,28 +79,30 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
     if (!Considered(t.state)) continue;
     search::Trial st;
     st.trial_id = t.trial_id;
-    st.group = search::GroupLabel(ParamsOf(t), spec.search.group_by);
     if (refine) {
       // Refine + asha: the axis' values race each other within a group and
       // one seed (paired, like refine's bootstrap). Seeds refine added to
       // separate a near-tie always run to the end.
       if (!base_seeds.count(t.seed)) continue;
-      st.group =
-          absl::StrCat(st.group, st.group.empty() ? "" : ",", "seed=", t.seed);
-    }
-    if (spec.search.strategy == "asha") {
-      // The configuration (params without the seed: aggregate_seeds) and
-      // the neighbour axis (keep_neighbors).
-      nlohmann::json params = ParamsOf(t);
-      st.config = params.dump();
-      const std::string& axis = spec.search.keep_neighbors;
-      if (!axis.empty() && params.contains(axis) &&
-          params[axis].is_number_integer()) {
-        st.has_axis = true;
-        st.axis = params[axis].get<int64_t>();
-        params.erase(axis);
-        st.rest = params.dump();
+      const std::string group =
+          search::GroupLabel(ParamsOf(t), spec.search.group_by);
+      st.group = absl::StrCat(group, group.empty() ? "" : ",", "seed=", t.seed);
+    } else {
+      const SearchTrialInfo* info = nullptr;
+      SearchTrialInfo parsed;
+      if (in.info != nullptr) {
+        auto it = in.info->find(t.trial_id);
+        if (it != in.info->end()) info = &it->second;
       }
+      if (info == nullptr) {
+        parsed = SearchInfoOf(spec, t);
+        info = &parsed;
+      }
+      st.group = info->group;
+      st.config = info->config;
+      st.has_axis = info->has_axis;
+      st.axis = info->axis;
+      st.rest = info->rest;
     }
     st.errored = t.state == TrialState::kPending && t.error_count > 0;
     st.paused = t.state == TrialState::kPruned;
@@ -113,7 +116,8 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
     c.mode = mode;
     c.min_steps = std::max<int64_t>(1, spec.search.min_steps);
     c.reduction = std::max<int64_t>(2, spec.search.reduction);
-    c.max_steps = SearchMaxSteps(spec, in.trials);
+    c.max_steps =
+        in.max_steps > 0 ? in.max_steps : SearchMaxSteps(spec, in.trials);
     c.smooth = std::max<int64_t>(1, spec.search.smooth_evals);
     c.aggregate_seeds = spec.search.aggregate_seeds;
     c.keep_neighbors = !spec.search.keep_neighbors.empty();
@@ -122,7 +126,8 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
     search::MedianConfig c;
     c.mode = mode;
     c.min_steps = spec.search.min_steps;
-    c.max_steps = SearchMaxSteps(spec, in.trials);
+    c.max_steps =
+        in.max_steps > 0 ? in.max_steps : SearchMaxSteps(spec, in.trials);
     decisions = search::DecideMedian(c, trials, in.reports);
   }
   const bool spent = BudgetSpent(in);
@@ -348,6 +353,31 @@ std::string BudgetNote(const SearchInputs& in) {
             "x 1 slot, counted against the GPU-hour budget)");
 }
 
+SearchTrialInfo SearchInfoOf(const SweepSpec& spec, const TrialRecord& t) {
+  SearchTrialInfo info;
+  nlohmann::json params = ParamsOf(t);
+  info.group = search::GroupLabel(params, spec.search.group_by);
+  if (spec.search.strategy == "asha") {
+    // The configuration (params without the seed: aggregate_seeds) and the
+    // neighbour axis (keep_neighbors).
+    info.config = params.dump();
+    const std::string& axis = spec.search.keep_neighbors;
+    if (!axis.empty() && params.contains(axis) &&
+        params[axis].is_number_integer()) {
+      info.has_axis = true;
+      info.axis = params[axis].get<int64_t>();
+      params.erase(axis);
+      info.rest = params.dump();
+    }
+  }
+  return info;
+}
+
+bool PlansPerGroup(const SweepSpec& spec) {
+  return (spec.search.strategy == "asha" || spec.search.strategy == "median") &&
+         !(spec.search.budget_gpu_hours > 0);
+}
+
 bool StopsEarly(const SweepSpec& spec) {
   return spec.search.strategy == "asha" || spec.search.strategy == "median" ||
          spec.search.early_stop == "asha";
@@ -391,6 +421,49 @@ std::string LeaseParamsJson(const SweepSpec& spec,
     p["eval_rungs_eta"] = std::max<int64_t>(2, spec.search.reduction);
   }
   return p.dump();
+}
+
+std::string PlanDifference(const SearchPlan& a, const SearchPlan& b) {
+  auto same = [](double x, double y) {
+    return x == y || (std::isnan(x) && std::isnan(y));
+  };
+  if (a.changes.size() != b.changes.size()) {
+    return absl::StrCat(a.changes.size(), " vs ", b.changes.size(),
+                        " state changes");
+  }
+  for (size_t i = 0; i < a.changes.size(); ++i) {
+    if (a.changes[i].trial_id != b.changes[i].trial_id ||
+        a.changes[i].next != b.changes[i].next) {
+      return absl::StrCat("state change ", i, ": ", a.changes[i].trial_id,
+                          " vs ", b.changes[i].trial_id);
+    }
+  }
+  if (a.add.size() != b.add.size()) {
+    return absl::StrCat(a.add.size(), " vs ", b.add.size(), " added points");
+  }
+  for (size_t i = 0; i < a.add.size(); ++i) {
+    if (a.add[i].trial_id != b.add[i].trial_id) {
+      return absl::StrCat("added point ", i, ": ", a.add[i].trial_id, " vs ",
+                          b.add[i].trial_id);
+    }
+  }
+  if (a.decisions.size() != b.decisions.size()) {
+    return absl::StrCat(a.decisions.size(), " vs ", b.decisions.size(),
+                        " decisions");
+  }
+  for (size_t i = 0; i < a.decisions.size(); ++i) {
+    const store::DecisionRecord& x = a.decisions[i];
+    const store::DecisionRecord& y = b.decisions[i];
+    if (x.trial_id != y.trial_id || x.action != y.action ||
+        x.group != y.group || x.rung != y.rung || x.step != y.step ||
+        !same(x.value, y.value) || !same(x.cutoff, y.cutoff) ||
+        x.final != y.final || x.reason != y.reason) {
+      return absl::StrCat("decision ", i, ": ", x.action, " ", x.trial_id, " (",
+                          x.reason, ") vs ", y.action, " ", y.trial_id, " (",
+                          y.reason, ")");
+    }
+  }
+  return "";
 }
 
 std::string GroupKey(const std::string& label) {

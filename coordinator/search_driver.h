@@ -27,6 +27,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/search/refine.h"
@@ -55,6 +56,29 @@ struct LoggedDecision {
   bool final = false;
 };
 
+// What the stopping rules (asha, median) read of one trial's params: its
+// group label (search.group_by), and for asha its configuration (params
+// without the seed) and keep_neighbors axis. Parsed once per trial by the
+// scheduler (params never change) instead of on every plan.
+struct SearchTrialInfo {
+  std::string group;
+  std::string config;
+  bool has_axis = false;
+  int64_t axis = 0;
+  std::string rest;  // params without the axis (keep_neighbors)
+};
+
+// SearchTrialInfo of `t` under `spec` (asha or median; not refine, whose
+// stopping groups also carry the seed).
+SearchTrialInfo SearchInfoOf(const SweepSpec& spec,
+                             const store::TrialRecord& t);
+
+// True when PlanSearch decides each search group from that group's trials and
+// reports alone: asha and median without search.budget_gpu_hours. The
+// scheduler then plans only the groups whose trials or reports changed
+// (issue 35 item 2); refine and budgeted sweeps are planned from every trial.
+bool PlansPerGroup(const SweepSpec& spec);
+
 struct SearchInputs {
   const SweepSpec* spec = nullptr;
   // Every trial of the sweep (any order).
@@ -71,6 +95,12 @@ struct SearchInputs {
   // gpus_per_trial), a running attempt until now; GPU-hours, or slot-hours on
   // CPU). Compared with search.budget_gpu_hours; the scheduler fills it in.
   double device_hours_used = 0;
+  // Optional (PlansPerGroup sweeps): SearchInfoOf per trial id, for some or
+  // all of `trials`; the others are parsed.
+  const std::unordered_map<std::string, SearchTrialInfo>* info = nullptr;
+  // > 0: the sweep's SearchMaxSteps, for when `trials` is a subset of the
+  // sweep (whole groups); 0: SearchMaxSteps(spec, trials).
+  int64_t max_steps = 0;
 };
 
 struct TrialChange {
@@ -99,6 +129,10 @@ struct SearchPlan {
 // groups settle as `budget`); running attempts go on to their next rung or
 // the end. Every such decision's reason names the budget and the hours used.
 SearchPlan PlanSearch(const SearchInputs& in);
+
+// "" when `a` and `b` are the same plan (the same changes, added trial ids
+// and decisions, in order; NaN values equal); else the first difference.
+std::string PlanDifference(const SearchPlan& a, const SearchPlan& b);
 
 // The trials' training length: search.max_steps when set, else the `steps`
 // of the first trial that has one, else fixed.steps, else 1.

@@ -388,14 +388,14 @@ struct HttpServer::Impl {
     auto body = model->Cached(key, snap->version, [&] {
       return model->Aggregator(key)->With(
           snap, o, [&](analysis::CurveAggregator& agg) {
-            json j = analysis::ToJson(agg.curves());
+            // Spliced from the cells' serialised fragments (issue 35): the
+            // cost of a body after a change is the changed cells.
             json opt = json::array();
             for (const auto& k : agg.optimal()) {
               opt.push_back(analysis::ToJson(k));
             }
-            j["optimal"] = std::move(opt);
-            j["version"] = snap->version;
-            return Dump(j);
+            return agg.CurvesBody(
+                {{"optimal", std::move(opt)}, {"version", snap->version}});
           });
     });
     res.set_content(*body, kJson);
@@ -410,12 +410,10 @@ struct HttpServer::Impl {
     // Shares the curves query's aggregator (same cells, same bootstraps).
     const std::string key = QueryKey("curves", id, o);
     auto body = model->Cached(QueryKey("analysis", id, o), snap->version, [&] {
-      return model->Aggregator(key)->With(snap, o,
-                                          [&](analysis::CurveAggregator& agg) {
-                                            json j = agg.Analysis();
-                                            j["version"] = snap->version;
-                                            return Dump(j);
-                                          });
+      return model->Aggregator(key)->With(
+          snap, o, [&](analysis::CurveAggregator& agg) {
+            return agg.AnalysisBody({{"version", snap->version}});
+          });
     });
     res.set_content(*body, kJson);
   }

@@ -25,6 +25,17 @@ std::vector<std::string> SweepSnapshot::metrics() const {
 analysis::CurveAggregator& AggregatorEntry::At(
     const std::shared_ptr<const SweepSnapshot>& snap,
     const analysis::AggregateOptions& o) {
+  if (seen_ == snap) return *agg_;
+  if (agg_ != nullptr && seen_ != nullptr && snap->base_version >= 0 &&
+      seen_->version == snap->base_version && seen_->index == snap->index &&
+      seen_->rows.size() == snap->rows.size()) {
+    // The next snapshot of the one seen: its changed rows only (O(changes)).
+    for (size_t i : snap->changed) {
+      agg_->Set(static_cast<int64_t>(i), snap->rows[i]->point);
+    }
+    seen_ = snap;
+    return *agg_;
+  }
   if (agg_ == nullptr || seen_ == nullptr ||
       seen_->rows.size() > snap->rows.size()) {
     agg_ = std::make_unique<analysis::CurveAggregator>(o);
@@ -139,10 +150,9 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Reload(
   }
   std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
   auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
-  snap->rows.reserve(rows->size());
   for (size_t i = 0; i < rows->size(); ++i) {
     snap->rows.push_back(MakeTrialRow((*rows)[i], std::move(points[i])));
-    Count(*snap, *snap->rows.back(), +1);
+    Count(*snap, *snap->rows[snap->rows.size() - 1], +1);
     (*index)[(*rows)[i].trial_id] = i;
   }
   snap->index = std::move(index);
@@ -166,12 +176,15 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Refresh(
   if (!rows.ok()) return rows.status();
   auto snap = std::make_shared<SweepSnapshot>(*base);  // shares the rows
   snap->version = w->sweep.version;
+  snap->base_version = base->version;
+  snap->changed.clear();
   std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
   for (size_t i = 0; i < rows->size(); ++i) {
     const size_t pos = snap->index->at((*rows)[i].trial_id);
     Count(*snap, *snap->rows[pos], -1);
-    snap->rows[pos] = MakeTrialRow((*rows)[i], std::move(points[i]));
+    snap->rows.Set(pos, MakeTrialRow((*rows)[i], std::move(points[i])));
     Count(*snap, *snap->rows[pos], +1);
+    snap->changed.push_back(pos);
   }
   return std::shared_ptr<const SweepSnapshot>(std::move(snap));
 }

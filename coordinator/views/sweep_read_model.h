@@ -41,10 +41,15 @@ struct SweepSnapshot {
   int64_t version = -1;  // the sweep's durable version the rows reflect
   std::string kind;
   nlohmann::json defaults;  // params' defaults (SweepKind: kind command too)
-  std::vector<std::shared_ptr<const TrialRow>> rows;  // by ordinal
+  RowTable rows;  // by ordinal; chunks shared with the snapshot refreshed
   std::shared_ptr<const std::unordered_map<std::string, size_t>>
       index;                                // trial id -> position
   std::map<std::string, int> metric_count;  // result name -> trials with it
+  // A snapshot refreshed from another: that one's version and the positions
+  // whose rows differ from it (an aggregator that saw it Set()s only
+  // those). -1 and empty after a full load.
+  int64_t base_version = -1;
+  std::vector<size_t> changed;
 
   // Result names present in at least one row.
   std::vector<std::string> metrics() const;
@@ -54,8 +59,9 @@ struct SweepSnapshot {
 class AggregatorEntry {
  public:
   // Brings the aggregator to `snap` (Set()s the rows that differ from the last
-  // snapshot it saw, by pointer; all rows the first time) and runs `fn` on it
-  // under the entry's lock.
+  // snapshot it saw: `snap->changed` when that snapshot is `snap`'s base,
+  // else by pointer; all rows the first time) and runs `fn` on it under the
+  // entry's lock.
   template <typename Fn>
   auto With(const std::shared_ptr<const SweepSnapshot>& snap,
             const analysis::AggregateOptions& o, Fn&& fn) {

@@ -142,9 +142,8 @@ constexpr const char* kBuiltinColumns[] = {
 
 // Resolves every term's field against the builtin columns, the parameters
 // and the results (those of the rows and the query's known ones).
-absl::StatusOr<std::vector<ResolvedTerm>> ResolveTerms(
-    const std::vector<std::shared_ptr<const TrialRow>>& rows,
-    const TrialQuery& q) {
+absl::StatusOr<std::vector<ResolvedTerm>> ResolveTerms(const RowTable& rows,
+                                                       const TrialQuery& q) {
   std::vector<ResolvedTerm> out;
   if (q.terms.empty()) return out;
   std::set<std::string> params(q.known_params.begin(), q.known_params.end());
@@ -271,9 +270,45 @@ TrialQuery ParseTrialQuery(absl::string_view state, absl::string_view q,
   return out;
 }
 
-absl::StatusOr<TrialPage> SelectTrials(
-    const std::vector<std::shared_ptr<const TrialRow>>& rows,
-    const TrialQuery& query) {
+RowTable::RowTable(const std::vector<Row>& rows) {
+  for (const Row& r : rows) push_back(r);
+}
+
+std::vector<RowTable::Row>& RowTable::Own(size_t chunk) {
+  std::shared_ptr<std::vector<Row>>& c = chunks_[chunk];
+  // use_count() == 1: no other table holds the chunk, and none can start to
+  // (only copies of this table could), so writing it in place is safe.
+  if (c.use_count() > 1) c = std::make_shared<std::vector<Row>>(*c);
+  return *c;
+}
+
+void RowTable::push_back(Row row) {
+  if (size_ % kChunk == 0) {
+    chunks_.push_back(std::make_shared<std::vector<Row>>());
+    chunks_.back()->reserve(kChunk);
+  }
+  Own(chunks_.size() - 1).push_back(std::move(row));
+  ++size_;
+}
+
+void RowTable::Set(size_t i, Row row) {
+  Own(i / kChunk)[i % kChunk] = std::move(row);
+}
+
+absl::StatusOr<TrialPage> SelectTrials(const RowTable& rows,
+                                       const TrialQuery& query) {
+  if (query.states.empty() && query.terms.empty() && query.text_terms.empty() &&
+      query.sort.empty()) {
+    // Every row in sweep order (the dashboard's first page): O(page), not
+    // O(rows) (issue 35).
+    TrialPage page;
+    page.matched = rows.size();
+    for (size_t j = query.offset;
+         j < rows.size() && j - query.offset < query.limit; ++j) {
+      page.rows.push_back(query.descending ? rows.size() - 1 - j : j);
+    }
+    return page;
+  }
   absl::StatusOr<std::vector<ResolvedTerm>> terms = ResolveTerms(rows, query);
   if (!terms.ok()) return terms.status();
   std::vector<size_t> idx;

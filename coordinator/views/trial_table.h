@@ -56,6 +56,55 @@ struct TrialRow {
   std::string search;  // lower-case trial id, worker, params, state, error
 };
 
+// A sweep's rows by ordinal, stored in chunks that copies share: copying a
+// table copies one pointer per kChunk rows, and Set() copies only the chunk it
+// writes when another table shares it (copy on write). A read-model snapshot
+// refreshed after one completion thus costs O(rows / kChunk + kChunk), not
+// O(rows) (issue 35). Not thread-safe to mutate; const use is.
+class RowTable {
+ public:
+  using Row = std::shared_ptr<const TrialRow>;
+  static constexpr size_t kChunk = 1024;
+
+  RowTable() = default;
+  // Implicit on purpose: a vector of rows is a table (tests, small callers).
+  RowTable(const std::vector<Row>& rows);  // NOLINT(runtime/explicit)
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Row& operator[](size_t i) const {
+    return (*chunks_[i / kChunk])[i % kChunk];
+  }
+  void push_back(Row row);
+  // Replaces row `i` (< size()).
+  void Set(size_t i, Row row);
+
+  class const_iterator {
+   public:
+    const_iterator(const RowTable* t, size_t i) : t_(t), i_(i) {}
+    const Row& operator*() const { return (*t_)[i_]; }
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const RowTable* t_;
+    size_t i_;
+  };
+  const_iterator begin() const { return const_iterator(this, 0); }
+  const_iterator end() const { return const_iterator(this, size_); }
+
+ private:
+  // The chunk holding row `i`, owned by this table alone from now on.
+  std::vector<Row>& Own(size_t chunk);
+
+  std::vector<std::shared_ptr<std::vector<Row>>> chunks_;
+  size_t size_ = 0;
+};
+
 // Builds a row from the store's summary and its parsed point.
 std::shared_ptr<const TrialRow> MakeTrialRow(const store::TrialSummary& r,
                                              analysis::TrialPoint point);
@@ -99,9 +148,8 @@ struct TrialPage {
 // for a sort key outside the list above; "unknown filter field '...'" (with
 // the known fields) for a filter on no column, and one naming the term when
 // `<`/`>` is given something that is not a number.
-absl::StatusOr<TrialPage> SelectTrials(
-    const std::vector<std::shared_ptr<const TrialRow>>& rows,
-    const TrialQuery& query);
+absl::StatusOr<TrialPage> SelectTrials(const RowTable& rows,
+                                       const TrialQuery& query);
 
 // A parameter value as the table shows and matches it: strings as they are,
 // integral floats without a decimal point, anything else as JSON.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -239,6 +240,57 @@ TEST(TrialTableTest, PagesAfterFilterAndSort) {
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->matched, 4u);
   EXPECT_TRUE(page->rows.empty());
+}
+
+// The unfiltered, unsorted query (the dashboard's first page) takes a
+// shortcut that reads only the page's rows; it pages as the general path
+// does (a filter every row passes: state=all states).
+TEST(TrialTableTest, UnfilteredPagesEqualTheGeneralPath) {
+  const std::string all = "pending,running,succeeded,failed,cancelled,pruned";
+  for (const char* sort : {"", "-"}) {
+    for (size_t offset : {0, 1, 3, 4, 7}) {
+      for (size_t limit : {0, 1, 2, 100}) {
+        auto fast =
+            SelectTrials(Table(), ParseTrialQuery("", "", sort, offset, limit));
+        auto general = SelectTrials(
+            Table(), ParseTrialQuery(all, "", sort, offset, limit));
+        ASSERT_TRUE(fast.ok() && general.ok());
+        EXPECT_EQ(fast->matched, general->matched);
+        EXPECT_EQ(fast->rows, general->rows)
+            << "sort '" << sort << "' offset " << offset << " limit " << limit;
+      }
+    }
+  }
+}
+
+// Copies share chunks; writes to one never show in another.
+TEST(TrialTableTest, RowTableCopiesOnWrite) {
+  using S = store::TrialState;
+  const size_t n = 2 * RowTable::kChunk + 7;
+  RowTable a;
+  for (size_t i = 0; i < n; ++i) {
+    a.push_back(Row(absl::StrCat("s/", i), 1, "hyla", S::kPending,
+                    static_cast<int64_t>(i), {}));
+  }
+  ASSERT_EQ(a.size(), n);
+  RowTable b = a;
+  const auto x = Row("s/x", 2, "softmax", S::kSucceeded, 0, {{"acc", 1}});
+  b.Set(RowTable::kChunk + 3, x);
+  b.push_back(x);
+  EXPECT_EQ(a.size(), n);
+  EXPECT_EQ(b.size(), n + 1);
+  EXPECT_EQ(a[RowTable::kChunk + 3]->point.trial_id,
+            absl::StrCat("s/", RowTable::kChunk + 3));
+  EXPECT_EQ(b[RowTable::kChunk + 3], x);
+  EXPECT_EQ(b[n], x);
+  a.Set(0, x);
+  EXPECT_EQ(b[0]->point.trial_id, "s/0");
+  size_t i = 0;
+  for (const auto& r : b) {
+    EXPECT_EQ(r, b[i]);
+    ++i;
+  }
+  EXPECT_EQ(i, b.size());
 }
 
 TEST(TrialTableTest, UnknownSortKeyIsAnError) {

@@ -1,0 +1,464 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// Growth benchmark (issue 35 item 3): one sweep size per run.
+//
+//   smoe_bench_scale [--trials 10000] [--hold 20000] [--live 30]
+//                    [--requests 20] [--seconds 2] [--workers 16,64,256]
+//                    [--search-trials N] [--search-reports 40]
+//                    [--skip-search] [--skip-coordinator]
+//
+// Coordinator part (a real CoordinatorServer: SQLite with its production
+// synchronous=FULL, loopback HTTP):
+//  1. submit: a forked child starts a coordinator on a fresh data dir and
+//     times Scheduler::SubmitSweep of `trials` points (attention x M x top_k x
+//     seeds); then, with the coordinator stopped, it marks all but `hold`
+//     trials succeeded (results, one attempt) straight in the store in
+//     batches of 10,000 - a setup shortcut, as if workers had finished them;
+//  2. restart: the parent starts a coordinator on that data dir (timed) and
+//     reads its RSS (the parent did nothing else before) and the SQLite file
+//     size (smoe.db + -wal);
+//  3. first page cold (snapshot load + sort + page), curves cold;
+//  4. live: `live` held trials complete one at a time, each followed by the
+//     dashboard's three refresh requests (analysis, curves, first page);
+//  5. uncached curves: a new query each time (a new bootstrap count, so the
+//     response cache misses; the parsed snapshot is reused);
+//  6. lease+complete throughput over `seconds` with 16/64/256 simulated
+//     workers: one thread and one registered worker (1 slot) each, calling
+//     Scheduler::Lease / Complete in process (durable group commit; no gRPC:
+//     bench/coordinator_bench measures the RPC path).
+// Search part (in process, InMemoryStore, fake clock): an asha sweep of
+// `search-trials` points (default: `trials`), 256 trials leased, then
+// `search-reports` search-metric reports (eval/ood_acc at the first rung),
+// each timed: Scheduler::ReportMetrics plans the sweep's search on every one
+// (the first after the start from every trial, reported on its own).
+//
+// Prints markdown and one "row:" line per part for the growth table
+// (bench/results/scale-*.md). Timing is wall clock on a shared machine.
+#include <httplib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/clock.h"
+#include "coordinator/scheduler.h"
+#include "coordinator/server.h"
+#include "store/in_memory_store.h"
+#include "store/sqlite_store.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using smoe::coordinator::CoordinatorServer;
+using smoe::coordinator::ServerOptions;
+using Clock = std::chrono::steady_clock;
+
+double Percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  const size_t i = static_cast<size_t>(q * (v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+double Ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+// VmRSS of this process in MB.
+double RssMb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::atof(line.c_str() + 6) / 1024.0;
+    }
+  }
+  return 0;
+}
+
+double FileMb(const std::string& path) {
+  std::error_code ec;
+  const auto n = fs::file_size(path, ec);
+  return ec ? 0 : static_cast<double>(n) / (1024.0 * 1024.0);
+}
+
+std::string SweepYaml(const std::string& name, int trials,
+                      const std::string& extra) {
+  const int cells = 2 * 5 * 4;  // attention x M x top_k
+  const int seeds = std::max(1, trials / cells);
+  std::string seed_list;
+  for (int s = 0; s < seeds; ++s) absl::StrAppend(&seed_list, s ? ", " : "", s);
+  return absl::StrCat(
+      "name: ", name,
+      "\nkind: sraven\ngrid:\n  attention: [softmax, hyla]\n"
+      "  M: [1, 2, 3, 4, 5]\n  top_k: [1, 2, 4, 8]\n"
+      "fixed: {num_experts: 8, steps: 2700, batch_size: 64}\nseeds: [",
+      seed_list, "]\n", extra);
+}
+
+std::map<std::string, double> Results(int64_t i) {
+  const double ood = 0.5 + 0.05 * (i % 9) / 9.0 + 0.001 * (i % 13);
+  return {{"ood_acc", ood},
+          {"test_acc", ood + 0.05},
+          {"train_loss", 1 - ood},
+          {"steps_per_s", 40}};
+}
+
+// The forked setup: submit (timed), then all but `hold` trials succeeded.
+int Setup(const std::string& dir, int trials, int hold) {
+  ServerOptions o;
+  o.data_dir = dir;
+  o.listen = "127.0.0.1:0";
+  o.http_listen = "";
+  o.scheduler.parse.max_points = std::max<int64_t>(100000, trials);
+  auto server = CoordinatorServer::Start(o);
+  if (!server.ok()) {
+    std::fprintf(stderr, "start: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  const auto t0 = Clock::now();
+  auto sub = (*server)->scheduler()->SubmitSweep(SweepYaml("bench", trials, ""),
+                                                 false);
+  const double submit_s = Ms(Clock::now() - t0) / 1000;
+  if (!sub.ok()) {
+    std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
+    return 1;
+  }
+  const int64_t total = sub->sweep.counts.total();
+  std::printf(
+      "submit: %lld trials in %.2f s (RSS of the submitting process %.0f MB)\n",
+      static_cast<long long>(total), submit_s, RssMb());
+  std::fflush(stdout);
+  (*server)->Shutdown();
+  server->reset();
+  auto store = smoe::store::SqliteStore::Open(dir + "/smoe.db");
+  if (!store.ok()) return 1;
+  auto list = (*store)->ListTrials("bench");
+  if (!list.ok()) return 1;
+  const auto t1 = Clock::now();
+  const absl::Time now = absl::Now();
+  smoe::store::WriteBatch b;
+  smoe::store::WorkerRecord w;
+  w.worker_id = "bench-setup";
+  w.hostname = "bench";
+  w.registered_at = w.last_heartbeat_at = now;
+  b.workers.push_back(w);
+  const int64_t done = std::max<int64_t>(0, total - hold);
+  for (int64_t i = 0; i < done; ++i) {
+    smoe::store::TrialRecord t = (*list)[static_cast<size_t>(i)];
+    t.state = smoe::store::TrialState::kSucceeded;
+    t.attempt = 1;
+    t.updated_at = now;
+    smoe::store::AttemptRecord a;
+    a.trial_id = t.trial_id;
+    a.attempt = 1;
+    a.worker_id = "bench-setup";
+    a.outcome = smoe::store::AttemptOutcome::kSucceeded;
+    a.started_at = now - absl::Seconds(12);
+    a.ended_at = now;
+    b.results.push_back({t.trial_id, 12.5, Results(i)});
+    b.trials.push_back(std::move(t));
+    b.attempts.push_back(std::move(a));
+    if (b.trials.size() == 10000 || i + 1 == done) {
+      absl::Status s = (*store)->Commit(b);
+      if (!s.ok()) {
+        std::fprintf(stderr, "setup commit: %s\n", s.ToString().c_str());
+        return 1;
+      }
+      b = smoe::store::WriteBatch();
+    }
+  }
+  std::printf("setup: %lld trials marked succeeded in %.1f s (not measured)\n",
+              static_cast<long long>(done), Ms(Clock::now() - t1) / 1000);
+  std::fflush(stdout);
+  return 0;
+}
+
+struct Options {
+  int trials = 10000, hold = 20000, live = 30, requests = 20;
+  double seconds = 2;
+  std::vector<int> workers = {16, 64, 256};
+  int search_trials = -1, search_reports = 40;
+  bool skip_search = false, skip_coordinator = false;
+};
+
+int Coordinator(const Options& opt) {
+  const std::string dir =
+      (fs::temp_directory_path() / absl::StrCat("smoe-scale-bench-", getpid()))
+          .string();
+  fs::remove_all(dir);
+  const int hold = std::min(opt.hold, opt.trials / 2);
+  std::fflush(stdout);
+  const pid_t child = fork();
+  if (child == 0) _exit(Setup(dir, opt.trials, hold));
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+
+  const double rss0 = RssMb();
+  ServerOptions o;
+  o.data_dir = dir;
+  o.listen = "127.0.0.1:0";
+  o.http_listen = "127.0.0.1:0";
+  o.http_required = true;
+  // A million-point grid is above the default sweep-file limit (100,000).
+  o.scheduler.parse.max_points = std::max<int64_t>(100000, opt.trials);
+  const auto t0 = Clock::now();
+  auto server = CoordinatorServer::Start(o);
+  const double restart_s = Ms(Clock::now() - t0) / 1000;
+  if (!server.ok()) {
+    std::fprintf(stderr, "restart: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  const double rss = RssMb();
+  const double db_mb = FileMb(dir + "/smoe.db") + FileMb(dir + "/smoe.db-wal");
+  std::printf(
+      "restart: %.2f s; RSS %.0f MB after it (%.0f MB before); SQLite %.0f "
+      "MB\n",
+      restart_s, rss, rss0, db_mb);
+
+  auto* sched = (*server)->scheduler();
+  httplib::Client client("127.0.0.1", (*server)->http_port());
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);
+  client.set_read_timeout(600, 0);
+  const httplib::Headers auth = {
+      {"Authorization", "Bearer " + (*server)->token()}};
+  auto get = [&](const std::string& path, double* ms) {
+    const auto s = Clock::now();
+    auto r = client.Get(path.c_str(), auth);
+    *ms = Ms(Clock::now() - s);
+    if (!r || r->status != 200) {
+      std::fprintf(stderr, "%s: %d\n", path.c_str(), r ? r->status : -1);
+      return false;
+    }
+    return true;
+  };
+  double first_page = 0, curves_cold = 0;
+  if (!get("/api/sweeps/bench?limit=50", &first_page)) return 1;
+  if (!get("/api/sweeps/bench/curves?metric=ood_acc", &curves_cold)) return 1;
+  std::printf("first page cold: %.1f ms; curves cold: %.1f ms\n", first_page,
+              curves_cold);
+
+  smoe::coordinator::WorkerInfo wi;
+  wi.hostname = "bench";
+  wi.slots = 1024;
+  const std::string worker = sched->Register(wi)->worker_id;
+  int64_t next = 0;
+  std::vector<double> per_request, per_event;
+  auto held = sched->Lease(worker, opt.live, 0);
+  if (!held.ok()) return 1;
+  for (const auto& g : *held) {
+    (void)sched->Complete(worker, g.trial_id, g.attempt, Results(next++), 12.5);
+    const auto e0 = Clock::now();
+    for (const char* path : {"/api/sweeps/bench/analysis?metric=ood_acc",
+                             "/api/sweeps/bench/curves?metric=test_acc",
+                             "/api/sweeps/bench?limit=50"}) {
+      double ms = 0;
+      if (!get(path, &ms)) return 1;
+      per_request.push_back(ms);
+    }
+    per_event.push_back(Ms(Clock::now() - e0));
+  }
+  std::printf(
+      "live (%zu completions): one request p50 %.2f p95 %.2f ms; the three "
+      "requests of a refresh p50 %.2f p95 %.2f max %.2f ms\n",
+      held->size(), Percentile(per_request, 0.5), Percentile(per_request, 0.95),
+      Percentile(per_event, 0.5), Percentile(per_event, 0.95),
+      Percentile(per_event, 1.0));
+  std::vector<double> uncached;
+  for (int i = 0; i < opt.requests; ++i) {
+    double ms = 0;
+    if (!get(absl::StrCat("/api/sweeps/bench/curves?metric=test_acc&bootstrap=",
+                          1001 + i),
+             &ms)) {
+      return 1;
+    }
+    uncached.push_back(ms);
+  }
+  std::printf("uncached curves (new query each time): p50 %.1f p95 %.1f ms\n",
+              Percentile(uncached, 0.5), Percentile(uncached, 0.95));
+  // The read model's snapshot and aggregators are loaded by now.
+  std::printf("RSS after the dashboard reads: %.0f MB\n", RssMb());
+
+  std::vector<double> rates;
+  for (int nw : opt.workers) {
+    std::atomic<bool> stop{false};
+    std::atomic<int64_t> completed{0};
+    std::vector<std::string> ids;
+    for (int i = 0; i < nw; ++i) {
+      smoe::coordinator::WorkerInfo w;
+      w.hostname = absl::StrCat("sim", i);
+      w.slots = 1;
+      ids.push_back(sched->Register(w)->worker_id);
+    }
+    std::vector<std::thread> threads;
+    const auto s = Clock::now();
+    for (int i = 0; i < nw; ++i) {
+      threads.emplace_back([&, i] {
+        int64_t k = i;
+        while (!stop.load()) {
+          auto g = sched->Lease(ids[i], 1, 0);
+          if (!g.ok() || g->empty()) break;
+          if (sched
+                  ->Complete(ids[i], (*g)[0].trial_id, (*g)[0].attempt,
+                             Results(k), 1.0)
+                  .ok()) {
+            ++completed;
+          }
+          k += nw;
+        }
+      });
+    }
+    // Each worker count gets its share of the held trials, so that the
+    // queue never runs dry mid-measurement.
+    const int64_t budget = std::max<int64_t>(
+        1, (hold - opt.live) / static_cast<int64_t>(opt.workers.size()));
+    while (Ms(Clock::now() - s) < opt.seconds * 1000 &&
+           completed.load() < budget) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    stop = true;
+    for (auto& t : threads) t.join();
+    const double el = Ms(Clock::now() - s) / 1000;
+    rates.push_back(completed.load() / el);
+    std::printf("lease+complete, %d workers: %.0f/s (%lld in %.2f s)\n", nw,
+                rates.back(), static_cast<long long>(completed.load()), el);
+  }
+  std::printf(
+      "row: | %d | %.0f MB | %.2f s | %s | %.1f ms | %.1f ms | %.1f ms | "
+      "%.0f MB |\n",
+      opt.trials, rss, restart_s,
+      [&] {
+        std::string s;
+        for (double r : rates)
+          absl::StrAppend(&s, s.empty() ? "" : " / ", static_cast<int64_t>(r));
+        return s;
+      }()
+          .c_str(),
+      Percentile(per_event, 0.95), Percentile(uncached, 0.95), first_page,
+      db_mb);
+  (*server)->Shutdown();
+  server->reset();
+  fs::remove_all(dir);
+  return 0;
+}
+
+int Search(const Options& opt) {
+  const int n = opt.search_trials > 0 ? opt.search_trials : opt.trials;
+  smoe::store::InMemoryStore store;
+  smoe::FakeClock clock;
+  smoe::coordinator::SchedulerOptions so;
+  so.lease_timeout = absl::Hours(1);
+  so.parse.max_points = std::max<int64_t>(100000, n);
+  auto sched_or = smoe::coordinator::Scheduler::Create(&store, &clock, so);
+  if (!sched_or.ok()) return 1;
+  auto& sched = **sched_or;
+  const auto t0 = Clock::now();
+  auto sub = sched.SubmitSweep(
+      SweepYaml("asha", n,
+                "search: {strategy: asha, metric: ood_acc, min_steps: 300, "
+                "reduction: 3, group_by: [M, attention]}\n"),
+      false);
+  if (!sub.ok()) {
+    std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
+    return 1;
+  }
+  const double submit_s = Ms(Clock::now() - t0) / 1000;
+  smoe::coordinator::WorkerInfo wi;
+  wi.hostname = "search";
+  wi.slots = 256;
+  const std::string w = sched.Register(wi)->worker_id;
+  auto grants = sched.Lease(w, 256, 0);
+  if (!grants.ok()) return 1;
+  std::vector<double> lat;
+  double first_ms = -1;  // the first plan after a start is from every trial
+  int64_t i = 0;
+  for (const auto& g : *grants) {
+    if (static_cast<int>(lat.size()) >= opt.search_reports) break;
+    smoe::store::MetricRecord m;
+    m.name = "eval/ood_acc";
+    m.step = 300;
+    m.value = 0.3 + 0.001 * static_cast<double>((i++ * 37) % 100);
+    const auto s = Clock::now();
+    absl::Status st = sched.ReportMetrics(w, g.trial_id, g.attempt, {m});
+    const double ms = Ms(Clock::now() - s);
+    if (first_ms < 0) {
+      first_ms = ms;
+    } else {
+      lat.push_back(ms);
+    }
+    if (!st.ok() && !absl::IsFailedPrecondition(st)) {
+      std::fprintf(stderr, "report: %s\n", st.ToString().c_str());
+      return 1;
+    }
+  }
+  std::printf(
+      "search planning per report (asha, %lld trials, submit %.1f s in "
+      "memory; the first report after the start %.1f ms): p50 %.3f p95 %.3f "
+      "ms over %zu more reports\nrow-search: | %d | %.3f ms | %.3f ms |\n",
+      static_cast<long long>(sub->sweep.counts.total()), submit_s, first_ms,
+      Percentile(lat, 0.5), Percentile(lat, 0.95), lat.size(), n,
+      Percentile(lat, 0.5), Percentile(lat, 0.95));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--trials") {
+      opt.trials = std::atoi(next().c_str());
+    } else if (a == "--hold") {
+      opt.hold = std::atoi(next().c_str());
+    } else if (a == "--live") {
+      opt.live = std::atoi(next().c_str());
+    } else if (a == "--requests") {
+      opt.requests = std::atoi(next().c_str());
+    } else if (a == "--seconds") {
+      opt.seconds = std::atof(next().c_str());
+    } else if (a == "--workers") {
+      opt.workers.clear();
+      for (absl::string_view p : absl::StrSplit(next(), ',')) {
+        int v = 0;
+        if (absl::SimpleAtoi(p, &v) && v > 0) opt.workers.push_back(v);
+      }
+    } else if (a == "--search-trials") {
+      opt.search_trials = std::atoi(next().c_str());
+    } else if (a == "--search-reports") {
+      opt.search_reports = std::atoi(next().c_str());
+    } else if (a == "--skip-search") {
+      opt.skip_search = true;
+    } else if (a == "--skip-coordinator") {
+      opt.skip_coordinator = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--trials N] [--hold N] [--live N] [--requests "
+                   "N] [--seconds S] [--workers 16,64,256] [--search-trials "
+                   "N] [--search-reports N] [--skip-search] "
+                   "[--skip-coordinator]\n",
+                   argv[0]);
+      return 64;
+    }
+  }
+  std::printf("# scale benchmark: %d trials\n\n", opt.trials);
+  if (!opt.skip_coordinator && Coordinator(opt) != 0) return 1;
+  if (!opt.skip_search && Search(opt) != 0) return 1;
+  return 0;
+}
