@@ -23,6 +23,8 @@ const char* StateName(pb::WorkerState s) {
       return "lost";
     case pb::WORKER_STATE_STOPPED:
       return "stopped";
+    case pb::WORKER_STATE_PAUSED:
+      return "paused";
     default:
       return "ready";
   }
@@ -44,7 +46,9 @@ std::string FormatHeartbeatAge(int64_t last_ms, int64_t as_of_ms) {
 void PrintWorkers(const pb::ListWorkersResponse& resp, std::ostream& out,
                   int max_trials) {
   std::vector<std::vector<std::string>> rows;
-  int ready = 0, draining = 0, stopped = 0, lost = 0, used = 0, slots = 0;
+  int ready = 0, paused = 0, draining = 0, stopped = 0, lost = 0, used = 0,
+      slots = 0;
+  std::vector<std::string> reasons;
   for (const pb::WorkerStatus& w : resp.workers()) {
     switch (w.state()) {
       case pb::WORKER_STATE_DRAINING:
@@ -56,10 +60,16 @@ void PrintWorkers(const pb::ListWorkersResponse& resp, std::ostream& out,
       case pb::WORKER_STATE_STOPPED:
         ++stopped;
         break;
+      case pb::WORKER_STATE_PAUSED:
+        ++paused;
+        reasons.push_back(
+            absl::StrCat("paused: ", w.worker_id(), ": ", w.paused()));
+        break;
       default:
         ++ready;
     }
     if (w.state() == pb::WORKER_STATE_READY ||
+        w.state() == pb::WORKER_STATE_PAUSED ||
         w.state() == pb::WORKER_STATE_DRAINING) {
       used += w.slots_used();
       slots += w.slots();
@@ -92,13 +102,15 @@ void PrintWorkers(const pb::ListWorkersResponse& resp, std::ostream& out,
   }
   out << resp.workers_size() << " worker"
       << (resp.workers_size() == 1 ? "" : "s") << ": " << ready << " ready, "
-      << draining << " draining, " << stopped << " stopped, " << lost
-      << " lost; " << used << "/" << slots << " slots in use";
+      << (paused > 0 ? absl::StrCat(paused, " paused, ") : "") << draining
+      << " draining, " << stopped << " stopped, " << lost << " lost; " << used
+      << "/" << slots << " slots in use";
   if (resp.hidden() > 0) {
     out << "; " << resp.hidden()
         << " silent for more than a day not shown (smoe workers --all)";
   }
   out << "\n";
+  for (const std::string& r : reasons) out << r << "\n";
   if (lost > 0) {
     out << "lost: no heartbeat for more than "
         << FormatEta(absl::Milliseconds(resp.lost_after_ms()))

@@ -124,6 +124,11 @@ TEST(WorkersFormatTest, LostAndHiddenWorkersAreExplained) {
   smoe::v1::WorkerStatus* x = resp.add_workers();
   x->set_worker_id("w2");
   x->set_state(smoe::v1::WORKER_STATE_STOPPED);
+  smoe::v1::WorkerStatus* p = resp.add_workers();
+  p->set_worker_id("w3");
+  p->set_state(smoe::v1::WORKER_STATE_PAUSED);
+  p->set_slots(2);
+  p->set_paused("work dir not writable, leasing paused: disk full");
   std::ostringstream out;
   PrintWorkers(resp, out, /*max_trials=*/2);
   EXPECT_THAT(out.str(),
@@ -136,9 +141,12 @@ TEST(WorkersFormatTest, LostAndHiddenWorkersAreExplained) {
   EXPECT_THAT(out.str(), HasSubstr("never"));
   // Silent workers' slots are not counted as in use.
   EXPECT_THAT(out.str(),
-              HasSubstr("2 workers: 0 ready, 0 draining, 1 stopped, 1 lost; "
-                        "0/0 slots in use; 4 silent for more than a day not "
-                        "shown (smoe workers --all)\n"));
+              HasSubstr("3 workers: 0 ready, 1 paused, 0 draining, 1 stopped, "
+                        "1 lost; 0/2 slots in use; 4 silent for more than a "
+                        "day not shown (smoe workers --all)\n"));
+  EXPECT_THAT(out.str(), MatchesRegex("(.|\n)*w3 +- +paused +0/2(.|\n)*"));
+  EXPECT_THAT(out.str(), HasSubstr("paused: w3: work dir not writable, "
+                                   "leasing paused: disk full\n"));
   EXPECT_THAT(out.str(), HasSubstr("lost: no heartbeat for more than 30s (the "
                                    "lease timeout); their trials are "
                                    "re-queued\n"));

@@ -961,6 +961,7 @@ std::vector<WorkerSnapshot> Scheduler::ListWorkers() {
     s.record = w.record;
     std::tie(s.slots_used, s.gpus_used) = UsedByLocked(w);
     s.trial_ids.assign(w.leased.begin(), w.leased.end());  // std::set: sorted
+    s.paused = w.paused;
     out.push_back(std::move(s));
   }
   return out;
@@ -1068,7 +1069,7 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
 
 absl::StatusOr<HeartbeatReply> Scheduler::HeartbeatLocked(
     const std::string& worker_id, const std::vector<RunningReport>& running,
-    bool draining) {
+    bool draining, const std::string& paused) {
   auto wit = workers_.find(worker_id);
   if (wit == workers_.end()) {
     return absl::NotFoundError(
@@ -1077,6 +1078,7 @@ absl::StatusOr<HeartbeatReply> Scheduler::HeartbeatLocked(
   const absl::Time now = clock_->Now();
   WorkerEntry& w = wit->second;
   w.record.last_heartbeat_at = now;
+  w.paused = paused.substr(0, kMaxPausedLength);
   if (draining && !w.record.draining) {
     WriteBatch batch;
     store::WorkerRecord r = w.record;
@@ -1691,10 +1693,10 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::Lease(
 
 absl::StatusOr<HeartbeatReply> Scheduler::Heartbeat(
     const std::string& worker_id, const std::vector<RunningReport>& running,
-    bool draining) {
+    bool draining, const std::string& paused) {
   return Mutate<absl::StatusOr<HeartbeatReply>>(
       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return HeartbeatLocked(worker_id, running, draining);
+        return HeartbeatLocked(worker_id, running, draining, paused);
       });
 }
 

@@ -165,6 +165,7 @@ inline constexpr int kMaxWorkerCpus = 1 << 20;
 inline constexpr size_t kMaxWorkerLabels = 64;
 inline constexpr size_t kMaxLabelLength = 128;
 inline constexpr size_t kMaxWorkerKinds = 16;
+inline constexpr size_t kMaxPausedLength = 512;
 inline constexpr size_t kMaxMetricNameLength = trials::kMaxMetricNameBytes;
 
 // OK, or InvalidArgument naming the field and (a prefix of) the value: ids,
@@ -184,6 +185,7 @@ struct WorkerSnapshot {
   int slots_used = 0;
   int gpus_used = 0;
   std::vector<std::string> trial_ids;  // leased to it, sorted
+  std::string paused;  // its last heartbeat's reason to lease nothing
 };
 
 struct Registration {
@@ -330,9 +332,11 @@ class Scheduler {
   absl::StatusOr<std::vector<LeaseGrant>> Lease(const std::string& worker_id,
                                                 int free_slots, int free_gpus);
   // Extends the leases of the reported attempts that are still the worker's.
+  // `paused`: why the worker leases nothing for now ("" while it leases;
+  // kept in memory for the workers table, cut to kMaxPausedLength).
   absl::StatusOr<HeartbeatReply> Heartbeat(
       const std::string& worker_id, const std::vector<RunningReport>& running,
-      bool draining);
+      bool draining, const std::string& paused = "");
   // Stores metrics of a current attempt. FailedPrecondition for a stale
   // attempt (nothing written).
   absl::Status ReportMetrics(const std::string& worker_id,
@@ -433,6 +437,8 @@ class Scheduler {
     // trial's directory). Not leased to it again until a heartbeat without
     // them. Memory only.
     std::set<std::string> stopping;
+    // Its last heartbeat's `paused` (why it leases nothing). Memory only.
+    std::string paused;
   };
 
   Scheduler(store::ExperimentStore* store, Clock* clock,
@@ -507,7 +513,8 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<HeartbeatReply> HeartbeatLocked(
       const std::string& worker_id, const std::vector<RunningReport>& running,
-      bool draining) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      bool draining, const std::string& paused)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReportMetricsLocked(
       const std::string& worker_id, const std::string& trial_id, int attempt,
       const std::vector<store::MetricRecord>& metrics)

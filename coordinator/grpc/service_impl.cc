@@ -498,11 +498,15 @@ grpc::Status CoordinatorServiceImpl::ListWorkers(
         case WorkerState::kStopped:
           w->set_state(pb::WORKER_STATE_STOPPED);
           break;
+        case WorkerState::kPaused:
+          w->set_state(pb::WORKER_STATE_PAUSED);
+          break;
         case WorkerState::kLost:
           w->set_state(pb::WORKER_STATE_LOST);
           break;
       }
       w->set_draining(r.draining);
+      w->set_paused(row.worker.paused);
       w->set_registered_ms(Ms(r.registered_at));
       w->set_last_heartbeat_ms(Ms(r.last_heartbeat_at));
       for (const std::string& id : row.worker.trial_ids) w->add_trial_ids(id);
@@ -633,7 +637,8 @@ grpc::Status WorkerGatewayServiceImpl::Heartbeat(
     }
     SMOE_ASSIGN_OR_RETURN(
         HeartbeatReply reply,
-        scheduler_->Heartbeat(req->worker_id(), running, req->draining()));
+        scheduler_->Heartbeat(req->worker_id(), running, req->draining(),
+                              req->paused()));
     std::set<std::pair<std::string, int>> cancelled;
     for (const auto& [trial, attempt] : reply.cancel) {
       pb::WorkerCommand* c = resp->add_commands();

@@ -18,6 +18,7 @@ nlohmann::json WorkersTableJson(const WorkersTable& table) {
          {"hostname", r.hostname},
          {"state", WorkerStateName(row.state)},
          {"draining", r.draining},
+         {"paused", row.worker.paused},
          {"cpus", r.cpus},
          {"gpus", r.gpus},
          {"gpus_used", row.worker.gpus_used},

@@ -5,7 +5,7 @@
 // The dashboard API's worker routes (issue 31 item 7), behind the same token
 // check as every /api route:
 //   GET  /api/workers[?all=1]   the workers table (views/workers_view.h)
-//       {"workers":[{worker_id, hostname, state, draining, cpus, gpus,
+//       {"workers":[{worker_id, hostname, state, draining, paused, cpus, gpus,
 //       gpus_used,
 //        slots, slots_used, labels, kinds, registered_ms, last_heartbeat_ms,
 //        heartbeat_age_s, trial_ids}], "as_of_ms", "lost_after_s", "hidden"}

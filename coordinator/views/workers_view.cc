@@ -21,6 +21,8 @@ const char* WorkerStateName(WorkerState state) {
       return "draining";
     case WorkerState::kStopped:
       return "stopped";
+    case WorkerState::kPaused:
+      return "paused";
     case WorkerState::kLost:
       return "lost";
   }
@@ -47,6 +49,8 @@ WorkersTable ReadWorkersTable(std::vector<WorkerSnapshot> workers,
       }
     } else if (w.record.draining) {
       row.state = WorkerState::kDraining;
+    } else if (!w.paused.empty()) {
+      row.state = WorkerState::kPaused;
     }
     row.worker = std::move(w);
     table.rows.push_back(std::move(row));

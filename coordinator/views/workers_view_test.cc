@@ -60,6 +60,23 @@ TEST(WorkersViewTest, StatesFollowHeartbeatAgeAndDraining) {
   EXPECT_STREQ(WorkerStateName(WorkerState::kLost), "lost");
 }
 
+TEST(WorkersViewTest, AHeartbeatThatSaysWhyItLeasesNothingIsPaused) {
+  WorkerSnapshot paused = Worker("p", absl::Seconds(1));
+  paused.paused = "work dir not writable, leasing paused: ENOSPC";
+  WorkerSnapshot paused_draining = Worker("pd", absl::Seconds(1), true);
+  paused_draining.paused = "disk";
+  WorkerSnapshot paused_silent = Worker("ps", absl::Minutes(2));
+  paused_silent.paused = "disk";
+  const WorkersTable t = ReadWorkersTable(
+      {paused, paused_draining, paused_silent}, kNow, kLease, false);
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0].state, WorkerState::kPaused);
+  EXPECT_EQ(t.rows[0].worker.paused, paused.paused);
+  EXPECT_STREQ(WorkerStateName(t.rows[0].state), "paused");
+  EXPECT_EQ(t.rows[1].state, WorkerState::kDraining);
+  EXPECT_EQ(t.rows[2].state, WorkerState::kLost);
+}
+
 TEST(WorkersViewTest, WorkersSilentForADayAreCountedUnlessAllIsAsked) {
   std::vector<WorkerSnapshot> ws = {
       Worker("old-lost", absl::Hours(25)),

@@ -33,6 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace pb = smoe::v1;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 bool Done(const pb::GetSweepResponse& s) {
   return s.sweep().state() != pb::SWEEP_STATE_ACTIVE;
@@ -301,6 +302,22 @@ TEST(WorkerFaultsTest, FullWorkDirKeepsTheDaemonUpAndLosesNoResult) {
   EXPECT_TRUE(w0->running()) << ReadText(log);
   EXPECT_EQ(CountLines(ReadText(log), "started trial"), started)
       << ReadText(log);
+  // `smoe workers` shows it paused with its daemon's reason (heartbeat).
+  auto workers_say = [&](const std::string& want) {
+    std::string last;
+    const absl::Time by = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < by) {
+      last = c.Smoe({"workers"}).second;
+      if (absl::StrContains(last, want)) return last;
+      absl::SleepFor(absl::Milliseconds(250));
+    }
+    ADD_FAILURE() << "smoe workers never said '" << want << "':\n" << last;
+    return last;
+  };
+  const std::string paused_table = workers_say(" paused ");
+  EXPECT_THAT(paused_table, HasSubstr("1 paused"));
+  EXPECT_THAT(paused_table,
+              HasSubstr("work dir not writable, leasing paused: "));
   // Another worker finishes the sweep: the handed-back attempt included.
   c.StartWorker(1, 1);
   ASSERT_TRUE(c.WaitFor("full", Done, absl::Seconds(90)))
@@ -338,6 +355,7 @@ TEST(WorkerFaultsTest, FullWorkDirKeepsTheDaemonUpAndLosesNoResult) {
   fs::remove(wdir + "/fill");
   ASSERT_TRUE(WaitForText(log, "leasing resumes", absl::Seconds(20)))
       << ReadText(log);
+  EXPECT_THAT(workers_say(": 1 ready, "), Not(HasSubstr("paused:")));
   const std::string again = c.WriteFile(
       "again.yaml",
       "name: again\nkind: sraven\ngrid:\n  M: [5, 6]\nretries: 0\n");

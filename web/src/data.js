@@ -435,12 +435,13 @@ export function workersSummary(r) {
   let slots = 0;
   for (const w of r.workers) {
     n[w.state] = (n[w.state] || 0) + 1;
-    if (w.state === 'ready' || w.state === 'draining') {
+    if (w.state === 'ready' || w.state === 'paused' || w.state === 'draining') {
       used += w.slots_used;
       slots += w.slots;
     }
   }
-  let s = `${r.workers.length} worker${r.workers.length === 1 ? '' : 's'}: ${n.ready} ready, ${n.draining} draining, ` +
+  const paused = n.paused ? `${n.paused} paused, ` : '';
+  let s = `${r.workers.length} worker${r.workers.length === 1 ? '' : 's'}: ${n.ready} ready, ${paused}${n.draining} draining, ` +
     `${n.stopped} stopped, ${n.lost} lost; ${used}/${slots} slots in use`;
   if (r.hidden) s += `; ${r.hidden} silent for more than a day not shown`;
   return s;

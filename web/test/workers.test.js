@@ -16,6 +16,8 @@ test('workersSummary counts states and the slots in use on live workers only', (
   const w = (state, slotsUsed, slots) => ({ state, slots_used: slotsUsed, slots });
   assert.equal(workersSummary({ workers: [w('ready', 1, 4), w('draining', 2, 2), w('lost', 3, 8), w('stopped', 0, 1)], hidden: 0 }),
     '4 workers: 1 ready, 1 draining, 1 stopped, 1 lost; 3/6 slots in use');
+  assert.equal(workersSummary({ workers: [w('paused', 1, 2), w('ready', 0, 2)], hidden: 0 }),
+    '2 workers: 1 ready, 1 paused, 0 draining, 0 stopped, 0 lost; 1/4 slots in use');
   assert.equal(workersSummary({ workers: [w('ready', 0, 1)], hidden: 2 }),
     '1 worker: 1 ready, 0 draining, 0 stopped, 0 lost; 0/1 slots in use; 2 silent for more than a day not shown');
 });

@@ -554,6 +554,12 @@ void WorkerDaemon::Heartbeat() {
   v1::HeartbeatRequest req;
   req.set_worker_id(worker_id_);
   req.set_draining(draining_);
+  if (!disk_error_.ok()) {
+    // Shown by `smoe workers` and the dashboard (state "paused").
+    const std::string why = ToValidUtf8(absl::StrCat(
+        "work dir not writable, leasing paused: ", disk_error_.message()));
+    req.set_paused(why.substr(0, Utf8CutBefore(why, 512)));
+  }
   std::set<std::string> log_sent;
   for (auto& [id, t] : trials_) {
     v1::RunningAttempt* r = req.add_running();
