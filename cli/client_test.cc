@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "cli/local_coordinator_for_test.h"
 #include "cli/sweep_cmds.h"
 #include "common/blob_file.h"
 #include "common/test_dir.h"
@@ -27,28 +28,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A coordinator on 127.0.0.1:0 with its data in `dir`, no dashboard.
-coordinator::ServerOptions LocalServer(const std::string& dir) {
-  coordinator::ServerOptions so;
-  so.data_dir = dir;
-  so.listen = "127.0.0.1:0";
-  so.http_listen = "";
-  so.synchronous = store::SqliteOptions::Synchronous::kNormal;
-  return so;
-}
-
-// A client of `server` with a new viewer token (written to dir/viewer-token)
-// in place of co's.
-absl::StatusOr<std::unique_ptr<CoordinatorClient>> ViewerClient(
-    coordinator::CoordinatorServer& server, ClientOptions co,
-    const std::string& dir) {
-  auto viewer = coordinator::CreateToken(
-      server.tokens_file(), "v", coordinator::Role::kViewer, absl::Now());
-  if (!viewer.ok()) return viewer.status();
-  { std::ofstream(dir + "/viewer-token") << viewer->token << "\n"; }
-  co.token_file = dir + "/viewer-token";
-  return CoordinatorClient::Create(co);
-}
+using test_support::LocalServer;
+using test_support::ViewerClient;
 
 // A sweep whose trial list is bigger than gRPC's default 4 MB message (here
 // about 30k trials with long params; a few hundred failed trials with their

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "cli/local_coordinator_for_test.h"
 #include "common/test_dir.h"
 #include "coordinator/server.h"
 #include "gmock/gmock.h"
@@ -26,12 +27,8 @@ class LogsCmdTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = smoe::testing::NewTestDir("logs_cmd_test_");
-    coordinator::ServerOptions so;
-    so.data_dir = dir_;
-    so.listen = "127.0.0.1:0";
-    so.http_listen = "";
-    so.synchronous = store::SqliteOptions::Synchronous::kNormal;
-    auto server = coordinator::CoordinatorServer::Start(so);
+    auto server =
+        coordinator::CoordinatorServer::Start(test_support::LocalServer(dir_));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     auto* s = server_->scheduler();
@@ -44,11 +41,7 @@ class LogsCmdTest : public ::testing::Test {
     auto lease = s->Lease(worker_, 1, 0);
     ASSERT_TRUE(lease.ok() && lease->size() == 1u);
     trial_ = (*lease)[0].trial_id;
-    ClientOptions co;
-    co.address = server_->address();
-    co.token_file = dir_ + "/token";
-    unsetenv("SMOE_TOKEN");
-    auto client = CoordinatorClient::Create(co);
+    auto client = test_support::AdminClient(*server_, dir_);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
   }

@@ -5,15 +5,12 @@
 // through the scheduler (issue 31 item 7).
 #include "cli/workers_cmd.h"
 
-#include <stdlib.h>
-
-#include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "cli/local_coordinator_for_test.h"
 #include "common/test_dir.h"
 #include "coordinator/server.h"
-#include "coordinator/tokens.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -28,12 +25,8 @@ class WorkersCmdTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = smoe::testing::NewTestDir("workers_cmd_test_");
-    coordinator::ServerOptions so;
-    so.data_dir = dir_;
-    so.listen = "127.0.0.1:0";
-    so.http_listen = "";
-    so.synchronous = store::SqliteOptions::Synchronous::kNormal;
-    auto server = coordinator::CoordinatorServer::Start(so);
+    auto server =
+        coordinator::CoordinatorServer::Start(test_support::LocalServer(dir_));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     auto* s = server_->scheduler();
@@ -53,19 +46,10 @@ class WorkersCmdTest : public ::testing::Test {
     ASSERT_TRUE(s->Register(b).ok());
     auto lease = s->Lease("gpu-a", 4, 0);
     ASSERT_TRUE(lease.ok() && lease->size() == 3u);
-    ClientOptions co;
-    co.address = server_->address();
-    co.token_file = dir_ + "/token";
-    unsetenv("SMOE_TOKEN");
-    auto client = CoordinatorClient::Create(co);
+    auto client = test_support::AdminClient(*server_, dir_);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
-    auto viewer = coordinator::CreateToken(
-        server_->tokens_file(), "v", coordinator::Role::kViewer, absl::Now());
-    ASSERT_TRUE(viewer.ok()) << viewer.status();
-    { std::ofstream(dir_ + "/viewer-token") << viewer->token << "\n"; }
-    co.token_file = dir_ + "/viewer-token";
-    auto vc = CoordinatorClient::Create(co);
+    auto vc = test_support::ViewerClient(*server_, client_->options(), dir_);
     ASSERT_TRUE(vc.ok()) << vc.status();
     viewer_client_ = *std::move(vc);
   }
