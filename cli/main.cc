@@ -156,7 +156,7 @@ int Main(int argc, char** argv) {
                     "PEM root certificates: use TLS");
     cmd->add_option("--timeout", timeout_s, "RPC deadline in seconds")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(PositiveNumber());
   };
 
   // smoe coordinator
@@ -191,18 +191,18 @@ int Main(int argc, char** argv) {
       ->add_option("--lease-timeout", lease_timeout_s,
                    "Seconds without heartbeat before a lease lapses")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveNumber());
   coord
       ->add_option("--heartbeat-interval", heartbeat_s,
                    "Seconds between worker heartbeats")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveNumber());
   coord
       ->add_option("--restart-grace", restart_grace_s,
                    "Seconds running leases survive a coordinator restart "
                    "without a heartbeat")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   coord->add_flag("--init", server_opts.init,
                   "Create a new, empty store even where <data-dir>/smoe.db "
                   "exists as an empty file (otherwise refused: a lost store "
@@ -213,7 +213,7 @@ int Main(int argc, char** argv) {
                    "Largest checkpoint a worker may upload (bytes); larger "
                    "ones are refused and stay on their worker")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveNumber());
   coord->add_option("--checkpoint-shared-dir",
                     server_opts.checkpoints.shared_dir,
                     "The workers' --checkpoint-dir, when mounted here too: "
@@ -223,24 +223,32 @@ int Main(int argc, char** argv) {
                    server_opts.checkpoints.max_total_bytes,
                    "Bytes of checkpoints kept in <data-dir>/checkpoints in all")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(IntAtLeast(1));
   coord
       ->add_option("--checkpoint-keep-failed", keep_failed_s,
                    "Seconds a failed trial keeps its stored checkpoints (a "
                    "retry resumes from them; 0 = delete when it fails)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   coord
       ->add_option("--max-points", server_opts.scheduler.parse.max_points,
                    "Refuse sweeps that expand to more points")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(IntAtLeast(1));
   coord
       ->add_option("--max-sweep-bytes", server_opts.scheduler.parse.max_bytes,
                    "Refuse sweep files larger than this many bytes, before "
                    "parsing them")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(IntAtLeast(1));
+  coord
+      ->add_option("--max-calls-per-address",
+                   server_opts.connection_budget.per_address,
+                   "Dashboard connections + gRPC calls one client address "
+                   "may hold at once (raise it for many workers behind one "
+                   "NAT address; 0 = no cap)")
+      ->capture_default_str()
+      ->check(IntAtLeast(0));
 
   // smoe admin backup
   CLI::App* admin = app.add_subcommand("admin", "Coordinator administration");
@@ -484,7 +492,7 @@ int Main(int argc, char** argv) {
       ->add_option("--gpu-ids", train_opts.gpu_ids,
                    "GPUs for CUDA_VISIBLE_DEVICES, e.g. 0,1 (one per rank)")
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+      ->check(IntAtLeast(0));
   train_sraven->footer(kLocalEpHelp);
 
   // smoe skillmix run (cli/skillmix_cmd.h)

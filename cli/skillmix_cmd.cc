@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/local_trial.h"
+#include "common/flags.h"
 #include "trials/events.h"
 
 namespace smoe::cli {
@@ -70,7 +71,7 @@ CLI::App* AddSkillMixCommand(CLI::App* app, SkillMixRunFlags* f) {
   run->add_option("--gpu-ids", f->run.gpu_ids,
                   "GPUs for CUDA_VISIBLE_DEVICES, e.g. 0,1 (one per rank)")
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+      ->check(IntAtLeast(0));
   run->footer(kLocalEpHelp);
   return run;
 }

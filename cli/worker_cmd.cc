@@ -199,7 +199,7 @@ CLI::App* AddWorkerCommand(CLI::App* app, worker::WorkerFlags* flags) {
                   "Pace checkpoint uploads to at most this many megabits per "
                   "second, leaving the link to training traffic (default 0: "
                   "unlimited)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegativeNumber())
       ->type_name("MBIT_S");
   cmd->add_option("--worker-id", flags->worker_id,
                   "Worker id (default: saved in the work dir, else assigned "

@@ -2,6 +2,7 @@
 #include "common/flags.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -107,6 +108,28 @@ int RunOneCommand(const std::string& program, Command (*add)(CLI::App*),
   return ParseAndRun(&app, {command}, static_cast<int>(args.size()),
                      args.data(), out, err);
 }
+
+namespace {
+
+CLI::Validator NumberCheck(bool zero_ok) {
+  return CLI::Validator(
+      [zero_ok](std::string& v) -> std::string {
+        double x = 0;
+        if (!absl::SimpleAtod(v, &x) || !std::isfinite(x)) {
+          return Quoted(v) + " (expected a number)";
+        }
+        if (zero_ok ? x < 0 : x <= 0) {
+          return Quoted(v) + (zero_ok ? " (must be >= 0)" : " (must be > 0)");
+        }
+        return "";
+      },
+      "");
+}
+
+}  // namespace
+
+CLI::Validator PositiveNumber() { return NumberCheck(false); }
+CLI::Validator NonNegativeNumber() { return NumberCheck(true); }
 
 CLI::Validator IntAtLeast(int64_t min) {
   return CLI::Validator(

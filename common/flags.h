@@ -60,6 +60,11 @@ int RunOneCommand(const std::string& program, Command (*add)(CLI::App*),
 // Checks: a base-10 integer at least `min` ("'x' (expected an integer)",
 // "'0' (must be >= 1)").
 CLI::Validator IntAtLeast(int64_t min);
+// A finite number > 0 ("'0' (must be > 0)", "'x' (expected a number)");
+// CLI11's PositiveNumber names no bound a reader can use.
+CLI::Validator PositiveNumber();
+// A finite number >= 0 ("'-1' (must be >= 0)").
+CLI::Validator NonNegativeNumber();
 // A base-10 integer in [lo, hi] ("'9' (must be in 1..8)").
 CLI::Validator IntInRange(int64_t lo, int64_t hi);
 // A non-negative 64-bit integer (seeds, batch indices).

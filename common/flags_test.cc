@@ -71,6 +71,33 @@ TEST_F(FlagsTest, ChecksNameTheFlagAndTheValue) {
   EXPECT_TRUE(show_->parsed());
 }
 
+TEST(NumberChecksTest, NameTheBoundAndQuoteTheValue) {
+  CLI::App app{"test", "smoe"};
+  double seconds = 1, keep = 1;
+  app.add_option("--seconds", seconds)->check(PositiveNumber());
+  app.add_option("--keep", keep)->check(NonNegativeNumber());
+  auto parse = [&](const std::vector<std::string>& args) {
+    std::ostringstream out, err;
+    Outcome o;
+    o.rc = ParseCommandLine(&app, args, out, err);
+    o.err = err.str();
+    return o;
+  };
+  Outcome o = parse({"--seconds", "0"});
+  EXPECT_EQ(o.rc, 64);
+  EXPECT_THAT(o.err, HasSubstr("--seconds: '0' (must be > 0)"));
+  o = parse({"--keep", "-1"});
+  EXPECT_THAT(o.err, HasSubstr("--keep: '-1' (must be >= 0)"));
+  o = parse({"--seconds", "soon"});
+  EXPECT_THAT(o.err, HasSubstr("--seconds: 'soon' (expected a number)"));
+  o = parse({"--seconds", "inf"});
+  EXPECT_THAT(o.err, HasSubstr("--seconds: 'inf' (expected a number)"));
+  o = parse({"--seconds", "0.25", "--keep", "0"});
+  EXPECT_FALSE(o.rc.has_value()) << o.err;
+  EXPECT_EQ(seconds, 0.25);
+  EXPECT_EQ(keep, 0);
+}
+
 // `--label=` is an empty value, not "take the next argument".
 TEST_F(FlagsTest, EmptyValueAfterEqualsIsTheValue) {
   Outcome o = Parse({"sweep", "show", "--label=", "--n=2"});
