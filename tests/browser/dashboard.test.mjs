@@ -833,6 +833,26 @@ async function main() {
     'the drained worker without a drain button');
   await page.screenshot({ path: path.join(artifacts, 'workers.png'), fullPage: true });
 
+  // 15. The tuned view (issue 33): a sweep over lr offers "tune lr per
+  // top_k"; the page then shows the optimal top_k with lr chosen per top_k on
+  // val_acc (the fixture's best lr is 0.01 at top_k 1, 0.001 at 2).
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-tuned.yaml')]);
+  await page.goto(url + '#/sweep/fixture-tuned');
+  await page.waitForFunction(() => window.__smoe && window.__smoe.ready, null, { timeout: 20000 });
+  await waitFor(async () => (await page.locator('#control-tune option[value="lr"]').count()) > 0, 'the tune control offering lr');
+  await page.selectOption('#control-tune', 'lr');
+  await waitFor(async () => (await page.locator('[data-chart="tuned-table"], #tuned-error').count()) > 0,
+    'the tuned optimal table');
+  if (await page.locator('#tuned-error').count()) fail(`the tuned view failed: ${await page.locator('#tuned-error').textContent()}`);
+  const tunedText = await page.locator('[data-chart="tuned-table"]').textContent();
+  check(tunedText.includes('1: lr=0.01 (2 seeds)') && tunedText.includes('2: lr=0.001 (2 seeds)'),
+    `the tuned view chose lr per top_k on val_acc (${tunedText})`);
+  const tunedBest = await page.evaluate(() => window.__smoe.tuned);
+  check(tunedBest.length === 2 && tunedBest.every((t) => t.best === 2), `the tuned optimum is top_k 2 at M = 1 and 2 (${JSON.stringify(tunedBest)})`);
+  check(page.url().includes('tune=lr'), 'the tuned view is in the URL');
+  await page.screenshot({ path: path.join(artifacts, 'tuned-view.png'), fullPage: true });
+
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
 }
 

@@ -1,6 +1,6 @@
 // SMoE Lab dashboard: hash-routed pages over the coordinator's JSON API.
 //   #/                         sweeps with progress
-//   #/sweep/<id>?x=&series=&facet=&metric=&points=&band=&theory=&q=&state=
+//   #/sweep/<id>?x=&series=&facet=&metric=&tune=&points=&band=&theory=&q=&state=
 //              &sort=&page=&pc=&pcm=&sel=&cm=&hide=
 //   #/trial/<sweep>/<hex>      learning curves + router telemetry
 //   #/compare/<a>/<b>?metric=&x=&series=   two sweeps side by side
@@ -227,12 +227,15 @@ function fitSection(box, analysis, st) {
   }
 }
 
-function optimalTable(box, analysis) {
-  const c = card(box, `Optimal ${analysis.x} per ${analysis.series} (${metricName(analysis.metric)})`, { id: 'optimal-table' });
+function optimalTable(box, analysis, { id = 'optimal-table', title = null, extra = null } = {}) {
+  const c = card(box, title || `Optimal ${analysis.x} per ${analysis.series} (${metricName(analysis.metric)})`, { id });
   const header = [analysis.facet || '-', analysis.series, `best ${analysis.x}`, 'mean', 's.e.m.', 'P(best)', 'CI', '1-s.e. rule'];
-  const rows = analysis.optimal.map((o) => {
+  if (extra) header.push(extra.header);
+  const rows = analysis.optimal.map((o, i) => {
     const u = optimalUncertainty(o);
-    return [o.facet_label, o.series_label, o.best, o.best_mean, u.sem, u.p, u.ci, o.one_se];
+    const r = [o.facet_label, o.series_label, o.best, o.best_mean, u.sem, u.p, u.ci, o.one_se];
+    if (extra) r.push(extra.cell(i));
+    return r;
   });
   c.body.appendChild(h('table', { class: 'grid compact' },
     h('thead', {}, h('tr', {}, header.map((x) => h('th', {}, x)))),
@@ -388,10 +391,43 @@ function parseJson(s, fallback) {
   }
 }
 
+// The parameters a tuned view can select per x (issue 33): axes with more
+// than one value that are not on x, lines or panels.
+function tunableAxes(sweep, st) {
+  if (!sweep || sweep.kind !== 'sraven') return [];
+  return sweep.axes.filter((a) => a.values.length > 1 && ![st.x, st.series, st.facet].includes(a.name))
+    .map((a) => a.name);
+}
+
+// Optimal x when every x gets its own best `tune` (selected on the
+// validation split; GET .../analysis/tuned), beside the fixed
+// configurations' table above: the chosen values per x and line.
+function tunedSection(box, tuned) {
+  if (tuned.error) {
+    box.appendChild(h('p', { class: 'error', id: 'tuned-error' }, `Tuned view: ${tuned.error}`));
+    return;
+  }
+  const pseudo = { x: tuned.x, series: tuned.series, facet: tuned.facet, metric: tuned.metric,
+    optimal: tuned.tuned.map((s) => s.optimal) };
+  optimalTable(box, pseudo, {
+    id: 'tuned-table',
+    title: `Optimal ${tuned.x} with ${tuned.tune.join(', ')} tuned per ${tuned.x} ` +
+      `(selected on ${tuned.select_by}, per ${tuned.select_per}; ${metricName(tuned.metric)})`,
+    extra: {
+      header: `chosen ${tuned.tune.join(', ')} per ${tuned.x}`,
+      cell: (i) => tuned.tuned[i].points.map((p) => `${p.x_label}: ` +
+        Object.entries(p.chosen_count).map(([c, n]) => `${c} (${n} seed${n === 1 ? '' : 's'})`).join(', ')).join('; '),
+    },
+  });
+  for (const n of tuned.notes) box.appendChild(h('p', { class: 'muted' }, n));
+  window.__smoe.tuned = tuned.tuned.map((s) => ({ series: s.series_label, best: s.optimal.best }));
+}
+
 async function renderSweep(id, q) {
   // null = not in the URL: the sweep's own default (data.js defaultView).
   const st = {
     x: q.get('x'), series: q.get('series'), facet: q.get('facet'), metric: q.get('metric'),
+    tune: q.get('tune') || '',
     points: q.get('points') === '1',
     band: q.get('band') || 'ci', theory: q.get('theory') === '1', log: q.get('log') !== '0',
     q: q.get('q') || '', state: q.get('state') || '', sort: q.get('sort') || '',
@@ -477,7 +513,7 @@ async function renderSweep(id, q) {
     columns = page.columns;
     if (!defaults) {
       defaults = {
-        ...defaultView(sweep, columns.results), points: false, band: 'ci', theory: false, log: true,
+        ...defaultView(sweep, columns.results), tune: '', points: false, band: 'ci', theory: false, log: true,
         q: '', state: '', sort: '', page: 0,
       };
       for (const k of ['x', 'series', 'facet', 'metric']) if (st[k] === null) st[k] = defaults[k];
@@ -611,11 +647,17 @@ async function renderSweep(id, q) {
     const paper = sweep.kind === 'sraven' && st.metric === 'ood_acc';
     st.theoryAxes = sweep.kind === 'sraven' && st.x === 'top_k' && st.series === 'M';
     const base = `sweeps/${encodeURIComponent(id)}`;
-    const [ood, test, table, search] = await Promise.all([
+    const tunable = tunableAxes(sweep, st);
+    if (st.tune && !tunable.includes(st.tune)) st.tune = '';
+    const [ood, test, table, search, tuned] = await Promise.all([
       st.metric && st.x ? api(`${base}/analysis`, { ...params, metric: st.metric }) : null,
       paper ? api(`${base}/curves`, { ...params, metric: 'test_acc' }) : null,
       api(base, { limit: 5000, state: 'succeeded' }),
       api(`${base}/search`).catch(() => null),
+      st.tune && st.metric && st.x
+        ? api(`${base}/analysis/tuned`, { ...params, metric: st.metric, tune: st.tune })
+          .catch((e) => ({ error: e.message }))
+        : null,
     ]);
     if (gen !== chartsGen) return;
     st.search = search;
@@ -640,6 +682,7 @@ async function renderSweep(id, q) {
       if (ood.optimal.length) {
         optimalCharts(optBox, ood, st);
         optimalTable(optBox, ood);
+        if (tuned) tunedSection(optBox, tuned);
       } else {
         optBox.appendChild(h('p', { class: 'muted empty' }, 'Needs succeeded trials.'));
       }
@@ -684,6 +727,9 @@ async function renderSweep(id, q) {
       sel('series', 'lines', names.map((n) => [n, n || '(none)'])),
       sel('facet', 'panels', names.map((n) => [n, n || '(none)'])),
       sel('band', 'band', [['ci', 'bootstrap CI'], ['sem', '± s.e.m.']]),
+      tunableAxes(sweep, st).length
+        ? sel('tune', 'tune', [['', '(fixed configurations)'], ...tunableAxes(sweep, st).map((n) => [n, `${n} per ${st.x} (on val_acc)`])])
+        : '',
       check('points', 'trials as dots'),
       sweep.kind === 'sraven' ? check('theory', 'theory overlay') : '', check('log', 'log₂ x'), compare);
   };
