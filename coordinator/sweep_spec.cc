@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "common/utf8.h"
 #include "trials/params.h"
-#include "trials/sraven_model_size.h"
+#include "trials/sraven_rules.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
@@ -1071,57 +1071,27 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
     if (auto s = trials::CheckSweepValue(*p, v, "params"); !s.ok()) return s;
   }
   if (kind == "sraven") {
-    // The value of an integer param, else its default.
+    // The value of a param, else its default; the rules between them are
+    // trials/sraven_rules.h's, which the trainer checks too.
     auto get = [&](const char* name) {
       return params.value(name,
                           schema->Find(name)->default_value.get<int64_t>());
     };
-    // An explicit warmup must end before the run does (issue 31 item 1);
-    // left out, the trainer takes min(1000, steps / 10)
-    // (worker/trainer/train_config.h, DefaultWarmup).
-    if (params.contains("warmup") && get("warmup") >= get("steps")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "params: warmup=", get("warmup"),
-          " must be smaller than steps=", get("steps"),
-          " (the learning rate would never reach lr; leave warmup out for a "
-          "tenth of the run, at most 1000) (point ",
-          params.dump(), ")"));
-    }
-    const int64_t e = get("num_experts");
-    const int64_t k = get("top_k");
-    if (k > e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("params: top_k=", k, " is larger than num_experts=", e,
-                       " (point ", params.dump(), ")"));
-    }
-    // The model's size: each parameter's range alone admitted ~10^14
-    // (issue 36). The trainer checks the same bound (ValidateTrainConfig).
-    const double w = params.value(
+    trials::SravenShape shape;
+    shape.steps = get("steps");
+    if (params.contains("warmup")) shape.warmup = get("warmup");
+    shape.num_experts = get("num_experts");
+    shape.top_k = get("top_k");
+    shape.depth = get("depth");
+    shape.width = params.value(
         "width", schema->Find("width")->default_value.get<double>());
-    if (absl::Status size = trials::CheckSravenModelSize(get("depth"), w, e);
-        !size.ok()) {
+    shape.ep_size = get("ep_size");
+    shape.batch_size = get("batch_size");
+    shape.router = params.value("router", schema->Find("router")->default_value)
+                       .get<std::string>();
+    if (absl::Status s = trials::CheckSravenRules(shape); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "params: ", size.message(), " (point ", params.dump(), ")"));
-    }
-    const int64_t ep = get("ep_size");
-    if (ep > 1 && e % ep != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "params: ep_size=", ep, " does not divide num_experts=", e,
-          " (point ", params.dump(), ")"));
-    }
-    const int64_t batch = get("batch_size");
-    if (ep > 1 && batch % ep != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "params: ep_size=", ep, " does not divide batch_size=", batch,
-          " (point ", params.dump(), ")"));
-    }
-    const std::string router =
-        params.value("router", schema->Find("router")->default_value)
-            .get<std::string>();
-    if (ep > 1 && router != "topk") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "params: ep_size=", ep, " needs router: topk (got router: ", router,
-          "; point ", params.dump(), ")"));
+          "params: ", s.message(), " (point ", params.dump(), ")"));
     }
   }
   return absl::OkStatus();

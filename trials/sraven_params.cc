@@ -15,9 +15,11 @@
 //   counts (steps, warmup, cadences) <= 1e9 and num_eval <= 1e8: far past
 //     any run, small enough that products like steps * batch_size stay
 //     exact.
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "trials/params.h"
-#include "trials/sraven_model_size.h"
+#include "trials/sraven_rules.h"
 
 namespace smoe::trials {
 
@@ -79,6 +81,38 @@ absl::Status CheckSravenModelSize(int64_t depth, double width,
         "parameters, more than %.0e (about 160 GB of fp32 weights and Adam "
         "state)",
         depth, width, num_experts, approx, kMaxSravenModelParams));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSravenRules(const SravenShape& s) {
+  // An explicit warmup must end before the run does (issue 31 item 1).
+  if (s.warmup.has_value() && *s.warmup >= s.steps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "warmup=", *s.warmup, " must be smaller than steps=", s.steps,
+        " (the learning rate would never reach lr; leave warmup out for a "
+        "tenth of the run, at most 1000)"));
+  }
+  if (s.top_k > s.num_experts) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "top_k=", s.top_k, " is larger than num_experts=", s.num_experts));
+  }
+  SMOE_RETURN_IF_ERROR(CheckSravenModelSize(s.depth, s.width, s.num_experts));
+  if (s.ep_size > 1) {
+    if (s.num_experts % s.ep_size != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ep_size=", s.ep_size,
+                       " does not divide num_experts=", s.num_experts));
+    }
+    if (s.batch_size % s.ep_size != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ep_size=", s.ep_size, " does not divide batch_size=", s.batch_size));
+    }
+    if (s.router != "topk") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ep_size=", s.ep_size,
+                       " needs router: topk (got router: ", s.router, ")"));
+    }
   }
   return absl::OkStatus();
 }

@@ -8,7 +8,7 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "trials/params.h"
-#include "trials/sraven_model_size.h"
+#include "trials/sraven_rules.h"
 #include "worker/trainer/trial_envelope.h"
 
 namespace smoe::trainer {
@@ -95,29 +95,9 @@ absl::StatusOr<TrialSpec> ParseTrialJson(absl::string_view text) {
 
 absl::Status ValidateTrainConfig(const TrainConfig& c) {
   SMOE_RETURN_IF_ERROR(model::ValidateModelConfig(c.model));
-  // The bound sweeps are held to (coordinator/sweep_spec.cc), checked before
-  // anything is allocated: a TRIAL.json given to smoe-trainer by hand would
-  // otherwise try to build a ~10^14-parameter model (issue 36).
-  SMOE_RETURN_IF_ERROR(trials::CheckSravenModelSize(
-      c.model.depth, c.model.width, c.model.num_experts));
   if (c.ep_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("ep_size=", c.ep_size, ": must be >= 1"));
-  }
-  if (c.ep_size > 1) {
-    if (c.model.num_experts % c.ep_size != 0 || c.model.num_experts < 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("ep_size=", c.ep_size, ": must divide num_experts=",
-                       c.model.num_experts, " (and num_experts >= 2)"));
-    }
-    if (c.batch_size % c.ep_size != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ep_size=", c.ep_size, ": must divide batch_size=", c.batch_size));
-    }
-    if (c.model.router != model::RouterKind::kTopK) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("ep_size=", c.ep_size, ": needs router=\"topk\""));
-    }
   }
   if (c.steps < 1 || c.batch_size < 1 || c.eval_every < 1 || c.num_eval < 1 ||
       c.checkpoint_every < 1 || c.log_every < 1 || c.warmup < 0) {
@@ -125,12 +105,21 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
         "steps, batch_size, eval_every, num_eval, checkpoint_every, log_every "
         "must be >= 1 and warmup >= 0");
   }
-  if (c.warmup >= c.steps) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "warmup=", c.warmup, ": must be smaller than steps=", c.steps,
-        " (the rate would never reach lr; leave warmup out for a tenth of "
-        "the run, at most 1000)"));
-  }
+  // The rules between parameters that sweeps are held to
+  // (coordinator/sweep_spec.cc), stated once in trials/sraven_rules.h and
+  // checked before anything is allocated: a TRIAL.json given to smoe-trainer
+  // by hand would otherwise try to build a ~10^14-parameter model (issue 36).
+  trials::SravenShape shape;
+  shape.steps = c.steps;
+  shape.warmup = c.warmup;
+  shape.num_experts = c.model.num_experts;
+  shape.top_k = c.model.top_k;
+  shape.depth = c.model.depth;
+  shape.width = c.model.width;
+  shape.ep_size = c.ep_size;
+  shape.batch_size = c.batch_size;
+  shape.router = model::RouterKindName(c.model.router);
+  SMOE_RETURN_IF_ERROR(trials::CheckSravenRules(shape));
   if (c.eval_rungs_from < 0 || c.eval_rungs_eta < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("eval_rungs_from=", c.eval_rungs_from,

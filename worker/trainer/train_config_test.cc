@@ -179,12 +179,38 @@ TEST(TrainConfigTest, WarmupMustEndBeforeTheRun) {
       R"("seed":0,"params":{"steps":500,"warmup":500}})");
   ASSERT_FALSE(given.ok());
   EXPECT_THAT(std::string(given.status().message()),
-              HasSubstr("warmup=500: must be smaller than steps=500"));
+              HasSubstr("warmup=500 must be smaller than steps=500"));
   auto paper = ParseTrialJson(
       R"({"sweep_id":"s","trial_id":"s/t","attempt":1,"kind":"sraven",)"
       R"("seed":0,"params":{}})");
   ASSERT_TRUE(paper.ok()) << paper.status();
   EXPECT_EQ(paper->config.warmup, 1000);
+}
+
+// Issue 34 item 4: the trainer and the coordinator check the rules between
+// parameters with one function (trials/sraven_rules.h), so the trainer
+// refuses what a sweep would, with the sweep's words.
+TEST(TrainConfigTest, RulesBetweenParamsAreTheSweepsOwn) {
+  TrainConfig c;
+  c.ep_size = 2;
+  c.batch_size = 63;
+  absl::Status s = ValidateTrainConfig(c);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("ep_size=2 does not divide batch_size=63"));
+  c.batch_size = 64;
+  c.model.router = model::RouterKind::kSoft;
+  s = ValidateTrainConfig(c);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("ep_size=2 needs router: topk (got router: soft)"));
+  c.model.router = model::RouterKind::kTopK;
+  c.model.num_experts = 6;
+  c.ep_size = 4;
+  c.batch_size = 64;
+  s = ValidateTrainConfig(c);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("ep_size=4 does not divide num_experts=6"));
+  c.ep_size = 2;
+  EXPECT_TRUE(ValidateTrainConfig(c).ok()) << ValidateTrainConfig(c);
 }
 
 TEST(TrainConfigTest, EvaluatesAtRungStepsWhenAsked) {
