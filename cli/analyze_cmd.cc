@@ -6,6 +6,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "proto/rpc_status.h"
 #include "proto/smoe.pb.h"
 #include "trials/command_kind.h"
+#include "trials/params.h"
 
 namespace smoe::cli {
 
@@ -523,8 +525,9 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
                 << sweep_id << " is a skillmix sweep\n";
       return kExitUsage;
     }
-    const std::string rows = or_default(flags.x, "ept");
-    const std::string cols = or_default(flags.series, "k_skills");
+    const trials::KindView& view = trials::SkillMixKind().view;
+    const std::string rows = or_default(flags.x, view.x.c_str());
+    const std::string cols = or_default(flags.series, view.series.c_str());
     const std::vector<an::SkillMixTable> tables =
         an::SkillMixTables(trials, rows, cols);
     if (flags.format == "json") {
@@ -545,29 +548,30 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
   }
   an::AggregateOptions o;
   o.kind = resp.sweep().kind();
-  // kind command: the declared defaults; x and series default to the first
-  // two grid axes and the metric to the first result name.
-  std::vector<std::string> axes = {"top_k", "M"};
-  std::string metric = "ood_acc";
+  // The kind's view (trials::DefaultViewOf, as the dashboard opens it):
+  // sraven's is top_k / M / attention / ood_acc; a command sweep's is its
+  // first metric against its first grid axes, with its declared defaults.
+  const trials::TrialKind* kind = trials::FindKind(o.kind);
+  std::vector<std::string> grid_axes;
+  std::optional<coordinator::SweepSpec> spec;
   if (o.kind == trials::kCommandKind) {
     const coordinator::ParseOptions po = coordinator::ParseOptions::Stored();
-    auto spec = coordinator::ParseSweepYaml(resp.sweep().spec_yaml(), po);
-    axes = {"", ""};
-    if (spec.ok()) {
+    auto parsed = coordinator::ParseSweepYaml(resp.sweep().spec_yaml(), po);
+    if (parsed.ok()) {
+      spec = std::move(*parsed);
       o.defaults = trials::Defaults(spec->command_kind);
-      for (size_t i = 0; i < spec->grid.size() && i < 2; ++i) {
-        axes[i] = spec->grid[i].name;
-      }
+      for (const coordinator::Axis& a : spec->grid) grid_axes.push_back(a.name);
+      kind = &spec->command_kind;
     }
-    if (!metrics.empty()) metric = *metrics.begin();
   }
-  o.metric = or_default(flags.metric, metric.c_str());
-  o.x = or_default(flags.x, axes[0].c_str());
-  o.series = or_default(flags.series, axes[1].c_str());
-  // The facet defaults to attention for sraven only: a command sweep gets
-  // no empty "attention" column.
-  o.facet =
-      flags.facet.empty() && o.kind == "sraven" ? "attention" : flags.facet;
+  const trials::KindView view =
+      kind == nullptr ? trials::KindView{}
+                      : trials::DefaultViewOf(*kind, grid_axes,
+                                              {metrics.begin(), metrics.end()});
+  o.metric = or_default(flags.metric, view.metric.c_str());
+  o.x = or_default(flags.x, view.x.c_str());
+  o.series = or_default(flags.series, view.series.c_str());
+  o.facet = or_default(flags.facet, view.facet.c_str());
   o.bootstrap_samples = flags.bootstrap;
   o.seed = flags.seed;
   if (!flags.tune.empty()) {

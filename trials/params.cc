@@ -406,4 +406,16 @@ std::string FormatMarkdown(const TrialKind& kind) {
   return out;
 }
 
+KindView DefaultViewOf(const TrialKind& kind,
+                       const std::vector<std::string>& axes,
+                       const std::vector<std::string>& metrics) {
+  if (!kind.view.x.empty()) return kind.view;
+  KindView v;
+  if (!axes.empty()) v.x = axes[0];
+  if (axes.size() > 1) v.series = axes[1];
+  if (axes.size() > 2) v.facet = axes[2];
+  if (!metrics.empty()) v.metric = metrics[0];
+  return v;
+}
+
 }  // namespace smoe::trials

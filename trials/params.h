@@ -86,6 +86,19 @@ Param Choice(std::string name, std::string def,
 Param String(std::string name, std::string def, std::string doc);
 Param RequiredString(std::string name, std::string doc);  // no default
 
+// How a sweep of a kind is first shown (the dashboard's sweep page, `smoe
+// analyze`): its metric against the parameter on x, a line per `series`, a
+// panel per `facet`, and the metrics the dashboard charts first. A kind
+// without one (empty x: `kind: command`, skillmix) is shown by its sweep's
+// own axes and results (DefaultViewOf).
+struct KindView {
+  std::string x;
+  std::string series;
+  std::string facet;
+  std::string metric;
+  std::vector<std::string> headline_metrics;
+};
+
 struct TrialKind {
   std::string name;  // "sraven", "skillmix": the sweep file's `kind`
   std::string summary;
@@ -96,6 +109,7 @@ struct TrialKind {
   // [1, 8]" (false).
   bool dotted_ranges = false;
   std::vector<Param> params;
+  KindView view;  // empty x: none (the sweep's own axes)
 
   // nullptr when `name` is not a parameter of this kind.
   const Param* Find(absl::string_view name) const;
@@ -110,6 +124,16 @@ const TrialKind& SkillMixKind();  // skillmix_params.cc
 const std::vector<const TrialKind*>& AllKinds();
 // nullptr for an unknown kind.
 const TrialKind* FindKind(absl::string_view name);
+
+// The view a sweep of `kind` opens with: the kind's own when it declares one;
+// otherwise its first metric against its first swept axis, a line per the
+// second and a panel per the third (empty where the sweep has fewer).
+// `axes`: the sweep's grid axes in order; `metrics`: its result names in
+// order. web/src/data.js defaultView does the same with the sweep JSON's
+// "view" (coordinator/http/http_server.cc, SweepJson).
+KindView DefaultViewOf(const TrialKind& kind,
+                       const std::vector<std::string>& axes,
+                       const std::vector<std::string>& metrics);
 
 // {name: default} for every parameter with a default.
 nlohmann::json Defaults(const TrialKind& kind);

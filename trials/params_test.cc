@@ -23,7 +23,7 @@ using json = nlohmann::json;
 using ::testing::HasSubstr;
 
 TrialKind Kind(bool integral_floats, bool dotted, Param p) {
-  return TrialKind{"t", "test", integral_floats, dotted, {std::move(p)}};
+  return TrialKind{"t", "test", integral_floats, dotted, {std::move(p)}, {}};
 }
 const TrialKind kSravenLike = Kind(true, true, Bool("unused", false, ""));
 const TrialKind kSkillMixLike = Kind(false, false, Bool("unused", false, ""));
@@ -215,7 +215,8 @@ TEST(TrialsParamsTest, Formats) {
                     {Int("M", 4, 1, 8, "difficulty"),
                      Choice("device", "cpu", {"cpu", "cuda"}, "where"),
                      RequiredString("model", "model directory"),
-                     Number("lr", 1e-3, OpenClosed(0, 1), "learning rate")}};
+                     Number("lr", 1e-3, OpenClosed(0, 1), "learning rate")},
+                    {}};
   EXPECT_EQ(FormatText(k),
             "demo: a demo kind\n"
             "\n"
@@ -232,7 +233,8 @@ TEST(TrialsParamsTest, Formats) {
                        {Choice("attention", "softmax",
                                {"softmax", "linear", "hyla", "linear_rms_head",
                                 "hyla_no_rms_head"},
-                               "variant")}};
+                               "variant")},
+                       {}};
   EXPECT_EQ(FormatText(wide),
             "w: wide\n"
             "\n"

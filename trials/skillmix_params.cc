@@ -70,7 +70,10 @@ Bool("filter_explicit_name", false, "zero a skill's point when the answer names 
 String("skills_path", "", "skills file (.csv or .json); \"\" = the 10 released skills"),
 String("topics_path", "", "topics file (.txt or .json); \"\" = the 10 released topics"),
           // clang-format on
-      }};
+      },
+      // The view (KindView): the Skill-Mix table, experts per token down,
+      // skills per item across.
+      {"ept", "k_skills", "", "", {}}};
   return *kind;
 }
 

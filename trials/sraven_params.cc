@@ -61,7 +61,11 @@ Choice("device", "cpu", {"cpu", "cuda"}, "where the trial trains"),
 Bool("bf16", false, "bfloat16 autocast (cpu or cuda)"),
 Int("ep_size", 1, 1, 64, "expert-parallel ranks: divides num_experts and batch_size, router topk; 1 = as many as resources.ep_size started"),
           // clang-format on
-      }};
+      },
+      // The view (KindView): the paper's question, OOD accuracy against
+      // top_k, a line per M, a panel per attention; test accuracy charted
+      // next to it.
+      {"top_k", "M", "attention", "ood_acc", {"ood_acc", "test_acc"}}};
   return *kind;
 }
 

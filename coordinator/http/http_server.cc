@@ -43,6 +43,7 @@
 #include "coordinator/views/trial_table.h"
 #include "coordinator/views/tuned_view.h"
 #include "nlohmann/json.hpp"
+#include "trials/params.h"
 
 namespace smoe::coordinator {
 namespace {
@@ -66,6 +67,20 @@ json CountsJson(const StateCounts& c) {
           {"total", c.total()}};
 }
 
+// The kind's view (trials::KindView) when it declares one, else null: the
+// dashboard then opens on the sweep's own axes and results (data.js
+// defaultView, as trials::DefaultViewOf).
+json ViewJson(const SweepView& v) {
+  const trials::TrialKind* kind = SweepKind(v.spec);
+  if (kind == nullptr || kind->view.x.empty()) return nullptr;
+  const trials::KindView& k = kind->view;
+  return {{"x", k.x},
+          {"series", k.series},
+          {"facet", k.facet},
+          {"metric", k.metric},
+          {"headline_metrics", k.headline_metrics}};
+}
+
 json SweepJson(const SweepView& v) {
   json axes = json::array();
   for (const Axis& a : v.spec.grid) {
@@ -79,6 +94,7 @@ json SweepJson(const SweepView& v) {
           {"unschedulable", v.unschedulable},
           {"version", v.version},
           {"axes", axes},
+          {"view", ViewJson(v)},
           {"fixed", v.spec.fixed},
           {"seeds", v.spec.seeds},
           {"notes", v.record.notes},
@@ -360,12 +376,18 @@ struct HttpServer::Impl {
     analysis::AggregateOptions o;
     o.kind = snap.kind;
     o.defaults = snap.defaults;
-    o.metric = Param(req, "metric", "ood_acc");
-    o.x = Param(req, "x", "top_k");
-    o.series = Param(req, "series", "M");
-    // A panel per attention is SRAVEN's default only: a command sweep has no
-    // attention parameter (issue 31 item 6).
-    o.facet = Param(req, "facet", snap.kind == "sraven" ? "attention" : "");
+    // The kind's view (trials/params.h): sraven's top_k / M / attention /
+    // ood_acc. A kind without one keeps the paper's names but no panel (a
+    // command sweep has no attention parameter: issue 31 item 6); the
+    // dashboard always names its own.
+    const trials::TrialKind* kind = trials::FindKind(snap.kind);
+    trials::KindView view = kind != nullptr ? kind->view : trials::KindView{};
+    if (view.x.empty()) view = {"top_k", "M", "", "ood_acc", {}};
+    o.metric =
+        Param(req, "metric", view.metric.empty() ? "ood_acc" : view.metric);
+    o.x = Param(req, "x", view.x);
+    o.series = Param(req, "series", view.series);
+    o.facet = Param(req, "facet", view.facet);
     o.bootstrap_samples =
         IntParam(req, "bootstrap", options.bootstrap_samples, 0, 10000);
     return o;

@@ -305,13 +305,15 @@ export function plottableMetrics(results) {
   return results.filter((r) => !r.endsWith('_per_feature') && !(r.endsWith('_se') && set.has(r.slice(0, -3))));
 }
 
-// The sweep page's default view. SRAVEN keeps the paper's question (accuracy
+// The sweep page's default view: the kind's own when the sweep JSON carries
+// one (`view`, trials/params.h: SRAVEN keeps the paper's question, accuracy
 // vs top_k, a line per M, a panel per attention, OOD accuracy); any other
-// kind (a `kind: command` sweep has its own parameters and metrics) plots its
-// own first metric against its first swept parameter, a line per the second
-// and a panel per the third.
+// sweep (a `kind: command` sweep has its own parameters and metrics) plots
+// its own first metric against its first swept parameter, a line per the
+// second and a panel per the third (trials::DefaultViewOf, the CLI's).
 export function defaultView(sweep, results = []) {
-  if (sweep.kind === 'sraven') return { x: 'top_k', series: 'M', facet: 'attention', metric: 'ood_acc' };
+  const v = sweep.view;
+  if (v && v.x) return { x: v.x, series: v.series || '', facet: v.facet || '', metric: v.metric || plottableMetrics(results)[0] || '' };
   const axes = (sweep.axes || []).map((a) => a.name);
   const metrics = plottableMetrics(results);
   return { x: axes[0] || '', series: axes[1] || '', facet: axes[2] || '', metric: metrics[0] || '' };

@@ -581,7 +581,7 @@ async function renderSweep(id, q) {
   // metrics, from the succeeded trials (the first 5000).
   const exploreSection = async (rows, matched, gen) => {
     const metrics = plottableMetrics(columns.results);
-    const chosen = (st.pcm || (sweep.kind === 'sraven' ? ['ood_acc', 'test_acc'] : metrics.slice(0, 3)))
+    const chosen = (st.pcm || (sweep.view?.headline_metrics?.length ? sweep.view.headline_metrics : metrics.slice(0, 3)))
       .filter((m) => metrics.includes(m));
     const pickers = h('div', { class: 'controls', id: 'parcoords-metrics' }, 'metrics: ', metrics.map((m) => h('label', {},
       h('input', {
@@ -699,7 +699,7 @@ async function renderSweep(id, q) {
       controls.replaceChildren();
       return;
     }
-    const names = ['', ...new Set([...axisNames(), ...(sweep.kind === 'sraven' ? ['top_k', 'M', 'attention'] : [])])];
+    const names = ['', ...new Set([...axisNames(), ...(sweep.view ? [sweep.view.x, sweep.view.series, sweep.view.facet].filter(Boolean) : [])])];
     const redraw = () => { saveQuery(); loadCharts().catch(showError); };
     const sel = (key, label, opts) => h('label', {}, label + ' ', h('select', {
       id: 'control-' + key,

@@ -8,9 +8,13 @@ import {
   axisLabels, brushTerms, defaultView, paramLabel, plottableMetrics, pointSeries, roundRange, rowPasses, sharedRange, tableQuery,
 } from '../src/data.js';
 
-test('defaultView: SRAVEN keeps the paper view; a command sweep plots its own axes and first metric', () => {
-  assert.deepEqual(defaultView({ kind: 'sraven', axes: [{ name: 'M' }, { name: 'top_k' }] }, ['ood_acc']),
+test('defaultView: the kind\'s view (SRAVEN: the paper view); a sweep without one plots its own axes and first metric', () => {
+  const paper = { x: 'top_k', series: 'M', facet: 'attention', metric: 'ood_acc', headline_metrics: ['ood_acc', 'test_acc'] };
+  assert.deepEqual(defaultView({ kind: 'sraven', view: paper, axes: [{ name: 'M' }, { name: 'top_k' }] }, ['ood_acc']),
     { x: 'top_k', series: 'M', facet: 'attention', metric: 'ood_acc' });
+  // A view without a metric (skillmix's table axes) takes the first result.
+  assert.deepEqual(defaultView({ kind: 'skillmix', view: { x: 'ept', series: 'k_skills', facet: '', metric: '' } }, ['score_se', 'score']),
+    { x: 'ept', series: 'k_skills', facet: '', metric: 'score' });
   assert.deepEqual(defaultView({ kind: 'command', axes: [{ name: 'lr' }, { name: 'width' }] },
     ['loss_per_feature', 'loss', 'loss_se', 'acc']),
   { x: 'lr', series: 'width', facet: '', metric: 'loss' });
