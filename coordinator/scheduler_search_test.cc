@@ -453,7 +453,7 @@ TEST_P(SchedulerSearchTest, RefineWithAshaStopsLosersAndResolves) {
   EXPECT_EQ(usage->full_grid_trial_steps, 8 * 2 * 40);
   EXPECT_EQ(usage->trial_steps_used, 2 * (10 + 10 + 10 + 20 + 40));
   // The dashboard's view: rungs, the stopped points and refine's frontier.
-  auto json = SearchJson(sched_.get(), store_, "ra", 50);
+  auto json = views::ReadSearchJson(sched_.get(), store_, "ra", 50);
   ASSERT_TRUE(json.ok()) << json.status();
   EXPECT_EQ((*json)["rungs"], nlohmann::json({10, 20}));
   EXPECT_EQ((*json)["pruned_points"].size(), 8u);
@@ -540,7 +540,7 @@ TEST_P(SchedulerSearchTest, GpuHourBudgetPrunesPendingTrials) {
   EXPECT_EQ(budget_decisions, 2);
   // The dashboard's search JSON carries the budget (and the smoothing) to
   // show next to the hours used.
-  auto sj = SearchJson(sched_.get(), store_, "a", 50);
+  auto sj = views::ReadSearchJson(sched_.get(), store_, "a", 50);
   ASSERT_TRUE(sj.ok()) << sj.status();
   EXPECT_EQ((*sj)["budget_gpu_hours"], 0.45);
   EXPECT_EQ((*sj)["smooth_evals"], 1);
@@ -599,7 +599,7 @@ TEST_P(SchedulerSearchTest,
   const std::vector<store::DecisionRecord> log = Log("rb");
   ASSERT_FALSE(log.empty());
   EXPECT_EQ(log.back().action, "budget");
-  auto sj = SearchJson(sched_.get(), store_, "rb", 50);
+  auto sj = views::ReadSearchJson(sched_.get(), store_, "rb", 50);
   ASSERT_TRUE(sj.ok()) << sj.status();
   ASSERT_EQ((*sj)["frontier"].size(), 1u);
   const nlohmann::json& row = (*sj)["frontier"][0];

@@ -51,6 +51,11 @@ class ExperimentStore {
   // Returns the attempts of one trial, by attempt number.
   virtual absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
       absl::string_view trial_id) = 0;
+  // Returns the attempts of every trial of `sweep_id`, by (trial_id,
+  // attempt): one read for what ListAttempts per trial would return (the
+  // dashboard's device-hours of a sweep). The default asks per trial.
+  virtual absl::StatusOr<std::vector<AttemptRecord>> ListSweepAttempts(
+      absl::string_view sweep_id);
   // Returns every registered worker.
   virtual absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() = 0;
 

@@ -196,6 +196,12 @@ constexpr char kListAllTrials[] =
 constexpr char kListAttempts[] =
     "SELECT " SMOE_ATTEMPT_COLUMNS
     " FROM attempts WHERE trial_id = ? ORDER BY attempt";
+// One read for a sweep's attempts (the primary key (trial_id, attempt) gives
+// the order).
+constexpr char kListSweepAttempts[] =
+    "SELECT " SMOE_ATTEMPT_COLUMNS
+    " FROM attempts WHERE trial_id IN (SELECT trial_id FROM trials WHERE "
+    "sweep_id = ?) ORDER BY trial_id, attempt";
 constexpr char kListWorkers[] =
     "SELECT " SMOE_WORKER_COLUMNS " FROM workers ORDER BY worker_id";
 constexpr char kListMetrics[] =
@@ -1184,6 +1190,16 @@ absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListAttempts(
   absl::MutexLock lock(&mu_);
   SMOE_STATEMENT(s, kListAttempts, "list attempts");
   s.Text(trial_id);
+  std::vector<AttemptRecord> out;
+  SMOE_RETURN_IF_ERROR(ReadAll(s, ReadAttempt<Statement>, &out));
+  return out;
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListSweepAttempts(
+    absl::string_view sweep_id) {
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, kListSweepAttempts, "list sweep attempts");
+  s.Text(sweep_id);
   std::vector<AttemptRecord> out;
   SMOE_RETURN_IF_ERROR(ReadAll(s, ReadAttempt<Statement>, &out));
   return out;

@@ -194,6 +194,26 @@ TYPED_TEST(StoreContractTest, AttemptsAreKeyedByTrialAndAttempt) {
               ElementsAre(Dump(ended), Dump(MakeAttempt(t0, 2))));
   EXPECT_THAT(DumpAll(*this->store_->ListAttempts(t1)),
               ElementsAre(Dump(MakeAttempt(t1, 1))));
+  // A sweep's attempts in one read: every trial's, by (trial_id, attempt),
+  // none of another sweep's.
+  SweepRecord other = MakeSweep("other");
+  TrialRecord o0 = MakeTrial("other", 0);
+  WriteBatch b3;
+  b3.sweeps = {other};
+  b3.trials = {o0};
+  b3.attempts = {MakeAttempt(o0.trial_id, 1)};
+  this->MustCommit(b3);
+  std::vector<std::string> want = {Dump(ended), Dump(MakeAttempt(t0, 2)),
+                                   Dump(MakeAttempt(t1, 1))};
+  if (t1 < t0) {
+    want = {Dump(MakeAttempt(t1, 1)), Dump(ended), Dump(MakeAttempt(t0, 2))};
+  }
+  auto of_sweep = this->store_->ListSweepAttempts("s");
+  ASSERT_TRUE(of_sweep.ok()) << of_sweep.status();
+  EXPECT_EQ(DumpAll(*of_sweep), want);
+  EXPECT_EQ(DumpAll(*this->store_->ListSweepAttempts("other")),
+            std::vector<std::string>{Dump(MakeAttempt(o0.trial_id, 1))});
+  EXPECT_THAT(*this->store_->ListSweepAttempts("nope"), IsEmpty());
 }
 
 TYPED_TEST(StoreContractTest, MetricsAreUniquePerTrialStepNameAndOrdered) {

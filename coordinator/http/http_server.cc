@@ -837,9 +837,10 @@ struct HttpServer::Impl {
     Add(api::Op::kGetSkillMix,
         [this](const Request& req, Response& res) { GetSkillMix(req, res); });
     Add(api::Op::kGetSearch, [this](const Request& req, Response& res) {
-      auto body = SearchJson(scheduler, store, req.matches[1], 200);
-      if (!body.ok()) return StatusError(res, body.status());
-      res.set_content(Dump(*body), kJson);
+      auto summary =
+          views::ReadSearchSummary(scheduler, store, req.matches[1], 200);
+      if (!summary.ok()) return StatusError(res, summary.status());
+      res.set_content(Dump(views::SearchJson(*summary)), kJson);
     });
     Add(api::Op::kWatchSweep,
         [this](const Request& req, Response& res) { Events(req, res); });

@@ -1,0 +1,30 @@
+// Copyright 2026 SMoE Lab authors.
+//
+// File: store/experiment_store.cc
+
+#include "store/experiment_store.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "common/status_macros.h"
+
+namespace smoe::store {
+
+absl::StatusOr<std::vector<AttemptRecord>> ExperimentStore::ListSweepAttempts(
+    absl::string_view sweep_id) {
+  SMOE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, ListTrials(sweep_id));
+  std::vector<std::pair<std::string, const TrialRecord*>> by_id;
+  by_id.reserve(trials.size());
+  for (const TrialRecord& t : trials) by_id.emplace_back(t.trial_id, &t);
+  std::sort(by_id.begin(), by_id.end());
+  std::vector<AttemptRecord> out;
+  for (const auto& [id, t] : by_id) {
+    SMOE_ASSIGN_OR_RETURN(std::vector<AttemptRecord> a, ListAttempts(id));
+    for (AttemptRecord& r : a) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace smoe::store
