@@ -186,6 +186,23 @@ class CublasHandle {
   cublasHandle_t h_ = nullptr;
 };
 
+// The frame of every kernel check: `options.device` current (the caller's
+// restored after), the seed drawn and reported, then `body` with an RNG on
+// that seed.
+absl::StatusOr<KernelCheckResult> RunKernelCheck(
+    const KernelCheckOptions& options,
+    const std::function<absl::Status(std::mt19937&, KernelCheckResult*)>&
+        body) {
+  CurrentDeviceGuard restore;
+  SMOE_RETURN_IF_ERROR(
+      CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
+  KernelCheckResult r;
+  r.seed = SeedOf(options);
+  std::mt19937 rng(r.seed);
+  SMOE_RETURN_IF_ERROR(body(rng, &r));
+  return r;
+}
+
 #endif  // SMOE_WITH_CUDA
 
 [[maybe_unused]] absl::Status NoCuda() {
@@ -272,26 +289,23 @@ CudaStackInfo GetCudaStackInfo() {
 absl::StatusOr<KernelCheckResult> CheckRouterTopKKernels(
     const KernelCheckOptions& options) {
 #if defined(SMOE_WITH_CUDA)
-  CurrentDeviceGuard restore;
-  SMOE_RETURN_IF_ERROR(
-      CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
-  KernelCheckResult r;
-  r.seed = SeedOf(options);
-  std::mt19937 rng(r.seed);
-  const int64_t t = options.quick ? 1024 : 4096;
-  const RouterGating kRe = RouterGating::kRenormalized;
-  const RouterGating kNo = RouterGating::kNoRenorm;
-  std::vector<RouterTopKCheckCase> cases = {
-      {t, 8, 2, kRe, false}, {t, 64, 4, kNo, false}, {t, 200, 8, kRe, true}};
-  if (!options.quick) {
-    cases.push_back({t, 8, 2, kNo, true});
-    cases.push_back({7, 8, 8, kRe, false});
-  }
-  for (const RouterTopKCheckCase& c : cases) {
-    SMOE_RETURN_IF_ERROR(
-        CheckRouterTopK(c, rng, options.inject_fault, &r.comparisons));
-  }
-  return r;
+  return RunKernelCheck(options, [&options](std::mt19937& rng,
+                                            KernelCheckResult* r) {
+    const int64_t t = options.quick ? 1024 : 4096;
+    const RouterGating kRe = RouterGating::kRenormalized;
+    const RouterGating kNo = RouterGating::kNoRenorm;
+    std::vector<RouterTopKCheckCase> cases = {
+        {t, 8, 2, kRe, false}, {t, 64, 4, kNo, false}, {t, 200, 8, kRe, true}};
+    if (!options.quick) {
+      cases.push_back({t, 8, 2, kNo, true});
+      cases.push_back({7, 8, 8, kRe, false});
+    }
+    for (const RouterTopKCheckCase& c : cases) {
+      SMOE_RETURN_IF_ERROR(
+          CheckRouterTopK(c, rng, options.inject_fault, &r->comparisons));
+    }
+    return absl::OkStatus();
+  });
 #else
   (void)options;
   return NoCuda();
@@ -301,24 +315,21 @@ absl::StatusOr<KernelCheckResult> CheckRouterTopKKernels(
 absl::StatusOr<KernelCheckResult> CheckPermuteKernels(
     const KernelCheckOptions& options) {
 #if defined(SMOE_WITH_CUDA)
-  CurrentDeviceGuard restore;
-  SMOE_RETURN_IF_ERROR(
-      CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
-  KernelCheckResult r;
-  r.seed = SeedOf(options);
-  std::mt19937 rng(r.seed);
-  // hidden 256 takes the 16-byte vector path, 5 none.
-  std::vector<PermuteCheckCase> cases = {
-      {options.quick ? 1024 : 4096, 8, 2, 256, false, /*with_bf16=*/true},
-      {7, 8, 8, 5, false, /*with_bf16=*/false}};
-  if (!options.quick) {
-    cases.push_back({4096, 64, 1, 5, false, /*with_bf16=*/true});
-  }
-  for (const PermuteCheckCase& c : cases) {
-    SMOE_RETURN_IF_ERROR(
-        CheckPermute(c, rng, options.inject_fault, &r.comparisons));
-  }
-  return r;
+  return RunKernelCheck(
+      options, [&options](std::mt19937& rng, KernelCheckResult* r) {
+        // hidden 256 takes the 16-byte vector path, 5 none.
+        std::vector<PermuteCheckCase> cases = {
+            {options.quick ? 1024 : 4096, 8, 2, 256, false, /*with_bf16=*/true},
+            {7, 8, 8, 5, false, /*with_bf16=*/false}};
+        if (!options.quick) {
+          cases.push_back({4096, 64, 1, 5, false, /*with_bf16=*/true});
+        }
+        for (const PermuteCheckCase& c : cases) {
+          SMOE_RETURN_IF_ERROR(
+              CheckPermute(c, rng, options.inject_fault, &r->comparisons));
+        }
+        return absl::OkStatus();
+      });
 #else
   (void)options;
   return NoCuda();
@@ -328,31 +339,30 @@ absl::StatusOr<KernelCheckResult> CheckPermuteKernels(
 absl::StatusOr<KernelCheckResult> CheckGroupedGemmKernels(
     const KernelCheckOptions& options) {
 #if defined(SMOE_WITH_CUDA)
-  CurrentDeviceGuard restore;
-  SMOE_RETURN_IF_ERROR(
-      CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
-  KernelCheckResult r;
-  r.seed = SeedOf(options);
-  std::mt19937 rng(r.seed);
-  CublasHandle h;
-  SMOE_RETURN_IF_ERROR(h.Create());
-  for (GroupedGemmVariant v : {GroupedGemmVariant::kPerExpertLoop,
-                               GroupedGemmVariant::kGroupedBatched}) {
-    for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
-      const GroupedGemmCheckCase c{dtype, v, GroupedGemmMath::kStrictF32};
-      std::string unsupported;
-      SMOE_RETURN_IF_ERROR(CheckGroupedGemm(
-          h.get(), c, rng, options.inject_fault, &r.comparisons, &unsupported));
-      if (!unsupported.empty()) {
-        r.notes.push_back(absl::StrCat(
-            "grouped_gemm ", DTypeName(dtype),
-            v == GroupedGemmVariant::kGroupedBatched ? " grouped-batched"
-                                                     : " per-expert-loop",
-            ": not supported by this cuBLAS (", unsupported, "); not checked"));
-      }
-    }
-  }
-  return r;
+  return RunKernelCheck(
+      options, [&options](std::mt19937& rng, KernelCheckResult* r) {
+        CublasHandle h;
+        SMOE_RETURN_IF_ERROR(h.Create());
+        for (GroupedGemmVariant v : {GroupedGemmVariant::kPerExpertLoop,
+                                     GroupedGemmVariant::kGroupedBatched}) {
+          for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+            const GroupedGemmCheckCase c{dtype, v, GroupedGemmMath::kStrictF32};
+            std::string unsupported;
+            SMOE_RETURN_IF_ERROR(
+                CheckGroupedGemm(h.get(), c, rng, options.inject_fault,
+                                 &r->comparisons, &unsupported));
+            if (!unsupported.empty()) {
+              r->notes.push_back(absl::StrCat(
+                  "grouped_gemm ", DTypeName(dtype),
+                  v == GroupedGemmVariant::kGroupedBatched ? " grouped-batched"
+                                                           : " per-expert-loop",
+                  ": not supported by this cuBLAS (", unsupported,
+                  "); not checked"));
+            }
+          }
+        }
+        return absl::OkStatus();
+      });
 #else
   (void)options;
   return NoCuda();
