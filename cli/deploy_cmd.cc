@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/child_process.h"
 #include "common/api_token.h"
 #include "coordinator/tokens.h"
 
@@ -83,32 +84,11 @@ bool WriteFile(const fs::path& path, const std::string& text, mode_t mode) {
 // Runs argv (PATH lookup), returns its exit status (127: not found), stdout
 // in *out; stderr passes through.
 int RunCapture(const std::vector<std::string>& argv, std::string* out) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return 127;
-  const pid_t pid = ::fork();
-  if (pid < 0) return 127;
-  if (pid == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    std::vector<char*> args;
-    for (const std::string& a : argv)
-      args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out->append(buf, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  ChildSpec spec;
+  spec.argv = argv;
+  spec.search_path = true;
+  spec.report_exec_error = false;
+  return RunAndCapture(std::move(spec), out);
 }
 
 // Removes the temporary directory on every return path.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "cli/child_process.h"
 #include "cli/client.h"
 
 namespace smoe::cli {
@@ -88,28 +89,19 @@ int RunDoctor(const DoctorOptions& o, std::ostream& out, std::ostream& err) {
            "--build build --target smoe-trainer; or pass --trainer PATH)\n";
     return kExitFailure;
   }
-  std::vector<char*> argv;
-  std::string sub = "doctor";
-  argv.push_back(trainer.data());
-  argv.push_back(sub.data());
-  for (std::string& a : forward) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  ChildSpec spec;
+  spec.argv = {trainer, "doctor"};
+  spec.argv.insert(spec.argv.end(), forward.begin(), forward.end());
+  spec.exec_error_before = "smoe doctor: exec ";
+  spec.exec_failure_code = kExitFailure;
   out.flush();
   err.flush();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execv(trainer.c_str(), argv.data());
-    std::fprintf(stderr, "smoe doctor: exec %s: %s\n", trainer.c_str(),
-                 std::strerror(errno));
-    ::_exit(kExitFailure);
-  }
+  const pid_t pid = StartChild(spec);
   if (pid < 0) {
     err << "smoe doctor: fork: " << std::strerror(errno) << "\n";
     return kExitFailure;
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = WaitChild(pid);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   err << "smoe doctor: smoe-trainer killed by signal " << WTERMSIG(status)
       << "\n";

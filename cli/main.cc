@@ -8,10 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -131,39 +134,93 @@ int PrintCommandParams(const std::string& path, bool markdown) {
   return kExitOk;
 }
 
-}  // namespace
-
-int Main(int argc, char** argv) {
-  CLI::App app{"SMoE Lab: sparse Mixture-of-Experts sparsity studies at scale",
-               "smoe"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "Show help for all subcommands");
-  app.set_version_flag("--version", "smoe " SMOE_VERSION);
-
-  ClientOptions client_opts;
-  if (const char* env = std::getenv("SMOE_COORDINATOR")) {
-    client_opts.address = env;
-  }
+// The flags every command that talks to the coordinator shares.
+struct ClientFlags {
+  ClientOptions options;
   double timeout_s = 30;
-  auto add_client_flags = [&](CLI::App* cmd) {
-    cmd->add_option("--coordinator", client_opts.address,
-                    "Coordinator address host:port ($SMOE_COORDINATOR)")
-        ->capture_default_str();
-    cmd->add_option("--token-file", client_opts.token_file,
-                    "API token file (default ./smoe-data/token, else "
-                    "~/.smoe/token; $SMOE_TOKEN wins)");
-    cmd->add_option("--tls-ca", client_opts.tls_ca,
-                    "PEM root certificates: use TLS");
-    cmd->add_option("--timeout", timeout_s, "RPC deadline in seconds")
-        ->capture_default_str()
-        ->check(PositiveNumber());
-  };
+};
 
-  // smoe coordinator
+// Adds --coordinator, --token-file, --tls-ca and --timeout to `cmd`.
+void AddClientFlags(CLI::App* cmd, ClientFlags* flags) {
+  ClientOptions& client_opts = flags->options;
+  double& timeout_s = flags->timeout_s;
+  cmd->add_option("--coordinator", client_opts.address,
+                  "Coordinator address host:port ($SMOE_COORDINATOR)")
+      ->capture_default_str();
+  cmd->add_option("--token-file", client_opts.token_file,
+                  "API token file (default ./smoe-data/token, else "
+                  "~/.smoe/token; $SMOE_TOKEN wins)");
+  cmd->add_option("--tls-ca", client_opts.tls_ca,
+                  "PEM root certificates: use TLS");
+  cmd->add_option("--timeout", timeout_s, "RPC deadline in seconds")
+      ->capture_default_str()
+      ->check(PositiveNumber());
+}
+
+using ClientRun = std::function<int(CoordinatorClient&)>;
+
+// `cmd` (its client flags added), run by connecting with `flags` and calling
+// `run` with the client.
+Command WithClient(CLI::App* cmd, const std::shared_ptr<ClientFlags>& flags,
+                   ClientRun run) {
+  AddClientFlags(cmd, flags.get());
+  return {cmd, [flags, run = std::move(run)] {
+            flags->options.timeout = absl::Seconds(flags->timeout_s);
+            int rc = kExitOk;
+            auto client = MakeClient(flags->options, &rc);
+            if (!client) return rc;
+            return run(*client);
+          }};
+}
+
+// smoe coordinator
+struct CoordinatorFlags {
   coordinator::ServerOptions server_opts;
   double lease_timeout_s = 30, heartbeat_s = 5, restart_grace_s = 45;
   double keep_failed_s = 86400;
   std::string port_file;
+  CLI::Option* http_listen_opt = nullptr;
+};
+
+int RunCoordinatorCommand(CoordinatorFlags& f) {
+  coordinator::ServerOptions& server_opts = f.server_opts;
+  const double lease_timeout_s = f.lease_timeout_s;
+  const double heartbeat_s = f.heartbeat_s;
+  const double restart_grace_s = f.restart_grace_s;
+  const double keep_failed_s = f.keep_failed_s;
+  const std::string& port_file = f.port_file;
+  const CLI::Option* http_listen_opt = f.http_listen_opt;
+  // A worker retries a failed call after up to backoff_max: with a lease
+  // timeout below it, a worker backing off while the coordinator restarts
+  // loses its leases and its trials re-run (issue 36).
+  if (const absl::Duration backoff = worker::WorkerDaemonOptions().backoff_max;
+      absl::Seconds(lease_timeout_s) < backoff) {
+    std::cerr << "smoe coordinator: warning: --lease-timeout "
+              << lease_timeout_s
+              << " s is below the workers' longest retry backoff ("
+              << absl::ToDoubleSeconds(backoff)
+              << " s): a worker backing off while the coordinator restarts "
+                 "or stalls loses its leases and their trials re-run; use "
+                 "at least "
+              << absl::ToDoubleSeconds(backoff) << " s\n";
+  }
+  server_opts.scheduler.lease_timeout = absl::Seconds(lease_timeout_s);
+  server_opts.checkpoints.keep_failed = absl::Seconds(keep_failed_s);
+  server_opts.scheduler.heartbeat_interval = absl::Seconds(heartbeat_s);
+  server_opts.scheduler.restart_grace = absl::Seconds(restart_grace_s);
+  server_opts.http_required = http_listen_opt->count() > 0;
+  return RunCoordinator(server_opts, port_file);
+}
+
+Command AddCoordinatorCommand(CLI::App* app_ptr) {
+  CLI::App& app = *app_ptr;
+  auto f = std::make_shared<CoordinatorFlags>();
+  coordinator::ServerOptions& server_opts = f->server_opts;
+  double& lease_timeout_s = f->lease_timeout_s;
+  double& heartbeat_s = f->heartbeat_s;
+  double& restart_grace_s = f->restart_grace_s;
+  double& keep_failed_s = f->keep_failed_s;
+  std::string& port_file = f->port_file;
   CLI::App* coord = app.add_subcommand("coordinator", "Run the coordinator");
   coord->add_option("--listen", server_opts.listen, "gRPC listen address")
       ->capture_default_str();
@@ -177,7 +234,7 @@ int Main(int argc, char** argv) {
                     "Tokens of other roles (viewer, worker, admin): name, "
                     "role and hash per line; default <data-dir>/tokens "
                     "(`smoe token create`, docs/roles.md)");
-  CLI::Option* http_listen_opt =
+  f->http_listen_opt =
       coord
           ->add_option("--http-listen", server_opts.http_listen,
                        "Dashboard (HTTP) listen address; '' turns it off")
@@ -249,11 +306,18 @@ int Main(int argc, char** argv) {
                    "NAT address; 0 = no cap)")
       ->capture_default_str()
       ->check(IntAtLeast(0));
+  return {coord, [f] { return RunCoordinatorCommand(*f); }};
+}
 
-  // smoe admin backup
+// smoe admin backup
+Command AddAdminCommand(CLI::App* app_ptr) {
+  CLI::App& app = *app_ptr;
+  auto dirs =
+      std::make_shared<std::pair<std::string, std::string>>("smoe-data", "");
+  std::string& backup_data_dir = dirs->first;
+  std::string& backup_out = dirs->second;
   CLI::App* admin = app.add_subcommand("admin", "Coordinator administration");
   admin->require_subcommand(1);
-  std::string backup_data_dir = "smoe-data", backup_out;
   CLI::App* backup = admin->add_subcommand(
       "backup",
       "Copy the coordinator's database (online: the coordinator may be "
@@ -266,13 +330,36 @@ int Main(int argc, char** argv) {
       ->add_option("--out", backup_out,
                    "Backup file to create (never overwritten)")
       ->required();
+  return {backup, [dirs] {
+            const std::string& backup_data_dir = dirs->first;
+            const std::string& backup_out = dirs->second;
+            const absl::Status st =
+                coordinator::BackupDataDir(backup_data_dir, backup_out);
+            if (!st.ok()) {
+              std::cerr << "smoe admin backup: " << st.message() << "\n";
+              return st.code() == absl::StatusCode::kFailedPrecondition
+                         ? kExitNoInput
+                         : kExitSoftware;
+            }
+            std::cout << "backed up " << backup_data_dir << "/smoe.db to "
+                      << backup_out << " (quick_check ok)" << std::endl;
+            return kExitOk;
+          }};
+}
 
-  // smoe token create|list|revoke
-  TokenCommands token_cmds;
-  AddTokenCommands(&app, &token_cmds);
+// smoe token create|list|revoke
+Command AddTokenCommand(CLI::App* app) {
+  auto cmds = std::make_shared<TokenCommands>();
+  AddTokenCommands(app, cmds.get());
+  return {app->get_subcommand("token"),
+          [cmds] { return RunTokenCommand(*cmds, std::cout, std::cerr); }};
+}
 
-  // smoe up
-  UpOptions up_opts;
+// smoe up
+Command AddUpCommand(CLI::App* app_ptr) {
+  CLI::App& app = *app_ptr;
+  auto opts = std::make_shared<UpOptions>();
+  UpOptions& up_opts = *opts;
   CLI::App* up = app.add_subcommand(
       "up",
       "Local lab: coordinator + workers + a sweep (default: the SRAVEN "
@@ -304,14 +391,63 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(-1, 65535));
   up->add_flag("--exit-when-done", up_opts.exit_when_done,
                "Exit when the sweep finishes instead of serving");
+  return {up, [opts] { return RunUp(*opts); }};
+}
 
-  // smoe sweep ...
-  CLI::App* sweep = app.add_subcommand("sweep", "Submit and manage sweeps");
-  sweep->require_subcommand(1);
-  std::string file, sweep_id, axis, format = "table";
+// smoe sweep ... (the flags of every sweep subcommand)
+struct SweepFlags {
+  std::string file, sweep_id, axis;
   std::vector<std::string> values;
   bool watch = false, dry_run = false, trials = false,
        include_cancelled = false;
+  bool delete_yes = false, ls_all = false;
+  std::string note_text;
+  std::vector<std::string> tag_list, tag_add, tag_remove;
+  bool tag_clear = false, unarchive = false;
+};
+
+// smoe sweep tag: exactly one of TAGS, --add/--remove, --clear.
+bool CheckTagFlags(const SweepFlags& f) {
+  if ((f.tag_list.empty() ? 0 : 1) + (f.tag_clear ? 1 : 0) +
+          (f.tag_add.empty() && f.tag_remove.empty() ? 0 : 1) !=
+      1) {
+    std::cerr << "smoe sweep tag: give either TAGS (replace), --add/--remove "
+                 "(edit) or --clear\n";
+    return false;
+  }
+  return true;
+}
+
+// The annotation `note`, `tag` or `archive` (whichever `cmd` is) sets.
+SweepAnnotationFlags AnnotationFlags(const SweepFlags& f, const char* cmd) {
+  SweepAnnotationFlags a;
+  const std::string c = cmd;
+  if (c == "note") a.notes = f.note_text;
+  if (c == "archive") a.archived = !f.unarchive;
+  if (c == "tag") {
+    if (!f.tag_list.empty()) a.tags = f.tag_list;
+    if (f.tag_clear) a.tags = std::vector<std::string>{};
+    a.add_tags = f.tag_add;
+    a.remove_tags = f.tag_remove;
+  }
+  return a;
+}
+
+std::vector<Command> AddSweepCommands(
+    CLI::App* app_ptr, const std::shared_ptr<ClientFlags>& client) {
+  CLI::App& app = *app_ptr;
+  auto f = std::make_shared<SweepFlags>();
+  std::string &file = f->file, &sweep_id = f->sweep_id, &axis = f->axis;
+  std::vector<std::string>& values = f->values;
+  bool &watch = f->watch, &dry_run = f->dry_run, &trials = f->trials,
+       &include_cancelled = f->include_cancelled;
+  bool &delete_yes = f->delete_yes, &ls_all = f->ls_all;
+  std::string& note_text = f->note_text;
+  std::vector<std::string>&tag_list = f->tag_list, &tag_add = f->tag_add,
+  &tag_remove = f->tag_remove;
+  bool &tag_clear = f->tag_clear, &unarchive = f->unarchive;
+  CLI::App* sweep = app.add_subcommand("sweep", "Submit and manage sweeps");
+  sweep->require_subcommand(1);
   CLI::App* submit = sweep->add_subcommand("submit", "Submit a sweep file");
   submit->add_option("FILE", file, "Sweep file (YAML)")->required();
   submit->add_flag("--watch", watch, "Show progress until it finishes");
@@ -327,7 +463,6 @@ int Main(int argc, char** argv) {
   show->add_flag("--trials", trials, "List its trials");
   CLI::App* cancel = sweep->add_subcommand("cancel", "Cancel a sweep");
   cancel->add_option("SWEEP", sweep_id)->required();
-  bool delete_yes = false;
   CLI::App* del = sweep->add_subcommand(
       "delete",
       "Delete a finished sweep with all its data (admin; cancel it first if "
@@ -349,12 +484,8 @@ int Main(int argc, char** argv) {
       ->delimiter(',');
   CLI::App* watch_cmd = sweep->add_subcommand("watch", "Show progress");
   watch_cmd->add_option("SWEEP", sweep_id)->required();
-  bool ls_all = false;
   ls->add_flag("--all", ls_all, "Also list archived sweeps");
   // Annotations (admin): notes, tags, archive.
-  std::string note_text;
-  std::vector<std::string> tag_list, tag_add, tag_remove;
-  bool tag_clear = false, unarchive = false;
   CLI::App* note =
       sweep->add_subcommand("note", "Set a sweep's notes (admin; '' clears)");
   note->add_option("SWEEP", sweep_id)->required();
@@ -372,22 +503,76 @@ int Main(int argc, char** argv) {
       "(admin)");
   archive->add_option("SWEEP", sweep_id)->required();
   archive->add_flag("--undo", unarchive, "Unarchive it");
-  for (CLI::App* c : {submit, ls, show, cancel, del, retry, extend, watch_cmd,
-                      note, tag, archive}) {
-    add_client_flags(c);
+  std::vector<Command> commands = {
+      {validate, [f] { return ValidateSweepCmd(f->file, std::cout); }}};
+  auto add = [&](CLI::App* cmd, ClientRun run) {
+    commands.push_back(WithClient(cmd, client, std::move(run)));
+  };
+  add(submit, [f](CoordinatorClient& c) {
+    return SubmitSweepCmd(c, f->file, f->watch, f->dry_run, std::cout);
+  });
+  add(ls, [f](CoordinatorClient& c) {
+    return ListSweepsCmd(c, std::cout, f->ls_all);
+  });
+  add(show, [f](CoordinatorClient& c) {
+    return ShowSweepCmd(c, f->sweep_id, f->trials, std::cout);
+  });
+  add(cancel, [f](CoordinatorClient& c) {
+    return CancelSweepCmd(c, f->sweep_id, std::cout);
+  });
+  add(del, [f](CoordinatorClient& c) {
+    return DeleteSweepCmd(c, f->sweep_id, f->delete_yes,
+                          ::isatty(STDIN_FILENO) != 0, std::cin, std::cout);
+  });
+  add(retry, [f](CoordinatorClient& c) {
+    return RetrySweepCmd(c, f->sweep_id, f->include_cancelled, std::cout);
+  });
+  add(extend, [f](CoordinatorClient& c) {
+    return ExtendSweepCmd(c, f->sweep_id, f->axis, f->values, std::cout);
+  });
+  add(watch_cmd, [f](CoordinatorClient& c) {
+    return WatchSweepCmd(c, f->sweep_id, std::cout);
+  });
+  for (CLI::App* cmd : {note, tag, archive}) {
+    const char* name = cmd == note ? "note" : cmd == tag ? "tag" : "archive";
+    Command c = WithClient(cmd, client, [f, name](CoordinatorClient& c) {
+      return AnnotateSweepCmd(c, f->sweep_id, AnnotationFlags(*f, name),
+                              std::cout);
+    });
+    if (cmd == tag) {  // checked before connecting
+      c.run = [f, run = std::move(c.run)] {
+        return CheckTagFlags(*f) ? run() : kExitUsage;
+      };
+    }
+    commands.push_back(std::move(c));
   }
+  return commands;
+}
 
-  // smoe results
+// smoe results
+Command AddResultsCommand(CLI::App* app_ptr,
+                          const std::shared_ptr<ClientFlags>& client) {
+  CLI::App& app = *app_ptr;
+  auto ids = std::make_shared<std::pair<std::string, std::string>>("", "table");
+  std::string& sweep_id = ids->first;
+  std::string& format = ids->second;
   CLI::App* results = app.add_subcommand("results", "Print a sweep's results");
   results->add_option("SWEEP", sweep_id)->required();
   results->add_option("--format", format, "table | csv | json")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "csv", "json"}));
-  add_client_flags(results);
+  return WithClient(results, client, [ids](CoordinatorClient& c) {
+    return ResultsCmd(c, ids->first, ids->second, std::cout);
+  });
+}
 
-  // smoe workers [--all] | smoe workers drain WORKER
-  bool workers_all = false;
-  std::string drain_worker;
+// smoe workers [--all] | smoe workers drain WORKER
+std::vector<Command> AddWorkersCommands(
+    CLI::App* app_ptr, const std::shared_ptr<ClientFlags>& client) {
+  CLI::App& app = *app_ptr;
+  auto f = std::make_shared<std::pair<bool, std::string>>(false, "");
+  bool& workers_all = f->first;
+  std::string& drain_worker = f->second;
   CLI::App* workers = app.add_subcommand(
       "workers",
       "List the workers: state (ready, draining, stopped, lost), slots, "
@@ -400,11 +585,28 @@ int Main(int argc, char** argv) {
       "and resume elsewhere, then it exits");
   workers_drain->add_option("WORKER", drain_worker, "Worker id (as listed)")
       ->required();
-  add_client_flags(workers);
-  add_client_flags(workers_drain);
+  // drain first: `smoe workers drain` parses both.
+  return {WithClient(workers_drain, client,
+                     [f](CoordinatorClient& c) {
+                       return DrainWorkerCmd(c, f->second, std::cout);
+                     }),
+          WithClient(workers, client, [f](CoordinatorClient& c) {
+            return WorkersCmd(c, f->first, std::cout);
+          })};
+}
 
-  // smoe artifacts
+// smoe artifacts
+struct ArtifactsFlags {
   std::string artifact_trial, artifact_download, artifact_out;
+};
+
+Command AddArtifactsCommand(CLI::App* app_ptr,
+                            const std::shared_ptr<ClientFlags>& client) {
+  CLI::App& app = *app_ptr;
+  auto f = std::make_shared<ArtifactsFlags>();
+  std::string &artifact_trial = f->artifact_trial,
+              &artifact_download = f->artifact_download,
+              &artifact_out = f->artifact_out;
   CLI::App* artifacts = app.add_subcommand(
       "artifacts", "List or download a trial's checkpoints and result file");
   artifacts->add_option("TRIAL", artifact_trial, "Trial id (SWEEP/HASH)")
@@ -413,11 +615,19 @@ int Main(int argc, char** argv) {
                         "Download the artifact of this name");
   artifacts->add_option("-o,--output", artifact_out,
                         "Where to write it (default: its name; '-': stdout)");
-  add_client_flags(artifacts);
+  return WithClient(artifacts, client, [f](CoordinatorClient& c) {
+    return ArtifactsCmd(c, f->artifact_trial, f->artifact_download,
+                        f->artifact_out, std::cout);
+  });
+}
 
-  // smoe logs
-  std::string logs_trial;
-  LogsFlags logs_flags;
+// smoe logs
+Command AddLogsCommand(CLI::App* app_ptr,
+                       const std::shared_ptr<ClientFlags>& client) {
+  CLI::App& app = *app_ptr;
+  auto f = std::make_shared<std::pair<std::string, LogsFlags>>();
+  std::string& logs_trial = f->first;
+  LogsFlags& logs_flags = f->second;
   CLI::App* logs = app.add_subcommand(
       "logs",
       "Print a trial attempt's log (trainer stderr and non-event "
@@ -427,19 +637,74 @@ int Main(int argc, char** argv) {
                    "Attempt number (default: the latest)");
   logs->add_flag("-f,--follow", logs_flags.follow,
                  "Keep printing what the attempt adds until it ends");
-  add_client_flags(logs);
+  return WithClient(logs, client, [f](CoordinatorClient& c) {
+    return LogsCmd(c, f->first, f->second, std::cout);
+  });
+}
 
-  // smoe train sraven
-  CLI::App* train = app.add_subcommand("train", "One local training run");
-  train->require_subcommand(1);
-  CLI::App* train_sraven =
-      train->add_subcommand("sraven", "Train an SMoE transformer on SRAVEN");
+// smoe train sraven
+struct TrainSravenFlags {
   TrainOptions train_opts;
   int64_t t_m = 4, t_top_k = 2, t_experts = 8, t_steps = 2000, t_batch = 128,
           t_depth = 4, t_log_every = 20, t_num_eval = 4096;
   double t_width = 1, t_lr = 0.001;
   std::string t_attention = "softmax", t_router = "topk", t_device = "cpu";
   std::vector<std::string> t_extra;
+};
+
+int RunTrainSraven(TrainSravenFlags& f) {
+  TrainOptions& train_opts = f.train_opts;
+  const std::vector<std::string>& t_extra = f.t_extra;
+  nlohmann::json& p = train_opts.params;
+  p = {{"M", f.t_m},
+       {"top_k", f.t_top_k},
+       {"num_experts", f.t_experts},
+       {"attention", f.t_attention},
+       {"router", f.t_router},
+       {"steps", f.t_steps},
+       {"batch_size", f.t_batch},
+       {"width", f.t_width},
+       {"depth", f.t_depth},
+       {"lr", f.t_lr},
+       {"log_every", f.t_log_every},
+       {"num_eval", f.t_num_eval},
+       {"device", f.t_device}};
+  if (train_opts.ep_size > 1) p["ep_size"] = train_opts.ep_size;
+  for (const std::string& kv : t_extra) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "smoe train: --param '" << kv << "' is not key=value\n";
+      return kExitUsage;
+    }
+    const std::string key = kv.substr(0, eq), val = kv.substr(eq + 1);
+    auto parsed = nlohmann::json::parse(val, nullptr, false);
+    p[key] = parsed.is_discarded() ? nlohmann::json(val) : parsed;
+  }
+  if (p.contains("ep_size") && p["ep_size"] != train_opts.ep_size) {
+    std::cerr << "smoe train: --param ep_size=" << p["ep_size"].dump()
+              << " disagrees with --ep-size " << train_opts.ep_size
+              << " (use --ep-size " << p["ep_size"].dump()
+              << ": it also starts the ranks)\n";
+    return kExitUsage;
+  }
+  return RunTrainCommand(train_opts, std::cout);
+}
+
+Command AddTrainCommand(CLI::App* app_ptr) {
+  CLI::App& app = *app_ptr;
+  auto f = std::make_shared<TrainSravenFlags>();
+  TrainOptions& train_opts = f->train_opts;
+  int64_t &t_m = f->t_m, &t_top_k = f->t_top_k, &t_experts = f->t_experts,
+          &t_steps = f->t_steps, &t_batch = f->t_batch, &t_depth = f->t_depth,
+          &t_log_every = f->t_log_every, &t_num_eval = f->t_num_eval;
+  double &t_width = f->t_width, &t_lr = f->t_lr;
+  std::string &t_attention = f->t_attention, &t_router = f->t_router,
+              &t_device = f->t_device;
+  std::vector<std::string>& t_extra = f->t_extra;
+  CLI::App* train = app.add_subcommand("train", "One local training run");
+  train->require_subcommand(1);
+  CLI::App* train_sraven =
+      train->add_subcommand("sraven", "Train an SMoE transformer on SRAVEN");
   train_sraven->add_option("--M", t_m, "Difficulty: rules per problem (1..8)")
       ->capture_default_str();
   train_sraven->add_option("--top-k", t_top_k, "Active experts per token")
@@ -494,13 +759,25 @@ int Main(int argc, char** argv) {
       ->delimiter(',')
       ->check(IntAtLeast(0));
   train_sraven->footer(kLocalEpHelp);
+  return {train_sraven, [f] { return RunTrainSraven(*f); }};
+}
 
-  // smoe skillmix run (cli/skillmix_cmd.h)
-  SkillMixRunFlags skillmix_flags;
-  CLI::App* skillmix_run = AddSkillMixCommand(&app, &skillmix_flags);
+// smoe skillmix run (cli/skillmix_cmd.h)
+Command AddSkillMixRunCommand(CLI::App* app) {
+  auto f = std::make_shared<SkillMixRunFlags>();
+  return {AddSkillMixCommand(app, f.get()), [f] {
+            if (!SkillMixParamsFromFlags(f.get(), std::cerr)) return kExitUsage;
+            return RunSkillMixCommand(f->run, std::cout);
+          }};
+}
 
-  // smoe analyze
-  AnalyzeFlags analyze_flags;
+// smoe analyze
+Command AddAnalyzeCommand(CLI::App* app_ptr,
+                          const std::shared_ptr<ClientFlags>& client) {
+  CLI::App& app = *app_ptr;
+  auto f = std::make_shared<std::pair<std::string, AnalyzeFlags>>();
+  std::string& sweep_id = f->first;
+  AnalyzeFlags& analyze_flags = f->second;
   CLI::App* analyze = app.add_subcommand(
       "analyze",
       "Optimal k per difficulty (bootstrap CI) and the E(k,N) fit, or with "
@@ -537,11 +814,34 @@ int Main(int argc, char** argv) {
                    "seed: each seed selects its own values; point: one "
                    "selection per point on the mean over seeds")
       ->capture_default_str();
-  add_client_flags(analyze);
+  return WithClient(analyze, client, [f](CoordinatorClient& c) {
+    return AnalyzeCmd(c, f->first, f->second, std::cout);
+  });
+}
 
-  // smoe params KIND (trials/params.h)
+// smoe params KIND (trials/params.h)
+struct ParamsFlags {
   std::string params_kind;
   bool params_markdown = false;
+  std::string params_sweep;
+};
+
+int RunParams(const ParamsFlags& f) {
+  if (f.params_kind == trials::kCommandKind) {
+    return PrintCommandParams(f.params_sweep, f.params_markdown);
+  }
+  const trials::TrialKind& k = *trials::FindKind(f.params_kind);
+  std::cout << (f.params_markdown ? trials::FormatMarkdown(k)
+                                  : trials::FormatText(k));
+  return kExitOk;
+}
+
+Command AddParamsCommand(CLI::App* app_ptr) {
+  CLI::App& app = *app_ptr;
+  auto f = std::make_shared<ParamsFlags>();
+  std::string& params_kind = f->params_kind;
+  bool& params_markdown = f->params_markdown;
+  std::string& params_sweep = f->params_sweep;
   CLI::App* params =
       app.add_subcommand("params",
                          "Print a trial kind's parameters: type, allowed "
@@ -551,7 +851,6 @@ int Main(int argc, char** argv) {
     kind_names.push_back(k->name);
   }
   kind_names.push_back(trials::kCommandKind);
-  std::string params_sweep;
   params->add_option("KIND", params_kind, "sraven | skillmix | command")
       ->required()
       ->check(CLI::IsMember(kind_names));
@@ -561,187 +860,89 @@ int Main(int argc, char** argv) {
       ->add_option("--sweep", params_sweep,
                    "kind command: the sweep file declaring the params")
       ->type_name("FILE");
+  return {params, [f] { return RunParams(*f); }};
+}
 
-  // smoe deploy render (cli/deploy_cmd.h)
-  DeployRenderOptions deploy_opts;
-  CLI::App* deploy_render = AddDeployCommand(&app, &deploy_opts);
+// smoe deploy render (cli/deploy_cmd.h)
+Command AddDeployRenderCommand(CLI::App* app) {
+  auto opts = std::make_shared<DeployRenderOptions>();
+  return {AddDeployCommand(app, opts.get()),
+          [opts] { return RunDeployRender(*opts, std::cout, std::cerr); }};
+}
 
-  // smoe worker (cli/worker_cmd.h), sraven (cli/sraven_cmd.h), doctor
-  // (cli/doctor_cmd.h), model make-random (cli/model_cmd.h)
-  worker::WorkerFlags worker_flags;
-  CLI::App* worker_cmd = AddWorkerCommand(&app, &worker_flags);
-  SravenOptions sraven_opts;
-  CLI::App* sraven_cmd = AddSravenCommand(&app, &sraven_opts);
-  DoctorOptions doctor_opts;
-  CLI::App* doctor_cmd = AddDoctorCommand(&app, &doctor_opts);
-  ModelOptions model_opts;
-  CLI::App* model_cmd = AddModelCommand(&app, &model_opts);
+// smoe worker (cli/worker_cmd.h)
+Command AddWorkerDaemonCommand(CLI::App* app) {
+  auto flags = std::make_shared<worker::WorkerFlags>();
+  return {AddWorkerCommand(app, flags.get()), [flags] {
+            if (absl::Status s = CheckWorkerFlags(*flags); !s.ok()) {
+              std::cerr << "smoe worker: " << s.message() << "\n";
+              return kExitUsage;
+            }
+            return worker::RunWorker(*flags);
+          }};
+}
 
-  if (std::optional<int> rc =
-          ParseCommandLine(&app, argc, argv, std::cout, std::cerr)) {
-    return *rc;
-  }
-  client_opts.timeout = absl::Seconds(timeout_s);
+// smoe sraven (cli/sraven_cmd.h), doctor (cli/doctor_cmd.h), model
+// make-random (cli/model_cmd.h)
+Command AddSravenDataCommand(CLI::App* app) {
+  auto opts = std::make_shared<SravenOptions>();
+  return {AddSravenCommand(app, opts.get()),
+          [opts] { return RunSraven(*opts, std::cout, std::cerr); }};
+}
 
-  if (worker_cmd->parsed()) {
-    if (absl::Status s = CheckWorkerFlags(worker_flags); !s.ok()) {
-      std::cerr << "smoe worker: " << s.message() << "\n";
-      return kExitUsage;
-    }
-    return worker::RunWorker(worker_flags);
-  }
-  if (sraven_cmd->parsed()) return RunSraven(sraven_opts, std::cout, std::cerr);
-  if (doctor_cmd->parsed()) return RunDoctor(doctor_opts, std::cout, std::cerr);
-  if (model_cmd->parsed()) return RunModel(model_opts, std::cerr);
+Command AddDoctorCheckCommand(CLI::App* app) {
+  auto opts = std::make_shared<DoctorOptions>();
+  return {AddDoctorCommand(app, opts.get()),
+          [opts] { return RunDoctor(*opts, std::cout, std::cerr); }};
+}
 
-  if (const int rc = RunTokenCommand(token_cmds, std::cout, std::cerr);
-      rc >= 0) {
-    return rc;
+Command AddModelToolCommand(CLI::App* app) {
+  auto opts = std::make_shared<ModelOptions>();
+  return {AddModelCommand(app, opts.get()),
+          [opts] { return RunModel(*opts, std::cerr); }};
+}
+
+// Every `smoe` subcommand, in the order of the help.
+std::vector<Command> AddCommands(CLI::App* app) {
+  auto client = std::make_shared<ClientFlags>();
+  if (const char* env = std::getenv("SMOE_COORDINATOR")) {
+    client->options.address = env;
   }
-  if (backup->parsed()) {
-    const absl::Status st =
-        coordinator::BackupDataDir(backup_data_dir, backup_out);
-    if (!st.ok()) {
-      std::cerr << "smoe admin backup: " << st.message() << "\n";
-      return st.code() == absl::StatusCode::kFailedPrecondition ? kExitNoInput
-                                                                : kExitSoftware;
-    }
-    std::cout << "backed up " << backup_data_dir << "/smoe.db to " << backup_out
-              << " (quick_check ok)" << std::endl;
-    return kExitOk;
-  }
-  if (coord->parsed()) {
-    // A worker retries a failed call after up to backoff_max: with a lease
-    // timeout below it, a worker backing off while the coordinator restarts
-    // loses its leases and its trials re-run (issue 36).
-    if (const absl::Duration backoff =
-            worker::WorkerDaemonOptions().backoff_max;
-        absl::Seconds(lease_timeout_s) < backoff) {
-      std::cerr << "smoe coordinator: warning: --lease-timeout "
-                << lease_timeout_s
-                << " s is below the workers' longest retry backoff ("
-                << absl::ToDoubleSeconds(backoff)
-                << " s): a worker backing off while the coordinator restarts "
-                   "or stalls loses its leases and their trials re-run; use "
-                   "at least "
-                << absl::ToDoubleSeconds(backoff) << " s\n";
-    }
-    server_opts.scheduler.lease_timeout = absl::Seconds(lease_timeout_s);
-    server_opts.checkpoints.keep_failed = absl::Seconds(keep_failed_s);
-    server_opts.scheduler.heartbeat_interval = absl::Seconds(heartbeat_s);
-    server_opts.scheduler.restart_grace = absl::Seconds(restart_grace_s);
-    server_opts.http_required = http_listen_opt->count() > 0;
-    return RunCoordinator(server_opts, port_file);
-  }
-  if (up->parsed()) return RunUp(up_opts);
-  if (params->parsed() && params_kind == trials::kCommandKind) {
-    return PrintCommandParams(params_sweep, params_markdown);
-  }
-  if (params->parsed()) {
-    const trials::TrialKind& k = *trials::FindKind(params_kind);
-    std::cout << (params_markdown ? trials::FormatMarkdown(k)
-                                  : trials::FormatText(k));
-    return kExitOk;
-  }
-  if (deploy_render->parsed()) {
-    return RunDeployRender(deploy_opts, std::cout, std::cerr);
-  }
-  if (train_sraven->parsed()) {
-    nlohmann::json& p = train_opts.params;
-    p = {{"M", t_m},
-         {"top_k", t_top_k},
-         {"num_experts", t_experts},
-         {"attention", t_attention},
-         {"router", t_router},
-         {"steps", t_steps},
-         {"batch_size", t_batch},
-         {"width", t_width},
-         {"depth", t_depth},
-         {"lr", t_lr},
-         {"log_every", t_log_every},
-         {"num_eval", t_num_eval},
-         {"device", t_device}};
-    if (train_opts.ep_size > 1) p["ep_size"] = train_opts.ep_size;
-    for (const std::string& kv : t_extra) {
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        std::cerr << "smoe train: --param '" << kv << "' is not key=value\n";
-        return kExitUsage;
-      }
-      const std::string key = kv.substr(0, eq), val = kv.substr(eq + 1);
-      auto parsed = nlohmann::json::parse(val, nullptr, false);
-      p[key] = parsed.is_discarded() ? nlohmann::json(val) : parsed;
-    }
-    if (p.contains("ep_size") && p["ep_size"] != train_opts.ep_size) {
-      std::cerr << "smoe train: --param ep_size=" << p["ep_size"].dump()
-                << " disagrees with --ep-size " << train_opts.ep_size
-                << " (use --ep-size " << p["ep_size"].dump()
-                << ": it also starts the ranks)\n";
-      return kExitUsage;
-    }
-    return RunTrainCommand(train_opts, std::cout);
-  }
-  if (skillmix_run->parsed()) {
-    if (!SkillMixParamsFromFlags(&skillmix_flags, std::cerr)) return kExitUsage;
-    return RunSkillMixCommand(skillmix_flags.run, std::cout);
-  }
-  if (validate->parsed()) return ValidateSweepCmd(file, std::cout);
-  if (tag->parsed() &&
-      (tag_list.empty() ? 0 : 1) + (tag_clear ? 1 : 0) +
-              (tag_add.empty() && tag_remove.empty() ? 0 : 1) !=
-          1) {
-    std::cerr << "smoe sweep tag: give either TAGS (replace), --add/--remove "
-                 "(edit) or --clear\n";
-    return kExitUsage;
-  }
-  int rc = kExitOk;
-  auto client = MakeClient(client_opts, &rc);
-  if (!client) return rc;
-  if (submit->parsed()) {
-    return SubmitSweepCmd(*client, file, watch, dry_run, std::cout);
-  }
-  if (ls->parsed()) return ListSweepsCmd(*client, std::cout, ls_all);
-  if (note->parsed() || tag->parsed() || archive->parsed()) {
-    SweepAnnotationFlags f;
-    if (note->parsed()) f.notes = note_text;
-    if (archive->parsed()) f.archived = !unarchive;
-    if (tag->parsed()) {
-      if (!tag_list.empty()) f.tags = tag_list;
-      if (tag_clear) f.tags = std::vector<std::string>{};
-      f.add_tags = tag_add;
-      f.remove_tags = tag_remove;
-    }
-    return AnnotateSweepCmd(*client, sweep_id, f, std::cout);
-  }
-  if (show->parsed()) return ShowSweepCmd(*client, sweep_id, trials, std::cout);
-  if (cancel->parsed()) return CancelSweepCmd(*client, sweep_id, std::cout);
-  if (del->parsed()) {
-    return DeleteSweepCmd(*client, sweep_id, delete_yes,
-                          ::isatty(STDIN_FILENO) != 0, std::cin, std::cout);
-  }
-  if (retry->parsed()) {
-    return RetrySweepCmd(*client, sweep_id, include_cancelled, std::cout);
-  }
-  if (extend->parsed()) {
-    return ExtendSweepCmd(*client, sweep_id, axis, values, std::cout);
-  }
-  if (watch_cmd->parsed()) return WatchSweepCmd(*client, sweep_id, std::cout);
-  if (results->parsed())
-    return ResultsCmd(*client, sweep_id, format, std::cout);
-  if (artifacts->parsed()) {
-    return ArtifactsCmd(*client, artifact_trial, artifact_download,
-                        artifact_out, std::cout);
-  }
-  if (logs->parsed())
-    return LogsCmd(*client, logs_trial, logs_flags, std::cout);
-  if (workers_drain->parsed()) {
-    return DrainWorkerCmd(*client, drain_worker, std::cout);
-  }
-  if (workers->parsed()) return WorkersCmd(*client, workers_all, std::cout);
-  if (analyze->parsed()) {
-    return AnalyzeCmd(*client, sweep_id, analyze_flags, std::cout);
-  }
-  return kExitUsage;
+  std::vector<Command> commands;
+  auto append = [&commands](std::vector<Command> more) {
+    for (Command& c : more) commands.push_back(std::move(c));
+  };
+  commands.push_back(AddCoordinatorCommand(app));
+  commands.push_back(AddAdminCommand(app));
+  commands.push_back(AddTokenCommand(app));
+  commands.push_back(AddUpCommand(app));
+  append(AddSweepCommands(app, client));
+  commands.push_back(AddResultsCommand(app, client));
+  append(AddWorkersCommands(app, client));
+  commands.push_back(AddArtifactsCommand(app, client));
+  commands.push_back(AddLogsCommand(app, client));
+  commands.push_back(AddTrainCommand(app));
+  commands.push_back(AddSkillMixRunCommand(app));
+  commands.push_back(AddAnalyzeCommand(app, client));
+  commands.push_back(AddParamsCommand(app));
+  commands.push_back(AddDeployRenderCommand(app));
+  commands.push_back(AddWorkerDaemonCommand(app));
+  commands.push_back(AddSravenDataCommand(app));
+  commands.push_back(AddDoctorCheckCommand(app));
+  commands.push_back(AddModelToolCommand(app));
+  return commands;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CLI::App app{"SMoE Lab: sparse Mixture-of-Experts sparsity studies at scale",
+               "smoe"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for all subcommands");
+  app.set_version_flag("--version", "smoe " SMOE_VERSION);
+  const std::vector<Command> commands = AddCommands(&app);
+  return ParseAndRun(&app, commands, argc, argv, std::cout, std::cerr);
 }
 
 }  // namespace smoe::cli

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "cli/child_process.h"
 #include "cli/client.h"
 
 namespace smoe::cli {
@@ -43,26 +44,15 @@ int RunModel(const ModelOptions& o, std::ostream& err) {
         << "' not found (build smoe-trainer, or pass --trainer)\n";
     return kExitUnavailable;
   }
-  std::vector<char*> argv;
-  std::string sub = "make-random-model";
-  argv.push_back(trainer.data());
-  argv.push_back(sub.data());
-  for (std::string& a : rest) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execv(trainer.c_str(), argv.data());
-    std::fprintf(stderr, "exec %s: %s\n", trainer.c_str(),
-                 std::strerror(errno));
-    ::_exit(127);
-  }
+  ChildSpec spec;
+  spec.argv = {trainer, "make-random-model"};
+  spec.argv.insert(spec.argv.end(), rest.begin(), rest.end());
+  const pid_t pid = StartChild(spec);
   if (pid < 0) {
     err << "smoe model: fork: " << std::strerror(errno) << "\n";
     return kExitSoftware;
   }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return ExitCodeOf(WaitChild(pid));
 }
 
 }  // namespace smoe::cli

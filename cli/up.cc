@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "cli/child_process.h"
 #include "cli/client.h"
 #include "cli/sweep_cmds.h"
 #include "common/logging.h"
@@ -33,24 +34,15 @@
 namespace smoe::cli {
 namespace {
 
-// Starts `argv` as a child in its own process group; returns its pid or -1.
+// Starts `argv` as a child in its own process group, its stdout and stderr
+// appended to `log`; returns its pid or -1.
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
-  const pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  ::setpgid(0, 0);
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd >= 0) {
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    ::close(fd);
-  }
-  std::vector<char*> args;
-  for (const std::string& a : argv)
-    args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  ::execv(args[0], args.data());
-  std::fprintf(stderr, "exec %s failed: %s\n", args[0], std::strerror(errno));
-  ::_exit(127);
+  ChildSpec spec;
+  spec.argv = argv;
+  spec.own_process_group = true;
+  spec.log_file = log;
+  spec.exec_error_after = " failed: ";
+  return StartChild(spec);
 }
 
 // Prints, per (M, attention), the mean over seeds of `metric` at each top_k and
@@ -263,10 +255,7 @@ int RunUp(const UpOptions& options) {
   }
   std::cout << "stopping workers...\n";
   for (pid_t p : workers) ::kill(p, SIGTERM);
-  for (pid_t p : workers) {
-    int status;
-    ::waitpid(p, &status, 0);
-  }
+  for (pid_t p : workers) WaitChild(p);
   (*server)->Shutdown();
   return rc;
 }

@@ -107,10 +107,9 @@ bool OnlyFields(const json& body, std::initializer_list<const char*> known,
   return true;
 }
 
-}  // namespace
-
-void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
-                     TokenRegistry* tokens) {
+// The session, and submitting, extending, cancelling and retrying sweeps.
+void AddSweepRunRoutes(const AddHttpRoute& add, Scheduler* scheduler,
+                       TokenRegistry* tokens) {
   using httplib::Request;
   using httplib::Response;
   add(api::Op::kSession, [tokens](const Request& req, Response& res) {
@@ -222,6 +221,13 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
                    << " trials re-queued)";
     ReplyJson(res, 200, {{"sweep_id", id}, {"requeued", *n}});
   });
+}
+
+// Archiving, deleting and annotating sweeps.
+void AddSweepEditRoutes(const AddHttpRoute& add, Scheduler* scheduler,
+                        TokenRegistry* tokens) {
+  using httplib::Request;
+  using httplib::Response;
   add(api::Op::kArchiveSweep,
       [scheduler, tokens](const Request& req, Response& res) {
         const std::string id = req.matches[1];
@@ -292,6 +298,13 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
                        << " annotated sweep " << id;
         ReplyJson(res, 200, SweepAnnotationJson(*v));
       });
+}
+
+// Cancelling and retrying one trial.
+void AddTrialRoutes(const AddHttpRoute& add, Scheduler* scheduler,
+                    TokenRegistry* tokens) {
+  using httplib::Request;
+  using httplib::Response;
   add(api::Op::kCancelTrial,
       [scheduler, tokens](const Request& req, Response& res) {
         const std::string id = req.matches[1];
@@ -312,6 +325,15 @@ void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
                        << " re-queued trial " << id;
         ReplyJson(res, 200, {{"trial_id", id}, {"state", "pending"}});
       });
+}
+
+}  // namespace
+
+void AddActionRoutes(const AddHttpRoute& add, Scheduler* scheduler,
+                     TokenRegistry* tokens) {
+  AddSweepRunRoutes(add, scheduler, tokens);
+  AddSweepEditRoutes(add, scheduler, tokens);
+  AddTrialRoutes(add, scheduler, tokens);
 }
 
 }  // namespace smoe::coordinator

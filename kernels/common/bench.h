@@ -3,7 +3,8 @@
 // File: kernels/common/bench.h
 //
 // Shared machinery of the `*_bench.cu` binaries (docs/kernels.md 4): CUDA-event
-// timing with warmups and an L2 flush between repetitions, and the two
+// timing with warmups and an L2 flush between repetitions
+// (kernels/common/device_timing.h, shared with `smoe doctor`), and the two
 // ceilings every kernel is reported against, measured on the same device in
 // the same run:
 //   * copy bandwidth: cudaMemcpy device-to-device of 1 GiB, counted as
@@ -27,7 +28,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kernels/common/cuda_launch.cuh"
+#include "kernels/common/device_timing.h"
 
 namespace smoe::kernels::bench {
 
@@ -64,46 +67,36 @@ namespace smoe::kernels::bench {
     }                                                                    \
   } while (false)
 
-// Owns a 256 MiB buffer (5x the H100's 50 MB L2) that Flush() overwrites so
-// that the next timed launch starts with a cold L2.
+// Owns a 256 MiB buffer (5x the H100's 50 MB L2) that the timing overwrites
+// before each repetition, so that the timed launch starts with a cold L2.
 class L2Flusher {
  public:
+  static constexpr size_t kBytes = size_t{256} << 20;
   L2Flusher() { SMOE_BENCH_CUDA(cudaMalloc(&buf_, kBytes)); }
   ~L2Flusher() { cudaFree(buf_); }
   L2Flusher(const L2Flusher&) = delete;
   L2Flusher& operator=(const L2Flusher&) = delete;
-  void Flush(cudaStream_t stream) {
-    SMOE_BENCH_CUDA(cudaMemsetAsync(buf_, 0, kBytes, stream));
-  }
+  void* buffer() const { return buf_; }
 
  private:
-  static constexpr size_t kBytes = size_t{256} << 20;
   void* buf_ = nullptr;
 };
 
-// Runs `fn` `warmup` times, then `reps` times with an L2 flush before each,
-// timing each repetition with CUDA events. Returns the median in microseconds.
+// kernels/common/device_timing.h's TimeDeviceMedianUs with the shared
+// flusher: `fn` `warmup` times, then `reps` times with an L2 flush before
+// each, timed with CUDA events. Returns the median in microseconds.
 inline double TimeMedianUs(const std::function<void(cudaStream_t)>& fn,
                            cudaStream_t stream, int warmup = 3, int reps = 20) {
   static L2Flusher* flusher = new L2Flusher();
-  cudaEvent_t start, stop;
-  SMOE_BENCH_CUDA(cudaEventCreate(&start));
-  SMOE_BENCH_CUDA(cudaEventCreate(&stop));
-  for (int i = 0; i < warmup; ++i) fn(stream);
-  std::vector<float> ms(reps);
-  for (int i = 0; i < reps; ++i) {
-    flusher->Flush(stream);
-    SMOE_BENCH_CUDA(cudaEventRecord(start, stream));
-    fn(stream);
-    SMOE_BENCH_CUDA(cudaEventRecord(stop, stream));
-    SMOE_BENCH_CUDA(cudaEventSynchronize(stop));
-    SMOE_BENCH_CUDA(cudaEventElapsedTime(&ms[i], start, stop));
-  }
+  const absl::StatusOr<double> us = TimeDeviceMedianUs(
+      [&](cudaStream_t s) {
+        fn(s);
+        return absl::OkStatus();
+      },
+      stream, flusher->buffer(), L2Flusher::kBytes, warmup, reps);
+  SMOE_BENCH_OK(us.status());
   SMOE_BENCH_CUDA(cudaGetLastError());
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  return 1e3 * ms[reps / 2];
+  return *us;
 }
 
 // Returns the measured device-to-device copy rate in GB/s (1e9 B/s), counting

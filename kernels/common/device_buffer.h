@@ -2,9 +2,16 @@
 //
 // File: kernels/common/device_buffer.h
 //
-// Test/bench helper: an owning device buffer of T with host round trips.
-// Aborts the test binary on CUDA errors (tests fail loudly, not silently).
-// REQUIRES: CUDA runtime headers; include only from GPU tests and benches.
+// Device memory for the kernel checks (kernels/<k>/<k>_check.h), `smoe
+// doctor` (kernels/selfcheck) and the GPU tests, one implementation:
+//   * DeviceMem: an owning untyped allocation; Upload / Zeros / Download
+//     return the Status of kernels/common/cuda_status.h (library code: no
+//     aborts). Download synchronises first, so asynchronous kernel errors
+//     surface there.
+//   * DeviceBuffer<T>: the tests' typed buffer over the same calls, which
+//     aborts the test binary on a CUDA error (tests fail loudly).
+// REQUIRES: CUDA runtime headers (the real ones, or tests/fakes/include);
+// link kernels/common/cuda_status.cc.
 #ifndef SMOE_KERNELS_COMMON_DEVICE_BUFFER_H_
 #define SMOE_KERNELS_COMMON_DEVICE_BUFFER_H_
 
@@ -12,42 +19,112 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/status_macros.h"
+#include "kernels/common/cuda_status.h"
 
 namespace smoe::kernels {
 
-template <typename T>
-class DeviceBuffer {
+class DeviceMem {
  public:
-  explicit DeviceBuffer(size_t n) : n_(n) {
-    Check(cudaMalloc(reinterpret_cast<void**>(&p_),
-                     sizeof(T) * (n == 0 ? 1 : n)));
+  DeviceMem() = default;
+  ~DeviceMem() {
+    if (p_ != nullptr) cudaFree(p_);
   }
-  explicit DeviceBuffer(const std::vector<T>& h) : DeviceBuffer(h.size()) {
-    Check(cudaMemcpy(p_, h.data(), sizeof(T) * n_, cudaMemcpyHostToDevice));
+  DeviceMem(DeviceMem&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  DeviceMem& operator=(DeviceMem&& o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
   }
-  ~DeviceBuffer() { cudaFree(p_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceMem(const DeviceMem&) = delete;
+  DeviceMem& operator=(const DeviceMem&) = delete;
 
-  T* get() const { return p_; }
-  // Synchronises the device, then copies the buffer back.
-  std::vector<T> ToHost() const {
-    Check(cudaDeviceSynchronize());
-    std::vector<T> h(n_);
-    Check(cudaMemcpy(h.data(), p_, sizeof(T) * n_, cudaMemcpyDeviceToHost));
-    return h;
+  // `bytes` (at least 1) of uninitialised device memory.
+  absl::Status Alloc(size_t bytes) {
+    return CudaStatus(cudaMalloc(&p_, bytes == 0 ? 1 : bytes), "cudaMalloc");
+  }
+  void* get() const { return p_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p_);
   }
 
  private:
-  static void Check(cudaError_t e) {
-    if (e != cudaSuccess) {
-      std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(e));
+  void* p_ = nullptr;
+};
+
+// Allocates `d` for `h` and copies it up.
+template <typename T>
+absl::Status Upload(const std::vector<T>& h, DeviceMem* d) {
+  SMOE_RETURN_IF_ERROR(d->Alloc(h.size() * sizeof(T)));
+  if (h.empty()) return absl::OkStatus();
+  return CudaStatus(cudaMemcpy(d->get(), h.data(), h.size() * sizeof(T),
+                               cudaMemcpyHostToDevice),
+                    "cudaMemcpy H2D");
+}
+
+// Allocates `d` for `n` elements of T, every byte 0xff (NaN floats, -1
+// integers): a kernel output, so that an element the kernel does not write
+// (or adds to instead of setting) fails its comparison.
+template <typename T>
+absl::Status Poisoned(size_t n, DeviceMem* d) {
+  SMOE_RETURN_IF_ERROR(d->Alloc(n * sizeof(T)));
+  return CudaStatus(cudaMemset(d->get(), 0xff, n * sizeof(T)), "cudaMemset");
+}
+
+// Allocates `d` for `n` zeroed elements of T.
+template <typename T>
+absl::Status Zeros(size_t n, DeviceMem* d) {
+  SMOE_RETURN_IF_ERROR(d->Alloc(n * sizeof(T)));
+  return CudaStatus(cudaMemset(d->get(), 0, n * sizeof(T)), "cudaMemset");
+}
+
+// Synchronises (so asynchronous kernel errors surface here), then copies `n`
+// elements back.
+template <typename T>
+absl::StatusOr<std::vector<T>> Download(const DeviceMem& d, size_t n) {
+  SMOE_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceSynchronize(), "kernel (cudaDeviceSynchronize)"));
+  std::vector<T> h(n);
+  if (n == 0) return h;
+  SMOE_RETURN_IF_ERROR(CudaStatus(
+      cudaMemcpy(h.data(), d.get(), n * sizeof(T), cudaMemcpyDeviceToHost),
+      "cudaMemcpy D2H"));
+  return h;
+}
+
+// The tests' buffer: DeviceMem of n elements of T; aborts on CUDA errors.
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t n) : n_(n) { Check(mem_.Alloc(sizeof(T) * n)); }
+  explicit DeviceBuffer(const std::vector<T>& h) : n_(h.size()) {
+    Check(Upload(h, &mem_));
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  T* get() const { return mem_.as<T>(); }
+  // Synchronises the device, then copies the buffer back.
+  std::vector<T> ToHost() const {
+    absl::StatusOr<std::vector<T>> h = Download<T>(mem_, n_);
+    Check(h.status());
+    return *std::move(h);
+  }
+
+ private:
+  static void Check(const absl::Status& s) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "CUDA error: %s\n", s.ToString().c_str());
       std::abort();
     }
   }
   size_t n_;
-  T* p_ = nullptr;
+  DeviceMem mem_;
 };
 
 }  // namespace smoe::kernels

@@ -1,62 +1,36 @@
 // Copyright 2026 SMoE Lab authors.
 //
 // GPU router kernel vs the CPU reference on fresh random inputs (label gpu;
-// skips without a device).
+// skips without a device): the cases of router_topk_check.h.
 #include "kernels/router_topk/router_topk.h"
 
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "kernels/common/compare.h"
 #include "kernels/common/device.h"
 #include "kernels/common/device_buffer.h"
+#include "kernels/common/kernel_check.h"
+#include "kernels/router_topk/router_topk_check.h"
 
 namespace smoe::kernels {
 namespace {
 
+// router_topk_check.h's comparisons, each one an expectation.
 void CheckOne(int64_t t, int e, int k, RouterGating g, bool tied,
               uint32_t seed) {
   SCOPED_TRACE(testing::Message()
                << "T=" << t << " E=" << e << " k=" << k
                << " g=" << static_cast<int>(g) << " tied=" << tied);
   std::mt19937 rng(seed);  // fresh inputs per run of the grid
-  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  std::uniform_int_distribution<int> ui(-4, 4);
-  std::vector<float> logits(t * e);
-  for (float& x : logits) x = tied ? 0.5f * ui(rng) : u(rng);
-  std::vector<int32_t> idx(t * k), cnt(e), off(e + 1);
-  std::vector<float> w(t * k);
-  RouterTopKRef(logits.data(), t, e, k, g, idx.data(), w.data(), cnt.data(),
-                off.data());
-  DeviceBuffer<float> d_logits(logits), d_w(t * k);
-  DeviceBuffer<int32_t> d_idx(t * k), d_cnt(e), d_off(e + 1);
-  ASSERT_TRUE(RouterTopK(d_logits.get(), t, e, k, g, d_idx.get(), d_w.get(),
-                         d_cnt.get(), d_off.get(), nullptr)
-                  .ok());
-  EXPECT_EQ(d_idx.ToHost(), idx);
-  EXPECT_EQ(d_cnt.ToHost(), cnt);
-  EXPECT_EQ(d_off.ToHost(), off);
-  // Tolerance: device expf is within 2 ulp and the full-softmax sum is a
-  // tree instead of a left fold: a few float ulps of a value <= 1.
-  const std::vector<float> gw = d_w.ToHost();
-  CompareResult r = CompareClose(w.data(), gw.data(), w.size(), 1e-6, 1e-5);
-  EXPECT_TRUE(r.ok) << r.message;
-
-  // Backward on random upstream gradients.
-  std::vector<float> gup(t * k), gl(t * e);
-  for (float& x : gup) x = u(rng);
-  RouterTopKBackwardRef(logits.data(), idx.data(), w.data(), gup.data(), t, e,
-                        k, g, gl.data());
-  DeviceBuffer<float> d_gup(gup), d_gl(t * e);
-  ASSERT_TRUE(RouterTopKBackward(d_logits.get(), d_idx.get(), d_w.get(),
-                                 d_gup.get(), t, e, k, g, d_gl.get(), nullptr)
-                  .ok());
-  const std::vector<float> ggl = d_gl.ToHost();
-  // Tolerance: products of values <= 3 with weights <= 1 and a k-term sum.
-  r = CompareClose(gl.data(), ggl.data(), gl.size(), 1e-5, 1e-4);
-  EXPECT_TRUE(r.ok) << r.message;
+  std::vector<KernelComparison> out;
+  const absl::Status s = CheckRouterTopK(RouterTopKCheckCase{t, e, k, g, tied},
+                                         rng, /*inject_fault=*/false, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out.size(), 5u);
+  EXPECT_EQ(ComparisonFailures(out), "");
 }
 
 TEST(RouterTopKGpuTest, ShapeGridMatchesReference) {
@@ -109,6 +83,19 @@ TEST(RouterTopKGpuTest, GridStrideTailMatchesReference) {
   const uint32_t seed = rd();
   SCOPED_TRACE(testing::Message() << "seed=" << seed);
   CheckOne(8192 + 37, 3, 2, RouterGating::kRenormalized, /*tied=*/false, seed);
+}
+
+// The check can fail: a corrupted output (check's fault injection) fails
+// every comparison.
+TEST(RouterTopKGpuTest, CheckCatchesACorruptedOutput) {
+  SMOE_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(1);
+  std::vector<KernelComparison> out;
+  ASSERT_TRUE(CheckRouterTopK(RouterTopKCheckCase{7, 8, 2}, rng,
+                              /*inject_fault=*/true, &out)
+                  .ok());
+  ASSERT_EQ(out.size(), 5u);
+  for (const KernelComparison& c : out) EXPECT_GT(c.num_bad, 0) << c.what;
 }
 
 TEST(RouterTopKGpuTest, RejectsBadArguments) {

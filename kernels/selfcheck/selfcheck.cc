@@ -4,13 +4,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
 #include <string_view>
 #include <thread>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -21,7 +19,6 @@
 #include "kernels/all_to_all/local_communicator.h"
 #include "kernels/all_to_all/nccl_communicator.h"
 #include "kernels/all_to_all/payload.h"
-#include "kernels/common/compare.h"
 #include "kernels/common/device.h"
 #include "kernels/grouped_gemm/grouped_gemm.h"
 #include "kernels/permute/permute.h"
@@ -33,6 +30,11 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/common/cuda_status.h"
+#include "kernels/common/device_buffer.h"
+#include "kernels/common/device_timing.h"
+#include "kernels/grouped_gemm/grouped_gemm_check.h"
+#include "kernels/permute/permute_check.h"
+#include "kernels/router_topk/router_topk_check.h"
 #endif
 #if defined(SMOE_WITH_NCCL)
 #include <nccl.h>
@@ -41,64 +43,7 @@
 namespace smoe::kernels {
 namespace {
 
-// ---- Comparisons (host vectors; public as Compare*Output) -------------------
-
-KernelComparison Close(std::string what, const std::vector<float>& ref,
-                       const std::vector<float>& got, double atol, double eps) {
-  KernelComparison c;
-  c.what = std::move(what);
-  c.atol = atol;
-  c.eps = eps;
-  c.elements = static_cast<int64_t>(ref.size());
-  if (got.size() != ref.size()) {
-    c.num_bad = c.elements;
-    c.message = absl::StrCat("size ", got.size(), " != ", ref.size());
-    return c;
-  }
-  const CompareResult r =
-      CompareClose(ref.data(), got.data(), ref.size(), atol, eps);
-  c.num_bad = static_cast<int64_t>(r.num_bad);
-  c.max_abs_err = r.max_abs_err;
-  c.message = r.message;
-  return c;
-}
-
-template <typename T>
-KernelComparison Exact(std::string what, const std::vector<T>& ref,
-                       const std::vector<T>& got) {
-  KernelComparison c;
-  c.what = std::move(what);
-  c.exact = true;
-  c.elements = static_cast<int64_t>(ref.size());
-  if (got.size() != ref.size()) {
-    c.num_bad = c.elements;
-    c.message = absl::StrCat("size ", got.size(), " != ", ref.size());
-    return c;
-  }
-  size_t first = ref.size();
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (std::memcmp(&ref[i], &got[i], sizeof(T)) != 0) {
-      if (first == ref.size()) first = i;
-      ++c.num_bad;
-    }
-  }
-  if (c.num_bad > 0) {
-    c.message = absl::StrCat(c.num_bad, " of ", ref.size(),
-                             " elements differ (exact); first at ", first);
-  }
-  return c;
-}
-
 #if defined(SMOE_WITH_CUDA)
-
-// The fault injection of the header for kernel outputs: adds 1 to element 0
-// (far outside every tolerance; a one-ulp flip would pass the float checks).
-void MaybeFault(bool fault, std::vector<float>* v) {
-  if (fault && !v->empty()) (*v)[0] += 1.0f;
-}
-void MaybeFault(bool fault, std::vector<int32_t>* v) {
-  if (fault && !v->empty()) (*v)[0] += 1;
-}
 
 uint32_t SeedOf(const KernelCheckOptions& o) {
   if (o.seed != 0) return o.seed;
@@ -204,81 +149,6 @@ absl::Status VerifiedAllReduce(Communicator& comm, int64_t count, DType dtype,
 }
 
 #if defined(SMOE_WITH_CUDA)
-// ---- Device memory helpers (status-returning; no aborts) --------------------
-
-class DeviceMem {
- public:
-  DeviceMem() = default;
-  ~DeviceMem() {
-    if (p_ != nullptr) cudaFree(p_);
-  }
-  DeviceMem(DeviceMem&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
-  DeviceMem& operator=(DeviceMem&& o) noexcept {
-    std::swap(p_, o.p_);
-    return *this;
-  }
-  DeviceMem(const DeviceMem&) = delete;
-  DeviceMem& operator=(const DeviceMem&) = delete;
-
-  absl::Status Alloc(size_t bytes) {
-    return CudaStatus(cudaMalloc(&p_, bytes == 0 ? 1 : bytes), "cudaMalloc");
-  }
-  void* get() const { return p_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(p_);
-  }
-
- private:
-  void* p_ = nullptr;
-};
-
-template <typename T>
-absl::Status Upload(const std::vector<T>& h, DeviceMem* d) {
-  SMOE_RETURN_IF_ERROR(d->Alloc(h.size() * sizeof(T)));
-  if (h.empty()) return absl::OkStatus();
-  return CudaStatus(cudaMemcpy(d->get(), h.data(), h.size() * sizeof(T),
-                               cudaMemcpyHostToDevice),
-                    "cudaMemcpy H2D");
-}
-
-template <typename T>
-absl::Status Zeros(size_t n, DeviceMem* d) {
-  SMOE_RETURN_IF_ERROR(d->Alloc(n * sizeof(T)));
-  return CudaStatus(cudaMemset(d->get(), 0, n * sizeof(T)), "cudaMemset");
-}
-
-// Synchronises (so asynchronous kernel errors surface here), then copies `n`
-// elements back.
-template <typename T>
-absl::StatusOr<std::vector<T>> Download(const DeviceMem& d, size_t n) {
-  SMOE_RETURN_IF_ERROR(
-      CudaStatus(cudaDeviceSynchronize(), "kernel (cudaDeviceSynchronize)"));
-  std::vector<T> h(n);
-  if (n == 0) return h;
-  SMOE_RETURN_IF_ERROR(CudaStatus(
-      cudaMemcpy(h.data(), d.get(), n * sizeof(T), cudaMemcpyDeviceToHost),
-      "cudaMemcpy D2H"));
-  return h;
-}
-
-std::vector<__nv_bfloat16> ToBf16(const std::vector<float>& v) {
-  std::vector<__nv_bfloat16> o(v.size());
-  for (size_t i = 0; i < v.size(); ++i) o[i] = __float2bfloat16(v[i]);
-  return o;
-}
-std::vector<float> FromBf16(const std::vector<__nv_bfloat16>& v) {
-  std::vector<float> o(v.size());
-  for (size_t i = 0; i < v.size(); ++i) o[i] = __bfloat162float(v[i]);
-  return o;
-}
-
-void MaybeFault(bool fault, std::vector<__nv_bfloat16>* v) {
-  if (fault && !v->empty()) {
-    (*v)[0] = __float2bfloat16(__bfloat162float((*v)[0]) + 1.0f);
-  }
-}
-
 // Restores the calling thread's current device on scope exit, so a check on
 // GPU 3 does not leave later work (LibTorch's current stream) on GPU 3.
 class CurrentDeviceGuard {
@@ -316,344 +186,23 @@ class CublasHandle {
   cublasHandle_t h_ = nullptr;
 };
 
-// Downloads `n` elements of `d`, applies the fault injection and compares.
-absl::StatusOr<KernelComparison> CloseDevice(std::string what,
-                                             const std::vector<float>& ref,
-                                             const DeviceMem& d, double atol,
-                                             double eps, bool fault) {
-  SMOE_ASSIGN_OR_RETURN(std::vector<float> got, Download<float>(d, ref.size()));
-  MaybeFault(fault, &got);
-  return Close(std::move(what), ref, got, atol, eps);
+// The frame of every kernel check: `options.device` current (the caller's
+// restored after), the seed drawn and reported, then `body` with an RNG on
+// that seed.
+absl::StatusOr<KernelCheckResult> RunKernelCheck(
+    const KernelCheckOptions& options,
+    const std::function<absl::Status(std::mt19937&, KernelCheckResult*)>&
+        body) {
+  CurrentDeviceGuard restore;
+  SMOE_RETURN_IF_ERROR(
+      CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
+  KernelCheckResult r;
+  r.seed = SeedOf(options);
+  std::mt19937 rng(r.seed);
+  SMOE_RETURN_IF_ERROR(body(rng, &r));
+  return r;
 }
 
-template <typename T>
-absl::StatusOr<KernelComparison> ExactDevice(std::string what,
-                                             const std::vector<T>& ref,
-                                             const DeviceMem& d, bool fault) {
-  SMOE_ASSIGN_OR_RETURN(std::vector<T> got, Download<T>(d, ref.size()));
-  MaybeFault(fault, &got);
-  return Exact(std::move(what), ref, got);
-}
-
-// ---- router_topk ------------------------------------------------------------
-
-absl::Status CheckRouterOne(int64_t t, int e, int k, RouterGating g, bool tied,
-                            bool fault, std::mt19937& rng,
-                            KernelCheckResult* out) {
-  const std::string name =
-      absl::StrCat("router T=", t, " E=", e, " k=", k,
-                   g == RouterGating::kRenormalized ? " renorm" : " norenorm",
-                   tied ? " tied" : "", ": ");
-  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  std::uniform_int_distribution<int> ui(-4, 4);
-  std::vector<float> logits(t * e);
-  for (float& x : logits) x = tied ? 0.5f * ui(rng) : u(rng);
-  std::vector<int32_t> idx(t * k), cnt(e), off(e + 1);
-  std::vector<float> w(t * k);
-  RouterTopKRef(logits.data(), t, e, k, g, idx.data(), w.data(), cnt.data(),
-                off.data());
-  DeviceMem d_logits, d_w, d_idx, d_cnt, d_off;
-  SMOE_RETURN_IF_ERROR(Upload(logits, &d_logits));
-  SMOE_RETURN_IF_ERROR(Zeros<float>(t * k, &d_w));
-  SMOE_RETURN_IF_ERROR(Zeros<int32_t>(t * k, &d_idx));
-  SMOE_RETURN_IF_ERROR(Zeros<int32_t>(e, &d_cnt));
-  SMOE_RETURN_IF_ERROR(Zeros<int32_t>(e + 1, &d_off));
-  SMOE_RETURN_IF_ERROR(RouterTopK(
-      d_logits.as<float>(), t, e, k, g, d_idx.as<int32_t>(), d_w.as<float>(),
-      d_cnt.as<int32_t>(), d_off.as<int32_t>(), nullptr));
-  auto add = [&](absl::StatusOr<KernelComparison> c) -> absl::Status {
-    SMOE_RETURN_IF_ERROR(c.status());
-    out->comparisons.push_back(*std::move(c));
-    return absl::OkStatus();
-  };
-  SMOE_RETURN_IF_ERROR(add(ExactDevice(name + "topk_idx", idx, d_idx, fault)));
-  SMOE_RETURN_IF_ERROR(
-      add(ExactDevice(name + "num_tokens_per_expert", cnt, d_cnt, fault)));
-  SMOE_RETURN_IF_ERROR(
-      add(ExactDevice(name + "expert_offsets", off, d_off, fault)));
-  // router_topk_test.cc: device expf within 2 ulp, tree vs left-fold sum.
-  SMOE_RETURN_IF_ERROR(
-      add(CloseDevice(name + "topk_weights", w, d_w, 1e-6, 1e-5, fault)));
-
-  std::vector<float> gup(t * k), gl(t * e);
-  for (float& x : gup) x = u(rng);
-  RouterTopKBackwardRef(logits.data(), idx.data(), w.data(), gup.data(), t, e,
-                        k, g, gl.data());
-  DeviceMem d_gup, d_gl;
-  SMOE_RETURN_IF_ERROR(Upload(gup, &d_gup));
-  SMOE_RETURN_IF_ERROR(Zeros<float>(t * e, &d_gl));
-  // The backward reads the device forward's idx/weights (checked above).
-  SMOE_RETURN_IF_ERROR(RouterTopKBackward(
-      d_logits.as<float>(), d_idx.as<int32_t>(), d_w.as<float>(),
-      d_gup.as<float>(), t, e, k, g, d_gl.as<float>(), nullptr));
-  // router_topk_test.cc: products of values <= 3, weights <= 1, k-term sums.
-  return add(CloseDevice(name + "grad_logits", gl, d_gl, 1e-5, 1e-4, fault));
-}
-
-// ---- permute ----------------------------------------------------------------
-
-absl::Status CheckPermuteOne(int64_t t, int e, int k, int64_t hidden,
-                             bool with_bf16, bool fault, std::mt19937& rng,
-                             KernelCheckResult* out) {
-  const std::string name = absl::StrCat("permute T=", t, " E=", e, " k=", k,
-                                        " hidden=", hidden, ": ");
-  auto add = [&](absl::StatusOr<KernelComparison> c) -> absl::Status {
-    SMOE_RETURN_IF_ERROR(c.status());
-    out->comparisons.push_back(*std::move(c));
-    return absl::OkStatus();
-  };
-  std::vector<int32_t> topk;
-  std::vector<int> experts(e);
-  for (int64_t r = 0; r < t; ++r) {
-    for (int i = 0; i < e; ++i) experts[i] = i;
-    std::shuffle(experts.begin(), experts.end(), rng);
-    topk.insert(topk.end(), experts.begin(), experts.begin() + k);
-  }
-  const int64_t rows = t * k;
-  std::vector<int32_t> sorted(rows), dest(rows), off(e + 1);
-  const PermutePlan hp{sorted.data(), dest.data(), off.data(), t, k, e};
-  BuildPermutePlanRef(topk.data(), hp);
-
-  DeviceMem d_topk, d_sorted, d_dest, d_off, d_cnt, d_ws;
-  SMOE_RETURN_IF_ERROR(Upload(topk, &d_topk));
-  SMOE_RETURN_IF_ERROR(Zeros<int32_t>(rows, &d_sorted));
-  SMOE_RETURN_IF_ERROR(Zeros<int32_t>(rows, &d_dest));
-  SMOE_RETURN_IF_ERROR(Zeros<int32_t>(e + 1, &d_off));
-  SMOE_RETURN_IF_ERROR(Zeros<int32_t>(e, &d_cnt));
-  SMOE_RETURN_IF_ERROR(d_ws.Alloc(PermutePlanWorkspaceBytes(t, k, e)));
-  const PermutePlan dp{d_sorted.as<int32_t>(),
-                       d_dest.as<int32_t>(),
-                       d_off.as<int32_t>(),
-                       t,
-                       k,
-                       e};
-  SMOE_RETURN_IF_ERROR(BuildPermutePlan(
-      d_topk.as<int32_t>(), dp, d_cnt.as<int32_t>(), d_ws.get(), nullptr));
-  SMOE_RETURN_IF_ERROR(
-      add(ExactDevice(name + "plan sorted_idx", sorted, d_sorted, fault)));
-  SMOE_RETURN_IF_ERROR(
-      add(ExactDevice(name + "plan dest_idx", dest, d_dest, fault)));
-  SMOE_RETURN_IF_ERROR(
-      add(ExactDevice(name + "plan expert_offsets", off, d_off, fault)));
-
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> x(t * hidden), w(rows), y(rows * hidden), gout(t * hidden);
-  for (float& v : x) v = u(rng);
-  for (float& v : w) v = u(rng);
-  for (float& v : y) v = u(rng);
-  for (float& v : gout) v = u(rng);
-  std::vector<float> perm(rows * hidden), unperm(rows * hidden), gx(t * hidden),
-      comb(t * hidden), gy(rows * hidden), gw(rows);
-  PermuteRef(x.data(), hidden, hp, perm.data());
-  UnpermuteRef(perm.data(), hidden, hp, unperm.data());
-  PermuteBackwardRef(y.data(), hidden, hp, gx.data());
-  CombineRef(y.data(), w.data(), hidden, hp, comb.data());
-  CombineBackwardRef(gout.data(), y.data(), w.data(), hidden, hp, gy.data(),
-                     gw.data());
-
-  DeviceMem d_x, d_w, d_y, d_gout, d_perm, d_unperm, d_gx, d_comb, d_gy, d_gw;
-  SMOE_RETURN_IF_ERROR(Upload(x, &d_x));
-  SMOE_RETURN_IF_ERROR(Upload(w, &d_w));
-  SMOE_RETURN_IF_ERROR(Upload(y, &d_y));
-  SMOE_RETURN_IF_ERROR(Upload(gout, &d_gout));
-  SMOE_RETURN_IF_ERROR(Zeros<float>(rows * hidden, &d_perm));
-  SMOE_RETURN_IF_ERROR(Zeros<float>(rows * hidden, &d_unperm));
-  SMOE_RETURN_IF_ERROR(Zeros<float>(t * hidden, &d_gx));
-  SMOE_RETURN_IF_ERROR(Zeros<float>(t * hidden, &d_comb));
-  SMOE_RETURN_IF_ERROR(Zeros<float>(rows * hidden, &d_gy));
-  SMOE_RETURN_IF_ERROR(Zeros<float>(rows, &d_gw));
-  const DType f32 = DType::kFloat32;
-  SMOE_RETURN_IF_ERROR(
-      Permute(d_x.get(), f32, hidden, dp, d_perm.get(), nullptr));
-  SMOE_RETURN_IF_ERROR(
-      Unpermute(d_perm.get(), f32, hidden, dp, d_unperm.get(), nullptr));
-  SMOE_RETURN_IF_ERROR(
-      PermuteBackward(d_y.get(), f32, hidden, dp, d_gx.get(), nullptr));
-  SMOE_RETURN_IF_ERROR(Combine(d_y.get(), d_w.as<float>(), f32, hidden, dp,
-                               d_comb.get(), nullptr));
-  SMOE_RETURN_IF_ERROR(CombineBackward(d_gout.get(), d_y.get(), d_w.as<float>(),
-                                       f32, hidden, dp, d_gy.get(),
-                                       d_gw.as<float>(), nullptr));
-  // Copies are exact; sums as in permute_test.cc (k-term sums in the same
-  // order, FMA contraction: <= k ulps of values <= k; the weight gradient is
-  // a hidden-long dot product reduced as a tree).
-  SMOE_RETURN_IF_ERROR(
-      add(ExactDevice(name + "permute f32", perm, d_perm, fault)));
-  SMOE_RETURN_IF_ERROR(
-      add(ExactDevice(name + "unpermute f32", unperm, d_unperm, fault)));
-  SMOE_RETURN_IF_ERROR(add(
-      CloseDevice(name + "permute backward f32", gx, d_gx, 1e-5, 1e-5, fault)));
-  SMOE_RETURN_IF_ERROR(
-      add(CloseDevice(name + "combine f32", comb, d_comb, 1e-5, 1e-5, fault)));
-  SMOE_RETURN_IF_ERROR(add(CloseDevice(name + "combine backward grad_out f32",
-                                       gy, d_gy, 1e-6, 1e-5, fault)));
-  SMOE_RETURN_IF_ERROR(
-      add(CloseDevice(name + "combine backward grad_weights f32", gw, d_gw,
-                      1e-6 * static_cast<double>(hidden), 1e-5, fault)));
-  if (!with_bf16) return absl::OkStatus();
-
-  // bf16: permute copies exactly; combine rounds once at the end (2^-8).
-  const std::vector<__nv_bfloat16> xb = ToBf16(x);
-  DeviceMem d_xb, d_pb, d_cb;
-  SMOE_RETURN_IF_ERROR(Upload(xb, &d_xb));
-  SMOE_RETURN_IF_ERROR(Zeros<__nv_bfloat16>(rows * hidden, &d_pb));
-  SMOE_RETURN_IF_ERROR(Zeros<__nv_bfloat16>(t * hidden, &d_cb));
-  SMOE_RETURN_IF_ERROR(
-      Permute(d_xb.get(), DType::kBFloat16, hidden, dp, d_pb.get(), nullptr));
-  SMOE_RETURN_IF_ERROR(Combine(d_pb.get(), d_w.as<float>(), DType::kBFloat16,
-                               hidden, dp, d_cb.get(), nullptr));
-  std::vector<float> xbf = FromBf16(xb), pref(rows * hidden), cref(t * hidden);
-  PermuteRef(xbf.data(), hidden, hp, pref.data());
-  CombineRef(pref.data(), w.data(), hidden, hp, cref.data());
-  SMOE_ASSIGN_OR_RETURN(std::vector<__nv_bfloat16> pb,
-                        Download<__nv_bfloat16>(d_pb, rows * hidden));
-  MaybeFault(fault, &pb);
-  out->comparisons.push_back(Exact(name + "permute bf16", pref, FromBf16(pb)));
-  SMOE_ASSIGN_OR_RETURN(std::vector<__nv_bfloat16> cb,
-                        Download<__nv_bfloat16>(d_cb, t * hidden));
-  MaybeFault(fault, &cb);
-  out->comparisons.push_back(
-      Close(name + "combine bf16", cref, FromBf16(cb), 1e-5, 1.0 / 256));
-  return absl::OkStatus();
-}
-
-// ---- grouped_gemm -----------------------------------------------------------
-
-template <typename T>
-std::vector<T> CastTo(const std::vector<float>& v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return v;
-  } else {
-    return ToBf16(v);
-  }
-}
-
-template <typename T>
-std::vector<float> BackToFloat(const std::vector<T>& v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return v;
-  } else {
-    return FromBf16(v);
-  }
-}
-
-template <typename T>
-absl::Status CheckGroupedGemmOne(cublasHandle_t h, DType dtype,
-                                 GroupedGemmVariant variant, bool fault,
-                                 std::mt19937& rng, KernelCheckResult* out) {
-  const std::string name = absl::StrCat(
-      "grouped_gemm ", DTypeName(dtype),
-      variant == GroupedGemmVariant::kGroupedBatched ? " grouped-batched"
-                                                     : " per-expert-loop",
-      ": ");
-  // grouped_gemm_test.cc's shape: expert 2 empty, sizes not multiples of 8.
-  const std::vector<int64_t> off = {0, 37, 100, 100, 129};
-  const int e = 4;
-  const int64_t rows = off.back(), k = 72, n = 40;
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> a(rows * k), b(e * k * n), dc(rows * n);
-  for (float& v : a) v = u(rng);
-  for (float& v : b) v = u(rng);
-  for (float& v : dc) v = u(rng);
-  if (dtype == DType::kBFloat16) {  // the reference sees the rounded inputs
-    a = FromBf16(ToBf16(a));
-    b = FromBf16(ToBf16(b));
-    dc = FromBf16(ToBf16(dc));
-  }
-  std::vector<float> c(rows * n), da(rows * k), db(e * k * n);
-  GroupedGemmRef(a.data(), b.data(), c.data(), off.data(), e, k, n, false);
-  GroupedGemmRef(dc.data(), b.data(), da.data(), off.data(), e, n, k, true);
-  GroupedGemmWeightGradRef(a.data(), dc.data(), db.data(), off.data(), e, k, n);
-  DeviceMem d_a, d_b, d_dc, d_c, d_da, d_db, ws;
-  SMOE_RETURN_IF_ERROR(Upload(CastTo<T>(a), &d_a));
-  SMOE_RETURN_IF_ERROR(Upload(CastTo<T>(b), &d_b));
-  SMOE_RETURN_IF_ERROR(Upload(CastTo<T>(dc), &d_dc));
-  SMOE_RETURN_IF_ERROR(Zeros<T>(rows * n, &d_c));
-  SMOE_RETURN_IF_ERROR(Zeros<T>(rows * k, &d_da));
-  // Non-zero garbage: the empty expert's weight gradient must be zeroed.
-  SMOE_RETURN_IF_ERROR(
-      Upload(CastTo<T>(std::vector<float>(e * k * n, 7.0f)), &d_db));
-  SMOE_RETURN_IF_ERROR(ws.Alloc(GroupedGemmWorkspaceBytes(e)));
-  const absl::Status s =
-      GroupedGemm(h, d_a.get(), d_b.get(), d_c.get(), dtype, off.data(), e, k,
-                  n, false, variant, ws.get(), nullptr);
-  if (absl::IsUnimplemented(s)) {
-    out->notes.push_back(absl::StrCat(name, "not supported by this cuBLAS (",
-                                      s.message(), "); not checked"));
-    return absl::OkStatus();
-  }
-  SMOE_RETURN_IF_ERROR(s);
-  SMOE_RETURN_IF_ERROR(GroupedGemm(h, d_dc.get(), d_b.get(), d_da.get(), dtype,
-                                   off.data(), e, n, k, true, variant, ws.get(),
-                                   nullptr));
-  SMOE_RETURN_IF_ERROR(GroupedGemmWeightGrad(h, d_a.get(), d_dc.get(),
-                                             d_db.get(), dtype, off.data(), e,
-                                             k, n, variant, ws.get(), nullptr));
-  // grouped_gemm_test.cc: f32 compute over <= 129-term dot products of values
-  // <= 1 (~1e-5; cuBLAS may sum in another order); bf16 output adds 2^-8.
-  const double atol = 1e-4;
-  const double eps = dtype == DType::kBFloat16 ? 1.0 / 128 : 1e-5;
-  auto cmp = [&](const std::string& what, const std::vector<float>& ref,
-                 const DeviceMem& d) -> absl::Status {
-    SMOE_ASSIGN_OR_RETURN(std::vector<T> got, Download<T>(d, ref.size()));
-    MaybeFault(fault, &got);
-    out->comparisons.push_back(
-        Close(name + what, ref, BackToFloat(got), atol, eps));
-    return absl::OkStatus();
-  };
-  SMOE_RETURN_IF_ERROR(cmp("forward", c, d_c));
-  SMOE_RETURN_IF_ERROR(cmp("dgrad (trans_b)", da, d_da));
-  return cmp("wgrad (empty expert zeroed)", db, d_db);
-}
-
-// ---- Timing -----------------------------------------------------------------
-
-class CudaEvent {
- public:
-  CudaEvent() = default;
-  ~CudaEvent() {
-    if (e_ != nullptr) cudaEventDestroy(e_);
-  }
-  CudaEvent(const CudaEvent&) = delete;
-  CudaEvent& operator=(const CudaEvent&) = delete;
-  absl::Status Create() {
-    return CudaStatus(cudaEventCreate(&e_), "cudaEventCreate");
-  }
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
-};
-
-// bench.h's method with statuses: `warmup` untimed calls, then `reps` timed
-// ones, each after overwriting `flush` (a buffer larger than L2), timed with
-// CUDA events. Returns the median in microseconds.
-absl::StatusOr<double> TimeMedianUs(
-    const std::function<absl::Status(cudaStream_t)>& fn, cudaStream_t stream,
-    const DeviceMem& flush, size_t flush_bytes, int warmup, int reps) {
-  CudaEvent start, stop;
-  SMOE_RETURN_IF_ERROR(start.Create());
-  SMOE_RETURN_IF_ERROR(stop.Create());
-  for (int i = 0; i < warmup; ++i) SMOE_RETURN_IF_ERROR(fn(stream));
-  std::vector<float> ms(reps);
-  for (int i = 0; i < reps; ++i) {
-    SMOE_RETURN_IF_ERROR(
-        CudaStatus(cudaMemsetAsync(flush.get(), i & 0xff, flush_bytes, stream),
-                   "cudaMemsetAsync (L2 flush)"));
-    SMOE_RETURN_IF_ERROR(
-        CudaStatus(cudaEventRecord(start.get(), stream), "cudaEventRecord"));
-    SMOE_RETURN_IF_ERROR(fn(stream));
-    SMOE_RETURN_IF_ERROR(
-        CudaStatus(cudaEventRecord(stop.get(), stream), "cudaEventRecord"));
-    SMOE_RETURN_IF_ERROR(
-        CudaStatus(cudaEventSynchronize(stop.get()), "cudaEventSynchronize"));
-    SMOE_RETURN_IF_ERROR(
-        CudaStatus(cudaEventElapsedTime(&ms[i], start.get(), stop.get()),
-                   "cudaEventElapsedTime"));
-  }
-  std::sort(ms.begin(), ms.end());
-  return 1e3 * ms[reps / 2];
-}
 #endif  // SMOE_WITH_CUDA
 
 [[maybe_unused]] absl::Status NoCuda() {
@@ -685,25 +234,6 @@ std::string KernelCheckResult::first_failure() const {
     if (c.num_bad > 0) return absl::StrCat(c.what, ": ", c.message);
   }
   return "";
-}
-
-KernelComparison CompareCloseOutput(std::string what,
-                                    const std::vector<float>& ref,
-                                    const std::vector<float>& got, double atol,
-                                    double eps) {
-  return Close(std::move(what), ref, got, atol, eps);
-}
-
-KernelComparison CompareExactOutput(std::string what,
-                                    const std::vector<float>& ref,
-                                    const std::vector<float>& got) {
-  return Exact(std::move(what), ref, got);
-}
-
-KernelComparison CompareExactOutput(std::string what,
-                                    const std::vector<int32_t>& ref,
-                                    const std::vector<int32_t>& got) {
-  return Exact(std::move(what), ref, got);
 }
 
 std::string FormatCudaVersion(int version) {
@@ -759,24 +289,23 @@ CudaStackInfo GetCudaStackInfo() {
 absl::StatusOr<KernelCheckResult> CheckRouterTopKKernels(
     const KernelCheckOptions& options) {
 #if defined(SMOE_WITH_CUDA)
-  CurrentDeviceGuard restore;
-  SMOE_RETURN_IF_ERROR(
-      CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
-  KernelCheckResult r;
-  r.seed = SeedOf(options);
-  std::mt19937 rng(r.seed);
-  const int64_t t = options.quick ? 1024 : 4096;
-  const bool f = options.inject_fault;
-  const RouterGating kRe = RouterGating::kRenormalized;
-  const RouterGating kNo = RouterGating::kNoRenorm;
-  SMOE_RETURN_IF_ERROR(CheckRouterOne(t, 8, 2, kRe, false, f, rng, &r));
-  SMOE_RETURN_IF_ERROR(CheckRouterOne(t, 64, 4, kNo, false, f, rng, &r));
-  SMOE_RETURN_IF_ERROR(CheckRouterOne(t, 200, 8, kRe, true, f, rng, &r));
-  if (!options.quick) {
-    SMOE_RETURN_IF_ERROR(CheckRouterOne(t, 8, 2, kNo, true, f, rng, &r));
-    SMOE_RETURN_IF_ERROR(CheckRouterOne(7, 8, 8, kRe, false, f, rng, &r));
-  }
-  return r;
+  return RunKernelCheck(options, [&options](std::mt19937& rng,
+                                            KernelCheckResult* r) {
+    const int64_t t = options.quick ? 1024 : 4096;
+    const RouterGating kRe = RouterGating::kRenormalized;
+    const RouterGating kNo = RouterGating::kNoRenorm;
+    std::vector<RouterTopKCheckCase> cases = {
+        {t, 8, 2, kRe, false}, {t, 64, 4, kNo, false}, {t, 200, 8, kRe, true}};
+    if (!options.quick) {
+      cases.push_back({t, 8, 2, kNo, true});
+      cases.push_back({7, 8, 8, kRe, false});
+    }
+    for (const RouterTopKCheckCase& c : cases) {
+      SMOE_RETURN_IF_ERROR(
+          CheckRouterTopK(c, rng, options.inject_fault, &r->comparisons));
+    }
+    return absl::OkStatus();
+  });
 #else
   (void)options;
   return NoCuda();
@@ -786,23 +315,21 @@ absl::StatusOr<KernelCheckResult> CheckRouterTopKKernels(
 absl::StatusOr<KernelCheckResult> CheckPermuteKernels(
     const KernelCheckOptions& options) {
 #if defined(SMOE_WITH_CUDA)
-  CurrentDeviceGuard restore;
-  SMOE_RETURN_IF_ERROR(
-      CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
-  KernelCheckResult r;
-  r.seed = SeedOf(options);
-  std::mt19937 rng(r.seed);
-  const bool f = options.inject_fault;
-  // hidden 256 takes the 16-byte vector path, 5 none.
-  SMOE_RETURN_IF_ERROR(CheckPermuteOne(options.quick ? 1024 : 4096, 8, 2, 256,
-                                       /*with_bf16=*/true, f, rng, &r));
-  SMOE_RETURN_IF_ERROR(
-      CheckPermuteOne(7, 8, 8, 5, /*with_bf16=*/false, f, rng, &r));
-  if (!options.quick) {
-    SMOE_RETURN_IF_ERROR(
-        CheckPermuteOne(4096, 64, 1, 5, /*with_bf16=*/true, f, rng, &r));
-  }
-  return r;
+  return RunKernelCheck(
+      options, [&options](std::mt19937& rng, KernelCheckResult* r) {
+        // hidden 256 takes the 16-byte vector path, 5 none.
+        std::vector<PermuteCheckCase> cases = {
+            {options.quick ? 1024 : 4096, 8, 2, 256, false, /*with_bf16=*/true},
+            {7, 8, 8, 5, false, /*with_bf16=*/false}};
+        if (!options.quick) {
+          cases.push_back({4096, 64, 1, 5, false, /*with_bf16=*/true});
+        }
+        for (const PermuteCheckCase& c : cases) {
+          SMOE_RETURN_IF_ERROR(
+              CheckPermute(c, rng, options.inject_fault, &r->comparisons));
+        }
+        return absl::OkStatus();
+      });
 #else
   (void)options;
   return NoCuda();
@@ -812,23 +339,30 @@ absl::StatusOr<KernelCheckResult> CheckPermuteKernels(
 absl::StatusOr<KernelCheckResult> CheckGroupedGemmKernels(
     const KernelCheckOptions& options) {
 #if defined(SMOE_WITH_CUDA)
-  CurrentDeviceGuard restore;
-  SMOE_RETURN_IF_ERROR(
-      CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
-  KernelCheckResult r;
-  r.seed = SeedOf(options);
-  std::mt19937 rng(r.seed);
-  CublasHandle h;
-  SMOE_RETURN_IF_ERROR(h.Create());
-  const bool f = options.inject_fault;
-  for (GroupedGemmVariant v : {GroupedGemmVariant::kPerExpertLoop,
-                               GroupedGemmVariant::kGroupedBatched}) {
-    SMOE_RETURN_IF_ERROR(
-        CheckGroupedGemmOne<float>(h.get(), DType::kFloat32, v, f, rng, &r));
-    SMOE_RETURN_IF_ERROR(CheckGroupedGemmOne<__nv_bfloat16>(
-        h.get(), DType::kBFloat16, v, f, rng, &r));
-  }
-  return r;
+  return RunKernelCheck(
+      options, [&options](std::mt19937& rng, KernelCheckResult* r) {
+        CublasHandle h;
+        SMOE_RETURN_IF_ERROR(h.Create());
+        for (GroupedGemmVariant v : {GroupedGemmVariant::kPerExpertLoop,
+                                     GroupedGemmVariant::kGroupedBatched}) {
+          for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+            const GroupedGemmCheckCase c{dtype, v, GroupedGemmMath::kStrictF32};
+            std::string unsupported;
+            SMOE_RETURN_IF_ERROR(
+                CheckGroupedGemm(h.get(), c, rng, options.inject_fault,
+                                 &r->comparisons, &unsupported));
+            if (!unsupported.empty()) {
+              r->notes.push_back(absl::StrCat(
+                  "grouped_gemm ", DTypeName(dtype),
+                  v == GroupedGemmVariant::kGroupedBatched ? " grouped-batched"
+                                                           : " per-expert-loop",
+                  ": not supported by this cuBLAS (", unsupported,
+                  "); not checked"));
+            }
+          }
+        }
+        return absl::OkStatus();
+      });
 #else
   (void)options;
   return NoCuda();
@@ -1003,14 +537,14 @@ absl::StatusOr<DeviceRates> MeasureDeviceRates(
     SMOE_RETURN_IF_ERROR(Zeros<char>(bytes, &a));
     SMOE_RETURN_IF_ERROR(b.Alloc(bytes));
     SMOE_ASSIGN_OR_RETURN(
-        const double us, TimeMedianUs(
+        const double us, TimeDeviceMedianUs(
                              [&](cudaStream_t s) {
                                return CudaStatus(
                                    cudaMemcpyAsync(b.get(), a.get(), bytes,
                                                    cudaMemcpyDeviceToDevice, s),
                                    "cudaMemcpyAsync");
                              },
-                             stream, flush, flush_bytes, warmup, reps));
+                             stream, flush.get(), flush_bytes, warmup, reps));
     rates.copy_gbps = 2.0 * static_cast<double>(bytes) / (us * 1e3);
   }
   CublasHandle handle;
@@ -1027,7 +561,7 @@ absl::StatusOr<DeviceRates> MeasureDeviceRates(
     const float alpha = 1.0f, beta = 0.0f;
     SMOE_ASSIGN_OR_RETURN(
         const double us,
-        TimeMedianUs(
+        TimeDeviceMedianUs(
             [&](cudaStream_t) {
               return CublasStatus(
                   cublasGemmEx(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, size,
@@ -1037,7 +571,7 @@ absl::StatusOr<DeviceRates> MeasureDeviceRates(
                                CUBLAS_GEMM_DEFAULT),
                   "cublasGemmEx");
             },
-            stream, flush, flush_bytes, warmup, reps));
+            stream, flush.get(), flush_bytes, warmup, reps));
     rates.dense_bf16_tflops =
         2.0 * size * static_cast<double>(size) * size / (us * 1e6);
   }
@@ -1061,8 +595,8 @@ absl::StatusOr<DeviceRates> MeasureDeviceRates(
                            DType::kBFloat16, off.data(), e, d, hdim, false, v,
                            ws.get(), s);
       };
-      absl::StatusOr<double> us =
-          TimeMedianUs(grouped, stream, flush, flush_bytes, warmup, reps);
+      absl::StatusOr<double> us = TimeDeviceMedianUs(
+          grouped, stream, flush.get(), flush_bytes, warmup, reps);
       if (absl::IsUnimplemented(us.status())) continue;
       SMOE_RETURN_IF_ERROR(us.status());
       if (best_us == 0 || *us < best_us) best_us = *us;
@@ -1101,20 +635,20 @@ absl::StatusOr<DeviceRates> MeasureDeviceRates(
     SMOE_RETURN_IF_ERROR(BuildPermutePlan(d_topk.as<int32_t>(), plan,
                                           cnt.as<int32_t>(), ws.get(), stream));
     SMOE_ASSIGN_OR_RETURN(const double perm_us,
-                          TimeMedianUs(
+                          TimeDeviceMedianUs(
                               [&](cudaStream_t s) {
                                 return Permute(x.get(), DType::kBFloat16, d,
                                                plan, perm.get(), s);
                               },
-                              stream, flush, flush_bytes, warmup, reps));
+                              stream, flush.get(), flush_bytes, warmup, reps));
     SMOE_ASSIGN_OR_RETURN(const double comb_us,
-                          TimeMedianUs(
+                          TimeDeviceMedianUs(
                               [&](cudaStream_t s) {
                                 return Combine(perm.get(), w.as<float>(),
                                                DType::kBFloat16, d, plan,
                                                out.get(), s);
                               },
-                              stream, flush, flush_bytes, warmup, reps));
+                              stream, flush.get(), flush_bytes, warmup, reps));
     const double perm_bytes = 2.0 * 2 * rows * d + 4.0 * rows;
     const double comb_bytes = 2.0 * rows * d + 8.0 * rows + 2.0 * t * d;
     rates.permute_gbps = perm_bytes / (perm_us * 1e3);

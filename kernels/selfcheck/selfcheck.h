@@ -11,8 +11,9 @@
 //     build flags, one line per visible device.
 //   * Check*Kernels: each dispatch kernel (router_topk, permute with its plan
 //     and combine, grouped_gemm forward / dgrad / wgrad in both variants) on
-//     fresh random inputs against its CPU reference, with the tolerances of
-//     its GPU test (kernels/*/*_test.cc; each comparison names them).
+//     fresh random inputs against its CPU reference: a few cases of the
+//     kernel's check (kernels/<k>/<k>_check.h), the one its GPU test runs,
+//     tolerances included.
 //   * CheckCommunicators: self-verifying all-to-all-v payloads
 //     (all_to_all/payload.h) and a verified all-reduce on every rank of a
 //     LocalCommunicator group (threads, host memory) or an NCCL group (one
@@ -26,7 +27,8 @@
 // as the Status of kernels/common/cuda_status.h. None of them aborts.
 //
 // Fault injection (to prove a check can fail): `inject_fault` adds 1 to the
-// first element of every GPU output before it is compared (kernel checks), or
+// first element of every GPU output before it is compared (kernel checks,
+// kernels/common/device_check.h), or
 // flips the lowest bit of the first element rank 0 receives in every
 // collective (communicator checks; their comparisons are exact).
 //
@@ -41,6 +43,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/common/kernel_check.h"
 
 namespace smoe::kernels {
 
@@ -65,17 +68,6 @@ CudaStackInfo GetCudaStackInfo();
 // "12.4" for 12040 (CUDA), "" for 0.
 std::string FormatCudaVersion(int version);
 
-// One element-wise comparison of a GPU output with its reference.
-struct KernelComparison {
-  std::string what;          // "router fwd E=8 k=2 renorm: topk_weights"
-  bool exact = false;        // integers and copies: bitwise equality
-  double atol = 0, eps = 0;  // compare.h's rule when !exact
-  int64_t elements = 0;
-  int64_t num_bad = 0;
-  double max_abs_err = 0;
-  std::string message;  // first mismatch, "" when it passed
-};
-
 struct KernelCheckResult {
   uint32_t seed = 0;  // of the random inputs (reported for reproduction)
   std::vector<KernelComparison> comparisons;
@@ -89,20 +81,8 @@ struct KernelCheckResult {
   std::string first_failure() const;
 };
 
-// The kernel checks' comparisons of a downloaded output `got` with its
-// reference (pure host functions): element-wise under compare.h's rule
-// (|got - ref| <= atol + eps |ref|), or bitwise. A size mismatch counts every
-// reference element as bad. The message names the first mismatch.
-KernelComparison CompareCloseOutput(std::string what,
-                                    const std::vector<float>& ref,
-                                    const std::vector<float>& got, double atol,
-                                    double eps);
-KernelComparison CompareExactOutput(std::string what,
-                                    const std::vector<float>& ref,
-                                    const std::vector<float>& got);
-KernelComparison CompareExactOutput(std::string what,
-                                    const std::vector<int32_t>& ref,
-                                    const std::vector<int32_t>& got);
+// KernelComparison, CompareCloseOutput and CompareExactOutput:
+// kernels/common/kernel_check.h.
 
 struct KernelCheckOptions {
   int device = 0;
