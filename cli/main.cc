@@ -341,12 +341,23 @@ int Main(int argc, char** argv) {
   retry->add_option("SWEEP", sweep_id)->required();
   retry->add_flag("--include-cancelled", include_cancelled,
                   "Also re-queue cancelled points");
-  CLI::App* extend = sweep->add_subcommand("extend", "Add values to an axis");
+  CLI::App* extend = sweep->add_subcommand(
+      "extend", "Add values to an axis, or draw more sampled configurations");
   extend->add_option("SWEEP", sweep_id)->required();
-  extend->add_option("--axis", axis, "Axis name, or 'seeds'")->required();
-  extend->add_option("--values", values, "Values to add (comma separated)")
-      ->required()
-      ->delimiter(',');
+  CLI::Option* extend_axis =
+      extend->add_option("--axis", axis, "Axis name, or 'seeds'");
+  CLI::Option* extend_values =
+      extend
+          ->add_option("--values", values, "Values to add (comma separated)")
+          ->delimiter(',');
+  int64_t extend_samples = 0;
+  extend
+      ->add_option("--samples", extend_samples,
+                   "Draw N more configurations of the sweep's sampled axes "
+                   "(draws samples .. samples+N-1; docs/sampled-axes.md)")
+      ->check(IntAtLeast(1))
+      ->excludes(extend_axis)
+      ->excludes(extend_values);
   CLI::App* watch_cmd = sweep->add_subcommand("watch", "Show progress");
   watch_cmd->add_option("SWEEP", sweep_id)->required();
   bool ls_all = false;
@@ -723,6 +734,15 @@ int Main(int argc, char** argv) {
     return RetrySweepCmd(*client, sweep_id, include_cancelled, std::cout);
   }
   if (extend->parsed()) {
+    if (extend_samples > 0) {
+      return ExtendSweepCmd(*client, sweep_id, "samples",
+                            {std::to_string(extend_samples)}, std::cout);
+    }
+    if (axis.empty() || values.empty()) {
+      std::cerr << "smoe: sweep extend: give --axis and --values, or "
+                   "--samples N\n";
+      return kExitUsage;
+    }
     return ExtendSweepCmd(*client, sweep_id, axis, values, std::cout);
   }
   if (watch_cmd->parsed()) return WatchSweepCmd(*client, sweep_id, std::cout);

@@ -47,8 +47,7 @@ absl::StatusOr<json> SearchJson(Scheduler* scheduler,
     label_in.push_back(
         {t.trial_id, json::parse(t.params_json, nullptr, false), t.seed});
   }
-  std::vector<std::string> axes;
-  for (const auto& a : v.spec.grid) axes.push_back(a.name);
+  const std::vector<std::string> axes = AxisNames(v.spec);  // grid, sampled
   const std::map<std::string, std::string> labels =
       analysis::TrialLabels(label_in, axes);
   SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
