@@ -64,7 +64,8 @@ export function card(parent, title, { id, note } = {}) {
 //   stops where lo/hi are null instead of bridging the gap), scatter (values
 //   drawn as small dots: individual trials; legend: false hides its legend
 //   row)}]
-//   spec.xLog2, spec.xLabel, spec.yLabel, spec.yRange [lo, hi],
+//   spec.xLog2 (ticks at the xs), spec.xLog10 (a sampled log axis: ticks at
+//   decades), spec.xLabel, spec.yLabel, spec.yRange [lo, hi],
 //   spec.xTickLabels (for categorical x: index -> label)
 //   spec.overlay: [{x, y, label}] extra points drawn as hollow grey circles
 //     (adaptive sweeps: trials stopped early, at the value they stopped at)
@@ -145,7 +146,7 @@ export function lineChart(parent, id, title, spec, note) {
     const lo = Math.min(...xsAll), hi = Math.max(...xsAll);
     if (lo < Math.min(...spec.xs) || hi > Math.max(...spec.xs) || !spec.xs.length) {
       // A little room so the edge circles are not cut in half.
-      if (spec.xLog2) {
+      if (spec.xLog2 || spec.xLog10) {
         const f = lo === hi ? 2 : 2 ** (0.04 * Math.log2(hi / lo));
         xRange = [lo / f, hi * f];
       } else {
@@ -162,7 +163,7 @@ export function lineChart(parent, id, title, spec, note) {
     series,
     bands,
     scales: {
-      x: xScaleOptions(spec.xLog2, xRange),
+      x: xScaleOptions(spec.xLog2 || spec.xLog10, xRange, spec.xLog10 ? 10 : 2),
       y: yRange ? { range: yRange } : {},
     },
     axes: [

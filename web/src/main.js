@@ -17,7 +17,7 @@ import { PALETTE, card, download, heatTable, lineChart } from './chart.js';
 import {
   alignSeries, brushTerms, defaultView, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe,
   metricName, numericXs, optimalUncertainty, plottableMetrics, pointSeries, seriesFromCurves, sharedRange,
-  skillMixSeries, tableQuery, theoryAccuracy, toCsv, trialMetricGroups,
+  skillMixSeries, tableQuery, theoryAccuracy, toCsv, trialMetricGroups, xAxisScale, xScaleFlags,
 } from './data.js';
 
 const app = document.getElementById('app');
@@ -169,7 +169,7 @@ function headlineCharts(box, curves, optimal, fits, st, rows = []) {
       xIndex: categorical ? new Map(xs.map((x, i) => [String(x), i])) : null,
     });
     const chart = lineChart(box, `headline-${metric}-${facet.label}`, title, {
-      xs: xsPlot, xTickLabels: tick, series, xLog2: positive && st.log,
+      xs: xsPlot, xTickLabels: tick, series, ...xScaleFlags(xAxisScale(st.axes, curves.x, positive ? xs : [], st.log)),
       xLabel: curves.x, yLabel: metricName(metric), overlay,
     }, (overlay.length ? `grey circles: ${overlay.length} trials stopped early, at the value they stopped at; ` : '') +
     (maxSeeds(curves) < 2 ? 'n = 1 (one seed per point): no band, no CI'
@@ -510,6 +510,7 @@ async function renderSweep(id, q) {
     if (gen !== tableGen) return page;
     lastPage = page;
     sweep = page.sweep;
+    st.axes = sweep.axes; // sampled axes: their declared scale (xAxisScale)
     columns = page.columns;
     if (!defaults) {
       defaults = {
@@ -826,7 +827,7 @@ async function renderCompare(a, b, q) {
       for (const s of series) if (!s.markers && cur.series) s.label = `${cur.series}=${s.label}`;
       const c = lineChart(col, `compare-${i}`, `${name}: ${metricName(st.metric)} vs ${st.x}`, {
         xs: categorical ? xs.map((_, j) => j) : xs, xTickLabels: categorical ? xs.map(String) : null,
-        series, yRange, xLog2: !categorical && xs.every((x) => x > 0), xLabel: st.x, yLabel: metricName(st.metric),
+        series, yRange, ...xScaleFlags(xAxisScale(pa.sweep.axes, st.x, categorical ? [] : xs)), xLabel: st.x, yLabel: metricName(st.metric),
       }, `same x values and y range as the other panel; band: ${st.band === 'sem' ? 'mean ± s.e.m.' : 'bootstrap CI'} over seeds`);
       window.__smoe.charts[`compare-${i}`].yRange = yRange;
       window.__smoe.charts[`compare-${i}`].xs = xs;
