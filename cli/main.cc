@@ -347,8 +347,7 @@ int Main(int argc, char** argv) {
   CLI::Option* extend_axis =
       extend->add_option("--axis", axis, "Axis name, or 'seeds'");
   CLI::Option* extend_values =
-      extend
-          ->add_option("--values", values, "Values to add (comma separated)")
+      extend->add_option("--values", values, "Values to add (comma separated)")
           ->delimiter(',');
   int64_t extend_samples = 0;
   extend

@@ -132,8 +132,8 @@ void PrintSweepSummary(const pb::Sweep& s, std::ostream& out) {
     std::vector<std::string> vals;
     for (const auto& v : a.values()) vals.push_back(FormatValue(v));
     out << "  " << a.name() << ": " << a.distribution() << " ["
-        << absl::StrJoin(range, ", ") << "], drawn [" << absl::StrJoin(vals, ", ")
-        << "]\n";
+        << absl::StrJoin(range, ", ") << "], drawn ["
+        << absl::StrJoin(vals, ", ") << "]\n";
   }
   if (s.spec().sample_size() > 0) {
     out << "  samples: " << s.spec().samples() << " (sample_seed "
@@ -410,13 +410,13 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
           << absl::StrFormat("%.0f", cost->trial_steps) << " trial-steps ("
           << cost->groups << " group" << (cost->groups == 1 ? "" : "s")
           << ", rungs at " << absl::StrJoin(cost->rungs, ", ") << "): "
-          << absl::StrFormat("%.2f", cost->trial_steps /
-                                         cost->full_grid_trial_steps)
+          << absl::StrFormat("%.2f",
+                             cost->trial_steps / cost->full_grid_trial_steps)
           << "x the full grid";
       if (!spec->sample.empty() && cost->untuned_grid_trial_steps > 0) {
         out << ", "
-            << absl::StrFormat("%.2f", cost->trial_steps /
-                                           cost->untuned_grid_trial_steps)
+            << absl::StrFormat(
+                   "%.2f", cost->trial_steps / cost->untuned_grid_trial_steps)
             << "x one untuned grid (one configuration per grid point x seed)";
       }
       out << " (as synchronous successive halving; asynchronous promotion "

@@ -72,9 +72,9 @@ TEST(SampledAxesTest, ParsesTheBlockAndExpandsGridTimesDrawsTimesSeeds) {
   EXPECT_FALSE(spec.sample[1].log());
   EXPECT_EQ(spec.samples, 8);
   EXPECT_EQ(spec.sample_seed, 7);
-  EXPECT_EQ(AxisNames(spec), (std::vector<std::string>{
-                                 "M", "top_k", "lr", "weight_decay", "warmup",
-                                 "width"}));
+  EXPECT_EQ(AxisNames(spec),
+            (std::vector<std::string>{"M", "top_k", "lr", "weight_decay",
+                                      "warmup", "width"}));
   const std::vector<ExpandedTrial> points = ExpandGrid(spec);
   ASSERT_EQ(points.size(), 2u * 2u * 8u * 2u);
   EXPECT_EQ(CountPoints(spec), 64);
@@ -141,7 +141,8 @@ TEST(SampledAxesTest, DistributionsStayInRangeWithTheirShape) {
     ASSERT_GE(a, 1e-4);
     ASSERT_LE(a, 1e-2);
     // %.6g: at most 6 significant digits.
-    ASSERT_EQ(json(a).dump(), json(std::stod(absl::StrFormat("%.6g", a))).dump());
+    ASSERT_EQ(json(a).dump(),
+              json(std::stod(absl::StrFormat("%.6g", a))).dump());
     if (a < 1e-3) ++below_geo_mid;
     const double w = DrawSample(wd, 11, i).get<double>();
     ASSERT_GE(w, 0.0);
@@ -180,9 +181,9 @@ TEST(SampledAxesTest, RoundTripsThroughTheStoredYaml) {
   // the default's derivation changed.
   std::string unseeded = kSampled;
   unseeded.replace(unseeded.find("sample_seed: 7"), 14, "");
-  EXPECT_THAT(SweepSpecToYaml(Parse(unseeded)),
-              HasSubstr(absl::StrCat("sample_seed: ",
-                                     DefaultSampleSeed("tuned"))));
+  EXPECT_THAT(
+      SweepSpecToYaml(Parse(unseeded)),
+      HasSubstr(absl::StrCat("sample_seed: ", DefaultSampleSeed("tuned"))));
   // A sweep without sampled axes is written as before.
   EXPECT_THAT(SweepSpecToYaml(Parse("name: g\nkind: sraven\ngrid: {M: [1]}\n")),
               ::testing::Not(HasSubstr("sample")));
@@ -221,7 +222,8 @@ TEST(SampledAxesTest, ExtendSamplesRefusesBadCountsAndUnsampledSweeps) {
        std::vector<std::vector<json>>{{0}, {-2}, {1.5}, {"x"}, {1, 2}}) {
     const absl::Status s = ExtendAxis(&spec, "samples", bad);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << json(bad);
-    EXPECT_THAT(s.message(), HasSubstr("samples: expected one positive integer"));
+    EXPECT_THAT(s.message(),
+                HasSubstr("samples: expected one positive integer"));
     EXPECT_THAT(s.message(), HasSubstr(json(bad).dump()));
   }
   EXPECT_EQ(spec.samples, 8);
@@ -236,28 +238,34 @@ TEST(SampledAxesTest, ExtendSamplesRefusesBadCountsAndUnsampledSweeps) {
 
 TEST(SampledAxesTest, ValidationNamesTheFieldAndTheValue) {
   const std::string head = "name: v\nkind: sraven\ngrid: {M: [1]}\n";
-  EXPECT_THAT(Error(head + "sample: {lr: {loguniform: [0, 0.1]}}\nsamples: 2\n"),
-              HasSubstr("sample.lr.loguniform: lo must be > 0 (a log range), "
-                        "got 0"));
-  EXPECT_THAT(Error(head + "sample: {lr: {uniform: [0.1, 0.01]}}\nsamples: 2\n"),
-              HasSubstr("sample.lr.uniform: expected lo < hi, got [0.1, 0.01]"));
   EXPECT_THAT(
-      Error(head + "sample: {weight_decay: {uniform: [-1, 0.2]}}\nsamples: 2\n"),
+      Error(head + "sample: {lr: {loguniform: [0, 0.1]}}\nsamples: 2\n"),
+      HasSubstr("sample.lr.loguniform: lo must be > 0 (a log range), "
+                "got 0"));
+  EXPECT_THAT(
+      Error(head + "sample: {lr: {uniform: [0.1, 0.01]}}\nsamples: 2\n"),
+      HasSubstr("sample.lr.uniform: expected lo < hi, got [0.1, 0.01]"));
+  EXPECT_THAT(
+      Error(head +
+            "sample: {weight_decay: {uniform: [-1, 0.2]}}\nsamples: 2\n"),
       HasSubstr("sample.weight_decay.uniform[0]: expected a value in"));
   EXPECT_THAT(Error(head + "sample: {top_k: {int: [1, 999]}}\nsamples: 2\n"),
               HasSubstr("sample.top_k.int[1]: expected"));
-  EXPECT_THAT(Error(head + "sample: {warmup: {uniform: [10, 20]}}\nsamples: 2\n"),
-              HasSubstr("sample.warmup.uniform: warmup is an integer "
-                        "parameter; sample it with int"));
+  EXPECT_THAT(
+      Error(head + "sample: {warmup: {uniform: [10, 20]}}\nsamples: 2\n"),
+      HasSubstr("sample.warmup.uniform: warmup is an integer "
+                "parameter; sample it with int"));
   EXPECT_THAT(Error(head + "sample: {warmup: {int: [10, 20.5]}}\nsamples: 2\n"),
               HasSubstr("sample.warmup.int: expected [lo, hi] of integers, got "
                         "[10, 20.5]"));
   EXPECT_THAT(Error(head + "sample: {lr: {normal: [1, 2]}}\nsamples: 2\n"),
               HasSubstr("sample.lr: distribution 'normal' is not one of"));
-  EXPECT_THAT(Error(head + "sample: {width: {choice: [0.25, 0.3]}}\nsamples: 2\n"),
-              HasSubstr("sample.width.choice[1]: expected"));
-  EXPECT_THAT(Error(head + "sample: {lrr: {uniform: [0.1, 0.2]}}\nsamples: 2\n"),
-              HasSubstr("sample.lrr: unknown parameter 'lrr'"));
+  EXPECT_THAT(
+      Error(head + "sample: {width: {choice: [0.25, 0.3]}}\nsamples: 2\n"),
+      HasSubstr("sample.width.choice[1]: expected"));
+  EXPECT_THAT(
+      Error(head + "sample: {lrr: {uniform: [0.1, 0.2]}}\nsamples: 2\n"),
+      HasSubstr("sample.lrr: unknown parameter 'lrr'"));
   EXPECT_THAT(Error(head + "sample: {M: {int: [1, 2]}}\nsamples: 2\n"),
               HasSubstr("sample.M: also a grid axis; give it in one place"));
   EXPECT_THAT(Error(head + "fixed: {lr: 0.1}\nsample: {lr: {uniform: [0.1, "
@@ -280,9 +288,9 @@ TEST(SampledAxesTest, ValidationNamesTheFieldAndTheValue) {
 }
 
 TEST(SampledAxesTest, RepeatedDrawsAreOneConfiguration) {
-  const SweepSpec spec =
-      Parse("name: c\nkind: sraven\ngrid: {M: [1]}\nsample: {width: {choice: "
-            "[0.25, 0.5]}}\nsamples: 16\n");
+  const SweepSpec spec = Parse(
+      "name: c\nkind: sraven\ngrid: {M: [1]}\nsample: {width: {choice: "
+      "[0.25, 0.5]}}\nsamples: 16\n");
   const std::vector<json> configs = SampleConfigs(spec);
   EXPECT_EQ(configs.size(), 2u);
   EXPECT_EQ(CountPoints(spec), 2);
@@ -298,17 +306,17 @@ TEST(SampledAxesTest, AshaDefaultsRaceConfigurationsWithinEachGridPoint) {
   EXPECT_TRUE(spec.search.aggregate_seeds);
   EXPECT_EQ(Parse(SweepSpecToYaml(spec)).search, spec.search);
   // Given explicitly, both are kept (false survives the stored form).
-  const SweepSpec explicit_spec = Parse(
-      std::string(kSampled) +
-      "search: {strategy: asha, metric: val_acc, min_steps: 125, "
-      "group_by: [M], aggregate_seeds: false}\n");
+  const SweepSpec explicit_spec =
+      Parse(std::string(kSampled) +
+            "search: {strategy: asha, metric: val_acc, min_steps: 125, "
+            "group_by: [M], aggregate_seeds: false}\n");
   EXPECT_EQ(explicit_spec.search.group_by, (std::vector<std::string>{"M"}));
   EXPECT_FALSE(explicit_spec.search.aggregate_seeds);
   EXPECT_FALSE(Parse(SweepSpecToYaml(explicit_spec)).search.aggregate_seeds);
   // A grid sweep keeps asha's old defaults.
-  const SweepSpec grid =
-      Parse("name: g\nkind: sraven\ngrid: {M: [1, 2]}\nfixed: {steps: "
-            "100}\nsearch: {strategy: asha, metric: val_acc, min_steps: 10}\n");
+  const SweepSpec grid = Parse(
+      "name: g\nkind: sraven\ngrid: {M: [1, 2]}\nfixed: {steps: "
+      "100}\nsearch: {strategy: asha, metric: val_acc, min_steps: 10}\n");
   EXPECT_TRUE(grid.search.group_by.empty());
   EXPECT_FALSE(grid.search.aggregate_seeds);
   EXPECT_THAT(Error(std::string(kSampled) +

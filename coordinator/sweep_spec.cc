@@ -303,13 +303,13 @@ void ParseSample(const YAML::Node& node, const ParseOptions& options,
       continue;
     }
     if (grid_axes.count(axis.name)) {
-      problems->Add(absl::StrCat(field,
-                                 ": also a grid axis; give it in one place"));
+      problems->Add(
+          absl::StrCat(field, ": also a grid axis; give it in one place"));
       continue;
     }
     if (spec->fixed.contains(axis.name)) {
-      problems->Add(absl::StrCat(field,
-                                 ": also a fixed param; give it in one place"));
+      problems->Add(
+          absl::StrCat(field, ": also a fixed param; give it in one place"));
       continue;
     }
     const YAML::Node& d = kv.second;
@@ -374,8 +374,8 @@ void ParseSample(const YAML::Node& node, const ParseOptions& options,
     }
     const double l = lo->get<double>(), h = hi->get<double>();
     if (!std::isfinite(l) || !std::isfinite(h) || !(l < h)) {
-      problems->Add(absl::StrCat(dfield, ": expected lo < hi, got [",
-                                 Show(*lo), ", ", Show(*hi), "]"));
+      problems->Add(absl::StrCat(dfield, ": expected lo < hi, got [", Show(*lo),
+                                 ", ", Show(*hi), "]"));
       continue;
     }
     if (axis.distribution == "loguniform" && !(l > 0)) {
@@ -511,8 +511,8 @@ void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
     const trials::Param* p = schema.Find(a.name);
     if (p == nullptr) continue;
     const std::string dfield = absl::StrCat(field, ".", a.distribution);
-    const bool number =
-        p->type == trials::ParamType::kInt || p->type == trials::ParamType::kNumber;
+    const bool number = p->type == trials::ParamType::kInt ||
+                        p->type == trials::ParamType::kNumber;
     if (a.distribution != "choice" && !number) {
       problems->Add(absl::StrCat(dfield, ": ", a.name,
                                  " is not a number; sample it with choice: "
@@ -1110,9 +1110,9 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     return;
   }
   static const std::set<std::string> kKeys = {
-      "name",   "kind",      "grid",    "fixed",
-      "seeds",  "resources", "retries", "priority",
-      "search", "command",   "params",  "keep_final_checkpoint",
+      "name",   "kind",      "grid",       "fixed",
+      "seeds",  "resources", "retries",    "priority",
+      "search", "command",   "params",     "keep_final_checkpoint",
       "sample", "samples",   "sample_seed"};
   if (!options.allow_lax_yaml) CheckDuplicateKeys(root, "", problems);
   for (const auto& kv : root) {
@@ -1158,7 +1158,8 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     ParseSample(sample, options, spec, problems);
   }
   if (const YAML::Node n = root["samples"]) {
-    auto v = IntField(n, "samples", 1, std::max<int64_t>(1, options.max_points));
+    auto v =
+        IntField(n, "samples", 1, std::max<int64_t>(1, options.max_points));
     if (problems->Ok(v.status())) spec->samples = *v;
   }
   if (root["sample"] && !root["samples"]) {
@@ -1265,7 +1266,8 @@ json DrawSample(const SampledAxis& axis, int64_t seed, int64_t index) {
   const double u = static_cast<double>(bits >> 11) * 0x1.0p-53;  // [0, 1)
   if (axis.distribution == "choice") {
     if (axis.choices.empty()) return json();
-    size_t i = static_cast<size_t>(u * static_cast<double>(axis.choices.size()));
+    size_t i =
+        static_cast<size_t>(u * static_cast<double>(axis.choices.size()));
     return axis.choices[std::min(i, axis.choices.size() - 1)];
   }
   if (axis.distribution == "int") {
@@ -1325,8 +1327,7 @@ absl::StatusOr<AshaCostEstimate> EstimateAshaCost(const SweepSpec& spec) {
     for (const std::string& name : s.group_by) {
       g.push_back(t.params.value(name, json()));
     }
-    const std::string unit =
-        s.aggregate_seeds ? t.params.dump() : t.trial_id;
+    const std::string unit = s.aggregate_seeds ? t.params.dump() : t.trial_id;
     ++groups[g.dump()][unit];
   }
   e.groups = static_cast<int64_t>(groups.size());
@@ -1337,8 +1338,8 @@ absl::StatusOr<AshaCostEstimate> EstimateAshaCost(const SweepSpec& spec) {
     const double per_unit = static_cast<double>(units.begin()->second);
     int64_t from = 0;
     for (int64_t r : e.rungs) {
-      e.trial_steps += static_cast<double>(n) * per_unit *
-                       static_cast<double>(r - from);
+      e.trial_steps +=
+          static_cast<double>(n) * per_unit * static_cast<double>(r - from);
       from = r;
       n = std::max<int64_t>(1, n / std::max<int64_t>(2, s.reduction));
     }
@@ -1350,8 +1351,8 @@ absl::StatusOr<AshaCostEstimate> EstimateAshaCost(const SweepSpec& spec) {
   SweepSpec untuned = spec;
   untuned.sample.clear();
   untuned.samples = 0;
-  e.untuned_grid_trial_steps =
-      static_cast<double>(CountPoints(untuned)) * static_cast<double>(max_steps);
+  e.untuned_grid_trial_steps = static_cast<double>(CountPoints(untuned)) *
+                               static_cast<double>(max_steps);
   return e;
 }
 
@@ -1782,10 +1783,9 @@ absl::Status ExtendAxis(SweepSpec* spec, absl::string_view axis,
     }
     const int64_t n = values[0].get<int64_t>();
     if (n > options.max_points - std::min(options.max_points, next.samples)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("samples: ", next.samples, " + ", n,
-                       " draws, more than max ", options.max_points,
-                       " points (--max-points)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "samples: ", next.samples, " + ", n, " draws, more than max ",
+          options.max_points, " points (--max-points)"));
     }
     next.samples += n;
   } else if (axis == "seeds") {

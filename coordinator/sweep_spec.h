@@ -258,8 +258,7 @@ int64_t DefaultSampleSeed(absl::string_view sweep_name);
 // both rounded to %.6g (and clamped to [lo, hi]); int: lo + floor(u (hi - lo
 // + 1)); choice: choices[floor(u n)]. No std:: distribution is involved, so
 // the value does not depend on the standard library.
-nlohmann::json DrawSample(const SampledAxis& axis, int64_t seed,
-                          int64_t index);
+nlohmann::json DrawSample(const SampledAxis& axis, int64_t seed, int64_t index);
 
 // The sampled configurations ({axis: value} per draw) of draws
 // 0 .. spec.samples-1, a draw equal to an earlier one left out; [{}] when

@@ -3,9 +3,9 @@
 // The dashboard's roles, session cookies, CSRF checks and admin actions
 // (coordinator/http/http_auth.h, coordinator/http/http_actions.h) against a
 // real HttpServer on 127.0.0.1:0 with viewer, worker and admin tokens.
-#include <algorithm>
 #include <httplib.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>

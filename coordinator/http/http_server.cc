@@ -637,8 +637,7 @@ struct HttpServer::Impl {
           if (w->changed.size() > 500) {
             ev["reset"] = true;  // too many: the client reloads
           } else {
-            const std::vector<std::string> axes =
-                AxisNames(w->sweep.spec);
+            const std::vector<std::string> axes = AxisNames(w->sweep.spec);
             // The watched version is durable, so a snapshot taken now holds
             // the changed rows with their results.
             std::shared_ptr<const SweepSnapshot> snap;
