@@ -366,16 +366,10 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
     } else {
       range = {a.lo.dump(), a.hi.dump()};
     }
-    // The drawn values, ascending.
-    std::vector<json> drawn;
-    for (const json& c : coordinator::SampleConfigs(*spec)) {
-      if (std::find(drawn.begin(), drawn.end(), c[a.name]) == drawn.end()) {
-        drawn.push_back(c[a.name]);
-      }
-    }
-    std::sort(drawn.begin(), drawn.end());
     std::vector<std::string> shown;
-    for (const json& v : drawn) shown.push_back(v.dump());
+    for (const json& v : coordinator::SampledValues(*spec, a.name)) {
+      shown.push_back(v.dump());
+    }
     out << file << ": sampled " << a.name << ": " << a.distribution << " ["
         << absl::StrJoin(range, ", ") << "]" << (a.log() ? " (log axis)" : "")
         << ": " << absl::StrJoin(shown, ", ") << "\n";

@@ -1298,6 +1298,20 @@ std::vector<json> SampleConfigs(const SweepSpec& spec) {
   return out;
 }
 
+std::vector<json> SampledValues(const SweepSpec& spec, absl::string_view name) {
+  std::vector<json> values;
+  const std::string key(name);
+  for (const json& c : SampleConfigs(spec)) {
+    auto it = c.find(key);
+    if (it == c.end()) continue;
+    if (std::find(values.begin(), values.end(), *it) == values.end()) {
+      values.push_back(*it);
+    }
+  }
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
 std::vector<std::string> AxisNames(const SweepSpec& spec) {
   std::vector<std::string> out;
   for (const Axis& a : spec.grid) out.push_back(a.name);

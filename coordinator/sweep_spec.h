@@ -265,6 +265,11 @@ nlohmann::json DrawSample(const SampledAxis& axis, int64_t seed, int64_t index);
 // the spec samples nothing.
 std::vector<nlohmann::json> SampleConfigs(const SweepSpec& spec);
 
+// The distinct drawn values of sampled axis `name`, ascending (what the
+// CLI, the API and the dashboard show as the axis's values).
+std::vector<nlohmann::json> SampledValues(const SweepSpec& spec,
+                                          absl::string_view name);
+
 // Every axis name: grid axes, then sampled axes (file order).
 std::vector<std::string> AxisNames(const SweepSpec& spec);
 

@@ -172,7 +172,6 @@ void SpecToProto(const SweepSpec& s, pb::SweepSpec* out) {
     JsonToValue(v, &(*out->mutable_fixed()->mutable_fields())[k]);
   }
   for (int64_t seed : s.seeds) out->add_seeds(seed);
-  const std::vector<nlohmann::json> configs = SampleConfigs(s);
   for (const SampledAxis& a : s.sample) {
     pb::SampledAxis* axis = out->add_sample();
     axis->set_name(a.name);
@@ -183,14 +182,9 @@ void SpecToProto(const SweepSpec& s, pb::SweepSpec* out) {
       JsonToValue(a.lo, axis->add_range());
       JsonToValue(a.hi, axis->add_range());
     }
-    std::vector<nlohmann::json> values;
-    for (const nlohmann::json& c : configs) {
-      if (std::find(values.begin(), values.end(), c[a.name]) == values.end()) {
-        values.push_back(c[a.name]);
-      }
+    for (const auto& v : SampledValues(s, a.name)) {
+      JsonToValue(v, axis->add_values());
     }
-    std::sort(values.begin(), values.end());
-    for (const auto& v : values) JsonToValue(v, axis->add_values());
   }
   out->set_samples(s.samples);
   out->set_sample_seed(s.sample_seed);

@@ -74,22 +74,14 @@ json SweepJson(const SweepView& v) {
   // Sampled axes are ordinary axes to the dashboard: their values are the
   // drawn ones (ascending); `sampled` says how, and `log` asks for a log
   // scale (loguniform).
-  const std::vector<json> configs = SampleConfigs(v.spec);
   json sample = json::array();
   for (const SampledAxis& a : v.spec.sample) {
-    std::vector<json> values;
-    for (const json& c : configs) {
-      if (std::find(values.begin(), values.end(), c[a.name]) == values.end()) {
-        values.push_back(c[a.name]);
-      }
-    }
-    std::sort(values.begin(), values.end());
     const json how = {
         {"distribution", a.distribution},
         {"range", a.distribution == "choice" ? json(a.choices)
                                              : json::array({a.lo, a.hi})}};
     axes.push_back({{"name", a.name},
-                    {"values", values},
+                    {"values", SampledValues(v.spec, a.name)},
                     {"sampled", how},
                     {"log", a.log()}});
     json declared = how;
