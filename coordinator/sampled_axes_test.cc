@@ -323,6 +323,15 @@ TEST(SampledAxesTest, AshaDefaultsRaceConfigurationsWithinEachGridPoint) {
                     "search: {strategy: asha, metric: val_acc, min_steps: "
                     "125, group_by: [lr]}\n"),
               HasSubstr("search.group_by[0]: 'lr' is a sampled axis"));
+  EXPECT_THAT(Error(std::string(kSampled) +
+                    "search: {strategy: refine, metric: val_acc, axis: "
+                    "top_k}\n"),
+              HasSubstr("search.strategy: refine does not take sampled axes"));
+  // Median also races within grid points by default.
+  EXPECT_EQ(Parse(std::string(kSampled) +
+                  "search: {strategy: median, metric: val_acc}\n")
+                .search.group_by,
+            (std::vector<std::string>{"M", "top_k"}));
 }
 
 TEST(SampledAxesTest, AshaCostEstimate) {

@@ -719,6 +719,14 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
     if (ok) spec->search = s;
     return;
   }
+  // Refine adds points along an integer grid axis; it does not know about
+  // drawn configurations (asha and median race them: docs/sampled-axes.md).
+  if (s.strategy == "refine" && !spec->sample.empty()) {
+    problems->Add(
+        "search.strategy: refine does not take sampled axes (sample:); use "
+        "asha or median to race the drawn configurations, or grid");
+    ok = false;
+  }
   // metric, mode
   if (const YAML::Node m = node["metric"];
       m && m.IsScalar() && !m.Scalar().empty()) {
