@@ -77,6 +77,7 @@ export function lineChart(parent, id, title, spec, note) {
   const bands = [];
   const hidden = [];
   const summary = { id, title, series: [], markers: [],
+    xScale: spec.xLog10 ? 'log10' : spec.xLog2 ? 'log2' : 'linear',
     overlay: (spec.overlay || []).map((p) => ({ x: p.x, y: p.y, label: p.label })),
     vlines: (spec.vlines || []).map((v) => v.x) };
   for (const s of spec.series) {
@@ -171,7 +172,8 @@ export function lineChart(parent, id, title, spec, note) {
         label: spec.xLabel,
         values: xTicks
           ? (u, vals) => vals.map((v) => xTicks[v] ?? '')
-          : (u, vals) => vals.map((v) => String(+v.toPrecision(6))),
+          // (uPlot's log10 splits may hold nulls: no label there.)
+          : (u, vals) => vals.map((v) => (v === null || v === undefined ? '' : String(+v.toPrecision(6)))),
         splits: spec.xLog2 || xTicks
           ? () => (xRange ? [...new Set([...spec.xs, ...overlayXs])].sort((a, b) => a - b) : spec.xs)
           : undefined,
