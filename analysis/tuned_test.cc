@@ -237,6 +237,30 @@ TEST(TunedTest, MissingValuesAndUnfinishedTrials) {
   EXPECT_EQ(a->series[0].optimal.seeds, 2);
 }
 
+// A sampled sweep raced by ASHA (docs/sampled-axes.md): a configuration
+// stopped at a rung (kPruned) may carry a value from its partial run (here
+// better than any finished one); it is never selected, and the selection is
+// among the configurations that finished.
+TEST(TunedTest, AshaStoppedConfigurationsNeverWin) {
+  std::vector<TrialPoint> trials;
+  for (int64_t s = 0; s < 3; ++s) {
+    trials.push_back(Trial(1, 2, kA, s, 0.6, 0.6));
+    TrialPoint stopped = Trial(1, 2, kB, s, 0.95, 0.95);
+    stopped.state = store::TrialState::kPruned;
+    trials.push_back(stopped);
+  }
+  for (SelectUnit unit : {SelectUnit::kSeed, SelectUnit::kPoint}) {
+    absl::StatusOr<TunedAnalysis> a =
+        AnalyzeTuned(trials, Options(), Tune(unit));
+    ASSERT_TRUE(a.ok()) << a.status();
+    const TunedPoint& p = PointAt(a->series[0], 2);
+    EXPECT_EQ(p.chosen_count.at("lr=0.001"), 3);
+    EXPECT_EQ(p.chosen_count.count("lr=0.01"), 0u);
+    EXPECT_NEAR(p.stats.mean, 0.6, 1e-12);
+    EXPECT_EQ(a->trials_used, 3);
+  }
+}
+
 TEST(TunedTest, RefusesWhatCannotBeTuned) {
   std::vector<TrialPoint> trials = {Trial(1, 1, kA, 0, 0.5, 0.5),
                                     Trial(1, 1, kB, 0, 0.6, 0.6)};

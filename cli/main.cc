@@ -398,6 +398,7 @@ Command AddUpCommand(CLI::App* app_ptr) {
 struct SweepFlags {
   std::string file, sweep_id, axis;
   std::vector<std::string> values;
+  int64_t extend_samples = 0;  // sweep extend --samples N
   bool watch = false, dry_run = false, trials = false,
        include_cancelled = false;
   bool delete_yes = false, ls_all = false;
@@ -476,12 +477,21 @@ std::vector<Command> AddSweepCommands(
   retry->add_option("SWEEP", sweep_id)->required();
   retry->add_flag("--include-cancelled", include_cancelled,
                   "Also re-queue cancelled points");
-  CLI::App* extend = sweep->add_subcommand("extend", "Add values to an axis");
+  CLI::App* extend = sweep->add_subcommand(
+      "extend", "Add values to an axis, or draw more sampled configurations");
   extend->add_option("SWEEP", sweep_id)->required();
-  extend->add_option("--axis", axis, "Axis name, or 'seeds'")->required();
-  extend->add_option("--values", values, "Values to add (comma separated)")
-      ->required()
-      ->delimiter(',');
+  CLI::Option* extend_axis =
+      extend->add_option("--axis", axis, "Axis name, or 'seeds'");
+  CLI::Option* extend_values =
+      extend->add_option("--values", values, "Values to add (comma separated)")
+          ->delimiter(',');
+  extend
+      ->add_option("--samples", f->extend_samples,
+                   "Draw N more configurations of the sweep's sampled axes "
+                   "(draws samples .. samples+N-1; docs/sampled-axes.md)")
+      ->check(IntAtLeast(1))
+      ->excludes(extend_axis)
+      ->excludes(extend_values);
   CLI::App* watch_cmd = sweep->add_subcommand("watch", "Show progress");
   watch_cmd->add_option("SWEEP", sweep_id)->required();
   ls->add_flag("--all", ls_all, "Also list archived sweeps");
@@ -528,6 +538,15 @@ std::vector<Command> AddSweepCommands(
     return RetrySweepCmd(c, f->sweep_id, f->include_cancelled, std::cout);
   });
   add(extend, [f](CoordinatorClient& c) {
+    if (f->extend_samples > 0) {
+      return ExtendSweepCmd(c, f->sweep_id, "samples",
+                            {std::to_string(f->extend_samples)}, std::cout);
+    }
+    if (f->axis.empty() || f->values.empty()) {
+      std::cerr << "smoe: sweep extend: give --axis and --values, or "
+                   "--samples N\n";
+      return kExitUsage;
+    }
     return ExtendSweepCmd(c, f->sweep_id, f->axis, f->values, std::cout);
   });
   add(watch_cmd, [f](CoordinatorClient& c) {

@@ -13,9 +13,15 @@ namespace smoe::cli {
 namespace pb = smoe::v1;
 using json = nlohmann::json;
 
-TrialLabels LabelTrials(const pb::GetSweepResponse& resp) {
+std::vector<std::string> SpecAxisNames(const pb::SweepSpec& spec) {
   std::vector<std::string> axes;
-  for (const auto& a : resp.sweep().spec().grid()) axes.push_back(a.name());
+  for (const auto& a : spec.grid()) axes.push_back(a.name());
+  for (const auto& a : spec.sample()) axes.push_back(a.name());
+  return axes;
+}
+
+TrialLabels LabelTrials(const pb::GetSweepResponse& resp) {
+  const std::vector<std::string> axes = SpecAxisNames(resp.sweep().spec());
   std::vector<analysis::LabelInput> in;
   in.reserve(static_cast<size_t>(resp.trials_size()));
   for (const auto& t : resp.trials()) {

@@ -24,6 +24,8 @@ inline constexpr int kShownDecisions = 20;
 // trials ("top_k=4 seed 1": the axes whose values differ among the trials,
 // and the seed when there is more than one).
 using TrialLabels = std::map<std::string, std::string>;
+// The sweep's axes: grid axes, then sampled axes (`sample:`).
+std::vector<std::string> SpecAxisNames(const smoe::v1::SweepSpec& spec);
 TrialLabels LabelTrials(const smoe::v1::GetSweepResponse& resp);
 
 // One decision as a line: "#12 top_k=4 seed 1 (1f2e...) prune (final):

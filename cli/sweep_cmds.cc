@@ -126,6 +126,19 @@ void PrintSweepSummary(const pb::Sweep& s, std::ostream& out) {
     for (const auto& v : a.values()) vals.push_back(FormatValue(v));
     out << "  " << a.name() << ": [" << absl::StrJoin(vals, ", ") << "]\n";
   }
+  for (const auto& a : s.spec().sample()) {
+    std::vector<std::string> range;
+    for (const auto& v : a.range()) range.push_back(FormatValue(v));
+    std::vector<std::string> vals;
+    for (const auto& v : a.values()) vals.push_back(FormatValue(v));
+    out << "  " << a.name() << ": " << a.distribution() << " ["
+        << absl::StrJoin(range, ", ") << "], drawn ["
+        << absl::StrJoin(vals, ", ") << "]\n";
+  }
+  if (s.spec().sample_size() > 0) {
+    out << "  samples: " << s.spec().samples() << " (sample_seed "
+        << s.spec().sample_seed() << ")\n";
+  }
   out << "  seeds: [" << absl::StrJoin(s.spec().seeds(), ", ") << "]\n";
   out << "  " << ProgressLine(s.counts(), 30) << "\n";
   if (!s.unschedulable().empty()) {
@@ -214,7 +227,8 @@ std::string SweepProgress::LineWithoutWaiting(const pb::StateCounts& c,
 
 void PrintTrialsTable(const pb::GetSweepResponse& resp, std::ostream& out) {
   std::vector<std::string> header = {"#", "TRIAL", "STATE"};
-  for (const auto& a : resp.sweep().spec().grid()) header.push_back(a.name());
+  const std::vector<std::string> axes = SpecAxisNames(resp.sweep().spec());
+  for (const std::string& a : axes) header.push_back(a);
   for (const char* h : {"SEED", "ATTEMPT", "WORKER", "ERROR"}) {
     header.push_back(h);
   }
@@ -223,11 +237,11 @@ void PrintTrialsTable(const pb::GetSweepResponse& resp, std::ostream& out) {
     std::vector<std::string> row = {absl::StrCat(t.ordinal()), t.trial_id(),
                                     StateName(t.state())};
     const json params = json::parse(t.params_json(), nullptr, false);
-    for (const auto& a : resp.sweep().spec().grid()) {
-      if (!params.is_object() || !params.contains(a.name())) {
+    for (const std::string& a : axes) {
+      if (!params.is_object() || !params.contains(a)) {
         row.push_back("-");
       } else {
-        const json& v = params[a.name()];
+        const json& v = params[a];
         row.push_back(v.is_string() ? v.get<std::string>() : v.dump());
       }
     }
@@ -331,10 +345,44 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
   for (const coordinator::Axis& a : spec->grid) {
     axes.push_back(absl::StrCat(a.name, "[", a.values.size(), "]"));
   }
+  const int64_t configs =
+      static_cast<int64_t>(coordinator::SampleConfigs(*spec).size());
+  if (!spec->sample.empty()) {
+    std::vector<std::string> names;
+    for (const coordinator::SampledAxis& a : spec->sample) {
+      names.push_back(a.name);
+    }
+    axes.push_back(absl::StrCat("sampled(", absl::StrJoin(names, ", "), ")[",
+                                configs, "]"));
+  }
   axes.push_back(absl::StrCat("seeds[", spec->seeds.size(), "]"));
   out << file << ": valid: sweep " << spec->name << " (" << spec->kind << "), "
       << absl::StrJoin(axes, " x ") << " = " << coordinator::CountPoints(*spec)
       << " trials\n";
+  for (const coordinator::SampledAxis& a : spec->sample) {
+    std::vector<std::string> range;
+    if (a.distribution == "choice") {
+      for (const json& v : a.choices) range.push_back(v.dump());
+    } else {
+      range = {a.lo.dump(), a.hi.dump()};
+    }
+    std::vector<std::string> shown;
+    for (const json& v : coordinator::SampledValues(*spec, a.name)) {
+      shown.push_back(v.dump());
+    }
+    out << file << ": sampled " << a.name << ": " << a.distribution << " ["
+        << absl::StrJoin(range, ", ") << "]" << (a.log() ? " (log axis)" : "")
+        << ": " << absl::StrJoin(shown, ", ") << "\n";
+  }
+  if (!spec->sample.empty()) {
+    out << file << ": samples: " << spec->samples << " draws of sample_seed "
+        << spec->sample_seed;
+    if (configs < spec->samples) {
+      out << " (" << spec->samples - configs
+          << " repeat an earlier draw: left out)";
+    }
+    out << "\n";
+  }
   if (const coordinator::SearchSpec& search = spec->search;
       search.strategy != "grid") {
     out << file << ": search: " << search.strategy
@@ -347,6 +395,27 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
     }
     out << " (docs/adaptive-sweeps.md)\n";
     out << file << ": search settings: " << SearchSettings(search) << "\n";
+  }
+  if (spec->search.strategy == "asha") {
+    absl::StatusOr<coordinator::AshaCostEstimate> cost =
+        coordinator::EstimateAshaCost(*spec);
+    if (cost.ok() && cost->full_grid_trial_steps > 0) {
+      out << file << ": asha cost estimate: "
+          << absl::StrFormat("%.0f", cost->trial_steps) << " trial-steps ("
+          << cost->groups << " group" << (cost->groups == 1 ? "" : "s")
+          << ", rungs at " << absl::StrJoin(cost->rungs, ", ") << "): "
+          << absl::StrFormat("%.2f",
+                             cost->trial_steps / cost->full_grid_trial_steps)
+          << "x the full grid";
+      if (!spec->sample.empty() && cost->untuned_grid_trial_steps > 0) {
+        out << ", "
+            << absl::StrFormat(
+                   "%.2f", cost->trial_steps / cost->untuned_grid_trial_steps)
+            << "x one untuned grid (one configuration per grid point x seed)";
+      }
+      out << " (as synchronous successive halving; asynchronous promotion "
+             "can spend more)\n";
+    }
   }
   return kExitOk;
 }
@@ -577,6 +646,13 @@ int ExtendSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   grpc::ClientContext ctx;
   client.Prepare(&ctx);
   if (int rc = Check(client.stub()->ExtendSweep(&ctx, req, &resp))) return rc;
+  if (axis == "samples" && resp.sweep().spec().sample_size() > 0) {
+    out << "extended " << sweep_id << ": " << values.front()
+        << " more sampled configurations (now " << resp.sweep().spec().samples()
+        << " draws): " << resp.new_trials() << " new trials ("
+        << resp.sweep().counts().total() << " in total)\n";
+    return kExitOk;
+  }
   out << "extended " << sweep_id << "." << axis << ": " << resp.new_trials()
       << " new trials (" << resp.sweep().counts().total() << " in total)\n";
   return kExitOk;
@@ -638,8 +714,7 @@ int ResultsCmd(CoordinatorClient& client, const std::string& sweep_id,
   grpc::ClientContext ctx;
   client.Prepare(&ctx, absl::Minutes(2));
   if (int rc = Check(client.stub()->GetSweep(&ctx, req, &resp))) return rc;
-  std::vector<std::string> axes;
-  for (const auto& a : resp.sweep().spec().grid()) axes.push_back(a.name());
+  const std::vector<std::string> axes = SpecAxisNames(resp.sweep().spec());
   std::set<std::string> metric_names;
   for (const auto& t : resp.trials()) {
     for (const auto& [k, v] : t.results()) metric_names.insert(k);

@@ -64,7 +64,10 @@ void PrintTrialsTable(const smoe::v1::GetSweepResponse& resp,
 // token) with the checks the coordinator makes on submit (the parameter
 // tables of trials/), reporting every problem. Prints
 // "FILE: valid: sweep NAME (KIND), M[2] x top_k[4] x seeds[2] = 16 trials";
-// returns 0, 65 (invalid; every problem on stderr) or 66 (unreadable).
+// with sampled axes also each axis (distribution, range, the drawn values)
+// and the draw count; with strategy asha the cost estimate (trial-steps, x
+// the full grid, and with sampled axes x one untuned grid). Returns 0, 65
+// (invalid; every problem on stderr) or 66 (unreadable).
 int ValidateSweepCmd(const std::string& file, std::ostream& out);
 
 int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,

@@ -689,7 +689,17 @@ absl::StatusOr<SubmitResult> Scheduler::SubmitSweepLocked(
         absl::StrCat("sweep '", spec.name,
                      "' exists with different grid axes; use a new name"));
   }
+  // Sampled axes: the same declaration and seed (the draws are a function
+  // of both); the union of draws, like axis values: the larger count.
+  if (e.spec.sample != spec.sample || e.spec.sample_seed != spec.sample_seed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sweep '", spec.name,
+        "' exists with a different sample declaration or sample_seed; use a "
+        "new name, or `smoe sweep extend ",
+        spec.name, " --samples N` for more draws"));
+  }
   SweepSpec merged = e.spec;
+  merged.samples = std::max(e.spec.samples, spec.samples);
   for (const Axis& a : spec.grid) {
     SMOE_RETURN_IF_ERROR(ExtendAxis(&merged, a.name, a.values, options_.parse));
   }

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -169,6 +171,10 @@ class Problems {
   int64_t unlisted_ = 0;
 };
 
+// sample_seed's range: integers a JavaScript number holds exactly (the
+// dashboard reads the sweep's JSON).
+constexpr int64_t kMaxSampleSeed = (int64_t{1} << 53) - 1;
+
 // At most this many grid points are named when the rules between parameters
 // fail; the rest are counted.
 constexpr int kMaxPointProblems = 5;
@@ -273,6 +279,113 @@ void ParseFixed(const YAML::Node& fixed, SweepSpec* spec, Problems* problems) {
       continue;
     }
     spec->fixed[key] = *v;
+  }
+}
+
+// `sample:` (after grid and fixed: an axis is given in one place only).
+void ParseSample(const YAML::Node& node, const ParseOptions& options,
+                 SweepSpec* spec, Problems* problems) {
+  if (!node.IsMap()) {
+    problems->Add(
+        "sample: expected a map of axis name -> {loguniform|uniform|int: "
+        "[lo, hi]} or {choice: [values]}");
+    return;
+  }
+  std::set<std::string> grid_axes;
+  for (const Axis& a : spec->grid) grid_axes.insert(a.name);
+  std::set<std::string> names;
+  for (const auto& kv : node) {
+    SampledAxis axis;
+    axis.name = Cut(kv.first.as<std::string>());
+    const std::string field = absl::StrCat("sample.", axis.name);
+    if (!names.insert(axis.name).second) {
+      problems->Add(absl::StrCat(field, ": axis given twice"));
+      continue;
+    }
+    if (grid_axes.count(axis.name)) {
+      problems->Add(
+          absl::StrCat(field, ": also a grid axis; give it in one place"));
+      continue;
+    }
+    if (spec->fixed.contains(axis.name)) {
+      problems->Add(
+          absl::StrCat(field, ": also a fixed param; give it in one place"));
+      continue;
+    }
+    const YAML::Node& d = kv.second;
+    if (!d.IsMap() || d.size() != 1) {
+      problems->Add(absl::StrCat(
+          field,
+          ": expected one distribution: {loguniform: [lo, hi]}, {uniform: "
+          "[lo, hi]}, {int: [lo, hi]} or {choice: [values]}"));
+      continue;
+    }
+    axis.distribution = d.begin()->first.as<std::string>();
+    const YAML::Node& args = d.begin()->second;
+    const std::string dfield = absl::StrCat(field, ".", Cut(axis.distribution));
+    if (axis.distribution == "choice") {
+      if (!args.IsSequence() || args.size() == 0) {
+        problems->Add(absl::StrCat(dfield, ": expected a non-empty list"));
+        continue;
+      }
+      if (ListTooLong(args, dfield, options, problems)) continue;
+      bool ok = true;
+      std::set<std::string> seen;
+      for (size_t i = 0; i < args.size(); ++i) {
+        auto v = ScalarToJson(args[i], absl::StrCat(dfield, "[", i, "]"));
+        if (!problems->Ok(v.status())) {
+          ok = false;
+          continue;
+        }
+        if (!seen.insert(v->dump()).second) {
+          problems->Add(absl::StrCat(dfield, ": duplicate value ", Show(*v)));
+          ok = false;
+          continue;
+        }
+        axis.choices.push_back(*v);
+      }
+      if (ok) spec->sample.push_back(std::move(axis));
+      continue;
+    }
+    if (axis.distribution != "loguniform" && axis.distribution != "uniform" &&
+        axis.distribution != "int") {
+      problems->Add(absl::StrCat(field, ": distribution '",
+                                 Cut(axis.distribution),
+                                 "' is not one of {loguniform, uniform, int, "
+                                 "choice}"));
+      continue;
+    }
+    if (!args.IsSequence() || args.size() != 2) {
+      problems->Add(absl::StrCat(dfield, ": expected [lo, hi]"));
+      continue;
+    }
+    auto lo = ScalarToJson(args[0], absl::StrCat(dfield, "[0]"));
+    auto hi = ScalarToJson(args[1], absl::StrCat(dfield, "[1]"));
+    if (!problems->Ok(lo.status()) || !problems->Ok(hi.status())) continue;
+    const bool want_int = axis.distribution == "int";
+    auto bad_end = [&](const json& v) {
+      return want_int ? !v.is_number_integer() : !v.is_number();
+    };
+    if (bad_end(*lo) || bad_end(*hi)) {
+      problems->Add(absl::StrCat(dfield, ": expected [lo, hi] of ",
+                                 want_int ? "integers" : "numbers", ", got [",
+                                 Show(*lo), ", ", Show(*hi), "]"));
+      continue;
+    }
+    const double l = lo->get<double>(), h = hi->get<double>();
+    if (!std::isfinite(l) || !std::isfinite(h) || !(l < h)) {
+      problems->Add(absl::StrCat(dfield, ": expected lo < hi, got [", Show(*lo),
+                                 ", ", Show(*hi), "]"));
+      continue;
+    }
+    if (axis.distribution == "loguniform" && !(l > 0)) {
+      problems->Add(absl::StrCat(dfield, ": lo must be > 0 (a log range), got ",
+                                 Show(*lo)));
+      continue;
+    }
+    axis.lo = *lo;
+    axis.hi = *hi;
+    spec->sample.push_back(std::move(axis));
   }
 }
 
@@ -389,6 +502,51 @@ void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
   for (const auto& [k, v] : spec.fixed.items()) {
     known(k, absl::StrCat("fixed.", k));
     check(k, v, "fixed");
+  }
+  // Sampled axes: the range's ends (or every choice) against the table;
+  // every drawn point is checked with the rules below.
+  for (const SampledAxis& a : spec.sample) {
+    const std::string field = absl::StrCat("sample.", a.name);
+    known(a.name, field);
+    const trials::Param* p = schema.Find(a.name);
+    if (p == nullptr) continue;
+    const std::string dfield = absl::StrCat(field, ".", a.distribution);
+    const bool number = p->type == trials::ParamType::kInt ||
+                        p->type == trials::ParamType::kNumber;
+    if (a.distribution != "choice" && !number) {
+      problems->Add(absl::StrCat(dfield, ": ", a.name,
+                                 " is not a number; sample it with choice: "
+                                 "[values]"));
+      values_ok = false;
+      continue;
+    }
+    if (a.distribution != "choice" && a.distribution != "int" &&
+        p->type == trials::ParamType::kInt) {
+      problems->Add(absl::StrCat(dfield, ": ", a.name,
+                                 " is an integer parameter; sample it with "
+                                 "int: [lo, hi] or choice: [values]"));
+      values_ok = false;
+      continue;
+    }
+    // CheckSweepValue says "x.<name>: expected ..."; the field here is the
+    // range's end or the choice.
+    auto end = [&](const json& v, const std::string& where) {
+      absl::Status st = trials::CheckSweepValue(*p, v, "x");
+      if (st.ok()) return;
+      std::string m(st.message());
+      const std::string prefix = absl::StrCat("x.", a.name, ": ");
+      if (m.rfind(prefix, 0) == 0) m = m.substr(prefix.size());
+      problems->Add(absl::StrCat(where, ": ", m));
+      values_ok = false;
+    };
+    if (a.distribution == "choice") {
+      for (size_t i = 0; i < a.choices.size(); ++i) {
+        end(a.choices[i], absl::StrCat(dfield, "[", i, "]"));
+      }
+    } else {
+      end(a.lo, absl::StrCat(dfield, "[0]"));
+      end(a.hi, absl::StrCat(dfield, "[1]"));
+    }
   }
   if (!values_ok || points <= 0 || !problems->empty()) return;
   int bad_points = 0;
@@ -561,6 +719,14 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
     if (ok) spec->search = s;
     return;
   }
+  // Refine adds points along an integer grid axis; it does not know about
+  // drawn configurations (asha and median race them: docs/sampled-axes.md).
+  if (s.strategy == "refine" && !spec->sample.empty()) {
+    problems->Add(
+        "search.strategy: refine does not take sampled axes (sample:); use "
+        "asha or median to race the drawn configurations, or grid");
+    ok = false;
+  }
   // metric, mode
   if (const YAML::Node m = node["metric"];
       m && m.IsScalar() && !m.Scalar().empty()) {
@@ -604,6 +770,18 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
         continue;
       }
       const std::string name = items[i].Scalar();
+      const bool sampled =
+          std::any_of(spec->sample.begin(), spec->sample.end(),
+                      [&](const SampledAxis& a) { return a.name == name; });
+      if (sampled) {
+        problems->Add(absl::StrCat(
+            field, ": '", name,
+            "' is a sampled axis; its configurations race within a group, "
+            "so group_by takes grid axes (axes: ",
+            absl::StrJoin(axes, ", "), ")"));
+        ok = false;
+        continue;
+      }
       if (!is_axis(name)) {
         problems->Add(absl::StrCat(
             field, ": '", name,
@@ -619,6 +797,11 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
       }
       s.group_by.push_back(name);
     }
+  } else if (!spec->sample.empty() &&
+             (s.strategy == "asha" || s.strategy == "median")) {
+    // A sampled sweep races its configurations within each grid point:
+    // group_by defaults to every grid axis (docs/sampled-axes.md).
+    s.group_by = axes;
   }
   auto int_field = [&](const char* key, int64_t lo, int64_t hi, int64_t* out) {
     const YAML::Node n = node[key];
@@ -681,6 +864,9 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
     }
   }
   if (s.strategy == "asha") {
+    // A sampled sweep's unit is a configuration with all its seeds (the
+    // tuned analysis selects on their mean or per seed among finished ones).
+    s.aggregate_seeds = !spec->sample.empty();
     if (const YAML::Node a = node["aggregate_seeds"]) {
       if (!a.IsScalar() || (a.Scalar() != "true" && a.Scalar() != "false")) {
         problems->Add(absl::StrCat(
@@ -932,9 +1118,10 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
     return;
   }
   static const std::set<std::string> kKeys = {
-      "name",   "kind",      "grid",    "fixed",
-      "seeds",  "resources", "retries", "priority",
-      "search", "command",   "params",  "keep_final_checkpoint"};
+      "name",   "kind",      "grid",       "fixed",
+      "seeds",  "resources", "retries",    "priority",
+      "search", "command",   "params",     "keep_final_checkpoint",
+      "sample", "samples",   "sample_seed"};
   if (!options.allow_lax_yaml) CheckDuplicateKeys(root, "", problems);
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
@@ -974,6 +1161,30 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
   }
   if (const YAML::Node seeds = root["seeds"]) {
     ParseSeeds(seeds, options, spec, problems);
+  }
+  if (const YAML::Node sample = root["sample"]) {
+    ParseSample(sample, options, spec, problems);
+  }
+  if (const YAML::Node n = root["samples"]) {
+    auto v =
+        IntField(n, "samples", 1, std::max<int64_t>(1, options.max_points));
+    if (problems->Ok(v.status())) spec->samples = *v;
+  }
+  if (root["sample"] && !root["samples"]) {
+    problems->Add(
+        "samples: required with sample (the number of configurations drawn, "
+        "e.g. samples: 8)");
+  } else if (!root["sample"] && root["samples"]) {
+    problems->Add("samples: given without sample (the sampled axes)");
+  }
+  if (const YAML::Node n = root["sample_seed"]) {
+    if (!root["sample"]) {
+      problems->Add("sample_seed: given without sample (the sampled axes)");
+    }
+    auto v = IntField(n, "sample_seed", 0, kMaxSampleSeed);
+    if (problems->Ok(v.status())) spec->sample_seed = *v;
+  } else if (root["sample"]) {
+    spec->sample_seed = DefaultSampleSeed(spec->name);
   }
   if (const YAML::Node res = root["resources"]) {
     ParseResources(res, spec, problems);
@@ -1024,6 +1235,147 @@ bool SearchSpec::operator==(const SearchSpec& o) const {
          budget_gpu_hours == o.budget_gpu_hours &&
          aggregate_seeds == o.aggregate_seeds &&
          keep_neighbors == o.keep_neighbors && tolerance == o.tolerance;
+}
+
+bool SampledAxis::operator==(const SampledAxis& o) const {
+  return name == o.name && distribution == o.distribution && lo == o.lo &&
+         hi == o.hi && choices == o.choices;
+}
+
+namespace {
+
+// The first 8 bytes of SHA-256(text), big-endian.
+uint64_t Hash64(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  uint64_t x = 0;
+  for (int i = 0; i < 8; ++i) x = (x << 8) | digest[i];
+  return x;
+}
+
+// x rounded to 6 significant digits, through its text form.
+double Round6(double x) {
+  double r = 0;
+  if (!absl::SimpleAtod(absl::StrFormat("%.6g", x), &r)) return x;
+  return r;
+}
+
+}  // namespace
+
+int64_t DefaultSampleSeed(absl::string_view sweep_name) {
+  return static_cast<int64_t>(
+      Hash64(absl::StrCat("smoe-sample-seed:", sweep_name)) >> 16);
+}
+
+json DrawSample(const SampledAxis& axis, int64_t seed, int64_t index) {
+  const uint64_t bits =
+      Hash64(absl::StrCat("smoe-sample:", seed, ":", index, ":", axis.name));
+  const double u = static_cast<double>(bits >> 11) * 0x1.0p-53;  // [0, 1)
+  if (axis.distribution == "choice") {
+    if (axis.choices.empty()) return json();
+    size_t i =
+        static_cast<size_t>(u * static_cast<double>(axis.choices.size()));
+    return axis.choices[std::min(i, axis.choices.size() - 1)];
+  }
+  if (axis.distribution == "int") {
+    const int64_t lo = axis.lo.get<int64_t>(), hi = axis.hi.get<int64_t>();
+    const double span = static_cast<double>(hi) - static_cast<double>(lo) + 1;
+    const int64_t v = lo + static_cast<int64_t>(std::floor(u * span));
+    return std::clamp(v, lo, hi);
+  }
+  const double lo = axis.lo.get<double>(), hi = axis.hi.get<double>();
+  double v = axis.distribution == "loguniform"
+                 ? std::exp(std::log(lo) + u * (std::log(hi) - std::log(lo)))
+                 : lo + u * (hi - lo);
+  v = std::clamp(Round6(v), lo, hi);
+  return json(v);
+}
+
+std::vector<json> SampleConfigs(const SweepSpec& spec) {
+  if (spec.sample.empty()) return {json::object()};
+  std::vector<json> out;
+  std::set<std::string> seen;
+  for (int64_t i = 0; i < spec.samples; ++i) {
+    json c = json::object();
+    for (const SampledAxis& a : spec.sample) {
+      c[a.name] = DrawSample(a, spec.sample_seed, i);
+    }
+    if (seen.insert(c.dump()).second) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<json> SampledValues(const SweepSpec& spec, absl::string_view name) {
+  std::vector<json> values;
+  const std::string key(name);
+  for (const json& c : SampleConfigs(spec)) {
+    auto it = c.find(key);
+    if (it == c.end()) continue;
+    if (std::find(values.begin(), values.end(), *it) == values.end()) {
+      values.push_back(*it);
+    }
+  }
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+std::vector<std::string> AxisNames(const SweepSpec& spec) {
+  std::vector<std::string> out;
+  for (const Axis& a : spec.grid) out.push_back(a.name);
+  for (const SampledAxis& a : spec.sample) out.push_back(a.name);
+  return out;
+}
+
+absl::StatusOr<AshaCostEstimate> EstimateAshaCost(const SweepSpec& spec) {
+  const SearchSpec& s = spec.search;
+  if (s.strategy != "asha") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "search.strategy: ", s.strategy, " (the estimate is for asha)"));
+  }
+  AshaCostEstimate e;
+  const int64_t max_steps = std::max<int64_t>(1, s.max_steps);
+  // The rungs as analysis/search/asha.h's AshaRungs has them:
+  // min_steps * eta^i < max_steps.
+  for (int64_t r = std::max<int64_t>(1, s.min_steps); r < max_steps;
+       r *= std::max<int64_t>(2, s.reduction)) {
+    e.rungs.push_back(r);
+    if (r > max_steps / std::max<int64_t>(2, s.reduction)) break;
+  }
+  // Units per group: trials, or configurations (params) with their seeds.
+  std::map<std::string, std::map<std::string, int64_t>> groups;
+  for (const ExpandedTrial& t : ExpandGrid(spec)) {
+    json g = json::array();
+    for (const std::string& name : s.group_by) {
+      g.push_back(t.params.value(name, json()));
+    }
+    const std::string unit = s.aggregate_seeds ? t.params.dump() : t.trial_id;
+    ++groups[g.dump()][unit];
+  }
+  e.groups = static_cast<int64_t>(groups.size());
+  for (const auto& [label, units] : groups) {
+    // Every unit of a group has the same number of trials (its seeds under
+    // aggregate_seeds, else 1).
+    int64_t n = static_cast<int64_t>(units.size());
+    const double per_unit = static_cast<double>(units.begin()->second);
+    int64_t from = 0;
+    for (int64_t r : e.rungs) {
+      e.trial_steps +=
+          static_cast<double>(n) * per_unit * static_cast<double>(r - from);
+      from = r;
+      n = std::max<int64_t>(1, n / std::max<int64_t>(2, s.reduction));
+    }
+    e.trial_steps += static_cast<double>(n) * per_unit *
+                     static_cast<double>(max_steps - from);
+  }
+  const double points = static_cast<double>(CountPoints(spec));
+  e.full_grid_trial_steps = points * static_cast<double>(max_steps);
+  SweepSpec untuned = spec;
+  untuned.sample.clear();
+  untuned.samples = 0;
+  e.untuned_grid_trial_steps = static_cast<double>(CountPoints(untuned)) *
+                               static_cast<double>(max_steps);
+  return e;
 }
 
 const trials::TrialKind* SweepKind(const SweepSpec& spec) {
@@ -1099,6 +1451,13 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
 
 int64_t CountPoints(const SweepSpec& spec) {
   int64_t n = static_cast<int64_t>(spec.seeds.size());
+  if (!spec.sample.empty()) {
+    const int64_t m = static_cast<int64_t>(SampleConfigs(spec).size());
+    if (m != 0 && n > std::numeric_limits<int64_t>::max() / m) {
+      return std::numeric_limits<int64_t>::max();
+    }
+    n *= m;
+  }
   for (const Axis& a : spec.grid) {
     const int64_t m = static_cast<int64_t>(a.values.size());
     if (m != 0 && n > std::numeric_limits<int64_t>::max() / m) {
@@ -1131,18 +1490,23 @@ std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec) {
   const int64_t total = CountPoints(spec);
   if (total <= 0) return out;
   out.reserve(static_cast<size_t>(total));
+  const std::vector<json> configs = SampleConfigs(spec);
   std::vector<size_t> idx(spec.grid.size(), 0);
   while (true) {
-    json params = spec.fixed;
+    json point = spec.fixed;
     for (size_t a = 0; a < spec.grid.size(); ++a) {
-      params[spec.grid[a].name] = spec.grid[a].values[idx[a]];
+      point[spec.grid[a].name] = spec.grid[a].values[idx[a]];
     }
-    for (int64_t seed : spec.seeds) {
-      ExpandedTrial t;
-      t.params = params;
-      t.seed = seed;
-      t.trial_id = TrialId(spec.name, spec.kind, params, seed);
-      out.push_back(std::move(t));
+    for (const json& config : configs) {
+      json params = point;
+      for (const auto& [k, v] : config.items()) params[k] = v;
+      for (int64_t seed : spec.seeds) {
+        ExpandedTrial t;
+        t.params = params;
+        t.seed = seed;
+        t.trial_id = TrialId(spec.name, spec.kind, params, seed);
+        out.push_back(std::move(t));
+      }
     }
     // Odometer increment, last axis fastest.
     int a = static_cast<int>(spec.grid.size()) - 1;
@@ -1284,6 +1648,25 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
     emit_value(v);
   }
   out << YAML::EndMap;
+  // Written only when set: sweeps without it keep their canonical form.
+  if (!spec.sample.empty()) {
+    out << YAML::Key << "sample" << YAML::Value << YAML::BeginMap;
+    for (const SampledAxis& a : spec.sample) {
+      out << YAML::Key << a.name << YAML::Value << YAML::Flow << YAML::BeginMap
+          << YAML::Key << a.distribution << YAML::Value << YAML::Flow
+          << YAML::BeginSeq;
+      if (a.distribution == "choice") {
+        for (const json& v : a.choices) emit_value(v);
+      } else {
+        emit_value(a.lo);
+        emit_value(a.hi);
+      }
+      out << YAML::EndSeq << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+    out << YAML::Key << "samples" << YAML::Value << spec.samples;
+    out << YAML::Key << "sample_seed" << YAML::Value << spec.sample_seed;
+  }
   out << YAML::Key << "seeds" << YAML::Value << YAML::Flow << spec.seeds;
   out << YAML::Key << "resources" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "gpus_per_trial" << YAML::Value
@@ -1316,7 +1699,11 @@ std::string SweepSpecToYaml(const SweepSpec& spec) {
       if (key == "early_stop" && s.early_stop.empty()) continue;
       if (key == "smooth_evals" && s.smooth_evals == 1) continue;
       if (key == "budget_gpu_hours" && s.budget_gpu_hours == 0) continue;
-      if (key == "aggregate_seeds" && !s.aggregate_seeds) continue;
+      // (A sampled sweep's default is true: false is written.)
+      if (key == "aggregate_seeds" && !s.aggregate_seeds &&
+          spec.sample.empty()) {
+        continue;
+      }
       if (key == "keep_neighbors" && s.keep_neighbors.empty()) continue;
       if (key == "tolerance" && s.tolerance == 0) continue;
       out << YAML::Key << key << YAML::Value;
@@ -1369,7 +1756,31 @@ absl::Status ExtendAxis(SweepSpec* spec, absl::string_view axis,
                         const std::vector<json>& values,
                         const ParseOptions& options) {
   SweepSpec next = *spec;
-  if (axis == "seeds") {
+  const bool grid_axis =
+      std::any_of(next.grid.begin(), next.grid.end(),
+                  [&](const Axis& a) { return a.name == axis; });
+  if (axis == "samples" && !grid_axis) {
+    if (next.sample.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "samples: sweep ", spec->name,
+          " has no sampled axes (no `sample:` block); extend a grid axis or "
+          "'seeds'"));
+    }
+    if (values.size() != 1 || !values[0].is_number_integer() ||
+        values[0].get<int64_t>() < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "samples: expected one positive integer (the configurations to "
+          "draw), got ",
+          Cut(json(values).dump())));
+    }
+    const int64_t n = values[0].get<int64_t>();
+    if (n > options.max_points - std::min(options.max_points, next.samples)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "samples: ", next.samples, " + ", n, " draws, more than max ",
+          options.max_points, " points (--max-points)"));
+    }
+    next.samples += n;
+  } else if (axis == "seeds") {
     for (const json& v : values) {
       if (!v.is_number_integer() || v.get<int64_t>() < 0) {
         return absl::InvalidArgumentError(absl::StrCat(

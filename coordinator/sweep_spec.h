@@ -12,6 +12,13 @@
 //   grid:                        # axes -> value lists; cartesian product,
 //     M: [1, 2]                  #   first axis outermost
 //     top_k: [1, 2, 4, 8]
+//   sample:                      # sampled axes (docs/sampled-axes.md):
+//     lr: {loguniform: [1e-4, 1e-2]}     #   log-uniform in [lo, hi], lo > 0
+//     weight_decay: {uniform: [0, 0.2]}  #   uniform in [lo, hi]
+//     warmup: {int: [50, 500]}           #   an integer in [lo, hi]
+//     width: {choice: [0.25, 0.5]}       #   one of the list
+//   samples: 8                   # configurations drawn (required with sample)
+//   sample_seed: 12345           # default: derived from the name
 //   fixed: {steps: 300}          # params shared by every trial
 //   seeds: [0, 1]                # default [0]; innermost
 //   resources: {gpus_per_trial: 0, ep_size: 1, slots: 1, labels: {gpu: h100},
@@ -32,10 +39,13 @@
 //     smooth_evals: 3            # asha: a rung's value = mean of the last 3
 //                                #   evaluations up to it (default 1)
 //     aggregate_seeds: true      # asha: judge a configuration's seeds
-//                                #   together, by their mean (default false)
+//                                #   together, by their mean (default false;
+//                                #   true with `sample`)
 //     keep_neighbors: top_k      # asha: promote the best's neighbours on
 //                                #   this integer axis too (default none)
 //     group_by: [M, attention]   # grid axes; compare only within a group
+//                                #   (asha, median with `sample`: default
+//                                #   every grid axis)
 //     axis: top_k                # refine: the integer axis refined
 //     bounds: [1, 8]             # refine: default [min, max] of the axis
 //     budget: 120                # refine: most trials in all (0: none)
@@ -129,10 +139,31 @@ struct SearchSpec {
   bool operator!=(const SearchSpec& o) const { return !(*this == o); }
 };
 
+// One sampled axis (`sample:`): draw i of the axis is a pure function of
+// (sample_seed, i, name), rounded to a stable text form (%.6g for numbers
+// drawn from a range), so a configuration's trial id is reproducible on any
+// machine.
+struct SampledAxis {
+  std::string name;
+  std::string distribution;  // loguniform | uniform | int | choice
+  nlohmann::json lo;         // loguniform, uniform, int: the range's ends
+  nlohmann::json hi;
+  std::vector<nlohmann::json> choices;  // choice
+  bool log() const { return distribution == "loguniform"; }
+  bool operator==(const SampledAxis& o) const;
+  bool operator!=(const SampledAxis& o) const { return !(*this == o); }
+};
+
 struct SweepSpec {
   std::string name;
   std::string kind;
   std::vector<Axis> grid;
+  // Sampled axes: every grid point x seed is trained at `samples` drawn
+  // configurations (draws 0 .. samples-1 of sample_seed, the same draws at
+  // every grid point). Empty: none.
+  std::vector<SampledAxis> sample;
+  int64_t samples = 0;
+  int64_t sample_seed = 0;
   nlohmann::json fixed = nlohmann::json::object();
   std::vector<int64_t> seeds = {0};
   Resources resources;
@@ -209,11 +240,56 @@ absl::Status ValidateTrialParams(absl::string_view kind,
 absl::Status ValidateTrialParams(const SweepSpec& spec,
                                  const nlohmann::json& params);
 
-// Returns the number of points the spec expands to (saturates at INT64_MAX).
+// Returns the number of points the spec expands to (saturates at INT64_MAX):
+// grid points x distinct sampled configurations x seeds.
 int64_t CountPoints(const SweepSpec& spec);
 
-// Expands the grid: axes in file order, first outermost, seeds innermost.
+// Expands the grid: axes in file order, first outermost, then the sampled
+// configurations in draw order, seeds innermost.
 std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec);
+
+// The sample seed of a sweep file without `sample_seed`: from the SHA-256 of
+// the sweep name, in [0, 2^48).
+int64_t DefaultSampleSeed(absl::string_view sweep_name);
+
+// Draw `index` of one sampled axis under `seed`: u = the first 53 bits of
+// SHA-256("smoe-sample:<seed>:<index>:<name>") / 2^53 in [0, 1), then
+// loguniform: exp(log lo + u (log hi - log lo)), uniform: lo + u (hi - lo),
+// both rounded to %.6g (and clamped to [lo, hi]); int: lo + floor(u (hi - lo
+// + 1)); choice: choices[floor(u n)]. No std:: distribution is involved, so
+// the value does not depend on the standard library.
+nlohmann::json DrawSample(const SampledAxis& axis, int64_t seed, int64_t index);
+
+// The sampled configurations ({axis: value} per draw) of draws
+// 0 .. spec.samples-1, a draw equal to an earlier one left out; [{}] when
+// the spec samples nothing.
+std::vector<nlohmann::json> SampleConfigs(const SweepSpec& spec);
+
+// The distinct drawn values of sampled axis `name`, ascending (what the
+// CLI, the API and the dashboard show as the axis's values).
+std::vector<nlohmann::json> SampledValues(const SweepSpec& spec,
+                                          absl::string_view name);
+
+// Every axis name: grid axes, then sampled axes (file order).
+std::vector<std::string> AxisNames(const SweepSpec& spec);
+
+// The cost of strategy asha before it runs: the trial-steps synchronous
+// successive halving spends (every group's units — configurations with all
+// their seeds under aggregate_seeds, else trials — reach rung 0; floor(n /
+// reduction), at least 1, go on from each rung; the survivors of the last
+// rung train to max_steps). Asynchronous promotion and keep_neighbors can
+// spend more. full_grid = every point at max_steps; untuned_grid = one
+// configuration per grid point x seed at max_steps (= full_grid without
+// sampled axes).
+struct AshaCostEstimate {
+  std::vector<int64_t> rungs;
+  int64_t groups = 0;
+  double trial_steps = 0;
+  double full_grid_trial_steps = 0;
+  double untuned_grid_trial_steps = 0;
+};
+// InvalidArgument unless spec.search.strategy is asha.
+absl::StatusOr<AshaCostEstimate> EstimateAshaCost(const SweepSpec& spec);
 
 // Returns "<sweep>/<16 hex>": SHA-256 of the canonical JSON of
 // {kind, params, seed}, truncated. Stable across machines and versions.
@@ -225,8 +301,11 @@ std::string TrialId(absl::string_view sweep, absl::string_view kind,
 std::string SweepSpecToYaml(const SweepSpec& spec);
 
 // Adds `values` to axis `axis` ("seeds" extends the seed list), ignoring ones
-// already present. NotFound for an unknown axis; InvalidArgument for a bad
-// value or when the result exceeds max_points.
+// already present. "samples" (a sweep with sampled axes, unless a grid axis
+// has that name) takes one positive integer N and draws N more
+// configurations: draws [samples, samples + N). NotFound for an unknown
+// axis; InvalidArgument for a bad value or when the result exceeds
+// max_points.
 absl::Status ExtendAxis(SweepSpec* spec, absl::string_view axis,
                         const std::vector<nlohmann::json>& values,
                         const ParseOptions& options = {});

@@ -99,8 +99,8 @@ const std::vector<Operation>& Operations() {
        "Re-queue the failed (and optionally cancelled) trials"},
       {Op::kExtendSweep, "ExtendSweep", "POST", "/api/sweeps/{sweep}/extend",
        "/smoe.v1.Coordinator/ExtendSweep", kAdmin, "actions",
-       "Add values to one axis of a sweep's grid (or seeds); never "
-       "duplicates a point"},
+       "Add values to one axis of a sweep's grid (or seeds), or draw more "
+       "sampled configurations (samples); never duplicates a point"},
       {Op::kArchiveSweep, "ArchiveSweep", "POST", "/api/sweeps/{sweep}/archive",
        nullptr, kAdmin, "actions",
        "Archive (or unarchive) a sweep: hidden from the sweeps list by "

@@ -172,6 +172,22 @@ void SpecToProto(const SweepSpec& s, pb::SweepSpec* out) {
     JsonToValue(v, &(*out->mutable_fixed()->mutable_fields())[k]);
   }
   for (int64_t seed : s.seeds) out->add_seeds(seed);
+  for (const SampledAxis& a : s.sample) {
+    pb::SampledAxis* axis = out->add_sample();
+    axis->set_name(a.name);
+    axis->set_distribution(a.distribution);
+    if (a.distribution == "choice") {
+      for (const auto& v : a.choices) JsonToValue(v, axis->add_range());
+    } else {
+      JsonToValue(a.lo, axis->add_range());
+      JsonToValue(a.hi, axis->add_range());
+    }
+    for (const auto& v : SampledValues(s, a.name)) {
+      JsonToValue(v, axis->add_values());
+    }
+  }
+  out->set_samples(s.samples);
+  out->set_sample_seed(s.sample_seed);
   out->mutable_resources()->set_gpus_per_trial(s.resources.gpus_per_trial);
   out->mutable_resources()->set_ep_size(s.resources.ep_size);
   out->mutable_resources()->set_slots(s.resources.slots);

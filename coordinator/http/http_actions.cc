@@ -171,8 +171,8 @@ void AddSweepRunRoutes(const AddHttpRoute& add, Scheduler* scheduler,
     if (!axis.is_string() || axis.get<std::string>().empty()) {
       return ReplyJson(
           res, 400,
-          {{"error", absl::StrCat("axis: required, a grid axis of the sweep "
-                                  "or \"seeds\"; ",
+          {{"error", absl::StrCat("axis: required, a grid axis of the sweep, "
+                                  "\"seeds\" or \"samples\"; ",
                                   Quoted(axis))}});
     }
     const json values = body->value("values", json());

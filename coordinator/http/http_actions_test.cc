@@ -5,6 +5,7 @@
 // real HttpServer on 127.0.0.1:0 with viewer, worker and admin tokens.
 #include <httplib.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -377,6 +378,65 @@ TEST_F(HttpActionsTest, ExtendAddsValuesOnceAndNamesBadInput) {
              R"({"axis": "M", "values": [5]})", "application/json");
   EXPECT_EQ(r->status, 403);
   EXPECT_EQ(sched_->ListTrials("acts")->size(), 8u);
+}
+
+// Sampled axes over HTTP (issue 33 item 1): the sweep JSON carries the
+// declaration (the dashboard's log axes) and the drawn values as an axis's
+// values; POST .../extend {"axis": "samples", "values": [N]} draws N more.
+TEST_F(HttpActionsTest, SampledAxesAreShownAndExtendedBySamples) {
+  ASSERT_TRUE(sched_
+                  ->SubmitSweep("name: tuned\nkind: sraven\ngrid: {M: [1, "
+                                "2]}\nsample: {lr: {loguniform: [0.0001, "
+                                "0.01]}, warmup: {int: [50, 60]}}\nsamples: "
+                                "4\nsample_seed: 3\nfixed: {steps: 100}\n",
+                                false)
+                  .ok());
+  auto c = Client();
+  const httplib::Headers bearer = {
+      {"Authorization", absl::StrCat("Bearer ", kAdmin)}};
+  auto r = c.Get("/api/sweeps/tuned", bearer);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json body = json::parse(r->body);
+  const json& sweep = body["sweep"];
+  ASSERT_EQ(sweep["axes"].size(), 3u) << sweep["axes"];
+  EXPECT_EQ(sweep["axes"][0]["name"], "M");
+  EXPECT_FALSE(sweep["axes"][0].contains("sampled"));
+  const json& lr = sweep["axes"][1];
+  EXPECT_EQ(lr["name"], "lr");
+  EXPECT_EQ(lr["log"], true);
+  EXPECT_EQ(lr["sampled"]["distribution"], "loguniform");
+  EXPECT_EQ(lr["sampled"]["range"], json::array({0.0001, 0.01}));
+  ASSERT_EQ(lr["values"].size(), 4u);
+  for (const json& v : lr["values"]) {
+    EXPECT_GE(v.get<double>(), 0.0001);
+    EXPECT_LE(v.get<double>(), 0.01);
+  }
+  EXPECT_TRUE(std::is_sorted(lr["values"].begin(), lr["values"].end()));
+  EXPECT_EQ(sweep["axes"][2]["log"], false);
+  EXPECT_EQ(sweep["samples"], 4);
+  EXPECT_EQ(sweep["sample_seed"], 3);
+  EXPECT_EQ(sweep["sample"][0]["name"], "lr");
+  EXPECT_EQ(sweep["sample"][1]["distribution"], "int");
+  // The sampled params are columns of the trials table.
+  EXPECT_EQ(body["columns"]["params"], json::array({"M", "lr", "warmup"}));
+  EXPECT_TRUE(body["rows"][0]["params"].contains("lr")) << body["rows"][0];
+  r = c.Post("/api/sweeps/tuned/extend", bearer,
+             R"({"axis": "samples", "values": [3]})", "application/json");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["new_trials"], 3 * 2);
+  EXPECT_EQ(sched_->ListTrials("tuned")->size(), 7u * 2u);
+  r = c.Get("/api/sweeps/tuned", bearer);
+  EXPECT_EQ(json::parse(r->body)["sweep"]["samples"], 7);
+  r = c.Post("/api/sweeps/tuned/extend", bearer,
+             R"({"axis": "samples", "values": [0]})", "application/json");
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("samples: expected one positive integer"));
+  r = c.Post("/api/sweeps/acts/extend", bearer,
+             R"({"axis": "samples", "values": [2]})", "application/json");
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("has no sampled axes"));
+  EXPECT_EQ(sched_->ListTrials("tuned")->size(), 14u);
 }
 
 TEST_F(HttpActionsTest, AdminDeletesAFinishedSweepOnly) {

@@ -86,6 +86,23 @@ json SweepJson(const SweepView& v) {
   for (const Axis& a : v.spec.grid) {
     axes.push_back({{"name", a.name}, {"values", a.values}});
   }
+  // Sampled axes are ordinary axes to the dashboard: their values are the
+  // drawn ones (ascending); `sampled` says how, and `log` asks for a log
+  // scale (loguniform).
+  json sample = json::array();
+  for (const SampledAxis& a : v.spec.sample) {
+    const json how = {
+        {"distribution", a.distribution},
+        {"range", a.distribution == "choice" ? json(a.choices)
+                                             : json::array({a.lo, a.hi})}};
+    axes.push_back({{"name", a.name},
+                    {"values", SampledValues(v.spec, a.name)},
+                    {"sampled", how},
+                    {"log", a.log()}});
+    json declared = how;
+    declared["name"] = a.name;
+    sample.push_back(std::move(declared));
+  }
   return {{"sweep_id", v.record.sweep_id},
           {"kind", v.record.kind},
           {"state", store::SweepStateName(v.record.state)},
@@ -97,6 +114,9 @@ json SweepJson(const SweepView& v) {
           {"view", ViewJson(v)},
           {"fixed", v.spec.fixed},
           {"seeds", v.spec.seeds},
+          {"sample", sample},
+          {"samples", v.spec.samples},
+          {"sample_seed", v.spec.sample_seed},
           {"notes", v.record.notes},
           {"tags", v.record.tags},
           {"archived", v.record.archived},
@@ -346,8 +366,7 @@ struct HttpServer::Impl {
         Param(req, "state", ""), Param(req, "q", ""), Param(req, "sort", ""),
         IntParam(req, "offset", 0, 0, 1 << 30),
         IntParam(req, "limit", 100, 0, 5000));
-    std::vector<std::string> axes;
-    for (const Axis& a : view.spec.grid) axes.push_back(a.name);
+    const std::vector<std::string> axes = AxisNames(view.spec);
     query.known_params = axes;
     for (auto it = view.spec.fixed.begin(); it != view.spec.fixed.end(); ++it) {
       query.known_params.push_back(it.key());
@@ -632,8 +651,7 @@ struct HttpServer::Impl {
           if (w->changed.size() > 500) {
             ev["reset"] = true;  // too many: the client reloads
           } else {
-            std::vector<std::string> axes;
-            for (const Axis& a : w->sweep.spec.grid) axes.push_back(a.name);
+            const std::vector<std::string> axes = AxisNames(w->sweep.spec);
             // The watched version is durable, so a snapshot taken now holds
             // the changed rows with their results.
             std::shared_ptr<const SweepSnapshot> snap;

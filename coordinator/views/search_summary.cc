@@ -98,8 +98,7 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
   for (size_t i = 0; i < trials.size(); ++i) {
     label_in.push_back({trials[i].trial_id, params[i], trials[i].seed});
   }
-  std::vector<std::string> axes;
-  for (const auto& a : v.spec.grid) axes.push_back(a.name);
+  const std::vector<std::string> axes = AxisNames(v.spec);  // grid, sampled
   const std::map<std::string, std::string> labels =
       analysis::TrialLabels(label_in, axes);
   SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,

@@ -375,8 +375,18 @@ class Client:
         """submit(spec, dry_run=True): every problem (SweepInvalid), or the counts."""
         return self.submit(spec, dry_run=True)
 
-    def extend(self, name, axis, values):
-        """Adds ``values`` to axis ``axis`` ("seeds" for seeds); returns {"sweep_id", "new_trials"}."""
+    def extend(self, name, axis=None, values=None, samples=None):
+        """Adds ``values`` to axis ``axis`` ("seeds" for seeds), or with ``samples=N``
+        draws N more configurations of the sweep's sampled axes (docs/sampled-axes.md);
+        returns {"sweep_id", "new_trials"}."""
+        if samples is not None:
+            if axis is not None or values is not None:
+                raise errors.UsageError("extend: give axis= and values=, or samples=, not both")
+            if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+                raise errors.UsageError("samples: must be a positive integer, not %r" % (samples,))
+            axis, values = "samples", [samples]
+        if axis is None:
+            raise errors.UsageError("extend: give axis= and values=, or samples=N")
         if not isinstance(values, (list, tuple)) or not values:
             raise errors.UsageError("values: must be a non-empty list, not %r" % (values,))
         return self._request("POST", _sweep_path(name) + "/extend",

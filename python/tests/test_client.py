@@ -257,6 +257,31 @@ class LiveTest(unittest.TestCase):
         # A one-line JSON text is a sweep file too (JSON is YAML).
         self.assertEqual(self.admin.submit(json.dumps(d), dry_run=True)["existing_trials"], 2)
 
+    def test_sampled_axes_extend_by_samples(self):
+        sampled = ("name: py-sampled\nkind: sraven\ngrid: {M: [1, 2]}\n"
+                   "sample: {lr: {loguniform: [0.0001, 0.01]}}\nsamples: 3\n"
+                   "sample_seed: 5\nfixed: {steps: 10}\nseeds: [0, 1]\n")
+        self.assertEqual(self.admin.submit(sampled)["new_trials"], 12)
+        self.assertEqual(self.admin.submit(sampled)["new_trials"], 0)
+        self.assertEqual(self.admin.extend("py-sampled", samples=2)["new_trials"], 8)
+        trials = self.admin.trials("py-sampled")
+        self.assertEqual(len(trials), 20)
+        lrs = {t["params"]["lr"] for t in trials}
+        self.assertEqual(len(lrs), 5)
+        self.assertTrue(all(0.0001 <= lr <= 0.01 for lr in lrs), lrs)
+        sweep = self.admin.sweep("py-sampled")
+        self.assertEqual(sweep["samples"], 5)
+        lr_axis = [a for a in sweep["axes"] if a["name"] == "lr"][0]
+        self.assertTrue(lr_axis["log"])
+        self.assertEqual(sorted(lr_axis["values"]), sorted(lrs))
+        for bad in (0, -1, 1.5, True):
+            with self.assertRaises(smoe_lab.UsageError):
+                self.admin.extend("py-sampled", samples=bad)
+        with self.assertRaises(smoe_lab.UsageError):
+            self.admin.extend("py-sampled", "M", [3], samples=2)
+        with self.assertRaises(smoe_lab.NotFound):
+            self.admin.extend("py-nope", samples=2)
+
     def test_manage_cancel_annotate_retry_delete(self):
         self.admin.submit(SWEEP.replace("py-sweep", "py-manage"))
         with self.assertRaises(smoe_lab.Conflict) as e:

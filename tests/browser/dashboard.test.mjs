@@ -853,6 +853,23 @@ async function main() {
   check(page.url().includes('tune=lr'), 'the tuned view is in the URL');
   await page.screenshot({ path: path.join(artifacts, 'tuned-view.png'), fullPage: true });
 
+  // 16. Sampled axes (issue 33 item 1): a sweep with lr drawn log-uniformly
+  // lists lr as an ordinary axis (its 4 drawn values); with lr on x the
+  // headline chart has a base-10 log x scale, with top_k on x the usual log2.
+  fixture(['seed', '--coordinator', grpc, '--token-file', tokenFile,
+    '--sweep', path.join(here, 'sraven-sampled.yaml')]);
+  await page.goto(url + '#/sweep/fixture-sampled?x=lr&series=top_k');
+  const sampledChart = await waitFor(() => page.evaluate(() => window.__smoe.charts['headline-ood_acc-hyla']?.title.includes('vs lr') &&
+    window.__smoe.charts['headline-ood_acc-hyla']), 'the headline chart with lr on x');
+  check(sampledChart.xScale === 'log10', `a log-uniform sampled axis on x is a log10 scale (${sampledChart.xScale})`);
+  await page.goto(url + '#/sweep/fixture-sampled?x=top_k&series=lr');
+  const gridChart = await waitFor(() => page.evaluate(() => window.__smoe.charts['headline-ood_acc-hyla']?.title.includes('vs top_k') &&
+    window.__smoe.charts['headline-ood_acc-hyla']), 'the headline chart with top_k on x');
+  check(gridChart.xScale === 'log2', `a grid axis on x keeps the log2 scale (${gridChart.xScale})`);
+  check(gridChart.series.filter((x) => x.label.startsWith('lr=')).length === 4,
+    `a line per drawn lr (${JSON.stringify(gridChart.series.map((x) => x.label))})`);
+  await page.screenshot({ path: path.join(artifacts, 'sampled-axis.png'), fullPage: true });
+
   check(errors.length === 0, `no page errors (${errors.join(' | ')})`);
 }
 

@@ -77,6 +77,7 @@ const std::vector<Layer>& Layers() {
       {"cli/client_test.", {"common/", "proto/", "cli/", "coordinator/"}},
       {"cli/logs_cmd_test.", {"common/", "proto/", "cli/", "coordinator/"}},
       {"cli/workers_cmd_test.", {"common/", "proto/", "cli/", "coordinator/"}},
+      {"cli/sampled_cmd_test.", {"common/", "proto/", "cli/", "coordinator/"}},
       {"cli/local_coordinator_for_test.",
        {"common/", "proto/", "cli/", "coordinator/"}},
       // `smoe sweep validate` parses sweep files offline, and `smoe token` /

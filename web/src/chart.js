@@ -64,7 +64,8 @@ export function card(parent, title, { id, note } = {}) {
 //   stops where lo/hi are null instead of bridging the gap), scatter (values
 //   drawn as small dots: individual trials; legend: false hides its legend
 //   row)}]
-//   spec.xLog2, spec.xLabel, spec.yLabel, spec.yRange [lo, hi],
+//   spec.xLog2 (ticks at the xs), spec.xLog10 (a sampled log axis: ticks at
+//   decades), spec.xLabel, spec.yLabel, spec.yRange [lo, hi],
 //   spec.xTickLabels (for categorical x: index -> label)
 //   spec.overlay: [{x, y, label}] extra points drawn as hollow grey circles
 //     (adaptive sweeps: trials stopped early, at the value they stopped at)
@@ -76,6 +77,7 @@ export function lineChart(parent, id, title, spec, note) {
   const bands = [];
   const hidden = [];
   const summary = { id, title, series: [], markers: [],
+    xScale: spec.xLog10 ? 'log10' : spec.xLog2 ? 'log2' : 'linear',
     overlay: (spec.overlay || []).map((p) => ({ x: p.x, y: p.y, label: p.label })),
     vlines: (spec.vlines || []).map((v) => v.x) };
   for (const s of spec.series) {
@@ -145,7 +147,7 @@ export function lineChart(parent, id, title, spec, note) {
     const lo = Math.min(...xsAll), hi = Math.max(...xsAll);
     if (lo < Math.min(...spec.xs) || hi > Math.max(...spec.xs) || !spec.xs.length) {
       // A little room so the edge circles are not cut in half.
-      if (spec.xLog2) {
+      if (spec.xLog2 || spec.xLog10) {
         const f = lo === hi ? 2 : 2 ** (0.04 * Math.log2(hi / lo));
         xRange = [lo / f, hi * f];
       } else {
@@ -162,7 +164,7 @@ export function lineChart(parent, id, title, spec, note) {
     series,
     bands,
     scales: {
-      x: xScaleOptions(spec.xLog2, xRange),
+      x: xScaleOptions(spec.xLog2 || spec.xLog10, xRange, spec.xLog10 ? 10 : 2),
       y: yRange ? { range: yRange } : {},
     },
     axes: [
@@ -170,7 +172,8 @@ export function lineChart(parent, id, title, spec, note) {
         label: spec.xLabel,
         values: xTicks
           ? (u, vals) => vals.map((v) => xTicks[v] ?? '')
-          : (u, vals) => vals.map((v) => String(+v.toPrecision(6))),
+          // (uPlot's log10 splits may hold nulls: no label there.)
+          : (u, vals) => vals.map((v) => (v === null || v === undefined ? '' : String(+v.toPrecision(6)))),
         splits: spec.xLog2 || xTicks
           ? () => (xRange ? [...new Set([...spec.xs, ...overlayXs])].sort((a, b) => a - b) : spec.xs)
           : undefined,

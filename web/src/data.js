@@ -98,8 +98,27 @@ export function csvEscape(v) {
 // uPlot's x scale for a line chart. Every x axis here is a parameter value,
 // never a time: `time: false` always, or uPlot's default time scale makes the
 // hover legend read a log2 axis as a date ("top_k: 1970-01-01 12:00am").
-export function xScaleOptions(xLog2, xRange) {
-  return { time: false, ...(xLog2 ? { distr: 3, log: 2 } : {}), ...(xRange ? { range: xRange } : {}) };
+// `base`: the log base when xLog2 is set (10 for a sampled log-uniform axis,
+// whose decades are the ticks).
+export function xScaleOptions(xLog2, xRange, base = 2) {
+  return { time: false, ...(xLog2 ? { distr: 3, log: base } : {}), ...(xRange ? { range: xRange } : {}) };
+}
+
+// The x axis scale for parameter `name` with values `xs` (docs/sampled-axes.md):
+// 'linear' unless every x is a positive number and the view asks for log
+// (`preferLog`, the log toggle); then a sampled axis (the sweep's
+// axes[].sampled) is 'log10' where declared log (loguniform) and 'linear'
+// otherwise (uniform, int, choice); any other axis 'log2' (k, M, ...).
+export function xScaleFlags(scale) {
+  return { xLog2: scale === 'log2', xLog10: scale === 'log10' };
+}
+
+export function xAxisScale(axes, name, xs, preferLog = true) {
+  const positive = xs.length > 0 && xs.every((x) => typeof x === 'number' && x > 0);
+  if (!positive || !preferLog) return 'linear';
+  const axis = (axes || []).find((a) => a.name === name);
+  if (axis && axis.sampled) return axis.log ? 'log10' : 'linear';
+  return 'log2';
 }
 
 export function toCsv(header, rows) {

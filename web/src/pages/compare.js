@@ -2,7 +2,9 @@
 // same parameter, a line per the same parameter, one y range for both.
 import { api } from '../api.js';
 import { PALETTE, lineChart } from '../chart.js';
-import { defaultView, metricName, numericXs, plottableMetrics, seriesFromCurves, sharedRange } from '../data.js';
+import {
+  defaultView, metricName, numericXs, plottableMetrics, seriesFromCurves, sharedRange, xAxisScale, xScaleFlags,
+} from '../data.js';
 import { app, crumbs, h, onLeave, setQuery, showError } from '../page.js';
 
 // Two sweeps side by side on the same axes: the same metric against the same
@@ -53,7 +55,7 @@ export async function renderCompare(a, b, q) {
       for (const s of series) if (!s.markers && cur.series) s.label = `${cur.series}=${s.label}`;
       const c = lineChart(col, `compare-${i}`, `${name}: ${metricName(st.metric)} vs ${st.x}`, {
         xs: categorical ? xs.map((_, j) => j) : xs, xTickLabels: categorical ? xs.map(String) : null,
-        series, yRange, xLog2: !categorical && xs.every((x) => x > 0), xLabel: st.x, yLabel: metricName(st.metric),
+        series, yRange, ...xScaleFlags(xAxisScale(pa.sweep.axes, st.x, categorical ? [] : xs)), xLabel: st.x, yLabel: metricName(st.metric),
       }, `same x values and y range as the other panel; band: ${st.band === 'sem' ? 'mean ± s.e.m.' : 'bootstrap CI'} over seeds`);
       window.__smoe.charts[`compare-${i}`].yRange = yRange;
       window.__smoe.charts[`compare-${i}`].xs = xs;

@@ -119,6 +119,7 @@ async function loadTable(p) {
   if (gen !== p.tableGen) return page;
   p.lastPage = page;
   p.sweep = page.sweep;
+  p.st.axes = p.sweep.axes; // sampled axes: their declared scale (xAxisScale)
   p.columns = page.columns;
   if (!p.defaults) {
     p.defaults = {

@@ -4,7 +4,7 @@ import { PALETTE, card, download, lineChart } from '../chart.js';
 import {
   brushTerms, errorText, exitText, fitQuality, fmt, maxSeeds, meanSe,
   metricName, numericXs, optimalUncertainty, pointSeries, seriesFromCurves,
-  skillMixSeries, theoryAccuracy, toCsv,
+  skillMixSeries, theoryAccuracy, toCsv, xAxisScale, xScaleFlags,
 } from '../data.js';
 import { prunedOverlay } from '../search.js';
 import { h } from '../page.js';
@@ -44,7 +44,7 @@ export function headlineCharts(box, curves, optimal, fits, st, rows = []) {
       xIndex: categorical ? new Map(xs.map((x, i) => [String(x), i])) : null,
     });
     const chart = lineChart(box, `headline-${metric}-${facet.label}`, title, {
-      xs: xsPlot, xTickLabels: tick, series, xLog2: positive && st.log,
+      xs: xsPlot, xTickLabels: tick, series, ...xScaleFlags(xAxisScale(st.axes, curves.x, positive ? xs : [], st.log)),
       xLabel: curves.x, yLabel: metricName(metric), overlay,
     }, (overlay.length ? `grey circles: ${overlay.length} trials stopped early, at the value they stopped at; ` : '') +
     (maxSeeds(curves) < 2 ? 'n = 1 (one seed per point): no band, no CI'
