@@ -329,6 +329,27 @@ std::string CurveAggregator::CurvesBody(const json& extra) {
 std::string CurveAggregator::AnalysisBody(const json& extra) {
   return impl_->AnalysisBody(extra);
 }
+size_t CurveAggregator::ApproxBytes() const {
+  // Node sizes of libstdc++'s trees and hash tables (header + payload),
+  // rounded up to the allocator's 16 bytes.
+  auto node = [](size_t payload) { return (payload + 32 + 15) / 16 * 16; };
+  const Impl& m = *impl_;
+  size_t bytes = sizeof(Impl);
+  bytes += m.positions.size() * node(sizeof(int64_t));
+  bytes += m.where.size() * (node(sizeof(int64_t) + sizeof(CellKey)) + 8);
+  for (const auto& [key, cell] : m.cells) {
+    bytes += node(sizeof(CellKey) + sizeof(Impl::Cell));
+    bytes += cell.entries.size() * node(sizeof(int64_t) + sizeof(Impl::Entry));
+    // The point's seeds and values, twice (the cell's and curves()'s copy).
+    bytes += 2 * cell.point.seeds.capacity() * sizeof(int64_t) +
+             2 * cell.point.values.capacity() * sizeof(double);
+    bytes += cell.point_json.capacity();
+  }
+  bytes += m.optimal_by_series.size() * node(sizeof(OptimalK)) +
+           m.optimal.size() * sizeof(OptimalK);
+  return bytes;
+}
+
 int64_t CurveAggregator::cells_computed() const {
   return impl_->cells_computed;
 }

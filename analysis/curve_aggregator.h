@@ -53,6 +53,11 @@ class CurveAggregator {
   std::string AnalysisBody(const nlohmann::json& extra);
   // Cells recomputed so far (bootstraps run); for tests and benchmarks.
   int64_t cells_computed() const;
+  // An estimate of the memory it holds (per trial its entry and index
+  // nodes, per cell its seeds and values, in the cells and in curves(), and
+  // its serialised fragment): what a cache of aggregators bounds
+  // (coordinator/views/sweep_read_model.h).
+  size_t ApproxBytes() const;
 
  private:
   struct Impl;
