@@ -36,7 +36,8 @@ class CurveAggregator {
   const AggregateOptions& options() const;
   // Sets the trial at `position` (its place in the sweep's trial order, as in
   // the vector the from-scratch functions take) to `trial`, replacing what
-  // that position held.
+  // that position held. REQUIRES: position >= 0; memory grows with the
+  // largest position (positions are row indices, dense).
   void Set(int64_t position, const TrialPoint& trial);
   // Returns AggregateCurves(trials, options()).
   const Curves& curves();
