@@ -142,7 +142,7 @@ class SweepReadModel {
   static constexpr size_t kMaxAggregators = 64;
   static constexpr size_t kMaxResponses = 512;
   // The default bound on the aggregators' memory (issue 35): at 10^5 trials
-  // an aggregator holds about 36 MB, at 10^6 about 360 MB.
+  // an aggregator holds about 14 MB, at 10^6 about 150 MB.
   static constexpr size_t kMaxAggregatorBytes = size_t{768} << 20;
   // The cached response bodies' bound (at 10^6 trials a curves body is about
   // 7 MB); beyond it the least recently stored go first.
