@@ -1520,7 +1520,7 @@ bool Scheduler::IncrementalAshaPlanLocked(SweepEntry* s,
     auto it = overlay.find(id);
     return it != overlay.end() ? *it->second : trials_.at(id);
   };
-  static const std::vector<analysis::search::Report> kNone;
+  const std::vector<analysis::search::Report> none;
   for (const std::string& id : changed) {
     const TrialRecord& t = record(id);
     if (!ConsideredBySearch(t.state)) {
@@ -1529,7 +1529,7 @@ bool Scheduler::IncrementalAshaPlanLocked(SweepEntry* s,
     }
     auto r = s->reports.find(id);
     s->asha->Set(id, s->search_info.at(id).group,
-                 r != s->reports.end() ? r->second : kNone);
+                 r != s->reports.end() ? r->second : none);
   }
   in->spec = &s->spec;
   in->max_steps = s->search_max_steps;
@@ -1647,7 +1647,7 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
     const analysis::search::AshaConfig c =
         AshaConfigOf(s->spec, s->search_max_steps);
     if (analysis::search::IncrementalAsha::Supports(c)) {
-      static const std::vector<analysis::search::Report> kNone;
+      const std::vector<analysis::search::Report> none;
       s->asha = std::make_shared<analysis::search::IncrementalAsha>(c);
       std::vector<analysis::search::IncrementalAsha::Initial> initial;
       initial.reserve(by_ordinal.size());
@@ -1655,7 +1655,7 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
         if (!ConsideredBySearch(t->state)) continue;
         auto r = s->reports.find(t->trial_id);
         initial.push_back({&t->trial_id, &s->search_info.at(t->trial_id).group,
-                           r != s->reports.end() ? &r->second : &kNone});
+                           r != s->reports.end() ? &r->second : &none});
       }
       s->asha->Load(initial);
     }
