@@ -89,7 +89,10 @@ struct SchedulerOptions {
   bool group_commit = true;
   // Issue 35 item 2: plan an asha/median sweep (search_driver.h
   // PlansPerGroup) from the search groups whose trials or reports changed
-  // since its last plan, not from every trial. false: every plan from every
+  // since its last plan, not from every trial; plain asha (no
+  // aggregate_seeds, no keep_neighbors) from its maintained sorted rungs,
+  // deciding only the trials a change can affect
+  // (analysis/search/asha_incremental.h). false: every plan from every
   // trial (the crash-restart path always is).
   bool incremental_search = true;
   // Tests: also compute every incremental plan from every trial and fail
