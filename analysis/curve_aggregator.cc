@@ -5,7 +5,6 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <unordered_map>
 #include <utility>
 
 #include "analysis/analyze.h"
@@ -43,9 +42,14 @@ struct CurveAggregator::Impl {
   AggregateOptions options;
   const json& defaults;
   std::map<CellKey, Cell> cells;
-  // position -> the cell it contributes to (absent: filtered out).
-  std::unordered_map<int64_t, CellKey> where;
-  std::set<int64_t> positions;  // every position ever Set
+  // Per position: the cell it contributes to (cells.end(): none, filtered
+  // out or never Set; std::map's end() and its other iterators stay valid
+  // while other cells come and go), and whether it was ever Set. Positions
+  // are dense (row indices), so 9 bytes a trial instead of hash and tree
+  // nodes (issue 35: an aggregator's memory per trial).
+  std::vector<std::map<CellKey, Cell>::iterator> where;
+  std::vector<bool> seen;
+  int64_t positions = 0;  // positions ever Set
   std::set<SeriesKey> dirty_series;
   std::map<SeriesKey, OptimalK> optimal_by_series;
   bool curves_dirty = true;
@@ -61,16 +65,24 @@ struct CurveAggregator::Impl {
   }
 
   void Set(int64_t position, const TrialPoint& t) {
-    positions.insert(position);
-    if (auto w = where.find(position); w != where.end()) {
-      auto c = cells.find(w->second);
+    const size_t p = static_cast<size_t>(position);
+    if (p >= seen.size()) {
+      seen.resize(p + 1, false);
+      where.resize(p + 1, cells.end());
+    }
+    if (!seen[p]) {
+      seen[p] = true;
+      ++positions;
+    }
+    if (where[p] != cells.end()) {
+      auto c = where[p];
       auto e = c->second.entries.find(position);
       if (e->second.has_value) --c->second.values;
       c->second.entries.erase(e);
       c->second.dirty = true;
       Touch(c->first);
       if (c->second.entries.empty()) cells.erase(c);
-      where.erase(w);
+      where[p] = cells.end();
     }
     if (options.succeeded_only && t.state != store::TrialState::kSucceeded) {
       curves_dirty = true;  // trials_total may have changed
@@ -83,11 +95,12 @@ struct CurveAggregator::Impl {
     auto r = t.results.find(options.metric);
     e.has_value = r != t.results.end() && std::isfinite(r->second);
     if (e.has_value) e.value = r->second;
-    Cell& c = cells[key];
+    auto it = cells.try_emplace(key).first;
+    Cell& c = it->second;
     c.entries[position] = e;
     if (e.has_value) ++c.values;
     c.dirty = true;
-    where[position] = key;
+    where[p] = it;
     Touch(key);
   }
 
@@ -122,7 +135,7 @@ struct CurveAggregator::Impl {
       curves.trials_used += cell.values;
       ++i;
     }
-    curves.trials_total = static_cast<int>(positions.size());
+    curves.trials_total = static_cast<int>(positions);
     return true;
   }
 
@@ -148,7 +161,7 @@ struct CurveAggregator::Impl {
     slots.clear();
     curves = Curves();
     curves.options = options;
-    curves.trials_total = static_cast<int>(positions.size());
+    curves.trials_total = static_cast<int>(positions);
     for (auto& [key, cell] : cells) {
       if (cell.values == 0) continue;
       if (cell.dirty) Recompute(key, cell);
@@ -329,6 +342,26 @@ std::string CurveAggregator::CurvesBody(const json& extra) {
 std::string CurveAggregator::AnalysisBody(const json& extra) {
   return impl_->AnalysisBody(extra);
 }
+size_t CurveAggregator::ApproxBytes() const {
+  // Node sizes of libstdc++'s trees and hash tables (header + payload),
+  // rounded up to the allocator's 16 bytes.
+  auto node = [](size_t payload) { return (payload + 32 + 15) / 16 * 16; };
+  const Impl& m = *impl_;
+  size_t bytes = sizeof(Impl);
+  bytes += m.where.capacity() * sizeof(m.where[0]) + m.seen.capacity() / 8;
+  for (const auto& [key, cell] : m.cells) {
+    bytes += node(sizeof(CellKey) + sizeof(Impl::Cell));
+    bytes += cell.entries.size() * node(sizeof(int64_t) + sizeof(Impl::Entry));
+    // The point's seeds and values, twice (the cell's and curves()'s copy).
+    bytes += 2 * cell.point.seeds.capacity() * sizeof(int64_t) +
+             2 * cell.point.values.capacity() * sizeof(double);
+    bytes += cell.point_json.capacity();
+  }
+  bytes += m.optimal_by_series.size() * node(sizeof(OptimalK)) +
+           m.optimal.size() * sizeof(OptimalK);
+  return bytes;
+}
+
 int64_t CurveAggregator::cells_computed() const {
   return impl_->cells_computed;
 }

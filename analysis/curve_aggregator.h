@@ -36,7 +36,8 @@ class CurveAggregator {
   const AggregateOptions& options() const;
   // Sets the trial at `position` (its place in the sweep's trial order, as in
   // the vector the from-scratch functions take) to `trial`, replacing what
-  // that position held.
+  // that position held. REQUIRES: position >= 0; memory grows with the
+  // largest position (positions are row indices, dense).
   void Set(int64_t position, const TrialPoint& trial);
   // Returns AggregateCurves(trials, options()).
   const Curves& curves();
@@ -53,6 +54,11 @@ class CurveAggregator {
   std::string AnalysisBody(const nlohmann::json& extra);
   // Cells recomputed so far (bootstraps run); for tests and benchmarks.
   int64_t cells_computed() const;
+  // An estimate of the memory it holds (per trial its entry and index
+  // nodes, per cell its seeds and values, in the cells and in curves(), and
+  // its serialised fragment): what a cache of aggregators bounds
+  // (coordinator/views/sweep_read_model.h).
+  size_t ApproxBytes() const;
 
  private:
   struct Impl;

@@ -21,6 +21,81 @@ bool IsMaximized(const std::string& metric) {
          !absl::StrContains(metric, "error");
 }
 
+namespace {
+
+// The paired bootstrap's normal limit (issue 35; optimal_k.h): `samples`
+// draws of the vector of the points' means from N(means, C), where
+// C_ij = sum over seeds at both i and j of d_is d_js / (n_i n_j) (d = value
+// - the point's mean) is the covariance the paired resampling of the seed
+// list gives the means to first order. value[i][j]: point i's value of seed
+// j, NaN when missing. Appends each draw's argmax to `wins` / `winners`.
+template <typename Better>
+void NormalArgmaxDraws(const Series& s,
+                       const std::vector<std::vector<double>>& value,
+                       int samples, Better better, Rng* rng,
+                       std::vector<int>* wins, std::vector<double>* winners) {
+  const size_t k = s.points.size();
+  const size_t ns = k == 0 ? 0 : value[0].size();
+  std::vector<double> mean(k), n(k);
+  for (size_t i = 0; i < k; ++i) {
+    mean[i] = s.points[i].stats.mean;
+    n[i] = static_cast<double>(s.points[i].values.size());
+  }
+  std::vector<std::vector<double>> cov(k, std::vector<double>(k, 0));
+  for (size_t j = 0; j < ns; ++j) {
+    for (size_t a = 0; a < k; ++a) {
+      if (std::isnan(value[a][j])) continue;
+      const double da = value[a][j] - mean[a];
+      for (size_t b = 0; b <= a; ++b) {
+        if (std::isnan(value[b][j])) continue;
+        cov[a][b] += da * (value[b][j] - mean[b]);
+      }
+    }
+  }
+  for (size_t a = 0; a < k; ++a) {
+    for (size_t b = 0; b <= a; ++b) {
+      cov[a][b] /= n[a] * n[b];
+      cov[b][a] = cov[a][b];
+    }
+  }
+  // Cholesky factor, tolerating a singular C (a zero pivot's column is 0).
+  std::vector<std::vector<double>> l(k, std::vector<double>(k, 0));
+  for (size_t j = 0; j < k; ++j) {
+    double d = cov[j][j];
+    for (size_t m = 0; m < j; ++m) d -= l[j][m] * l[j][m];
+    if (!(d > 1e-14 * std::max(cov[j][j], 1e-300))) continue;
+    l[j][j] = std::sqrt(d);
+    for (size_t i = j + 1; i < k; ++i) {
+      double x = cov[i][j];
+      for (size_t m = 0; m < j; ++m) x -= l[i][m] * l[j][m];
+      l[i][j] = x / l[j][j];
+    }
+  }
+  std::vector<double> z(k), draw(k);
+  for (int b = 0; b < samples; ++b) {
+    for (size_t i = 0; i < k; i += 2) {  // Box-Muller, two per pair
+      const double u1 = 1 - rng->UniformDouble();
+      const double u2 = rng->UniformDouble();
+      const double r = std::sqrt(-2 * std::log(u1));
+      z[i] = r * std::cos(2 * M_PI * u2);
+      if (i + 1 < k) z[i + 1] = r * std::sin(2 * M_PI * u2);
+    }
+    int arg = -1;
+    for (size_t i = 0; i < k; ++i) {
+      double x = mean[i];
+      for (size_t m = 0; m <= i; ++m) x += l[i][m] * z[m];
+      draw[i] = x;
+      if (arg < 0 || better(x, draw[static_cast<size_t>(arg)])) {
+        arg = static_cast<int>(i);
+      }
+    }
+    ++(*wins)[static_cast<size_t>(arg)];
+    winners->push_back(s.points[static_cast<size_t>(arg)].x.number);
+  }
+}
+
+}  // namespace
+
 OptimalK OptimalForSeries(const AggregateOptions& options,
                           const GroupKey& facet, const Series& s) {
   const bool maximize = IsMaximized(options.metric);
@@ -74,8 +149,16 @@ OptimalK OptimalForSeries(const AggregateOptions& options,
   Rng rng = Rng::ForStream(
       options.seed,
       {Fnv1a(facet.label), Fnv1a(s.key.label), 0x6f70745f6bULL /* "opt_k" */});
-  std::vector<int> counts(ns);
-  for (int b = 0; b < samples; ++b) {
+  size_t min_n = ns;
+  for (const CurvePoint& p : s.points) min_n = std::min(min_n, p.values.size());
+  const bool normal = samples > 0 && options.normal_ci_min_seeds > 0 &&
+                      min_n >= static_cast<size_t>(options.normal_ci_min_seeds);
+  if (normal) {
+    o.normal_draws = true;
+    NormalArgmaxDraws(s, value, samples, better, &rng, &wins, &winners);
+  }
+  std::vector<int> counts(normal ? 0 : ns);
+  for (int b = 0; b < (normal ? 0 : samples); ++b) {
     std::fill(counts.begin(), counts.end(), 0);
     for (size_t j = 0; j < ns; ++j) ++counts[rng.UniformInt(ns)];
     int arg = -1;
@@ -141,21 +224,24 @@ std::vector<OptimalK> ComputeOptimalK(const Curves& curves) {
 }
 
 json ToJson(const OptimalK& o) {
-  return {{"facet", ToJson(o.facet)},
-          {"facet_label", o.facet.label},
-          {"series", ToJson(o.series)},
-          {"series_label", o.series.label},
-          {"maximize", o.maximize},
-          {"best", ToJson(o.best)},
-          {"best_mean", NumOrNull(o.best_mean)},
-          {"best_sem", NumOrNull(o.best_sem)},
-          {"one_se", ToJson(o.one_se)},
-          {"seeds", o.seeds},
-          {"bootstrap_samples", o.bootstrap_samples},
-          {"best_freq", o.best_freq},
-          {"ci_lo", o.ci_lo},
-          {"ci_hi", o.ci_hi},
-          {"argmax_freq", o.argmax_freq}};
+  json j = {{"facet", ToJson(o.facet)},
+            {"facet_label", o.facet.label},
+            {"series", ToJson(o.series)},
+            {"series_label", o.series.label},
+            {"maximize", o.maximize},
+            {"best", ToJson(o.best)},
+            {"best_mean", NumOrNull(o.best_mean)},
+            {"best_sem", NumOrNull(o.best_sem)},
+            {"one_se", ToJson(o.one_se)},
+            {"seeds", o.seeds},
+            {"bootstrap_samples", o.bootstrap_samples},
+            {"best_freq", o.best_freq},
+            {"ci_lo", o.ci_lo},
+            {"ci_hi", o.ci_hi},
+            {"argmax_freq", o.argmax_freq}};
+  // Only when used (small sweeps answer byte for byte as before).
+  if (o.normal_draws) j["argmax_method"] = "normal";
+  return j;
 }
 
 }  // namespace smoe::analysis

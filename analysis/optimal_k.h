@@ -40,6 +40,15 @@ struct OptimalK {
   double ci_lo = 0;      // percentile CI of the argmax x (numeric x only)
   double ci_hi = 0;
   std::map<std::string, double> argmax_freq;  // x label -> fraction
+  // Every point of the series has at least options.normal_ci_min_seeds
+  // seeds (stats.h): the draws are the paired bootstrap's normal limit
+  // instead of resamples of the seed list. The vector of the points' means
+  // is drawn from N(means, C), C_ij = sum over the seeds at both i and j of
+  // (v_is - mean_i)(v_js - mean_j) / (n_i n_j) (the covariance the paired
+  // resampling gives the means, to first order): O(seeds x K^2 + draws x
+  // K^2) instead of O(draws x seeds x K). Deterministic (the series' Rng
+  // stream); JSON "argmax_method": "normal" (absent: the bootstrap).
+  bool normal_draws = false;
 };
 
 // True for metrics where larger is better (everything except names containing

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -24,14 +25,31 @@ double ParamNumber(const TrialPoint& t, const std::string& name,
   return v.is_number() ? v.get<double>() : fallback;
 }
 
-// Bootstrap percentile CI of the mean of `values`.
+// Bootstrap percentile CI of the mean of `values`; from `normal_min` values
+// on, its normal limit (*normal set).
 std::pair<double, double> BootstrapMeanCi(const std::vector<double>& values,
-                                          int samples, double level, Rng rng) {
+                                          int samples, double level,
+                                          int normal_min, Rng rng,
+                                          bool* normal) {
   const size_t n = values.size();
   if (n == 0) return {0, 0};
   if (n == 1 || samples <= 0) {
     const CellStats s = Summarize(values);
     return {s.mean, s.mean};
+  }
+  if (normal_min > 0 && n >= static_cast<size_t>(normal_min)) {
+    // The resampled mean's distribution tends to N(mean, sd^2 / n) with the
+    // plug-in (ddof 0) variance; its alpha quantiles are mean -+ z sd/sqrt(n).
+    double sum = 0;
+    for (double v : values) sum += v;
+    const double mean = sum / static_cast<double>(n);
+    double ss = 0;
+    for (double v : values) ss += (v - mean) * (v - mean);
+    const double se = std::sqrt(ss / static_cast<double>(n)) /
+                      std::sqrt(static_cast<double>(n));
+    const double z = NormalQuantile(1 - (1 - level) / 2);
+    *normal = true;
+    return {mean - z * se, mean + z * se};
   }
   std::vector<double> means(samples);
   for (int b = 0; b < samples; ++b) {
@@ -118,8 +136,9 @@ CurvePoint MakeCurvePoint(const AggregateOptions& options, const CellKey& key,
   const Rng rng = Rng::ForStream(
       options.seed,
       {Fnv1a(key.facet.label), Fnv1a(key.series.label), Fnv1a(key.x.label)});
-  std::tie(p.stats.ci_lo, p.stats.ci_hi) = BootstrapMeanCi(
-      p.values, options.bootstrap_samples, options.ci_level, rng);
+  std::tie(p.stats.ci_lo, p.stats.ci_hi) =
+      BootstrapMeanCi(p.values, options.bootstrap_samples, options.ci_level,
+                      options.normal_ci_min_seeds, rng, &p.stats.normal_ci);
   return p;
 }
 
@@ -129,6 +148,45 @@ using internal::CellKey;
 using internal::CellOf;
 using internal::MakeCurvePoint;
 using internal::NumOrNull;
+
+double NormalQuantile(double p) {
+  // P. J. Acklam's algorithm.
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                             -2.759285104469687e+02, 1.383577518672690e+02,
+                             -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                             -1.556989798598866e+02, 6.680131188771972e+01,
+                             -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                             -2.400758277161838e+00, -2.549732539343734e+00,
+                             4.374664141464968e+00,  2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+                             2.445134137142996e+00, 3.754408661907416e+00};
+  if (!(p > 0 && p < 1)) {
+    return p <= 0 ? -std::numeric_limits<double>::infinity()
+                  : std::numeric_limits<double>::infinity();
+  }
+  const double lo = 0.02425;
+  double x;
+  if (p < lo) {
+    const double q = std::sqrt(-2 * std::log(p));
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  } else if (p <= 1 - lo) {
+    const double q = p - 0.5;
+    const double r = q * q;
+    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) *
+        q / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  } else {
+    const double q = std::sqrt(-2 * std::log(1 - p));
+    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  // One Halley step.
+  const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
+  const double u = e * std::sqrt(2 * M_PI) * std::exp(x * x / 2);
+  return x - u / (1 + x * u / 2);
+}
 
 std::string NumberLabel(double v) {
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) {
@@ -249,16 +307,20 @@ json ToJson(const GroupKey& k) {
 }
 
 json ToJson(const CurvePoint& p) {
-  return {{"x", ToJson(p.x)},
-          {"x_label", p.x.label},
-          {"n", p.stats.n},
-          {"mean", NumOrNull(p.stats.mean)},
-          {"sem", NumOrNull(p.stats.sem)},
-          {"ci_lo", NumOrNull(p.stats.ci_lo)},
-          {"ci_hi", NumOrNull(p.stats.ci_hi)},
-          {"min", NumOrNull(p.stats.min)},
-          {"max", NumOrNull(p.stats.max)},
-          {"seeds", p.seeds}};
+  json j = {{"x", ToJson(p.x)},
+            {"x_label", p.x.label},
+            {"n", p.stats.n},
+            {"mean", NumOrNull(p.stats.mean)},
+            {"sem", NumOrNull(p.stats.sem)},
+            {"ci_lo", NumOrNull(p.stats.ci_lo)},
+            {"ci_hi", NumOrNull(p.stats.ci_hi)},
+            {"min", NumOrNull(p.stats.min)},
+            {"max", NumOrNull(p.stats.max)},
+            {"seeds", p.seeds}};
+  // Only when used, so a sweep of small cells answers byte for byte as
+  // before the normal limit existed.
+  if (p.stats.normal_ci) j["ci_method"] = "normal";
+  return j;
 }
 
 json ToJson(const Curves& c) {

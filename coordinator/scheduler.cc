@@ -1426,8 +1426,15 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   }
   SearchInputs in;
   std::map<std::string, size_t> index;
-  const bool subset = SearchInputsLocked(s, *batch, true, &in, &index);
-  SearchPlan plan = PlanSearch(in);
+  SearchPlan plan;
+  bool subset = s->asha != nullptr &&
+                IncrementalAshaPlanLocked(s, *batch, &in, &index, &plan);
+  if (!subset) {
+    in = SearchInputs();
+    index.clear();
+    subset = SearchInputsLocked(s, *batch, true, &in, &index);
+    plan = PlanSearch(in);
+  }
   if (subset && options_.verify_search_plans) {
     // The oracle: the plan from every trial (what a restart computes).
     SearchInputs all;
@@ -1494,6 +1501,59 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
     batch->decisions.push_back(std::move(d));
   }
   return absl::OkStatus();
+}
+
+bool Scheduler::IncrementalAshaPlanLocked(SweepEntry* s,
+                                          const WriteBatch& batch,
+                                          SearchInputs* in,
+                                          std::map<std::string, size_t>* index,
+                                          SearchPlan* plan) {
+  const std::string& sweep_id = s->record.sweep_id;
+  if (!options_.incremental_search || !s->search_indexed) return false;
+  // The trials changed since the last plan, by the batch's trial records,
+  // or by its search-metric reports (mirrored in s->reports).
+  std::set<std::string> changed = s->search_dirty;
+  for (const TrialRecord& t : batch.trials) {
+    if (t.sweep_id != sweep_id) continue;
+    if (!s->search_info.count(t.trial_id)) return false;
+    changed.insert(t.trial_id);
+  }
+  for (const store::MetricRecord& m : batch.metrics) {
+    if (s->search_info.count(m.trial_id)) changed.insert(m.trial_id);
+  }
+  s->search_dirty.clear();
+  std::map<std::string, const TrialRecord*> overlay;
+  for (const TrialRecord& t : batch.trials) {
+    if (t.sweep_id == sweep_id) overlay[t.trial_id] = &t;
+  }
+  auto record = [&](const std::string& id) -> const TrialRecord& {
+    auto it = overlay.find(id);
+    return it != overlay.end() ? *it->second : trials_.at(id);
+  };
+  const std::vector<analysis::search::Report> none;
+  for (const std::string& id : changed) {
+    const TrialRecord& t = record(id);
+    if (!ConsideredBySearch(t.state)) {
+      s->asha->Remove(id);
+      continue;
+    }
+    auto r = s->reports.find(id);
+    s->asha->Set(id, s->search_info.at(id).group,
+                 r != s->reports.end() ? r->second : none);
+  }
+  in->spec = &s->spec;
+  in->max_steps = s->search_max_steps;
+  for (const std::string& id : s->asha->TakeAffected()) {
+    if (!s->asha->Has(id)) continue;
+    const TrialRecord& t = record(id);
+    (*index)[id] = in->trials.size();
+    in->trials.push_back(t);
+    const bool errored = t.state == TrialState::kPending && t.error_count > 0;
+    auto l = s->last.find(id);
+    AppendStoppingDecision(t, s->asha->Decide(id, errored),
+                           l == s->last.end() ? nullptr : &l->second, plan);
+  }
+  return true;
 }
 
 bool Scheduler::SearchInputsLocked(SweepEntry* s, const WriteBatch& batch,
@@ -1592,6 +1652,24 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
   }
   s->search_max_steps = SearchMaxSteps(s->spec, trials);
   s->search_indexed = true;
+  s->asha.reset();
+  if (s->spec.search.strategy == "asha") {
+    const analysis::search::AshaConfig c =
+        AshaConfigOf(s->spec, s->search_max_steps);
+    if (analysis::search::IncrementalAsha::Supports(c)) {
+      const std::vector<analysis::search::Report> none;
+      s->asha = std::make_shared<analysis::search::IncrementalAsha>(c);
+      std::vector<analysis::search::IncrementalAsha::Initial> initial;
+      initial.reserve(by_ordinal.size());
+      for (const TrialRecord* t : by_ordinal) {
+        if (!ConsideredBySearch(t->state)) continue;
+        auto r = s->reports.find(t->trial_id);
+        initial.push_back({&t->trial_id, &s->search_info.at(t->trial_id).group,
+                           r != s->reports.end() ? &r->second : &none});
+      }
+      s->asha->Load(initial);
+    }
+  }
 }
 
 absl::Status Scheduler::PlanSearchForBatchLocked(WriteBatch* batch) {

@@ -44,6 +44,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "analysis/search/asha_incremental.h"
 #include "analysis/search/types.h"
 #include "common/clock.h"
 #include "coordinator/search_driver.h"
@@ -88,7 +89,10 @@ struct SchedulerOptions {
   bool group_commit = true;
   // Issue 35 item 2: plan an asha/median sweep (search_driver.h
   // PlansPerGroup) from the search groups whose trials or reports changed
-  // since its last plan, not from every trial. false: every plan from every
+  // since its last plan, not from every trial; plain asha (no
+  // aggregate_seeds, no keep_neighbors) from its maintained sorted rungs,
+  // deciding only the trials a change can affect
+  // (analysis/search/asha_incremental.h). false: every plan from every
   // trial (the crash-restart path always is).
   bool incremental_search = true;
   // Tests: also compute every incremental plan from every trial and fail
@@ -422,6 +426,11 @@ class Scheduler {
     std::map<std::string, std::vector<std::string>> search_groups;
     std::set<std::string> search_dirty;
     int64_t search_max_steps = 1;
+    // Asha without aggregate_seeds and keep_neighbors: its rungs' sorted
+    // values per group, updated from the changed trials and reports; a plan
+    // decides only the trials whose decision may have changed (issue 35).
+    // Built with the index.
+    std::shared_ptr<analysis::search::IncrementalAsha> asha;
   };
   struct CapturedSweep {
     std::string sweep_id;
@@ -588,6 +597,16 @@ class Scheduler {
   // the groups with a trial in `batch` or changed since the last plan (the
   // changed set is then cleared). Returns whether the inputs are such a
   // subset. A plan from every trial (re)builds the index when allowed.
+  // PlanSearchLocked for a sweep with `s->asha` (indexed): updates it from
+  // the trials and reports changed since the last plan and in `batch`, and
+  // plans the trials whose decision may have changed. False (nothing done)
+  // when a changed trial is not in the index: the caller plans from every
+  // trial, which re-indexes. `in->trials` (and `index`): those trials.
+  bool IncrementalAshaPlanLocked(SweepEntry* s, const store::WriteBatch& batch,
+                                 SearchInputs* in,
+                                 std::map<std::string, size_t>* index,
+                                 SearchPlan* plan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool SearchInputsLocked(SweepEntry* s, const store::WriteBatch& batch,
                           bool allow_subset, SearchInputs* in,
                           std::map<std::string, size_t>* index)

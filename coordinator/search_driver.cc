@@ -65,6 +65,58 @@ store::DecisionRecord FromDecision(const search::Decision& d,
   return r;
 }
 
+}  // namespace
+
+void AppendStoppingDecision(const TrialRecord& t, const search::Decision& d,
+                            const LoggedDecision* last, SearchPlan* plan) {
+  switch (d.action) {
+    case search::Action::kPrune:
+      if (t.state == TrialState::kPending || t.state == TrialState::kRunning) {
+        plan->changes.push_back({t.trial_id, TrialState::kPruned});
+        plan->decisions.push_back(FromDecision(d, "prune"));
+      } else if (t.state == TrialState::kPruned && d.final &&
+                 (last == nullptr || last->action != "prune" ||
+                  last->rung != d.rung || !last->final)) {
+        // A pause became final (its rung completed): logged once.
+        plan->decisions.push_back(FromDecision(d, "prune"));
+      }
+      break;
+    case search::Action::kPromote:
+    case search::Action::kRun:
+    case search::Action::kRetry:
+      if (t.state == TrialState::kPruned) {
+        plan->changes.push_back({t.trial_id, TrialState::kPending});
+        plan->decisions.push_back(FromDecision(
+            d, d.action == search::Action::kPromote ? "promote" : "resume"));
+      } else if (d.action == search::Action::kPromote &&
+                 t.state != TrialState::kSucceeded &&
+                 (last == nullptr || last->action != "promote" ||
+                  last->rung != d.rung)) {
+        // A running trial passed a rung: logged once per rung.
+        plan->decisions.push_back(FromDecision(d, "promote"));
+      }
+      break;
+    case search::Action::kComplete:
+      break;
+  }
+}
+
+bool ConsideredBySearch(TrialState state) { return Considered(state); }
+
+search::AshaConfig AshaConfigOf(const SweepSpec& spec, int64_t max_steps) {
+  search::AshaConfig c;
+  c.mode = search::ParseMode(spec.search.mode);
+  c.min_steps = std::max<int64_t>(1, spec.search.min_steps);
+  c.reduction = std::max<int64_t>(2, spec.search.reduction);
+  c.max_steps = max_steps;
+  c.smooth = std::max<int64_t>(1, spec.search.smooth_evals);
+  c.aggregate_seeds = spec.search.aggregate_seeds;
+  c.keep_neighbors = !spec.search.keep_neighbors.empty();
+  return c;
+}
+
+namespace {
+
 // ASHA and the median rule (and refine's early stopping): prune, promote,
 // and log rung passes. `stopped` (may be null) receives the trials pruned
 // for good.
@@ -112,15 +164,9 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
   const search::Mode mode = search::ParseMode(spec.search.mode);
   std::vector<search::Decision> decisions;
   if (spec.search.strategy == "asha" || spec.search.early_stop == "asha") {
-    search::AshaConfig c;
-    c.mode = mode;
-    c.min_steps = std::max<int64_t>(1, spec.search.min_steps);
-    c.reduction = std::max<int64_t>(2, spec.search.reduction);
-    c.max_steps =
-        in.max_steps > 0 ? in.max_steps : SearchMaxSteps(spec, in.trials);
-    c.smooth = std::max<int64_t>(1, spec.search.smooth_evals);
-    c.aggregate_seeds = spec.search.aggregate_seeds;
-    c.keep_neighbors = !spec.search.keep_neighbors.empty();
+    const search::AshaConfig c =
+        AshaConfigOf(spec, in.max_steps > 0 ? in.max_steps
+                                            : SearchMaxSteps(spec, in.trials));
     decisions = search::DecideAsha(c, trials, in.reports);
   } else {
     search::MedianConfig c;
@@ -158,37 +204,7 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
       }
       continue;
     }
-    switch (d.action) {
-      case search::Action::kPrune:
-        if (t.state == TrialState::kPending ||
-            t.state == TrialState::kRunning) {
-          plan->changes.push_back({t.trial_id, TrialState::kPruned});
-          plan->decisions.push_back(FromDecision(d, "prune"));
-        } else if (t.state == TrialState::kPruned && d.final &&
-                   (last == nullptr || last->action != "prune" ||
-                    last->rung != d.rung || !last->final)) {
-          // A pause became final (its rung completed): logged once.
-          plan->decisions.push_back(FromDecision(d, "prune"));
-        }
-        break;
-      case search::Action::kPromote:
-      case search::Action::kRun:
-      case search::Action::kRetry:
-        if (t.state == TrialState::kPruned) {
-          plan->changes.push_back({t.trial_id, TrialState::kPending});
-          plan->decisions.push_back(FromDecision(
-              d, d.action == search::Action::kPromote ? "promote" : "resume"));
-        } else if (d.action == search::Action::kPromote &&
-                   t.state != TrialState::kSucceeded &&
-                   (last == nullptr || last->action != "promote" ||
-                    last->rung != d.rung)) {
-          // A running trial passed a rung: logged once per rung.
-          plan->decisions.push_back(FromDecision(d, "promote"));
-        }
-        break;
-      case search::Action::kComplete:
-        break;
-    }
+    AppendStoppingDecision(t, d, last, plan);
   }
 }
 

@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/search/asha.h"
 #include "analysis/search/refine.h"
 #include "analysis/search/types.h"
 #include "coordinator/sweep_spec.h"
@@ -164,6 +165,24 @@ bool BudgetSpent(const SearchInputs& in);
 // The reason of a budget decision: "budget_gpu_hours 2 spent: 2.01
 // slot-hours used (CPU sweep: slot-hours = attempts' wall time x 1 slot)".
 std::string BudgetNote(const SearchInputs& in);
+
+// ASHA's configuration for `spec` (strategy asha or early_stop asha) with
+// the sweep's training length.
+analysis::search::AshaConfig AshaConfigOf(const SweepSpec& spec,
+                                          int64_t max_steps);
+
+// True for the trial states the stopping rules consider (failed and
+// cancelled trials reach no rung and would hold rungs open forever).
+bool ConsideredBySearch(store::TrialState state);
+
+// What PlanSearch does with asha's or the median rule's decision `d` about
+// trial `t` (no budget spent): appends `t`'s state change and the decision to
+// log, if any, to `plan`. `last`: t's last logged decision (may be null).
+// The scheduler's incremental asha planning (issue 35) applies it to the
+// trials whose decision may have changed.
+void AppendStoppingDecision(const store::TrialRecord& t,
+                            const analysis::search::Decision& d,
+                            const LoggedDecision* last, SearchPlan* plan);
 
 // The key of a refine group in SearchInputs::last.
 std::string GroupKey(const std::string& label);

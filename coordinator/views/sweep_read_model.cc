@@ -1,6 +1,7 @@
 // Copyright 2026 SMoE Lab authors.
 #include "coordinator/views/sweep_read_model.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "analysis/stats.h"
@@ -85,6 +86,7 @@ void SweepReadModel::Forget(const std::string& sweep_id) {
     }
   };
   erase_keys(&responses_);
+  erase_keys(&response_put_at_);
   erase_keys(&aggregators_);
 }
 
@@ -192,15 +194,50 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Refresh(
 std::shared_ptr<AggregatorEntry> SweepReadModel::Aggregator(
     const std::string& key) {
   absl::MutexLock lock(&mu_);
-  auto& slot = aggregators_[key];
-  if (slot == nullptr) {
-    if (aggregators_.size() > kMaxAggregators) {
-      aggregators_.clear();
-      return aggregators_[key] = std::make_shared<AggregatorEntry>();
+  std::shared_ptr<AggregatorEntry>& slot = aggregators_[key];
+  if (slot == nullptr) slot = std::make_shared<AggregatorEntry>();
+  slot->used_ = ++aggregator_uses_;
+  std::shared_ptr<AggregatorEntry> out = slot;
+  // The bound: evict the least recently used others while the estimated
+  // memory (or the count) is over it. An evicted entry still in use by a
+  // reader lives until that reader is done.
+  size_t total = 0;
+  for (const auto& [k, e] : aggregators_) total += e->bytes();
+  while (aggregators_.size() > 1 && (total > max_aggregator_bytes_ ||
+                                     aggregators_.size() > kMaxAggregators)) {
+    auto lru = aggregators_.end();
+    for (auto it = aggregators_.begin(); it != aggregators_.end(); ++it) {
+      if (it->second == out) continue;
+      if (lru == aggregators_.end() || it->second->used_ < lru->second->used_) {
+        lru = it;
+      }
     }
-    slot = std::make_shared<AggregatorEntry>();
+    total -= std::min(total, lru->second->bytes());
+    aggregators_.erase(lru);
   }
-  return slot;
+  return out;
+}
+
+void SweepReadModel::set_max_aggregator_bytes(size_t bytes) {
+  absl::MutexLock lock(&mu_);
+  max_aggregator_bytes_ = bytes;
+}
+
+size_t SweepReadModel::max_aggregator_bytes() {
+  absl::MutexLock lock(&mu_);
+  return max_aggregator_bytes_;
+}
+
+size_t SweepReadModel::aggregator_count() {
+  absl::MutexLock lock(&mu_);
+  return aggregators_.size();
+}
+
+size_t SweepReadModel::aggregator_bytes() {
+  absl::MutexLock lock(&mu_);
+  size_t total = 0;
+  for (const auto& [k, e] : aggregators_) total += e->bytes();
+  return total;
 }
 
 std::shared_ptr<const std::string> SweepReadModel::CacheGet(
@@ -216,8 +253,26 @@ std::shared_ptr<const std::string> SweepReadModel::CacheGet(
 void SweepReadModel::CachePut(const std::string& key, int64_t version,
                               std::shared_ptr<const std::string> body) {
   absl::MutexLock lock(&mu_);
-  if (responses_.size() > kMaxResponses) responses_.clear();
   responses_[key] = {version, std::move(body)};
+  response_put_at_[key] = ++response_puts_;
+  // Bounded by count and bytes: the least recently stored others go first.
+  size_t total = 0;
+  for (const auto& [k, v] : responses_) total += v.second->size();
+  while (responses_.size() > 1 &&
+         (responses_.size() > kMaxResponses || total > kMaxResponseBytes)) {
+    auto oldest = response_put_at_.end();
+    for (auto it = response_put_at_.begin(); it != response_put_at_.end();
+         ++it) {
+      if (it->first == key) continue;
+      if (oldest == response_put_at_.end() || it->second < oldest->second) {
+        oldest = it;
+      }
+    }
+    auto r = responses_.find(oldest->first);
+    total -= std::min(total, r->second.second->size());
+    responses_.erase(r);
+    response_put_at_.erase(oldest);
+  }
 }
 
 }  // namespace smoe::coordinator

@@ -17,6 +17,7 @@
 #ifndef SMOE_COORDINATOR_VIEWS_SWEEP_READ_MODEL_H_
 #define SMOE_COORDINATOR_VIEWS_SWEEP_READ_MODEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -66,7 +67,10 @@ class AggregatorEntry {
   auto With(const std::shared_ptr<const SweepSnapshot>& snap,
             const analysis::AggregateOptions& o, Fn&& fn) {
     absl::MutexLock lock(&mu_);
-    return fn(At(snap, o));
+    analysis::CurveAggregator& agg = At(snap, o);
+    auto out = fn(agg);
+    bytes_.store(agg.ApproxBytes(), std::memory_order_relaxed);
+    return out;
   }
 
  private:
@@ -77,6 +81,17 @@ class AggregatorEntry {
   absl::Mutex mu_;
   std::shared_ptr<const SweepSnapshot> seen_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<analysis::CurveAggregator> agg_ ABSL_GUARDED_BY(mu_);
+  // agg_->ApproxBytes() after the last With() (read without mu_ by the
+  // model's bound).
+  std::atomic<size_t> bytes_{0};
+  // The model's use counter when it was last handed out (under the model's
+  // mutex): the least recently used entry is evicted first.
+  uint64_t used_ = 0;
+  friend class SweepReadModel;
+
+ public:
+  // The estimate of the aggregator's memory after the last With().
+  size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 };
 
 class SweepReadModel {
@@ -101,7 +116,10 @@ class SweepReadModel {
   Get(const std::string& sweep_id);
 
   // The aggregator for `key` (a sweep and an analysis query), created on
-  // first use. At most kMaxAggregators are kept; beyond that all are dropped.
+  // first use. The others kept are bounded by their estimated memory
+  // (AggregatorEntry::bytes(), at most max_aggregator_bytes() together)
+  // and by count (kMaxAggregators): the least recently used go first. The
+  // one returned is kept whatever its size.
   std::shared_ptr<AggregatorEntry> Aggregator(const std::string& key);
 
   // The body cached for (key, version); null when none.
@@ -123,6 +141,17 @@ class SweepReadModel {
 
   static constexpr size_t kMaxAggregators = 64;
   static constexpr size_t kMaxResponses = 512;
+  // The default bound on the aggregators' memory (issue 35): at 10^5 trials
+  // an aggregator holds about 14 MB, at 10^6 about 150 MB.
+  static constexpr size_t kMaxAggregatorBytes = size_t{768} << 20;
+  // The cached response bodies' bound (at 10^6 trials a curves body is about
+  // 7 MB); beyond it the least recently stored go first.
+  static constexpr size_t kMaxResponseBytes = size_t{256} << 20;
+  void set_max_aggregator_bytes(size_t bytes);
+  size_t max_aggregator_bytes();
+  // The aggregators kept and their estimated memory (tests, benchmarks).
+  size_t aggregator_count();
+  size_t aggregator_bytes();
 
  private:
   // Reads the sweep's whole summary table.
@@ -152,6 +181,10 @@ class SweepReadModel {
       responses_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<AggregatorEntry>> aggregators_
       ABSL_GUARDED_BY(mu_);
+  uint64_t aggregator_uses_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t max_aggregator_bytes_ ABSL_GUARDED_BY(mu_) = kMaxAggregatorBytes;
+  uint64_t response_puts_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, uint64_t> response_put_at_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace smoe::coordinator

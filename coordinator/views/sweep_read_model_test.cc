@@ -8,6 +8,7 @@
 // from-scratch functions over the store's rows. FakeClock, InMemoryStore.
 #include "coordinator/views/sweep_read_model.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -123,6 +124,95 @@ TEST(SweepReadModelTest, IncrementalEqualsFullRecomputeUnderRandomChanges) {
   }
   // Most reads took the incremental path (a refresh from the change log).
   EXPECT_GT(refreshed, 10);
+}
+
+// Issue 35: many distinct analysis queries keep the aggregators' estimated
+// memory under the model's bound (the least recently used go), and every
+// answer, from a kept or a rebuilt aggregator, equals the from-scratch one.
+TEST(SweepReadModelTest, AggregatorsStayUnderTheirMemoryBound) {
+  store::InMemoryStore store;
+  FakeClock clock;
+  auto created = Scheduler::Create(&store, &clock, SchedulerOptions());
+  ASSERT_TRUE(created.ok()) << created.status();
+  Scheduler& sched = **created;
+  ASSERT_TRUE(
+      sched
+          .SubmitSweep("name: s\nkind: sraven\ngrid:\n  attention: [softmax, "
+                       "hyla]\n  M: [1, 2, 3]\n  top_k: [1, 2, 4, 8]\n"
+                       "fixed: {steps: 100, device: cpu}\nseeds: [0, 1, 2, 3, "
+                       "4]\n",
+                       false)
+          .ok());
+  WorkerInfo info;
+  info.hostname = "w";
+  info.slots = 200;
+  const std::string worker = sched.Register(info)->worker_id;
+  auto grants = sched.Lease(worker, 200, 0);
+  ASSERT_TRUE(grants.ok()) << grants.status();
+  ASSERT_EQ(grants->size(), 120u);
+  int i = 0;
+  for (const LeaseGrant& g : *grants) {
+    ASSERT_TRUE(sched
+                    .Complete(worker, g.trial_id, g.attempt,
+                              {{"ood_acc", 0.3 + 0.01 * (i++ % 37)},
+                               {"test_acc", 0.5 + 0.001 * (i % 11)}},
+                              1)
+                    .ok());
+  }
+  SweepReadModel model(&sched, &store);
+  auto got = model.Get("s");
+  ASSERT_TRUE(got.ok()) << got.status();
+  const auto snap = got->second;
+  auto rows = store.ListSummaries("s");
+  ASSERT_TRUE(rows.ok());
+  const std::vector<analysis::TrialPoint> points =
+      analysis::FromSummaries(*rows);
+  auto options = [](int q) {
+    analysis::AggregateOptions o;
+    o.kind = "sraven";
+    o.metric = q % 2 ? "ood_acc" : "test_acc";
+    o.bootstrap_samples = 10 + q;  // a distinct query each
+    return o;
+  };
+  auto ask = [&](int q) {
+    const analysis::AggregateOptions o = options(q);
+    auto entry = model.Aggregator(absl::StrCat("curves\x1fs\x1f", q));
+    // Handing one out enforces the bound on the others.
+    EXPECT_LE(model.aggregator_bytes(),
+              model.max_aggregator_bytes() + entry->bytes());
+    json want = analysis::ToJson(analysis::AggregateCurves(points, o));
+    want["version"] = snap->version;
+    entry->With(snap, o, [&](analysis::CurveAggregator& agg) {
+      EXPECT_EQ(agg.CurvesBody({{"version", snap->version}}), Dump(want))
+          << "query " << q;
+      return 0;
+    });
+    EXPECT_GT(entry->bytes(), 0u);
+    return entry->bytes();
+  };
+  const size_t one = ask(0);
+  // Room for about three.
+  model.set_max_aggregator_bytes(3 * one + one / 2);
+  size_t most = 0;
+  for (int q = 1; q < 30; ++q) {
+    ask(q);
+    most = std::max(most, model.aggregator_count());
+    // At most the bound, plus the newest one until the next hand-out.
+    EXPECT_LE(model.aggregator_bytes(), model.max_aggregator_bytes() + 2 * one);
+  }
+  EXPECT_GE(most, 3u);
+  EXPECT_LE(most, 5u);
+  // The first queries were evicted: asked again, they are rebuilt (and
+  // equal the from-scratch answers, checked in ask()).
+  ask(0);
+  ask(1);
+  EXPECT_LE(model.aggregator_count(), 5u);
+  // Unbounded by bytes, the count bound remains.
+  model.set_max_aggregator_bytes(~size_t{0});
+  for (int q = 0; q < 70; ++q) {
+    model.Aggregator(absl::StrCat("curves\x1fs\x1fmany", q));
+  }
+  EXPECT_EQ(model.aggregator_count(), SweepReadModel::kMaxAggregators);
 }
 
 }  // namespace
