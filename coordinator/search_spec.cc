@@ -129,21 +129,20 @@ bool CheckKeys(const YAML::Node& node, const SearchSpec& s,
 }
 
 // metric (required) and mode (default: min for a loss or error, else max).
-bool ParseMetricAndMode(const YAML::Node& node, SearchSpec* spec_s,
+bool ParseMetricAndMode(const YAML::Node& node, SearchSpec* s,
                         Problems* problems) {
-  SearchSpec& s = *spec_s;
   bool ok = true;
   if (const YAML::Node m = node["metric"];
       m && m.IsScalar() && !m.Scalar().empty()) {
-    s.metric = m.Scalar();
+    s->metric = m.Scalar();
   } else {
     problems->Add(absl::StrCat("search.metric: required for strategy ",
-                               s.strategy, " (a metric name, e.g. ood_acc)"));
+                               s->strategy, " (a metric name, e.g. ood_acc)"));
     ok = false;
   }
-  const bool minimize = s.metric.find("loss") != std::string::npos ||
-                        s.metric.find("error") != std::string::npos;
-  s.mode = minimize ? "min" : "max";
+  const bool minimize = s->metric.find("loss") != std::string::npos ||
+                        s->metric.find("error") != std::string::npos;
+  s->mode = minimize ? "min" : "max";
   if (const YAML::Node m = node["mode"]) {
     if (!m.IsScalar() || (m.Scalar() != "max" && m.Scalar() != "min")) {
       problems->Add(absl::StrCat("search.mode: '",
@@ -151,7 +150,7 @@ bool ParseMetricAndMode(const YAML::Node& node, SearchSpec* spec_s,
                                  "' is not one of {max, min}"));
       ok = false;
     } else {
-      s.mode = m.Scalar();
+      s->mode = m.Scalar();
     }
   }
   return ok;
@@ -159,11 +158,9 @@ bool ParseMetricAndMode(const YAML::Node& node, SearchSpec* spec_s,
 
 // group_by: grid axes, no duplicates, no sampled axis; a sampled sweep's asha
 // and median default to every grid axis.
-bool ParseGroupBy(const YAML::Node& node, const SweepSpec& spec_in,
-                  const std::vector<std::string>& axes, SearchSpec* spec_s,
+bool ParseGroupBy(const YAML::Node& node, const SweepSpec* spec,
+                  const std::vector<std::string>& axes, SearchSpec* s,
                   Problems* problems) {
-  SearchSpec& s = *spec_s;
-  const SweepSpec* spec = &spec_in;
   auto is_axis = [&](const std::string& n) {
     return std::find(axes.begin(), axes.end(), n) != axes.end();
   };
@@ -207,19 +204,19 @@ bool ParseGroupBy(const YAML::Node& node, const SweepSpec& spec_in,
         ok = false;
         continue;
       }
-      if (std::find(s.group_by.begin(), s.group_by.end(), name) !=
-          s.group_by.end()) {
+      if (std::find(s->group_by.begin(), s->group_by.end(), name) !=
+          s->group_by.end()) {
         problems->Add(absl::StrCat(field, ": duplicate axis '", name, "'"));
         ok = false;
         continue;
       }
-      s.group_by.push_back(name);
+      s->group_by.push_back(name);
     }
   } else if (!spec->sample.empty() &&
-             (s.strategy == "asha" || s.strategy == "median")) {
+             (s->strategy == "asha" || s->strategy == "median")) {
     // A sampled sweep races its configurations within each grid point:
     // group_by defaults to every grid axis (docs/sampled-axes.md).
-    s.group_by = axes;
+    s->group_by = axes;
   }
   return ok;
 }
@@ -228,11 +225,9 @@ constexpr int64_t kMaxSteps = int64_t{1} << 40;
 
 // asha's step keys (strategy asha, or refine with early_stop: asha) and
 // median's min_steps, against the trials' one training length.
-bool ParseStepKeys(const YAML::Node& node, const SweepSpec& spec_in,
-                   const std::vector<std::string>& axes, SearchSpec* spec_s,
+bool ParseStepKeys(const YAML::Node& node, const SweepSpec* spec,
+                   const std::vector<std::string>& axes, SearchSpec* s,
                    Problems* problems) {
-  SearchSpec& s = *spec_s;
-  const SweepSpec* spec = &spec_in;
   bool ok = true;
   auto int_field = [&](const char* key, int64_t lo, int64_t hi, int64_t* out) {
     return IntKey(node, key, lo, hi, out, problems, &ok);
@@ -241,14 +236,14 @@ bool ParseStepKeys(const YAML::Node& node, const SweepSpec& spec_in,
     return std::find(axes.begin(), axes.end(), n) != axes.end();
   };
   // asha's step keys: strategy asha, or refine with early_stop: asha.
-  const bool asha = s.strategy == "asha" || s.early_stop == "asha";
-  if (asha || s.strategy == "median") {
+  const bool asha = s->strategy == "asha" || s->early_stop == "asha";
+  if (asha || s->strategy == "median") {
     const bool has_min =
-        int_field("min_steps", asha ? 1 : 0, kMaxSteps, &s.min_steps);
+        int_field("min_steps", asha ? 1 : 0, kMaxSteps, &s->min_steps);
     if (!has_min && !node["min_steps"] && asha) {
       problems->Add(absl::StrCat(
           "search.min_steps: required for ",
-          s.strategy == "asha" ? "strategy asha" : "early_stop: asha",
+          s->strategy == "asha" ? "strategy asha" : "early_stop: asha",
           " (the first rung, in training steps)"));
       ok = false;
     }
@@ -256,18 +251,18 @@ bool ParseStepKeys(const YAML::Node& node, const SweepSpec& spec_in,
     if (steps <= 0) {
       const bool axis_steps = is_axis("steps");
       problems->Add(absl::StrCat(
-          s.strategy == "refine"
+          s->strategy == "refine"
               ? "search.early_stop: asha"
-              : absl::StrCat("search.strategy: ", s.strategy),
+              : absl::StrCat("search.strategy: ", s->strategy),
           " needs one training length: ",
           axis_steps ? "steps is a grid axis (give it in fixed)"
                      : absl::StrCat("kind ", spec->kind, " has no steps")));
       ok = false;
     }
     if (asha) {
-      int_field("reduction", 2, 1000, &s.reduction);
-      int_field("smooth_evals", 1, 1000, &s.smooth_evals);
-      s.max_steps = steps;
+      int_field("reduction", 2, 1000, &s->reduction);
+      int_field("smooth_evals", 1, 1000, &s->smooth_evals);
+      s->max_steps = steps;
       int64_t given = 0;
       if (int_field("max_steps", 1, kMaxSteps, &given) && steps > 0 &&
           given != steps) {
@@ -276,13 +271,13 @@ bool ParseStepKeys(const YAML::Node& node, const SweepSpec& spec_in,
                                    "); leave it out to use them"));
         ok = false;
       }
-      if (s.min_steps > 0 && steps > 0 && s.min_steps > steps) {
-        problems->Add(absl::StrCat("search.min_steps: ", s.min_steps,
+      if (s->min_steps > 0 && steps > 0 && s->min_steps > steps) {
+        problems->Add(absl::StrCat("search.min_steps: ", s->min_steps,
                                    " is above max_steps ", steps));
         ok = false;
       }
-    } else if (s.min_steps > 0 && steps > 0 && s.min_steps >= steps) {
-      problems->Add(absl::StrCat("search.min_steps: ", s.min_steps,
+    } else if (s->min_steps > 0 && steps > 0 && s->min_steps >= steps) {
+      problems->Add(absl::StrCat("search.min_steps: ", s->min_steps,
                                  " leaves no step to stop at (steps ", steps,
                                  ")"));
       ok = false;
@@ -293,15 +288,13 @@ bool ParseStepKeys(const YAML::Node& node, const SweepSpec& spec_in,
 
 // asha's aggregate_seeds (default: true for a sampled sweep) and
 // keep_neighbors.
-bool ParseAshaOptions(const YAML::Node& node, const SweepSpec& spec_in,
-                      const std::vector<std::string>& axes, SearchSpec* spec_s,
+bool ParseAshaOptions(const YAML::Node& node, const SweepSpec* spec,
+                      const std::vector<std::string>& axes, SearchSpec* s,
                       Problems* problems) {
-  SearchSpec& s = *spec_s;
-  const SweepSpec* spec = &spec_in;
   bool ok = true;
   // A sampled sweep's unit is a configuration with all its seeds (the
   // tuned analysis selects on their mean or per seed among finished ones).
-  s.aggregate_seeds = !spec->sample.empty();
+  s->aggregate_seeds = !spec->sample.empty();
   if (const YAML::Node a = node["aggregate_seeds"]) {
     if (!a.IsScalar() || (a.Scalar() != "true" && a.Scalar() != "false")) {
       problems->Add(absl::StrCat(
@@ -311,7 +304,7 @@ bool ParseAshaOptions(const YAML::Node& node, const SweepSpec& spec_in,
           "by their mean and stopped together)"));
       ok = false;
     } else {
-      s.aggregate_seeds = a.Scalar() == "true";
+      s->aggregate_seeds = a.Scalar() == "true";
     }
   }
   if (const YAML::Node n = node["keep_neighbors"]) {
@@ -325,8 +318,8 @@ bool ParseAshaOptions(const YAML::Node& node, const SweepSpec& spec_in,
           "search.keep_neighbors: '", name,
           "' is not a grid axis (axes: ", absl::StrJoin(axes, ", "), ")"));
       ok = false;
-    } else if (std::find(s.group_by.begin(), s.group_by.end(), name) !=
-               s.group_by.end()) {
+    } else if (std::find(s->group_by.begin(), s->group_by.end(), name) !=
+               s->group_by.end()) {
       problems->Add(absl::StrCat("search.keep_neighbors: '", name,
                                  "' is also in group_by (neighbours are "
                                  "compared within a group)"));
@@ -341,7 +334,7 @@ bool ParseAshaOptions(const YAML::Node& node, const SweepSpec& spec_in,
           break;
         }
       }
-      s.keep_neighbors = name;
+      s->keep_neighbors = name;
     }
   }
   return ok;
@@ -349,24 +342,22 @@ bool ParseAshaOptions(const YAML::Node& node, const SweepSpec& spec_in,
 
 // refine's axis (an integer grid axis, not in group_by), bounds (covering the
 // grid's values), budget, add_seeds and tolerance.
-bool ParseRefine(const YAML::Node& node, const SweepSpec& spec_in,
-                 const std::vector<std::string>& axes, SearchSpec* spec_s,
+bool ParseRefine(const YAML::Node& node, const SweepSpec* spec,
+                 const std::vector<std::string>& axes, SearchSpec* s,
                  Problems* problems) {
-  SearchSpec& s = *spec_s;
-  const SweepSpec* spec = &spec_in;
   bool ok = true;
   auto int_field = [&](const char* key, int64_t lo, int64_t hi, int64_t* out) {
     return IntKey(node, key, lo, hi, out, problems, &ok);
   };
   const Axis* axis = nullptr;
   if (const YAML::Node a = node["axis"]; a && a.IsScalar()) {
-    s.axis = a.Scalar();
+    s->axis = a.Scalar();
     for (const Axis& x : spec->grid) {
-      if (x.name == s.axis) axis = &x;
+      if (x.name == s->axis) axis = &x;
     }
     if (axis == nullptr) {
       problems->Add(absl::StrCat(
-          "search.axis: '", s.axis,
+          "search.axis: '", s->axis,
           "' is not a grid axis (axes: ", absl::StrJoin(axes, ", "), ")"));
       ok = false;
     }
@@ -381,7 +372,7 @@ bool ParseRefine(const YAML::Node& node, const SweepSpec& spec_in,
     int64_t hi = std::numeric_limits<int64_t>::min();
     for (const json& v : axis->values) {
       if (!v.is_number_integer()) {
-        problems->Add(absl::StrCat("search.axis: ", s.axis,
+        problems->Add(absl::StrCat("search.axis: ", s->axis,
                                    " has the non-integer value ", Show(v),
                                    " (refine needs an integer axis)"));
         ok = false;
@@ -390,14 +381,14 @@ bool ParseRefine(const YAML::Node& node, const SweepSpec& spec_in,
       lo = std::min(lo, v.get<int64_t>());
       hi = std::max(hi, v.get<int64_t>());
     }
-    if (std::find(s.group_by.begin(), s.group_by.end(), s.axis) !=
-        s.group_by.end()) {
+    if (std::find(s->group_by.begin(), s->group_by.end(), s->axis) !=
+        s->group_by.end()) {
       problems->Add(absl::StrCat("search.group_by: contains the refined axis '",
-                                 s.axis, "'"));
+                                 s->axis, "'"));
       ok = false;
     }
-    s.bounds_lo = lo;
-    s.bounds_hi = hi;
+    s->bounds_lo = lo;
+    s->bounds_hi = hi;
     if (const YAML::Node b = node["bounds"]) {
       if (!b.IsSequence() || b.size() != 2) {
         problems->Add("search.bounds: expected [lo, hi] (two integers)");
@@ -418,27 +409,27 @@ bool ParseRefine(const YAML::Node& node, const SweepSpec& spec_in,
             ok = false;
           } else if (lo <= hi && (lo < *blo || hi > *bhi)) {
             problems->Add(absl::StrCat("search.bounds: [", *blo, ", ", *bhi,
-                                       "] leaves out grid.", s.axis,
+                                       "] leaves out grid.", s->axis,
                                        " values (", lo, "..", hi, ")"));
             ok = false;
           } else {
-            s.bounds_lo = *blo;
-            s.bounds_hi = *bhi;
+            s->bounds_lo = *blo;
+            s->bounds_hi = *bhi;
           }
         }
       }
     }
   }
-  if (int_field("budget", 0, 100000000, &s.budget) && s.budget > 0) {
+  if (int_field("budget", 0, 100000000, &s->budget) && s->budget > 0) {
     const int64_t initial = CountPoints(*spec);
-    if (s.budget < initial) {
-      problems->Add(absl::StrCat("search.budget: ", s.budget,
+    if (s->budget < initial) {
+      problems->Add(absl::StrCat("search.budget: ", s->budget,
                                  " is below the initial grid's ", initial,
                                  " trials"));
       ok = false;
     }
   }
-  int_field("add_seeds", 0, 1000, &s.add_seeds);
+  int_field("add_seeds", 0, 1000, &s->add_seeds);
   if (const YAML::Node t = node["tolerance"]) {
     auto v = ScalarToJson(t, "search.tolerance");
     if (!problems->Ok(v.status())) {
@@ -451,16 +442,15 @@ bool ParseRefine(const YAML::Node& node, const SweepSpec& spec_in,
           "itself must be separated)"));
       ok = false;
     } else {
-      s.tolerance = v->get<double>();
+      s->tolerance = v->get<double>();
     }
   }
   return ok;
 }
 
 // budget_gpu_hours: a number of hours in [0, 1e9] (0: none).
-bool ParseBudgetHours(const YAML::Node& node, SearchSpec* spec_s,
+bool ParseBudgetHours(const YAML::Node& node, SearchSpec* s,
                       Problems* problems) {
-  SearchSpec& s = *spec_s;
   bool ok = true;
   if (const YAML::Node b = node["budget_gpu_hours"]) {
     auto v = ScalarToJson(b, "search.budget_gpu_hours");
@@ -473,7 +463,7 @@ bool ParseBudgetHours(const YAML::Node& node, SearchSpec* spec_s,
                                  "(0: no budget)"));
       ok = false;
     } else {
-      s.budget_gpu_hours = v->get<double>();
+      s->budget_gpu_hours = v->get<double>();
     }
   }
   return ok;
@@ -528,16 +518,16 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
   std::vector<std::string> axes;
   for (const Axis& a : spec->grid) axes.push_back(a.name);
   ok &= ParseMetricAndMode(node, &s, problems);
-  ok &= ParseGroupBy(node, *spec, axes, &s, problems);
+  ok &= ParseGroupBy(node, spec, axes, &s, problems);
   if (s.strategy == "asha" || s.early_stop == "asha" ||
       s.strategy == "median") {
-    ok &= ParseStepKeys(node, *spec, axes, &s, problems);
+    ok &= ParseStepKeys(node, spec, axes, &s, problems);
   }
   if (s.strategy == "asha") {
-    ok &= ParseAshaOptions(node, *spec, axes, &s, problems);
+    ok &= ParseAshaOptions(node, spec, axes, &s, problems);
   }
   if (s.strategy == "refine") {
-    ok &= ParseRefine(node, *spec, axes, &s, problems);
+    ok &= ParseRefine(node, spec, axes, &s, problems);
   }
   ok &= ParseBudgetHours(node, &s, problems);
   if (ok) spec->search = s;
