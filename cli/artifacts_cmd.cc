@@ -19,13 +19,13 @@ namespace pb = smoe::v1;
 
 int List(CoordinatorClient& client, const std::string& trial_id,
          std::ostream& out) {
-  grpc::ClientContext ctx;
-  client.Prepare(&ctx);
   pb::ListArtifactsRequest req;
   req.set_trial_id(trial_id);
   pb::ListArtifactsResponse resp;
-  grpc::Status s = client.stub()->ListArtifacts(&ctx, req, &resp);
-  if (!s.ok()) return ReportError(proto::FromGrpcStatus(s));
+  if (int rc =
+          Call(client, &pb::Coordinator::Stub::ListArtifacts, req, &resp)) {
+    return rc;
+  }
   if (resp.artifacts().empty()) {
     out << "trial " << trial_id << " has no artifacts\n";
     return kExitOk;

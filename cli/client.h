@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "proto/rpc_status.h"
 #include "proto/smoe.grpc.pb.h"
 
 namespace smoe::cli {
@@ -70,6 +71,20 @@ inline constexpr int kExitNoPerm = 77;       // missing/invalid token
 // token (Unauthenticated, PermissionDenied) names its source when
 // CoordinatorClient::Create recorded one.
 int ReportError(const absl::Status& status, absl::string_view context = "");
+
+// One unary call with the client's token and default deadline: kExitOk, or
+// the error reported (ReportError) and its exit code. E.g.
+//   if (int rc = Call(client, &Stub::GetSweep, req, &resp)) return rc;
+template <typename Request, typename Response>
+int Call(CoordinatorClient& client,
+         grpc::Status (smoe::v1::Coordinator::Stub::*method)(
+             grpc::ClientContext*, const Request&, Response*),
+         const Request& request, Response* response) {
+  grpc::ClientContext ctx;
+  client.Prepare(&ctx);
+  const grpc::Status s = (client.stub()->*method)(&ctx, request, response);
+  return s.ok() ? kExitOk : ReportError(proto::FromGrpcStatus(s));
+}
 
 // Where this process's client token came from ("$SMOE_TOKEN",
 // "token file '<path>'"; empty before any client was created).

@@ -28,6 +28,7 @@ namespace smoe::cli {
 namespace {
 
 namespace pb = smoe::v1;
+using Stub = pb::Coordinator::Stub;
 using nlohmann::json;
 
 int Check(const grpc::Status& s) {
@@ -471,9 +472,10 @@ int SubmitSweepCmd(CoordinatorClient& client, const std::string& file,
 
 int ListSweepsCmd(CoordinatorClient& client, std::ostream& out, bool all) {
   pb::ListSweepsResponse resp;
-  grpc::ClientContext ctx;
-  client.Prepare(&ctx);
-  if (int rc = Check(client.stub()->ListSweeps(&ctx, {}, &resp))) return rc;
+  if (int rc =
+          Call(client, &Stub::ListSweeps, pb::ListSweepsRequest(), &resp)) {
+    return rc;
+  }
   std::vector<std::vector<std::string>> rows;
   int hidden = 0;
   for (const auto& s : resp.sweeps()) {
@@ -508,9 +510,9 @@ int ShowSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   req.set_include_trials(true);
   req.set_decisions_limit(kShownDecisions);
   pb::GetSweepResponse resp;
-  grpc::ClientContext ctx;
-  client.Prepare(&ctx);
-  if (int rc = Check(client.stub()->GetSweep(&ctx, req, &resp))) return rc;
+  if (int rc = Call(client, &Stub::GetSweep, req, &resp)) {
+    return rc;
+  }
   PrintSweepSummary(resp.sweep(), out);
   PrintSearchSummary(resp, out);
   if (trials) PrintTrialsTable(resp, out);
@@ -522,9 +524,9 @@ int CancelSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   pb::CancelSweepRequest req;
   req.set_sweep_id(sweep_id);
   pb::CancelSweepResponse resp;
-  grpc::ClientContext ctx;
-  client.Prepare(&ctx);
-  if (int rc = Check(client.stub()->CancelSweep(&ctx, req, &resp))) return rc;
+  if (int rc = Call(client, &Stub::CancelSweep, req, &resp)) {
+    return rc;
+  }
   out << "cancelled " << resp.cancelled_trials() << " trials of " << sweep_id
       << "\n";
   return kExitOk;
@@ -542,9 +544,9 @@ int AnnotateSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
     pb::GetSweepRequest get;
     get.set_sweep_id(sweep_id);
     pb::GetSweepResponse got;
-    grpc::ClientContext ctx;
-    client.Prepare(&ctx);
-    if (int rc = Check(client.stub()->GetSweep(&ctx, get, &got))) return rc;
+    if (int rc = Call(client, &Stub::GetSweep, get, &got)) {
+      return rc;
+    }
     tags.emplace(got.sweep().tags().begin(), got.sweep().tags().end());
     for (const std::string& t : flags.add_tags) {
       if (std::find(tags->begin(), tags->end(), t) == tags->end()) {
@@ -560,11 +562,7 @@ int AnnotateSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
     for (const std::string& t : *tags) req.add_tags(t);
   }
   pb::AnnotateSweepResponse resp;
-  grpc::ClientContext ctx;
-  client.Prepare(&ctx);
-  if (int rc = Check(client.stub()->AnnotateSweep(&ctx, req, &resp))) {
-    return rc;
-  }
+  if (int rc = Call(client, &Stub::AnnotateSweep, req, &resp)) return rc;
   const pb::Sweep& s = resp.sweep();
   out << "sweep " << s.sweep_id() << (s.archived() ? " (archived)" : "")
       << "\n  tags: "
@@ -580,9 +578,9 @@ int DeleteSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
     pb::GetSweepRequest get;
     get.set_sweep_id(sweep_id);
     pb::GetSweepResponse sweep;
-    grpc::ClientContext ctx;
-    client.Prepare(&ctx);
-    if (int rc = Check(client.stub()->GetSweep(&ctx, get, &sweep))) return rc;
+    if (int rc = Call(client, &Stub::GetSweep, get, &sweep)) {
+      return rc;
+    }
     const pb::StateCounts& c = sweep.sweep().counts();
     if (c.pending() + c.running() > 0) {
       out << "sweep " << sweep_id << " has " << c.pending() + c.running()
@@ -603,9 +601,9 @@ int DeleteSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   pb::DeleteSweepRequest req;
   req.set_sweep_id(sweep_id);
   pb::DeleteSweepResponse resp;
-  grpc::ClientContext ctx;
-  client.Prepare(&ctx);
-  if (int rc = Check(client.stub()->DeleteSweep(&ctx, req, &resp))) return rc;
+  if (int rc = Call(client, &Stub::DeleteSweep, req, &resp)) {
+    return rc;
+  }
   out << "deleted sweep " << resp.sweep_id() << " (" << resp.deleted_trials()
       << " trials)\n";
   return kExitOk;
@@ -617,9 +615,9 @@ int RetrySweepCmd(CoordinatorClient& client, const std::string& sweep_id,
   req.set_sweep_id(sweep_id);
   req.set_include_cancelled(include_cancelled);
   pb::RetrySweepResponse resp;
-  grpc::ClientContext ctx;
-  client.Prepare(&ctx);
-  if (int rc = Check(client.stub()->RetrySweep(&ctx, req, &resp))) return rc;
+  if (int rc = Call(client, &Stub::RetrySweep, req, &resp)) {
+    return rc;
+  }
   out << "re-queued " << resp.requeued_trials() << " trials of " << sweep_id
       << "\n";
   return kExitOk;
@@ -643,9 +641,9 @@ int ExtendSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
     }
   }
   pb::ExtendSweepResponse resp;
-  grpc::ClientContext ctx;
-  client.Prepare(&ctx);
-  if (int rc = Check(client.stub()->ExtendSweep(&ctx, req, &resp))) return rc;
+  if (int rc = Call(client, &Stub::ExtendSweep, req, &resp)) {
+    return rc;
+  }
   if (axis == "samples" && resp.sweep().spec().sample_size() > 0) {
     out << "extended " << sweep_id << ": " << values.front()
         << " more sampled configurations (now " << resp.sweep().spec().samples()

@@ -14,6 +14,7 @@ namespace smoe::cli {
 namespace {
 
 namespace pb = smoe::v1;
+using Stub = pb::Coordinator::Stub;
 
 const char* StateName(pb::WorkerState s) {
   switch (s) {
@@ -122,10 +123,9 @@ int WorkersCmd(CoordinatorClient& client, bool all, std::ostream& out) {
   pb::ListWorkersRequest req;
   req.set_all(all);
   pb::ListWorkersResponse resp;
-  grpc::ClientContext ctx;
-  client.Prepare(&ctx);
-  const grpc::Status s = client.stub()->ListWorkers(&ctx, req, &resp);
-  if (!s.ok()) return ReportError(proto::FromGrpcStatus(s));
+  if (int rc = Call(client, &Stub::ListWorkers, req, &resp)) {
+    return rc;
+  }
   PrintWorkers(resp, out);
   return kExitOk;
 }
@@ -135,10 +135,9 @@ int DrainWorkerCmd(CoordinatorClient& client, const std::string& worker_id,
   pb::DrainWorkerRequest req;
   req.set_worker_id(worker_id);
   pb::DrainWorkerResponse resp;
-  grpc::ClientContext ctx;
-  client.Prepare(&ctx);
-  const grpc::Status s = client.stub()->DrainWorker(&ctx, req, &resp);
-  if (!s.ok()) return ReportError(proto::FromGrpcStatus(s));
+  if (int rc = Call(client, &Stub::DrainWorker, req, &resp)) {
+    return rc;
+  }
   out << "worker " << worker_id
       << " draining: it leases nothing more; its trials checkpoint and are "
          "re-queued (they resume elsewhere); then its daemon exits\n";
