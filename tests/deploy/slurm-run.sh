@@ -34,6 +34,7 @@ cleanup() {
     for f in "$tmp"/work/*.out "$tmp/coordinator.log"; do
       [[ -f "$f" ]] && { echo "== $f"; tail -25 "$f"; }
     done
+    [[ -n "${job:-}" ]] && scontrol show job "$job" 2>/dev/null | grep -E "JobId|JobState|Restarts|StartTime" || true
     tail -15 "$tmp/cluster/slurmctld.log" 2>/dev/null || true
   fi
   [[ -n "${SLURM_CONF:-}" ]] && scancel --full -u root >/dev/null 2>&1 || true
@@ -150,11 +151,19 @@ grep -q "time limit near: draining" "$out" || fail "no drain message in $out"
 grep -q "requeueing array task 0" "$out" || fail "no requeue in $out"
 log "drained at the time limit after $((SECONDS - step_t)) s"
 # Slurm holds a requeued job for 120 s (BeginTime); an admin may start it at
-# once, as here.
+# once, as here. Restarts=1 shows while the task is still COMPLETING, and the
+# end of that completion sets BeginTime to now + 121 s again: an update made
+# before it is lost (CI failed so once). So the update is repeated for as long
+# as the task is pending and attempt 2 has not begun.
 requeued() { scontrol show job "${job}_0" | grep -q "Restarts=1"; }
 wait_for 30 "task ${job}_0 requeued (Restarts=1)" requeued
-scontrol update JobId="${job}_0" StartTime=now
-resumed() { attempts "$trial" | grep -q "^2 slurm-$job-0 "; }
+resumed() {
+  attempts "$trial" | grep -q "^2 slurm-$job-0 " && return 0
+  if scontrol show job "${job}_0" | grep -q "JobState=PENDING"; then
+    scontrol update JobId="${job}_0" StartTime=now 2>/dev/null || true
+  fi
+  return 1
+}
 wait_for 90 "attempt 2 of $trial on the requeued task" resumed
 resume_logged() { [[ -n "$(resumed_step "$trial" 2)" ]]; }
 wait_for 60 "attempt 2's 'resuming from step' line" resume_logged
