@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/optimal_k.h"
+#include "trials/params.h"
 
 namespace smoe::analysis {
 
@@ -168,8 +169,10 @@ std::vector<TheoryFit> FitWithCellParams(const Curves& curves,
 }  // namespace internal
 
 bool FitsTheory(const AggregateOptions& options) {
-  return IsMaximized(options.metric) && options.kind == "sraven" &&
-         options.x == "top_k" && options.series == "M";
+  const trials::TrialKind* kind = trials::FindKind(options.kind);
+  return IsMaximized(options.metric) && kind != nullptr &&
+         !kind->view.theory_x.empty() && options.x == kind->view.theory_x &&
+         options.series == kind->view.theory_series;
 }
 
 json ToJson(const TheoryFit& f) {

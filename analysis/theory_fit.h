@@ -66,8 +66,10 @@ inline constexpr char kKStarNote[] =
     "the shape of the curves, not as a prediction of the optimal k";
 
 // Whether an analysis gets the E(k, N) fit: an accuracy-like (maximised)
-// metric of a SRAVEN sweep with x = top_k and series = M, the model's k and
-// N. Other kinds and axes get no fit and no theory block (issue 31 item 6).
+// metric of a sweep whose kind's view names the theory's axes
+// (trials::KindView theory_x/theory_series; SRAVEN: x = top_k and series =
+// M, the model's k and N). Other kinds and axes get no fit and no theory
+// block (issue 31 item 6).
 bool FitsTheory(const AggregateOptions& options);
 
 // A fit says something only when it was made (ok) and explains some of the

@@ -142,5 +142,29 @@ TEST(AnalysisTest, FitWithNegativeR2IsNotMeaningful) {
   EXPECT_FALSE(IsMeaningful(TheoryFit{}));
 }
 
+// The theory applies where the kind's view names its axes (SRAVEN: top_k
+// on x, a line per M) and the metric is maximised; other kinds and axes get
+// no fit.
+TEST(TheoryFitTest, FitsTheoryFollowsTheKindsView) {
+  AggregateOptions o;
+  o.kind = "sraven";
+  o.metric = "ood_acc";
+  o.x = "top_k";
+  o.series = "M";
+  EXPECT_TRUE(FitsTheory(o));
+  o.x = "M";
+  o.series = "top_k";
+  EXPECT_FALSE(FitsTheory(o));
+  o.x = "top_k";
+  o.series = "M";
+  o.metric = "loss";  // minimised
+  EXPECT_FALSE(FitsTheory(o));
+  o.metric = "ood_acc";
+  o.kind = "skillmix";
+  EXPECT_FALSE(FitsTheory(o));
+  o.kind = "command";
+  EXPECT_FALSE(FitsTheory(o));
+}
+
 }  // namespace
 }  // namespace smoe::analysis

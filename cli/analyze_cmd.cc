@@ -518,20 +518,22 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
   auto or_default = [](const std::string& v, const char* d) {
     return v.empty() ? std::string(d) : v;
   };
-  if (resp.sweep().kind() == "skillmix") {
+  // A kind whose view is its own tables (skillmix: EPT x k_skills).
+  if (const trials::TrialKind* tk = trials::FindKind(resp.sweep().kind());
+      tk != nullptr && tk->view.layout == "tables") {
     if (!flags.tune.empty()) {
       std::cerr << "smoe: --tune: the tuned analysis is for training sweeps "
                    "(sraven, command); sweep "
-                << sweep_id << " is a skillmix sweep\n";
+                << sweep_id << " is a " << tk->name << " sweep\n";
       return kExitUsage;
     }
-    const trials::KindView& view = trials::SkillMixKind().view;
+    const trials::KindView& view = tk->view;
     const std::string rows = or_default(flags.x, view.x.c_str());
     const std::string cols = or_default(flags.series, view.series.c_str());
     const std::vector<an::SkillMixTable> tables =
         an::SkillMixTables(trials, rows, cols);
     if (flags.format == "json") {
-      nlohmann::json j = {{"kind", "skillmix"},
+      nlohmann::json j = {{"kind", tk->name},
                           {"tables", nlohmann::json::array()}};
       for (const an::SkillMixTable& t : tables) {
         if (flags.metric.empty() || t.metric == flags.metric) {
@@ -541,7 +543,7 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
       out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
           << "\n";
     } else {
-      out << "sweep " << sweep_id << " (skillmix)\n"
+      out << "sweep " << sweep_id << " (" << tk->name << ")\n"
           << FormatSkillMixTables(tables, rows, cols, flags.metric);
     }
     return kExitOk;

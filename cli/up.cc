@@ -30,6 +30,7 @@
 #include "coordinator/sweep_spec.h"
 #include "coordinator/tokens.h"
 #include "nlohmann/json.hpp"
+#include "trials/params.h"
 
 namespace smoe::cli {
 namespace {
@@ -229,14 +230,20 @@ int RunUp(const UpOptions& options) {
     // and the admin token file are spelled out.
     const std::string client_flags = absl::StrCat(
         " --coordinator ", addr, " --token-file ", options.data_dir, "/token");
-    if (spec->kind == "sraven") {
-      PrintSummary((*server)->store(), id, "test_acc", std::cout);
-      PrintSummary((*server)->store(), id, "ood_acc", std::cout);
-      std::cout << "(at M=1 the OOD split holds out whole rules, so OOD "
-                   "accuracy there stays near chance 1/8 by construction)\n";
-      std::cout << "\nbest k with bootstrap CIs over seeds: smoe analyze " << id
+    const trials::TrialKind* kind = trials::FindKind(spec->kind);
+    const trials::KindView view =
+        kind != nullptr ? kind->view : trials::KindView{};
+    if (!view.headline_metrics.empty()) {
+      // The kind's headline metrics, last first (SRAVEN: test, then OOD).
+      for (auto m = view.headline_metrics.rbegin();
+           m != view.headline_metrics.rend(); ++m) {
+        PrintSummary((*server)->store(), id, *m, std::cout);
+      }
+      if (!view.reading_note.empty()) std::cout << view.reading_note << "\n";
+      std::cout << "\nbest " << view.x
+                << " with bootstrap CIs over seeds: smoe analyze " << id
                 << client_flags;
-    } else if (spec->kind == "skillmix") {
+    } else if (view.layout == "tables") {
       std::cout << "\nEPT x k_skills tables and the best EPT per k_skills: "
                    "smoe analyze "
                 << id << client_flags;

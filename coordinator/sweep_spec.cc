@@ -20,7 +20,6 @@
 #include "coordinator/search_spec.h"
 #include "coordinator/sweep_yaml.h"
 #include "trials/params.h"
-#include "trials/sraven_rules.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
@@ -441,8 +440,8 @@ void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
     }
     // Without a params.ep_size the trainer takes its world size from the
     // ranks the daemon starts (resources.ep_size): check that one.
-    if (s.ok() && spec.kind == "sraven" && spec.resources.ep_size > 1 &&
-        !t.params.contains("ep_size")) {
+    if (s.ok() && builtin && spec.resources.ep_size > 1 &&
+        schema.Find("ep_size") != nullptr && !t.params.contains("ep_size")) {
       json with_ep = t.params;
       with_ep["ep_size"] = spec.resources.ep_size;
       if (absl::Status e = ValidateTrialParams(spec.kind, with_ep); !e.ok()) {
@@ -850,26 +849,10 @@ absl::Status ValidateTrialParams(absl::string_view kind, const json& params) {
     }
     if (auto s = trials::CheckSweepValue(*p, v, "params"); !s.ok()) return s;
   }
-  if (kind == "sraven") {
-    // The value of a param, else its default; the rules between them are
-    // trials/sraven_rules.h's, which the trainer checks too.
-    auto get = [&](const char* name) {
-      return params.value(name,
-                          schema->Find(name)->default_value.get<int64_t>());
-    };
-    trials::SravenShape shape;
-    shape.steps = get("steps");
-    if (params.contains("warmup")) shape.warmup = get("warmup");
-    shape.num_experts = get("num_experts");
-    shape.top_k = get("top_k");
-    shape.depth = get("depth");
-    shape.width = params.value(
-        "width", schema->Find("width")->default_value.get<double>());
-    shape.ep_size = get("ep_size");
-    shape.batch_size = get("batch_size");
-    shape.router = params.value("router", schema->Find("router")->default_value)
-                       .get<std::string>();
-    if (absl::Status s = trials::CheckSravenRules(shape); !s.ok()) {
+  // The rules between parameters (trials/sraven_rules.h for sraven), which
+  // the trainer checks too.
+  if (schema->rules != nullptr) {
+    if (absl::Status s = schema->rules(params); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "params: ", s.message(), " (point ", params.dump(), ")"));
     }

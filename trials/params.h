@@ -96,7 +96,25 @@ struct KindView {
   std::string series;
   std::string facet;
   std::string metric;
+  // Charted beside `metric` when the view shows it (the first is `metric`).
   std::vector<std::string> headline_metrics;
+  // "curves": metric against x, the optimal-x table and the chart controls;
+  // "tables": the kind's own tables of `metric`s over x (rows) and series
+  // (columns) and no curves (skillmix's EPT x k_skills tables). JSON
+  // "layout".
+  std::string layout = "curves";
+  // The paper's E(k, N) theory (analysis/theory_fit.h) applies when x is
+  // theory_x and a line is drawn per theory_series; empty: the kind has no
+  // theory. JSON "theory": {"x", "series"} or null.
+  std::string theory_x;
+  std::string theory_series;
+  // The validation metric a tuned view selects configurations by (issue
+  // 33): the dashboard offers "tune" for a kind that reports one. JSON
+  // "select_by"; empty: none.
+  std::string select_by;
+  // One line `smoe up` prints under the kind's result summary (what a first
+  // reader should know); empty: none.
+  std::string reading_note;
 };
 
 struct TrialKind {
@@ -110,6 +128,11 @@ struct TrialKind {
   bool dotted_ranges = false;
   std::vector<Param> params;
   KindView view;  // empty x: none (the sweep's own axes)
+  // The rules between parameters (the table above bounds each one alone),
+  // given a point whose left-out parameters take their defaults: the first
+  // rule broken as InvalidArgument naming the values; nullptr: none. The
+  // sweep validator calls it for every point (trials/sraven_rules.h).
+  absl::Status (*rules)(const nlohmann::json& point) = nullptr;
 
   // nullptr when `name` is not a parameter of this kind.
   const Param* Find(absl::string_view name) const;

@@ -73,7 +73,16 @@ String("topics_path", "", "topics file (.txt or .json); \"\" = the 10 released t
       },
       // The view (KindView): the Skill-Mix table, experts per token down,
       // skills per item across.
-      {"ept", "k_skills", "", "", {}}};
+      {"ept",
+       "k_skills",
+       "",
+       "",
+       {},
+       /*layout=*/"tables",
+       /*theory_x=*/"",
+       /*theory_series=*/"",
+       /*select_by=*/"",
+       /*reading_note=*/""}};
   return *kind;
 }
 

@@ -64,8 +64,20 @@ Int("ep_size", 1, 1, 64, "expert-parallel ranks: divides num_experts and batch_s
       },
       // The view (KindView): the paper's question, OOD accuracy against
       // top_k, a line per M, a panel per attention; test accuracy charted
-      // next to it.
-      {"top_k", "M", "attention", "ood_acc", {"ood_acc", "test_acc"}}};
+      // next to it; the E(k, N) theory over top_k x M; tuned on val_acc.
+      {"top_k",
+       "M",
+       "attention",
+       "ood_acc",
+       {"ood_acc", "test_acc"},
+       /*layout=*/"curves",
+       /*theory_x=*/"top_k",
+       /*theory_series=*/"M",
+       /*select_by=*/"val_acc",
+       /*reading_note=*/
+       "(at M=1 the OOD split holds out whole rules, so OOD "
+       "accuracy there stays near chance 1/8 by construction)"},
+      &CheckSravenPointRules};
   return *kind;
 }
 
@@ -119,6 +131,27 @@ absl::Status CheckSravenRules(const SravenShape& s) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckSravenPointRules(const nlohmann::json& point) {
+  const TrialKind& kind = SravenKind();
+  // The value of a param, else its default.
+  auto get = [&](const char* name) {
+    return point.value(name, kind.Find(name)->default_value.get<int64_t>());
+  };
+  SravenShape shape;
+  shape.steps = get("steps");
+  if (point.contains("warmup")) shape.warmup = get("warmup");
+  shape.num_experts = get("num_experts");
+  shape.top_k = get("top_k");
+  shape.depth = get("depth");
+  shape.width =
+      point.value("width", kind.Find("width")->default_value.get<double>());
+  shape.ep_size = get("ep_size");
+  shape.batch_size = get("batch_size");
+  shape.router = point.value("router", kind.Find("router")->default_value)
+                     .get<std::string>();
+  return CheckSravenRules(shape);
 }
 
 }  // namespace smoe::trials

@@ -6,10 +6,11 @@
 // parameter table (sraven_params.cc) bounds each parameter alone; these
 // bound them together (warmup < steps, top_k <= num_experts, the model size,
 // expert parallelism's divisibility and router). Called where sweeps are
-// validated (coordinator/sweep_spec.cc, ValidateTrialParams: every grid
-// point before a trial exists) and where smoe-trainer reads TRIAL.json
-// (worker/trainer/train_config.cc, ValidateTrainConfig), so a point the
-// coordinator accepts is one the trainer runs, with the same message.
+// validated (through SravenKind().rules: coordinator/sweep_spec.cc,
+// ValidateTrialParams, every grid point before a trial exists) and where
+// smoe-trainer reads TRIAL.json (worker/trainer/train_config.cc,
+// ValidateTrainConfig), so a point the coordinator accepts is one the trainer
+// runs, with the same message.
 //
 // Thread-safety: pure functions.
 #ifndef SMOE_TRIALS_SRAVEN_RULES_H_
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "nlohmann/json.hpp"
 
 namespace smoe::trials {
 
@@ -63,6 +65,11 @@ struct SravenShape {
 // 1000 must be smaller than steps=500 (...)", CheckSravenModelSize's); OK
 // when it breaks none. Callers add where the values came from.
 absl::Status CheckSravenRules(const SravenShape& shape);
+
+// CheckSravenRules on a sweep point (its parameters already checked one by
+// one against SravenKind()'s table), the left-out ones at their defaults:
+// SravenKind().rules.
+absl::Status CheckSravenPointRules(const nlohmann::json& point);
 
 }  // namespace smoe::trials
 

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "trials/params.h"
 
 namespace smoe::trials {
 namespace {
@@ -72,4 +73,26 @@ TEST(SravenRulesTest, EachRuleNamesItsValues) {
 }
 
 }  // namespace
+// The kind's rules hook (TrialKind::rules) is these rules on a sweep point
+// with the defaults filled in; skillmix has none.
+TEST(SravenRulesTest, PointRulesAreTheKindsRulesWithDefaults) {
+  EXPECT_EQ(SravenKind().rules, &CheckSravenPointRules);
+  EXPECT_EQ(SkillMixKind().rules, nullptr);
+  EXPECT_TRUE(CheckSravenPointRules(nlohmann::json::object()).ok());
+  EXPECT_THAT(std::string(CheckSravenPointRules({{"top_k", 16}}).message()),
+              HasSubstr("top_k=16 is larger than num_experts=8"));
+  EXPECT_THAT(
+      std::string(CheckSravenPointRules({{"ep_size", 2}, {"batch_size", 63}})
+                      .message()),
+      HasSubstr("ep_size=2 does not divide batch_size=63"));
+  EXPECT_THAT(
+      std::string(CheckSravenPointRules({{"ep_size", 2}, {"router", "soft"}})
+                      .message()),
+      HasSubstr("needs router: topk (got router: soft)"));
+  EXPECT_THAT(
+      std::string(
+          CheckSravenPointRules({{"steps", 500}, {"warmup", 1000}}).message()),
+      HasSubstr("warmup=1000 must be smaller than steps=500"));
+}
+
 }  // namespace smoe::trials

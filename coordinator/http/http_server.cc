@@ -78,7 +78,12 @@ json ViewJson(const SweepView& v) {
           {"series", k.series},
           {"facet", k.facet},
           {"metric", k.metric},
-          {"headline_metrics", k.headline_metrics}};
+          {"headline_metrics", k.headline_metrics},
+          {"layout", k.layout},
+          {"theory", k.theory_x.empty() ? json(nullptr)
+                                        : json{{"x", k.theory_x},
+                                               {"series", k.theory_series}}},
+          {"select_by", k.select_by}};
 }
 
 json SweepJson(const SweepView& v) {
@@ -401,7 +406,12 @@ struct HttpServer::Impl {
     // dashboard always names its own.
     const trials::TrialKind* kind = trials::FindKind(snap.kind);
     trials::KindView view = kind != nullptr ? kind->view : trials::KindView{};
-    if (view.x.empty()) view = {"top_k", "M", "", "ood_acc", {}};
+    if (view.x.empty()) {
+      view.x = "top_k";
+      view.series = "M";
+      view.facet = "";
+      view.metric = "ood_acc";
+    }
     o.metric =
         Param(req, "metric", view.metric.empty() ? "ood_acc" : view.metric);
     o.x = Param(req, "x", view.x);

@@ -258,6 +258,13 @@ TEST_F(HttpServerTest, SweepsAndTrialTable) {
   EXPECT_EQ(s["counts"]["running"], 1);
   EXPECT_EQ(s["counts"]["total"], 18);
   EXPECT_EQ(s["axes"].size(), 2u);
+  // The kind's view (trials::KindView), which the dashboard opens with.
+  EXPECT_EQ(s["view"]["x"], "top_k");
+  EXPECT_EQ(s["view"]["metric"], "ood_acc");
+  EXPECT_EQ(s["view"]["headline_metrics"], json({"ood_acc", "test_acc"}));
+  EXPECT_EQ(s["view"]["layout"], "curves");
+  EXPECT_EQ(s["view"]["theory"], json({{"x", "top_k"}, {"series", "M"}}));
+  EXPECT_EQ(s["view"]["select_by"], "val_acc");
 
   json page = GetJson("/api/sweeps/demo?limit=5&sort=-r.ood_acc");
   EXPECT_EQ(page["total"], 18);
@@ -431,6 +438,12 @@ fixed: {model: /models/tiny, device: cpu}
                                1)
                     .ok());
   }
+  // Its view: the kind's tables, no theory, no tuned view.
+  const json view = GetJson("/api/sweeps")["sweeps"][1]["view"];
+  EXPECT_EQ(view["layout"], "tables") << view;
+  EXPECT_EQ(view["x"], "ept");
+  EXPECT_TRUE(view["theory"].is_null());
+  EXPECT_EQ(view["select_by"], "");
   const json t = GetJson("/api/sweeps/sm/skillmix");
   EXPECT_EQ(t["rows"], "ept");
   EXPECT_EQ(t["cols"], "k_skills");

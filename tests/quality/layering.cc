@@ -70,7 +70,8 @@ const std::vector<Layer>& Layers() {
        {"coordinator/http/", "coordinator/grpc/"}},
       // Only `smoe up` / `smoe coordinator` (and a test starting a server)
       // embed the coordinator; the client commands reach it over gRPC.
-      {"cli/up.", {"common/", "proto/", "cli/", "coordinator/", "store/"}},
+      {"cli/up.",
+       {"common/", "proto/", "cli/", "coordinator/", "store/", "trials/"}},
       {"cli/main.",
        {"common/", "proto/", "cli/", "coordinator/", "worker/daemon/",
         "worker/launch/", "trials/"}},

@@ -338,6 +338,30 @@ export function defaultView(sweep, results = []) {
   return { x: axes[0] || '', series: axes[1] || '', facet: axes[2] || '', metric: metrics[0] || '' };
 }
 
+// What the kind's view (the sweep JSON's `view`, trials::KindView) says
+// beyond the axes: its layout ('tables': the kind's own tables, no curves
+// nor chart controls), whether the E(k, N) theory applies to the chosen
+// axes, the metrics charted beside the chosen one, and the validation
+// metric a tuned view selects by ('' : no tuned view).
+export function viewLayout(sweep) {
+  return sweep?.view?.layout || 'curves';
+}
+export function hasTheory(sweep) {
+  return !!sweep?.view?.theory;
+}
+export function theoryApplies(sweep, st) {
+  const t = sweep?.view?.theory;
+  return !!t && st.x === t.x && st.series === t.series;
+}
+export function companionMetrics(sweep, st) {
+  const v = sweep?.view;
+  if (!v || !st.metric || st.metric !== v.metric) return [];
+  return (v.headline_metrics || []).filter((m) => m !== st.metric);
+}
+export function selectBy(sweep) {
+  return sweep?.view?.select_by || '';
+}
+
 // Individual trials as points over a chart's xs: one point-only series per
 // (group, replicate) so that every trial at an x keeps its own y (uPlot
 // aligns series on x). rows: the trials table's rows; xs: the chart's x

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import test from 'node:test';
 
 import {
-  axisLabels, brushTerms, defaultView, paramLabel, plottableMetrics, pointSeries, roundRange, rowPasses, sharedRange, tableQuery,
+  axisLabels, brushTerms, companionMetrics, defaultView, hasTheory, paramLabel, plottableMetrics, pointSeries, roundRange, rowPasses,
+  selectBy, sharedRange, tableQuery, theoryApplies, viewLayout,
 } from '../src/data.js';
 
 test('defaultView: the kind\'s view (SRAVEN: the paper view); a sweep without one plots its own axes and first metric', () => {
@@ -93,4 +94,31 @@ test('axisLabels: grid values plus the values trials have, numbers in order (ref
   assert.deepEqual(axisLabels(['softmax', 'hyla'], ['hyla', 'linear']), ['softmax', 'hyla', 'linear']);
   assert.deepEqual(axisLabels([], [0.1, 0.01]), ['0.01', '0.1']);
   assert.deepEqual(axisLabels(undefined, [undefined, 2]), ['2']);
+});
+
+test('the kind view beyond axes: layout, theory axes, companion metrics, tuned selection', () => {
+  const sraven = {
+    kind: 'sraven',
+    view: {
+      x: 'top_k', series: 'M', facet: 'attention', metric: 'ood_acc', headline_metrics: ['ood_acc', 'test_acc'],
+      layout: 'curves', theory: { x: 'top_k', series: 'M' }, select_by: 'val_acc',
+    },
+  };
+  const skillmix = { kind: 'skillmix', view: { x: 'ept', series: 'k_skills', facet: '', metric: '', headline_metrics: [], layout: 'tables', theory: null, select_by: '' } };
+  const command = { kind: 'command', view: null };
+  assert.equal(viewLayout(sraven), 'curves');
+  assert.equal(viewLayout(skillmix), 'tables');
+  assert.equal(viewLayout(command), 'curves');
+  assert.equal(hasTheory(sraven), true);
+  assert.equal(hasTheory(skillmix), false);
+  assert.equal(hasTheory(command), false);
+  assert.equal(theoryApplies(sraven, { x: 'top_k', series: 'M' }), true);
+  assert.equal(theoryApplies(sraven, { x: 'M', series: 'top_k' }), false);
+  assert.equal(theoryApplies(command, { x: 'top_k', series: 'M' }), false);
+  assert.deepEqual(companionMetrics(sraven, { metric: 'ood_acc' }), ['test_acc']);
+  assert.deepEqual(companionMetrics(sraven, { metric: 'test_acc' }), []);
+  assert.deepEqual(companionMetrics(command, { metric: 'loss' }), []);
+  assert.equal(selectBy(sraven), 'val_acc');
+  assert.equal(selectBy(skillmix), '');
+  assert.equal(selectBy(command), '');
 });

@@ -6,7 +6,10 @@
 import { ApiError, api, watchSweep } from '../api.js';
 import { sweepActions } from '../actions.js';
 import { PALETTE, heatTable, lineChart } from '../chart.js';
-import { alignSeries, defaultView, metricName, plottableMetrics, tableQuery } from '../data.js';
+import {
+  alignSeries, companionMetrics, defaultView, hasTheory, metricName, plottableMetrics, selectBy, tableQuery,
+  theoryApplies, viewLayout,
+} from '../data.js';
 import { renderSearch } from '../search.js';
 import { app, crumbs, h, onLeave, progress, setLive, setQuery, showError, sweepBadge } from '../page.js';
 import {
@@ -258,24 +261,25 @@ async function loadCharts(p) {
   const { id, st, sweep } = p;
   const gen = ++p.chartsGen;
   const params = { x: st.x, series: st.series, facet: st.facet };
-  if (sweep.kind === 'skillmix') {
+  if (viewLayout(sweep) === 'tables') {
     await loadSkillMixCharts(p, gen);
     return;
   }
-  // The paper's view (SRAVEN, OOD accuracy) also plots test accuracy; the
-  // E(k, N) theory is about top_k against M only.
-  const paper = sweep.kind === 'sraven' && st.metric === 'ood_acc';
-  st.theoryAxes = sweep.kind === 'sraven' && st.x === 'top_k' && st.series === 'M';
+  // The kind's view metric is charted with its companions (SRAVEN: OOD
+  // accuracy, then test accuracy); the E(k, N) theory is about the view's
+  // theory axes only (SRAVEN: top_k against M).
+  const companions = st.x ? companionMetrics(sweep, st) : [];
+  st.theoryAxes = theoryApplies(sweep, st);
   const base = `sweeps/${encodeURIComponent(id)}`;
   const tunable = tunableAxes(sweep, st);
   if (st.tune && !tunable.includes(st.tune)) st.tune = '';
-  const [ood, test, table, search, tuned] = await Promise.all([
+  const [ood, others, table, search, tuned] = await Promise.all([
     st.metric && st.x ? api(`${base}/analysis`, { ...params, metric: st.metric }) : null,
-    paper ? api(`${base}/curves`, { ...params, metric: 'test_acc' }) : null,
+    Promise.all(companions.map((m) => api(`${base}/curves`, { ...params, metric: m }))),
     api(base, { limit: 5000, state: 'succeeded' }),
     api(`${base}/search`).catch(() => null),
     st.tune && st.metric && st.x
-      ? api(`${base}/analysis/tuned`, { ...params, metric: st.metric, tune: st.tune })
+      ? api(`${base}/analysis/tuned`, { ...params, metric: st.metric, tune: st.tune, select_by: selectBy(sweep) })
         .catch((e) => ({ error: e.message }))
       : null,
   ]);
@@ -288,7 +292,7 @@ async function loadCharts(p) {
   const headBox = h('div', { class: 'grid-charts', id: 'headline' });
   const optBox = h('div', { class: 'grid-charts', id: 'optimal' });
   const fitBox = h('div', { class: 'grid-charts', id: 'fit' });
-  const yName = paper ? 'Accuracy' : metricName(st.metric);
+  const yName = [st.metric, ...companions].filter(Boolean).map(metricName).join(' and ') || metricName(st.metric);
   const blocks = [h('h3', { class: 'section' }, `${yName} vs ${st.x}` + (st.series ? `: one line per ${st.series}` : '') +
     (st.facet ? `, a panel per ${st.facet}` : '')), headBox,
   h('h3', { class: 'section' }, `Optimal ${st.x}`), optBox];
@@ -298,7 +302,7 @@ async function loadCharts(p) {
     headBox.appendChild(h('p', { class: 'muted empty' }, st.metric ? 'Pick a parameter for x.' : 'No metrics reported yet.'));
   } else {
     headlineCharts(headBox, ood.curves, ood.optimal, ood.fits, st, table.rows);
-    if (test) headlineCharts(headBox, test, test.optimal, [], st, table.rows);
+    for (const c of others) headlineCharts(headBox, c, c.optimal, [], st, table.rows);
     if (ood.optimal.length) {
       optimalCharts(optBox, ood, st);
       optimalTable(optBox, ood);
@@ -321,7 +325,7 @@ function axisNames(p) {
 // and a sweep to compare with.
 async function drawControls(p) {
   const { id, st, sweep, controls } = p;
-  if (sweep.kind === 'skillmix') {
+  if (viewLayout(sweep) === 'tables') {
     controls.replaceChildren();
     return;
   }
@@ -346,7 +350,7 @@ async function drawControls(p) {
       location.hash = `#/compare/${encodeURIComponent(id)}/${encodeURIComponent(e.target.value)}?${cq}`;
     },
   }, h('option', { value: '' }, '(another sweep)'),
-  p.otherSweeps.filter((o) => o.sweep_id !== id && o.kind !== 'skillmix').map((o) => h('option', { value: o.sweep_id }, o.sweep_id))));
+  p.otherSweeps.filter((o) => o.sweep_id !== id && viewLayout(o) !== 'tables').map((o) => h('option', { value: o.sweep_id }, o.sweep_id))));
   controls.replaceChildren(
     sel('metric', 'y', metrics.map((m) => [m, m])),
     sel('x', 'x', names.filter(Boolean).map((n) => [n, n])),
@@ -354,10 +358,10 @@ async function drawControls(p) {
     sel('facet', 'panels', names.map((n) => [n, n || '(none)'])),
     sel('band', 'band', [['ci', 'bootstrap CI'], ['sem', '± s.e.m.']]),
     tunableAxes(sweep, st).length
-      ? sel('tune', 'tune', [['', '(fixed configurations)'], ...tunableAxes(sweep, st).map((n) => [n, `${n} per ${st.x} (on val_acc)`])])
+      ? sel('tune', 'tune', [['', '(fixed configurations)'], ...tunableAxes(sweep, st).map((n) => [n, `${n} per ${st.x} (on ${selectBy(sweep)})`])])
       : '',
     check('points', 'trials as dots'),
-    sweep.kind === 'sraven' ? check('theory', 'theory overlay') : '', check('log', 'log₂ x'), compare);
+    hasTheory(sweep) ? check('theory', 'theory overlay') : '', check('log', 'log₂ x'), compare);
 }
 
 // Live updates: counts at once; charts and table at most every ~1 s.

@@ -3,7 +3,7 @@
 import { PALETTE, card, download, lineChart } from '../chart.js';
 import {
   brushTerms, errorText, exitText, fitQuality, fmt, maxSeeds, meanSe,
-  metricName, numericXs, optimalUncertainty, pointSeries, seriesFromCurves,
+  metricName, numericXs, optimalUncertainty, pointSeries, selectBy, seriesFromCurves,
   skillMixSeries, theoryAccuracy, toCsv, xAxisScale, xScaleFlags,
 } from '../data.js';
 import { prunedOverlay } from '../search.js';
@@ -267,9 +267,10 @@ export function parseJson(s, fallback) {
 }
 
 // The parameters a tuned view can select per x (issue 33): axes with more
-// than one value that are not on x, lines or panels.
+// than one value that are not on x, lines or panels, for a kind whose view
+// names the validation metric to select by.
 export function tunableAxes(sweep, st) {
-  if (!sweep || sweep.kind !== 'sraven') return [];
+  if (!selectBy(sweep)) return [];
   return sweep.axes.filter((a) => a.values.length > 1 && ![st.x, st.series, st.facet].includes(a.name))
     .map((a) => a.name);
 }
