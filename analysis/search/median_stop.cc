@@ -2,12 +2,12 @@
 #include "analysis/search/median_stop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analysis/stats.h"
 
 namespace smoe::analysis::search {
 namespace {
@@ -29,6 +29,22 @@ struct Curve {
 
 std::string Num(double v) { return absl::StrFormat("%.4g", v); }
 
+// Quantile(sorted without one copy of `own`, 0.5) on `sorted`, which holds
+// `own` and at least two other values, with the same arithmetic (so the
+// same double) as sorting the others alone.
+double MedianWithout(const std::vector<double>& sorted, double own) {
+  const size_t skip = static_cast<size_t>(
+      std::lower_bound(sorted.begin(), sorted.end(), own) - sorted.begin());
+  const size_t n = sorted.size() - 1;
+  auto at = [&](size_t j) { return sorted[j < skip ? j : j + 1]; };
+  if (n == 1) return at(0);
+  const double pos = 0.5 * static_cast<double>(n - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, n - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return at(lo) + (at(hi) - at(lo)) * frac;
+}
+
 }  // namespace
 
 std::vector<Decision> DecideMedian(const MedianConfig& c,
@@ -49,16 +65,31 @@ std::vector<Decision> DecideMedian(const MedianConfig& c,
     cv.best.push_back(n == 0 || Better(c.mode, r.value, cv.best.back())
                           ? r.value
                           : cv.best.back());
-    cv.running.push_back(
-        n == 0 ? r.value
-               : (cv.running.back() * static_cast<double>(n) + r.value) /
-                     static_cast<double>(n + 1));
+    cv.running.push_back(NextRunningAverage(
+        c.mode, n == 0 ? 0.0 : cv.running.back(), n, r.value));
     cv.steps.push_back(r.step);
   }
   std::map<std::string, std::vector<size_t>> groups;
   for (size_t i = 0; i < curves.size(); ++i) {
     groups[curves[i].trial->group].push_back(i);
   }
+  // The sorted running averages at step s of the group's trials that
+  // reported at a step >= s, built when first asked for.
+  std::map<std::pair<std::string, int64_t>, std::vector<double>> sorted_at;
+  auto RunningAverages = [&](const std::string& group,
+                             int64_t s) -> const std::vector<double>& {
+    auto [it, inserted] = sorted_at.try_emplace({group, s});
+    if (inserted) {
+      for (size_t u : groups[group]) {
+        double a;
+        if (curves[u].progress() >= s && curves[u].RunningAt(s, &a)) {
+          it->second.push_back(a);
+        }
+      }
+      std::sort(it->second.begin(), it->second.end());
+    }
+    return it->second;
+  };
   std::vector<Decision> out;
   for (size_t t = 0; t < curves.size(); ++t) {
     const Curve& cv = curves[t];
@@ -88,20 +119,20 @@ std::vector<Decision> DecideMedian(const MedianConfig& c,
     for (size_t i = 0; i < cv.steps.size() && !pruned; ++i) {
       const int64_t s = cv.steps[i];
       if (s < c.min_steps) continue;
-      std::vector<double> others;
-      for (size_t u : groups[d.group]) {
-        double a;
-        if (u == t || curves[u].progress() < s) continue;
-        if (curves[u].RunningAt(s, &a)) others.push_back(a);
-      }
-      if (static_cast<int>(others.size()) < MedianConfig::kMinOthers) {
-        last_check = absl::StrCat("step ", s, ": ", others.size(),
+      // Every running average at s of the group (this trial's included:
+      // it reported at s), sorted once per (group, step); the others are
+      // that without one copy of this trial's own.
+      const std::vector<double>& at_s = RunningAverages(d.group, s);
+      double own = 0;
+      cv.RunningAt(s, &own);
+      const size_t n_others = at_s.size() - 1;
+      if (static_cast<int>(n_others) < MedianConfig::kMinOthers) {
+        last_check = absl::StrCat("step ", s, ": ", n_others,
                                   " other trials reached it (need ",
                                   MedianConfig::kMinOthers, ")");
         continue;
       }
-      std::sort(others.begin(), others.end());
-      const double median = Quantile(others, 0.5);
+      const double median = MedianWithout(at_s, own);
       if (Better(c.mode, median, cv.best[i])) {
         pruned = true;
         d.action = Action::kPrune;
@@ -112,11 +143,11 @@ std::vector<Decision> DecideMedian(const MedianConfig& c,
         d.reason =
             absl::StrCat("step ", s, ": best ", Num(cv.best[i]),
                          " is worse than the median ", Num(median), " of ",
-                         others.size(), " other trials' running averages");
+                         n_others, " other trials' running averages");
       } else {
         last_check = absl::StrCat("step ", s, ": best ", Num(cv.best[i]),
                                   " is not worse than the median ", Num(median),
-                                  " of ", others.size(), " other trials");
+                                  " of ", n_others, " other trials");
       }
     }
     if (!pruned) {

@@ -1,11 +1,14 @@
 // Copyright 2026 SMoE Lab authors.
 #include "analysis/search/median_stop.h"
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/search/median_stop_reference.h"
 #include "common/rng.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -146,6 +149,54 @@ TEST(MedianStopTest, SameReportsInAnyOrderGiveTheSameDecisions) {
     rng.Shuffle(reports);
     rng.Shuffle(trials);
     EXPECT_EQ(DecideMedian(c, trials, reports), want);
+  }
+}
+
+// DecideMedian sorts each (group, step)'s running averages once; the
+// reference collects and sorts the others again per trial and step. On
+// random sweeps (groups, ties from a coarse value grid, infinities and NaN,
+// retries reporting the same step, late and missing reports, paused and
+// errored trials, both modes) every decision is the same, reason and cutoff
+// included.
+TEST(MedianStopTest, EqualsTheReferenceOnRandomSweeps) {
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    Rng rng = Rng::ForStream(seed, {0x6d656469616eULL});
+    MedianConfig c;
+    c.mode = rng.Bernoulli(0.5) ? Mode::kMax : Mode::kMin;
+    c.min_steps = rng.UniformRange(0, 30);
+    c.max_steps = rng.UniformRange(40, 120);
+    const int n = static_cast<int>(rng.UniformRange(1, 60));
+    const int groups = static_cast<int>(rng.UniformRange(1, 4));
+    std::vector<Trial> trials;
+    std::vector<Report> reports;
+    for (int i = 0; i < n; ++i) {
+      Trial t;
+      t.trial_id = absl::StrCat("t", 100 + i);
+      t.group = absl::StrCat("g", rng.UniformInt(groups));
+      t.paused = rng.Bernoulli(0.1);
+      t.errored = rng.Bernoulli(0.1);
+      trials.push_back(t);
+      const int64_t last = rng.UniformRange(-10, 130);  // < 0: no report
+      for (int64_t step = 10; step <= last; step += 10) {
+        if (rng.Bernoulli(0.15)) continue;  // a missed evaluation
+        double v = static_cast<double>(rng.UniformInt(8)) / 8;  // ties
+        if (rng.Bernoulli(0.02)) v = std::nan("");
+        if (rng.Bernoulli(0.02)) v = -std::numeric_limits<double>::infinity();
+        reports.push_back({t.trial_id, 1, step, v});
+        if (rng.Bernoulli(0.05)) {  // a retry reporting the step again
+          reports.push_back({t.trial_id, 2, step, v + 0.25});
+        }
+      }
+    }
+    rng.Shuffle(reports);
+    const std::vector<Decision> fast = DecideMedian(c, trials, reports);
+    const std::vector<Decision> ref = DecideMedianReference(c, trials, reports);
+    ASSERT_EQ(fast.size(), ref.size()) << "seed " << seed;
+    for (size_t i = 0; i < fast.size(); ++i) {
+      EXPECT_TRUE(fast[i] == ref[i])
+          << "seed " << seed << " trial " << ref[i].trial_id << ": "
+          << ToJson(fast[i]).dump() << " vs " << ToJson(ref[i]).dump();
+    }
   }
 }
 

@@ -95,6 +95,12 @@ struct Decision {
 std::string GroupLabel(const nlohmann::json& params,
                        const std::vector<std::string>& group_by);
 
+// The running average after a trial's n-th value (n = 0: the first):
+// (prev * n + value) / (n + 1); one that is not a number (it mixes -inf and
+// +inf) is the mode's worst, as Canonical makes a NaN report, so that every
+// running average orders (the median rule sorts them).
+double NextRunningAverage(Mode mode, double prev, size_t n, double value);
+
 // The reports sorted by (trial, step), keeping one per (trial, step): the
 // highest attempt's (a retry's value supersedes the errored attempt's), then
 // the larger value (duplicates of one attempt are identical when ingest is
