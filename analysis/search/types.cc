@@ -57,10 +57,9 @@ std::string GroupLabel(const nlohmann::json& params,
 }
 
 double NextRunningAverage(Mode mode, double prev, size_t n, double value) {
-  const double next =
-      n == 0 ? value
-             : (prev * static_cast<double>(n) + value) /
-                   static_cast<double>(n + 1);
+  const double next = n == 0 ? value
+                             : (prev * static_cast<double>(n) + value) /
+                                   static_cast<double>(n + 1);
   if (!std::isnan(next)) return next;
   return mode == Mode::kMax ? -std::numeric_limits<double>::infinity()
                             : std::numeric_limits<double>::infinity();
