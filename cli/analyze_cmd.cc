@@ -20,9 +20,9 @@
 #include "analysis/tuned.h"
 #include "common/status_macros.h"
 #include "common/suggest.h"
-#include "coordinator/sweep_spec.h"
 #include "proto/rpc_status.h"
 #include "proto/smoe.pb.h"
+#include "sweeps/sweep_spec.h"
 #include "trials/command_kind.h"
 #include "trials/params.h"
 
@@ -555,14 +555,14 @@ int AnalyzeCmd(CoordinatorClient& client, const std::string& sweep_id,
   // first metric against its first grid axes, with its declared defaults.
   const trials::TrialKind* kind = trials::FindKind(o.kind);
   std::vector<std::string> grid_axes;
-  std::optional<coordinator::SweepSpec> spec;
+  std::optional<sweeps::SweepSpec> spec;
   if (o.kind == trials::kCommandKind) {
-    const coordinator::ParseOptions po = coordinator::ParseOptions::Stored();
-    auto parsed = coordinator::ParseSweepYaml(resp.sweep().spec_yaml(), po);
+    const sweeps::ParseOptions po = sweeps::ParseOptions::Stored();
+    auto parsed = sweeps::ParseSweepYaml(resp.sweep().spec_yaml(), po);
     if (parsed.ok()) {
       spec = std::move(*parsed);
       o.defaults = trials::Defaults(spec->command_kind);
-      for (const coordinator::Axis& a : spec->grid) grid_axes.push_back(a.name);
+      for (const sweeps::Axis& a : spec->grid) grid_axes.push_back(a.name);
       kind = &spec->command_kind;
     }
   }

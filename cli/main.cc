@@ -36,7 +36,7 @@
 #include "cli/workers_cmd.h"
 #include "common/flags.h"
 #include "coordinator/server.h"
-#include "coordinator/sweep_spec.h"
+#include "sweeps/sweep_spec.h"
 #include "trials/command_kind.h"
 #include "trials/params.h"
 #include "worker/daemon/worker_daemon.h"
@@ -117,8 +117,7 @@ int PrintCommandParams(const std::string& path, bool markdown) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  absl::StatusOr<coordinator::SweepSpec> spec =
-      coordinator::ParseSweepYaml(text.str());
+  absl::StatusOr<sweeps::SweepSpec> spec = sweeps::ParseSweepYaml(text.str());
   if (!spec.ok()) {
     std::cerr << "smoe params: " << path << ": " << spec.status().message()
               << "\n";

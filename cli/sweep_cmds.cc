@@ -20,9 +20,9 @@
 #include "cli/search_show.h"
 #include "common/logging.h"
 #include "common/utf8.h"
-#include "coordinator/sweep_spec.h"
 #include "nlohmann/json.hpp"
 #include "proto/rpc_status.h"
+#include "sweeps/sweep_spec.h"
 
 namespace smoe::cli {
 namespace {
@@ -260,7 +260,7 @@ namespace {
 
 // The search block's settings in one line, as the coordinator will apply
 // them (defaults included), for `smoe sweep validate`.
-std::string SearchSettings(const coordinator::SearchSpec& search) {
+std::string SearchSettings(const sweeps::SearchSpec& search) {
   std::vector<std::string> parts;
   if (search.strategy == "refine") {
     parts.push_back(absl::StrCat("refine ", search.axis, " in [",
@@ -330,7 +330,7 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
   }
   // At most one byte past the limit is read: the parser refuses the file by
   // its size (a huge file or /dev/zero is not read whole).
-  const coordinator::ParseOptions options;
+  const sweeps::ParseOptions options;
   std::string text = ReadAtMost(in, options.max_bytes + 1);
   if (static_cast<int64_t>(text.size()) > options.max_bytes) {
     return ReportError(absl::InvalidArgumentError(absl::StrCat(
@@ -339,18 +339,18 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
                            "default)")),
                        file);
   }
-  absl::StatusOr<coordinator::SweepSpec> spec =
-      coordinator::ParseSweepYaml(text, options);
+  absl::StatusOr<sweeps::SweepSpec> spec =
+      sweeps::ParseSweepYaml(text, options);
   if (!spec.ok()) return ReportError(spec.status(), file);
   std::vector<std::string> axes;
-  for (const coordinator::Axis& a : spec->grid) {
+  for (const sweeps::Axis& a : spec->grid) {
     axes.push_back(absl::StrCat(a.name, "[", a.values.size(), "]"));
   }
   const int64_t configs =
-      static_cast<int64_t>(coordinator::SampleConfigs(*spec).size());
+      static_cast<int64_t>(sweeps::SampleConfigs(*spec).size());
   if (!spec->sample.empty()) {
     std::vector<std::string> names;
-    for (const coordinator::SampledAxis& a : spec->sample) {
+    for (const sweeps::SampledAxis& a : spec->sample) {
       names.push_back(a.name);
     }
     axes.push_back(absl::StrCat("sampled(", absl::StrJoin(names, ", "), ")[",
@@ -358,9 +358,9 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
   }
   axes.push_back(absl::StrCat("seeds[", spec->seeds.size(), "]"));
   out << file << ": valid: sweep " << spec->name << " (" << spec->kind << "), "
-      << absl::StrJoin(axes, " x ") << " = " << coordinator::CountPoints(*spec)
+      << absl::StrJoin(axes, " x ") << " = " << sweeps::CountPoints(*spec)
       << " trials\n";
-  for (const coordinator::SampledAxis& a : spec->sample) {
+  for (const sweeps::SampledAxis& a : spec->sample) {
     std::vector<std::string> range;
     if (a.distribution == "choice") {
       for (const json& v : a.choices) range.push_back(v.dump());
@@ -368,7 +368,7 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
       range = {a.lo.dump(), a.hi.dump()};
     }
     std::vector<std::string> shown;
-    for (const json& v : coordinator::SampledValues(*spec, a.name)) {
+    for (const json& v : sweeps::SampledValues(*spec, a.name)) {
       shown.push_back(v.dump());
     }
     out << file << ": sampled " << a.name << ": " << a.distribution << " ["
@@ -384,7 +384,7 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
     }
     out << "\n";
   }
-  if (const coordinator::SearchSpec& search = spec->search;
+  if (const sweeps::SearchSpec& search = spec->search;
       search.strategy != "grid") {
     out << file << ": search: " << search.strategy
         << (search.early_stop.empty()
@@ -398,8 +398,8 @@ int ValidateSweepCmd(const std::string& file, std::ostream& out) {
     out << file << ": search settings: " << SearchSettings(search) << "\n";
   }
   if (spec->search.strategy == "asha") {
-    absl::StatusOr<coordinator::AshaCostEstimate> cost =
-        coordinator::EstimateAshaCost(*spec);
+    absl::StatusOr<sweeps::AshaCostEstimate> cost =
+        sweeps::EstimateAshaCost(*spec);
     if (cost.ok() && cost->full_grid_trial_steps > 0) {
       out << file << ": asha cost estimate: "
           << absl::StrFormat("%.0f", cost->trial_steps) << " trial-steps ("

@@ -27,9 +27,9 @@
 #include "common/logging.h"
 #include "coordinator/grpc/service_impl.h"
 #include "coordinator/server.h"
-#include "coordinator/sweep_spec.h"
 #include "coordinator/tokens.h"
 #include "nlohmann/json.hpp"
+#include "sweeps/sweep_spec.h"
 #include "trials/params.h"
 
 namespace smoe::cli {
@@ -110,8 +110,7 @@ int RunUp(const UpOptions& options) {
   yaml << in.rdbuf();
   // The sweep's kind picks the workers' kinds (a Skill-Mix sweep on sraven
   // workers would pend forever) and the closing text.
-  absl::StatusOr<coordinator::SweepSpec> spec =
-      coordinator::ParseSweepYaml(yaml.str());
+  absl::StatusOr<sweeps::SweepSpec> spec = sweeps::ParseSweepYaml(yaml.str());
   if (!spec.ok()) return ReportError(spec.status(), options.sweep_file);
   const std::vector<std::string> kinds =
       options.kinds.empty() ? std::vector<std::string>{spec->kind}

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
+#include "trials/command_kind.h"
 
 namespace smoe::coordinator {
 namespace {
@@ -19,6 +20,19 @@ using store::AttemptRecord;
 using store::TrialRecord;
 using store::TrialState;
 using store::WriteBatch;
+using sweeps::Axis;
+using sweeps::CommandSpec;
+using sweeps::CountPoints;
+using sweeps::ExpandedTrial;
+using sweeps::ExpandGrid;
+using sweeps::ExtendAxis;
+using sweeps::ParseOptions;
+using sweeps::ParseSweepYaml;
+using sweeps::Resources;
+using sweeps::SameSchema;
+using sweeps::SweepSpec;
+using sweeps::SweepSpecToYaml;
+using sweeps::ValidateTrialParams;
 
 constexpr size_t kMaxChangeLog = 200000;
 
@@ -516,7 +530,7 @@ std::string Scheduler::UnschedulableLocked(const SweepEntry& s) const {
     max_slots = std::max(max_slots, rec.slots);
   }
   if (live == 0) return "no worker is connected";
-  if (of_kind == 0 && s.spec.kind == kCommandKind) {
+  if (of_kind == 0 && s.spec.kind == trials::kCommandKind) {
     return absl::StrCat(
         "no connected worker runs kind command (", live,
         " connected; a worker runs user programs only when started with "
@@ -1065,7 +1079,7 @@ absl::StatusOr<std::vector<LeaseGrant>> Scheduler::LeaseLocked(
         s.spec.resources.ep_size, t.lease_expires_at, s.spec.resources.slots,
         s.spec.resources.progress_timeout_s, CommandSpec{}, ""});
     grants.back().keep_final_checkpoint = s.spec.keep_final_checkpoint;
-    if (s.spec.kind == kCommandKind) {
+    if (s.spec.kind == trials::kCommandKind) {
       grants.back().command = s.spec.command;
       grants.back().defaults_json =
           trials::Defaults(s.spec.command_kind).dump();

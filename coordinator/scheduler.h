@@ -48,8 +48,8 @@
 #include "analysis/search/types.h"
 #include "common/clock.h"
 #include "coordinator/search_driver.h"
-#include "coordinator/sweep_spec.h"
 #include "store/experiment_store.h"
+#include "sweeps/sweep_spec.h"
 #include "trials/events.h"
 
 namespace smoe::coordinator {
@@ -82,7 +82,7 @@ struct SchedulerOptions {
   // against a trial that kills its worker every time).
   int max_preemptions = 100;
   // Sweep-file limits.
-  ParseOptions parse;
+  sweeps::ParseOptions parse;
   // Commit concurrent transitions together (see the file comment). false
   // commits each transition on its own under the lock (the benchmark's
   // baseline).
@@ -129,7 +129,7 @@ struct SearchUsage {
 // call's own result describes the state it just committed.)
 struct SweepView {
   store::SweepRecord record;
-  SweepSpec spec;
+  sweeps::SweepSpec spec;
   StateCounts counts;
   int64_t version = 0;  // increases with every change to the sweep's trials
   // Why no connected worker can run the sweep's pending trials (kind,
@@ -209,10 +209,10 @@ struct LeaseGrant {
   int ep_size = 1;
   absl::Time lease_expires_at;
   int slots = 1;  // worker slots the attempt occupies (resources.slots)
-  int progress_timeout_s = kDefaultProgressTimeoutS;  // resources.*
+  int progress_timeout_s = sweeps::kDefaultProgressTimeoutS;  // resources.*
   // kind command: the program, and {name: default} of the declared params
   // (the worker fills them in; docs/trainer-protocol.md).
-  CommandSpec command;
+  sweeps::CommandSpec command;
   std::string defaults_json;
   bool keep_final_checkpoint = false;  // the sweep's keep_final_checkpoint
 };
@@ -400,7 +400,7 @@ class Scheduler {
     // unique per scheduler, kept across Recover().
     uint64_t incarnation = 0;
     store::SweepRecord record;
-    SweepSpec spec;
+    sweeps::SweepSpec spec;
     std::vector<std::string> trial_ids;  // index = ordinal
     std::set<int64_t> pending;           // ordinals of pending trials
     StateCounts counts;
@@ -489,8 +489,8 @@ class Scheduler {
 
   // `spec` and `points` are `yaml` parsed and expanded (off the lock).
   absl::StatusOr<SubmitResult> SubmitSweepLocked(
-      const std::string& yaml, const SweepSpec& spec,
-      const std::vector<ExpandedTrial>& points, bool dry_run)
+      const std::string& yaml, const sweeps::SweepSpec& spec,
+      const std::vector<sweeps::ExpandedTrial>& points, bool dry_run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int> CancelSweepLocked(const std::string& sweep_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -625,7 +625,7 @@ class Scheduler {
   absl::Status PlanSearchForBatchLocked(store::WriteBatch* batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AddTrialsLocked(SweepEntry* sweep,
-                               const std::vector<ExpandedTrial>& points,
+                               const std::vector<sweeps::ExpandedTrial>& points,
                                store::WriteBatch* batch, int* added)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

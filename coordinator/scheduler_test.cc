@@ -377,7 +377,7 @@ TEST_P(SchedulerTest, HungAttemptsUseTheErrorBudgetAndAreRecordedAsHung) {
   ASSERT_TRUE(sched_->SubmitSweep(Sweep("d", 1), false).ok());
   auto g = Lease(w);
   ASSERT_EQ(g.size(), 1u);
-  EXPECT_EQ(g[0].progress_timeout_s, kDefaultProgressTimeoutS);
+  EXPECT_EQ(g[0].progress_timeout_s, sweeps::kDefaultProgressTimeoutS);
 }
 
 TEST_P(SchedulerTest, BadSpecFailsPermanently) {

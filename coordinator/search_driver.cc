@@ -19,6 +19,10 @@ namespace {
 namespace search = ::smoe::analysis::search;
 using store::TrialRecord;
 using store::TrialState;
+using sweeps::ExpandedTrial;
+using sweeps::SweepKind;
+using sweeps::SweepSpec;
+using sweeps::TrialId;
 
 nlohmann::json ParamsOf(const TrialRecord& t) {
   nlohmann::json p = nlohmann::json::parse(t.params_json, nullptr, false);

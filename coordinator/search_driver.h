@@ -33,17 +33,17 @@
 #include "analysis/search/asha.h"
 #include "analysis/search/refine.h"
 #include "analysis/search/types.h"
-#include "coordinator/sweep_spec.h"
 #include "store/types.h"
+#include "sweeps/sweep_spec.h"
 
 namespace smoe::coordinator {
 
 // True for the strategies the scheduler drives (asha, median, refine).
-bool IsAdaptive(const SweepSpec& spec);
+bool IsAdaptive(const sweeps::SweepSpec& spec);
 
 // True when the scheduler stops trials early: asha, median, and refine with
 // early_stop: asha (decisions are planned on every search-metric report).
-bool StopsEarly(const SweepSpec& spec);
+bool StopsEarly(const sweeps::SweepSpec& spec);
 
 // True when a metric named `name` is the search metric `metric` (the
 // trainer reports evaluations as "eval/<name>").
@@ -71,17 +71,17 @@ struct SearchTrialInfo {
 
 // SearchTrialInfo of `t` under `spec` (asha or median; not refine, whose
 // stopping groups also carry the seed).
-SearchTrialInfo SearchInfoOf(const SweepSpec& spec,
+SearchTrialInfo SearchInfoOf(const sweeps::SweepSpec& spec,
                              const store::TrialRecord& t);
 
 // True when PlanSearch decides each search group from that group's trials and
 // reports alone: asha and median without search.budget_gpu_hours. The
 // scheduler then plans only the groups whose trials or reports changed
 // (issue 35 item 2); refine and budgeted sweeps are planned from every trial.
-bool PlansPerGroup(const SweepSpec& spec);
+bool PlansPerGroup(const sweeps::SweepSpec& spec);
 
 struct SearchInputs {
-  const SweepSpec* spec = nullptr;
+  const sweeps::SweepSpec* spec = nullptr;
   // Every trial of the sweep (any order).
   std::vector<store::TrialRecord> trials;
   // The search metric's reports, every trial (any order).
@@ -111,7 +111,7 @@ struct TrialChange {
 
 struct SearchPlan {
   std::vector<TrialChange> changes;
-  std::vector<ExpandedTrial> add;  // refine: new points, in grant order
+  std::vector<sweeps::ExpandedTrial> add;  // refine: new points, in grant order
   // One per change, then log-only decisions and one per added point; sweep
   // id and time are left for the scheduler to fill in.
   std::vector<store::DecisionRecord> decisions;
@@ -137,7 +137,7 @@ std::string PlanDifference(const SearchPlan& a, const SearchPlan& b);
 
 // The trials' training length: search.max_steps when set, else the `steps`
 // of the first trial that has one, else fixed.steps, else 1.
-int64_t SearchMaxSteps(const SweepSpec& spec,
+int64_t SearchMaxSteps(const sweeps::SweepSpec& spec,
                        const std::vector<store::TrialRecord>& trials);
 
 // Refine's frontier for display (the dashboard's search panel): per group,
@@ -146,7 +146,8 @@ int64_t SearchMaxSteps(const SweepSpec& spec,
 // metric's final value per succeeded trial; `stopped`: trials whose last
 // decision is a final prune. Empty unless the strategy is refine.
 std::vector<analysis::search::RefineGroup> RefineFrontier(
-    const SweepSpec& spec, const std::vector<store::TrialRecord>& trials,
+    const sweeps::SweepSpec& spec,
+    const std::vector<store::TrialRecord>& trials,
     const std::map<std::string, double>& finals,
     const std::set<std::string>& stopped);
 
@@ -156,7 +157,7 @@ std::vector<analysis::search::RefineGroup> RefineFrontier(
 // eval_rungs_eta = reduction, unless the trial sets them — so the trainer
 // evaluates exactly at every rung step. The stored params (and the trial id)
 // are unchanged; anything else is returned as is.
-std::string LeaseParamsJson(const SweepSpec& spec,
+std::string LeaseParamsJson(const sweeps::SweepSpec& spec,
                             const std::string& params_json);
 
 // True when search.budget_gpu_hours is set and `in` has used it up.
@@ -168,7 +169,7 @@ std::string BudgetNote(const SearchInputs& in);
 
 // ASHA's configuration for `spec` (strategy asha or early_stop asha) with
 // the sweep's training length.
-analysis::search::AshaConfig AshaConfigOf(const SweepSpec& spec,
+analysis::search::AshaConfig AshaConfigOf(const sweeps::SweepSpec& spec,
                                           int64_t max_steps);
 
 // True for the trial states the stopping rules consider (failed and

@@ -18,6 +18,10 @@ namespace {
 
 using store::TrialRecord;
 using store::TrialState;
+using sweeps::ExpandedTrial;
+using sweeps::ExpandGrid;
+using sweeps::ParseSweepYaml;
+using sweeps::SweepSpec;
 
 SweepSpec AshaSpec() {
   auto spec = ParseSweepYaml(

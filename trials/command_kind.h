@@ -5,7 +5,7 @@
 // The constants of kind `command` (a user program as the trial; the sweep
 // file's `command:` block, docs/trainer-protocol.md), stated once for the
 // coordinator, which parses and checks the sweep file
-// (coordinator/command_spec.h), and the worker, which substitutes the
+// (sweeps/command_spec.h), and the worker, which substitutes the
 // placeholders and runs the program (worker/daemon/command_launch.h).
 #ifndef SMOE_TRIALS_COMMAND_KIND_H_
 #define SMOE_TRIALS_COMMAND_KIND_H_

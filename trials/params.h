@@ -7,7 +7,7 @@
 // skillmix_params.cc. Everything that knows a trial's parameters reads them
 // from there:
 //   - the coordinator validates sweep files with CheckSweepValue
-//     (coordinator/sweep_spec.cc);
+//     (sweeps/sweep_spec.cc);
 //   - smoe-trainer checks each TRIAL.json param with CheckTrialValue, then
 //     binds the name to its config field (worker/trainer/train_config.cc,
 //     skillmix_config.cc);

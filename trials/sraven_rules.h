@@ -6,7 +6,7 @@
 // parameter table (sraven_params.cc) bounds each parameter alone; these
 // bound them together (warmup < steps, top_k <= num_experts, the model size,
 // expert parallelism's divisibility and router). Called where sweeps are
-// validated (through SravenKind().rules: coordinator/sweep_spec.cc,
+// validated (through SravenKind().rules: sweeps/sweep_spec.cc,
 // ValidateTrialParams, every grid point before a trial exists) and where
 // smoe-trainer reads TRIAL.json (worker/trainer/train_config.cc,
 // ValidateTrainConfig), so a point the coordinator accepts is one the trainer

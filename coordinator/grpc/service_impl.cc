@@ -27,6 +27,10 @@ namespace {
 namespace pb = smoe::v1;
 using google::protobuf::Value;
 using proto::ToGrpcStatus;
+using sweeps::Axis;
+using sweeps::SampledAxis;
+using sweeps::SampledValues;
+using sweeps::SweepSpec;
 
 int64_t Ms(absl::Time t) { return absl::ToUnixMillis(t); }
 

@@ -42,7 +42,7 @@ json SweepAnnotationJson(const SweepView& v) {
 
 // The problems of a sweep file: ParseSweepYaml's message is one problem, or
 // "N problems:" followed by one per line, each indented by two spaces
-// (coordinator/sweep_spec.h).
+// (sweeps/sweep_spec.h).
 json ProblemsOf(absl::string_view message) {
   json out = json::array();
   std::vector<absl::string_view> lines = absl::StrSplit(message, "\n  ");

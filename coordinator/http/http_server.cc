@@ -49,6 +49,11 @@ namespace smoe::coordinator {
 namespace {
 
 using nlohmann::json;
+using sweeps::Axis;
+using sweeps::AxisNames;
+using sweeps::SampledAxis;
+using sweeps::SampledValues;
+using sweeps::SweepKind;
 
 // coordinator/http/http_reply.h says why this content type.
 constexpr const char* kJson = kJsonContentType;

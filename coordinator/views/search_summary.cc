@@ -17,6 +17,9 @@
 namespace smoe::coordinator::views {
 
 using nlohmann::json;
+using sweeps::AxisNames;
+using sweeps::SearchSpec;
+using sweeps::SweepKind;
 
 namespace {
 

@@ -26,6 +26,7 @@
 #include "coordinator/scheduler.h"
 #include "nlohmann/json.hpp"
 #include "store/experiment_store.h"
+#include "sweeps/sweep_spec.h"
 
 namespace smoe::coordinator::views {
 
@@ -57,7 +58,7 @@ struct FrontierRow {
 };
 
 struct SearchSummary {
-  SearchSpec search;
+  sweeps::SearchSpec search;
   bool adaptive = false;
   // The rest only for an adaptive sweep.
   SearchUsage usage;

@@ -147,7 +147,7 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Reload(
   auto snap = std::make_shared<SweepSnapshot>();
   snap->version = view->version;
   snap->kind = view->record.kind;
-  if (const trials::TrialKind* k = SweepKind(view->spec)) {
+  if (const trials::TrialKind* k = sweeps::SweepKind(view->spec)) {
     snap->defaults = trials::Defaults(*k);
   }
   std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);

@@ -19,9 +19,9 @@ mkdir -p "$out/corpus"
 cp -n "$src"/tests/fuzz/corpus/* "$out/corpus/" 2>/dev/null || true
 "$CXX" -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=undefined -I"$src" \
-  "$src/tests/fuzz/sweep_spec_fuzzer.cc" "$src/coordinator/sweep_spec.cc" \
-  "$src/coordinator/sweep_yaml.cc" "$src/coordinator/search_spec.cc" \
-  "$src/coordinator/command_spec.cc" \
+  "$src/tests/fuzz/sweep_spec_fuzzer.cc" "$src/sweeps/sweep_spec.cc" \
+  "$src/sweeps/sweep_yaml.cc" "$src/sweeps/search_spec.cc" \
+  "$src/sweeps/command_spec.cc" \
   "$src/common/api_token.cc" "$src/common/utf8.cc" "$src/common/suggest.cc" \
   "$src/trials/params.cc" \
   "$src/trials/sraven_params.cc" "$src/trials/skillmix_params.cc" \

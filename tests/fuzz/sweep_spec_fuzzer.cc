@@ -8,27 +8,27 @@
 #include <cstdlib>
 #include <string>
 
-#include "coordinator/sweep_spec.h"
+#include "sweeps/sweep_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  smoe::coordinator::ParseOptions opts;
+  smoe::sweeps::ParseOptions opts;
   opts.max_points = 64;  // keep expansions cheap
-  auto spec = smoe::coordinator::ParseSweepYaml(text, opts);
+  auto spec = smoe::sweeps::ParseSweepYaml(text, opts);
   if (!spec.ok()) {
     if (spec.status().code() != absl::StatusCode::kInvalidArgument) abort();
     return 0;
   }
-  auto again = smoe::coordinator::ParseSweepYaml(
-      smoe::coordinator::SweepSpecToYaml(*spec), opts);
+  auto again =
+      smoe::sweeps::ParseSweepYaml(smoe::sweeps::SweepSpecToYaml(*spec), opts);
   if (!again.ok()) abort();
   // kind command: the program and the declared params survive too.
   if (again->command != spec->command ||
-      !smoe::coordinator::SameSchema(again->command_kind, spec->command_kind)) {
+      !smoe::sweeps::SameSchema(again->command_kind, spec->command_kind)) {
     abort();
   }
-  const auto a = smoe::coordinator::ExpandGrid(*spec);
-  const auto b = smoe::coordinator::ExpandGrid(*again);
+  const auto a = smoe::sweeps::ExpandGrid(*spec);
+  const auto b = smoe::sweeps::ExpandGrid(*again);
   if (a.size() != b.size()) abort();
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].trial_id != b[i].trial_id) abort();

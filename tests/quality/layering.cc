@@ -47,56 +47,67 @@ const std::vector<Layer>& Layers() {
       // store, proto or trials), reusing analysis/'s statistics.
       {"analysis/search/", {"common/", "analysis/"}},
       {"analysis/", {"common/", "store/", "trials/", "analysis/"}},
+      // Sweep files (smoe_sweeps): parse, validate against trials/'s tables,
+      // expand. Plain C++ over common/ and trials/, below the coordinator
+      // (which schedules them) and the CLI (`smoe sweep validate`).
+      {"sweeps/", {"common/", "trials/", "sweeps/"}},
       // The coordinator (issue 34): the domain at its root, api/ (the table
       // of operations) and views/ (the read layer) under both transports;
       // http/ and grpc/ never include each other; only the composition root
       // (server.*) includes both.
       {"coordinator/api/",
-       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"},
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/",
+        "sweeps/"},
        {"coordinator/http/", "coordinator/grpc/", "coordinator/views/"}},
       {"coordinator/views/",
-       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"},
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/",
+        "sweeps/"},
        {"coordinator/http/", "coordinator/grpc/"}},
       {"coordinator/http/",
-       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"},
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/",
+        "sweeps/"},
        {"coordinator/grpc/"}},
       {"coordinator/grpc/",
-       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"},
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/",
+        "sweeps/"},
        {"coordinator/http/"}},
       {"coordinator/server.",
-       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"}},
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/",
+        "sweeps/"}},
       {"coordinator/",
-       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/"},
+       {"common/", "store/", "proto/", "coordinator/", "trials/", "analysis/",
+        "sweeps/"},
        {"coordinator/http/", "coordinator/grpc/"}},
       // Only `smoe up` / `smoe coordinator` (and a test starting a server)
       // embed the coordinator; the client commands reach it over gRPC.
       {"cli/up.",
-       {"common/", "proto/", "cli/", "coordinator/", "store/", "trials/"}},
+       {"common/", "proto/", "cli/", "coordinator/", "store/", "trials/",
+        "sweeps/"}},
       {"cli/main.",
        {"common/", "proto/", "cli/", "coordinator/", "worker/daemon/",
-        "worker/launch/", "trials/"}},
+        "worker/launch/", "trials/", "sweeps/"}},
       {"cli/client_test.", {"common/", "proto/", "cli/", "coordinator/"}},
       {"cli/logs_cmd_test.", {"common/", "proto/", "cli/", "coordinator/"}},
       {"cli/workers_cmd_test.", {"common/", "proto/", "cli/", "coordinator/"}},
       {"cli/sampled_cmd_test.", {"common/", "proto/", "cli/", "coordinator/"}},
       {"cli/local_coordinator_for_test.",
        {"common/", "proto/", "cli/", "coordinator/"}},
-      // `smoe sweep validate` parses sweep files offline, and `smoe token` /
-      // `smoe deploy render` write the role-tokens file offline
-      // (docs/roles.md): of the coordinator only its two client-side
-      // libraries, smoe_sweep_spec and smoe_tokens.
+      // `smoe sweep validate` parses sweep files offline (sweeps/), and
+      // `smoe token` / `smoe deploy render` write the role-tokens file
+      // offline (docs/roles.md): of the coordinator only its client-side
+      // library smoe_tokens.
       {"cli/",
        {"common/", "proto/", "cli/", "worker/daemon/", "worker/launch/",
-        "worker/data/", "store/", "trials/", "analysis/",
-        "coordinator/sweep_spec.", "coordinator/tokens."}},
+        "worker/data/", "store/", "trials/", "analysis/", "sweeps/",
+        "coordinator/tokens."}},
   };
   return *layers;
 }
 
 const char* const kProjectFolders[] = {
-    "common/",      "proto/",  "store/",   "kernels/", "worker/",
-    "coordinator/", "cli/",    "tests/",   "bench/",   "web/",
-    "deploy/",      "trials/", "analysis/"};
+    "common/",      "proto/",  "store/",    "kernels/", "worker/",
+    "coordinator/", "cli/",    "tests/",    "bench/",   "web/",
+    "deploy/",      "trials/", "analysis/", "sweeps/"};
 
 bool IsProjectHeader(absl::string_view header) {
   for (const char* f : kProjectFolders) {

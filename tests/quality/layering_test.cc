@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace smoe::quality {
@@ -47,9 +48,33 @@ TEST(LayeringCheckerTest, FlagsEachForbiddenKind) {
   EXPECT_EQ(CheckFile("trials/p.cc", "#include <torch/torch.h>\n").size(), 1u);
   EXPECT_TRUE(
       CheckFile("trials/p.cc", "#include \"common/api_token.h\"\n").empty());
+  // sweeps/ (smoe_sweeps, the sweep files) sits on trials/ and common/,
+  // below the coordinator and the CLI, which both include it.
   EXPECT_TRUE(
-      CheckFile("coordinator/sweep_spec.cc", "#include \"trials/params.h\"\n")
+      CheckFile("sweeps/sweep_spec.cc", "#include \"trials/params.h\"\n")
           .empty());
+  EXPECT_TRUE(CheckFile("sweeps/sweep_yaml.cc", "#include \"common/utf8.h\"\n")
+                  .empty());
+  for (const char* above :
+       {"coordinator/scheduler.h", "cli/client.h", "worker/daemon/d.h",
+        "store/types.h", "analysis/stats.h", "proto/smoe.pb.h"}) {
+    EXPECT_EQ(CheckFile("sweeps/sweep_spec.cc",
+                        absl::StrCat("#include \"", above, "\"\n"))
+                  .size(),
+              1u)
+        << above;
+  }
+  EXPECT_TRUE(
+      CheckFile("coordinator/scheduler.h", "#include \"sweeps/sweep_spec.h\"\n")
+          .empty());
+  EXPECT_TRUE(
+      CheckFile("cli/sweep_cmds.cc", "#include \"sweeps/sweep_spec.h\"\n")
+          .empty());
+  // The CLI parses sweep files without the coordinator.
+  EXPECT_EQ(
+      CheckFile("cli/sweep_cmds.cc", "#include \"coordinator/scheduler.h\"\n")
+          .size(),
+      1u);
   EXPECT_EQ(CheckFile("common/c.cc", "#include \"trials/params.h\"\n").size(),
             1u);
   // analysis/ sits above store/ and trials/, below the coordinator and the

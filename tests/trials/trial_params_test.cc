@@ -3,7 +3,7 @@
 // Pins the trial-parameter tables (trials/params.h) against the two parsers
 // that use them and against the docs:
 //   - every entry's default, and each end of its range, is accepted by the
-//     coordinator (ValidateTrialParams) and by the trainer (ParseTrialJson,
+//     sweep files (ValidateTrialParams) and by the trainer (ParseTrialJson,
 //     ParseSkillMixTrialJson); one past an end, a wrong type, an unknown
 //     choice and an empty required string are refused by both, naming the
 //     field and the value;
@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/sweep_spec.h"
 #include "kernels/router_topk/router_topk.h"
 #include "nlohmann/json.hpp"
+#include "sweeps/sweep_spec.h"
 #include "trials/params.h"
 #include "worker/model/model_config.h"
 #include "worker/trainer/skillmix_config.h"
@@ -141,7 +141,7 @@ json Point(const TrialKind& kind, const std::string& name, const json& v) {
 
 void ExpectAccepted(const TrialKind& kind, const Param& p, const json& v) {
   const json point = Point(kind, p.name, v);
-  const absl::Status coord = coordinator::ValidateTrialParams(kind.name, point);
+  const absl::Status coord = sweeps::ValidateTrialParams(kind.name, point);
   EXPECT_TRUE(coord.ok()) << kind.name << " coordinator " << point.dump()
                           << ": " << coord;
   auto parsed = TrainerParse(kind, point);
@@ -151,7 +151,7 @@ void ExpectAccepted(const TrialKind& kind, const Param& p, const json& v) {
 
 void ExpectRefused(const TrialKind& kind, const Param& p, const json& v) {
   const json point = Point(kind, p.name, v);
-  const absl::Status coord = coordinator::ValidateTrialParams(kind.name, point);
+  const absl::Status coord = sweeps::ValidateTrialParams(kind.name, point);
   EXPECT_EQ(coord.code(), absl::StatusCode::kInvalidArgument)
       << kind.name << " coordinator " << point.dump() << ": " << coord;
   EXPECT_THAT(std::string(coord.message()), HasSubstr(p.name));
@@ -239,8 +239,7 @@ TEST_P(TrialParamsTest, EveryEndAcceptedOnePastRefusedByBoth) {
   // Unknown names too.
   const json unknown = Point(kind, "no_such_param", 1);
   EXPECT_THAT(
-      std::string(
-          coordinator::ValidateTrialParams(kind.name, unknown).message()),
+      std::string(sweeps::ValidateTrialParams(kind.name, unknown).message()),
       HasSubstr("unknown parameter 'no_such_param'"));
   EXPECT_THAT(std::string(TrainerParse(kind, unknown).status().message()),
               HasSubstr("unknown parameter \"no_such_param\""));

@@ -106,7 +106,7 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
         "must be >= 1 and warmup >= 0");
   }
   // The rules between parameters that sweeps are held to
-  // (coordinator/sweep_spec.cc), stated once in trials/sraven_rules.h and
+  // (sweeps/sweep_spec.cc), stated once in trials/sraven_rules.h and
   // checked before anything is allocated: a TRIAL.json given to smoe-trainer
   // by hand would otherwise try to build a ~10^14-parameter model (issue 36).
   trials::SravenShape shape;

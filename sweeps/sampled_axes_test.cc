@@ -2,8 +2,9 @@
 //
 // Sampled axes (issue 33 items 1 and 4): the `sample:` block's parsing and
 // validation, the draws' determinism and distributions, trial identity,
-// `extend samples`, resubmission, asha's defaults and cost estimate, and the
-// scheduler path (submit, resubmit, ExtendSweep "samples").
+// `extend samples`, resubmission, asha's defaults and cost estimate. The
+// scheduler path (submit, resubmit, ExtendSweep "samples"):
+// coordinator/sampled_scheduler_test.cc.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -13,15 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analysis/search/asha.h"
-#include "common/clock.h"
-#include "coordinator/scheduler.h"
-#include "coordinator/sweep_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "store/in_memory_store.h"
+#include "sweeps/sweep_spec.h"
 
-namespace smoe::coordinator {
+namespace smoe::sweeps {
 namespace {
 
 using nlohmann::json;
@@ -350,11 +347,9 @@ search: {strategy: asha, metric: val_acc, min_steps: 125, reduction: 2}
 )");
   auto cost = EstimateAshaCost(spec);
   ASSERT_TRUE(cost.ok()) << cost.status();
-  analysis::search::AshaConfig c;
-  c.min_steps = 125;
-  c.reduction = 2;
-  c.max_steps = 1000;
-  EXPECT_EQ(cost->rungs, analysis::search::AshaRungs(c));
+  // The same rungs as the asha policy's (coordinator/sampled_scheduler_test.cc
+  // checks them against analysis::search::AshaRungs).
+  EXPECT_EQ(cost->rungs, (std::vector<int64_t>{125, 250, 500}));
   EXPECT_EQ(cost->groups, 8);
   EXPECT_DOUBLE_EQ(cost->trial_steps, 8 * 3 * 2500.0);
   EXPECT_DOUBLE_EQ(cost->full_grid_trial_steps, 192 * 1000.0);
@@ -381,67 +376,5 @@ search: {strategy: asha, metric: val_acc, min_steps: 125, reduction: 2}
   EXPECT_FALSE(EstimateAshaCost(grid_only).ok());
 }
 
-// The scheduler path: a sampled sweep is submitted, resubmitted (nothing
-// new), extended by `samples`, and refused a changed declaration.
-class SampledSchedulerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto s = Scheduler::Create(&store_, &clock_, SchedulerOptions{});
-    ASSERT_TRUE(s.ok()) << s.status();
-    sched_ = std::move(*s);
-  }
-  std::set<std::string> TrialIds(const std::string& sweep) {
-    std::set<std::string> ids;
-    auto trials = store_.ListTrials(sweep);
-    EXPECT_TRUE(trials.ok());
-    for (const auto& t : *trials) ids.insert(t.trial_id);
-    return ids;
-  }
-  FakeClock clock_;
-  store::InMemoryStore store_;
-  std::unique_ptr<Scheduler> sched_;
-};
-
-TEST_F(SampledSchedulerTest, ResubmitIsIdempotentAndExtendAddsDraws) {
-  auto sub = sched_->SubmitSweep(kSampled, false);
-  ASSERT_TRUE(sub.ok()) << sub.status();
-  EXPECT_EQ(sub->new_trials, 64);
-  const std::set<std::string> first = TrialIds("tuned");
-  auto again = sched_->SubmitSweep(kSampled, false);
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->new_trials, 0);
-  EXPECT_EQ(again->existing_trials, 64);
-  EXPECT_EQ(TrialIds("tuned"), first);
-  auto ext = sched_->ExtendSweep("tuned", "samples", {3});
-  ASSERT_TRUE(ext.ok()) << ext.status();
-  EXPECT_EQ(*ext, 3 * 4 * 2);
-  EXPECT_EQ(sched_->GetSweep("tuned")->spec.samples, 11);
-  // The stored trials are exactly what the spec with 11 draws expands to.
-  SweepSpec eleven = Parse(kSampled);
-  eleven.samples = 11;
-  const std::vector<std::string> want = Ids(eleven);
-  EXPECT_EQ(TrialIds("tuned"), std::set<std::string>(want.begin(), want.end()));
-  // Resubmitting the original file now adds nothing and keeps 11 draws.
-  again = sched_->SubmitSweep(kSampled, false);
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->new_trials, 0);
-  EXPECT_EQ(sched_->GetSweep("tuned")->spec.samples, 11);
-  // A file asking for more draws adds the difference.
-  std::string sixteen = kSampled;
-  sixteen.replace(sixteen.find("samples: 8"), 10, "samples: 16");
-  again = sched_->SubmitSweep(sixteen, false);
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->new_trials, 5 * 4 * 2);
-  // Another seed or range is another sweep.
-  std::string reseeded = kSampled;
-  reseeded.replace(reseeded.find("sample_seed: 7"), 14, "sample_seed: 9");
-  auto refused = sched_->SubmitSweep(reseeded, false);
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(refused.status().message(),
-              HasSubstr("different sample declaration or sample_seed"));
-  EXPECT_EQ(sched_->ExtendSweep("tuned", "samples", {0}).status().code(),
-            absl::StatusCode::kInvalidArgument);
-}
-
 }  // namespace
-}  // namespace smoe::coordinator
+}  // namespace smoe::sweeps

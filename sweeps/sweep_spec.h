@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/sweep_spec.h
+// File: sweeps/sweep_spec.h
 //
 // The sweep file: parsing, validation, grid expansion and trial identity.
 //
@@ -61,8 +61,8 @@
 // coordinator/search_driver.h (docs/adaptive-sweeps.md).
 //
 // Every error names the field and the offending value.
-#ifndef SMOE_COORDINATOR_SWEEP_SPEC_H_
-#define SMOE_COORDINATOR_SWEEP_SPEC_H_
+#ifndef SMOE_SWEEPS_SWEEP_SPEC_H_
+#define SMOE_SWEEPS_SWEEP_SPEC_H_
 
 #include <cstdint>
 #include <map>
@@ -71,11 +71,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "coordinator/command_spec.h"
 #include "nlohmann/json.hpp"
+#include "sweeps/command_spec.h"
 #include "trials/params.h"
 
-namespace smoe::coordinator {
+namespace smoe::sweeps {
 
 struct Axis {
   std::string name;
@@ -310,6 +310,6 @@ absl::Status ExtendAxis(SweepSpec* spec, absl::string_view axis,
                         const std::vector<nlohmann::json>& values,
                         const ParseOptions& options = {});
 
-}  // namespace smoe::coordinator
+}  // namespace smoe::sweeps
 
-#endif  // SMOE_COORDINATOR_SWEEP_SPEC_H_
+#endif  // SMOE_SWEEPS_SWEEP_SPEC_H_

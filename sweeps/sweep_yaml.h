@@ -1,13 +1,13 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/sweep_yaml.h
+// File: sweeps/sweep_yaml.h
 //
-// Internal to smoe_sweep_spec: what the sweep-file parsers share
+// Internal to smoe_sweeps: what the sweep-file parsers share
 // (sweep_spec.cc, search_spec.cc): YAML scalars as JSON values, bounded
 // integer fields, values echoed in messages, and the list of problems a
 // file has. Not for other libraries (cli/ includes sweep_spec.h only).
-#ifndef SMOE_COORDINATOR_SWEEP_YAML_H_
-#define SMOE_COORDINATOR_SWEEP_YAML_H_
+#ifndef SMOE_SWEEPS_SWEEP_YAML_H_
+#define SMOE_SWEEPS_SWEEP_YAML_H_
 
 #include <cstdint>
 #include <string>
@@ -21,7 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "yaml-cpp/yaml.h"
 
-namespace smoe::coordinator::internal {
+namespace smoe::sweeps::internal {
 
 // `text` cut to at most 200 bytes on a UTF-8 character boundary, with
 // "... (N bytes)" when cut.
@@ -110,6 +110,6 @@ class Problems {
   int64_t unlisted_ = 0;
 };
 
-}  // namespace smoe::coordinator::internal
+}  // namespace smoe::sweeps::internal
 
-#endif  // SMOE_COORDINATOR_SWEEP_YAML_H_
+#endif  // SMOE_SWEEPS_SWEEP_YAML_H_

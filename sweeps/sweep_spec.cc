@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/sweep_spec.h"
+#include "sweeps/sweep_spec.h"
 
 #include <openssl/evp.h>
 
@@ -17,13 +17,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/utf8.h"
-#include "coordinator/search_spec.h"
-#include "coordinator/sweep_yaml.h"
+#include "sweeps/search_spec.h"
+#include "sweeps/sweep_yaml.h"
 #include "trials/params.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
-namespace smoe::coordinator {
+namespace smoe::sweeps {
 namespace {
 
 using internal::Cut;
@@ -1230,4 +1230,4 @@ absl::Status ExtendAxis(SweepSpec* spec, absl::string_view axis,
   return absl::OkStatus();
 }
 
-}  // namespace smoe::coordinator
+}  // namespace smoe::sweeps

@@ -1,12 +1,12 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/sweep_yaml.h"
+#include "sweeps/sweep_yaml.h"
 
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
 #include "common/utf8.h"
 
-namespace smoe::coordinator::internal {
+namespace smoe::sweeps::internal {
 
 using nlohmann::json;
 
@@ -79,4 +79,4 @@ absl::StatusOr<int64_t> IntField(const YAML::Node& node,
   return x;
 }
 
-}  // namespace smoe::coordinator::internal
+}  // namespace smoe::sweeps::internal

@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/command_spec.h"
+#include "sweeps/command_spec.h"
 
 #include <cmath>
 #include <limits>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "yaml-cpp/yaml.h"
 
-namespace smoe::coordinator {
+namespace smoe::sweeps {
 namespace {
 
 using nlohmann::json;
@@ -411,4 +411,4 @@ bool SameSchema(const trials::TrialKind& a, const trials::TrialKind& b) {
   return true;
 }
 
-}  // namespace smoe::coordinator
+}  // namespace smoe::sweeps

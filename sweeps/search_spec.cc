@@ -1,12 +1,12 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/search_spec.cc
+// File: sweeps/search_spec.cc
 //
 // `search:` (docs/adaptive-sweeps.md): the strategy and the keys it takes,
 // then one function per group of keys (metric and mode, group_by, asha's
 // and median's steps, asha's options, refine's axis and budget, the
 // GPU-hour budget). Each adds its problems and returns whether it had none.
-#include "coordinator/search_spec.h"
+#include "sweeps/search_spec.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "trials/params.h"
 
-namespace smoe::coordinator::internal {
+namespace smoe::sweeps::internal {
 namespace {
 
 using nlohmann::json;
@@ -549,4 +549,4 @@ void CheckSearchPoints(const SweepSpec& spec, Problems* problems) {
   }
 }
 
-}  // namespace smoe::coordinator::internal
+}  // namespace smoe::sweeps::internal

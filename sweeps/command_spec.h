@@ -1,6 +1,6 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/command_spec.h
+// File: sweeps/command_spec.h
 //
 // `kind: command` sweeps: the user's own trainer program and the parameter
 // schema the sweep file declares for it (docs/trainer-protocol.md, "Your own
@@ -25,8 +25,8 @@
 // messages as for sraven and skillmix. Parameter names are
 // [A-Za-z_][A-Za-z0-9_]{0,63} and distinct ignoring case: the worker passes
 // each as the environment variable SMOE_PARAM_<NAME upper-cased>.
-#ifndef SMOE_COORDINATOR_COMMAND_SPEC_H_
-#define SMOE_COORDINATOR_COMMAND_SPEC_H_
+#ifndef SMOE_SWEEPS_COMMAND_SPEC_H_
+#define SMOE_SWEEPS_COMMAND_SPEC_H_
 
 #include <functional>
 #include <string>
@@ -43,7 +43,7 @@ class Node;
 class Emitter;
 }  // namespace YAML
 
-namespace smoe::coordinator {
+namespace smoe::sweeps {
 
 // The kind's name and the placeholders `command.args` may use
 // (trials/command_kind.h, shared with the worker).
@@ -85,6 +85,6 @@ void EmitCommandBlocks(const CommandSpec& command,
 // choices, doc of every parameter, in order).
 bool SameSchema(const trials::TrialKind& a, const trials::TrialKind& b);
 
-}  // namespace smoe::coordinator
+}  // namespace smoe::sweeps
 
-#endif  // SMOE_COORDINATOR_COMMAND_SPEC_H_
+#endif  // SMOE_SWEEPS_COMMAND_SPEC_H_

@@ -1,5 +1,5 @@
 // Copyright 2026 SMoE Lab authors.
-#include "coordinator/sweep_spec.h"
+#include "sweeps/sweep_spec.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -13,7 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace smoe::coordinator {
+namespace smoe::sweeps {
 namespace {
 
 using ::testing::HasSubstr;
@@ -453,9 +453,9 @@ TEST(SweepSpecTest, SkillMixMaySpanSeveralRanks) {
 }
 
 }  // namespace
-}  // namespace smoe::coordinator
+}  // namespace smoe::sweeps
 
-namespace smoe::coordinator {
+namespace smoe::sweeps {
 namespace {
 
 // Two inputs the fuzzer found on which yaml-cpp 0.7's LoadAll never returns
@@ -501,9 +501,9 @@ TEST(SweepSpecTest, ShippedExamplesParse) {
 }
 
 }  // namespace
-}  // namespace smoe::coordinator
+}  // namespace smoe::sweeps
 
-namespace smoe::coordinator {
+namespace smoe::sweeps {
 namespace {
 
 // Regression (found by tests/fuzz): a value with invalid UTF-8 made JSON
@@ -536,9 +536,9 @@ TEST(SweepSpecTest, InvalidUtf8IsRejected) {
 }
 
 }  // namespace
-}  // namespace smoe::coordinator
+}  // namespace smoe::sweeps
 
-namespace smoe::coordinator {
+namespace smoe::sweeps {
 namespace {
 
 // Regression (found by tests/fuzz): a NUL byte inside a flow sequence made
@@ -916,4 +916,4 @@ TEST(SweepSpecSearchTest, SearchProblemsJoinTheFileReport) {
   EXPECT_THAT(msg, HasSubstr("search.group_by[0]"));
 }
 
-}  // namespace smoe::coordinator
+}  // namespace smoe::sweeps

@@ -1,21 +1,21 @@
 // Copyright 2026 SMoE Lab authors.
 //
-// File: coordinator/search_spec.h
+// File: sweeps/search_spec.h
 //
-// Internal to smoe_sweep_spec: a sweep file's `search:` block
+// Internal to smoe_sweeps: a sweep file's `search:` block
 // (docs/adaptive-sweeps.md), parsed after the grid, fixed params, seeds and
 // sampled axes, which it refers to (sweep_spec.cc, ParseDocument).
-#ifndef SMOE_COORDINATOR_SEARCH_SPEC_H_
-#define SMOE_COORDINATOR_SEARCH_SPEC_H_
+#ifndef SMOE_SWEEPS_SEARCH_SPEC_H_
+#define SMOE_SWEEPS_SEARCH_SPEC_H_
 
 #include <string>
 #include <vector>
 
-#include "coordinator/sweep_spec.h"
-#include "coordinator/sweep_yaml.h"
+#include "sweeps/sweep_spec.h"
+#include "sweeps/sweep_yaml.h"
 #include "yaml-cpp/yaml.h"
 
-namespace smoe::coordinator::internal {
+namespace smoe::sweeps::internal {
 
 // The keys a strategy takes, in the order messages (and the stored YAML)
 // list them. Refine with `early_stop: asha` also takes asha's step keys.
@@ -31,6 +31,6 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems);
 // valid trials (e.g. top_k <= num_experts). Runs when the rest is valid.
 void CheckSearchPoints(const SweepSpec& spec, Problems* problems);
 
-}  // namespace smoe::coordinator::internal
+}  // namespace smoe::sweeps::internal
 
-#endif  // SMOE_COORDINATOR_SEARCH_SPEC_H_
+#endif  // SMOE_SWEEPS_SEARCH_SPEC_H_
