@@ -397,7 +397,8 @@ Command AddUpCommand(CLI::App* app_ptr) {
 struct SweepFlags {
   std::string file, sweep_id, axis;
   std::vector<std::string> values;
-  int64_t extend_samples = 0;  // sweep extend --samples N
+  int64_t extend_samples = 0;        // sweep extend --samples N
+  int64_t extend_samples_total = 0;  // sweep extend --samples-total T
   bool watch = false, dry_run = false, trials = false,
        include_cancelled = false;
   bool delete_yes = false, ls_all = false;
@@ -491,6 +492,15 @@ std::vector<Command> AddSweepCommands(
       ->check(IntAtLeast(1))
       ->excludes(extend_axis)
       ->excludes(extend_values);
+  extend
+      ->add_option("--samples-total", f->extend_samples_total,
+                   "Draw up to T configurations in all (draws samples .. "
+                   "T-1; none when the sweep has T already): a retried call "
+                   "adds nothing")
+      ->check(IntAtLeast(1))
+      ->excludes(extend_axis)
+      ->excludes(extend_values)
+      ->excludes("--samples");
   CLI::App* watch_cmd = sweep->add_subcommand("watch", "Show progress");
   watch_cmd->add_option("SWEEP", sweep_id)->required();
   ls->add_flag("--all", ls_all, "Also list archived sweeps");
@@ -541,9 +551,14 @@ std::vector<Command> AddSweepCommands(
       return ExtendSweepCmd(c, f->sweep_id, "samples",
                             {std::to_string(f->extend_samples)}, std::cout);
     }
+    if (f->extend_samples_total > 0) {
+      return ExtendSweepCmd(c, f->sweep_id, "samples_total",
+                            {std::to_string(f->extend_samples_total)},
+                            std::cout);
+    }
     if (f->axis.empty() || f->values.empty()) {
-      std::cerr << "smoe: sweep extend: give --axis and --values, or "
-                   "--samples N\n";
+      std::cerr << "smoe: sweep extend: give --axis and --values, --samples "
+                   "N or --samples-total T\n";
       return kExitUsage;
     }
     return ExtendSweepCmd(c, f->sweep_id, f->axis, f->values, std::cout);

@@ -84,11 +84,26 @@ TEST(SampledCmdTest, ExtendSamplesAndShowThroughTheCoordinator) {
   EXPECT_THAT(out.str(), HasSubstr("extended cli-sampled: 2 more sampled "
                                    "configurations (now 10 draws): 48 new "
                                    "trials (240 in total)"));
+  // Up to a total: 12 draws in all, then a retry adds nothing.
+  out.str("");
+  ASSERT_EQ(
+      ExtendSweepCmd(**client, "cli-sampled", "samples_total", {"12"}, out),
+      kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("extended cli-sampled to 12 sampled "
+                                   "configurations: 48 new trials (288 in "
+                                   "total)"));
+  out.str("");
+  ASSERT_EQ(
+      ExtendSweepCmd(**client, "cli-sampled", "samples_total", {"12"}, out),
+      kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("extended cli-sampled to 12 sampled "
+                                   "configurations: 0 new trials (288 in "
+                                   "total)"));
   out.str("");
   ASSERT_EQ(ShowSweepCmd(**client, "cli-sampled", true, out), kExitOk);
   const std::string show = out.str();
   EXPECT_THAT(show, HasSubstr("lr: loguniform [0.0003, 0.03], drawn ["));
-  EXPECT_THAT(show, HasSubstr("samples: 10 (sample_seed 7)"));
+  EXPECT_THAT(show, HasSubstr("samples: 12 (sample_seed 7)"));
   // The trials table has an lr column (header and a drawn value).
   EXPECT_THAT(show, ::testing::ContainsRegex("TRIAL +STATE +M +top_k +lr "));
   // A sweep without sampled axes cannot be extended by samples.

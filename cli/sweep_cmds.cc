@@ -651,6 +651,12 @@ int ExtendSweepCmd(CoordinatorClient& client, const std::string& sweep_id,
         << resp.sweep().counts().total() << " in total)\n";
     return kExitOk;
   }
+  if (axis == "samples_total" && resp.sweep().spec().sample_size() > 0) {
+    out << "extended " << sweep_id << " to " << resp.sweep().spec().samples()
+        << " sampled configurations: " << resp.new_trials() << " new trials ("
+        << resp.sweep().counts().total() << " in total)\n";
+    return kExitOk;
+  }
   out << "extended " << sweep_id << "." << axis << ": " << resp.new_trials()
       << " new trials (" << resp.sweep().counts().total() << " in total)\n";
   return kExitOk;

@@ -233,6 +233,37 @@ TEST(SampledAxesTest, ExtendSamplesRefusesBadCountsAndUnsampledSweeps) {
               HasSubstr("has no sampled axes"));
 }
 
+// samples_total: up to T draws in all, the same draws as extending by the
+// difference; at or below the current count nothing changes (a retried
+// request adds nothing).
+TEST(SampledAxesTest, ExtendToATotalIsIdempotent) {
+  const SweepSpec spec = Parse(kSampled);  // samples: 8
+  SweepSpec by_four = spec;
+  ASSERT_TRUE(ExtendAxis(&by_four, "samples", {4}).ok());
+  SweepSpec to_twelve = spec;
+  ASSERT_TRUE(ExtendAxis(&to_twelve, "samples_total", {12}).ok());
+  EXPECT_EQ(to_twelve.samples, 12);
+  EXPECT_EQ(Ids(to_twelve), Ids(by_four));
+  ASSERT_TRUE(ExtendAxis(&to_twelve, "samples_total", {12}).ok());
+  ASSERT_TRUE(ExtendAxis(&to_twelve, "samples_total", {3}).ok());
+  EXPECT_EQ(to_twelve.samples, 12);
+  EXPECT_EQ(Ids(to_twelve), Ids(by_four));
+  for (const std::vector<json>& bad :
+       std::vector<std::vector<json>>{{0}, {1.5}, {"x"}, {1, 2}}) {
+    const absl::Status s = ExtendAxis(&to_twelve, "samples_total", bad);
+    EXPECT_THAT(s.message(),
+                HasSubstr("samples_total: expected one positive integer"))
+        << json(bad);
+  }
+  ParseOptions small;
+  small.max_points = 100;
+  EXPECT_THAT(ExtendAxis(&to_twelve, "samples_total", {101}, small).message(),
+              HasSubstr("samples_total: 12 + 89 draws, more than max 100"));
+  SweepSpec grid = Parse("name: g\nkind: sraven\ngrid: {M: [1]}\n");
+  EXPECT_THAT(ExtendAxis(&grid, "samples_total", {2}).message(),
+              HasSubstr("samples_total: sweep g has no sampled axes"));
+}
+
 TEST(SampledAxesTest, ValidationNamesTheFieldAndTheValue) {
   const std::string head = "name: v\nkind: sraven\ngrid: {M: [1]}\n";
   EXPECT_THAT(

@@ -1171,24 +1171,30 @@ absl::Status ExtendAxis(SweepSpec* spec, absl::string_view axis,
   const bool grid_axis =
       std::any_of(next.grid.begin(), next.grid.end(),
                   [&](const Axis& a) { return a.name == axis; });
-  if (axis == "samples" && !grid_axis) {
+  if ((axis == "samples" || axis == "samples_total") && !grid_axis) {
+    // "samples": N more draws; "samples_total": up to T draws in all (a
+    // retried request adds nothing).
+    const bool total = axis == "samples_total";
+    const std::string field(axis);
     if (next.sample.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "samples: sweep ", spec->name,
+          field, ": sweep ", spec->name,
           " has no sampled axes (no `sample:` block); extend a grid axis or "
           "'seeds'"));
     }
     if (values.size() != 1 || !values[0].is_number_integer() ||
         values[0].get<int64_t>() < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "samples: expected one positive integer (the configurations to "
-          "draw), got ",
-          Cut(json(values).dump())));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": expected one positive integer (",
+                       total ? "the configurations to have in all"
+                             : "the configurations to draw",
+                       "), got ", Cut(json(values).dump())));
     }
-    const int64_t n = values[0].get<int64_t>();
+    const int64_t v = values[0].get<int64_t>();
+    const int64_t n = total ? std::max<int64_t>(0, v - next.samples) : v;
     if (n > options.max_points - std::min(options.max_points, next.samples)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "samples: ", next.samples, " + ", n, " draws, more than max ",
+          field, ": ", next.samples, " + ", n, " draws, more than max ",
           options.max_points, " points (--max-points)"));
     }
     next.samples += n;

@@ -303,7 +303,9 @@ std::string SweepSpecToYaml(const SweepSpec& spec);
 // Adds `values` to axis `axis` ("seeds" extends the seed list), ignoring ones
 // already present. "samples" (a sweep with sampled axes, unless a grid axis
 // has that name) takes one positive integer N and draws N more
-// configurations: draws [samples, samples + N). NotFound for an unknown
+// configurations: draws [samples, samples + N); "samples_total" takes one
+// positive integer T and draws [samples, T), nothing when samples >= T
+// (idempotent). NotFound for an unknown
 // axis; InvalidArgument for a bad value or when the result exceeds
 // max_points.
 absl::Status ExtendAxis(SweepSpec* spec, absl::string_view axis,

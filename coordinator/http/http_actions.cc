@@ -172,7 +172,8 @@ void AddSweepRunRoutes(const AddHttpRoute& add, Scheduler* scheduler,
       return ReplyJson(
           res, 400,
           {{"error", absl::StrCat("axis: required, a grid axis of the sweep, "
-                                  "\"seeds\" or \"samples\"; ",
+                                  "\"seeds\", \"samples\" or "
+                                  "\"samples_total\"; ",
                                   Quoted(axis))}});
     }
     const json values = body->value("values", json());

@@ -375,18 +375,22 @@ class Client:
         """submit(spec, dry_run=True): every problem (SweepInvalid), or the counts."""
         return self.submit(spec, dry_run=True)
 
-    def extend(self, name, axis=None, values=None, samples=None):
+    def extend(self, name, axis=None, values=None, samples=None, samples_total=None):
         """Adds ``values`` to axis ``axis`` ("seeds" for seeds), or with ``samples=N``
-        draws N more configurations of the sweep's sampled axes (docs/sampled-axes.md);
-        returns {"sweep_id", "new_trials"}."""
-        if samples is not None:
-            if axis is not None or values is not None:
-                raise errors.UsageError("extend: give axis= and values=, or samples=, not both")
-            if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-                raise errors.UsageError("samples: must be a positive integer, not %r" % (samples,))
-            axis, values = "samples", [samples]
+        draws N more configurations of the sweep's sampled axes, or with
+        ``samples_total=T`` draws up to T in all (idempotent: a retried call adds
+        nothing) (docs/sampled-axes.md); returns {"sweep_id", "new_trials"}."""
+        for key, n in (("samples", samples), ("samples_total", samples_total)):
+            if n is None:
+                continue
+            if axis is not None or values is not None or (samples is not None and samples_total is not None):
+                raise errors.UsageError("extend: give axis= and values=, samples= or samples_total=, "
+                                        "only one of them")
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise errors.UsageError("%s: must be a positive integer, not %r" % (key, n))
+            axis, values = key, [n]
         if axis is None:
-            raise errors.UsageError("extend: give axis= and values=, or samples=N")
+            raise errors.UsageError("extend: give axis= and values=, samples=N or samples_total=T")
         if not isinstance(values, (list, tuple)) or not values:
             raise errors.UsageError("values: must be a non-empty list, not %r" % (values,))
         return self._request("POST", _sweep_path(name) + "/extend",

@@ -281,6 +281,16 @@ class LiveTest(unittest.TestCase):
             self.admin.extend("py-sampled", "M", [3], samples=2)
         with self.assertRaises(smoe_lab.NotFound):
             self.admin.extend("py-nope", samples=2)
+        # samples_total: up to T draws in all; a retry adds nothing.
+        self.assertEqual(self.admin.extend("py-sampled", samples_total=6)["new_trials"], 4)
+        self.assertEqual(self.admin.extend("py-sampled", samples_total=6)["new_trials"], 0)
+        self.assertEqual(self.admin.extend("py-sampled", samples_total=4)["new_trials"], 0)
+        self.assertEqual(self.admin.sweep("py-sampled")["samples"], 6)
+        for bad in (0, 1.5, True):
+            with self.assertRaises(smoe_lab.UsageError):
+                self.admin.extend("py-sampled", samples_total=bad)
+        with self.assertRaises(smoe_lab.UsageError):
+            self.admin.extend("py-sampled", samples=1, samples_total=7)
 
     def test_manage_cancel_annotate_retry_delete(self):
         self.admin.submit(SWEEP.replace("py-sweep", "py-manage"))
