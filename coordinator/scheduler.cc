@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -208,24 +207,10 @@ absl::Status Scheduler::LoadLocked(
   const absl::Time now = clock_->Now();
   SMOE_ASSIGN_OR_RETURN(std::vector<store::SweepRecord> sweeps,
                         store_->ListSweeps());
-  // The stored specs parse (and validate every grid point: ~3 s at 10^6
-  // trials) on another thread while the store reads the trials (issue 35);
-  // the trials apply after both, as before.
-  std::vector<absl::StatusOr<SweepSpec>> specs;
-  std::thread parse([&sweeps, &specs] {
-    const ParseOptions unlimited = ParseOptions::Stored();
-    specs.reserve(sweeps.size());
-    for (const store::SweepRecord& r : sweeps) {
-      specs.push_back(ParseSweepYaml(r.spec_yaml, unlimited));
-    }
-  });
-  auto workers = store_->ListWorkers();
-  auto trials = store_->ListTrials("");
-  parse.join();
-  for (size_t i = 0; i < sweeps.size(); ++i) {
-    store::SweepRecord& r = sweeps[i];
+  const ParseOptions unlimited = ParseOptions::Stored();
+  for (store::SweepRecord& r : sweeps) {
     SweepEntry e;
-    absl::StatusOr<SweepSpec>& spec = specs[i];
+    auto spec = ParseSweepYaml(r.spec_yaml, unlimited);
     if (!spec.ok()) {
       return absl::DataLossError(
           absl::StrCat("stored spec of sweep ", r.sweep_id,
@@ -239,15 +224,17 @@ absl::Status Scheduler::LoadLocked(
     e.incarnation = slot.incarnation != 0 ? slot.incarnation : ++incarnations_;
     slot = std::move(e);
   }
-  if (!workers.ok()) return workers.status();
-  for (store::WorkerRecord& w : *workers) {
+  SMOE_ASSIGN_OR_RETURN(std::vector<store::WorkerRecord> workers,
+                        store_->ListWorkers());
+  for (store::WorkerRecord& w : workers) {
     // Workers reconnect on their own; give them a fresh heartbeat window.
     w.last_heartbeat_at = now;
     workers_[w.worker_id].record = std::move(w);
   }
-  if (!trials.ok()) return trials.status();
-  trials_.reserve(trials_.size() + trials->size());
-  for (TrialRecord& t : *trials) {
+  SMOE_ASSIGN_OR_RETURN(std::vector<TrialRecord> trials,
+                        store_->ListTrials(""));
+  trials_.reserve(trials_.size() + trials.size());
+  for (TrialRecord& t : trials) {
     if (t.state == TrialState::kRunning) {
       // A fresh window so a worker that survived our restart keeps its lease.
       t.lease_expires_at =
