@@ -67,9 +67,10 @@ struct SqliteOptions {
   int cache_size_kib = 64 * 1024;
   // A Commit of more rows than the cache holds (about 1 KiB per row: a
   // trial's row and index entries are ~0.5 KiB) raises the cache for that
-  // transaction to fit it, up to this, then sets it back: a million-trial
-  // submit spilled its trial_id index pages to the WAL and read them back
-  // (13 s of its 23 s; issue 35). 0: never raise.
+  // transaction to fit it, up to this, then sets it back, so that SQLite
+  // need not spill dirty pages mid-transaction (the commit was 13 s of a
+  // million-trial submit's 23 s; issue 35, bench/results/scale-2026-11-29c.md).
+  // 0: never raise.
   int large_commit_cache_max_kib = 1024 * 1024;
 
   // Open() refuses an existing zero-length file (a database was expected
