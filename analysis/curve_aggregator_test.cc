@@ -111,5 +111,47 @@ TEST(CurveAggregatorTest, EqualsFromScratchUnderRandomChanges) {
   EXPECT_LT(agg.cells_computed(), cells * 61 / 3);
 }
 
+// Large cells (stats.h): the spliced bodies carry "seed_count" instead of
+// the "seeds" list from normal_ci_min_seeds seeds on, as ToJson does, and
+// keep the list below.
+TEST(CurveAggregatorTest, LargeCellsCarryTheSeedCountInTheBodies) {
+  AggregateOptions o;
+  o.bootstrap_samples = 50;
+  o.normal_ci_min_seeds = 4;
+  std::vector<TrialPoint> trials = Grid(4);
+  // One cell with 3 seeds: its list stays.
+  trials.erase(std::find_if(trials.begin(), trials.end(),
+                            [](const auto& t) { return t.seed == 3; }));
+  CurveAggregator agg(o);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    agg.Set(static_cast<int64_t>(i), trials[i]);
+  }
+  const json body = json::parse(agg.CurvesBody({{"version", 1}}));
+  json want = ToJson(AggregateCurves(trials, o));
+  want["version"] = 1;
+  EXPECT_EQ(body, want);
+  int small = 0, large = 0;
+  for (const json& f : body.at("facets")) {
+    for (const json& s : f.at("series")) {
+      for (const json& p : s.at("points")) {
+        if (p.at("n") >= 4) {
+          ++large;
+          EXPECT_EQ(p.count("seeds"), 0u);
+          EXPECT_EQ(p.at("seed_count"), 4);
+        } else {
+          ++small;
+          EXPECT_EQ(p.count("seed_count"), 0u);
+          EXPECT_EQ(p.at("seeds"), json({0, 1, 2}));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(small, 1);
+  EXPECT_GT(large, 10);
+  const json analysis = json::parse(agg.AnalysisBody({{"version", 1}}));
+  EXPECT_EQ(analysis.dump().find("\"seeds\":[0,1,2,3]"), std::string::npos);
+  EXPECT_NE(analysis.dump().find("\"seed_count\":4"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace smoe::analysis

@@ -168,5 +168,46 @@ TEST(NormalLimitTest, SwitchesAtTheThreshold) {
   EXPECT_EQ(ToJson(never).dump().find("normal"), std::string::npos);
 }
 
+TEST(NormalLimitTest, LargeCellsCarryTheSeedCountNotTheList) {
+  // Threshold 20: k = 1, 2, 4 have 20 seeds (the count), k = 8 has 17 (the
+  // list, as before). The count goes by seeds, not by the CI method: also
+  // without a bootstrap.
+  const int t = 20;
+  const std::vector<TrialPoint> trials = Sweep(t, 4);
+  for (const int samples : {1000, 0}) {
+    SCOPED_TRACE(samples);
+    AggregateOptions o = Options(t);
+    o.bootstrap_samples = samples;
+    const Curves c = AggregateCurves(trials, o);
+    const nlohmann::json body = ToJson(c);
+    const nlohmann::json& points =
+        body.at("facets")[0].at("series")[0].at("points");
+    ASSERT_EQ(points.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      const CurvePoint& p = c.facets[0].series[0].points[i];
+      const nlohmann::json& j = points[i];
+      SCOPED_TRACE(p.x.label);
+      if (p.seeds.size() >= static_cast<size_t>(t)) {
+        EXPECT_TRUE(p.seed_count_only);
+        EXPECT_EQ(j.count("seeds"), 0u);
+        EXPECT_EQ(j.at("seed_count"), t);
+        EXPECT_EQ(j.at("n"), t);
+      } else {
+        EXPECT_FALSE(p.seed_count_only);
+        EXPECT_EQ(j.count("seed_count"), 0u);
+        EXPECT_EQ(j.at("seeds").get<std::vector<int64_t>>(), p.seeds);
+      }
+    }
+  }
+  // Out of reach: every point keeps its list.
+  const nlohmann::json never =
+      ToJson(AggregateCurves(trials, Options(std::numeric_limits<int>::max())));
+  EXPECT_EQ(never.dump().find("seed_count"), std::string::npos);
+  EXPECT_EQ(never.at("facets")[0].at("series")[0].at("points")[0].at("seeds"),
+            nlohmann::json(std::vector<int64_t>{0,  1,  2,  3,  4,  5,  6,
+                                                7,  8,  9,  10, 11, 12, 13,
+                                                14, 15, 16, 17, 18, 19}));
+}
+
 }  // namespace
 }  // namespace smoe::analysis

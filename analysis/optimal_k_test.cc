@@ -88,5 +88,32 @@ TEST(AnalysisTest, OptimalKCountsSeeds) {
   }
 }
 
+// The union of a series' seeds is merged from the points' ascending lists;
+// points whose seeds are not in order (built by hand) give the same answer,
+// including a seed missing at some x.
+TEST(AnalysisTest, OptimalKIsTheSameForSeedsInAnyOrder) {
+  std::vector<TrialPoint> trials = Grid(6);
+  trials.erase(trials.begin() + 3);  // one cell misses seed 3
+  AggregateOptions o;
+  o.bootstrap_samples = 200;
+  const Curves c = AggregateCurves(trials, o);
+  Curves shuffled = c;
+  for (Facet& f : shuffled.facets) {
+    for (Series& s : f.series) {
+      for (CurvePoint& p : s.points) {
+        std::reverse(p.seeds.begin(), p.seeds.end());
+        std::reverse(p.values.begin(), p.values.end());
+      }
+    }
+  }
+  const auto want = ComputeOptimalK(c);
+  const auto got = ComputeOptimalK(shuffled);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(ToJson(got[i]).dump(), ToJson(want[i]).dump());
+    EXPECT_EQ(got[i].seeds, 6);
+  }
+}
+
 }  // namespace
 }  // namespace smoe::analysis

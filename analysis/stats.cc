@@ -133,6 +133,9 @@ CurvePoint MakeCurvePoint(const AggregateOptions& options, const CellKey& key,
     p.values.push_back(v);
   }
   p.stats = Summarize(p.values);
+  p.seed_count_only =
+      options.normal_ci_min_seeds > 0 &&
+      p.seeds.size() >= static_cast<size_t>(options.normal_ci_min_seeds);
   const Rng rng = Rng::ForStream(
       options.seed,
       {Fnv1a(key.facet.label), Fnv1a(key.series.label), Fnv1a(key.x.label)});
@@ -315,10 +318,15 @@ json ToJson(const CurvePoint& p) {
             {"ci_lo", NumOrNull(p.stats.ci_lo)},
             {"ci_hi", NumOrNull(p.stats.ci_hi)},
             {"min", NumOrNull(p.stats.min)},
-            {"max", NumOrNull(p.stats.max)},
-            {"seeds", p.seeds}};
-  // Only when used, so a sweep of small cells answers byte for byte as
-  // before the normal limit existed.
+            {"max", NumOrNull(p.stats.max)}};
+  // Large cells (stats.h): the count, not the list. Only then, and
+  // "ci_method" only when used, so a sweep of small cells answers byte for
+  // byte as before.
+  if (p.seed_count_only) {
+    j["seed_count"] = p.seeds.size();
+  } else {
+    j["seeds"] = p.seeds;
+  }
   if (p.stats.normal_ci) j["ci_method"] = "normal";
   return j;
 }

@@ -18,7 +18,10 @@
 // instead of O(n x resamples); its JSON point says "ci_method": "normal"
 // (absent: the percentile bootstrap). At 2,000 seeds the two agree within
 // the bootstrap's own Monte Carlo error (stats_test:
-// NormalLimitAgreesWithTheBootstrapAtTheThreshold).
+// NormalLimitAgreesWithTheBootstrapAtTheThreshold). Such a point's JSON
+// carries "seed_count" (the number of seeds) instead of the "seeds" list
+// (at 10^6 trials the lists were ~7 MB of every curves and analysis body);
+// smaller cells keep the list, byte for byte.
 //
 // The rest of the library builds on these types: analysis/optimal_k.h (the
 // best x per series), analysis/theory_fit.h (the E(k, N) fit),
@@ -119,6 +122,9 @@ struct CurvePoint {
   CellStats stats;
   std::vector<int64_t> seeds;  // seeds with a value, ascending
   std::vector<double> values;  // value per seed (same order)
+  // The cell has options.normal_ci_min_seeds seeds or more (> 0): ToJson
+  // writes "seed_count": seeds.size() instead of the "seeds" list.
+  bool seed_count_only = false;
 };
 
 struct Series {

@@ -5,7 +5,7 @@
 //   smoe_bench_scale [--trials 10000] [--hold 20000] [--live 30]
 //                    [--requests 20] [--seconds 2] [--workers 16,64,256]
 //                    [--search-trials N] [--search-reports 40]
-//                    [--skip-search] [--skip-coordinator]
+//                    [--asha-trials N] [--skip-search] [--skip-coordinator]
 //
 // Coordinator part (a real CoordinatorServer: SQLite with its production
 // synchronous=FULL, loopback HTTP):
@@ -25,7 +25,12 @@
 //  6. lease+complete throughput over `seconds` with 16/64/256 simulated
 //     workers: one thread and one registered worker (1 slot) each, calling
 //     Scheduler::Lease / Complete in process (durable group commit; no gRPC:
-//     bench/coordinator_bench measures the RPC path).
+//     bench/coordinator_bench measures the RPC path);
+//  7. asha refresh: an adaptive (asha) sweep of `asha-trials` points
+//     (default min(trials, 100000); 0 skips it) is submitted to the same
+//     coordinator; `live` of its trials report the search metric and
+//     complete, each followed by an adaptive sweep's dashboard refresh: the
+//     three requests above and GET /api/sweeps/{sweep}/search.
 // Search part (in process, InMemoryStore, fake clock): an asha sweep of
 // `search-trials` points (default: `trials`), 256 trials leased, then
 // `search-reports` search-metric reports (eval/ood_acc at the first rung),
@@ -45,10 +50,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -192,8 +199,70 @@ struct Options {
   double seconds = 2;
   std::vector<int> workers = {16, 64, 256};
   int search_trials = -1, search_reports = 40;
+  int asha_trials = -1;  // default: min(trials, 100000); 0: no asha part
   bool skip_search = false, skip_coordinator = false;
 };
+
+constexpr char kAshaSearch[] =
+    "search: {strategy: asha, metric: ood_acc, min_steps: 300, reduction: 3, "
+    "group_by: [M, attention]}\n";
+
+// The asha part of the coordinator bench: an adaptive sweep of `n` points
+// (priority 10, so its trials lease before the grid's), then `live` of its
+// trials each report the search metric at the first rung (planned by the
+// scheduler) and complete, each followed by the dashboard's refresh of an
+// adaptive sweep: analysis, curves, first page and the search summary
+// (GET /api/sweeps/{sweep}/search, which the page reads on every refresh).
+int AshaRefresh(smoe::coordinator::Scheduler* sched, int n, int live,
+                const std::function<bool(const std::string&, double*)>& get) {
+  const auto t0 = Clock::now();
+  auto sub = sched->SubmitSweep(
+      SweepYaml("asha", n, absl::StrCat("priority: 10\n", kAshaSearch)), false);
+  if (!sub.ok()) {
+    std::fprintf(stderr, "asha submit: %s\n", sub.status().ToString().c_str());
+    return 1;
+  }
+  const double submit_s = Ms(Clock::now() - t0) / 1000;
+  smoe::coordinator::WorkerInfo wi;
+  wi.hostname = "asha";
+  wi.slots = 1024;
+  const std::string worker = sched->Register(wi)->worker_id;
+  auto held = sched->Lease(worker, live, 0);
+  if (!held.ok()) return 1;
+  std::vector<double> per_event, search_ms;
+  int64_t i = 0;
+  for (const auto& g : *held) {
+    if (g.trial_id.rfind("asha/", 0) != 0) continue;
+    smoe::store::MetricRecord m;
+    m.name = "eval/ood_acc";
+    m.step = 300;
+    m.value = 0.3 + 0.001 * static_cast<double>((i * 37) % 100);
+    // A stopped trial's completion is refused: fine, the change happened.
+    (void)sched->ReportMetrics(worker, g.trial_id, g.attempt, {m});
+    (void)sched->Complete(worker, g.trial_id, g.attempt, Results(i++), 12.5);
+    const auto e0 = Clock::now();
+    for (const char* path :
+         {"/api/sweeps/asha/analysis?metric=ood_acc",
+          "/api/sweeps/asha/curves?metric=test_acc",
+          "/api/sweeps/asha?limit=50", "/api/sweeps/asha/search"}) {
+      double ms = 0;
+      if (!get(path, &ms)) return 1;
+      if (absl::EndsWith(path, "/search")) search_ms.push_back(ms);
+    }
+    per_event.push_back(Ms(Clock::now() - e0));
+  }
+  std::printf(
+      "asha sweep (%lld trials, submitted in %.2f s), %zu changes (report + "
+      "complete): the four requests of a refresh p50 %.2f p95 %.2f max %.2f "
+      "ms; /search alone p50 %.2f p95 %.2f ms\n"
+      "row-asha: | %d | %.2f ms | %.2f ms | %.2f ms |\n",
+      static_cast<long long>(sub->sweep.counts.total()), submit_s,
+      per_event.size(), Percentile(per_event, 0.5), Percentile(per_event, 0.95),
+      Percentile(per_event, 1.0), Percentile(search_ms, 0.5),
+      Percentile(search_ms, 0.95), n, Percentile(per_event, 0.5),
+      Percentile(per_event, 0.95), Percentile(search_ms, 0.95));
+  return per_event.empty() ? 1 : 0;
+}
 
 int Coordinator(const Options& opt) {
   const std::string dir =
@@ -237,16 +306,17 @@ int Coordinator(const Options& opt) {
   client.set_read_timeout(600, 0);
   const httplib::Headers auth = {
       {"Authorization", "Bearer " + (*server)->token()}};
-  auto get = [&](const std::string& path, double* ms) {
-    const auto s = Clock::now();
-    auto r = client.Get(path.c_str(), auth);
-    *ms = Ms(Clock::now() - s);
-    if (!r || r->status != 200) {
-      std::fprintf(stderr, "%s: %d\n", path.c_str(), r ? r->status : -1);
-      return false;
-    }
-    return true;
-  };
+  std::function<bool(const std::string&, double*)> get =
+      [&](const std::string& path, double* ms) {
+        const auto s = Clock::now();
+        auto r = client.Get(path.c_str(), auth);
+        *ms = Ms(Clock::now() - s);
+        if (!r || r->status != 200) {
+          std::fprintf(stderr, "%s: %d\n", path.c_str(), r ? r->status : -1);
+          return false;
+        }
+        return true;
+      };
   double first_page = 0, curves_cold = 0;
   if (!get("/api/sweeps/bench?limit=50", &first_page)) return 1;
   if (!get("/api/sweeps/bench/curves?metric=ood_acc", &curves_cold)) return 1;
@@ -351,6 +421,9 @@ int Coordinator(const Options& opt) {
           .c_str(),
       Percentile(per_event, 0.95), Percentile(uncached, 0.95), first_page,
       db_mb);
+  const int asha =
+      opt.asha_trials >= 0 ? opt.asha_trials : std::min(opt.trials, 100000);
+  if (asha > 0 && AshaRefresh(sched, asha, opt.live, get) != 0) return 1;
   (*server)->Shutdown();
   server->reset();
   fs::remove_all(dir);
@@ -368,11 +441,7 @@ int Search(const Options& opt) {
   if (!sched_or.ok()) return 1;
   auto& sched = **sched_or;
   const auto t0 = Clock::now();
-  auto sub = sched.SubmitSweep(
-      SweepYaml("asha", n,
-                "search: {strategy: asha, metric: ood_acc, min_steps: 300, "
-                "reduction: 3, group_by: [M, attention]}\n"),
-      false);
+  auto sub = sched.SubmitSweep(SweepYaml("asha", n, kAshaSearch), false);
   if (!sub.ok()) {
     std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
     return 1;
@@ -441,6 +510,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--search-trials") {
       opt.search_trials = std::atoi(next().c_str());
+    } else if (a == "--asha-trials") {
+      opt.asha_trials = std::atoi(next().c_str());
     } else if (a == "--search-reports") {
       opt.search_reports = std::atoi(next().c_str());
     } else if (a == "--skip-search") {
@@ -451,7 +522,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--trials N] [--hold N] [--live N] [--requests "
                    "N] [--seconds S] [--workers 16,64,256] [--search-trials "
-                   "N] [--search-reports N] [--skip-search] "
+                   "N] [--search-reports N] [--asha-trials N] "
+                   "[--skip-search] "
                    "[--skip-coordinator]\n",
                    argv[0]);
       return 64;

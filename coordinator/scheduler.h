@@ -549,7 +549,7 @@ class Scheduler {
   // memory.
   absl::Status CommitAndApplyLocked(const store::WriteBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ApplyTrialLocked(const store::TrialRecord& next)
+  void ApplyTrialLocked(store::TrialRecord next)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the state of every sweep changed since the last capture. Called
   // with the batches it belongs to (the leader's swap of queue_, or a

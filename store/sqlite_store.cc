@@ -1131,15 +1131,48 @@ absl::Status SqliteStore::WriteAll(const WriteBatch& batch) {
   return absl::OkStatus();
 }
 
+namespace {
+// Rows a batch writes (each about 1 KiB of pages with its index entries, at
+// most).
+int64_t BatchRows(const WriteBatch& b) {
+  int64_t rows = static_cast<int64_t>(
+      b.sweeps.size() + b.trials.size() + b.attempts.size() + b.metrics.size() +
+      b.workers.size() + b.decisions.size() + b.checkpoints.size() +
+      b.deleted_checkpoints.size() + b.trial_logs.size());
+  for (const WriteBatch::Result& r : b.results) {
+    rows += 1 + static_cast<int64_t>(r.values.size());
+  }
+  return rows;
+}
+}  // namespace
+
 absl::Status SqliteStore::Commit(const WriteBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
+  // A large batch gets a cache that holds its pages for the transaction
+  // (SqliteOptions::large_commit_cache_max_kib), so that SQLite does not
+  // spill dirty pages to the WAL and read them back mid-transaction; the
+  // usual size is set back after it (the extra pages are freed then).
+  const int64_t want_kib =
+      std::min<int64_t>(BatchRows(batch), options_.large_commit_cache_max_kib);
+  const bool raise = want_kib > options_.cache_size_kib;
+  if (raise) {
+    SMOE_RETURN_IF_ERROR(
+        Exec(absl::StrCat("PRAGMA cache_size = ", -want_kib).c_str(),
+             "commit: raise cache_size"));
+  }
   SMOE_RETURN_IF_ERROR(RunCached(kBegin, "commit: begin"));
   absl::Status status = WriteAll(batch);
   if (status.ok()) status = RunCached(kCommit, "commit");
   // Some errors (SQLITE_FULL, IOERR, ...) roll back on their own.
   if (!status.ok() && sqlite3_get_autocommit(db_) == 0) {
     RunCached(kRollback, "commit: rollback").IgnoreError();
+  }
+  if (raise) {
+    // Not the commit's outcome: a cache left larger only costs memory.
+    Exec(absl::StrCat("PRAGMA cache_size = ", -options_.cache_size_kib).c_str(),
+         "commit: reset cache_size")
+        .IgnoreError();
   }
   return status;
 }

@@ -65,6 +65,13 @@ struct SqliteOptions {
   // used; a large cache keeps a big Commit (a 100,000-trial sweep) from
   // spilling to the WAL mid-transaction (about 1.5x faster at 100k trials).
   int cache_size_kib = 64 * 1024;
+  // A Commit of more rows than the cache holds (about 1 KiB per row: a
+  // trial's row and index entries are ~0.5 KiB) raises the cache for that
+  // transaction to fit it, up to this, then sets it back, so that SQLite
+  // need not spill dirty pages mid-transaction (the commit was 13 s of a
+  // million-trial submit's 23 s; issue 35, bench/results/scale-2026-11-29c.md).
+  // 0: never raise.
+  int large_commit_cache_max_kib = 1024 * 1024;
 
   // Open() refuses an existing zero-length file (a database was expected
   // there: a truncated or lost file must not silently become an empty store)

@@ -108,6 +108,37 @@ TEST(SqliteStoreTest, PragmasAreSet) {
               ElementsAre("250"));
 }
 
+// A batch of more rows than the page cache holds (~1 KiB each) raises the
+// cache for its transaction (large_commit_cache_max_kib), then sets it
+// back; a failed one too. Nothing else changes: the rows are there.
+TEST(SqliteStoreTest, ALargeCommitRaisesTheCacheForItsTransactionOnly) {
+  ScopedTempDir dir;
+  SqliteOptions options;
+  options.cache_size_kib = 100;
+  const std::string path = dir.File("large.db");
+  auto store = MustOpen(path, options);
+  ASSERT_NE(store, nullptr);
+  WriteBatch b;
+  b.sweeps.push_back(MakeSweep("s"));
+  for (int i = 0; i < 2000; ++i) b.trials.push_back(MakeTrial("s", i));
+  ASSERT_TRUE(store->Commit(b).ok());
+  EXPECT_THAT(Value(store->DebugQuery("PRAGMA cache_size")),
+              ElementsAre("-100"));
+  EXPECT_EQ(Value(store->ListTrials("s")).size(), 2000u);
+  // A failed large commit (a trial of a missing sweep): nothing written,
+  // the cache back as well.
+  WriteBatch bad;
+  for (int i = 0; i < 2000; ++i) bad.trials.push_back(MakeTrial("t", i));
+  EXPECT_FALSE(store->Commit(bad).ok());
+  EXPECT_THAT(Value(store->DebugQuery("PRAGMA cache_size")),
+              ElementsAre("-100"));
+  EXPECT_EQ(Value(store->ListTrials("t")).size(), 0u);
+  store.reset();
+  auto again = MustOpen(path, options);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(Value(again->ListTrials("s")).size(), 2000u);
+}
+
 TEST(SqliteStoreTest, ForeignKeysBackTheExplicitChecks) {
   ScopedTempDir dir;
   auto store = MustOpen(dir.File("store.db"));

@@ -4,7 +4,7 @@ import test from 'node:test';
 
 import {
   alignSeries, csvEscape, errorText, exitText, fitMeaningful, fitQuality, fmt, maxSeeds, meanSe, metricName, numericXs,
-  optimalUncertainty, seriesFromCurves, skillMixBest, skillMixSeries, sweepDeletion, theoryAccuracy, toCsv,
+  optimalUncertainty, seriesFromCurves, sharedRange, skillMixBest, skillMixSeries, sweepDeletion, theoryAccuracy, toCsv,
   xScaleOptions,
   trialMetricGroups,
 } from '../src/data.js';
@@ -60,6 +60,21 @@ test('seriesFromCurves: no band where a point has one seed (n = 1)', () => {
   }
   assert.equal(maxSeeds({ facets: [one] }), 3);
   assert.equal(maxSeeds({ facets: [] }), 0);
+});
+
+// A large cell (2,000 seeds or more, docs/dashboard.md): the point carries
+// seed_count instead of the seeds list; the page reads n, not the list.
+test('large cells: points with seed_count and no seeds list draw as before', () => {
+  const big = { label: 'hyla', series: [{ label: '1', points: [
+    { x: 1, n: 25000, seed_count: 25000, mean: 0.5, sem: 0.001, ci_lo: 0.498, ci_hi: 0.502, ci_method: 'normal' },
+    { x: 2, n: 25000, seed_count: 25000, mean: 0.7, sem: 0.001, ci_lo: 0.698, ci_hi: 0.702, ci_method: 'normal' }] }] };
+  const [line] = seriesFromCurves(big, [1, 2], 'ci', [], ['#a']);
+  assert.deepEqual(line.values, [0.5, 0.7]);
+  assert.deepEqual(line.lo, [0.498, 0.698]);
+  assert.deepEqual(line.hi, [0.502, 0.702]);
+  assert.equal(maxSeeds({ facets: [big] }), 25000);
+  const [lo, hi] = sharedRange({ facets: [big] });
+  assert.ok(lo < 0.498 && hi > 0.702);
 });
 
 test('fitQuality: R² shown, R² < 0 flagged as not meaningful', () => {
