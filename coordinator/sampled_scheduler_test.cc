@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "store/in_memory_store.h"
 #include "sweeps/sweep_spec.h"
+#include "sweeps/test_sweeps.h"
 
 namespace smoe::coordinator {
 namespace {
@@ -24,31 +25,9 @@ using sweeps::ExpandedTrial;
 using sweeps::ExpandGrid;
 using sweeps::ParseSweepYaml;
 using sweeps::SweepSpec;
+using sweeps::test_sweeps::kSampled;
+using sweeps::test_sweeps::Parse;
 using ::testing::HasSubstr;
-
-// M x top_k x 8 sampled configurations x 2 seeds.
-constexpr char kSampled[] = R"(
-name: tuned
-kind: sraven
-grid:
-  M: [1, 2]
-  top_k: [1, 2]
-sample:
-  lr: {loguniform: [1e-4, 1e-2]}
-  weight_decay: {uniform: [0, 0.2]}
-  warmup: {int: [50, 500]}
-  width: {choice: [0.25, 0.5]}
-samples: 8
-sample_seed: 7
-fixed: {steps: 1000, num_experts: 8}
-seeds: [0, 1]
-)";
-
-SweepSpec Parse(const std::string& text) {
-  auto spec = ParseSweepYaml(text);
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  return spec.ok() ? *spec : SweepSpec{};
-}
 
 std::vector<std::string> Ids(const SweepSpec& spec) {
   std::vector<std::string> ids;

@@ -12,42 +12,16 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "sweeps/sweep_spec.h"
+#include "sweeps/test_sweeps.h"
 
 namespace smoe::sweeps {
 namespace {
 
 using nlohmann::json;
+using test_sweeps::kToy;
+using test_sweeps::WithReplaced;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr char kToy[] = R"(
-name: toy
-kind: command
-command:
-  program: /opt/toy/train_toy.py
-  args: [--workdir, "{workdir}", "--params={params}", "{trial}", "-v"]
-params:
-  steps: {type: int, default: 20, min: 1, max: 100000, doc: "training steps"}
-  lr: {type: number, default: 0.1, min: 0, max: 1}
-  opt: {type: string, default: sgd, choices: [sgd, adam]}
-  bias: {type: bool, default: true}
-  data: {type: string, doc: "dataset name"}
-  scale: {type: number}
-grid:
-  lr: [0.01, 0.1]
-  opt: [sgd, adam]
-fixed: {data: tiny, scale: 2}
-seeds: [0, 1]
-retries: 1
-)";
-
-std::string WithReplaced(std::string text, const std::string& from,
-                         const std::string& to) {
-  const size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 std::string Error(const std::string& text) {
   auto spec = ParseSweepYaml(text);
