@@ -953,12 +953,29 @@ std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec) {
   const int64_t total = CountPoints(spec);
   if (total <= 0) return out;
   out.reserve(static_cast<size_t>(total));
+  // TrialId's canonical text, {"kind":K,"params":P,"seed":S} (keys sorted),
+  // built once per configuration up to the seed: the same bytes, without a
+  // JSON object and a dump per point.
+  const std::string kind_prefix =
+      absl::StrCat("{\"kind\":", json(spec.kind).dump(), ",\"params\":");
+  const std::string id_prefix = absl::StrCat(spec.name, "/");
+  std::string canonical;
+  unsigned char digest[EVP_MAX_MD_SIZE];
   ForEachConfiguration(spec, [&](const json& params) {
+    const std::string prefix =
+        absl::StrCat(kind_prefix, params.dump(), ",\"seed\":");
     for (int64_t seed : spec.seeds) {
       ExpandedTrial t;
       t.params = params;
       t.seed = seed;
-      t.trial_id = TrialId(spec.name, spec.kind, params, seed);
+      canonical.assign(prefix);
+      absl::StrAppend(&canonical, seed, "}");
+      unsigned int len = 0;
+      EVP_Digest(canonical.data(), canonical.size(), digest, &len, EVP_sha256(),
+                 nullptr);
+      t.trial_id = absl::StrCat(id_prefix,
+                                absl::BytesToHexString(absl::string_view(
+                                    reinterpret_cast<const char*>(digest), 8)));
       out.push_back(std::move(t));
     }
     return true;

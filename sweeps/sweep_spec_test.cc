@@ -391,6 +391,21 @@ TEST(SweepSpecTest, ManySeedsCheckEachConfigurationOnce) {
   EXPECT_EQ(internal::ConfigurationsCheckedForTesting() - before_sampled, 6);
 }
 
+// ExpandGrid builds TrialId's canonical text per configuration: the same ids.
+TEST(SweepSpecTest, ExpandGridIdsAreTrialIds) {
+  auto spec = ParseSweepYaml(
+      "name: ids\nkind: sraven\ngrid:\n  top_k: [1, 2]\n"
+      "  attention: [softmax, hyla]\nsample:\n  lr: {loguniform: [1e-4, "
+      "1e-2]}\nsamples: 2\nfixed: {num_experts: 8, width: 0.25}\n"
+      "seeds: [0, 7, 2147483647]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const std::vector<ExpandedTrial> points = ExpandGrid(*spec);
+  ASSERT_EQ(points.size(), 24u);
+  for (const ExpandedTrial& t : points) {
+    EXPECT_EQ(t.trial_id, TrialId("ids", "sraven", t.params, t.seed));
+  }
+}
+
 // Stored specs were checked at submit: a point that a later rule refuses
 // does not stop the coordinator's restart (ParseOptions::check_points).
 TEST(SweepSpecTest, StoredSpecsSkipThePointRules) {
