@@ -536,10 +536,16 @@ void ParseSearch(const YAML::Node& node, SweepSpec* spec, Problems* problems) {
 void CheckSearchPoints(const SweepSpec& spec, Problems* problems) {
   const SearchSpec& s = spec.search;
   if (s.strategy != "refine") return;
-  const std::vector<ExpandedTrial> points = ExpandGrid(spec);
-  if (points.empty()) return;
+  // The first point's params (no trial ids: the grid is not expanded).
+  if (CountPoints(spec) <= 0) return;
+  json first;
+  ForEachConfiguration(spec, [&](const json& params) {
+    first = params;
+    return false;
+  });
+  if (first.is_null()) return;
   for (int64_t bound : {s.bounds_lo, s.bounds_hi}) {
-    json params = points.front().params;
+    json params = first;
     params[s.axis] = bound;
     absl::Status st = ValidateTrialParams(spec, params);
     if (!st.ok()) {

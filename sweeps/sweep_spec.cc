@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -349,9 +350,17 @@ void ParseResources(const YAML::Node& res, SweepSpec* spec,
   // lives, so smoe-trainer checks it (exit 64 naming both).
 }
 
+std::atomic<int64_t> configurations_checked{0};
+
 // Checks the grid and fixed params against the kind's table, then (when all
-// values are valid) every point against the rules between parameters.
-void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
+// values are valid and `check_points`) every configuration against the rules
+// between parameters. The params of a point do not depend on its seed: each
+// configuration is checked once and its problem, if any, counts (and is
+// listed) once per seed, as when every point was checked (the messages are
+// the same; at 10^6 points of 40 configurations the check was most of a
+// submit: a trial id, i.e. a SHA-256, per point).
+void CheckParams(const SweepSpec& spec, int64_t points, bool check_points,
+                 Problems* problems) {
   const trials::TrialKind& schema = *SweepKind(spec);
   std::vector<std::string> names;
   for (const auto& p : schema.params) names.push_back(p.name);
@@ -422,27 +431,33 @@ void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
       end(a.hi, absl::StrCat(dfield, "[1]"));
     }
   }
-  if (!values_ok || points <= 0 || !problems->empty()) return;
-  int bad_points = 0;
-  for (const ExpandedTrial& t : ExpandGrid(spec)) {
-    absl::Status s = ValidateTrialParams(spec, t.params);
+  if (!values_ok || points <= 0 || !problems->empty() || !check_points) {
+    return;
+  }
+  const bool builtin = spec.kind != kCommandKind;
+  const trials::Param* device = schema.Find("device");
+  const bool has_ep_size = schema.Find("ep_size") != nullptr;
+  const int64_t seeds = static_cast<int64_t>(spec.seeds.size());
+  int64_t bad_points = 0;
+  ForEachConfiguration(spec, [&](const json& params) {
+    configurations_checked.fetch_add(1, std::memory_order_relaxed);
+    absl::Status s = ValidateTrialParams(spec, params);
     // The daemon starts resources.ep_size rank processes; a trial asking
     // for another world size would fail at run time (exit 64).
-    const bool builtin = spec.kind != kCommandKind;
-    if (auto ep = t.params.find("ep_size");
-        builtin && s.ok() && ep != t.params.end() && ep->is_number_integer() &&
+    if (auto ep = params.find("ep_size");
+        builtin && s.ok() && ep != params.end() && ep->is_number_integer() &&
         ep->get<int64_t>() != spec.resources.ep_size) {
       s = absl::InvalidArgumentError(
           absl::StrCat("params: ep_size=", ep->get<int64_t>(),
                        " must equal resources.ep_size=", spec.resources.ep_size,
                        " (the worker starts one process per rank; point ",
-                       t.params.dump(), ")"));
+                       params.dump(), ")"));
     }
     // Without a params.ep_size the trainer takes its world size from the
     // ranks the daemon starts (resources.ep_size): check that one.
-    if (s.ok() && builtin && spec.resources.ep_size > 1 &&
-        schema.Find("ep_size") != nullptr && !t.params.contains("ep_size")) {
-      json with_ep = t.params;
+    if (s.ok() && builtin && spec.resources.ep_size > 1 && has_ep_size &&
+        !params.contains("ep_size")) {
+      json with_ep = params;
       with_ep["ep_size"] = spec.resources.ep_size;
       if (absl::Status e = ValidateTrialParams(spec.kind, with_ep); !e.ok()) {
         s = absl::InvalidArgumentError(
@@ -451,19 +466,24 @@ void CheckParams(const SweepSpec& spec, int64_t points, Problems* problems) {
     }
     // A trial on `device: cuda` gets its GPUs from resources.gpus_per_trial;
     // with 0 it would be leased to any worker and fail there at run time.
-    const trials::Param* device = schema.Find("device");
     if (s.ok() && builtin && device != nullptr &&
         spec.resources.gpus_per_trial < 1 &&
-        t.params.value("device", device->default_value) == "cuda") {
+        params.value("device", device->default_value) == "cuda") {
       s = absl::InvalidArgumentError(absl::StrCat(
-          "resources.gpus_per_trial: 0, but the point ", t.params.dump(),
+          "resources.gpus_per_trial: 0, but the point ", params.dump(),
           " trains on device: cuda",
-          t.params.contains("device") ? "" : " (the default for this kind)",
+          params.contains("device") ? "" : " (the default for this kind)",
           "; set resources.gpus_per_trial >= 1, or device: cpu"));
     }
-    if (s.ok()) continue;
-    if (++bad_points <= kMaxPointProblems) problems->Ok(s);
-  }
+    if (s.ok()) return true;
+    // One failing point per seed, each listed while fewer than
+    // kMaxPointProblems are.
+    const int64_t listed =
+        std::clamp<int64_t>(kMaxPointProblems - bad_points, 0, seeds);
+    for (int64_t i = 0; i < listed; ++i) problems->Ok(s);
+    bad_points += seeds;
+    return true;
+  });
   if (bad_points > kMaxPointProblems) {
     problems->Add(absl::StrCat("params: ", bad_points - kMaxPointProblems,
                                " more grid points break the same rules"));
@@ -645,8 +665,10 @@ void ParseDocument(const YAML::Node& root, const ParseOptions& options,
                                " (axes x seeds)"));
   }
   if (kind_ok && points <= options.max_points) {
-    CheckParams(*spec, points, problems);
-    if (problems->empty()) internal::CheckSearchPoints(*spec, problems);
+    CheckParams(*spec, points, options.check_points, problems);
+    if (problems->empty() && options.check_points) {
+      internal::CheckSearchPoints(*spec, problems);
+    }
   }
 }
 
@@ -896,11 +918,11 @@ std::string TrialId(absl::string_view sweep, absl::string_view kind,
                           reinterpret_cast<const char*>(digest), 8)));
 }
 
-std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec) {
-  std::vector<ExpandedTrial> out;
-  const int64_t total = CountPoints(spec);
-  if (total <= 0) return out;
-  out.reserve(static_cast<size_t>(total));
+void ForEachConfiguration(const SweepSpec& spec,
+                          const std::function<bool(const json& params)>& fn) {
+  for (const Axis& a : spec.grid) {
+    if (a.values.empty()) return;
+  }
   const std::vector<json> configs = SampleConfigs(spec);
   std::vector<size_t> idx(spec.grid.size(), 0);
   while (true) {
@@ -911,13 +933,7 @@ std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec) {
     for (const json& config : configs) {
       json params = point;
       for (const auto& [k, v] : config.items()) params[k] = v;
-      for (int64_t seed : spec.seeds) {
-        ExpandedTrial t;
-        t.params = params;
-        t.seed = seed;
-        t.trial_id = TrialId(spec.name, spec.kind, params, seed);
-        out.push_back(std::move(t));
-      }
+      if (!fn(params)) return;
     }
     // Odometer increment, last axis fastest.
     int a = static_cast<int>(spec.grid.size()) - 1;
@@ -930,8 +946,48 @@ std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec) {
     }
     if (a < 0) break;
   }
+}
+
+std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec) {
+  std::vector<ExpandedTrial> out;
+  const int64_t total = CountPoints(spec);
+  if (total <= 0) return out;
+  out.reserve(static_cast<size_t>(total));
+  // TrialId's canonical text, {"kind":K,"params":P,"seed":S} (keys sorted),
+  // built once per configuration up to the seed: the same bytes, without a
+  // JSON object and a dump per point.
+  const std::string kind_prefix =
+      absl::StrCat("{\"kind\":", json(spec.kind).dump(), ",\"params\":");
+  const std::string id_prefix = absl::StrCat(spec.name, "/");
+  std::string canonical;
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  ForEachConfiguration(spec, [&](const json& params) {
+    const std::string prefix =
+        absl::StrCat(kind_prefix, params.dump(), ",\"seed\":");
+    for (int64_t seed : spec.seeds) {
+      ExpandedTrial t;
+      t.params = params;
+      t.seed = seed;
+      canonical.assign(prefix);
+      absl::StrAppend(&canonical, seed, "}");
+      unsigned int len = 0;
+      EVP_Digest(canonical.data(), canonical.size(), digest, &len, EVP_sha256(),
+                 nullptr);
+      t.trial_id = absl::StrCat(id_prefix,
+                                absl::BytesToHexString(absl::string_view(
+                                    reinterpret_cast<const char*>(digest), 8)));
+      out.push_back(std::move(t));
+    }
+    return true;
+  });
   return out;
 }
+
+namespace internal {
+int64_t ConfigurationsCheckedForTesting() {
+  return configurations_checked.load(std::memory_order_relaxed);
+}
+}  // namespace internal
 
 namespace {
 

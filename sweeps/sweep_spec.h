@@ -65,6 +65,7 @@
 #define SMOE_SWEEPS_SWEEP_SPEC_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -206,13 +207,25 @@ struct ParseOptions {
   // Keys given twice and extra YAML documents (refused in new files since
   // issue 36; ignored, as before, in sweeps stored before that).
   bool allow_lax_yaml = false;
-  // No size or list-length limits: for specs already stored.
+  // Check every configuration (grid point x sampled configuration) against
+  // the rules between parameters, the resources (ep_size, device) and, for
+  // search: refine, the bounds. Off for stored specs: their points were
+  // checked when they were submitted or extended, under the rules of that
+  // version; the trainer checks the rules again when it starts a trial (exit
+  // 64), so a point that a later rule refuses fails as that trial instead of
+  // the coordinator's restart (LoadLocked returns DataLoss for a stored spec
+  // that does not parse) or a reader of the stored YAML. The per-value
+  // checks against the kind's table (unknown parameter, type, range) stay.
+  bool check_points = true;
+  // No size or list-length limits and no per-point checks: for specs
+  // already stored.
   static ParseOptions Stored() {
     ParseOptions o;
     o.max_points = INT64_MAX;
     o.max_bytes = INT64_MAX;
     o.allow_scalar_seeds = true;
     o.allow_lax_yaml = true;
+    o.check_points = false;
     return o;
   }
 };
@@ -224,7 +237,10 @@ struct ParseOptions {
 // message; several are "N problems:" followed by one per line ("\n  "), in
 // file order, at most options.max_problems of them, then "... and M more
 // problems". Rules between parameters are checked only when every value is
-// valid, and name at most 5 failing grid points.
+// valid, and name at most 5 failing grid points. They are checked once per
+// configuration (ForEachConfiguration: the params do not depend on the
+// seed), and no trial id is computed; a failing configuration counts, and
+// is listed, once per seed, as if every point were checked.
 // Cost is bounded before the grid is read: a file over max_bytes is refused
 // unparsed, a list longer than max_points unread, and the point count is
 // computed from the axes' sizes before anything is expanded.
@@ -247,6 +263,20 @@ int64_t CountPoints(const SweepSpec& spec);
 // Expands the grid: axes in file order, first outermost, then the sampled
 // configurations in draw order, seeds innermost.
 std::vector<ExpandedTrial> ExpandGrid(const SweepSpec& spec);
+
+// Calls fn(params) for each configuration: the params of ExpandGrid's points
+// without their seeds (fixed + grid point + sampled configuration), in
+// ExpandGrid's order; each is the params of spec.seeds.size() consecutive
+// points there. Stops when fn returns false. No trial id is computed.
+void ForEachConfiguration(
+    const SweepSpec& spec,
+    const std::function<bool(const nlohmann::json& params)>& fn);
+
+namespace internal {
+// Test hook: the configurations ParseSweepYaml has checked against the rules
+// (CheckParams), in this process.
+int64_t ConfigurationsCheckedForTesting();
+}  // namespace internal
 
 // The sample seed of a sweep file without `sample_seed`: from the SHA-256 of
 // the sweep name, in [0, 2^48).

@@ -349,6 +349,83 @@ TEST(SweepSpecTest, PointRulesNameAtMostFivePoints) {
   EXPECT_THAT(msg, HasSubstr("2 more grid points break the same rules"));
 }
 
+// The rules are checked once per configuration; a failing one is counted and
+// listed once per seed, as when every point (seed) was checked.
+TEST(SweepSpecTest, PointRulesCountAFailingConfigurationOncePerSeed) {
+  auto spec = ParseSweepYaml(
+      "name: x\nkind: sraven\ngrid:\n  top_k: [9, 10, 11]\n"
+      "fixed: {num_experts: 8}\nseeds: [0, 1]\n");
+  ASSERT_FALSE(spec.ok());
+  std::vector<std::string> lines;
+  for (int k : {9, 9, 10, 10, 11}) {
+    const absl::Status s = ValidateTrialParams(
+        "sraven", nlohmann::json{{"num_experts", 8}, {"top_k", k}});
+    ASSERT_FALSE(s.ok());
+    lines.push_back(std::string(s.message()));
+  }
+  EXPECT_EQ(spec.status().message(),
+            absl::StrCat("6 problems:\n  ", absl::StrJoin(lines, "\n  "),
+                         "\n  params: 1 more grid points break the same "
+                         "rules"));
+}
+
+TEST(SweepSpecTest, ManySeedsCheckEachConfigurationOnce) {
+  std::vector<int> seeds(10000);
+  for (int i = 0; i < 10000; ++i) seeds[static_cast<size_t>(i)] = i;
+  const int64_t before = internal::ConfigurationsCheckedForTesting();
+  auto spec = ParseSweepYaml(absl::StrCat(
+      "name: x\nkind: sraven\ngrid:\n  top_k: [1, 2]\n"
+      "  attention: [softmax, hyla]\nfixed: {num_experts: 8}\nseeds: [",
+      absl::StrJoin(seeds, ", "), "]\n"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(CountPoints(*spec), 40000);
+  EXPECT_EQ(internal::ConfigurationsCheckedForTesting() - before, 4);
+  // Sampled axes: grid points x distinct draws.
+  const int64_t before_sampled = internal::ConfigurationsCheckedForTesting();
+  auto sampled = ParseSweepYaml(
+      "name: y\nkind: sraven\ngrid:\n  top_k: [1, 2]\n"
+      "sample:\n  width: {choice: [0.25, 0.5]}\n  lr: {loguniform: [1e-4, "
+      "1e-2]}\nsamples: 3\nfixed: {num_experts: 8}\nseeds: [0, 1, 2, 3]\n");
+  ASSERT_TRUE(sampled.ok()) << sampled.status();
+  EXPECT_EQ(CountPoints(*sampled), 2 * 3 * 4);
+  EXPECT_EQ(internal::ConfigurationsCheckedForTesting() - before_sampled, 6);
+}
+
+// ExpandGrid builds TrialId's canonical text per configuration: the same ids.
+TEST(SweepSpecTest, ExpandGridIdsAreTrialIds) {
+  auto spec = ParseSweepYaml(
+      "name: ids\nkind: sraven\ngrid:\n  top_k: [1, 2]\n"
+      "  attention: [softmax, hyla]\nsample:\n  lr: {loguniform: [1e-4, "
+      "1e-2]}\nsamples: 2\nfixed: {num_experts: 8, width: 0.25}\n"
+      "seeds: [0, 7, 2147483647]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const std::vector<ExpandedTrial> points = ExpandGrid(*spec);
+  ASSERT_EQ(points.size(), 24u);
+  for (const ExpandedTrial& t : points) {
+    EXPECT_EQ(t.trial_id, TrialId("ids", "sraven", t.params, t.seed));
+  }
+}
+
+// Stored specs were checked at submit: a point that a later rule refuses
+// does not stop the coordinator's restart (ParseOptions::check_points).
+TEST(SweepSpecTest, StoredSpecsSkipThePointRules) {
+  constexpr char kYaml[] =
+      "name: x\nkind: sraven\ngrid:\n  top_k: [2, 9]\n"
+      "fixed: {num_experts: 8}\nseeds: [0, 1]\n";
+  EXPECT_FALSE(ParseSweepYaml(kYaml).ok());
+  const int64_t before = internal::ConfigurationsCheckedForTesting();
+  auto stored = ParseSweepYaml(kYaml, ParseOptions::Stored());
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(internal::ConfigurationsCheckedForTesting(), before);
+  EXPECT_EQ(ExpandGrid(*stored).size(), 4u);
+  // The per-value checks against the kind's table stay.
+  auto unknown = ParseSweepYaml("name: x\nkind: sraven\ngrid:\n  nope: [1]\n",
+                                ParseOptions::Stored());
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.status().message(),
+              HasSubstr("unknown parameter 'nope'"));
+}
+
 // `seeds: 3` reads as "three seeds" but used to mean the one seed 3.
 TEST(SweepSpecTest, ScalarSeedsAreRefusedWithAHint) {
   auto spec = ParseSweepYaml("name: x\nkind: sraven\nseeds: 3\n");
