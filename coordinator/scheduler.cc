@@ -1718,12 +1718,16 @@ absl::StatusOr<SearchUsage> Scheduler::GetSearchUsage(
   SMOE_ASSIGN_OR_RETURN(SweepEntry * s, FindDurableSweepLocked(sweep_id));
   SearchUsage u;
   if (!IsAdaptive(s->spec)) return u;
-  std::vector<TrialRecord> trials;
+  // Pointers, not copies: this runs under mu_ on every dashboard refresh of
+  // an adaptive sweep (issue 35).
+  std::vector<const TrialRecord*> trials;
+  trials.reserve(s->trial_ids.size());
   for (const std::string& id : s->trial_ids) {
-    if (!id.empty()) trials.push_back(trials_.at(id));
+    if (!id.empty()) trials.push_back(&trials_.at(id));
   }
   const int64_t steps = SearchMaxSteps(s->spec, trials);
-  for (const TrialRecord& t : trials) {
+  for (const TrialRecord* tp : trials) {
+    const TrialRecord& t = *tp;
     if (t.state == TrialState::kSucceeded) {
       u.trial_steps_used += steps;
       continue;

@@ -33,6 +33,7 @@
 #include "analysis/search/asha.h"
 #include "analysis/search/refine.h"
 #include "analysis/search/types.h"
+#include "nlohmann/json.hpp"
 #include "store/types.h"
 #include "sweeps/sweep_spec.h"
 
@@ -139,6 +140,14 @@ std::string PlanDifference(const SearchPlan& a, const SearchPlan& b);
 // of the first trial that has one, else fixed.steps, else 1.
 int64_t SearchMaxSteps(const sweeps::SweepSpec& spec,
                        const std::vector<store::TrialRecord>& trials);
+// The same over records not copied (Scheduler::GetSearchUsage), and over
+// trials' parsed params (anything but an object has no `steps`; the
+// dashboard's search summary reads them from the read model's snapshot).
+int64_t SearchMaxSteps(const sweeps::SweepSpec& spec,
+                       const std::vector<const store::TrialRecord*>& trials);
+int64_t SearchMaxStepsOfParams(
+    const sweeps::SweepSpec& spec,
+    const std::vector<const nlohmann::json*>& params);
 
 // Refine's frontier for display (the dashboard's search panel): per group,
 // the measured means per x, the x stopped early, x*, P(argmax = x*) and the
