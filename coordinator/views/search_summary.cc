@@ -5,11 +5,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "analysis/search/asha.h"
@@ -90,6 +93,62 @@ struct TrialFacts {
   store::TrialState state;
 };
 
+// The labeler learned from a snapshot's trials, kept per sweep while its
+// snapshots share one trial index: a snapshot refreshed after a change
+// shares its base's index and has the same trials with the same params (a
+// trial's id is a hash of them; new trials reload the snapshot with a new
+// index), so a refresh does not relearn from every trial (issue 35).
+class LabelerCache {
+ public:
+  // Labels for `ids` (trial ids of the snapshot) by the labeler of the
+  // snapshot's trials, learned now if the cached one is another index's.
+  std::unordered_map<std::string, std::string> Labels(
+      const std::string& sweep_id, const SweepSnapshot& snapshot,
+      const std::vector<std::string>& axes,
+      const std::vector<std::pair<std::string, size_t>>& ids) {
+    absl::MutexLock lock(&mu_);
+    Entry& e = entries_[sweep_id];
+    if (e.index.lock() != snapshot.index || e.axes != axes ||
+        e.labeler == nullptr) {
+      if (entries_.size() > kMaxSweeps) {
+        // Bounded: drop the others (each is rebuilt on its next request).
+        Entry keep = std::move(e);
+        entries_.clear();
+        entries_[sweep_id] = std::move(keep);
+      }
+      Entry& fresh = entries_[sweep_id];
+      fresh.index = snapshot.index;
+      fresh.axes = axes;
+      fresh.labeler = std::make_unique<analysis::TrialLabeler>(axes);
+      for (const RowTable::Row& row : snapshot.rows) {
+        fresh.labeler->Add(row->point.params, row->point.seed);
+      }
+    }
+    Entry& cur = entries_[sweep_id];
+    std::unordered_map<std::string, std::string> out;
+    for (const auto& [id, pos] : ids) {
+      const analysis::TrialPoint& p = snapshot.rows[pos]->point;
+      out[id] = cur.labeler->Label(p.params, p.seed);
+    }
+    return out;
+  }
+
+ private:
+  static constexpr size_t kMaxSweeps = 32;
+  struct Entry {
+    std::weak_ptr<const std::unordered_map<std::string, size_t>> index;
+    std::vector<std::string> axes;
+    std::unique_ptr<analysis::TrialLabeler> labeler;
+  };
+  absl::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+};
+
+LabelerCache& Labelers() {
+  static auto* cache = new LabelerCache;
+  return *cache;
+}
+
 }  // namespace
 
 absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
@@ -138,32 +197,37 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
   const size_t keep = static_cast<size_t>(std::max(0, limit));
   const size_t first_shown = log.size() > keep ? log.size() - keep : 0;
   // Decisions name their trial by the parameters that tell it apart: which
-  // those are is learned from every trial, the labels made only for the
-  // trials of the decisions shown.
-  analysis::TrialLabeler labeler(AxisNames(v.spec));  // grid, sampled
-  std::unordered_map<std::string, const TrialFacts*> shown;
-  for (size_t i = first_shown; i < log.size(); ++i) {
-    if (!log[i].trial_id.empty()) shown.emplace(log[i].trial_id, nullptr);
-  }
-  const bool indexed = from_snapshot && snapshot->index != nullptr;
-  for (const TrialFacts& t : facts) {
-    labeler.Add(*t.params, t.seed);
-    if (!indexed && !shown.empty()) {
+  // those are is learned from every trial (once per snapshot's trial set
+  // with a snapshot), the labels made only for the trials of the decisions
+  // shown.
+  const std::vector<std::string> axes = AxisNames(v.spec);  // grid, sampled
+  std::unordered_map<std::string, std::string> labels;
+  if (from_snapshot && snapshot->index != nullptr) {
+    std::vector<std::pair<std::string, size_t>> ids;
+    std::set<std::string> seen;
+    for (size_t i = first_shown; i < log.size(); ++i) {
+      const std::string& id = log[i].trial_id;
+      if (id.empty() || !seen.insert(id).second) continue;
+      auto at = snapshot->index->find(id);
+      if (at != snapshot->index->end() && at->second < facts.size()) {
+        ids.emplace_back(id, at->second);
+      }
+    }
+    labels = Labelers().Labels(sweep_id, *snapshot, axes, ids);
+  } else {
+    analysis::TrialLabeler labeler(axes);
+    std::unordered_map<std::string, const TrialFacts*> shown;
+    for (size_t i = first_shown; i < log.size(); ++i) {
+      if (!log[i].trial_id.empty()) shown.emplace(log[i].trial_id, nullptr);
+    }
+    for (const TrialFacts& t : facts) {
+      labeler.Add(*t.params, t.seed);
       auto it = shown.find(*t.trial_id);
       if (it != shown.end()) it->second = &t;
     }
-  }
-  if (indexed) {
-    for (auto& [id, t] : shown) {
-      auto at = snapshot->index->find(id);
-      if (at != snapshot->index->end() && at->second < facts.size()) {
-        t = &facts[at->second];
-      }
+    for (const auto& [id, t] : shown) {
+      if (t != nullptr) labels[id] = labeler.Label(*t->params, t->seed);
     }
-  }
-  std::unordered_map<std::string, std::string> labels;
-  for (const auto& [id, t] : shown) {
-    if (t != nullptr) labels[id] = labeler.Label(*t->params, t->seed);
   }
   for (size_t i = first_shown; i < log.size(); ++i) {
     auto it = labels.find(log[i].trial_id);
