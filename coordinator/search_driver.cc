@@ -64,10 +64,12 @@ int64_t SearchMaxSteps(const SweepSpec& spec,
                   [&](size_t i) { return ParamsOf(trials[i]); });
 }
 
-int64_t SearchMaxSteps(const SweepSpec& spec,
-                       const std::vector<const TrialRecord*>& trials) {
-  return MaxSteps(spec, trials.size(),
-                  [&](size_t i) { return ParamsOf(*trials[i]); });
+int64_t SearchMaxSteps(const SweepSpec& spec, size_t n,
+                       const std::function<const TrialRecord*(size_t)>& trial) {
+  return MaxSteps(spec, n, [&](size_t i) {
+    const TrialRecord* t = trial(i);
+    return t != nullptr ? ParamsOf(*t) : nlohmann::json::object();
+  });
 }
 
 int64_t SearchMaxStepsOfParams(

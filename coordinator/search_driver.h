@@ -24,6 +24,7 @@
 #define SMOE_COORDINATOR_SEARCH_DRIVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -140,11 +141,14 @@ std::string PlanDifference(const SearchPlan& a, const SearchPlan& b);
 // of the first trial that has one, else fixed.steps, else 1.
 int64_t SearchMaxSteps(const sweeps::SweepSpec& spec,
                        const std::vector<store::TrialRecord>& trials);
-// The same over records not copied (Scheduler::GetSearchUsage), and over
-// trials' parsed params (anything but an object has no `steps`; the
-// dashboard's search summary reads them from the read model's snapshot).
-int64_t SearchMaxSteps(const sweeps::SweepSpec& spec,
-                       const std::vector<const store::TrialRecord*>& trials);
+// The same over `n` trials looked up as needed (`trial(i)`: the i-th, or
+// null for none; Scheduler::GetSearchUsage: it stops at the first trial
+// with `steps`), and over trials' parsed params (anything but an object has
+// no `steps`; the dashboard's search summary reads them from the read
+// model's snapshot).
+int64_t SearchMaxSteps(
+    const sweeps::SweepSpec& spec, size_t n,
+    const std::function<const store::TrialRecord*(size_t)>& trial);
 int64_t SearchMaxStepsOfParams(
     const sweeps::SweepSpec& spec,
     const std::vector<const nlohmann::json*>& params);
