@@ -10,10 +10,14 @@
 // gRPC GetSweep serves the usage and decisions part through SweepDetail
 // (sweep_detail.h).
 //
-// Cost: one pass over the sweep's trials (their parsed params from the read
-// model's snapshot when given; labels only for the decisions shown), one
-// read of its decision log and one of its attempts
-// (store::ExperimentStore::ListSweepAttempts).
+// Cost (issue 35; bench/results/scale-2026-11-29e.md: 4-5 ms at 10^5
+// trials): with the read model's snapshot, one pass over its rows
+// (pointers), labels only for the decisions shown by a labeler kept per
+// sweep while its snapshots share one trial index; one read of the decision
+// log; the attempts from the key range of the trial ids' "<sweep>/" prefix
+// (ExperimentStore::ListSweepAttemptsWithPrefix); Scheduler::GetSearchUsage
+// in O(reported trials). Without a snapshot (gRPC, tests, refine) the
+// scheduler's records are copied and parsed, and every trial labelled.
 #ifndef SMOE_COORDINATOR_VIEWS_SEARCH_SUMMARY_H_
 #define SMOE_COORDINATOR_VIEWS_SEARCH_SUMMARY_H_
 
