@@ -873,9 +873,9 @@ struct HttpServer::Impl {
     Add(api::Op::kGetSearch, [this](const Request& req, Response& res) {
       // The trials' parsed params and states from the read model's snapshot
       // (shared with the refresh's other requests), not a copy of every
-      // record parsed again (issue 35).
-      // Only for a sweep whose summary reads its trials (not a grid sweep's,
-      // nor refine's); without one (an error) the summary reads the
+      // record parsed again (issue 35); only for the sweeps whose summary
+      // reads them that way (asha, median: not a grid sweep, nor refine).
+      // Without a snapshot (an error getting one) the summary reads the
       // scheduler's records and reports what fails.
       const std::string id = req.matches[1];
       std::shared_ptr<const SweepSnapshot> snap;
