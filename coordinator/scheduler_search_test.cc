@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -644,6 +645,29 @@ TEST_P(SchedulerSearchTest, SearchSummaryFromTheSnapshotIsTheSame) {
   ASSERT_FALSE(Log("sv").empty());
   ExpectSnapshotSummarySame("sv");
   ExpectSnapshotSummarySame("sv", &model);
+  // GetSearchUsage (from the state counts and the reports) is the pass over
+  // every trial: succeeded ones all 40 steps, the others their last report.
+  int64_t used = 0;
+  auto trials = sched_->ListTrials("sv");
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  for (const store::TrialRecord& t : *trials) {
+    if (t.state == TrialState::kSucceeded) {
+      used += 40;
+      continue;
+    }
+    int64_t reached = 0;
+    auto metrics = store_->ListMetrics(t.trial_id, std::nullopt);
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    for (const store::MetricRecord& m : *metrics) {
+      if (m.name == "eval/ood_acc") reached = std::max(reached, m.step);
+    }
+    used += std::min<int64_t>(reached, 40);
+  }
+  auto usage = sched_->GetSearchUsage("sv");
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_EQ(usage->trial_steps_used, used);
+  EXPECT_GT(used, 0);
+  EXPECT_EQ(usage->full_grid_trial_steps, 16 * 40);
 }
 
 // Refine with a GPU-hour budget: the budget is spent when the first
