@@ -1718,21 +1718,25 @@ absl::StatusOr<SearchUsage> Scheduler::GetSearchUsage(
   SMOE_ASSIGN_OR_RETURN(SweepEntry * s, FindDurableSweepLocked(sweep_id));
   SearchUsage u;
   if (!IsAdaptive(s->spec)) return u;
-  std::vector<TrialRecord> trials;
-  for (const std::string& id : s->trial_ids) {
-    if (!id.empty()) trials.push_back(trials_.at(id));
-  }
-  const int64_t steps = SearchMaxSteps(s->spec, trials);
-  for (const TrialRecord& t : trials) {
-    if (t.state == TrialState::kSucceeded) {
-      u.trial_steps_used += steps;
+  // O(trials that reported), not O(trials): this runs under mu_ on every
+  // dashboard refresh of an adaptive sweep (issue 35). Succeeded trials
+  // count all their steps (s->counts: the sweep's trials by state); the
+  // others the last step they reported, which only trials with reports
+  // have. The steps from the first trial (by ordinal) that has them.
+  const int64_t steps = SearchMaxSteps(
+      s->spec, s->trial_ids.size(), [&](size_t i) -> const TrialRecord* {
+        const std::string& id = s->trial_ids[i];
+        return id.empty() ? nullptr : &trials_.at(id);
+      });
+  u.trial_steps_used = static_cast<int64_t>(s->counts.succeeded) * steps;
+  for (const auto& [id, reports] : s->reports) {
+    auto t = trials_.find(id);
+    if (t == trials_.end() || t->second.sweep_id != sweep_id ||
+        t->second.state == TrialState::kSucceeded) {
       continue;
     }
     int64_t reached = 0;
-    auto it = s->reports.find(t.trial_id);
-    if (it != s->reports.end()) {
-      for (const auto& r : it->second) reached = std::max(reached, r.step);
-    }
+    for (const auto& r : reports) reached = std::max(reached, r.step);
     u.trial_steps_used += std::min(reached, steps);
   }
   int64_t points = CountPoints(s->spec);

@@ -6,8 +6,11 @@
 // retried rather than pruned, refine adds points and resolves, and a
 // restart (the same store, a fresh Scheduler) takes no decision twice.
 // FakeClock, no sleeps; InMemoryStore and SqliteStore.
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "common/clock.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/views/search_summary.h"
+#include "coordinator/views/sweep_read_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -110,6 +114,45 @@ class SchedulerSearchTest : public ::testing::TestWithParam<bool> {
     return out;
   }
 
+  // The dashboard's search summary read from the read model's snapshot
+  // (the HTTP route) is the one read from the scheduler's records (issue
+  // 35), for every number of decisions shown. Device-hours count running
+  // attempts until the real now: compared apart, within a second's worth
+  // (or 1e-6 of the value: the fake clock's hours since its epoch are many).
+  // `model`: one kept across changes (its snapshots refreshed, the
+  // labeler of their trials reused); none: a new one.
+  void ExpectSnapshotSummarySame(const std::string& sweep,
+                                 SweepReadModel* model = nullptr) {
+    std::unique_ptr<SweepReadModel> own;
+    if (model == nullptr) {
+      own = std::make_unique<SweepReadModel>(sched_.get(), store_);
+      model = own.get();
+    }
+    auto got = model->Get(sweep);
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (int limit : {0, 1, 3, 50, 200}) {
+      auto old_path = views::ReadSearchJson(sched_.get(), store_, sweep, limit);
+      auto new_path = views::ReadSearchJson(sched_.get(), store_, sweep, limit,
+                                            got->second.get());
+      ASSERT_TRUE(old_path.ok()) << old_path.status();
+      ASSERT_TRUE(new_path.ok()) << new_path.status();
+      nlohmann::json a = *old_path, b = *new_path;
+      for (const char* f :
+           {"device_hours_used", "device_hours_full_grid_estimate"}) {
+        if (a[f].is_number() || b[f].is_number()) {
+          ASSERT_TRUE(a[f].is_number() && b[f].is_number()) << f;
+          const double x = a[f].get<double>();
+          EXPECT_NEAR(x, b[f].get<double>(),
+                      std::max(1.0 / 3600, 1e-6 * std::abs(x)))
+              << f;
+        }
+        a.erase(f);
+        b.erase(f);
+      }
+      EXPECT_EQ(a.dump(), b.dump()) << "limit " << limit;
+    }
+  }
+
   std::set<std::string> Cancelled(const std::string& worker,
                                   const std::vector<RunningReport>& running) {
     auto hb = sched_->Heartbeat(worker, running, false);
@@ -183,6 +226,7 @@ TEST_P(SchedulerSearchTest, AshaPrunesPromotesResumesAndFinishes) {
   auto view = sched_->GetSweep("a");
   EXPECT_EQ(view->counts.pruned, 2);
   EXPECT_EQ(view->counts.pending, 1);
+  ExpectSnapshotSummarySame("a");
 
   // The heartbeat stops the pruned (and the re-queued) attempts.
   EXPECT_EQ(Cancelled(w, running),
@@ -455,6 +499,7 @@ TEST_P(SchedulerSearchTest, RefineWithAshaStopsLosersAndResolves) {
   // The dashboard's view: rungs, the stopped points and refine's frontier.
   auto json = views::ReadSearchJson(sched_.get(), store_, "ra", 50);
   ASSERT_TRUE(json.ok()) << json.status();
+  ExpectSnapshotSummarySame("ra");
   EXPECT_EQ((*json)["rungs"], nlohmann::json({10, 20}));
   EXPECT_EQ((*json)["pruned_points"].size(), 8u);
   for (const auto& p : (*json)["pruned_points"]) {
@@ -543,6 +588,7 @@ TEST_P(SchedulerSearchTest, GpuHourBudgetPrunesPendingTrials) {
   auto sj = views::ReadSearchJson(sched_.get(), store_, "a", 50);
   ASSERT_TRUE(sj.ok()) << sj.status();
   EXPECT_EQ((*sj)["budget_gpu_hours"], 0.45);
+  ExpectSnapshotSummarySame("a");
   EXPECT_EQ((*sj)["smooth_evals"], 1);
   // Each trial decision names its trial by its parameters (issue 31 item 5).
   int labelled = 0;
@@ -562,6 +608,66 @@ TEST_P(SchedulerSearchTest, GpuHourBudgetPrunesPendingTrials) {
       sched_->Complete(w, TrialOf(2), 1, {{"ood_acc", 0.9}}, 1);
   ASSERT_TRUE(done.ok()) << done;
   EXPECT_EQ(sched_->GetSweep("a")->record.state, store::SweepState::kCompleted);
+}
+
+// The search summary from the read model's snapshot (the HTTP route's)
+// is the one from the scheduler's records on an asha sweep with several
+// axes and seeds (labels name what varies), pauses, promotions and final
+// prunes, at each stage (issue 35).
+TEST_P(SchedulerSearchTest, SearchSummaryFromTheSnapshotIsTheSame) {
+  const std::string yaml =
+      "name: sv\nkind: sraven\ngrid:\n  top_k: [1, 2, 4, 8]\n  M: [1, 2]\n"
+      "fixed: {steps: 40, device: cpu}\nseeds: [0, 1]\n"
+      "search: {strategy: asha, metric: ood_acc, min_steps: 10, "
+      "reduction: 2}\n";
+  ASSERT_TRUE(sched_->SubmitSweep(yaml, false).ok());
+  SweepReadModel model(sched_.get(), store_);
+  ExpectSnapshotSummarySame("sv");
+  ExpectSnapshotSummarySame("sv", &model);
+  const std::string w = AddWorker(16);
+  auto leases = sched_->Lease(w, 16, 0);
+  ASSERT_TRUE(leases.ok());
+  ASSERT_EQ(leases->size(), 16u);
+  int i = 0;
+  for (const LeaseGrant& g : *leases) {
+    store::MetricRecord m;
+    m.name = "eval/ood_acc";
+    m.step = 10;
+    m.value = 0.1 + 0.01 * ((i * 7) % 16);
+    ASSERT_TRUE(sched_->ReportMetrics(w, g.trial_id, g.attempt, {m}).ok());
+    ExpectSnapshotSummarySame("sv", &model);
+    if (++i % 5 == 0) ExpectSnapshotSummarySame("sv");
+  }
+  clock_.Advance(absl::Minutes(3));
+  for (const LeaseGrant& g : *leases) {
+    (void)sched_->Complete(w, g.trial_id, g.attempt, {{"ood_acc", 0.5}}, 1);
+  }
+  ASSERT_FALSE(Log("sv").empty());
+  ExpectSnapshotSummarySame("sv");
+  ExpectSnapshotSummarySame("sv", &model);
+  // GetSearchUsage (from the state counts and the reports) is the pass over
+  // every trial: succeeded ones all 40 steps, the others their last report.
+  int64_t used = 0;
+  auto trials = sched_->ListTrials("sv");
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  for (const store::TrialRecord& t : *trials) {
+    if (t.state == TrialState::kSucceeded) {
+      used += 40;
+      continue;
+    }
+    int64_t reached = 0;
+    auto metrics = store_->ListMetrics(t.trial_id, std::nullopt);
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    for (const store::MetricRecord& m : *metrics) {
+      if (m.name == "eval/ood_acc") reached = std::max(reached, m.step);
+    }
+    used += std::min<int64_t>(reached, 40);
+  }
+  auto usage = sched_->GetSearchUsage("sv");
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_EQ(usage->trial_steps_used, used);
+  EXPECT_GT(used, 0);
+  EXPECT_EQ(usage->full_grid_trial_steps, 16 * 40);
 }
 
 // Refine with a GPU-hour budget: the budget is spent when the first

@@ -37,11 +37,15 @@ bool Considered(TrialState s) {
 
 }  // namespace
 
-int64_t SearchMaxSteps(const SweepSpec& spec,
-                       const std::vector<TrialRecord>& trials) {
+namespace {
+
+// SearchMaxSteps over `n` trials, `params(i)` giving the i-th one's params
+// (an object).
+template <typename Params>
+int64_t MaxSteps(const SweepSpec& spec, size_t n, Params params) {
   if (spec.search.max_steps > 0) return spec.search.max_steps;
-  for (const TrialRecord& t : trials) {
-    const nlohmann::json p = ParamsOf(t);
+  for (size_t i = 0; i < n; ++i) {
+    const nlohmann::json p = params(i);
     if (p.contains("steps") && p["steps"].is_number_integer()) {
       return p["steps"].get<int64_t>();
     }
@@ -50,6 +54,34 @@ int64_t SearchMaxSteps(const SweepSpec& spec,
     return spec.fixed["steps"].get<int64_t>();
   }
   return 1;
+}
+
+}  // namespace
+
+int64_t SearchMaxSteps(const SweepSpec& spec,
+                       const std::vector<TrialRecord>& trials) {
+  return MaxSteps(spec, trials.size(),
+                  [&](size_t i) { return ParamsOf(trials[i]); });
+}
+
+int64_t SearchMaxSteps(const SweepSpec& spec, size_t n,
+                       const std::function<const TrialRecord*(size_t)>& trial) {
+  return MaxSteps(spec, n, [&](size_t i) {
+    const TrialRecord* t = trial(i);
+    return t != nullptr ? ParamsOf(*t) : nlohmann::json::object();
+  });
+}
+
+int64_t SearchMaxStepsOfParams(
+    const SweepSpec& spec, const std::vector<const nlohmann::json*>& params) {
+  if (spec.search.max_steps > 0) return spec.search.max_steps;
+  for (const nlohmann::json* p : params) {
+    if (p->is_object() && p->contains("steps") &&
+        (*p)["steps"].is_number_integer()) {
+      return (*p)["steps"].get<int64_t>();
+    }
+  }
+  return MaxSteps(spec, 0, [](size_t) { return nlohmann::json::object(); });
 }
 
 namespace {

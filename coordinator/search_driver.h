@@ -24,6 +24,7 @@
 #define SMOE_COORDINATOR_SEARCH_DRIVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -33,6 +34,7 @@
 #include "analysis/search/asha.h"
 #include "analysis/search/refine.h"
 #include "analysis/search/types.h"
+#include "nlohmann/json.hpp"
 #include "store/types.h"
 #include "sweeps/sweep_spec.h"
 
@@ -139,6 +141,17 @@ std::string PlanDifference(const SearchPlan& a, const SearchPlan& b);
 // of the first trial that has one, else fixed.steps, else 1.
 int64_t SearchMaxSteps(const sweeps::SweepSpec& spec,
                        const std::vector<store::TrialRecord>& trials);
+// The same over `n` trials looked up as needed (`trial(i)`: the i-th, or
+// null for none; Scheduler::GetSearchUsage: it stops at the first trial
+// with `steps`), and over trials' parsed params (anything but an object has
+// no `steps`; the dashboard's search summary reads them from the read
+// model's snapshot).
+int64_t SearchMaxSteps(
+    const sweeps::SweepSpec& spec, size_t n,
+    const std::function<const store::TrialRecord*(size_t)>& trial);
+int64_t SearchMaxStepsOfParams(
+    const sweeps::SweepSpec& spec,
+    const std::vector<const nlohmann::json*>& params);
 
 // Refine's frontier for display (the dashboard's search panel): per group,
 // the measured means per x, the x stopped early, x*, P(argmax = x*) and the

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "common/status_macros.h"
 
 namespace smoe::store {
@@ -23,6 +24,20 @@ absl::StatusOr<std::vector<AttemptRecord>> ExperimentStore::ListSweepAttempts(
   for (const auto& [id, t] : by_id) {
     SMOE_ASSIGN_OR_RETURN(std::vector<AttemptRecord> a, ListAttempts(id));
     for (AttemptRecord& r : a) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<AttemptRecord>>
+ExperimentStore::ListSweepAttemptsWithPrefix(
+    absl::string_view sweep_id, absl::string_view trial_id_prefix) {
+  SMOE_ASSIGN_OR_RETURN(std::vector<AttemptRecord> all,
+                        ListSweepAttempts(sweep_id));
+  std::vector<AttemptRecord> out;
+  for (AttemptRecord& a : all) {
+    if (absl::StartsWith(a.trial_id, trial_id_prefix)) {
+      out.push_back(std::move(a));
+    }
   }
   return out;
 }

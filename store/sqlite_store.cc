@@ -202,6 +202,14 @@ constexpr char kListSweepAttempts[] =
     "SELECT " SMOE_ATTEMPT_COLUMNS
     " FROM attempts WHERE trial_id IN (SELECT trial_id FROM trials WHERE "
     "sweep_id = ?) ORDER BY trial_id, attempt";
+// The same rows for the trials in a key range [?1, ?2) of the attempts'
+// primary key (a trial id prefix), each checked against the sweep: O(the
+// range's attempts), not one probe per trial of the sweep.
+constexpr char kListSweepAttemptsInRange[] =
+    "SELECT " SMOE_ATTEMPT_COLUMNS
+    " FROM attempts WHERE attempts.trial_id >= ?1 AND attempts.trial_id < ?2"
+    " AND EXISTS (SELECT 1 FROM trials AS t WHERE t.trial_id ="
+    " attempts.trial_id AND t.sweep_id = ?3) ORDER BY trial_id, attempt";
 constexpr char kListWorkers[] =
     "SELECT " SMOE_WORKER_COLUMNS " FROM workers ORDER BY worker_id";
 constexpr char kListMetrics[] =
@@ -1232,6 +1240,28 @@ absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListSweepAttempts(
     absl::string_view sweep_id) {
   absl::MutexLock lock(&mu_);
   SMOE_STATEMENT(s, kListSweepAttempts, "list sweep attempts");
+  s.Text(sweep_id);
+  std::vector<AttemptRecord> out;
+  SMOE_RETURN_IF_ERROR(ReadAll(s, ReadAttempt<Statement>, &out));
+  return out;
+}
+
+absl::StatusOr<std::vector<AttemptRecord>>
+SqliteStore::ListSweepAttemptsWithPrefix(absl::string_view sweep_id,
+                                         absl::string_view trial_id_prefix) {
+  // The range's end: the prefix with its last byte incremented (none when
+  // it is empty or ends in 0xff: the default's filter then).
+  if (trial_id_prefix.empty() ||
+      static_cast<unsigned char>(trial_id_prefix.back()) == 0xff) {
+    return ExperimentStore::ListSweepAttemptsWithPrefix(sweep_id,
+                                                        trial_id_prefix);
+  }
+  std::string end(trial_id_prefix);
+  end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, kListSweepAttemptsInRange, "list sweep attempts");
+  s.Text(trial_id_prefix);
+  s.Text(end);
   s.Text(sweep_id);
   std::vector<AttemptRecord> out;
   SMOE_RETURN_IF_ERROR(ReadAll(s, ReadAttempt<Statement>, &out));

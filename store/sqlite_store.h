@@ -128,6 +128,8 @@ class SqliteStore final : public ExperimentStore {
       absl::string_view trial_id) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListSweepAttempts(
       absl::string_view sweep_id) override;
+  absl::StatusOr<std::vector<AttemptRecord>> ListSweepAttemptsWithPrefix(
+      absl::string_view sweep_id, absl::string_view trial_id_prefix) override;
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
   absl::StatusOr<std::vector<MetricRecord>> ListMetrics(
       absl::string_view trial_id, std::optional<std::string> name) override;

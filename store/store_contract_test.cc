@@ -214,6 +214,22 @@ TYPED_TEST(StoreContractTest, AttemptsAreKeyedByTrialAndAttempt) {
   EXPECT_EQ(DumpAll(*this->store_->ListSweepAttempts("other")),
             std::vector<std::string>{Dump(MakeAttempt(o0.trial_id, 1))});
   EXPECT_THAT(*this->store_->ListSweepAttempts("nope"), IsEmpty());
+  // By a trial id prefix: ListSweepAttempts' rows with it, in its order.
+  for (const std::string& prefix :
+       {std::string(), std::string("s"), t0.substr(0, t0.size() / 2), t0, t1,
+        o0.trial_id, std::string("zz\xff")}) {
+    for (const char* sweep : {"s", "other", "nope"}) {
+      auto all = this->store_->ListSweepAttempts(sweep);
+      ASSERT_TRUE(all.ok()) << all.status();
+      std::vector<std::string> filtered;
+      for (const AttemptRecord& a : *all) {
+        if (a.trial_id.rfind(prefix, 0) == 0) filtered.push_back(Dump(a));
+      }
+      auto got = this->store_->ListSweepAttemptsWithPrefix(sweep, prefix);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(DumpAll(*got), filtered) << sweep << " " << prefix;
+    }
+  }
 }
 
 TYPED_TEST(StoreContractTest, MetricsAreUniquePerTrialStepNameAndOrdered) {

@@ -37,6 +37,7 @@
 #include "coordinator/http/http_server_assets.h"
 #include "coordinator/http/log_routes.h"
 #include "coordinator/http/worker_routes.h"
+#include "coordinator/search_driver.h"
 #include "coordinator/views/search_summary.h"
 #include "coordinator/views/sweep_detail.h"
 #include "coordinator/views/sweep_read_model.h"
@@ -870,8 +871,21 @@ struct HttpServer::Impl {
     Add(api::Op::kGetSkillMix,
         [this](const Request& req, Response& res) { GetSkillMix(req, res); });
     Add(api::Op::kGetSearch, [this](const Request& req, Response& res) {
+      // The trials' parsed params and states from the read model's snapshot
+      // (shared with the refresh's other requests), not a copy of every
+      // record parsed again (issue 35); only for the sweeps whose summary
+      // reads them that way (asha, median: not a grid sweep, nor refine).
+      // Without a snapshot (an error getting one) the summary reads the
+      // scheduler's records and reports what fails.
+      const std::string id = req.matches[1];
+      std::shared_ptr<const SweepSnapshot> snap;
+      if (auto v = scheduler->GetSweep(id);
+          v.ok() && IsAdaptive(v->spec) &&
+          v->spec.search.strategy != "refine") {
+        if (auto got = model->Get(id); got.ok()) snap = got->second;
+      }
       auto summary =
-          views::ReadSearchSummary(scheduler, store, req.matches[1], 200);
+          views::ReadSearchSummary(scheduler, store, id, 200, snap.get());
       if (!summary.ok()) return StatusError(res, summary.status());
       res.set_content(Dump(views::SearchJson(*summary)), kJson);
     });

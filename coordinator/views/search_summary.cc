@@ -5,8 +5,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
+#include <unordered_map>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "analysis/search/asha.h"
@@ -76,40 +82,154 @@ absl::StatusOr<std::vector<FrontierRow>> ReadFrontier(
 
 }  // namespace
 
+namespace {
+
+// One trial as the summary reads it: from the scheduler's records (parsed
+// here) or from the read model's snapshot (parsed there).
+struct TrialFacts {
+  const std::string* trial_id;
+  const json* params;  // anything but an object: no params
+  int64_t seed;
+  store::TrialState state;
+};
+
+// The labeler learned from a snapshot's trials, kept per sweep while its
+// snapshots share one trial index: a snapshot refreshed after a change
+// shares its base's index and has the same trials with the same params (a
+// trial's id is a hash of them; new trials reload the snapshot with a new
+// index), so a refresh does not relearn from every trial (issue 35).
+class LabelerCache {
+ public:
+  // Labels for `ids` (trial ids of the snapshot) by the labeler of the
+  // snapshot's trials, learned now if the cached one is another index's.
+  std::unordered_map<std::string, std::string> Labels(
+      const std::string& sweep_id, const SweepSnapshot& snapshot,
+      const std::vector<std::string>& axes,
+      const std::vector<std::pair<std::string, size_t>>& ids) {
+    absl::MutexLock lock(&mu_);
+    Entry& e = entries_[sweep_id];
+    if (e.index.lock() != snapshot.index || e.axes != axes ||
+        e.labeler == nullptr) {
+      if (entries_.size() > kMaxSweeps) {
+        // Bounded: drop the others (each is rebuilt on its next request).
+        Entry keep = std::move(e);
+        entries_.clear();
+        entries_[sweep_id] = std::move(keep);
+      }
+      Entry& fresh = entries_[sweep_id];
+      fresh.index = snapshot.index;
+      fresh.axes = axes;
+      fresh.labeler = std::make_unique<analysis::TrialLabeler>(axes);
+      for (const RowTable::Row& row : snapshot.rows) {
+        fresh.labeler->Add(row->point.params, row->point.seed);
+      }
+    }
+    Entry& cur = entries_[sweep_id];
+    std::unordered_map<std::string, std::string> out;
+    for (const auto& [id, pos] : ids) {
+      const analysis::TrialPoint& p = snapshot.rows[pos]->point;
+      out[id] = cur.labeler->Label(p.params, p.seed);
+    }
+    return out;
+  }
+
+ private:
+  static constexpr size_t kMaxSweeps = 32;
+  struct Entry {
+    std::weak_ptr<const std::unordered_map<std::string, size_t>> index;
+    std::vector<std::string> axes;
+    std::unique_ptr<analysis::TrialLabeler> labeler;
+  };
+  absl::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+};
+
+LabelerCache& Labelers() {
+  static auto* cache = new LabelerCache;
+  return *cache;
+}
+
+}  // namespace
+
 absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
                                                 store::ExperimentStore* store,
                                                 const std::string& sweep_id,
-                                                int limit) {
+                                                int limit,
+                                                const SweepSnapshot* snapshot) {
   SMOE_ASSIGN_OR_RETURN(SweepView v, scheduler->GetSweep(sweep_id));
   SearchSummary out;
   out.search = v.spec.search;
   out.adaptive = IsAdaptive(v.spec);
   if (!out.adaptive) return out;
   SMOE_ASSIGN_OR_RETURN(out.usage, scheduler->GetSearchUsage(sweep_id));
-  SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialRecord> trials,
-                        scheduler->ListTrials(sweep_id));
-  // Each trial's params, parsed once.
-  std::vector<json> params;
-  params.reserve(trials.size());
-  for (const store::TrialRecord& t : trials) {
-    params.push_back(json::parse(t.params_json, nullptr, false));
-    if (t.state == store::TrialState::kPruned) out.pruned.push_back(t.trial_id);
+  // Refine's frontier reads the trials' records: the scheduler's then.
+  const bool from_snapshot =
+      snapshot != nullptr && v.spec.search.strategy != "refine";
+  std::vector<store::TrialRecord> trials;
+  std::vector<json> parsed;
+  std::vector<TrialFacts> facts;
+  if (from_snapshot) {
+    facts.reserve(snapshot->rows.size());
+    for (const RowTable::Row& row : snapshot->rows) {
+      const analysis::TrialPoint& p = row->point;
+      facts.push_back({&p.trial_id, &p.params, p.seed, p.state});
+    }
+  } else {
+    SMOE_ASSIGN_OR_RETURN(trials, scheduler->ListTrials(sweep_id));
+    // Each trial's params, parsed once.
+    parsed.reserve(trials.size());
+    facts.reserve(trials.size());
+    for (const store::TrialRecord& t : trials) {
+      parsed.push_back(json::parse(t.params_json, nullptr, false));
+      facts.push_back({&t.trial_id, &parsed.back(), t.seed, t.state});
+    }
   }
-  // Decisions name their trial by the parameters that tell it apart.
-  std::vector<analysis::LabelInput> label_in;
-  label_in.reserve(trials.size());
-  for (size_t i = 0; i < trials.size(); ++i) {
-    label_in.push_back({trials[i].trial_id, params[i], trials[i].seed});
+  std::vector<const json*> params;
+  params.reserve(facts.size());
+  for (const TrialFacts& t : facts) {
+    params.push_back(t.params);
+    if (t.state == store::TrialState::kPruned)
+      out.pruned.push_back(*t.trial_id);
   }
-  const std::vector<std::string> axes = AxisNames(v.spec);  // grid, sampled
-  const std::map<std::string, std::string> labels =
-      analysis::TrialLabels(label_in, axes);
   SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
                         store->ListDecisions(sweep_id, 0, 0));
   out.decisions_total = static_cast<int64_t>(log.size());
   const size_t keep = static_cast<size_t>(std::max(0, limit));
-  for (size_t i = log.size() > keep ? log.size() - keep : 0; i < log.size();
-       ++i) {
+  const size_t first_shown = log.size() > keep ? log.size() - keep : 0;
+  // Decisions name their trial by the parameters that tell it apart: which
+  // those are is learned from every trial (once per snapshot's trial set
+  // with a snapshot), the labels made only for the trials of the decisions
+  // shown.
+  const std::vector<std::string> axes = AxisNames(v.spec);  // grid, sampled
+  std::unordered_map<std::string, std::string> labels;
+  if (from_snapshot && snapshot->index != nullptr) {
+    std::vector<std::pair<std::string, size_t>> ids;
+    std::set<std::string> seen;
+    for (size_t i = first_shown; i < log.size(); ++i) {
+      const std::string& id = log[i].trial_id;
+      if (id.empty() || !seen.insert(id).second) continue;
+      auto at = snapshot->index->find(id);
+      if (at != snapshot->index->end() && at->second < facts.size()) {
+        ids.emplace_back(id, at->second);
+      }
+    }
+    labels = Labelers().Labels(sweep_id, *snapshot, axes, ids);
+  } else {
+    analysis::TrialLabeler labeler(axes);
+    std::unordered_map<std::string, const TrialFacts*> shown;
+    for (size_t i = first_shown; i < log.size(); ++i) {
+      if (!log[i].trial_id.empty()) shown.emplace(log[i].trial_id, nullptr);
+    }
+    for (const TrialFacts& t : facts) {
+      labeler.Add(*t.params, t.seed);
+      auto it = shown.find(*t.trial_id);
+      if (it != shown.end()) it->second = &t;
+    }
+    for (const auto& [id, t] : shown) {
+      if (t != nullptr) labels[id] = labeler.Label(*t->params, t->seed);
+    }
+  }
+  for (size_t i = first_shown; i < log.size(); ++i) {
     auto it = labels.find(log[i].trial_id);
     out.decisions.push_back(
         {log[i], it != labels.end() ? it->second : std::string()});
@@ -120,7 +240,7 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
     analysis::search::AshaConfig c;
     c.min_steps = ss.min_steps;
     c.reduction = std::max<int64_t>(2, ss.reduction);
-    c.max_steps = SearchMaxSteps(v.spec, trials);
+    c.max_steps = SearchMaxStepsOfParams(v.spec, params);
     out.rungs = analysis::search::AshaRungs(c);
   }
 
@@ -132,14 +252,13 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
   }
   std::set<std::string> stopped;
   const trials::TrialKind* kind = SweepKind(v.spec);
-  for (size_t i = 0; i < trials.size(); ++i) {
-    const store::TrialRecord& t = trials[i];
+  for (const TrialFacts& t : facts) {
     if (t.state != store::TrialState::kPruned) continue;
-    auto it = last.find(t.trial_id);
+    auto it = last.find(*t.trial_id);
     if (it == last.end() || it->second->action != "prune") continue;
     const store::DecisionRecord& d = *it->second;
-    if (d.final) stopped.insert(t.trial_id);
-    json p = params[i].is_object() ? params[i] : json::object();
+    if (d.final) stopped.insert(*t.trial_id);
+    json p = t.params->is_object() ? *t.params : json::object();
     // The analysis (and so the charts' facets and x) reads a missing param
     // as the kind's default (e.g. attention: softmax): the same here.
     if (kind != nullptr) {
@@ -149,21 +268,31 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
         }
       }
     }
-    out.pruned_points.push_back({t.trial_id, std::move(p), t.seed, d.step,
+    out.pruned_points.push_back({*t.trial_id, std::move(p), t.seed, d.step,
                                  std::isfinite(d.value) ? d.value : kNaN,
                                  d.final});
   }
 
   if (ss.strategy == "refine") {
     SMOE_ASSIGN_OR_RETURN(out.frontier,
-                          ReadFrontier(v, store, trials, params, stopped, log));
+                          ReadFrontier(v, store, trials, parsed, stopped, log));
   }
 
   // Device-hours: attempts' wall time x devices, from one read.
   const int devices = std::max(1, v.spec.resources.gpus_per_trial);
   const absl::Time now = absl::Now();
-  SMOE_ASSIGN_OR_RETURN(std::vector<store::AttemptRecord> attempts,
-                        store->ListSweepAttempts(sweep_id));
+  // When every trial's id starts with "<sweep>/" (the scheduler's names),
+  // the store reads the attempts from that key range: the same rows, in the
+  // same order, so the same sum.
+  const std::string prefix = absl::StrCat(sweep_id, "/");
+  const bool prefixed =
+      std::all_of(facts.begin(), facts.end(), [&](const TrialFacts& t) {
+        return absl::StartsWith(*t.trial_id, prefix);
+      });
+  SMOE_ASSIGN_OR_RETURN(
+      std::vector<store::AttemptRecord> attempts,
+      prefixed ? store->ListSweepAttemptsWithPrefix(sweep_id, prefix)
+               : store->ListSweepAttempts(sweep_id));
   for (const store::AttemptRecord& a : attempts) {
     const absl::Time end =
         a.outcome == store::AttemptOutcome::kRunning ? now : a.ended_at;
@@ -257,9 +386,11 @@ json SearchJson(const SearchSummary& s) {
 
 absl::StatusOr<json> ReadSearchJson(Scheduler* scheduler,
                                     store::ExperimentStore* store,
-                                    const std::string& sweep_id, int limit) {
-  SMOE_ASSIGN_OR_RETURN(SearchSummary s,
-                        ReadSearchSummary(scheduler, store, sweep_id, limit));
+                                    const std::string& sweep_id, int limit,
+                                    const SweepSnapshot* snapshot) {
+  SMOE_ASSIGN_OR_RETURN(
+      SearchSummary s,
+      ReadSearchSummary(scheduler, store, sweep_id, limit, snapshot));
   return SearchJson(s);
 }
 

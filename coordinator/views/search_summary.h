@@ -10,8 +10,14 @@
 // gRPC GetSweep serves the usage and decisions part through SweepDetail
 // (sweep_detail.h).
 //
-// Cost: one pass over the sweep's trials, one read of its decision log and
-// one of its attempts (store::ExperimentStore::ListSweepAttempts).
+// Cost (issue 35; bench/results/scale-2026-11-29e.md: 4-5 ms at 10^5
+// trials): with the read model's snapshot, one pass over its rows
+// (pointers), labels only for the decisions shown by a labeler kept per
+// sweep while its snapshots share one trial index; one read of the decision
+// log; the attempts from the key range of the trial ids' "<sweep>/" prefix
+// (ExperimentStore::ListSweepAttemptsWithPrefix); Scheduler::GetSearchUsage
+// in O(reported trials). Without a snapshot (gRPC, tests, refine) the
+// scheduler's records are copied and parsed, and every trial labelled.
 #ifndef SMOE_COORDINATOR_VIEWS_SEARCH_SUMMARY_H_
 #define SMOE_COORDINATOR_VIEWS_SEARCH_SUMMARY_H_
 
@@ -24,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/search/refine.h"
 #include "coordinator/scheduler.h"
+#include "coordinator/views/sweep_read_model.h"
 #include "nlohmann/json.hpp"
 #include "store/experiment_store.h"
 #include "sweeps/sweep_spec.h"
@@ -78,10 +85,15 @@ struct SearchSummary {
 };
 
 // NotFound for an unknown sweep; the store's errors as they come.
-absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
-                                                store::ExperimentStore* store,
-                                                const std::string& sweep_id,
-                                                int limit);
+// `snapshot` (optional; the read model's, SweepReadModel::Get): the trials'
+// ids, parsed params, seeds and states are read from its rows instead of
+// copying the scheduler's records and parsing every trial's params (issue
+// 35; refine still reads the records for its frontier). Either way the
+// same summary for the same trials.
+absl::StatusOr<SearchSummary> ReadSearchSummary(
+    Scheduler* scheduler, store::ExperimentStore* store,
+    const std::string& sweep_id, int limit,
+    const SweepSnapshot* snapshot = nullptr);
 
 // {"strategy", "metric", "axis", "early_stop", "smooth_evals",
 //  "budget_gpu_hours", "adaptive", and for an adaptive sweep:
@@ -95,10 +107,10 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
 nlohmann::json SearchJson(const SearchSummary& summary);
 
 // ReadSearchSummary, then SearchJson.
-absl::StatusOr<nlohmann::json> ReadSearchJson(Scheduler* scheduler,
-                                              store::ExperimentStore* store,
-                                              const std::string& sweep_id,
-                                              int limit);
+absl::StatusOr<nlohmann::json> ReadSearchJson(
+    Scheduler* scheduler, store::ExperimentStore* store,
+    const std::string& sweep_id, int limit,
+    const SweepSnapshot* snapshot = nullptr);
 
 }  // namespace smoe::coordinator::views
 
