@@ -40,6 +40,7 @@
 // Prints markdown and one "row:" line per part for the growth table
 // (bench/results/scale-*.md). Timing is wall clock on a shared machine.
 #include <httplib.h>
+#include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,6 +95,21 @@ double RssMb() {
     }
   }
   return 0;
+}
+
+// Bytes malloc has handed out and not had back (all arenas, mmapped blocks
+// included), in MB: its deltas around a phase are what that phase keeps.
+double HeapMb() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd) / (1024.0 * 1024.0);
+}
+
+// One line of the memory breakdown: the heap in use and the RSS now.
+void PrintMemory(const char* phase, double* last_heap) {
+  const double heap = HeapMb();
+  std::printf("memory: %s: heap in use %.0f MB (%+.0f MB), RSS %.0f MB\n",
+              phase, heap, heap - *last_heap, RssMb());
+  *last_heap = heap;
 }
 
 double FileMb(const std::string& path) {
@@ -298,6 +314,8 @@ int Coordinator(const Options& opt) {
       "restart: %.2f s; RSS %.0f MB after it (%.0f MB before); SQLite %.0f "
       "MB\n",
       restart_s, rss, rss0, db_mb);
+  double heap = 0;
+  PrintMemory("after the restart", &heap);
 
   auto* sched = (*server)->scheduler();
   httplib::Client client("127.0.0.1", (*server)->http_port());
@@ -319,7 +337,9 @@ int Coordinator(const Options& opt) {
       };
   double first_page = 0, curves_cold = 0;
   if (!get("/api/sweeps/bench?limit=50", &first_page)) return 1;
+  PrintMemory("after the first page (the read model's snapshot)", &heap);
   if (!get("/api/sweeps/bench/curves?metric=ood_acc", &curves_cold)) return 1;
+  PrintMemory("after the cold curves (one aggregator)", &heap);
   std::printf("first page cold: %.1f ms; curves cold: %.1f ms\n", first_page,
               curves_cold);
 
@@ -349,6 +369,7 @@ int Coordinator(const Options& opt) {
       held->size(), Percentile(per_request, 0.5), Percentile(per_request, 0.95),
       Percentile(per_event, 0.5), Percentile(per_event, 0.95),
       Percentile(per_event, 1.0));
+  PrintMemory("after the live refreshes (two more queries)", &heap);
   std::vector<double> uncached;
   for (int i = 0; i < opt.requests; ++i) {
     double ms = 0;
@@ -362,6 +383,7 @@ int Coordinator(const Options& opt) {
   std::printf("uncached curves (new query each time): p50 %.1f p95 %.1f ms\n",
               Percentile(uncached, 0.5), Percentile(uncached, 0.95));
   // The read model's snapshot and aggregators are loaded by now.
+  PrintMemory("after the uncached curves (a new query each)", &heap);
   std::printf("RSS after the dashboard reads: %.0f MB\n", RssMb());
 
   std::vector<double> rates;
