@@ -121,14 +121,14 @@ class LabelerCache {
       fresh.axes = axes;
       fresh.labeler = std::make_unique<analysis::TrialLabeler>(axes);
       for (const RowTable::Row& row : snapshot.rows) {
-        fresh.labeler->Add(row->point.params, row->point.seed);
+        fresh.labeler->Add(row->param_values(), row->seed);
       }
     }
     Entry& cur = entries_[sweep_id];
     std::unordered_map<std::string, std::string> out;
     for (const auto& [id, pos] : ids) {
-      const analysis::TrialPoint& p = snapshot.rows[pos]->point;
-      out[id] = cur.labeler->Label(p.params, p.seed);
+      const TrialRow& p = *snapshot.rows[pos];
+      out[id] = cur.labeler->Label(p.param_values(), p.seed);
     }
     return out;
   }
@@ -171,8 +171,8 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
   if (from_snapshot) {
     facts.reserve(snapshot->rows.size());
     for (const RowTable::Row& row : snapshot->rows) {
-      const analysis::TrialPoint& p = row->point;
-      facts.push_back({&p.trial_id, &p.params, p.seed, p.state});
+      const TrialRow& p = *row;
+      facts.push_back({&p.trial_id, &p.param_values(), p.seed, p.state});
     }
   } else {
     SMOE_ASSIGN_OR_RETURN(trials, scheduler->ListTrials(sweep_id));

@@ -10,7 +10,15 @@ namespace smoe::coordinator {
 namespace {
 
 void Count(SweepSnapshot& s, const TrialRow& r, int sign) {
-  for (const auto& [k, v] : r.point.results) s.metric_count[k] += sign;
+  for (size_t i = 0; i < r.results.size(); ++i) {
+    s.metric_count[r.results.name(i)] += sign;
+  }
+}
+
+// Sets the aggregator's position `i` to `row` (no TrialPoint copy).
+void SetRow(analysis::CurveAggregator& agg, size_t i, const TrialRow& row) {
+  agg.Set(static_cast<int64_t>(i), row.param_values(), row.seed, row.state,
+          row.results.Find(agg.options().metric));
 }
 
 }  // namespace
@@ -32,7 +40,7 @@ analysis::CurveAggregator& AggregatorEntry::At(
       seen_->rows.size() == snap->rows.size()) {
     // The next snapshot of the one seen: its changed rows only (O(changes)).
     for (size_t i : snap->changed) {
-      agg_->Set(static_cast<int64_t>(i), snap->rows[i]->point);
+      SetRow(*agg_, i, *snap->rows[i]);
     }
     seen_ = snap;
     return *agg_;
@@ -45,7 +53,7 @@ analysis::CurveAggregator& AggregatorEntry::At(
   for (size_t i = 0; i < snap->rows.size(); ++i) {
     if (seen_ == nullptr || i >= seen_->rows.size() ||
         seen_->rows[i] != snap->rows[i]) {
-      agg_->Set(static_cast<int64_t>(i), snap->rows[i]->point);
+      SetRow(*agg_, i, *snap->rows[i]);
     }
   }
   seen_ = snap;
@@ -150,13 +158,19 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Reload(
   if (const trials::TrialKind* k = sweeps::SweepKind(view->spec)) {
     snap->defaults = trials::Defaults(*k);
   }
-  std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
+  // Row by row, each summary freed once its row is built: the summaries
+  // and the rows are not both held in full (issue 35: 10^6 rows).
+  RowInterner interner;
   auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
+  index->reserve(rows->size());
   for (size_t i = 0; i < rows->size(); ++i) {
-    snap->rows.push_back(MakeTrialRow((*rows)[i], std::move(points[i])));
+    store::TrialSummary summary = std::move((*rows)[i]);
+    snap->rows.push_back(MakeTrialRow(summary, &interner));
     Count(*snap, *snap->rows[snap->rows.size() - 1], +1);
-    (*index)[(*rows)[i].trial_id] = i;
+    (*index)[std::move(summary.trial_id)] = i;
   }
+  rows->clear();
+  rows->shrink_to_fit();
   snap->index = std::move(index);
   return snap;
 }
@@ -180,11 +194,12 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Refresh(
   snap->version = w->sweep.version;
   snap->base_version = base->version;
   snap->changed.clear();
-  std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
+  RowInterner interner;
   for (size_t i = 0; i < rows->size(); ++i) {
     const size_t pos = snap->index->at((*rows)[i].trial_id);
     Count(*snap, *snap->rows[pos], -1);
-    snap->rows.Set(pos, MakeTrialRow((*rows)[i], std::move(points[i])));
+    snap->rows.Set(pos,
+                   MakeTrialRow((*rows)[i], &interner, snap->rows[pos].get()));
     Count(*snap, *snap->rows[pos], +1);
     snap->changed.push_back(pos);
   }

@@ -96,9 +96,9 @@ TEST(SweepReadModelTest, IncrementalEqualsFullRecomputeUnderRandomChanges) {
         analysis::FromSummaries(*rows);
     ASSERT_EQ(snap->rows.size(), points.size());
     for (size_t i = 0; i < points.size(); ++i) {
-      EXPECT_EQ(snap->rows[i]->point.trial_id, points[i].trial_id);
-      EXPECT_EQ(snap->rows[i]->point.state, points[i].state);
-      EXPECT_EQ(snap->rows[i]->point.results, points[i].results);
+      EXPECT_EQ(snap->rows[i]->trial_id, points[i].trial_id);
+      EXPECT_EQ(snap->rows[i]->state, points[i].state);
+      EXPECT_EQ(snap->rows[i]->results.ToMap(), points[i].results);
     }
     const analysis::Curves want = analysis::AggregateCurves(points, o);
     json want_opt = json::array();

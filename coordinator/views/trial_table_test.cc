@@ -279,12 +279,12 @@ TEST(TrialTableTest, RowTableCopiesOnWrite) {
   b.push_back(x);
   EXPECT_EQ(a.size(), n);
   EXPECT_EQ(b.size(), n + 1);
-  EXPECT_EQ(a[RowTable::kChunk + 3]->point.trial_id,
+  EXPECT_EQ(a[RowTable::kChunk + 3]->trial_id,
             absl::StrCat("s/", RowTable::kChunk + 3));
   EXPECT_EQ(b[RowTable::kChunk + 3], x);
   EXPECT_EQ(b[n], x);
   a.Set(0, x);
-  EXPECT_EQ(b[0]->point.trial_id, "s/0");
+  EXPECT_EQ(b[0]->trial_id, "s/0");
   size_t i = 0;
   for (const auto& r : b) {
     EXPECT_EQ(r, b[i]);
