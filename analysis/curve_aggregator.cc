@@ -45,6 +45,9 @@ struct CurveAggregator::Impl {
     // rebuilt (one sort) by the next Recompute.
     bool sorted = false;
     size_t changes = 0;  // Set()s since the last Recompute
+    // The cell's point lives in curves() at slots[slot] while laid out
+    // there (one copy of its seeds and values, not two), else here (-1).
+    int64_t slot = -1;
     CurvePoint point;
     std::string point_json;  // Dump(ToJson(point))
   };
@@ -91,19 +94,30 @@ struct CurveAggregator::Impl {
 
   // Counts a change of `cell`; past a bound its sorted values are dropped
   // (rebuilt by one sort at the next Recompute instead of O(cell) each).
-  static void Changed(Cell& cell) {
+  void Changed(Cell& cell) {
     cell.dirty = true;
     if (cell.sorted && ++cell.changes > 64 + cell.entries.size() / 16) {
       cell.sorted = false;
-      cell.point.seeds.clear();
-      cell.point.values.clear();
+      CurvePoint& point = PointOf(cell);
+      point.seeds.clear();
+      point.values.clear();
     }
   }
 
-  // Where (seed, value) is or goes in the cell's sorted values.
-  static size_t SortedAt(const Cell& cell, int64_t seed, double value) {
-    const std::vector<int64_t>& seeds = cell.point.seeds;
-    const std::vector<double>& values = cell.point.values;
+  // Where the cell's point is now (see Cell::slot).
+  CurvePoint& PointOf(Cell& cell) {
+    if (cell.slot < 0) return cell.point;
+    const std::array<size_t, 3>& at = slots[static_cast<size_t>(cell.slot)];
+    return curves.facets[at[0]].series[at[1]].points[at[2]];
+  }
+  const CurvePoint& PointOf(const Cell& cell) const {
+    return const_cast<Impl*>(this)->PointOf(const_cast<Cell&>(cell));
+  }
+
+  // Where (seed, value) is or goes in the sorted values of `point`.
+  static size_t SortedAt(const CurvePoint& point, int64_t seed, double value) {
+    const std::vector<int64_t>& seeds = point.seeds;
+    const std::vector<double>& values = point.values;
     size_t lo = 0, hi = seeds.size();
     while (lo < hi) {
       const size_t mid = lo + (hi - lo) / 2;
@@ -115,17 +129,19 @@ struct CurveAggregator::Impl {
     }
     return lo;
   }
-  static void AddSorted(Cell& cell, const Entry& e) {
+  void AddSorted(Cell& cell, const Entry& e) {
     if (!cell.sorted || !e.has_value()) return;
-    const size_t at = SortedAt(cell, e.seed, e.value);
-    cell.point.seeds.insert(cell.point.seeds.begin() + at, e.seed);
-    cell.point.values.insert(cell.point.values.begin() + at, e.value);
+    CurvePoint& point = PointOf(cell);
+    const size_t at = SortedAt(point, e.seed, e.value);
+    point.seeds.insert(point.seeds.begin() + at, e.seed);
+    point.values.insert(point.values.begin() + at, e.value);
   }
-  static void RemoveSorted(Cell& cell, const Entry& e) {
+  void RemoveSorted(Cell& cell, const Entry& e) {
     if (!cell.sorted || !e.has_value()) return;
-    const size_t at = SortedAt(cell, e.seed, e.value);
-    cell.point.seeds.erase(cell.point.seeds.begin() + at);
-    cell.point.values.erase(cell.point.values.begin() + at);
+    CurvePoint& point = PointOf(cell);
+    const size_t at = SortedAt(point, e.seed, e.value);
+    point.seeds.erase(point.seeds.begin() + at);
+    point.values.erase(point.values.begin() + at);
   }
 
   void Set(int64_t position, const json& params, int64_t seed,
@@ -209,7 +225,9 @@ struct CurveAggregator::Impl {
     size_t i = 0;
     for (const auto& [key, cell] : cells) {
       if (cell.values == 0) continue;
-      if (i >= layout.size() || key < layout[i] || layout[i] < key) {
+      // (A cell emptied and made again has the key but not the slot.)
+      if (i >= layout.size() || key < layout[i] || layout[i] < key ||
+          cell.slot != static_cast<int64_t>(i)) {
         return false;
       }
       ++i;
@@ -219,11 +237,7 @@ struct CurveAggregator::Impl {
     curves.trials_used = 0;
     for (auto& [key, cell] : cells) {
       if (cell.values == 0) continue;
-      if (cell.dirty) {
-        Recompute(key, cell);
-        const std::array<size_t, 3>& at = slots[i];
-        curves.facets[at[0]].series[at[1]].points[at[2]] = cell.point;
-      }
+      if (cell.dirty) Recompute(key, cell);  // in place, in curves
       curves.trials_used += cell.values;
       ++i;
     }
@@ -232,6 +246,7 @@ struct CurveAggregator::Impl {
   }
 
   void Recompute(const CellKey& key, Cell& cell) {
+    CurvePoint& point = PointOf(cell);
     if (!cell.sorted) {
       std::vector<std::pair<int64_t, double>> vals;
       vals.reserve(cell.values);
@@ -239,18 +254,24 @@ struct CurveAggregator::Impl {
         if (e.has_value()) vals.emplace_back(e.seed, e.value);
       }
       std::sort(vals.begin(), vals.end());
-      cell.point.seeds.clear();
-      cell.point.values.clear();
-      cell.point.seeds.reserve(vals.size());
-      cell.point.values.reserve(vals.size());
+      point.seeds.clear();
+      point.values.clear();
+      point.seeds.shrink_to_fit();
+      point.values.shrink_to_fit();
+      point.seeds.reserve(vals.size());
+      point.values.reserve(vals.size());
       for (const auto& [seed, v] : vals) {
-        cell.point.seeds.push_back(seed);
-        cell.point.values.push_back(v);
+        point.seeds.push_back(seed);
+        point.values.push_back(v);
       }
       cell.sorted = true;
+      // Built entry by entry (a vector doubles): its slack goes now.
+      if (cell.entries.capacity() > cell.entries.size() + 16) {
+        cell.entries.shrink_to_fit();
+      }
     }
-    internal::FinishCurvePoint(options, key, &cell.point);
-    cell.point_json = Dump(ToJson(cell.point));
+    internal::FinishCurvePoint(options, key, &point);
+    cell.point_json = Dump(ToJson(point));
     cell.dirty = false;
     cell.changes = 0;
     ++cells_computed;
@@ -261,6 +282,13 @@ struct CurveAggregator::Impl {
     if (!layout.empty() && UpdateInPlace()) {
       curves_dirty = false;
       return curves;
+    }
+    // The points laid out go back to their cells before the new layout.
+    for (auto& [key, cell] : cells) {
+      if (cell.slot >= 0) {
+        cell.point = std::move(PointOf(cell));
+        cell.slot = -1;
+      }
     }
     layout.clear();
     slots.clear();
@@ -278,7 +306,9 @@ struct CurveAggregator::Impl {
       if (f.series.empty() || !(f.series.back().key == key.series)) {
         f.series.push_back(Series{key.series, {}});
       }
-      f.series.back().points.push_back(cell.point);
+      f.series.back().points.push_back(std::move(cell.point));
+      cell.point = CurvePoint();
+      cell.slot = static_cast<int64_t>(slots.size());
       layout.push_back(key);
       slots.push_back({curves.facets.size() - 1, f.series.size() - 1,
                        f.series.back().points.size() - 1});
@@ -464,9 +494,10 @@ size_t CurveAggregator::ApproxBytes() const {
   for (const auto& [key, cell] : m.cells) {
     bytes += node(sizeof(CellKey) + sizeof(Impl::Cell));
     bytes += cell.entries.capacity() * sizeof(Impl::Entry);
-    // The point's seeds and values, twice (the cell's and curves()'s copy).
-    bytes += 2 * cell.point.seeds.capacity() * sizeof(int64_t) +
-             2 * cell.point.values.capacity() * sizeof(double);
+    // The point's seeds and values (in curves() or in the cell).
+    const CurvePoint& point = m.PointOf(cell);
+    bytes += point.seeds.capacity() * sizeof(int64_t) +
+             point.values.capacity() * sizeof(double);
     bytes += cell.point_json.capacity();
   }
   bytes += m.optimal_by_series.size() * node(sizeof(OptimalK)) +
