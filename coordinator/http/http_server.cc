@@ -678,9 +678,8 @@ struct HttpServer::Impl {
             for (const store::TrialRecord& t : w->changed) {
               json row = {{"trial_id", t.trial_id}, {"ordinal", t.ordinal}};
               if (snap) {
-                auto it = snap->index->find(t.trial_id);
-                if (it != snap->index->end()) {
-                  row = RowJson(*snap, it->second, axes);
+                if (std::optional<size_t> at = snap->Find(t.trial_id)) {
+                  row = RowJson(*snap, *at, axes);
                 }
               }
               // The scheduler's state is the freshest.

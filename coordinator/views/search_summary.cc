@@ -136,7 +136,7 @@ class LabelerCache {
  private:
   static constexpr size_t kMaxSweeps = 32;
   struct Entry {
-    std::weak_ptr<const std::unordered_map<std::string, size_t>> index;
+    std::weak_ptr<const TrialIndex> index;
     std::vector<std::string> axes;
     std::unique_ptr<analysis::TrialLabeler> labeler;
   };
@@ -208,10 +208,8 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
     for (size_t i = first_shown; i < log.size(); ++i) {
       const std::string& id = log[i].trial_id;
       if (id.empty() || !seen.insert(id).second) continue;
-      auto at = snapshot->index->find(id);
-      if (at != snapshot->index->end() && at->second < facts.size()) {
-        ids.emplace_back(id, at->second);
-      }
+      std::optional<size_t> at = snapshot->Find(id);
+      if (at && *at < facts.size()) ids.emplace_back(id, *at);
     }
     labels = Labelers().Labels(sweep_id, *snapshot, axes, ids);
   } else {

@@ -2,6 +2,7 @@
 #include "coordinator/views/sweep_read_model.h"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 #include "analysis/stats.h"
@@ -22,6 +23,31 @@ void SetRow(analysis::CurveAggregator& agg, size_t i, const TrialRow& row) {
 }
 
 }  // namespace
+
+uint64_t TrialIndex::Hash(absl::string_view id) {
+  return std::hash<std::string_view>()(std::string_view(id.data(), id.size()));
+}
+
+TrialIndex::TrialIndex(const RowTable& rows) {
+  by_hash_.reserve(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    by_hash_.emplace_back(Hash(rows[i]->trial_id), i);
+  }
+  std::sort(by_hash_.begin(), by_hash_.end());
+}
+
+std::optional<size_t> TrialIndex::Find(const RowTable& rows,
+                                       absl::string_view id) const {
+  const uint64_t h = Hash(id);
+  for (auto it = std::lower_bound(by_hash_.begin(), by_hash_.end(),
+                                  std::make_pair(h, uint64_t{0}));
+       it != by_hash_.end() && it->first == h; ++it) {
+    if (it->second < rows.size() && rows[it->second]->trial_id == id) {
+      return it->second;
+    }
+  }
+  return std::nullopt;
+}
 
 std::vector<std::string> SweepSnapshot::metrics() const {
   std::vector<std::string> out;
@@ -161,17 +187,14 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Reload(
   // Row by row, each summary freed once its row is built: the summaries
   // and the rows are not both held in full (issue 35: 10^6 rows).
   RowInterner interner;
-  auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
-  index->reserve(rows->size());
   for (size_t i = 0; i < rows->size(); ++i) {
     store::TrialSummary summary = std::move((*rows)[i]);
     snap->rows.push_back(MakeTrialRow(summary, &interner));
     Count(*snap, *snap->rows[snap->rows.size() - 1], +1);
-    (*index)[std::move(summary.trial_id)] = i;
   }
   rows->clear();
   rows->shrink_to_fit();
-  snap->index = std::move(index);
+  snap->index = std::make_shared<const TrialIndex>(snap->rows);
   return snap;
 }
 
@@ -185,7 +208,7 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Refresh(
   if (w->changed.size() > base->rows.size() / 4 + 64) return nullptr;
   std::vector<std::string> ids;
   for (const store::TrialRecord& t : w->changed) {
-    if (!base->index->count(t.trial_id)) return nullptr;  // new trials
+    if (!base->Find(t.trial_id)) return nullptr;  // new trials
     ids.push_back(t.trial_id);
   }
   auto rows = store_->ListSummariesOf(sweep_id, ids);
@@ -196,7 +219,9 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Refresh(
   snap->changed.clear();
   RowInterner interner;
   for (size_t i = 0; i < rows->size(); ++i) {
-    const size_t pos = snap->index->at((*rows)[i].trial_id);
+    const std::optional<size_t> at = snap->Find((*rows)[i].trial_id);
+    if (!at) return nullptr;  // not a trial of the base (checked above)
+    const size_t pos = *at;
     Count(*snap, *snap->rows[pos], -1);
     snap->rows.Set(pos,
                    MakeTrialRow((*rows)[i], &interner, snap->rows[pos].get()));

@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "analysis/stats.h"
@@ -55,7 +56,8 @@ struct RowParams {
 // rows that reported the same metrics), and a value per name.
 struct RowResults {
   std::shared_ptr<const std::vector<std::string>> names;  // null: none
-  std::vector<double> values;                             // per name
+  // Per name; inline up to 4 (no allocation of its own for most rows).
+  absl::InlinedVector<double, 4> values;
 
   size_t size() const { return values.size(); }
   const std::string& name(size_t i) const { return (*names)[i]; }
