@@ -1,6 +1,10 @@
 // Copyright 2026 SMoE Lab authors.
 #include "coordinator/views/sweep_read_model.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <string_view>
 #include <utility>
@@ -194,6 +198,11 @@ absl::StatusOr<std::shared_ptr<const SweepSnapshot>> SweepReadModel::Reload(
   }
   rows->clear();
   rows->shrink_to_fit();
+#if defined(__GLIBC__)
+  // The summaries were freed among the rows' allocations; hand their pages
+  // back (at 10^6 rows about 250 MB of RSS the heap no longer uses).
+  malloc_trim(0);
+#endif
   snap->index = std::make_shared<const TrialIndex>(snap->rows);
   return snap;
 }

@@ -166,9 +166,10 @@ class SweepReadModel {
 
   static constexpr size_t kMaxAggregators = 64;
   static constexpr size_t kMaxResponses = 512;
-  // The default bound on the aggregators' memory (issue 35): at 10^5 trials
-  // an aggregator holds about 14 MB, at 10^6 about 150 MB.
-  static constexpr size_t kMaxAggregatorBytes = size_t{768} << 20;
+  // The default bound on the aggregators' memory (issue 35): an aggregator
+  // holds about 48 bytes a trial (5 MB at 10^5 trials, 48 MB at 10^6), so
+  // the default keeps 8 of them at 10^6 and the count bound applies below.
+  static constexpr size_t kMaxAggregatorBytes = size_t{384} << 20;
   // The cached response bodies' bound (at 10^6 trials a curves body is about
   // 7 MB); beyond it the least recently stored go first.
   static constexpr size_t kMaxResponseBytes = size_t{256} << 20;
