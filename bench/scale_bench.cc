@@ -49,6 +49,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -85,17 +86,21 @@ double Ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-// VmRSS of this process in MB.
-double RssMb() {
+// A field of /proc/self/status in kB, as MB.
+double StatusMb(const char* field) {
   std::ifstream f("/proc/self/status");
   std::string line;
+  const size_t n = std::strlen(field);
   while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      return std::atof(line.c_str() + 6) / 1024.0;
+    if (line.compare(0, n, field) == 0) {
+      return std::atof(line.c_str() + n) / 1024.0;
     }
   }
   return 0;
 }
+
+// VmRSS of this process in MB.
+double RssMb() { return StatusMb("VmRSS:"); }
 
 // Bytes malloc has handed out and not had back (all arenas, mmapped blocks
 // included), in MB: its deltas around a phase are what that phase keeps.
@@ -107,8 +112,12 @@ double HeapMb() {
 // One line of the memory breakdown: the heap in use and the RSS now.
 void PrintMemory(const char* phase, double* last_heap) {
   const double heap = HeapMb();
-  std::printf("memory: %s: heap in use %.0f MB (%+.0f MB), RSS %.0f MB\n",
-              phase, heap, heap - *last_heap, RssMb());
+  // VmHWM: this process's peak RSS so far (the coordinator's: the setup
+  // ran in a forked child).
+  std::printf(
+      "memory: %s: heap in use %.0f MB (%+.0f MB), RSS %.0f MB, peak RSS "
+      "%.0f MB\n",
+      phase, heap, heap - *last_heap, RssMb(), StatusMb("VmHWM:"));
   *last_heap = heap;
 }
 
