@@ -121,14 +121,14 @@ class LabelerCache {
       fresh.axes = axes;
       fresh.labeler = std::make_unique<analysis::TrialLabeler>(axes);
       for (const RowTable::Row& row : snapshot.rows) {
-        fresh.labeler->Add(row->point.params, row->point.seed);
+        fresh.labeler->Add(row->param_values(), row->seed);
       }
     }
     Entry& cur = entries_[sweep_id];
     std::unordered_map<std::string, std::string> out;
     for (const auto& [id, pos] : ids) {
-      const analysis::TrialPoint& p = snapshot.rows[pos]->point;
-      out[id] = cur.labeler->Label(p.params, p.seed);
+      const TrialRow& p = *snapshot.rows[pos];
+      out[id] = cur.labeler->Label(p.param_values(), p.seed);
     }
     return out;
   }
@@ -136,7 +136,7 @@ class LabelerCache {
  private:
   static constexpr size_t kMaxSweeps = 32;
   struct Entry {
-    std::weak_ptr<const std::unordered_map<std::string, size_t>> index;
+    std::weak_ptr<const TrialIndex> index;
     std::vector<std::string> axes;
     std::unique_ptr<analysis::TrialLabeler> labeler;
   };
@@ -171,8 +171,8 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
   if (from_snapshot) {
     facts.reserve(snapshot->rows.size());
     for (const RowTable::Row& row : snapshot->rows) {
-      const analysis::TrialPoint& p = row->point;
-      facts.push_back({&p.trial_id, &p.params, p.seed, p.state});
+      const TrialRow& p = *row;
+      facts.push_back({&p.trial_id, &p.param_values(), p.seed, p.state});
     }
   } else {
     SMOE_ASSIGN_OR_RETURN(trials, scheduler->ListTrials(sweep_id));
@@ -208,10 +208,8 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
     for (size_t i = first_shown; i < log.size(); ++i) {
       const std::string& id = log[i].trial_id;
       if (id.empty() || !seen.insert(id).second) continue;
-      auto at = snapshot->index->find(id);
-      if (at != snapshot->index->end() && at->second < facts.size()) {
-        ids.emplace_back(id, at->second);
-      }
+      std::optional<size_t> at = snapshot->Find(id);
+      if (at && *at < facts.size()) ids.emplace_back(id, *at);
     }
     labels = Labelers().Labels(sweep_id, *snapshot, axes, ids);
   } else {
