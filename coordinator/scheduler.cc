@@ -1452,8 +1452,8 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   SearchInputs in;
   std::map<std::string, size_t> index;
   SearchPlan plan;
-  bool subset = s->asha != nullptr &&
-                IncrementalAshaPlanLocked(s, *batch, &in, &index, &plan);
+  bool subset = (s->asha != nullptr || s->median != nullptr) &&
+                IncrementalStoppingPlanLocked(s, *batch, &in, &index, &plan);
   if (!subset) {
     in = SearchInputs();
     index.clear();
@@ -1528,11 +1528,9 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   return absl::OkStatus();
 }
 
-bool Scheduler::IncrementalAshaPlanLocked(SweepEntry* s,
-                                          const WriteBatch& batch,
-                                          SearchInputs* in,
-                                          std::map<std::string, size_t>* index,
-                                          SearchPlan* plan) {
+bool Scheduler::IncrementalStoppingPlanLocked(
+    SweepEntry* s, const WriteBatch& batch, SearchInputs* in,
+    std::map<std::string, size_t>* index, SearchPlan* plan) {
   const std::string& sweep_id = s->record.sweep_id;
   if (!options_.incremental_search || !s->search_indexed) return false;
   // The trials changed since the last plan, by the batch's trial records,
@@ -1556,27 +1554,38 @@ bool Scheduler::IncrementalAshaPlanLocked(SweepEntry* s,
     return it != overlay.end() ? *it->second : trials_.at(id);
   };
   const std::vector<analysis::search::Report> none;
+  analysis::search::IncrementalAsha* asha = s->asha.get();
+  analysis::search::IncrementalMedian* median = s->median.get();
   for (const std::string& id : changed) {
     const TrialRecord& t = record(id);
     if (!ConsideredBySearch(t.state)) {
-      s->asha->Remove(id);
+      if (asha != nullptr) asha->Remove(id);
+      if (median != nullptr) median->Remove(id);
       continue;
     }
     auto r = s->reports.find(id);
-    s->asha->Set(id, s->search_info.at(id).group,
-                 r != s->reports.end() ? r->second : none);
+    const std::vector<analysis::search::Report>& rs =
+        r != s->reports.end() ? r->second : none;
+    if (asha != nullptr) asha->Set(id, s->search_info.at(id).group, rs);
+    if (median != nullptr) median->Set(id, s->search_info.at(id).group, rs);
   }
   in->spec = &s->spec;
   in->max_steps = s->search_max_steps;
-  for (const std::string& id : s->asha->TakeAffected()) {
-    if (!s->asha->Has(id)) continue;
+  const std::set<std::string> affected =
+      asha != nullptr ? asha->TakeAffected() : median->TakeAffected();
+  for (const std::string& id : affected) {
+    if (asha != nullptr ? !asha->Has(id) : !median->Has(id)) continue;
     const TrialRecord& t = record(id);
     (*index)[id] = in->trials.size();
     in->trials.push_back(t);
     const bool errored = t.state == TrialState::kPending && t.error_count > 0;
     auto l = s->last.find(id);
-    AppendStoppingDecision(t, s->asha->Decide(id, errored),
-                           l == s->last.end() ? nullptr : &l->second, plan);
+    AppendStoppingDecision(
+        t,
+        asha != nullptr
+            ? asha->Decide(id, errored)
+            : median->Decide(id, errored, t.state == TrialState::kPruned),
+        l == s->last.end() ? nullptr : &l->second, plan);
   }
   return true;
 }
@@ -1678,6 +1687,24 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
   s->search_max_steps = SearchMaxSteps(s->spec, trials);
   s->search_indexed = true;
   s->asha.reset();
+  s->median.reset();
+  if (s->spec.search.strategy == "median") {
+    analysis::search::MedianConfig c;
+    c.mode = analysis::search::ParseMode(s->spec.search.mode);
+    c.min_steps = s->spec.search.min_steps;
+    c.max_steps = s->search_max_steps;
+    const std::vector<analysis::search::Report> none;
+    s->median = std::make_shared<analysis::search::IncrementalMedian>(c);
+    std::vector<analysis::search::IncrementalMedian::Initial> initial;
+    initial.reserve(by_ordinal.size());
+    for (const TrialRecord* t : by_ordinal) {
+      if (!ConsideredBySearch(t->state)) continue;
+      auto r = s->reports.find(t->trial_id);
+      initial.push_back({&t->trial_id, &s->search_info.at(t->trial_id).group,
+                         r != s->reports.end() ? &r->second : &none});
+    }
+    s->median->Load(initial);
+  }
   if (s->spec.search.strategy == "asha") {
     const analysis::search::AshaConfig c =
         AshaConfigOf(s->spec, s->search_max_steps);

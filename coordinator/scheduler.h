@@ -45,6 +45,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "analysis/search/asha_incremental.h"
+#include "analysis/search/median_incremental.h"
 #include "analysis/search/types.h"
 #include "common/clock.h"
 #include "coordinator/search_driver.h"
@@ -431,6 +432,10 @@ class Scheduler {
     // decides only the trials whose decision may have changed (issue 35).
     // Built with the index.
     std::shared_ptr<analysis::search::IncrementalAsha> asha;
+    // The median rule: per group and report step the sorted running
+    // averages and the judged trials' bests, updated likewise
+    // (analysis/search/median_incremental.h). Built with the index.
+    std::shared_ptr<analysis::search::IncrementalMedian> median;
   };
   struct CapturedSweep {
     std::string sweep_id;
@@ -597,15 +602,17 @@ class Scheduler {
   // the groups with a trial in `batch` or changed since the last plan (the
   // changed set is then cleared). Returns whether the inputs are such a
   // subset. A plan from every trial (re)builds the index when allowed.
-  // PlanSearchLocked for a sweep with `s->asha` (indexed): updates it from
-  // the trials and reports changed since the last plan and in `batch`, and
-  // plans the trials whose decision may have changed. False (nothing done)
-  // when a changed trial is not in the index: the caller plans from every
-  // trial, which re-indexes. `in->trials` (and `index`): those trials.
-  bool IncrementalAshaPlanLocked(SweepEntry* s, const store::WriteBatch& batch,
-                                 SearchInputs* in,
-                                 std::map<std::string, size_t>* index,
-                                 SearchPlan* plan)
+  // PlanSearchLocked for a sweep with `s->asha` or `s->median` (indexed):
+  // updates it from the trials and reports changed since the last plan and
+  // in `batch`, and plans the trials whose decision may have changed. False
+  // (nothing done) when a changed trial is not in the index: the caller plans
+  // from every trial, which re-indexes. `in->trials` (and `index`): those
+  // trials.
+  bool IncrementalStoppingPlanLocked(SweepEntry* s,
+                                     const store::WriteBatch& batch,
+                                     SearchInputs* in,
+                                     std::map<std::string, size_t>* index,
+                                     SearchPlan* plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool SearchInputsLocked(SweepEntry* s, const store::WriteBatch& batch,
                           bool allow_subset, SearchInputs* in,

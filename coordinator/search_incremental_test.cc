@@ -195,7 +195,10 @@ INSTANTIATE_TEST_SUITE_P(
         "{strategy: asha, metric: ood_acc, min_steps: 10, reduction: 2, "
         "keep_neighbors: top_k, group_by: [M]}",
         "{strategy: asha, metric: ood_acc, min_steps: 20, reduction: 2}",
-        "{strategy: median, metric: ood_acc, min_steps: 20, group_by: [M]}"));
+        "{strategy: median, metric: ood_acc, min_steps: 20, group_by: [M]}",
+        "{strategy: median, metric: ood_acc, mode: min, min_steps: 0}",
+        "{strategy: median, metric: ood_acc, min_steps: 10, "
+        "group_by: [top_k]}"));
 
 }  // namespace
 }  // namespace smoe::coordinator
