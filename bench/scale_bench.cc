@@ -6,6 +6,7 @@
 //                    [--requests 20] [--seconds 2] [--workers 16,64,256]
 //                    [--search-trials N] [--search-reports 40]
 //                    [--asha-trials N] [--skip-search] [--skip-coordinator]
+//                    [--search-strategy asha|median] [--per-group-plans]
 //
 // Coordinator part (a real CoordinatorServer: SQLite with its production
 // synchronous=FULL, loopback HTTP):
@@ -36,6 +37,10 @@
 // `search-reports` search-metric reports (eval/ood_acc at the first rung),
 // each timed: Scheduler::ReportMetrics plans the sweep's search on every one
 // (the first after the start from every trial, reported on its own).
+// --search-strategy median: the same with the median rule (min_steps 300,
+// the same group_by) instead of asha; --per-group-plans: the scheduler's
+// incremental_stopping off (each report plans its group whole, as before
+// the incremental asha / median), a same-binary baseline.
 //
 // Prints markdown and one "row:" line per part for the growth table
 // (bench/results/scale-*.md). Timing is wall clock on a shared machine.
@@ -201,10 +206,15 @@ struct Options {
   int search_trials = -1, search_reports = 40;
   int asha_trials = -1;  // default: min(trials, 100000); 0: no asha part
   bool skip_search = false, skip_coordinator = false;
+  std::string search_strategy = "asha";
+  bool per_group_plans = false;
 };
 
 constexpr char kAshaSearch[] =
     "search: {strategy: asha, metric: ood_acc, min_steps: 300, reduction: 3, "
+    "group_by: [M, attention]}\n";
+constexpr char kMedianSearch[] =
+    "search: {strategy: median, metric: ood_acc, min_steps: 300, "
     "group_by: [M, attention]}\n";
 
 // The asha part of the coordinator bench: an adaptive sweep of `n` points
@@ -437,11 +447,14 @@ int Search(const Options& opt) {
   smoe::coordinator::SchedulerOptions so;
   so.lease_timeout = absl::Hours(1);
   so.parse.max_points = std::max<int64_t>(100000, n);
+  so.incremental_stopping = !opt.per_group_plans;
+  const bool median = opt.search_strategy == "median";
   auto sched_or = smoe::coordinator::Scheduler::Create(&store, &clock, so);
   if (!sched_or.ok()) return 1;
   auto& sched = **sched_or;
   const auto t0 = Clock::now();
-  auto sub = sched.SubmitSweep(SweepYaml("asha", n, kAshaSearch), false);
+  auto sub = sched.SubmitSweep(
+      SweepYaml("asha", n, median ? kMedianSearch : kAshaSearch), false);
   if (!sub.ok()) {
     std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
     return 1;
@@ -476,9 +489,11 @@ int Search(const Options& opt) {
     }
   }
   std::printf(
-      "search planning per report (asha, %lld trials, submit %.1f s in "
+      "search planning per report (%s%s, %lld trials, submit %.1f s in "
       "memory; the first report after the start %.1f ms): p50 %.3f p95 %.3f "
       "ms over %zu more reports\nrow-search: | %d | %.3f ms | %.3f ms |\n",
+      opt.search_strategy.c_str(),
+      opt.per_group_plans ? ", per-group plans" : "",
       static_cast<long long>(sub->sweep.counts.total()), submit_s, first_ms,
       Percentile(lat, 0.5), Percentile(lat, 0.95), lat.size(), n,
       Percentile(lat, 0.5), Percentile(lat, 0.95));
@@ -518,13 +533,22 @@ int main(int argc, char** argv) {
       opt.skip_search = true;
     } else if (a == "--skip-coordinator") {
       opt.skip_coordinator = true;
+    } else if (a == "--search-strategy") {
+      opt.search_strategy = next();
+      if (opt.search_strategy != "asha" && opt.search_strategy != "median") {
+        std::fprintf(stderr, "--search-strategy: asha or median\n");
+        return 64;
+      }
+    } else if (a == "--per-group-plans") {
+      opt.per_group_plans = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--trials N] [--hold N] [--live N] [--requests "
                    "N] [--seconds S] [--workers 16,64,256] [--search-trials "
                    "N] [--search-reports N] [--asha-trials N] "
                    "[--skip-search] "
-                   "[--skip-coordinator]\n",
+                   "[--skip-coordinator] [--search-strategy asha|median] "
+                   "[--per-group-plans]\n",
                    argv[0]);
       return 64;
     }

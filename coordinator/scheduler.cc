@@ -1688,6 +1688,7 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
   s->search_indexed = true;
   s->asha.reset();
   s->median.reset();
+  if (!options_.incremental_stopping) return;
   if (s->spec.search.strategy == "median") {
     analysis::search::MedianConfig c;
     c.mode = analysis::search::ParseMode(s->spec.search.mode);

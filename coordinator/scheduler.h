@@ -96,6 +96,11 @@ struct SchedulerOptions {
   // (analysis/search/asha_incremental.h). false: every plan from every
   // trial (the crash-restart path always is).
   bool incremental_search = true;
+  // With incremental_search: plain asha and the median rule maintained per
+  // report (analysis/search/asha_incremental.h, median_incremental.h),
+  // deciding only the trials a change can affect. false: their changed
+  // groups are planned whole (the per-group plan; benchmarks' baseline).
+  bool incremental_stopping = true;
   // Tests: also compute every incremental plan from every trial and fail
   // the transition (Internal, naming the difference) when the two differ.
   bool verify_search_plans = false;
