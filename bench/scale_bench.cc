@@ -7,6 +7,7 @@
 //                    [--search-trials N] [--search-reports 40]
 //                    [--asha-trials N] [--skip-search] [--skip-coordinator]
 //                    [--search-strategy asha|median] [--per-group-plans]
+//                    [--budget-gpu-hours H] [--full-plans]
 //
 // Coordinator part (a real CoordinatorServer: SQLite with its production
 // synchronous=FULL, loopback HTTP):
@@ -41,6 +42,10 @@
 // the same group_by) instead of asha; --per-group-plans: the scheduler's
 // incremental_stopping off (each report plans its group whole, as before
 // the incremental asha / median), a same-binary baseline.
+// --budget-gpu-hours H: the search has budget_gpu_hours H (the fake clock
+// does not move, so it is never spent: the planning before it is);
+// --full-plans: incremental_search off (every report plans from every
+// trial, which budgeted sweeps did before).
 //
 // Prints markdown and one "row:" line per part for the growth table
 // (bench/results/scale-*.md). Timing is wall clock on a shared machine.
@@ -208,6 +213,8 @@ struct Options {
   bool skip_search = false, skip_coordinator = false;
   std::string search_strategy = "asha";
   bool per_group_plans = false;
+  double budget_gpu_hours = 0;
+  bool full_plans = false;
 };
 
 constexpr char kAshaSearch[] =
@@ -448,13 +455,18 @@ int Search(const Options& opt) {
   so.lease_timeout = absl::Hours(1);
   so.parse.max_points = std::max<int64_t>(100000, n);
   so.incremental_stopping = !opt.per_group_plans;
+  so.incremental_search = !opt.full_plans;
   const bool median = opt.search_strategy == "median";
+  std::string search = median ? kMedianSearch : kAshaSearch;
+  if (opt.budget_gpu_hours > 0) {
+    search = absl::StrCat(search.substr(0, search.rfind('}')),
+                          ", budget_gpu_hours: ", opt.budget_gpu_hours, "}\n");
+  }
   auto sched_or = smoe::coordinator::Scheduler::Create(&store, &clock, so);
   if (!sched_or.ok()) return 1;
   auto& sched = **sched_or;
   const auto t0 = Clock::now();
-  auto sub = sched.SubmitSweep(
-      SweepYaml("asha", n, median ? kMedianSearch : kAshaSearch), false);
+  auto sub = sched.SubmitSweep(SweepYaml("asha", n, search), false);
   if (!sub.ok()) {
     std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
     return 1;
@@ -489,11 +501,13 @@ int Search(const Options& opt) {
     }
   }
   std::printf(
-      "search planning per report (%s%s, %lld trials, submit %.1f s in "
+      "search planning per report (%s%s%s%s, %lld trials, submit %.1f s in "
       "memory; the first report after the start %.1f ms): p50 %.3f p95 %.3f "
       "ms over %zu more reports\nrow-search: | %d | %.3f ms | %.3f ms |\n",
       opt.search_strategy.c_str(),
       opt.per_group_plans ? ", per-group plans" : "",
+      opt.budget_gpu_hours > 0 ? ", budget_gpu_hours" : "",
+      opt.full_plans ? ", plans from every trial" : "",
       static_cast<long long>(sub->sweep.counts.total()), submit_s, first_ms,
       Percentile(lat, 0.5), Percentile(lat, 0.95), lat.size(), n,
       Percentile(lat, 0.5), Percentile(lat, 0.95));
@@ -541,6 +555,10 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--per-group-plans") {
       opt.per_group_plans = true;
+    } else if (a == "--budget-gpu-hours") {
+      opt.budget_gpu_hours = std::atof(next().c_str());
+    } else if (a == "--full-plans") {
+      opt.full_plans = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--trials N] [--hold N] [--live N] [--requests "
@@ -548,7 +566,8 @@ int main(int argc, char** argv) {
                    "N] [--search-reports N] [--asha-trials N] "
                    "[--skip-search] "
                    "[--skip-coordinator] [--search-strategy asha|median] "
-                   "[--per-group-plans]\n",
+                   "[--per-group-plans] [--budget-gpu-hours H] "
+                   "[--full-plans]\n",
                    argv[0]);
       return 64;
     }

@@ -1533,6 +1533,7 @@ bool Scheduler::IncrementalStoppingPlanLocked(
     std::map<std::string, size_t>* index, SearchPlan* plan) {
   const std::string& sweep_id = s->record.sweep_id;
   if (!options_.incremental_search || !s->search_indexed) return false;
+  if (BudgetMaybeSpentLocked(*s, batch)) return false;
   // The trials changed since the last plan, by the batch's trial records,
   // or by its search-metric reports (mirrored in s->reports).
   std::set<std::string> changed = s->search_dirty;
@@ -1611,7 +1612,9 @@ bool Scheduler::SearchInputsLocked(SweepEntry* s, const WriteBatch& batch,
     }
     for (const store::MetricRecord& m : batch.metrics) touch(m.trial_id);
     for (const WriteBatch::Result& r : batch.results) touch(r.trial_id);
-    if (known) {
+    // A spent GPU-hour budget prunes the pending trials of every group:
+    // planned from every trial.
+    if (known && !BudgetMaybeSpentLocked(*s, batch)) {
       s->search_dirty.clear();
       in->info = &s->search_info;
       in->max_steps = s->search_max_steps;
@@ -1661,10 +1664,54 @@ bool Scheduler::SearchInputsLocked(SweepEntry* s, const WriteBatch& batch,
     in->device_hours_used = DeviceHoursLocked(*s, in->trials);
   }
   if (per_group && allow_subset) {
-    IndexSearchLocked(s, in->trials);
-    in->info = &s->search_info;
+    if (BudgetSpent(*in)) {
+      // Spent for good (device-hours only grow; a spec change re-indexes):
+      // every later plan is from every trial, so no index to keep up.
+      s->search_indexed = false;
+      s->search_dirty.clear();
+      s->asha.reset();
+      s->median.reset();
+    } else {
+      IndexSearchLocked(s, in->trials);
+      in->info = &s->search_info;
+    }
   }
   return false;
+}
+
+bool Scheduler::BudgetMaybeSpentLocked(const SweepEntry& s,
+                                       const WriteBatch& batch) {
+  const double budget = s.spec.search.budget_gpu_hours;
+  if (!(budget > 0)) return false;
+  const std::string& sweep_id = s.record.sweep_id;
+  const absl::Time now = clock_->Now();
+  const int gpus = std::max(1, s.spec.resources.gpus_per_trial);
+  double hours = s.ended_device_hours;
+  auto add = [&](const TrialRecord& t) {
+    if (t.state == TrialState::kRunning && now > t.updated_at) {
+      hours += absl::ToDoubleHours(now - t.updated_at) * gpus;
+    }
+  };
+  std::set<std::string> in_batch;
+  for (const TrialRecord& t : batch.trials) {
+    if (t.sweep_id != sweep_id) continue;
+    if (in_batch.insert(t.trial_id).second) {
+      // The batch's last record of a trial is the state it leads to.
+      const TrialRecord* last = &t;
+      for (const TrialRecord& u : batch.trials) {
+        if (u.trial_id == t.trial_id) last = &u;
+      }
+      add(*last);
+    }
+  }
+  for (const std::string& id : running_) {
+    if (in_batch.count(id)) continue;
+    auto it = trials_.find(id);
+    if (it != trials_.end() && it->second.sweep_id == sweep_id) {
+      add(it->second);
+    }
+  }
+  return hours >= budget * (1 - 1e-9);
 }
 
 void Scheduler::IndexSearchLocked(SweepEntry* s,

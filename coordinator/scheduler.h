@@ -632,6 +632,14 @@ class Scheduler {
   void IndexSearchLocked(SweepEntry* s,
                          const std::vector<store::TrialRecord>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // search.budget_gpu_hours set and (nearly: within 1e-9 relative, so that
+  // a different summation order cannot disagree with DeviceHoursLocked) spent
+  // by the state `batch` leads to: the ended attempts' hours (mirrored) and
+  // the sweep's running trials' (running_, `batch` overlaid), O(running
+  // trials) instead of O(sweep). Incremental plans need it false.
+  bool BudgetMaybeSpentLocked(const SweepEntry& s,
+                              const store::WriteBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The device-hours `s` has used: its ended attempts' (mirrored) and each
   // running trial of `trials` from its lease until now.
   double DeviceHoursLocked(const SweepEntry& s,
