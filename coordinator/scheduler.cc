@@ -1567,7 +1567,15 @@ bool Scheduler::IncrementalStoppingPlanLocked(
     auto r = s->reports.find(id);
     const std::vector<analysis::search::Report>& rs =
         r != s->reports.end() ? r->second : none;
-    if (asha != nullptr) asha->Set(id, s->search_info.at(id).group, rs);
+    if (asha != nullptr) {
+      const SearchTrialInfo& info = s->search_info.at(id);
+      analysis::search::Trial facts;
+      facts.config = info.config;
+      facts.has_axis = info.has_axis;
+      facts.axis = info.axis;
+      facts.rest = info.rest;
+      asha->Set(id, info.group, rs, &facts);
+    }
     if (median != nullptr) median->Set(id, s->search_info.at(id).group, rs);
   }
   in->spec = &s->spec;
@@ -1760,12 +1768,22 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
       const std::vector<analysis::search::Report> none;
       s->asha = std::make_shared<analysis::search::IncrementalAsha>(c);
       std::vector<analysis::search::IncrementalAsha::Initial> initial;
+      std::vector<analysis::search::Trial> facts(by_ordinal.size());
       initial.reserve(by_ordinal.size());
-      for (const TrialRecord* t : by_ordinal) {
+      for (size_t i = 0; i < by_ordinal.size(); ++i) {
+        const TrialRecord* t = by_ordinal[i];
         if (!ConsideredBySearch(t->state)) continue;
+        const SearchTrialInfo& info = s->search_info.at(t->trial_id);
+        if (c.aggregate_seeds) facts[i].config = info.config;
+        if (c.keep_neighbors) {
+          facts[i].has_axis = info.has_axis;
+          facts[i].axis = info.axis;
+          facts[i].rest = info.rest;
+        }
         auto r = s->reports.find(t->trial_id);
-        initial.push_back({&t->trial_id, &s->search_info.at(t->trial_id).group,
-                           r != s->reports.end() ? &r->second : &none});
+        initial.push_back({&t->trial_id, &info.group,
+                           r != s->reports.end() ? &r->second : &none,
+                           &facts[i]});
       }
       s->asha->Load(initial);
     }
