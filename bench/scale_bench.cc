@@ -8,6 +8,7 @@
 //                    [--asha-trials N] [--skip-search] [--skip-coordinator]
 //                    [--search-strategy asha|median] [--per-group-plans]
 //                    [--budget-gpu-hours H] [--full-plans]
+//                    [--search-extra "aggregate_seeds: true"]
 //
 // Coordinator part (a real CoordinatorServer: SQLite with its production
 // synchronous=FULL, loopback HTTP):
@@ -45,7 +46,8 @@
 // --budget-gpu-hours H: the search has budget_gpu_hours H (the fake clock
 // does not move, so it is never spent: the planning before it is);
 // --full-plans: incremental_search off (every report plans from every
-// trial, which budgeted sweeps did before).
+// trial, which budgeted sweeps did before). --search-extra: more keys for
+// the search block (e.g. "aggregate_seeds: true", "keep_neighbors: top_k").
 //
 // Prints markdown and one "row:" line per part for the growth table
 // (bench/results/scale-*.md). Timing is wall clock on a shared machine.
@@ -215,6 +217,7 @@ struct Options {
   bool per_group_plans = false;
   double budget_gpu_hours = 0;
   bool full_plans = false;
+  std::string search_extra;
 };
 
 constexpr char kAshaSearch[] =
@@ -462,6 +465,10 @@ int Search(const Options& opt) {
     search = absl::StrCat(search.substr(0, search.rfind('}')),
                           ", budget_gpu_hours: ", opt.budget_gpu_hours, "}\n");
   }
+  if (!opt.search_extra.empty()) {
+    search = absl::StrCat(search.substr(0, search.rfind('}')), ", ",
+                          opt.search_extra, "}\n");
+  }
   auto sched_or = smoe::coordinator::Scheduler::Create(&store, &clock, so);
   if (!sched_or.ok()) return 1;
   auto& sched = **sched_or;
@@ -501,13 +508,15 @@ int Search(const Options& opt) {
     }
   }
   std::printf(
-      "search planning per report (%s%s%s%s, %lld trials, submit %.1f s in "
+      "search planning per report (%s%s%s%s%s%s, %lld trials, submit %.1f s "
+      "in "
       "memory; the first report after the start %.1f ms): p50 %.3f p95 %.3f "
       "ms over %zu more reports\nrow-search: | %d | %.3f ms | %.3f ms |\n",
       opt.search_strategy.c_str(),
       opt.per_group_plans ? ", per-group plans" : "",
       opt.budget_gpu_hours > 0 ? ", budget_gpu_hours" : "",
       opt.full_plans ? ", plans from every trial" : "",
+      opt.search_extra.empty() ? "" : ", ", opt.search_extra.c_str(),
       static_cast<long long>(sub->sweep.counts.total()), submit_s, first_ms,
       Percentile(lat, 0.5), Percentile(lat, 0.95), lat.size(), n,
       Percentile(lat, 0.5), Percentile(lat, 0.95));
@@ -559,6 +568,8 @@ int main(int argc, char** argv) {
       opt.budget_gpu_hours = std::atof(next().c_str());
     } else if (a == "--full-plans") {
       opt.full_plans = true;
+    } else if (a == "--search-extra") {
+      opt.search_extra = next();
     } else {
       std::fprintf(stderr,
                    "usage: %s [--trials N] [--hold N] [--live N] [--requests "
@@ -567,7 +578,7 @@ int main(int argc, char** argv) {
                    "[--skip-search] "
                    "[--skip-coordinator] [--search-strategy asha|median] "
                    "[--per-group-plans] [--budget-gpu-hours H] "
-                   "[--full-plans]\n",
+                   "[--full-plans] [--search-extra KEYS]\n",
                    argv[0]);
       return 64;
     }

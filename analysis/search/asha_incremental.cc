@@ -121,11 +121,12 @@ void IncrementalAsha::UnlinkUnit(uint32_t u) {
   x.linked = false;
 }
 
-void IncrementalAsha::LinkUnit(uint32_t u) {
-  Unit& x = units_[u];
+std::vector<std::optional<IncrementalAsha::RungValue>> IncrementalAsha::MeanAt(
+    uint32_t u) const {
+  const Unit& x = units_[u];
   const size_t L = rungs_.size();
-  x.at.assign(L, std::nullopt);
-  if (x.members.empty()) return;
+  std::vector<std::optional<RungValue>> at(L);
+  if (x.members.empty()) return at;
   // The mean over the members, summed in trial-id order as DecideAsha does.
   for (size_t i = 0; i < L; ++i) {
     double sum = 0;
@@ -140,9 +141,17 @@ void IncrementalAsha::LinkUnit(uint32_t u) {
       step = std::max(step, views_[m].at[i]->step);
     }
     if (all) {
-      x.at[i] = RungValue{step, sum / static_cast<double>(x.members.size())};
+      at[i] = RungValue{step, sum / static_cast<double>(x.members.size())};
     }
   }
+  return at;
+}
+
+void IncrementalAsha::LinkUnit(uint32_t u) {
+  Unit& x = units_[u];
+  const size_t L = rungs_.size();
+  x.at = MeanAt(u);
+  if (x.members.empty()) return;
   Group& g = groups_[static_cast<size_t>(x.group)];
   for (size_t i = 0; i < L; ++i) {
     if (!x.at[i]) continue;
@@ -216,6 +225,21 @@ void IncrementalAsha::Change(uint32_t t, int group,
   if (new_unit < 0) return;
   const uint32_t u = static_cast<uint32_t>(new_unit);
   Group& g = groups_[static_cast<size_t>(units_[u].group)];
+  if (w.present) {
+    // Staying in its unit: when the unit's rung values do not change (a
+    // report between rungs; a seed of an incomplete configuration), no
+    // ranking changes and only this trial's decision can.
+    Evaluate(t, *reports);
+    const std::vector<std::optional<RungValue>> at = MeanAt(u);
+    bool same = at.size() == units_[u].at.size();
+    for (size_t i = 0; same && i < at.size(); ++i) {
+      const auto& a = at[i];
+      const auto& b = units_[u].at[i];
+      same = a.has_value() == b.has_value() &&
+             (!a || (a->step == b->step && a->value == b->value));
+    }
+    if (same) return;
+  }
   const Snapshot old = Snap(g);
   UnlinkUnit(u);
   Evaluate(t, *reports);

@@ -132,6 +132,8 @@ class IncrementalAsha {
   // keep_neighbors: the units of `g` on `u`'s axis line next to it.
   std::vector<uint32_t> NeighbourUnits(uint32_t u) const;
   bool Neighbours(uint32_t a, uint32_t b) const;
+  // The unit's rung values from its members' (their mean where all have one).
+  std::vector<std::optional<RungValue>> MeanAt(uint32_t u) const;
   void UnlinkUnit(uint32_t u);  // removes the unit's entries from its group
   void LinkUnit(uint32_t u);    // recomputes its values and inserts them
   void MarkUnit(uint32_t u);    // its members are affected
