@@ -90,13 +90,13 @@ struct SchedulerOptions {
   bool group_commit = true;
   // Issue 35 item 2: plan an asha/median sweep (search_driver.h
   // PlansPerGroup) from the search groups whose trials or reports changed
-  // since its last plan, not from every trial; plain asha (no
-  // aggregate_seeds, no keep_neighbors) from its maintained sorted rungs,
-  // deciding only the trials a change can affect
-  // (analysis/search/asha_incremental.h). false: every plan from every
-  // trial (the crash-restart path always is).
+  // since its last plan, not from every trial (a budgeted one until its
+  // budget is spent); asha and the median rule from their maintained sorted
+  // rungs / running averages, deciding only the trials a change can affect
+  // (analysis/search/asha_incremental.h, median_incremental.h). false: every
+  // plan from every trial (the crash-restart path always is).
   bool incremental_search = true;
-  // With incremental_search: plain asha and the median rule maintained per
+  // With incremental_search: asha and the median rule maintained per
   // report (analysis/search/asha_incremental.h, median_incremental.h),
   // deciding only the trials a change can affect. false: their changed
   // groups are planned whole (the per-group plan; benchmarks' baseline).
@@ -436,8 +436,8 @@ class Scheduler {
     std::map<std::string, std::vector<std::string>> search_groups;
     std::set<std::string> search_dirty;
     int64_t search_max_steps = 1;
-    // Asha without aggregate_seeds and keep_neighbors: its rungs' sorted
-    // values per group, updated from the changed trials and reports; a plan
+    // Asha (any configuration): its rungs' sorted unit values per group,
+    // updated from the changed trials and reports; a plan
     // decides only the trials whose decision may have changed (issue 35).
     // Built with the index.
     std::shared_ptr<analysis::search::IncrementalAsha> asha;
