@@ -129,6 +129,7 @@ std::vector<std::optional<IncrementalAsha::RungValue>> IncrementalAsha::MeanAt(
   if (x.members.empty()) return at;
   // The mean over the members, summed in trial-id order as DecideAsha does.
   for (size_t i = 0; i < L; ++i) {
+    if (x.reached[i] != static_cast<int64_t>(x.members.size())) continue;
     double sum = 0;
     int64_t step = 0;
     bool all = true;
@@ -161,6 +162,12 @@ void IncrementalAsha::LinkUnit(uint32_t u) {
   }
   ++g.considered;
   x.linked = true;
+}
+
+void IncrementalAsha::Count(uint32_t u, uint32_t t, int sign) {
+  for (size_t i = 0; i < rungs_.size(); ++i) {
+    if (views_[t].at[i]) units_[u].reached[i] += sign;
+  }
 }
 
 void IncrementalAsha::MarkUnit(uint32_t u) {
@@ -214,6 +221,7 @@ void IncrementalAsha::Change(uint32_t t, int group,
     const Snapshot old = Snap(g);
     MarkUnit(u);
     UnlinkUnit(u);
+    Count(u, t, -1);
     std::vector<uint32_t>& ms = units_[u].members;
     ms.erase(std::remove(ms.begin(), ms.end(), t), ms.end());
     w.present = false;
@@ -225,11 +233,15 @@ void IncrementalAsha::Change(uint32_t t, int group,
   if (new_unit < 0) return;
   const uint32_t u = static_cast<uint32_t>(new_unit);
   Group& g = groups_[static_cast<size_t>(units_[u].group)];
-  if (w.present) {
+  const bool member = w.present;
+  if (member) {
     // Staying in its unit: when the unit's rung values do not change (a
-    // report between rungs; a seed of an incomplete configuration), no
-    // ranking changes and only this trial's decision can.
+    // report between rungs; a seed of a configuration whose other seeds
+    // have not reached the rung), no ranking changes and only this trial's
+    // decision can.
+    Count(u, t, -1);
     Evaluate(t, *reports);
+    Count(u, t, 1);
     const std::vector<std::optional<RungValue>> at = MeanAt(u);
     bool same = at.size() == units_[u].at.size();
     for (size_t i = 0; same && i < at.size(); ++i) {
@@ -241,15 +253,16 @@ void IncrementalAsha::Change(uint32_t t, int group,
     if (same) return;
   }
   const Snapshot old = Snap(g);
-  UnlinkUnit(u);
-  Evaluate(t, *reports);
-  if (!w.present) {
+  UnlinkUnit(u);  // by its old values
+  if (!member) {
+    Evaluate(t, *reports);
     std::vector<uint32_t>& ms = units_[u].members;
     ms.insert(std::upper_bound(ms.begin(), ms.end(), t,
                                [&](uint32_t a, uint32_t b) {
                                  return views_[a].trial_id < views_[b].trial_id;
                                }),
               t);
+    Count(u, t, 1);
     w.present = true;
     w.unit = u;
   }
@@ -320,6 +333,7 @@ uint32_t IncrementalAsha::UnitOf(int group, const std::string& trial_id,
     u.key = key;
     u.group = group;
     u.at.assign(rungs_.size(), std::nullopt);
+    u.reached.assign(rungs_.size(), 0);
     if (facts != nullptr) {
       u.has_axis = facts->has_axis;
       u.axis = facts->axis;
@@ -356,6 +370,7 @@ void IncrementalAsha::Load(const std::vector<Initial>& trials) {
     v.present = true;
     v.unit = u;
     units_[u].members.push_back(t);
+    Count(u, t, 1);
     loaded_units.push_back(u);
   }
   std::sort(loaded_units.begin(), loaded_units.end());
@@ -368,23 +383,7 @@ void IncrementalAsha::Load(const std::vector<Initial>& trials) {
       return views_[a].trial_id < views_[b].trial_id;
     });
     // LinkUnit without the sorted insertion: push, sort per rung below.
-    x.at.assign(L, std::nullopt);
-    for (size_t i = 0; i < L; ++i) {
-      double sum = 0;
-      int64_t step = 0;
-      bool all = true;
-      for (uint32_t m : x.members) {
-        if (!views_[m].at[i]) {
-          all = false;
-          break;
-        }
-        sum += views_[m].at[i]->value;
-        step = std::max(step, views_[m].at[i]->step);
-      }
-      if (all) {
-        x.at[i] = RungValue{step, sum / static_cast<double>(x.members.size())};
-      }
-    }
+    x.at = MeanAt(u);
     Group& g = groups_[static_cast<size_t>(x.group)];
     for (size_t i = 0; i < L; ++i) {
       if (x.at[i]) g.ranked[i].push_back(Entry{x.at[i]->value, u});
@@ -463,10 +462,7 @@ Decision IncrementalAsha::Decide(const std::string& trial_id,
           : "";
   // A seed ahead of its configuration's others waits at its rung.
   auto wait = [&](const std::string& before) {
-    int at_rung = 0;
-    for (uint32_t m : u.members) {
-      at_rung += views_[m].at[static_cast<size_t>(ht)].has_value();
-    }
+    const int64_t at_rung = u.reached[static_cast<size_t>(ht)];
     d.action = Action::kPrune;
     d.final = false;
     d.rung = ht;

@@ -102,7 +102,8 @@ class IncrementalAsha {
     int group = -1;
     std::vector<uint32_t> members;             // present trials, by trial id
     std::vector<std::optional<RungValue>> at;  // the members' mean
-    bool linked = false;                       // has members
+    std::vector<int64_t> reached;  // per rung: members with a value there
+    bool linked = false;           // has members
     bool has_axis = false;
     int64_t axis = 0;
     std::string rest;
@@ -137,6 +138,8 @@ class IncrementalAsha {
   void UnlinkUnit(uint32_t u);  // removes the unit's entries from its group
   void LinkUnit(uint32_t u);    // recomputes its values and inserts them
   void MarkUnit(uint32_t u);    // its members are affected
+  // Adds (sign 1) or takes (-1) member t's rung values to / from reached.
+  void Count(uint32_t u, uint32_t t, int sign);
   // Marks the units of `g` whose promotion or final prune may differ from
   // when it was `old`.
   void MarkAround(const Group& g, const Snapshot& old);
