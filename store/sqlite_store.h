@@ -209,6 +209,12 @@ class SqliteStore final : public ExperimentStore {
                                    std::unordered_set<std::string>* known)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int> SchemaVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ListSummaries of a sweep whose trial ids all start with "<sweep>/": its
+  // attempts and results read as key ranges (forward walks) instead of a
+  // probe per row; nullopt when some id does not (the per-row query then).
+  absl::StatusOr<std::optional<std::vector<TrialSummary>>>
+  ListPrefixedSummariesLocked(absl::string_view sweep_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // PRAGMA quick_check; DataLoss quoting its first problems.
   absl::Status QuickCheck() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // kSmoeApplicationId: refuses another application's database, stamps

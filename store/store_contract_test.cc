@@ -6,8 +6,10 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -430,6 +432,69 @@ TYPED_TEST(StoreContractTest, SummariesCarryLastErrorAndExitCode) {
   ASSERT_EQ(after->size(), 1u);
   ASSERT_TRUE((*after)[0].last_exit_code.has_value());
   EXPECT_EQ(*(*after)[0].last_exit_code, 0);
+}
+
+// A sweep's summaries read whole (SqliteStore: the sweep's attempts and
+// results as key ranges of "<sweep>/" ids) equal the row-by-row reads
+// (ListSummariesOf), on random trials with several attempts (running,
+// failed, succeeded; the trial row's worker kept or cleared) and results,
+// beside sweeps whose ids fall in the same key range ("s/x/...") or just
+// past it ("s0/..."), and a sweep whose ids lack the prefix (the per-row
+// query). Fails if the range read takes another sweep's attempt or result,
+// the wrong attempt's worker, or an exit code other than the latest ended
+// attempt's.
+TYPED_TEST(StoreContractTest, SweepSummariesEqualTheRowByRowReads) {
+  std::mt19937 rng(7);
+  WriteBatch b;
+  const std::vector<std::string> sweeps = {"s", "s/x", "s0", "r"};
+  for (const std::string& id : sweeps) b.sweeps.push_back(MakeSweep(id));
+  std::map<std::string, std::vector<std::string>> ids;
+  for (const std::string& sweep : sweeps) {
+    for (int n = 0; n < 40; ++n) {
+      TrialRecord t = MakeTrial(sweep, n);
+      // Sweep "r": ids without the "r/" prefix.
+      if (sweep == "r") t.trial_id = absl::StrCat("r-", n);
+      const int attempts = static_cast<int>(rng() % 4);
+      t.attempt = attempts;
+      t.state = attempts == 0 ? TrialState::kPending : TrialState::kSucceeded;
+      t.worker_id = rng() % 2 ? "" : absl::StrCat("lease-", n);
+      for (int a = 1; a <= attempts; ++a) {
+        AttemptRecord r;
+        r.trial_id = t.trial_id;
+        r.attempt = a;
+        r.worker_id = absl::StrCat(sweep, "-w", n, "-", a);
+        const int o = static_cast<int>(rng() % 3);
+        r.outcome = o == 0   ? AttemptOutcome::kRunning
+                    : o == 1 ? AttemptOutcome::kFailed
+                             : AttemptOutcome::kSucceeded;
+        r.exit_code = static_cast<int>(rng() % 100);
+        b.attempts.push_back(r);
+      }
+      if (rng() % 2) {
+        b.results.push_back(
+            {t.trial_id, 1.0 * n, {{"acc", n / 40.0}, {sweep, 1.0 * n}}});
+      }
+      ids[sweep].push_back(t.trial_id);
+      b.trials.push_back(t);
+    }
+  }
+  this->MustCommit(b);
+  for (const std::string& sweep : sweeps) {
+    SCOPED_TRACE(sweep);
+    auto whole = this->store_->ListSummaries(sweep);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    auto by_row = this->store_->ListSummariesOf(sweep, ids[sweep]);
+    ASSERT_TRUE(by_row.ok()) << by_row.status();
+    ASSERT_EQ(whole->size(), 40u);
+    ASSERT_EQ(by_row->size(), 40u);
+    for (size_t i = 0; i < whole->size(); ++i) {
+      EXPECT_EQ(Dump((*whole)[i]), Dump((*by_row)[i]));
+      EXPECT_EQ((*whole)[i].sweep_id, sweep);
+      for (const auto& [name, value] : (*whole)[i].results) {
+        EXPECT_TRUE(name == "acc" || name == sweep) << name;
+      }
+    }
+  }
 }
 
 TYPED_TEST(StoreContractTest, MissingIdsAreNotFoundAndEmptyLists) {
