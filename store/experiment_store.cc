@@ -42,4 +42,22 @@ ExperimentStore::ListSweepAttemptsWithPrefix(
   return out;
 }
 
+absl::StatusOr<int64_t> ExperimentStore::CountDecisions(
+    absl::string_view sweep_id) {
+  SMOE_ASSIGN_OR_RETURN(std::vector<DecisionRecord> log,
+                        ListDecisions(sweep_id, 0, 0));
+  return static_cast<int64_t>(log.size());
+}
+
+absl::StatusOr<std::vector<DecisionRecord>> ExperimentStore::ListLastDecisions(
+    absl::string_view sweep_id, int64_t limit) {
+  if (limit <= 0) return std::vector<DecisionRecord>();
+  SMOE_ASSIGN_OR_RETURN(std::vector<DecisionRecord> log,
+                        ListDecisions(sweep_id, 0, 0));
+  if (static_cast<int64_t>(log.size()) > limit) {
+    log.erase(log.begin(), log.end() - limit);
+  }
+  return log;
+}
+
 }  // namespace smoe::store
