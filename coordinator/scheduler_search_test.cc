@@ -670,6 +670,80 @@ TEST_P(SchedulerSearchTest, SearchSummaryFromTheSnapshotIsTheSame) {
   EXPECT_EQ(usage->full_grid_trial_steps, 16 * 40);
 }
 
+// The snapshot path keeps its labeler, pruned positions and pruned trials'
+// last prunes per sweep between requests (issue 35): with a read model kept
+// across changes it still equals the records path after trials are added
+// (new seeds: labels now name the seed, learned from the new rows only),
+// after more prunes among the new trials, and after the sweep is deleted
+// and one of the same name (another grid) is submitted.
+TEST_P(SchedulerSearchTest,
+       SearchSummaryFromTheSnapshotFollowsExtendsAndNewSweeps) {
+  const std::string yaml =
+      "name: sx\nkind: sraven\ngrid:\n  top_k: [1, 2, 4, 8]\n"
+      "fixed: {steps: 40, device: cpu}\nseeds: [0]\n"
+      "search: {strategy: asha, metric: ood_acc, min_steps: 10, "
+      "reduction: 2}\n";
+  ASSERT_TRUE(sched_->SubmitSweep(yaml, false).ok());
+  SweepReadModel model(sched_.get(), store_);
+  const std::string w = AddWorker(32);
+  int i = 0;
+  auto report_all = [&]() {
+    auto leases = sched_->Lease(w, 32, 0);
+    ASSERT_TRUE(leases.ok()) << leases.status();
+    for (const LeaseGrant& g : *leases) {
+      store::MetricRecord m;
+      m.name = "eval/ood_acc";
+      m.step = 10;
+      m.value = 0.1 + 0.01 * ((i++ * 7) % 16);
+      ASSERT_TRUE(sched_->ReportMetrics(w, g.trial_id, g.attempt, {m}).ok());
+      ExpectSnapshotSummarySame("sx", &model);
+    }
+  };
+  report_all();
+  const int64_t before = static_cast<int64_t>(Log("sx").size());
+  EXPECT_GT(before, 0);
+  auto labels = [&]() {
+    auto got = model.Get("sx");
+    EXPECT_TRUE(got.ok()) << got.status();
+    auto sj = views::ReadSearchJson(sched_.get(), store_, "sx", 200,
+                                    got.ok() ? got->second.get() : nullptr);
+    EXPECT_TRUE(sj.ok()) << sj.status();
+    std::set<std::string> out;
+    for (const nlohmann::json& d : (*sj)["decisions"]) {
+      out.insert(d["trial_label"].get<std::string>());
+    }
+    return out;
+  };
+  EXPECT_TRUE(labels().count("top_k=1") || labels().count("top_k=2") ||
+              labels().count("top_k=4") || labels().count("top_k=8"));
+  auto extended = sched_->ExtendSweep("sx", "seeds", {1, 2});
+  ASSERT_TRUE(extended.ok()) << extended.status();
+  EXPECT_EQ(*extended, 8);
+  ExpectSnapshotSummarySame("sx", &model);
+  // The seeds vary now: every label names one.
+  for (const std::string& l : labels()) EXPECT_THAT(l, HasSubstr("seed "));
+  report_all();
+  EXPECT_GT(static_cast<int64_t>(Log("sx").size()), before);
+  ExpectSnapshotSummarySame("sx");
+  ASSERT_TRUE(sched_->CancelSweep("sx").ok());
+  ExpectSnapshotSummarySame("sx", &model);
+  auto deleted = sched_->DeleteSweep("sx");
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(
+      sched_
+          ->SubmitSweep("name: sx\nkind: sraven\ngrid:\n  top_k: [2, 4]\n"
+                        "  M: [1, 2]\nfixed: {steps: 40, device: cpu}\n"
+                        "seeds: [0]\nsearch: {strategy: asha, metric: ood_acc, "
+                        "min_steps: 10, reduction: 2}\n",
+                        false)
+          .ok());
+  ExpectSnapshotSummarySame("sx", &model);
+  report_all();
+  ExpectSnapshotSummarySame("sx");
+  for (const std::string& l : labels()) EXPECT_THAT(l, HasSubstr("M="));
+}
+
 // Refine with a GPU-hour budget: the budget is spent when the first
 // points finish, so the group that wants x* = 4's neighbours settles as
 // `budget`; the dashboard's frontier shows it so (the recomputed frontier,
