@@ -13,9 +13,11 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/stats.h"
 #include "common/clock.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/views/search_summary.h"
@@ -742,6 +744,75 @@ TEST_P(SchedulerSearchTest,
   report_all();
   ExpectSnapshotSummarySame("sx");
   for (const std::string& l : labels()) EXPECT_THAT(l, HasSubstr("M="));
+}
+
+// The snapshot path reads the decision log from its newest seq on when no
+// trial is pruned at its first request; a trial that shows up pruned later
+// without a prune among the decisions read since (here: its state set in a
+// snapshot refreshed by hand, its prune logged before that first request)
+// gets the prune from the log read whole: the point shows the value it was
+// stopped at.
+TEST_P(SchedulerSearchTest, SearchSummaryFindsAPruneLoggedBeforeItsFirstRead) {
+  ASSERT_TRUE(sched_->SubmitSweep(kAsha, false).ok());
+  const std::string victim = TrialOf(2);
+  store::WriteBatch b;
+  for (int i = 0; i < 3; ++i) {
+    store::DecisionRecord d;
+    d.sweep_id = "a";
+    d.trial_id = i == 0 ? victim : TrialOf(4);
+    d.action = i == 0 ? "prune" : "promote";
+    d.rung = 0;
+    d.step = 10 + i;
+    d.value = 0.25;
+    d.cutoff = 0.5;
+    d.final = i == 0;
+    d.reason = absl::StrCat("logged ", i);
+    d.at = clock_.Now();
+    b.decisions.push_back(d);
+  }
+  ASSERT_TRUE(store_->Commit(b).ok());
+  auto rows = store_->ListSummaries("a");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  auto first = std::make_shared<SweepSnapshot>();
+  first->version = 1;
+  std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
+  auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
+  for (size_t i = 0; i < rows->size(); ++i) {
+    first->rows.push_back(MakeTrialRow((*rows)[i], points[i]));
+    (*index)[(*rows)[i].trial_id] = i;
+  }
+  first->index = index;
+  for (int limit : {0, 2}) {
+    auto sj =
+        views::ReadSearchJson(sched_.get(), store_, "a", limit, first.get());
+    ASSERT_TRUE(sj.ok()) << sj.status();
+    EXPECT_EQ((*sj)["decisions_total"], 3);
+    EXPECT_EQ((*sj)["decisions"].size(), static_cast<size_t>(limit));
+    EXPECT_TRUE((*sj)["pruned"].empty());
+    EXPECT_TRUE((*sj)["pruned_points"].empty());
+  }
+  auto second = std::make_shared<SweepSnapshot>(*first);
+  second->version = 2;
+  second->base_version = 1;
+  const size_t pos = index->at(victim);
+  store::TrialSummary pruned = (*rows)[pos];
+  pruned.state = TrialState::kPruned;
+  second->rows.Set(pos,
+                   MakeTrialRow(pruned, analysis::FromSummaries({pruned})[0]));
+  second->changed = {pos};
+  auto sj = views::ReadSearchJson(sched_.get(), store_, "a", 50, second.get());
+  ASSERT_TRUE(sj.ok()) << sj.status();
+  EXPECT_EQ((*sj)["pruned"], nlohmann::json::array({victim}));
+  ASSERT_EQ((*sj)["pruned_points"].size(), 1u) << sj->dump();
+  EXPECT_EQ((*sj)["pruned_points"][0]["trial_id"], victim);
+  EXPECT_EQ((*sj)["pruned_points"][0]["step"], 10);
+  EXPECT_EQ((*sj)["pruned_points"][0]["value"], 0.25);
+  EXPECT_EQ((*sj)["pruned_points"][0]["final"], true);
+  EXPECT_EQ((*sj)["pruned_points"][0]["params"]["top_k"], 2);
+  // The labels of the decisions shown: the trials' top_k.
+  ASSERT_EQ((*sj)["decisions"].size(), 3u);
+  EXPECT_EQ((*sj)["decisions"][0]["trial_label"], "top_k=2");
+  EXPECT_EQ((*sj)["decisions"][2]["trial_label"], "top_k=4");
 }
 
 // Refine with a GPU-hour budget: the budget is spent when the first

@@ -137,6 +137,11 @@ class SearchCache {
     std::weak_ptr<const std::unordered_map<std::string, size_t>> log_index
         ABSL_GUARDED_BY(mu);
     int64_t after_seq ABSL_GUARDED_BY(mu) = 0;
+    // No trial was pruned when the log was first needed: it was read from
+    // its newest seq on, not from the start. A pruned trial without a prune
+    // here then has it (or its absence) before that: the log is read whole
+    // once.
+    bool log_partial ABSL_GUARDED_BY(mu) = false;
     std::unordered_map<std::string, LastPrune> prunes ABSL_GUARDED_BY(mu);
   };
 
@@ -174,7 +179,7 @@ uint64_t HashId(uint64_t h, const std::string& id) {
 // Brings `e` to `snapshot` and the decision log (see SearchCache).
 absl::Status SyncEntry(SearchCache::Entry& e, const SweepView& v,
                        const SweepSnapshot& snapshot,
-                       const std::vector<std::string>& axes,
+                       const std::vector<std::string>& axes, int64_t newest_seq,
                        store::ExperimentStore* store)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu) {
   const std::string& sweep_id = v.record.sweep_id;
@@ -250,18 +255,35 @@ absl::Status SyncEntry(SearchCache::Entry& e, const SweepView& v,
   // The decisions logged since the last read.
   if (e.log_index.lock() != snapshot.index) {
     e.log_index = snapshot.index;
-    e.after_seq = 0;
     e.prunes.clear();
+    // Nothing pruned: only the decisions after the newest matter (a trial
+    // pruned later is pruned by one of them).
+    e.log_partial = e.pruned.empty();
+    e.after_seq = e.log_partial ? newest_seq : 0;
   }
-  SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
-                        store->ListDecisions(sweep_id, e.after_seq, 0));
-  for (const store::DecisionRecord& d : log) {
-    e.after_seq = std::max(e.after_seq, d.seq);
-    if (d.trial_id.empty() || d.action == "add") continue;
-    if (d.action == "prune") {
-      e.prunes[d.trial_id] = {d.step, d.value, d.final};
-    } else {
-      e.prunes.erase(d.trial_id);
+  auto read = [&]() -> absl::Status {
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
+                          store->ListDecisions(sweep_id, e.after_seq, 0));
+    for (const store::DecisionRecord& d : log) {
+      e.after_seq = std::max(e.after_seq, d.seq);
+      if (d.trial_id.empty() || d.action == "add") continue;
+      if (d.action == "prune") {
+        e.prunes[d.trial_id] = {d.step, d.value, d.final};
+      } else {
+        e.prunes.erase(d.trial_id);
+      }
+    }
+    return absl::OkStatus();
+  };
+  SMOE_RETURN_IF_ERROR(read());
+  if (e.log_partial) {
+    for (size_t pos : e.pruned) {
+      if (e.prunes.count(rows[pos]->point.trial_id)) continue;
+      e.log_partial = false;
+      e.prunes.clear();
+      e.after_seq = 0;
+      SMOE_RETURN_IF_ERROR(read());
+      break;
     }
   }
   return absl::OkStatus();
@@ -334,6 +356,13 @@ absl::Status ReadFromSnapshot(const SweepView& v, store::ExperimentStore* store,
   SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> shown,
                         store->ListLastDecisions(sweep_id, std::max(0, limit)));
   SMOE_ASSIGN_OR_RETURN(out->decisions_total, store->CountDecisions(sweep_id));
+  // The newest decision's seq (0: none).
+  int64_t newest_seq = shown.empty() ? 0 : shown.back().seq;
+  if (limit <= 0 && out->decisions_total > 0) {
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> newest,
+                          store->ListLastDecisions(sweep_id, 1));
+    if (!newest.empty()) newest_seq = newest.back().seq;
+  }
   const std::vector<std::string> axes = AxisNames(v.spec);  // grid, sampled
   const RowTable& rows = snapshot.rows;
   std::shared_ptr<SearchCache::Entry> entry = Caches().Of(sweep_id);
@@ -341,7 +370,7 @@ absl::Status ReadFromSnapshot(const SweepView& v, store::ExperimentStore* store,
   {
     absl::MutexLock lock(&entry->mu);
     SearchCache::Entry& e = *entry;
-    SMOE_RETURN_IF_ERROR(SyncEntry(e, v, snapshot, axes, store));
+    SMOE_RETURN_IF_ERROR(SyncEntry(e, v, snapshot, axes, newest_seq, store));
     // Labels only for the trials of the decisions shown.
     std::unordered_map<std::string, std::string> labels;
     for (const store::DecisionRecord& d : shown) {
