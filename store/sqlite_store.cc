@@ -128,9 +128,12 @@ constexpr char kListLastDecisions[] =
     "SELECT seq, sweep_id, trial_id, action, grp, rung, step, value, cutoff, "
     "final, reason, at_us FROM decisions WHERE sweep_id = ? "
     "ORDER BY seq DESC LIMIT ?";
-// Both from the decisions_by_sweep index: one probe each.
-constexpr char kDecisionSeqRange[] =
-    "SELECT MIN(seq), MAX(seq) FROM decisions WHERE sweep_id = ?";
+// From the decisions_by_sweep index: one probe each (a MIN and a MAX in
+// one statement would scan the sweep's range instead).
+constexpr char kFirstDecisionSeq[] =
+    "SELECT seq FROM decisions WHERE sweep_id = ? ORDER BY seq LIMIT 1";
+constexpr char kLastDecisionSeq[] =
+    "SELECT seq FROM decisions WHERE sweep_id = ? ORDER BY seq DESC LIMIT 1";
 constexpr char kCountDecisionsAfter[] =
     "SELECT COUNT(*) FROM decisions WHERE sweep_id = ? AND seq > ?";
 constexpr char kSetDuration[] =
@@ -1392,15 +1395,20 @@ absl::StatusOr<int64_t> SqliteStore::CountDecisions(
   absl::MutexLock lock(&mu_);
   int64_t first = 0, last = 0;
   {
-    SMOE_STATEMENT(s, kDecisionSeqRange, "count decisions: seq range");
+    SMOE_STATEMENT(s, kFirstDecisionSeq, "count decisions: first seq");
     s.Text(sweep_id);
     SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row || s.ColIsNull(0)) {
+    if (!row) {
       decision_counts_.erase(std::string(sweep_id));
       return 0;
     }
     first = s.ColInt(0);
-    last = s.ColInt(1);
+  }
+  {
+    SMOE_STATEMENT(s, kLastDecisionSeq, "count decisions: last seq");
+    s.Text(sweep_id);
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    last = row ? s.ColInt(0) : first;
   }
   auto it = decision_counts_.find(std::string(sweep_id));
   if (it != decision_counts_.end() && it->second.first_seq == first &&
