@@ -322,8 +322,10 @@ int Coordinator(const Options& opt) {
   o.listen = "127.0.0.1:0";
   o.http_listen = "127.0.0.1:0";
   o.http_required = true;
-  // A million-point grid is above the default sweep-file limit (100,000).
-  o.scheduler.parse.max_points = std::max<int64_t>(100000, opt.trials);
+  // A million-point grid is above the default sweep-file limit (100,000);
+  // so is a million-point asha sweep (--asha-trials).
+  o.scheduler.parse.max_points =
+      std::max<int64_t>({100000, opt.trials, opt.asha_trials});
   const auto t0 = Clock::now();
   auto server = CoordinatorServer::Start(o);
   const double restart_s = Ms(Clock::now() - t0) / 1000;
