@@ -746,17 +746,18 @@ TEST_P(SchedulerSearchTest,
   for (const std::string& l : labels()) EXPECT_THAT(l, HasSubstr("M="));
 }
 
-// The snapshot path reads the decision log from its newest seq on when no
-// trial is pruned at its first request; a trial that shows up pruned later
-// without a prune among the decisions read since (here: its state set in a
-// snapshot refreshed by hand, its prune logged before that first request)
-// gets the prune from the log read whole: the point shows the value it was
-// stopped at.
+// The snapshot path reads the decision log backwards, a page (1,024) at a
+// time, only until every pruned trial has met its last decision. A trial
+// that shows up pruned later without a prune read since (here: its state
+// set in a snapshot refreshed by hand, its prune logged 1,100 decisions
+// before the newest) gets the prune from the log read whole; a new snapshot
+// with it pruned reads back past the first page. Either way the point shows
+// the value it was stopped at.
 TEST_P(SchedulerSearchTest, SearchSummaryFindsAPruneLoggedBeforeItsFirstRead) {
   ASSERT_TRUE(sched_->SubmitSweep(kAsha, false).ok());
   const std::string victim = TrialOf(2);
   store::WriteBatch b;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 1101; ++i) {
     store::DecisionRecord d;
     d.sweep_id = "a";
     d.trial_id = i == 0 ? victim : TrialOf(4);
@@ -773,46 +774,59 @@ TEST_P(SchedulerSearchTest, SearchSummaryFindsAPruneLoggedBeforeItsFirstRead) {
   ASSERT_TRUE(store_->Commit(b).ok());
   auto rows = store_->ListSummaries("a");
   ASSERT_TRUE(rows.ok()) << rows.status();
-  auto first = std::make_shared<SweepSnapshot>();
-  first->version = 1;
   std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
   auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
   for (size_t i = 0; i < rows->size(); ++i) {
-    first->rows.push_back(MakeTrialRow((*rows)[i], points[i]));
     (*index)[(*rows)[i].trial_id] = i;
+  }
+  auto first = std::make_shared<SweepSnapshot>();
+  first->version = 1;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    first->rows.push_back(MakeTrialRow((*rows)[i], points[i]));
   }
   first->index = index;
   for (int limit : {0, 2}) {
     auto sj =
         views::ReadSearchJson(sched_.get(), store_, "a", limit, first.get());
     ASSERT_TRUE(sj.ok()) << sj.status();
-    EXPECT_EQ((*sj)["decisions_total"], 3);
+    EXPECT_EQ((*sj)["decisions_total"], 1101);
     EXPECT_EQ((*sj)["decisions"].size(), static_cast<size_t>(limit));
     EXPECT_TRUE((*sj)["pruned"].empty());
     EXPECT_TRUE((*sj)["pruned_points"].empty());
   }
-  auto second = std::make_shared<SweepSnapshot>(*first);
-  second->version = 2;
-  second->base_version = 1;
   const size_t pos = index->at(victim);
   store::TrialSummary pruned = (*rows)[pos];
   pruned.state = TrialState::kPruned;
+  auto expect_victim = [&](const SweepSnapshot& snap) {
+    auto sj = views::ReadSearchJson(sched_.get(), store_, "a", 50, &snap);
+    ASSERT_TRUE(sj.ok()) << sj.status();
+    EXPECT_EQ((*sj)["pruned"], nlohmann::json::array({victim}));
+    ASSERT_EQ((*sj)["pruned_points"].size(), 1u) << (*sj)["pruned_points"];
+    EXPECT_EQ((*sj)["pruned_points"][0]["trial_id"], victim);
+    EXPECT_EQ((*sj)["pruned_points"][0]["step"], 10);
+    EXPECT_EQ((*sj)["pruned_points"][0]["value"], 0.25);
+    EXPECT_EQ((*sj)["pruned_points"][0]["final"], true);
+    EXPECT_EQ((*sj)["pruned_points"][0]["params"]["top_k"], 2);
+    // The decisions shown (the newest 50) are top_k = 4's.
+    ASSERT_EQ((*sj)["decisions"].size(), 50u);
+    EXPECT_EQ((*sj)["decisions"][0]["trial_label"], "top_k=4");
+    EXPECT_EQ((*sj)["decisions"][49]["reason"], "logged 1100");
+  };
+  auto second = std::make_shared<SweepSnapshot>(*first);
+  second->version = 2;
+  second->base_version = 1;
   second->rows.Set(pos,
                    MakeTrialRow(pruned, analysis::FromSummaries({pruned})[0]));
   second->changed = {pos};
-  auto sj = views::ReadSearchJson(sched_.get(), store_, "a", 50, second.get());
-  ASSERT_TRUE(sj.ok()) << sj.status();
-  EXPECT_EQ((*sj)["pruned"], nlohmann::json::array({victim}));
-  ASSERT_EQ((*sj)["pruned_points"].size(), 1u) << sj->dump();
-  EXPECT_EQ((*sj)["pruned_points"][0]["trial_id"], victim);
-  EXPECT_EQ((*sj)["pruned_points"][0]["step"], 10);
-  EXPECT_EQ((*sj)["pruned_points"][0]["value"], 0.25);
-  EXPECT_EQ((*sj)["pruned_points"][0]["final"], true);
-  EXPECT_EQ((*sj)["pruned_points"][0]["params"]["top_k"], 2);
-  // The labels of the decisions shown: the trials' top_k.
-  ASSERT_EQ((*sj)["decisions"].size(), 3u);
-  EXPECT_EQ((*sj)["decisions"][0]["trial_label"], "top_k=2");
-  EXPECT_EQ((*sj)["decisions"][2]["trial_label"], "top_k=4");
+  expect_victim(*second);
+  // A reload: a new index, the victim pruned from the start.
+  auto third = std::make_shared<SweepSnapshot>(*second);
+  third->version = 3;
+  third->base_version = -1;
+  third->changed.clear();
+  third->index =
+      std::make_shared<std::unordered_map<std::string, size_t>>(*index);
+  expect_victim(*third);
 }
 
 // Refine with a GPU-hour budget: the budget is spent when the first

@@ -94,6 +94,11 @@ class ExperimentStore {
   // reads the log.
   virtual absl::StatusOr<std::vector<DecisionRecord>> ListLastDecisions(
       absl::string_view sweep_id, int64_t limit);
+  // The newest `limit` decisions of `sweep_id` with seq < `before_seq`,
+  // oldest first (none when `limit` <= 0): pages of the log read backwards
+  // (SqliteStore: from the index, O(limit)). The default reads the log.
+  virtual absl::StatusOr<std::vector<DecisionRecord>> ListDecisionsBefore(
+      absl::string_view sweep_id, int64_t before_seq, int64_t limit);
 
   // Returns the summary rows of the given trials of `sweep_id` (ids of other
   // sweeps and unknown ids are skipped), by ordinal. Costs O(ids), so callers

@@ -195,12 +195,18 @@ absl::StatusOr<int64_t> InMemoryStore::CountDecisions(
 
 absl::StatusOr<std::vector<DecisionRecord>> InMemoryStore::ListLastDecisions(
     absl::string_view sweep_id, int64_t limit) {
+  return ListDecisionsBefore(sweep_id, std::numeric_limits<int64_t>::max(),
+                             limit);
+}
+
+absl::StatusOr<std::vector<DecisionRecord>> InMemoryStore::ListDecisionsBefore(
+    absl::string_view sweep_id, int64_t before_seq, int64_t limit) {
   absl::MutexLock lock(&mu_);
   std::vector<DecisionRecord> out;
   for (auto it = decisions_.rbegin();
        it != decisions_.rend() && static_cast<int64_t>(out.size()) < limit;
        ++it) {
-    if (it->sweep_id == sweep_id) out.push_back(*it);
+    if (it->sweep_id == sweep_id && it->seq < before_seq) out.push_back(*it);
   }
   std::reverse(out.begin(), out.end());
   return out;

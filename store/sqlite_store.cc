@@ -124,9 +124,9 @@ constexpr char kListDecisions[] =
     "SELECT seq, sweep_id, trial_id, action, grp, rung, step, value, cutoff, "
     "final, reason, at_us FROM decisions WHERE sweep_id = ? AND seq > ? "
     "ORDER BY seq LIMIT ?";
-constexpr char kListLastDecisions[] =
+constexpr char kListDecisionsBefore[] =
     "SELECT seq, sweep_id, trial_id, action, grp, rung, step, value, cutoff, "
-    "final, reason, at_us FROM decisions WHERE sweep_id = ? "
+    "final, reason, at_us FROM decisions WHERE sweep_id = ? AND seq < ? "
     "ORDER BY seq DESC LIMIT ?";
 // From the decisions_by_sweep index: one probe each (a MIN and a MAX in
 // one statement would scan the sweep's range instead).
@@ -1376,11 +1376,17 @@ absl::StatusOr<std::vector<DecisionRecord>> SqliteStore::ListDecisions(
 
 absl::StatusOr<std::vector<DecisionRecord>> SqliteStore::ListLastDecisions(
     absl::string_view sweep_id, int64_t limit) {
+  return ListDecisionsBefore(sweep_id, std::numeric_limits<int64_t>::max(),
+                             limit);
+}
+
+absl::StatusOr<std::vector<DecisionRecord>> SqliteStore::ListDecisionsBefore(
+    absl::string_view sweep_id, int64_t before_seq, int64_t limit) {
   std::vector<DecisionRecord> out;
   if (limit <= 0) return out;
   absl::MutexLock lock(&mu_);
-  SMOE_STATEMENT(s, kListLastDecisions, "list last decisions");
-  s.Text(sweep_id).Int(limit);
+  SMOE_STATEMENT(s, kListDecisionsBefore, "list decisions before");
+  s.Text(sweep_id).Int(before_seq).Int(limit);
   while (true) {
     SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) break;

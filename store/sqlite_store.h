@@ -138,6 +138,8 @@ class SqliteStore final : public ExperimentStore {
   absl::StatusOr<int64_t> CountDecisions(absl::string_view sweep_id) override;
   absl::StatusOr<std::vector<DecisionRecord>> ListLastDecisions(
       absl::string_view sweep_id, int64_t limit) override;
+  absl::StatusOr<std::vector<DecisionRecord>> ListDecisionsBefore(
+      absl::string_view sweep_id, int64_t before_seq, int64_t limit) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummaries(
       absl::string_view sweep_id) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(

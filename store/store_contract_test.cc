@@ -561,7 +561,8 @@ TYPED_TEST(StoreContractTest, DecisionsAppendInOrderWithNanAndPrunedState) {
 }
 
 // CountDecisions and ListLastDecisions are the log's size and tail
-// (ListDecisions(sweep, 0, 0)) for every limit, while decisions of two sweeps
+// (ListDecisions(sweep, 0, 0)) for every limit, ListDecisionsBefore its
+// pages before each decision, while decisions of two sweeps
 // interleave, batch after batch (SqliteStore's kept count topped up), after
 // the sweep is deleted, and after a sweep of the same name logs again.
 TYPED_TEST(StoreContractTest, DecisionCountAndTailAreTheLogs) {
@@ -577,6 +578,21 @@ TYPED_TEST(StoreContractTest, DecisionCountAndTailAreTheLogs) {
     EXPECT_EQ(*this->store_->CountDecisions(sweep), *count) << sweep;
     for (int64_t limit = -1; limit <= static_cast<int64_t>(log->size()) + 2;
          ++limit) {
+      // Pages read backwards: the page before each decision.
+      for (size_t end = 0; end <= log->size(); ++end) {
+        const int64_t before = end < log->size() ? (*log)[end].seq
+                               : (*log).empty()  ? 1
+                                                 : log->back().seq + 1;
+        auto page = this->store_->ListDecisionsBefore(sweep, before, limit);
+        ASSERT_TRUE(page.ok()) << page.status();
+        const size_t n = static_cast<size_t>(
+            std::clamp<int64_t>(limit, 0, static_cast<int64_t>(end)));
+        ASSERT_EQ(page->size(), n) << sweep << " before " << before;
+        for (size_t i = 0; i < n; ++i) {
+          EXPECT_EQ((*page)[i].seq, (*log)[end - n + i].seq);
+          EXPECT_EQ((*page)[i].trial_id, (*log)[end - n + i].trial_id);
+        }
+      }
       auto tail = this->store_->ListLastDecisions(sweep, limit);
       ASSERT_TRUE(tail.ok()) << tail.status();
       const size_t want =

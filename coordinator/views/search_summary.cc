@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -137,10 +138,9 @@ class SearchCache {
     std::weak_ptr<const std::unordered_map<std::string, size_t>> log_index
         ABSL_GUARDED_BY(mu);
     int64_t after_seq ABSL_GUARDED_BY(mu) = 0;
-    // No trial was pruned when the log was first needed: it was read from
-    // its newest seq on, not from the start. A pruned trial without a prune
-    // here then has it (or its absence) before that: the log is read whole
-    // once.
+    // The log was read backwards from its newest seq only until every trial
+    // pruned then met its last decision: a pruned trial without a prune here
+    // has it (or its absence) before that, and gets the log read whole once.
     bool log_partial ABSL_GUARDED_BY(mu) = false;
     std::unordered_map<std::string, LastPrune> prunes ABSL_GUARDED_BY(mu);
   };
@@ -171,6 +171,9 @@ SearchCache& Caches() {
   static auto* cache = new SearchCache;
   return *cache;
 }
+
+// Decisions per page when the log is read backwards.
+constexpr int64_t kLogPage = 1024;
 
 uint64_t HashId(uint64_t h, const std::string& id) {
   return (h ^ std::hash<std::string>()(id)) * 0x100000001b3ULL + 0x9e3779b9ULL;
@@ -256,10 +259,33 @@ absl::Status SyncEntry(SearchCache::Entry& e, const SweepView& v,
   if (e.log_index.lock() != snapshot.index) {
     e.log_index = snapshot.index;
     e.prunes.clear();
-    // Nothing pruned: only the decisions after the newest matter (a trial
-    // pruned later is pruned by one of them).
-    e.log_partial = e.pruned.empty();
-    e.after_seq = e.log_partial ? newest_seq : 0;
+    // The log read backwards from its newest decision, a page at a time (at
+    // least one), until every pruned trial has met its last decision (other
+    // than "add"): the trials met on the way keep theirs when it is a
+    // prune. A trial pruned later is pruned by a decision read forward from
+    // the newest; one pruned without a prune met gets the log read whole
+    // (below).
+    e.log_partial = true;
+    e.after_seq = newest_seq;
+    std::unordered_set<std::string> want, met;
+    for (size_t pos : e.pruned) want.insert(rows[pos]->point.trial_id);
+    int64_t before = newest_seq + 1;
+    do {
+      SMOE_ASSIGN_OR_RETURN(
+          std::vector<store::DecisionRecord> page,
+          store->ListDecisionsBefore(sweep_id, before, kLogPage));
+      if (page.empty()) break;
+      before = page.front().seq;
+      for (auto it = page.rbegin(); it != page.rend(); ++it) {
+        const store::DecisionRecord& d = *it;
+        if (d.trial_id.empty() || d.action == "add") continue;
+        if (!met.insert(d.trial_id).second) continue;
+        want.erase(d.trial_id);
+        if (d.action == "prune")
+          e.prunes[d.trial_id] = {d.step, d.value, d.final};
+      }
+      if (static_cast<int64_t>(page.size()) < kLogPage) break;
+    } while (!want.empty());
   }
   auto read = [&]() -> absl::Status {
     SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
