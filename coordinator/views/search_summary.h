@@ -18,8 +18,9 @@
 // ListLastDecisions); per sweep a cache keeps the labeler (learned from the
 // snapshot's rows once, then from rows added at the end), the pruned
 // trials' positions (updated from the rows a refreshed snapshot changed)
-// and their last prunes (from the decisions logged since the last read; the
-// first read of a sweep with trials pruned reads the log whole); the
+// and their last prunes (from the decisions logged since the last read; at
+// the first read, the log backwards from its newest decision only until
+// every pruned trial has met its last one); the
 // attempts from the key range of the trial ids' "<sweep>/" prefix
 // (ExperimentStore::ListSweepAttemptsWithPrefix); Scheduler::GetSearchUsage
 // in O(reported trials). Without a snapshot (gRPC, tests, refine) the
