@@ -28,6 +28,10 @@ GroupKey KeyOf(const nlohmann::json& v);
 // The value of param `name` for `t` (kind defaults fill gaps); null if none.
 const nlohmann::json& ParamOf(const TrialPoint& t, const std::string& name,
                               const nlohmann::json& defaults);
+// The same from the trial's params alone.
+const nlohmann::json& ParamOf(const nlohmann::json& params,
+                              const std::string& name,
+                              const nlohmann::json& defaults);
 
 // A finite number as JSON, anything else as null.
 nlohmann::json NumOrNull(double v);
@@ -50,14 +54,22 @@ using CellParams = std::map<CellKey, std::pair<double, double>>;
 // (T, m) of one trial.
 std::pair<double, double> TrialTm(const TrialPoint& t,
                                   const nlohmann::json& defaults);
+std::pair<double, double> TrialTm(const nlohmann::json& params,
+                                  const nlohmann::json& defaults);
 
 // The cell of one trial.
 CellKey CellOf(const TrialPoint& t, const AggregateOptions& opt,
+               const nlohmann::json& defaults);
+CellKey CellOf(const nlohmann::json& params, const AggregateOptions& opt,
                const nlohmann::json& defaults);
 
 // The aggregate of one cell from its (seed, value) pairs (any order).
 CurvePoint MakeCurvePoint(const AggregateOptions& options, const CellKey& key,
                           std::vector<std::pair<int64_t, double>> vals);
+// The same from `p`'s seeds and values, already in the order MakeCurvePoint
+// sorts them into ((seed, value) ascending): fills the rest of `p`.
+void FinishCurvePoint(const AggregateOptions& options, const CellKey& key,
+                      CurvePoint* p);
 
 }  // namespace smoe::analysis::internal
 

@@ -1,8 +1,10 @@
 // Copyright 2026 SMoE Lab authors.
 #include "analysis/curve_aggregator.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -24,16 +26,28 @@ struct CurveAggregator::Impl {
   explicit Impl(AggregateOptions o)
       : options(std::move(o)), defaults(ParamDefaults(options)) {}
 
+  // One trial in its cell: 24 bytes (issue 35: an aggregator's memory per
+  // trial; was a std::map node of about 80).
   struct Entry {
-    bool has_value = false;
     int64_t seed = 0;
-    double value = 0;
-    std::pair<double, double> tm;  // (T, m)
+    double value = 0;  // NaN: the trial has no finite value of the metric
+    uint32_t position = 0;
+    uint32_t tm = 0;  // index into `tms`: (T, m)
+    bool has_value() const { return !std::isnan(value); }
   };
   struct Cell {
-    std::map<int64_t, Entry> entries;  // by position
-    int values = 0;                    // entries with has_value
+    std::vector<Entry> entries;  // by position, ascending
+    int values = 0;              // entries with has_value()
     bool dirty = true;
+    // point.seeds / point.values hold the entries with values in (seed,
+    // value) order (MakeCurvePoint's), kept so while few entries change
+    // between recomputes: a change costs O(cell), no sort. Else they are
+    // rebuilt (one sort) by the next Recompute.
+    bool sorted = false;
+    size_t changes = 0;  // Set()s since the last Recompute
+    // The cell's point lives in curves() at slots[slot] while laid out
+    // there (one copy of its seeds and values, not two), else here (-1).
+    int64_t slot = -1;
     CurvePoint point;
     std::string point_json;  // Dump(ToJson(point))
   };
@@ -50,6 +64,9 @@ struct CurveAggregator::Impl {
   std::vector<std::map<CellKey, Cell>::iterator> where;
   std::vector<bool> seen;
   int64_t positions = 0;  // positions ever Set
+  // The distinct (T, m) of the trials (a handful), which entries index.
+  std::vector<std::pair<double, double>> tms;
+  std::map<std::pair<double, double>, uint32_t> tm_index;
   std::set<SeriesKey> dirty_series;
   std::map<SeriesKey, OptimalK> optimal_by_series;
   bool curves_dirty = true;
@@ -64,8 +81,73 @@ struct CurveAggregator::Impl {
     optimal_dirty = true;
   }
 
-  void Set(int64_t position, const TrialPoint& t) {
+  uint32_t TmIndex(const std::pair<double, double>& tm) {
+    auto [it, added] =
+        tm_index.try_emplace(tm, static_cast<uint32_t>(tms.size()));
+    if (added) tms.push_back(tm);
+    return it->second;
+  }
+
+  static bool ByPosition(const Entry& e, uint32_t position) {
+    return e.position < position;
+  }
+
+  // Counts a change of `cell`; past a bound its sorted values are dropped
+  // (rebuilt by one sort at the next Recompute instead of O(cell) each).
+  void Changed(Cell& cell) {
+    cell.dirty = true;
+    if (cell.sorted && ++cell.changes > 64 + cell.entries.size() / 16) {
+      cell.sorted = false;
+      CurvePoint& point = PointOf(cell);
+      point.seeds.clear();
+      point.values.clear();
+    }
+  }
+
+  // Where the cell's point is now (see Cell::slot).
+  CurvePoint& PointOf(Cell& cell) {
+    if (cell.slot < 0) return cell.point;
+    const std::array<size_t, 3>& at = slots[static_cast<size_t>(cell.slot)];
+    return curves.facets[at[0]].series[at[1]].points[at[2]];
+  }
+  const CurvePoint& PointOf(const Cell& cell) const {
+    return const_cast<Impl*>(this)->PointOf(const_cast<Cell&>(cell));
+  }
+
+  // Where (seed, value) is or goes in the sorted values of `point`.
+  static size_t SortedAt(const CurvePoint& point, int64_t seed, double value) {
+    const std::vector<int64_t>& seeds = point.seeds;
+    const std::vector<double>& values = point.values;
+    size_t lo = 0, hi = seeds.size();
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (seeds[mid] < seed || (seeds[mid] == seed && values[mid] < value)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+  void AddSorted(Cell& cell, const Entry& e) {
+    if (!cell.sorted || !e.has_value()) return;
+    CurvePoint& point = PointOf(cell);
+    const size_t at = SortedAt(point, e.seed, e.value);
+    point.seeds.insert(point.seeds.begin() + at, e.seed);
+    point.values.insert(point.values.begin() + at, e.value);
+  }
+  void RemoveSorted(Cell& cell, const Entry& e) {
+    if (!cell.sorted || !e.has_value()) return;
+    CurvePoint& point = PointOf(cell);
+    const size_t at = SortedAt(point, e.seed, e.value);
+    point.seeds.erase(point.seeds.begin() + at);
+    point.values.erase(point.values.begin() + at);
+  }
+
+  void Set(int64_t position, const json& params, int64_t seed,
+           store::TrialState state, const double* value) {
     const size_t p = static_cast<size_t>(position);
+    const uint32_t pos = static_cast<uint32_t>(position);
     if (p >= seen.size()) {
       seen.resize(p + 1, false);
       where.resize(p + 1, cells.end());
@@ -74,32 +156,58 @@ struct CurveAggregator::Impl {
       seen[p] = true;
       ++positions;
     }
+    const bool kept =
+        !options.succeeded_only || state == store::TrialState::kSucceeded;
+    Entry e;
+    CellKey key;
+    if (kept) {
+      key = CellOf(params, options, defaults);
+      e.seed = seed;
+      e.position = pos;
+      e.tm = TmIndex(TrialTm(params, defaults));
+      e.value = value != nullptr && std::isfinite(*value)
+                    ? *value
+                    : std::numeric_limits<double>::quiet_NaN();
+    }
     if (where[p] != cells.end()) {
       auto c = where[p];
-      auto e = c->second.entries.find(position);
-      if (e->second.has_value) --c->second.values;
-      c->second.entries.erase(e);
-      c->second.dirty = true;
+      Cell& cell = c->second;
+      auto old = std::lower_bound(cell.entries.begin(), cell.entries.end(), pos,
+                                  ByPosition);
+      if (kept && !(key < c->first) && !(c->first < key)) {
+        // The same cell (a trial's params do not change): in place.
+        Changed(cell);
+        RemoveSorted(cell, *old);
+        cell.values += (e.has_value() ? 1 : 0) - (old->has_value() ? 1 : 0);
+        *old = e;
+        AddSorted(cell, e);
+        Touch(c->first);
+        return;
+      }
+      Changed(cell);
+      RemoveSorted(cell, *old);
+      if (old->has_value()) --cell.values;
+      cell.entries.erase(old);
       Touch(c->first);
-      if (c->second.entries.empty()) cells.erase(c);
+      if (cell.entries.empty()) cells.erase(c);
       where[p] = cells.end();
     }
-    if (options.succeeded_only && t.state != store::TrialState::kSucceeded) {
+    if (!kept) {
       curves_dirty = true;  // trials_total may have changed
       return;
     }
-    const CellKey key = CellOf(t, options, defaults);
-    Entry e;
-    e.seed = t.seed;
-    e.tm = TrialTm(t, defaults);
-    auto r = t.results.find(options.metric);
-    e.has_value = r != t.results.end() && std::isfinite(r->second);
-    if (e.has_value) e.value = r->second;
     auto it = cells.try_emplace(key).first;
     Cell& c = it->second;
-    c.entries[position] = e;
-    if (e.has_value) ++c.values;
-    c.dirty = true;
+    Changed(c);
+    if (c.entries.empty() || c.entries.back().position < pos) {
+      c.entries.push_back(e);
+    } else {
+      c.entries.insert(
+          std::lower_bound(c.entries.begin(), c.entries.end(), pos, ByPosition),
+          e);
+    }
+    if (e.has_value()) ++c.values;
+    AddSorted(c, e);
     where[p] = it;
     Touch(key);
   }
@@ -117,7 +225,9 @@ struct CurveAggregator::Impl {
     size_t i = 0;
     for (const auto& [key, cell] : cells) {
       if (cell.values == 0) continue;
-      if (i >= layout.size() || key < layout[i] || layout[i] < key) {
+      // (A cell emptied and made again has the key but not the slot.)
+      if (i >= layout.size() || key < layout[i] || layout[i] < key ||
+          cell.slot != static_cast<int64_t>(i)) {
         return false;
       }
       ++i;
@@ -127,11 +237,7 @@ struct CurveAggregator::Impl {
     curves.trials_used = 0;
     for (auto& [key, cell] : cells) {
       if (cell.values == 0) continue;
-      if (cell.dirty) {
-        Recompute(key, cell);
-        const std::array<size_t, 3>& at = slots[i];
-        curves.facets[at[0]].series[at[1]].points[at[2]] = cell.point;
-      }
+      if (cell.dirty) Recompute(key, cell);  // in place, in curves
       curves.trials_used += cell.values;
       ++i;
     }
@@ -140,14 +246,34 @@ struct CurveAggregator::Impl {
   }
 
   void Recompute(const CellKey& key, Cell& cell) {
-    std::vector<std::pair<int64_t, double>> vals;
-    vals.reserve(cell.values);
-    for (const auto& [pos, e] : cell.entries) {
-      if (e.has_value) vals.emplace_back(e.seed, e.value);
+    CurvePoint& point = PointOf(cell);
+    if (!cell.sorted) {
+      std::vector<std::pair<int64_t, double>> vals;
+      vals.reserve(cell.values);
+      for (const Entry& e : cell.entries) {
+        if (e.has_value()) vals.emplace_back(e.seed, e.value);
+      }
+      std::sort(vals.begin(), vals.end());
+      point.seeds.clear();
+      point.values.clear();
+      point.seeds.shrink_to_fit();
+      point.values.shrink_to_fit();
+      point.seeds.reserve(vals.size());
+      point.values.reserve(vals.size());
+      for (const auto& [seed, v] : vals) {
+        point.seeds.push_back(seed);
+        point.values.push_back(v);
+      }
+      cell.sorted = true;
+      // Built entry by entry (a vector doubles): its slack goes now.
+      if (cell.entries.capacity() > cell.entries.size() + 16) {
+        cell.entries.shrink_to_fit();
+      }
     }
-    cell.point = MakeCurvePoint(options, key, std::move(vals));
-    cell.point_json = Dump(ToJson(cell.point));
+    internal::FinishCurvePoint(options, key, &point);
+    cell.point_json = Dump(ToJson(point));
     cell.dirty = false;
+    cell.changes = 0;
     ++cells_computed;
   }
 
@@ -156,6 +282,13 @@ struct CurveAggregator::Impl {
     if (!layout.empty() && UpdateInPlace()) {
       curves_dirty = false;
       return curves;
+    }
+    // The points laid out go back to their cells before the new layout.
+    for (auto& [key, cell] : cells) {
+      if (cell.slot >= 0) {
+        cell.point = std::move(PointOf(cell));
+        cell.slot = -1;
+      }
     }
     layout.clear();
     slots.clear();
@@ -173,7 +306,9 @@ struct CurveAggregator::Impl {
       if (f.series.empty() || !(f.series.back().key == key.series)) {
         f.series.push_back(Series{key.series, {}});
       }
-      f.series.back().points.push_back(cell.point);
+      f.series.back().points.push_back(std::move(cell.point));
+      cell.point = CurvePoint();
+      cell.slot = static_cast<int64_t>(slots.size());
       layout.push_back(key);
       slots.push_back({curves.facets.size() - 1, f.series.size() - 1,
                        f.series.back().points.size() - 1});
@@ -211,7 +346,7 @@ struct CurveAggregator::Impl {
     if (FitsTheory(options)) {
       CellParams tm;
       for (const auto& [key, cell] : cells) {
-        tm.emplace(key, cell.entries.begin()->second.tm);
+        tm.emplace(key, tms[cell.entries.front().tm]);
       }
       fits = internal::FitWithCellParams(GetCurves(), tm);
     }
@@ -329,7 +464,14 @@ const AggregateOptions& CurveAggregator::options() const {
   return impl_->options;
 }
 void CurveAggregator::Set(int64_t position, const TrialPoint& trial) {
-  impl_->Set(position, trial);
+  auto r = trial.results.find(impl_->options.metric);
+  impl_->Set(position, trial.params, trial.seed, trial.state,
+             r != trial.results.end() ? &r->second : nullptr);
+}
+void CurveAggregator::Set(int64_t position, const nlohmann::json& params,
+                          int64_t seed, store::TrialState state,
+                          const double* value) {
+  impl_->Set(position, params, seed, state, value);
 }
 const Curves& CurveAggregator::curves() { return impl_->GetCurves(); }
 const std::vector<OptimalK>& CurveAggregator::optimal() {
@@ -351,10 +493,11 @@ size_t CurveAggregator::ApproxBytes() const {
   bytes += m.where.capacity() * sizeof(m.where[0]) + m.seen.capacity() / 8;
   for (const auto& [key, cell] : m.cells) {
     bytes += node(sizeof(CellKey) + sizeof(Impl::Cell));
-    bytes += cell.entries.size() * node(sizeof(int64_t) + sizeof(Impl::Entry));
-    // The point's seeds and values, twice (the cell's and curves()'s copy).
-    bytes += 2 * cell.point.seeds.capacity() * sizeof(int64_t) +
-             2 * cell.point.values.capacity() * sizeof(double);
+    bytes += cell.entries.capacity() * sizeof(Impl::Entry);
+    // The point's seeds and values (in curves() or in the cell).
+    const CurvePoint& point = m.PointOf(cell);
+    bytes += point.seeds.capacity() * sizeof(int64_t) +
+             point.values.capacity() * sizeof(double);
     bytes += cell.point_json.capacity();
   }
   bytes += m.optimal_by_series.size() * node(sizeof(OptimalK)) +

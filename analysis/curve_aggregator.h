@@ -39,6 +39,11 @@ class CurveAggregator {
   // that position held. REQUIRES: position >= 0; memory grows with the
   // largest position (positions are row indices, dense).
   void Set(int64_t position, const TrialPoint& trial);
+  // The same from the trial's parts: its params, seed, state and the value of
+  // options().metric (null: none), without building a TrialPoint.
+  // REQUIRES: position < 2^32.
+  void Set(int64_t position, const nlohmann::json& params, int64_t seed,
+           store::TrialState state, const double* value);
   // Returns AggregateCurves(trials, options()).
   const Curves& curves();
   // Returns ComputeOptimalK(curves()).

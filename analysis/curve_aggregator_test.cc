@@ -111,6 +111,86 @@ TEST(CurveAggregatorTest, EqualsFromScratchUnderRandomChanges) {
   EXPECT_LT(agg.cells_computed(), cells * 61 / 3);
 }
 
+// The incremental path (per-cell sorted values updated in place, dropped
+// and rebuilt by a sort after a burst, points living in curves()) against a
+// fresh aggregator fed every trial and against the from-scratch functions:
+// cells of a few hundred trials with repeated seeds and values, single
+// changes, bursts past the rebuild bound, and a cell emptied and made again
+// between two reads.
+TEST(CurveAggregatorTest, IncrementalEqualsAFreshAggregatorAndFromScratch) {
+  std::mt19937_64 rng(11);
+  auto random_trial = [&](int64_t seed) {
+    const int m = 1 + static_cast<int>(rng() % 2);
+    const int k = 1 << (rng() % 2);
+    // Few distinct values: equal (seed, value) pairs in one cell.
+    TrialPoint t = Trial(m, k, "softmax", seed, 0.5 + (rng() % 7) / 20.0);
+    if (rng() % 10 == 0) t.results.erase("ood_acc");
+    if (rng() % 10 == 0) t.state = store::TrialState::kRunning;
+    return t;
+  };
+  AggregateOptions o;
+  o.bootstrap_samples = 20;
+  o.succeeded_only = true;
+  CurveAggregator agg(o);
+  std::vector<TrialPoint> trials;
+  for (int i = 0; i < 1200; ++i) {
+    trials.push_back(random_trial(i % 97));
+    agg.Set(i, trials.back());
+  }
+  // A cell of one trial (M=3), to empty and make again.
+  trials.push_back(Trial(3, 1, "softmax", 5, 0.7));
+  const int64_t lone = static_cast<int64_t>(trials.size() - 1);
+  agg.Set(lone, trials.back());
+  auto dump = [](const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  auto expect_equal = [&](const std::string& when) {
+    CurveAggregator fresh(o);
+    for (size_t i = 0; i < trials.size(); ++i) {
+      fresh.Set(static_cast<int64_t>(i), trials[i]);
+    }
+    const std::string body = agg.CurvesBody({{"version", 1}});
+    EXPECT_EQ(body, fresh.CurvesBody({{"version", 1}})) << when;
+    json want = ToJson(AggregateCurves(trials, o));
+    want["version"] = 1;
+    EXPECT_EQ(body, dump(want)) << when;
+    EXPECT_EQ(agg.AnalysisBody({{"version", 1}}),
+              fresh.AnalysisBody({{"version", 1}}))
+        << when;
+    EXPECT_EQ(ToJson(agg.curves()).dump(), ToJson(fresh.curves()).dump())
+        << when;
+  };
+  expect_equal("initial");
+  for (int round = 0; round < 12; ++round) {
+    // One completion: its cell only, kept sorted in place.
+    const size_t pos = rng() % 1200;
+    trials[pos].state = store::TrialState::kSucceeded;
+    trials[pos].results["ood_acc"] = 0.5 + (rng() % 7) / 20.0;
+    const int64_t before = agg.cells_computed();
+    agg.Set(static_cast<int64_t>(pos), trials[pos]);
+    expect_equal("after one completion, round " + std::to_string(round));
+    EXPECT_LE(agg.cells_computed() - before, 1);
+    // A burst: small on even rounds, past the rebuild bound (64 + n/16
+    // changes of a cell) on odd ones; some trials change cells.
+    const int burst = round % 2 ? 400 : 20;
+    for (int j = 0; j < burst; ++j) {
+      const size_t p = rng() % 1200;
+      trials[p] = random_trial(trials[p].seed);
+      agg.Set(static_cast<int64_t>(p), trials[p]);
+    }
+    expect_equal("after a burst, round " + std::to_string(round));
+    // The lone cell emptied (its trial moves away) and made again (back)
+    // between two reads.
+    TrialPoint away = trials[lone];
+    away.params["M"] = 1;
+    agg.Set(lone, away);
+    trials[lone].results["ood_acc"] = 0.6 + round / 100.0;
+    agg.Set(lone, trials[lone]);
+    expect_equal("after the lone cell came back, round " +
+                 std::to_string(round));
+  }
+}
+
 // Large cells (stats.h): the spliced bodies carry "seed_count" instead of
 // the "seeds" list from normal_ci_min_seeds seeds on, as ToJson does, and
 // keep the list below.

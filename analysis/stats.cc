@@ -19,9 +19,9 @@ using nlohmann::json;
 namespace internal {
 namespace {
 
-double ParamNumber(const TrialPoint& t, const std::string& name,
+double ParamNumber(const json& params, const std::string& name,
                    const json& defaults, double fallback) {
-  const json& v = ParamOf(t, name, defaults);
+  const json& v = ParamOf(params, name, defaults);
   return v.is_number() ? v.get<double>() : fallback;
 }
 
@@ -92,11 +92,16 @@ GroupKey KeyOf(const json& v) {
 // The value of param `name` for `t` (kind defaults fill gaps); null if none.
 const json& ParamOf(const TrialPoint& t, const std::string& name,
                     const json& defaults) {
+  return ParamOf(t.params, name, defaults);
+}
+
+const json& ParamOf(const json& params, const std::string& name,
+                    const json& defaults) {
   static const json* kNull = new json();
   if (name.empty()) return *kNull;
-  if (t.params.is_object()) {
-    auto it = t.params.find(name);
-    if (it != t.params.end()) return *it;
+  if (params.is_object()) {
+    auto it = params.find(name);
+    if (it != params.end()) return *it;
   }
   if (defaults.is_object()) {
     auto it = defaults.find(name);
@@ -109,17 +114,26 @@ json NumOrNull(double v) { return std::isfinite(v) ? json(v) : json(); }
 
 // (T, m) of one trial.
 std::pair<double, double> TrialTm(const TrialPoint& t, const json& defaults) {
-  return {ParamNumber(t, "num_experts", defaults, 8),
-          ParamNumber(t, "steps", defaults, 0) *
-              ParamNumber(t, "batch_size", defaults, 0)};
+  return TrialTm(t.params, defaults);
+}
+
+std::pair<double, double> TrialTm(const json& params, const json& defaults) {
+  return {ParamNumber(params, "num_experts", defaults, 8),
+          ParamNumber(params, "steps", defaults, 0) *
+              ParamNumber(params, "batch_size", defaults, 0)};
 }
 
 // The cell of one trial.
 CellKey CellOf(const TrialPoint& t, const AggregateOptions& opt,
                const json& defaults) {
-  return CellKey{KeyOf(ParamOf(t, opt.facet, defaults)),
-                 KeyOf(ParamOf(t, opt.series, defaults)),
-                 KeyOf(ParamOf(t, opt.x, defaults))};
+  return CellOf(t.params, opt, defaults);
+}
+
+CellKey CellOf(const json& params, const AggregateOptions& opt,
+               const json& defaults) {
+  return CellKey{KeyOf(ParamOf(params, opt.facet, defaults)),
+                 KeyOf(ParamOf(params, opt.series, defaults)),
+                 KeyOf(ParamOf(params, opt.x, defaults))};
 }
 
 // The aggregate of one cell from its (seed, value) pairs (any order).
@@ -127,11 +141,20 @@ CurvePoint MakeCurvePoint(const AggregateOptions& options, const CellKey& key,
                           std::vector<std::pair<int64_t, double>> vals) {
   std::sort(vals.begin(), vals.end());
   CurvePoint p;
-  p.x = key.x;
+  p.seeds.reserve(vals.size());
+  p.values.reserve(vals.size());
   for (const auto& [seed, v] : vals) {
     p.seeds.push_back(seed);
     p.values.push_back(v);
   }
+  FinishCurvePoint(options, key, &p);
+  return p;
+}
+
+void FinishCurvePoint(const AggregateOptions& options, const CellKey& key,
+                      CurvePoint* out) {
+  CurvePoint& p = *out;
+  p.x = key.x;
   p.stats = Summarize(p.values);
   p.seed_count_only =
       options.normal_ci_min_seeds > 0 &&
@@ -142,7 +165,6 @@ CurvePoint MakeCurvePoint(const AggregateOptions& options, const CellKey& key,
   std::tie(p.stats.ci_lo, p.stats.ci_hi) =
       BootstrapMeanCi(p.values, options.bootstrap_samples, options.ci_level,
                       options.normal_ci_min_seeds, rng, &p.stats.normal_ci);
-  return p;
 }
 
 }  // namespace internal

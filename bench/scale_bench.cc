@@ -46,6 +46,7 @@
 // Prints markdown and one "row:" line per part for the growth table
 // (bench/results/scale-*.md). Timing is wall clock on a shared machine.
 #include <httplib.h>
+#include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +55,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -90,16 +92,39 @@ double Ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-// VmRSS of this process in MB.
-double RssMb() {
+// A field of /proc/self/status in kB, as MB.
+double StatusMb(const char* field) {
   std::ifstream f("/proc/self/status");
   std::string line;
+  const size_t n = std::strlen(field);
   while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      return std::atof(line.c_str() + 6) / 1024.0;
+    if (line.compare(0, n, field) == 0) {
+      return std::atof(line.c_str() + n) / 1024.0;
     }
   }
   return 0;
+}
+
+// VmRSS of this process in MB.
+double RssMb() { return StatusMb("VmRSS:"); }
+
+// Bytes malloc has handed out and not had back (all arenas, mmapped blocks
+// included), in MB: its deltas around a phase are what that phase keeps.
+double HeapMb() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd) / (1024.0 * 1024.0);
+}
+
+// One line of the memory breakdown: the heap in use and the RSS now.
+void PrintMemory(const char* phase, double* last_heap) {
+  const double heap = HeapMb();
+  // VmHWM: this process's peak RSS so far (the coordinator's: the setup
+  // ran in a forked child).
+  std::printf(
+      "memory: %s: heap in use %.0f MB (%+.0f MB), RSS %.0f MB, peak RSS "
+      "%.0f MB\n",
+      phase, heap, heap - *last_heap, RssMb(), StatusMb("VmHWM:"));
+  *last_heap = heap;
 }
 
 double FileMb(const std::string& path) {
@@ -339,6 +364,8 @@ int Coordinator(const Options& opt) {
       "restart: %.2f s; RSS %.0f MB after it (%.0f MB before); SQLite %.0f "
       "MB\n",
       restart_s, rss, rss0, db_mb);
+  double heap = 0;
+  PrintMemory("after the restart", &heap);
 
   auto* sched = (*server)->scheduler();
   httplib::Client client("127.0.0.1", (*server)->http_port());
@@ -360,7 +387,9 @@ int Coordinator(const Options& opt) {
       };
   double first_page = 0, curves_cold = 0;
   if (!get("/api/sweeps/bench?limit=50", &first_page)) return 1;
+  PrintMemory("after the first page (the read model's snapshot)", &heap);
   if (!get("/api/sweeps/bench/curves?metric=ood_acc", &curves_cold)) return 1;
+  PrintMemory("after the cold curves (one aggregator)", &heap);
   std::printf("first page cold: %.1f ms; curves cold: %.1f ms\n", first_page,
               curves_cold);
 
@@ -390,6 +419,7 @@ int Coordinator(const Options& opt) {
       held->size(), Percentile(per_request, 0.5), Percentile(per_request, 0.95),
       Percentile(per_event, 0.5), Percentile(per_event, 0.95),
       Percentile(per_event, 1.0));
+  PrintMemory("after the live refreshes (two more queries)", &heap);
   std::vector<double> uncached;
   for (int i = 0; i < opt.requests; ++i) {
     double ms = 0;
@@ -403,6 +433,7 @@ int Coordinator(const Options& opt) {
   std::printf("uncached curves (new query each time): p50 %.1f p95 %.1f ms\n",
               Percentile(uncached, 0.5), Percentile(uncached, 0.95));
   // The read model's snapshot and aggregators are loaded by now.
+  PrintMemory("after the uncached curves (a new query each)", &heap);
   std::printf("RSS after the dashboard reads: %.0f MB\n", RssMb());
 
   std::vector<double> rates;

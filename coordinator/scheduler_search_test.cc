@@ -775,16 +775,12 @@ TEST_P(SchedulerSearchTest, SearchSummaryFindsAPruneLoggedBeforeItsFirstRead) {
   auto rows = store_->ListSummaries("a");
   ASSERT_TRUE(rows.ok()) << rows.status();
   std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
-  auto index = std::make_shared<std::unordered_map<std::string, size_t>>();
-  for (size_t i = 0; i < rows->size(); ++i) {
-    (*index)[(*rows)[i].trial_id] = i;
-  }
   auto first = std::make_shared<SweepSnapshot>();
   first->version = 1;
   for (size_t i = 0; i < rows->size(); ++i) {
     first->rows.push_back(MakeTrialRow((*rows)[i], points[i]));
   }
-  first->index = index;
+  first->index = std::make_shared<TrialIndex>(first->rows);
   for (int limit : {0, 2}) {
     auto sj =
         views::ReadSearchJson(sched_.get(), store_, "a", limit, first.get());
@@ -794,7 +790,7 @@ TEST_P(SchedulerSearchTest, SearchSummaryFindsAPruneLoggedBeforeItsFirstRead) {
     EXPECT_TRUE((*sj)["pruned"].empty());
     EXPECT_TRUE((*sj)["pruned_points"].empty());
   }
-  const size_t pos = index->at(victim);
+  const size_t pos = *first->Find(victim);
   store::TrialSummary pruned = (*rows)[pos];
   pruned.state = TrialState::kPruned;
   auto expect_victim = [&](const SweepSnapshot& snap) {
@@ -824,8 +820,7 @@ TEST_P(SchedulerSearchTest, SearchSummaryFindsAPruneLoggedBeforeItsFirstRead) {
   third->version = 3;
   third->base_version = -1;
   third->changed.clear();
-  third->index =
-      std::make_shared<std::unordered_map<std::string, size_t>>(*index);
+  third->index = std::make_shared<TrialIndex>(third->rows);
   expect_victim(*third);
 }
 

@@ -137,16 +137,18 @@ json SweepJson(const SweepView& v) {
 
 json RowJson(const SweepSnapshot& s, size_t i,
              const std::vector<std::string>& axes) {
-  const analysis::TrialPoint& p = s.rows[i]->point;
   const TrialRow& e = *s.rows[i];
+  const TrialRow& p = e;
+  const json& values = p.param_values();
   json params = json::object();
   for (const std::string& a : axes) {
-    auto it = p.params.find(a);
-    if (it != p.params.end()) params[a] = *it;
+    auto it = values.find(a);
+    if (it != values.end()) params[a] = *it;
   }
   json results = json::object();
-  for (const auto& [k, v] : p.results) {
-    results[k] = std::isfinite(v) ? json(v) : json();
+  for (size_t r = 0; r < p.results.size(); ++r) {
+    const double v = p.results.values[r];
+    results[p.results.name(r)] = std::isfinite(v) ? json(v) : json();
   }
   return {{"trial_id", p.trial_id},
           {"ordinal", i},
@@ -501,7 +503,7 @@ struct HttpServer::Impl {
     t.unit = *unit;
     std::vector<analysis::TrialPoint> points;
     points.reserve(snap->rows.size());
-    for (const auto& r : snap->rows) points.push_back(r->point);
+    for (const auto& r : snap->rows) points.push_back(r->Point());
     auto a = ReadTunedAnalysis(points, o, t, id);
     if (!a.ok()) return StatusError(res, a.status());
     json j = analysis::ToJson(*a);
@@ -521,7 +523,7 @@ struct HttpServer::Impl {
         snap->version, [&] {
           std::vector<analysis::TrialPoint> points;
           points.reserve(snap->rows.size());
-          for (const auto& r : snap->rows) points.push_back(r->point);
+          for (const auto& r : snap->rows) points.push_back(r->Point());
           json tables = json::array();
           for (const auto& t : analysis::SkillMixTables(points, rows, cols)) {
             tables.push_back(analysis::ToJson(t));
@@ -676,9 +678,8 @@ struct HttpServer::Impl {
             for (const store::TrialRecord& t : w->changed) {
               json row = {{"trial_id", t.trial_id}, {"ordinal", t.ordinal}};
               if (snap) {
-                auto it = snap->index->find(t.trial_id);
-                if (it != snap->index->end()) {
-                  row = RowJson(*snap, it->second, axes);
+                if (std::optional<size_t> at = snap->Find(t.trial_id)) {
+                  row = RowJson(*snap, *at, axes);
                 }
               }
               // The scheduler's state is the freshest.

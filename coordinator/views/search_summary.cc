@@ -119,8 +119,7 @@ class SearchCache {
     absl::Mutex mu;
     absl::Time created_at ABSL_GUARDED_BY(mu) = absl::InfinitePast();
     // Labeler and row facts: rows [0, learned) of `index`'s snapshots.
-    std::weak_ptr<const std::unordered_map<std::string, size_t>> index
-        ABSL_GUARDED_BY(mu);
+    std::weak_ptr<const TrialIndex> index ABSL_GUARDED_BY(mu);
     std::vector<std::string> axes ABSL_GUARDED_BY(mu);
     std::unique_ptr<analysis::TrialLabeler> labeler ABSL_GUARDED_BY(mu);
     size_t learned ABSL_GUARDED_BY(mu) = 0;
@@ -128,15 +127,13 @@ class SearchCache {
     std::optional<int64_t> first_steps ABSL_GUARDED_BY(mu);
     bool prefixed ABSL_GUARDED_BY(mu) = true;
     // Pruned positions as of snapshot (pruned_index, pruned_version).
-    std::weak_ptr<const std::unordered_map<std::string, size_t>> pruned_index
-        ABSL_GUARDED_BY(mu);
+    std::weak_ptr<const TrialIndex> pruned_index ABSL_GUARDED_BY(mu);
     int64_t pruned_version ABSL_GUARDED_BY(mu) = -1;
     std::set<size_t> pruned ABSL_GUARDED_BY(mu);
     // Decisions read: those with seq <= after_seq, while the snapshots
     // share `log_index` (a new index, a reload of the snapshot: all again;
     // that ties the log read to one store and one sweep of this name).
-    std::weak_ptr<const std::unordered_map<std::string, size_t>> log_index
-        ABSL_GUARDED_BY(mu);
+    std::weak_ptr<const TrialIndex> log_index ABSL_GUARDED_BY(mu);
     int64_t after_seq ABSL_GUARDED_BY(mu) = 0;
     // The log was read backwards from its newest seq only until every trial
     // pruned then met its last decision: a pruned trial without a prune here
@@ -201,8 +198,7 @@ absl::Status SyncEntry(SearchCache::Entry& e, const SweepView& v,
   if (e.labeler != nullptr && e.axes == axes && !same_index &&
       rows.size() >= e.learned) {
     uint64_t h = 0;
-    for (size_t i = 0; i < e.learned; ++i)
-      h = HashId(h, rows[i]->point.trial_id);
+    for (size_t i = 0; i < e.learned; ++i) h = HashId(h, rows[i]->trial_id);
     grown = h == e.ids_hash;
   }
   if (!same_index && !grown) {
@@ -216,12 +212,12 @@ absl::Status SyncEntry(SearchCache::Entry& e, const SweepView& v,
   if (!same_index) {
     const std::string prefix = absl::StrCat(sweep_id, "/");
     for (size_t i = e.learned; i < rows.size(); ++i) {
-      const analysis::TrialPoint& p = rows[i]->point;
-      e.labeler->Add(p.params, p.seed);
+      const TrialRow& p = *rows[i];
+      e.labeler->Add(p.param_values(), p.seed);
       e.ids_hash = HashId(e.ids_hash, p.trial_id);
-      if (!e.first_steps.has_value() && p.params.is_object()) {
-        auto it = p.params.find("steps");
-        if (it != p.params.end() && it->is_number_integer()) {
+      if (!e.first_steps.has_value() && p.param_values().is_object()) {
+        auto it = p.param_values().find("steps");
+        if (it != p.param_values().end() && it->is_number_integer()) {
           e.first_steps = it->get<int64_t>();
         }
       }
@@ -236,7 +232,7 @@ absl::Status SyncEntry(SearchCache::Entry& e, const SweepView& v,
   const bool same_rows =
       e.pruned_index.lock() == snapshot.index && snapshot.index != nullptr;
   auto mark = [&](size_t pos) {
-    if (rows[pos]->point.state == store::TrialState::kPruned) {
+    if (rows[pos]->state == store::TrialState::kPruned) {
       e.pruned.insert(pos);
     } else {
       e.pruned.erase(pos);
@@ -268,7 +264,7 @@ absl::Status SyncEntry(SearchCache::Entry& e, const SweepView& v,
     e.log_partial = true;
     e.after_seq = newest_seq;
     std::unordered_set<std::string> want, met;
-    for (size_t pos : e.pruned) want.insert(rows[pos]->point.trial_id);
+    for (size_t pos : e.pruned) want.insert(rows[pos]->trial_id);
     int64_t before = newest_seq + 1;
     do {
       SMOE_ASSIGN_OR_RETURN(
@@ -304,7 +300,7 @@ absl::Status SyncEntry(SearchCache::Entry& e, const SweepView& v,
   SMOE_RETURN_IF_ERROR(read());
   if (e.log_partial) {
     for (size_t pos : e.pruned) {
-      if (e.prunes.count(rows[pos]->point.trial_id)) continue;
+      if (e.prunes.count(rows[pos]->trial_id)) continue;
       e.log_partial = false;
       e.prunes.clear();
       e.after_seq = 0;
@@ -401,10 +397,10 @@ absl::Status ReadFromSnapshot(const SweepView& v, store::ExperimentStore* store,
     std::unordered_map<std::string, std::string> labels;
     for (const store::DecisionRecord& d : shown) {
       if (d.trial_id.empty() || labels.count(d.trial_id)) continue;
-      auto at = snapshot.index->find(d.trial_id);
-      if (at == snapshot.index->end() || at->second >= rows.size()) continue;
-      const analysis::TrialPoint& p = rows[at->second]->point;
-      labels[d.trial_id] = e.labeler->Label(p.params, p.seed);
+      std::optional<size_t> at = snapshot.Find(d.trial_id);
+      if (!at || *at >= rows.size()) continue;
+      const TrialRow& p = *rows[*at];
+      labels[d.trial_id] = e.labeler->Label(p.param_values(), p.seed);
     }
     for (store::DecisionRecord& d : shown) {
       auto it = labels.find(d.trial_id);
@@ -419,13 +415,13 @@ absl::Status ReadFromSnapshot(const SweepView& v, store::ExperimentStore* store,
     // last decision, when it is a prune).
     const trials::TrialKind* kind = SweepKind(v.spec);
     for (size_t pos : e.pruned) {
-      const analysis::TrialPoint& p = rows[pos]->point;
+      const TrialRow& p = *rows[pos];
       out->pruned.push_back(p.trial_id);
       auto it = e.prunes.find(p.trial_id);
       if (it == e.prunes.end()) continue;
       const LastPrune& d = it->second;
       out->pruned_points.push_back(
-          {p.trial_id, WithDefaults(p.params, kind), p.seed, d.step,
+          {p.trial_id, WithDefaults(p.param_values(), kind), p.seed, d.step,
            std::isfinite(d.value) ? d.value : kNaN, d.final});
     }
     prefixed = e.prefixed;

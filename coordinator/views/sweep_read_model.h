@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -28,6 +29,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "analysis/curve_aggregator.h"
 #include "coordinator/scheduler.h"
@@ -36,6 +38,24 @@
 
 namespace smoe::coordinator {
 
+// Trial id -> position in a snapshot's rows: the ids' 64-bit hashes with
+// their positions, sorted by hash (16 bytes a row; an unordered_map of the
+// id strings was about 100), the ids compared in the rows themselves.
+// Immutable; shared by the snapshots of one trial set (the same ids at the
+// same positions).
+class TrialIndex {
+ public:
+  explicit TrialIndex(const RowTable& rows);
+  // The position of `id` in `rows`, a table with the ids this index was
+  // built from; nullopt when none.
+  std::optional<size_t> Find(const RowTable& rows, absl::string_view id) const;
+  size_t size() const { return by_hash_.size(); }
+
+ private:
+  static uint64_t Hash(absl::string_view id);
+  std::vector<std::pair<uint64_t, uint64_t>> by_hash_;  // (hash, position)
+};
+
 // The parsed summary table of one sweep at (or after) a durable version.
 // Immutable once published.
 struct SweepSnapshot {
@@ -43,14 +63,19 @@ struct SweepSnapshot {
   std::string kind;
   nlohmann::json defaults;  // params' defaults (SweepKind: kind command too)
   RowTable rows;  // by ordinal; chunks shared with the snapshot refreshed
-  std::shared_ptr<const std::unordered_map<std::string, size_t>>
-      index;                                // trial id -> position
+  std::shared_ptr<const TrialIndex> index;  // trial id -> position
   std::map<std::string, int> metric_count;  // result name -> trials with it
   // A snapshot refreshed from another: that one's version and the positions
   // whose rows differ from it (an aggregator that saw it Set()s only
   // those). -1 and empty after a full load.
   int64_t base_version = -1;
   std::vector<size_t> changed;
+
+  // The position of trial `id`; nullopt when the sweep has no such trial.
+  std::optional<size_t> Find(absl::string_view id) const {
+    if (index == nullptr) return std::nullopt;
+    return index->Find(rows, id);
+  }
 
   // Result names present in at least one row.
   std::vector<std::string> metrics() const;
@@ -141,9 +166,10 @@ class SweepReadModel {
 
   static constexpr size_t kMaxAggregators = 64;
   static constexpr size_t kMaxResponses = 512;
-  // The default bound on the aggregators' memory (issue 35): at 10^5 trials
-  // an aggregator holds about 14 MB, at 10^6 about 150 MB.
-  static constexpr size_t kMaxAggregatorBytes = size_t{768} << 20;
+  // The default bound on the aggregators' memory (issue 35): an aggregator
+  // holds about 48 bytes a trial (5 MB at 10^5 trials, 48 MB at 10^6), so
+  // the default keeps 8 of them at 10^6 and the count bound applies below.
+  static constexpr size_t kMaxAggregatorBytes = size_t{384} << 20;
   // The cached response bodies' bound (at 10^6 trials a curves body is about
   // 7 MB); beyond it the least recently stored go first.
   static constexpr size_t kMaxResponseBytes = size_t{256} << 20;

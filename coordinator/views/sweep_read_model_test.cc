@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,9 @@ TEST(SweepReadModelTest, IncrementalEqualsFullRecomputeUnderRandomChanges) {
         analysis::FromSummaries(*rows);
     ASSERT_EQ(snap->rows.size(), points.size());
     for (size_t i = 0; i < points.size(); ++i) {
-      EXPECT_EQ(snap->rows[i]->point.trial_id, points[i].trial_id);
-      EXPECT_EQ(snap->rows[i]->point.state, points[i].state);
-      EXPECT_EQ(snap->rows[i]->point.results, points[i].results);
+      EXPECT_EQ(snap->rows[i]->trial_id, points[i].trial_id);
+      EXPECT_EQ(snap->rows[i]->state, points[i].state);
+      EXPECT_EQ(snap->rows[i]->results.ToMap(), points[i].results);
     }
     const analysis::Curves want = analysis::AggregateCurves(points, o);
     json want_opt = json::array();
@@ -213,6 +214,33 @@ TEST(SweepReadModelTest, AggregatorsStayUnderTheirMemoryBound) {
     model.Aggregator(absl::StrCat("curves\x1fs\x1fmany", q));
   }
   EXPECT_EQ(model.aggregator_count(), SweepReadModel::kMaxAggregators);
+}
+
+// TrialIndex: every id of the rows at its position, none for other ids
+// (also ones that differ only in case or by a prefix).
+TEST(SweepReadModelTest, TrialIndexFindsEveryIdAndNoOther) {
+  std::vector<std::shared_ptr<const TrialRow>> rows;
+  RowInterner interner;
+  for (int i = 0; i < 3000; ++i) {
+    store::TrialSummary s;
+    s.trial_id = absl::StrCat("s/", i * 7919 % 10007);
+    s.params_json = "{}";
+    rows.push_back(MakeTrialRow(s, &interner));
+  }
+  const RowTable table(rows);
+  const TrialIndex index(table);
+  EXPECT_EQ(index.size(), 3000u);
+  for (size_t i = 0; i < table.size(); ++i) {
+    const std::optional<size_t> at = index.Find(table, table[i]->trial_id);
+    ASSERT_TRUE(at.has_value()) << i;
+    EXPECT_EQ(*at, i);
+  }
+  EXPECT_FALSE(index.Find(table, "s/10008").has_value());
+  EXPECT_FALSE(index.Find(table, "S/0").has_value());
+  EXPECT_FALSE(index.Find(table, "s/").has_value());
+  EXPECT_FALSE(index.Find(table, "").has_value());
+  SweepSnapshot snap;
+  EXPECT_FALSE(snap.Find("s/0").has_value());  // no index yet
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ struct Key {
 
 // Fills `k` for `row` under `sort`; false for an unknown sort key.
 bool KeyOf(const TrialRow& row, const std::string& sort, Key& k) {
-  const analysis::TrialPoint& p = row.point;
+  const TrialRow& p = row;
   k.missing = false;
   absl::string_view s(sort);
   if (sort == "trial") {
@@ -50,8 +50,9 @@ bool KeyOf(const TrialRow& row, const std::string& sort, Key& k) {
     k.missing = row.error.empty();
     k.str = row.error;
   } else if (absl::ConsumePrefix(&s, "p.")) {
-    auto it = p.params.find(std::string(s));
-    if (it == p.params.end()) {
+    const json& params = p.param_values();
+    auto it = params.find(std::string(s));
+    if (it == params.end()) {
       k.missing = true;
     } else if (it->is_number()) {
       k.num = it->get<double>();
@@ -59,11 +60,11 @@ bool KeyOf(const TrialRow& row, const std::string& sort, Key& k) {
       k.str = ParamLabel(*it);
     }
   } else if (absl::ConsumePrefix(&s, "r.")) {
-    auto it = p.results.find(std::string(s));
-    if (it == p.results.end() || std::isnan(it->second)) {
+    const double* v = p.results.Find(s);
+    if (v == nullptr || std::isnan(*v)) {
       k.missing = true;
     } else {
-      k.num = it->second;
+      k.num = *v;
     }
   } else {
     return false;
@@ -122,7 +123,7 @@ bool TermMatches(const TrialRow& row, const ResolvedTerm& t) {
 
 bool Matches(const TrialRow& row, const TrialQuery& q,
              const std::vector<ResolvedTerm>& terms) {
-  const analysis::TrialPoint& p = row.point;
+  const TrialRow& p = row;
   if (!q.states.empty() &&
       std::find(q.states.begin(), q.states.end(),
                 store::TrialStateName(p.state)) == q.states.end()) {
@@ -132,7 +133,7 @@ bool Matches(const TrialRow& row, const TrialQuery& q,
     if (!TermMatches(row, t)) return false;
   }
   for (const std::string& t : q.text_terms) {
-    if (!absl::StrContains(row.search, t)) return false;
+    if (!row.TextContains(t)) return false;
   }
   return true;
 }
@@ -149,10 +150,13 @@ absl::StatusOr<std::vector<ResolvedTerm>> ResolveTerms(const RowTable& rows,
   std::set<std::string> params(q.known_params.begin(), q.known_params.end());
   std::set<std::string> results(q.known_results.begin(), q.known_results.end());
   for (const auto& r : rows) {
-    for (auto it = r->point.params.begin(); it != r->point.params.end(); ++it) {
+    const json& values = r->param_values();
+    for (auto it = values.begin(); it != values.end(); ++it) {
       params.insert(it.key());
     }
-    for (const auto& [name, v] : r->point.results) results.insert(name);
+    for (size_t i = 0; i < r->results.size(); ++i) {
+      results.insert(r->results.name(i));
+    }
   }
   for (const FilterTerm& t : q.terms) {
     ResolvedTerm r;
@@ -193,18 +197,141 @@ absl::StatusOr<std::vector<ResolvedTerm>> ResolveTerms(const RowTable& rows,
 
 }  // namespace
 
-std::shared_ptr<const TrialRow> MakeTrialRow(const store::TrialSummary& r,
-                                             analysis::TrialPoint point) {
-  auto row = std::make_shared<TrialRow>();
-  row->point = std::move(point);
+const double* RowResults::Find(absl::string_view name) const {
+  if (names == nullptr) return nullptr;
+  auto it = std::lower_bound(names->begin(), names->end(), name,
+                             [](const std::string& a, absl::string_view b) {
+                               return absl::string_view(a) < b;
+                             });
+  if (it == names->end() || *it != name) return nullptr;
+  return &values[static_cast<size_t>(it - names->begin())];
+}
+
+std::map<std::string, double> RowResults::ToMap() const {
+  std::map<std::string, double> out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    out.emplace_hint(out.end(), (*names)[i], values[i]);
+  }
+  return out;
+}
+
+std::shared_ptr<const RowParams> RowInterner::Params(
+    const std::string& params_json,
+    const std::shared_ptr<const RowParams>& reuse) {
+  if (reuse != nullptr && reuse->text == params_json) return reuse;
+  std::shared_ptr<const RowParams>& slot = params_[params_json];
+  if (slot == nullptr) {
+    auto p = std::make_shared<RowParams>();
+    p->value = json::parse(params_json, nullptr, /*allow_exceptions=*/false);
+    if (!p->value.is_object()) p->value = json::object();
+    p->text = params_json;
+    slot = std::move(p);
+  }
+  return slot;
+}
+
+RowResults RowInterner::Results(const std::map<std::string, double>& results) {
+  RowResults out;
+  if (results.empty()) return out;
+  out.values.reserve(results.size());
+  for (const auto& [name, v] : results) out.values.push_back(v);
+  auto same = [&](const std::vector<std::string>& names) {
+    if (names.size() != results.size()) return false;
+    size_t i = 0;
+    for (const auto& [name, v] : results) {
+      if (names[i++] != name) return false;
+    }
+    return true;
+  };
+  // A sweep's rows report a handful of distinct name lists; the most recent
+  // first.
+  for (auto it = names_.rbegin(); it != names_.rend(); ++it) {
+    if (same(**it)) {
+      out.names = *it;
+      return out;
+    }
+  }
+  auto names = std::make_shared<std::vector<std::string>>();
+  for (const auto& [name, v] : results) names->push_back(name);
+  out.names = names;
+  if (names_.size() >= kMaxNameLists) names_.erase(names_.begin());
+  names_.push_back(std::move(names));
+  return out;
+}
+
+analysis::TrialPoint TrialRow::Point() const {
+  analysis::TrialPoint p;
+  p.trial_id = trial_id;
+  p.params = params->value;
+  p.seed = seed;
+  p.state = state;
+  p.results = results.ToMap();
+  return p;
+}
+
+namespace {
+
+// Whether `text` contains the lower-case `term`, ASCII case ignored.
+bool ContainsLower(absl::string_view text, absl::string_view term) {
+  if (term.empty()) return true;
+  if (text.size() < term.size()) return false;
+  return std::search(
+             text.begin(), text.end(), term.begin(), term.end(),
+             [](char a, char b) {
+               return absl::ascii_tolower(static_cast<unsigned char>(a)) == b;
+             }) != text.end();
+}
+
+}  // namespace
+
+bool TrialRow::TextContains(absl::string_view term) const {
+  // The row's text was "<trial id> <worker> <params> <state> <error>",
+  // lower-cased: a term without spaces can only match inside one of them.
+  return ContainsLower(trial_id, term) || ContainsLower(worker, term) ||
+         ContainsLower(params->text, term) ||
+         ContainsLower(store::TrialStateName(state), term) ||
+         ContainsLower(error, term);
+}
+
+namespace {
+
+void FillRow(const store::TrialSummary& r, TrialRow* row) {
+  row->trial_id = r.trial_id;
+  row->seed = r.seed;
+  row->state = r.state;
   row->attempt = r.attempt;
   row->worker = r.worker_id;
   row->duration_s = r.duration_s;
   row->error = r.last_error.substr(0, r.last_error.find('\n'));
   row->exit_code = r.last_exit_code;
-  row->search = absl::AsciiStrToLower(
-      absl::StrCat(r.trial_id, " ", r.worker_id, " ", r.params_json, " ",
-                   store::TrialStateName(r.state), " ", row->error));
+}
+
+}  // namespace
+
+std::shared_ptr<const TrialRow> MakeTrialRow(const store::TrialSummary& r,
+                                             analysis::TrialPoint point) {
+  auto row = std::make_shared<TrialRow>();
+  FillRow(r, row.get());
+  row->trial_id = std::move(point.trial_id);
+  row->seed = point.seed;
+  row->state = point.state;
+  auto params = std::make_shared<RowParams>();
+  params->value = std::move(point.params);
+  params->text = r.params_json;
+  row->params = std::move(params);
+  RowInterner names;
+  row->results = names.Results(point.results);
+  return row;
+}
+
+std::shared_ptr<const TrialRow> MakeTrialRow(const store::TrialSummary& r,
+                                             RowInterner* interner,
+                                             const TrialRow* old) {
+  auto row = std::make_shared<TrialRow>();
+  FillRow(r, row.get());
+  row->params =
+      interner->Params(r.params_json, old != nullptr ? old->params : nullptr);
+  row->results = interner->Results(r.results);
   return row;
 }
 

@@ -27,12 +27,15 @@
 #define SMOE_COORDINATOR_VIEWS_TRIAL_TABLE_H_
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "analysis/stats.h"
@@ -41,19 +44,68 @@
 
 namespace smoe::coordinator {
 
+// A trial's parameters as one row of the table holds them: rows with the
+// same stored params JSON share one (a grid sweep has one per configuration,
+// not one per trial: issue 35, a snapshot's memory per row).
+struct RowParams {
+  nlohmann::json value = nlohmann::json::object();  // parsed ({} if bad)
+  std::string text;  // the params JSON as stored (the text filter's)
+};
+
+// A trial's results as a row holds them: the names, sorted (shared by the
+// rows that reported the same metrics), and a value per name.
+struct RowResults {
+  std::shared_ptr<const std::vector<std::string>> names;  // null: none
+  // Per name; inline up to 4 (no allocation of its own for most rows).
+  absl::InlinedVector<double, 4> values;
+
+  size_t size() const { return values.size(); }
+  const std::string& name(size_t i) const { return (*names)[i]; }
+  // The value of `name`; null when the row has none.
+  const double* Find(absl::string_view name) const;
+  // As the store's map (sorted by name).
+  std::map<std::string, double> ToMap() const;
+};
+
+// Interns the parts rows share while a table is built: params by their
+// stored JSON, result names by their list. Not thread-safe.
+class RowInterner {
+ public:
+  // `reuse` when its text is `params_json` (a refreshed row's old params).
+  std::shared_ptr<const RowParams> Params(
+      const std::string& params_json,
+      const std::shared_ptr<const RowParams>& reuse = nullptr);
+  RowResults Results(const std::map<std::string, double>& results);
+
+ private:
+  static constexpr size_t kMaxNameLists = 8;
+  std::unordered_map<std::string, std::shared_ptr<const RowParams>> params_;
+  std::vector<std::shared_ptr<const std::vector<std::string>>> names_;
+};
+
 // One parsed summary row. Immutable once built: snapshots share unchanged
 // rows, so pointer inequality between two snapshots' rows at a position means
 // "changed".
 struct TrialRow {
-  analysis::TrialPoint point;
+  std::string trial_id;
+  int64_t seed = 0;
+  store::TrialState state = store::TrialState::kPending;
   int attempt = 0;
+  std::shared_ptr<const RowParams> params;  // never null
+  RowResults results;
   std::string worker;
   double duration_s = 0;
   // First line of the trial's last error ("" if it never failed) and the
   // exit code of its latest ended attempt, if any.
   std::string error;
   std::optional<int> exit_code;
-  std::string search;  // lower-case trial id, worker, params, state, error
+
+  const nlohmann::json& param_values() const { return params->value; }
+  // The row as analysis takes it (a copy of its params and results).
+  analysis::TrialPoint Point() const;
+  // Whether the lower-case `term` (no spaces) is in the row's text: trial
+  // id, worker, params JSON, state or error, ASCII case ignored.
+  bool TextContains(absl::string_view term) const;
 };
 
 // A sweep's rows by ordinal, stored in chunks that copies share: copying a
@@ -108,6 +160,12 @@ class RowTable {
 // Builds a row from the store's summary and its parsed point.
 std::shared_ptr<const TrialRow> MakeTrialRow(const store::TrialSummary& r,
                                              analysis::TrialPoint point);
+// Builds a row from the store's summary alone, sharing what `interner` has
+// seen (a params JSON is parsed once per distinct string) and `old`'s params
+// when they are the same (a refreshed row; may be null).
+std::shared_ptr<const TrialRow> MakeTrialRow(const store::TrialSummary& r,
+                                             RowInterner* interner,
+                                             const TrialRow* old = nullptr);
 
 enum class FilterOp { kEq, kNe, kLt, kLe, kGt, kGe };
 

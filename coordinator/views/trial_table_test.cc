@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -279,12 +280,12 @@ TEST(TrialTableTest, RowTableCopiesOnWrite) {
   b.push_back(x);
   EXPECT_EQ(a.size(), n);
   EXPECT_EQ(b.size(), n + 1);
-  EXPECT_EQ(a[RowTable::kChunk + 3]->point.trial_id,
+  EXPECT_EQ(a[RowTable::kChunk + 3]->trial_id,
             absl::StrCat("s/", RowTable::kChunk + 3));
   EXPECT_EQ(b[RowTable::kChunk + 3], x);
   EXPECT_EQ(b[n], x);
   a.Set(0, x);
-  EXPECT_EQ(b[0]->point.trial_id, "s/0");
+  EXPECT_EQ(b[0]->trial_id, "s/0");
   size_t i = 0;
   for (const auto& r : b) {
     EXPECT_EQ(r, b[i]);
@@ -327,6 +328,90 @@ TEST(TrialTableTest, ParamLabels) {
   EXPECT_EQ(ParamLabel(json(2.0)), "2");
   EXPECT_EQ(ParamLabel(json(0.5)), "0.5");
   EXPECT_EQ(ParamLabel(json(true)), "true");
+}
+
+// Rows built through one interner share a params object per distinct
+// params JSON and a result-name list per distinct set of names, and read
+// back as the store's summary (Point(), RowResults::ToMap/Find).
+TEST(TrialTableTest, InternedRowsShareParamsAndResultNames) {
+  RowInterner interner;
+  auto summary = [](const std::string& id, int m, int64_t seed,
+                    std::map<std::string, double> results) {
+    store::TrialSummary s;
+    s.trial_id = id;
+    s.seed = seed;
+    s.state = store::TrialState::kSucceeded;
+    s.params_json = json{{"M", m}, {"attention", "hyla"}}.dump();
+    s.results = std::move(results);
+    return s;
+  };
+  const std::vector<store::TrialSummary> rows = {
+      summary("s/a", 1, 0, {{"acc", 0.5}, {"loss", 2}}),
+      summary("s/b", 1, 1, {{"acc", 0.25}, {"loss", 3}}),
+      summary("s/c", 2, 0, {{"acc", 0.75}}), summary("s/d", 2, 1, {})};
+  std::vector<std::shared_ptr<const TrialRow>> built;
+  for (const auto& r : rows) built.push_back(MakeTrialRow(r, &interner));
+  EXPECT_EQ(built[0]->params, built[1]->params);
+  EXPECT_NE(built[0]->params, built[2]->params);
+  EXPECT_EQ(built[2]->params, built[3]->params);
+  EXPECT_EQ(built[0]->results.names, built[1]->results.names);
+  EXPECT_EQ(built[3]->results.names, nullptr);
+  const std::vector<analysis::TrialPoint> want = analysis::FromSummaries(rows);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const analysis::TrialPoint got = built[i]->Point();
+    EXPECT_EQ(got.trial_id, want[i].trial_id);
+    EXPECT_EQ(got.params, want[i].params);
+    EXPECT_EQ(got.seed, want[i].seed);
+    EXPECT_EQ(got.state, want[i].state);
+    EXPECT_EQ(got.results, want[i].results);
+    EXPECT_EQ(built[i]->params->text, rows[i].params_json);
+  }
+  ASSERT_NE(built[1]->results.Find("loss"), nullptr);
+  EXPECT_EQ(*built[1]->results.Find("loss"), 3);
+  EXPECT_EQ(built[1]->results.Find("los"), nullptr);
+  EXPECT_EQ(built[2]->results.Find("loss"), nullptr);
+  EXPECT_EQ(built[3]->results.Find("acc"), nullptr);
+  // A refreshed row keeps the old row's params when its JSON is the same,
+  // and gets new ones when it is not.
+  RowInterner other;
+  EXPECT_EQ(MakeTrialRow(rows[0], &other, built[1].get())->params,
+            built[1]->params);
+  EXPECT_NE(MakeTrialRow(rows[2], &other, built[1].get())->params,
+            built[1]->params);
+}
+
+// The text filter matches a term in any field, ASCII case ignored: the same
+// answer as the lower-cased "<trial id> <worker> <params> <state> <error>"
+// the rows used to keep.
+TEST(TrialTableTest, TextContainsEqualsTheLowerCasedRowText) {
+  RowInterner interner;
+  std::vector<store::TrialSummary> rows(3);
+  rows[0].trial_id = "Sweep/AbC0";
+  rows[0].worker_id = "GPU-Host-7";
+  rows[0].params_json = R"({"Attention":"HyLA","M":3})";
+  rows[0].state = store::TrialState::kFailed;
+  rows[0].last_error = "Trainer EXITED with status 70\nsecond line";
+  rows[1].trial_id = "sweep/x";
+  rows[1].params_json = "{}";
+  rows[2].trial_id = "s/q";
+  rows[2].params_json = "not json";
+  rows[2].state = store::TrialState::kSucceeded;
+  const std::vector<std::string> terms = {
+      "sweep/abc0", "abc",     "gpu-host",  "host-7", "hyla",   "\"m\":3",
+      "failed",     "trainer", "exited",    "70",     "second", "x",
+      "/x",         "pending", "succeeded", "not",    "json",   "{}",
+      "zzz",        "s/",      "c0 gpu"};
+  for (const auto& r : rows) {
+    const auto row = MakeTrialRow(r, &interner);
+    const std::string old = absl::AsciiStrToLower(
+        absl::StrCat(r.trial_id, " ", r.worker_id, " ", r.params_json, " ",
+                     store::TrialStateName(r.state), " ", row->error));
+    for (const std::string& t : terms) {
+      if (t.find(' ') != std::string::npos) continue;  // terms have none
+      EXPECT_EQ(row->TextContains(t), old.find(t) != std::string::npos)
+          << r.trial_id << " / " << t;
+    }
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 """The coordinator's HTTP API from Python: submit, watch, analyse, manage.
 
-Standard library only; ``results(..., frame=True)`` and ``Analysis.frame()``
-use pandas when it is installed. Reference: docs/python.md.
+Standard library only; ``results(..., frame=True)``, ``Analysis.frame()`` and
+``Tuned.frame()`` / ``Tuned.curves_frame()`` use pandas when it is installed.
+Reference: docs/python.md.
 """
 
 import json
@@ -201,8 +202,10 @@ def _label(v):
 
 
 def _num_label(v):
-    # As the CLI's NumberLabel: integers without a decimal point.
-    if isinstance(v, (int, float)) and float(v).is_integer():
+    # As the CLI's NumberLabel: integers without a decimal point; null is NaN.
+    if v is None:
+        return "nan"
+    if isinstance(v, (int, float)) and float(v).is_integer() and abs(v) < 1e15:
         return str(int(v))
     return "%g" % v if isinstance(v, (int, float)) else str(v)
 
@@ -266,7 +269,202 @@ def format_analysis(a):
             if f.get("ok", False) and "k_star_note" in f:
                 out.append("  note: " + f["k_star_note"])
                 break
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + format_pruned_note(a.get("pruned"), x)
+
+
+def format_pruned_note(pruned, x):
+    """The CLI's note under a table when the search pruned trials (FormatPrunedNote)."""
+    if not pruned or not pruned.get("trials"):
+        return ""
+    note = ("  note: %d trial(s) were pruned by the search (early-stopped at a rung; "
+            "`smoe results` shows the rung and value): they are not in the means "
+            "above, so the best %s is the best among the trials the search let "
+            "finish" % (pruned["trials"], x))
+    if pruned.get("x_values_all_pruned"):
+        note += "; every trial was pruned at %s = %s" % (
+            x, ", ".join(pruned["x_values_all_pruned"]))
+    return note + "\n"
+
+
+class Tuned:
+    """The tuned analysis of a sweep (issue 33), as ``smoe analyze --tune`` prints it.
+
+    Every x gets its own best configuration of the tuned parameters, selected
+    on ``select_by`` (per seed, or with select_per="point" per x), and the
+    metric is reported there; the untuned comparison is each fixed
+    configuration on its own.
+
+    ``raw`` is the coordinator's JSON (GET /api/sweeps/{sweep}/analysis/tuned);
+    ``configs`` the configuration labels ("lr=0.001"); ``table`` one dict per
+    (facet, series): the tuned optimal x (best, mean, sem, P, ci_lo, ci_hi,
+    one_se, seeds), ``chosen`` ({x: {configuration: seeds choosing it}}, by
+    x), ``chosen_at_best`` (that dict at the best x) and ``untuned``
+    ({configuration: its own optimal x, as the same keys}); ``curves`` one
+    dict per (facet, series, x): the tuned mean, sem, ci_lo, ci_hi and seeds
+    (n), ``chosen`` and ``configs`` (how many configurations had a value
+    there), then each configuration's own mean under its label (None where it
+    has none). ``str(t)`` is the text; ``frame()`` / ``curves_frame()`` the
+    two as pandas.DataFrames.
+    """
+
+    def __init__(self, raw, sweep_id="", kind=""):
+        self.raw = raw
+        self.sweep_id = sweep_id
+        self.kind = kind
+        self.metric = raw.get("metric", "")
+        self.x = raw.get("x", "")
+        self.series = raw.get("series", "")
+        self.facet = raw.get("facet", "")
+        self.tune = list(raw.get("tune", []))
+        self.select_by = raw.get("select_by", "")
+        self.select_per = raw.get("select_per", "")
+        self.configs = [_label(c) for c in raw.get("configs", [])]
+        self.notes = list(raw.get("notes", []))
+        untuned_opt = {}   # (facet, series) -> {config: row}
+        untuned_mean = {}  # (config, facet, series, x label) -> mean
+        for u in raw.get("untuned", []):
+            cfg = u.get("config", "")
+            for o in u.get("optimal", []):
+                untuned_opt.setdefault((o.get("facet_label", ""), o.get("series_label", "")),
+                                       {})[cfg] = _optimal_row(o)
+            for f in u.get("curves", {}).get("facets", []):
+                for sr in f.get("series", []):
+                    for pt in sr.get("points", []):
+                        untuned_mean[(cfg, f.get("label", ""), sr.get("label", ""),
+                                      pt.get("x_label", ""))] = pt.get("mean")
+        self.table = []
+        self.curves = []
+        for s in raw.get("tuned", []):
+            fl, sl = s.get("facet_label", ""), s.get("series_label", "")
+            row = {"facet": fl, "series": sl}
+            row.update(_optimal_row(s.get("optimal", {})))
+            chosen = {}
+            for p in s.get("points", []):
+                counts = dict(p.get("chosen_count", {}))
+                chosen[p.get("x")] = counts
+                c = {"facet": fl, "series": sl, "x": p.get("x"), "mean": p.get("mean"),
+                     "sem": p.get("sem"), "ci_lo": p.get("ci_lo"), "ci_hi": p.get("ci_hi"),
+                     "seeds": p.get("n", 0), "chosen": counts,
+                     "configs": p.get("configs", 0)}
+                for cfg in self.configs:
+                    c[cfg] = untuned_mean.get((cfg, fl, sl, p.get("x_label", "")))
+                self.curves.append(c)
+            row["chosen"] = chosen
+            row["chosen_at_best"] = chosen.get(row["best"], {})
+            row["untuned"] = untuned_opt.get((fl, sl), {})
+            self.table.append(row)
+
+    def frame(self):
+        """``table`` as a pandas.DataFrame (pandas is needed only here)."""
+        import pandas  # noqa: only here: pandas is optional
+        return pandas.DataFrame(self.table)
+
+    def curves_frame(self):
+        """``curves`` as a pandas.DataFrame: a row per (facet, series, x)."""
+        import pandas  # noqa: only here: pandas is optional
+        return pandas.DataFrame(self.curves)
+
+    def __str__(self):
+        head = "sweep %s (%s)\n" % (self.sweep_id, self.kind) if self.sweep_id else ""
+        return head + format_tuned(self.raw)
+
+    def __repr__(self):
+        return "<Tuned %s by %s over %s: %d lines>" % (
+            self.metric, self.select_by, ", ".join(self.tune), len(self.table))
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+def _optimal_row(o):
+    return {"best": o.get("best"), "mean": o.get("best_mean"), "sem": o.get("best_sem"),
+            "P": o.get("best_freq"), "ci_lo": o.get("ci_lo"), "ci_hi": o.get("ci_hi"),
+            "one_se": o.get("one_se"), "seeds": o.get("seeds", 2)}
+
+
+def format_tuned(t):
+    """The text `smoe analyze --tune` prints for a tuned analysis JSON
+    (FormatTunedTable in cli/analyze_cmd.cc, then the pruned note)."""
+    out = []
+    metric, x, series, facet = (t.get("metric", ""), t.get("x", ""),
+                                t.get("series", ""), t.get("facet", ""))
+    select_by = t.get("select_by", "")
+    per_point = t.get("select_per", "") == "point"
+    tune = [_label(n) for n in t.get("tune", [])]
+    configs = [_label(c) for c in t.get("configs", [])]
+    out.append("tuned: %s at each %s%s best %s by %s (%d configuration%s; %d of %d "
+               "trials have both %s and %s)" %
+               (metric, x, "'s" if per_point else " and seed's", ", ".join(tune),
+                select_by, len(configs), "" if len(configs) == 1 else "s",
+                t.get("trials_used", 0), t.get("trials_total", 0), metric, select_by))
+    for n in t.get("notes", []):
+        out.append("  note: " + _label(n))
+    out.append("Optimal %s per %s%s: tuned, and at each fixed configuration (untuned)" %
+               (x, series, "" if not facet else " and " + facet))
+    out.append("  (mean +- s.e.m. over seeds; P = bootstrap frequency of the best %s; "
+               "CI = %d%% bootstrap CI of the argmax, the tuned rows re-selecting the "
+               "configuration in every resample; 1se = smallest %s within one s.e.m. "
+               "of the best)" % (x, int(t.get("ci_level", 0.95) * 100), x))
+    width = max([8] + [len(c) for c in configs])
+    line = "  %-12s %6s %-*s %6s %16s %6s %12s %6s"
+    out.append(line % (facet or "-", series, width, "setting", x, "mean +- sem", "P",
+                       "CI", "1se"))
+
+    def row(o, setting):
+        seeds = o.get("seeds", 2)
+        if seeds < 2:
+            mean = "%.4f (n = %d)" % (_f(o.get("best_mean")), seeds)
+            p, ci = "-", "-"
+        else:
+            mean = "%7.4f +- %6.4f" % (_f(o.get("best_mean")), _f(o.get("best_sem")))
+            p = "%.2f" % _f(o.get("best_freq"))
+            ci = "[%s, %s]" % (_num_label(o.get("ci_lo")), _num_label(o.get("ci_hi")))
+        out.append(line % (o.get("facet_label", ""), o.get("series_label", ""), width,
+                           setting, _label(o.get("best")), mean, p, ci,
+                           _label(o.get("one_se"))))
+
+    untuned_rows = {}  # (facet, series) -> [(config, optimal row)]
+    untuned_mean = {}  # (config, facet, series, x label) -> mean
+    for u in t.get("untuned", []):
+        cfg = u.get("config", "")
+        for o in u.get("optimal", []):
+            untuned_rows.setdefault((o.get("facet_label", ""), o.get("series_label", "")),
+                                    []).append((cfg, o))
+        for f in u.get("curves", {}).get("facets", []):
+            for sr in f.get("series", []):
+                for pt in sr.get("points", []):
+                    untuned_mean[(cfg, f.get("label", ""), sr.get("label", ""),
+                                  pt.get("x_label", ""))] = _f(pt.get("mean"))
+    tuned = t.get("tuned", [])
+    for s in tuned:
+        row(s.get("optimal", {}), "tuned")
+        for cfg, o in untuned_rows.get((s.get("facet_label", ""), s.get("series_label", "")),
+                                       []):
+            row(o, cfg)
+    if not tuned:
+        out.append("  (no succeeded trials with both %s and %s)" % (metric, select_by))
+    for s in tuned:
+        fl, sl = s.get("facet_label", ""), s.get("series_label", "")
+        out.append("")
+        out.append("%s (mean over seeds) at %s%s=%s: tuned, each fixed configuration, and "
+                   "what the tuned selection chose (seeds)" %
+                   (metric, "" if not facet else "%s=%s " % (facet, fl), series, sl))
+        out.append("  %6s %8s" % (x, "tuned") +
+                   "".join(" %*s" % (max(8, len(c)), c) for c in configs) + "  chosen")
+        for p in s.get("points", []):
+            xl = p.get("x_label", "")
+            text = "  %6s %8.4f" % (xl, _f(p.get("mean")))
+            for c in configs:
+                m = untuned_mean.get((c, fl, sl, xl))
+                text += " %*s" % (max(8, len(c)), "-" if m is None else "%.4f" % m)
+            chosen = "; ".join("%s x%d" % (cfg, n)
+                               for cfg, n in p.get("chosen_count", {}).items())
+            have = p.get("configs", 0)
+            partial = ""
+            if have < len(configs):
+                partial = "  (among %d of %d configurations)" % (have, len(configs))
+            out.append(text + "  " + chosen + partial)
+    return "\n".join(out) + "\n" + format_pruned_note(t.get("pruned"), x)
 
 
 class Client:
@@ -517,7 +715,74 @@ class Client:
         raw = self._request("GET", _sweep_path(name) + "/analysis", query={
             "metric": metric, "x": x, "series": series, "facet": facet,
             "bootstrap": bootstrap})
+        self._add_pruned(raw, name, s)
         return Analysis(raw, s["sweep_id"], s.get("kind", ""))
+
+    def tuned(self, name, tune, metric=None, select_by=None, select_per=None, x=None,
+              series=None, facet=None, bootstrap=None):
+        """The tuned analysis `smoe analyze --tune` prints, as a Tuned (str() is the text).
+
+        ``tune``: the tuned parameter's name or a list of names (parameters
+        the sweep varies, e.g. "lr" or ["lr", "weight_decay"]). For every
+        (facet, series, x) and seed the configuration with the best
+        ``select_by`` (default val_acc) is selected and ``metric`` reported
+        there; ``select_per="point"`` selects one configuration per x on the
+        mean over seeds instead. Other defaults as analyze(). UsageError for
+        an unknown metric (listing the sweep's metrics), and with the
+        coordinator's message (status 400, exit code 64 as the CLI's) for a
+        tune parameter the sweep does not vary, a select_by no trial
+        reported, or a tuned parameter that is also the x, series or facet.
+        """
+        if isinstance(tune, str):
+            names = tune.split(",")
+        elif isinstance(tune, (list, tuple)):
+            names = list(tune)
+        else:
+            raise errors.UsageError("tune: %r is neither a parameter name nor a list of "
+                                    "them" % (tune,))
+        if not names or any(not isinstance(n, str) or not n or "," in n for n in names):
+            raise errors.UsageError("tune: %r names no parameter (e.g. tune=\"lr\" or "
+                                    "tune=[\"lr\", \"weight_decay\"])" % (tune,))
+        if select_per is not None and select_per not in ("seed", "point"):
+            raise errors.UsageError("select_per: %r is not a selection unit (seed or point)"
+                                    % (select_per,))
+        s = self.sweep(name)
+        if metric is not None:
+            known = s.get("columns", {}).get("results", [])
+            if known and metric not in known:
+                raise errors.UsageError("metric: unknown '%s' for sweep %s (metrics: %s)" %
+                                        (metric, name, ", ".join(known)))
+        try:
+            raw = self._request("GET", _sweep_path(name) + "/analysis/tuned", query={
+                "tune": ",".join(names), "metric": metric, "select_by": select_by,
+                "select_per": select_per, "x": x, "series": series, "facet": facet,
+                "bootstrap": bootstrap})
+        except errors.BadRequest as e:
+            # The CLI refuses the same (an unswept tune parameter, ...) as a
+            # usage error (exit 64): the coordinator's message, status 400.
+            raise errors.UsageError(e.message, e.status) from None
+        self._add_pruned(raw, name, s)
+        return Tuned(raw, s["sweep_id"], s.get("kind", ""))
+
+    def _add_pruned(self, raw, name, s):
+        """Adds "pruned" as `smoe analyze` does when the search pruned trials:
+        {"trials": N, "x_values_all_pruned": [x labels where every trial was]}."""
+        if not s.get("counts", {}).get("pruned"):
+            return
+        x = raw.get("x", "")
+        total, by_x = 0, {}
+        for r in self.trials(name):
+            pruned = r.get("state") == "pruned"
+            total += pruned
+            params = r.get("params") or {}
+            if not x or x not in params:
+                continue
+            n = by_x.setdefault(_label(params[x]), [0, 0])
+            n[0] += 1
+            n[1] += pruned
+        if total:
+            raw["pruned"] = {"trials": total, "x_values_all_pruned": sorted(
+                v for v, (n, np_) in by_x.items() if n > 0 and n == np_)}
 
     def watch(self, name, interval=1.0, timeout=None, progress=True, file=None):
         """Waits until the sweep is no longer active, showing a progress bar.

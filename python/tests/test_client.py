@@ -1,12 +1,15 @@
 """smoe_lab.Client against a live coordinator (started here): submit, validate,
 extend, cancel, retry, delete, annotate, reads, roles, bad input, a
-coordinator that is down, and how the URL and the token are found.
+coordinator that is down, how the URL and the token are found, and the
+tuned analysis (Client.tuned) on sweeps smoe-dashboard-fixture fills,
+against `smoe analyze --tune`.
 
 Run: SMOE_BIN=build/bin/smoe /usr/bin/python3 -m unittest discover -s python/tests
 """
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -15,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import smoe_lab  # noqa: E402
 from smoe_lab import client as client_mod  # noqa: E402
-from cluster import Cluster, SOURCE_DIR, free_port  # noqa: E402
+from cluster import Cluster, SOURCE_DIR, free_port, smoe_bin  # noqa: E402
 
 SWEEP = """name: py-sweep
 kind: sraven
@@ -364,6 +367,162 @@ class LiveTest(unittest.TestCase):
         a = self.admin.analyze("py-empty")
         self.assertEqual(a.table, [])
         self.assertIn("(no succeeded trials with this metric)", str(a))
+
+
+def fixture_bin():
+    """smoe-dashboard-fixture (next to smoe in build/bin): fills a sweep with known results."""
+    return os.path.join(os.path.dirname(smoe_bin()), "smoe-dashboard-fixture")
+
+
+class TunedTest(unittest.TestCase):
+    """Client.tuned against a coordinator whose sweeps over lr the fixture
+    program seeds (tests/browser/fixture.cc: the best lr is 0.01 at top_k 1
+    and 0.001 above; val_acc = ood_acc + 0.02), compared with `smoe analyze
+    --tune` on the same sweeps."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(fixture_bin(), os.X_OK):
+            raise RuntimeError("no %s (build the smoe-dashboard-fixture target)"
+                               % fixture_bin())
+        cls.cluster = Cluster("tuned").__enter__()
+        cls.c = smoe_lab.Client(cls.cluster.url, token=cls.cluster.viewer)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.__exit__(None, None, None)
+
+    def seed(self, text, name, *extra):
+        path = os.path.join(self.cluster.dir, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(text)
+        r = subprocess.run([fixture_bin(), "seed", "--coordinator",
+                            "127.0.0.1:%d" % self.cluster.grpc_port, "--token-file",
+                            os.path.join(self.cluster.data, "token"), "--sweep", path,
+                            "--points", "10"] + list(extra),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def cli(self, *args):
+        r = subprocess.run([smoe_bin(), "analyze"] + list(args) + [
+            "--coordinator", "127.0.0.1:%d" % self.cluster.grpc_port,
+            "--token-file", os.path.join(self.cluster.data, "token")],
+            capture_output=True, text=True, timeout=60)
+        return r
+
+    def test_1_chosen_lr_per_top_k_and_the_cli_text(self):
+        with open(os.path.join(SOURCE_DIR, "tests", "browser", "sraven-tuned.yaml")) as f:
+            text = f.read().replace("name: fixture-tuned", "name: py-tuned")
+        self.seed(text, "py-tuned")
+        t = self.c.tuned("py-tuned", "lr")
+        self.assertEqual((t.metric, t.x, t.series, t.facet, t.tune, t.select_by,
+                          t.select_per), ("ood_acc", "top_k", "M", "attention", ["lr"],
+                                          "val_acc", "seed"))
+        self.assertEqual(t.configs, ["lr=0.001", "lr=0.01"])
+        self.assertEqual([(r["facet"], r["series"]) for r in t.table],
+                         [("hyla", "1"), ("hyla", "2")])
+        for r in t.table:
+            # Every seed picks lr 0.01 at top_k 1 and 0.001 at top_k 2.
+            self.assertEqual(r["chosen"], {1: {"lr=0.01": 2}, 2: {"lr=0.001": 2}})
+            self.assertEqual(r["best"], 2)
+            self.assertEqual(r["chosen_at_best"], {"lr=0.001": 2})
+            self.assertEqual(r["seeds"], 2)
+            self.assertLessEqual(r["ci_lo"], r["best"])
+            self.assertGreaterEqual(r["ci_hi"], r["best"])
+            self.assertEqual(sorted(r["untuned"]), ["lr=0.001", "lr=0.01"])
+            # Untuned: lr 0.01 alone is best at top_k 1, lr 0.001 alone at 2.
+            self.assertEqual(r["untuned"]["lr=0.01"]["best"], 1)
+            self.assertEqual(r["untuned"]["lr=0.001"]["best"], 2)
+        self.assertEqual(len(t.curves), 4)
+        for c in t.curves:
+            self.assertEqual(c["seeds"], 2)
+            self.assertEqual(c["configs"], 2)
+            fixed = max(c["lr=0.001"], c["lr=0.01"])
+            self.assertAlmostEqual(c["mean"], fixed)  # the tuned curve is the best lr's
+            self.assertEqual(c["chosen"], {"lr=0.01": 2} if c["x"] == 1 else {"lr=0.001": 2})
+        # The same text as `smoe analyze --tune lr`, byte for byte, and the same JSON.
+        cli = self.cli("py-tuned", "--tune", "lr")
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertEqual(str(t), cli.stdout)
+        self.assertIn("lr=0.01 x2", str(t))
+        cli = self.cli("py-tuned", "--tune", "lr", "--format", "json")
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        raw = dict(t.raw)
+        raw.pop("version")
+        self.assertEqual(raw, json.loads(cli.stdout))
+        # Other options: one configuration per point, a list of names, the
+        # reported metric itself (a note), bootstrap.
+        p = self.c.tuned("py-tuned", ["lr"], select_per="point", metric="test_acc",
+                         select_by="test_acc", bootstrap=50)
+        self.assertEqual(p.table[0]["chosen"][1], {"lr=0.01": 2})
+        self.assertEqual(p.raw["bootstrap_samples"], 50)
+        self.assertEqual(len(p.notes), 1)
+        cli = self.cli("py-tuned", "--tune", "lr", "--select-per", "point", "--metric",
+                       "test_acc", "--select-by", "test_acc", "--bootstrap", "50")
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertEqual(str(p), cli.stdout)
+        self.assertIn("note: selected and reported on the same metric", str(p))
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            return
+        self.assertEqual(list(t.frame()["best"]), [2, 2])
+        df = t.curves_frame()
+        self.assertEqual(len(df), 4)
+        self.assertEqual(list(df.columns[:3]), ["facet", "series", "x"])
+        self.assertIn("lr=0.01", df.columns)
+
+    def test_2_bad_arguments_raise_naming_them(self):
+        with self.assertRaises(smoe_lab.UsageError) as e:
+            self.c.tuned("py-tuned", "weight_decay")
+        # The coordinator's 400, naming the parameter and the swept ones.
+        self.assertIn("'weight_decay' is not a swept parameter of sweep py-tuned",
+                      str(e.exception))
+        self.assertIn("M, lr, top_k", str(e.exception))
+        self.assertEqual((e.exception.status, e.exception.exit_code), (400, 64))
+        cli = self.cli("py-tuned", "--tune", "weight_decay")
+        self.assertEqual(cli.returncode, 64)
+        with self.assertRaises(smoe_lab.UsageError) as e:
+            self.c.tuned("py-tuned", "lr", select_by="nope")
+        self.assertIn("select_by: 'nope'", str(e.exception))
+        with self.assertRaises(smoe_lab.UsageError) as e:
+            self.c.tuned("py-tuned", "top_k")
+        self.assertIn("'top_k' is the x axis", str(e.exception))
+        with self.assertRaises(smoe_lab.UsageError) as e:
+            self.c.tuned("py-tuned", "lr", metric="nope")
+        self.assertIn("ood_acc", str(e.exception))
+        for bad in ("", [], ["lr", ""], "lr,", ["lr,M"], 3):
+            with self.assertRaises(smoe_lab.UsageError):
+                self.c.tuned("py-tuned", bad)
+        with self.assertRaises(smoe_lab.UsageError) as e:
+            self.c.tuned("py-tuned", "lr", select_per="sweep")
+        self.assertIn("select_per: 'sweep'", str(e.exception))
+        with self.assertRaises(smoe_lab.NotFound):
+            self.c.tuned("py-nope", "lr")
+
+    def test_3_pruned_trials_add_the_cli_note(self):
+        # An ASHA sweep over lr as well, run stepwise: the search prunes some
+        # trials, and both tables say so as `smoe analyze` does.
+        self.seed("name: py-asha\nkind: sraven\ngrid:\n  top_k: [1, 2, 4, 8]\n"
+                  "  lr: [0.001, 0.01]\nfixed: {M: 2, steps: 500}\nseeds: [0, 1]\n"
+                  "search: {strategy: asha, metric: ood_acc, min_steps: 100, "
+                  "reduction: 2}\n", "py-asha", "--stepwise", "1", "--points", "50")
+        self.assertGreater(self.c.sweep("py-asha")["counts"]["pruned"], 0)
+        t = self.c.tuned("py-asha", "lr")
+        self.assertIn("trial(s) were pruned by the search", str(t))
+        cli = self.cli("py-asha", "--tune", "lr")
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertEqual(str(t), cli.stdout)
+        a = self.c.analyze("py-asha")
+        cli = self.cli("py-asha")
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertEqual(str(a), cli.stdout)
+        self.assertIn("trial(s) were pruned by the search", str(a))
+        # An x every trial of which was pruned is named (cli/analyze_cmd.cc
+        # FormatPrunedNote).
+        self.assertTrue(smoe_lab.client.format_pruned_note(
+            {"trials": 3, "x_values_all_pruned": ["1", "8"]}, "top_k").endswith(
+                "finish; every trial was pruned at top_k = 1, 8\n"))
 
 
 if __name__ == "__main__":

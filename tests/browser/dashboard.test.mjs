@@ -851,6 +851,17 @@ async function main() {
   const tunedBest = await page.evaluate(() => window.__smoe.tuned);
   check(tunedBest.length === 2 && tunedBest.every((t) => t.best === 2), `the tuned optimum is top_k 2 at M = 1 and 2 (${JSON.stringify(tunedBest)})`);
   check(page.url().includes('tune=lr'), 'the tuned view is in the URL');
+  // Its charts: per facet the tuned curves beside each fixed lr's (dashed),
+  // and the lr chosen per top_k on a log scale (0.001 and 0.01 span a decade).
+  const tunedCharts = await page.evaluate(() => Object.entries(window.__smoe.charts)
+    .filter(([id]) => id.startsWith('tuned-')).map(([id, c]) => ({ id, yScale: c.yScale, series: c.series })));
+  const tc = tunedCharts.find((c) => c.id.startsWith('tuned-curves-'));
+  const ch = tunedCharts.find((c) => c.id.startsWith('tuned-choice-'));
+  check(tc && tc.series.filter((s) => !s.overlay).length === 2 && tc.series.filter((s) => s.overlay).length === 4,
+    `the tuned curves chart: a tuned line per M and a dashed line per (M, fixed lr) (${JSON.stringify(tc)})`);
+  check(ch && ch.yScale === 'log10' && ch.series.length === 2 &&
+    ch.series.every((s) => JSON.stringify(s.values) === JSON.stringify([0.01, 0.001])),
+  `the chosen-lr chart: lr 0.01 at top_k 1 and 0.001 at 2 for both M, log y (${JSON.stringify(ch)})`);
   await page.screenshot({ path: path.join(artifacts, 'tuned-view.png'), fullPage: true });
 
   // 16. Sampled axes (issue 33 item 1): a sweep with lr drawn log-uniformly

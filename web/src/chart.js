@@ -65,7 +65,8 @@ export function card(parent, title, { id, note } = {}) {
 //   drawn as small dots: individual trials; legend: false hides its legend
 //   row)}]
 //   spec.xLog2 (ticks at the xs), spec.xLog10 (a sampled log axis: ticks at
-//   decades), spec.xLabel, spec.yLabel, spec.yRange [lo, hi],
+//   decades), spec.yLog10 (a base-10 log y scale: chosen learning rates),
+//   spec.xLabel, spec.yLabel, spec.yRange [lo, hi],
 //   spec.xTickLabels (for categorical x: index -> label)
 //   spec.overlay: [{x, y, label}] extra points drawn as hollow grey circles
 //     (adaptive sweeps: trials stopped early, at the value they stopped at)
@@ -78,6 +79,7 @@ export function lineChart(parent, id, title, spec, note) {
   const hidden = [];
   const summary = { id, title, series: [], markers: [],
     xScale: spec.xLog10 ? 'log10' : spec.xLog2 ? 'log2' : 'linear',
+    yScale: spec.yLog10 ? 'log10' : 'linear',
     overlay: (spec.overlay || []).map((p) => ({ x: p.x, y: p.y, label: p.label })),
     vlines: (spec.vlines || []).map((v) => v.x) };
   for (const s of spec.series) {
@@ -123,6 +125,7 @@ export function lineChart(parent, id, title, spec, note) {
         label: s.label,
         points: s.values.filter((v) => v !== null && v !== undefined).length,
         overlay: !!s.dash,
+        values: s.values,
       });
     }
   }
@@ -165,7 +168,7 @@ export function lineChart(parent, id, title, spec, note) {
     bands,
     scales: {
       x: xScaleOptions(spec.xLog2 || spec.xLog10, xRange, spec.xLog10 ? 10 : 2),
-      y: yRange ? { range: yRange } : {},
+      y: { ...(spec.yLog10 ? { distr: 3, log: 10 } : {}), ...(yRange ? { range: yRange } : {}) },
     },
     axes: [
       {
@@ -178,7 +181,10 @@ export function lineChart(parent, id, title, spec, note) {
           ? () => (xRange ? [...new Set([...spec.xs, ...overlayXs])].sort((a, b) => a - b) : spec.xs)
           : undefined,
       },
-      { label: spec.yLabel, size: 56 },
+      spec.yLog10
+        // (log splits may hold nulls, as on x.)
+        ? { label: spec.yLabel, size: 64, values: (u, vals) => vals.map((v) => (v === null || v === undefined ? '' : String(+v.toPrecision(6)))) }
+        : { label: spec.yLabel, size: 56 },
     ],
     legend: { live: true },
     cursor: { drag: { x: true, y: false } },

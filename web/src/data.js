@@ -491,3 +491,92 @@ export function workersSummary(r) {
   if (r.hidden) s += `; ${r.hidden} silent for more than a day not shown`;
   return s;
 }
+
+// ---- the tuned view's charts (issue 33; pages/sweep_sections.js) ------------
+
+// The tuned curve of each series of one facet beside each fixed
+// configuration's own curve (the untuned comparison), at xs: per series a
+// solid line with its bootstrap CI band (which re-selects in every
+// resample), and a thin dashed line per configuration, in the series' colour.
+// `tuned`: GET /api/sweeps/{id}/analysis/tuned.
+export function tunedCurveSeries(tuned, facetLabel, xs, palette) {
+  const out = [];
+  const mine = tuned.tuned.filter((s) => s.facet_label === facetLabel);
+  mine.forEach((s, i) => {
+    const color = palette[i % palette.length];
+    const byX = new Map(s.points.map((p) => [p.x, p]));
+    const pick = (f) => xs.map((x) => (byX.has(x) ? f(byX.get(x)) : null));
+    const prefix = tuned.series ? `${tuned.series}=${s.series_label}` : 'tuned';
+    out.push({
+      label: tuned.series ? `${prefix}, tuned` : prefix, color,
+      values: pick((p) => p.mean),
+      lo: pick((p) => (p.n < 2 ? null : p.ci_lo)),
+      hi: pick((p) => (p.n < 2 ? null : p.ci_hi)),
+    });
+    for (const u of tuned.untuned) {
+      const facet = (u.curves.facets || []).find((f) => f.label === facetLabel);
+      const line = facet && facet.series.find((x) => x.label === s.series_label);
+      if (!line) continue;
+      const at = new Map(line.points.map((p) => [p.x, p.mean]));
+      out.push({
+        label: tuned.series ? `${tuned.series}=${s.series_label}, ${u.config}` : u.config,
+        color, dash: [4, 3], width: 1,
+        values: xs.map((x) => (at.has(x) ? at.get(x) : null)),
+      });
+    }
+  });
+  return out;
+}
+
+// The y scale for the values of tuned parameter `name` (as xAxisScale, in
+// base 10): 'log10' for a sampled axis declared log, or a grid axis of
+// positive numbers spanning at least a factor of 10 (learning rates);
+// 'linear' otherwise.
+export function tunedValueScale(axes, name, values) {
+  const nums = values.filter((v) => typeof v === 'number');
+  if (!nums.length || nums.length !== values.length || nums.some((v) => v <= 0)) return 'linear';
+  const axis = (axes || []).find((a) => a.name === name);
+  if (axis && axis.sampled) return axis.log ? 'log10' : 'linear';
+  return Math.max(...nums) / Math.min(...nums) >= 10 ? 'log10' : 'linear';
+}
+
+// The value of tuned parameter `param` that each series of one facet chose
+// per x (does the best lr move with k?). Per series: a line through the
+// value most seeds chose (ties: the smaller value), and, when seeds chose
+// differently, every chosen value as a dot (one scatter series per rank of
+// the distinct values at an x). Null where nothing is known (a config label
+// the untuned list does not have, or a non-numeric value).
+export function tunedChoiceSeries(tuned, facetLabel, param, xs, palette) {
+  const valueOf = new Map(tuned.untuned.map((u) => [u.config, u.values?.[param]]));
+  const out = [];
+  const mine = tuned.tuned.filter((s) => s.facet_label === facetLabel);
+  mine.forEach((s, i) => {
+    const color = palette[i % palette.length];
+    const byX = new Map(s.points.map((p) => [p.x, p]));
+    const chosenAt = xs.map((x) => {
+      const p = byX.get(x);
+      if (!p) return [];
+      return Object.entries(p.chosen_count)
+        .map(([label, n]) => ({ v: valueOf.get(label), n }))
+        .filter((c) => typeof c.v === 'number');
+    });
+    const label = tuned.series ? `${tuned.series}=${s.series_label}` : param;
+    out.push({
+      label, color,
+      values: chosenAt.map((cs) => (cs.length
+        ? [...cs].sort((a, b) => b.n - a.n || a.v - b.v)[0].v : null)),
+    });
+    const ranks = Math.max(0, ...chosenAt.map((cs) => cs.length));
+    if (ranks < 2) return;
+    for (let r = 0; r < ranks; r++) {
+      out.push({
+        label: `${label}: every seed's choice`, color, scatter: true, legend: false,
+        values: chosenAt.map((cs) => {
+          const vs = [...new Set(cs.map((c) => c.v))].sort((a, b) => a - b);
+          return r < vs.length ? vs[r] : null;
+        }),
+      });
+    }
+  });
+  return out;
+}

@@ -306,7 +306,7 @@ async function loadCharts(p) {
     if (ood.optimal.length) {
       optimalCharts(optBox, ood, st);
       optimalTable(optBox, ood);
-      if (tuned) tunedSection(optBox, tuned);
+      if (tuned) tunedSection(optBox, tuned, st);
     } else {
       optBox.appendChild(h('p', { class: 'muted empty' }, 'Needs succeeded trials.'));
     }

@@ -4,7 +4,8 @@ import { PALETTE, card, download, lineChart } from '../chart.js';
 import {
   brushTerms, errorText, exitText, fitQuality, fmt, maxSeeds, meanSe,
   metricName, numericXs, optimalUncertainty, pointSeries, selectBy, seriesFromCurves,
-  skillMixSeries, theoryAccuracy, toCsv, xAxisScale, xScaleFlags,
+  skillMixSeries, theoryAccuracy, toCsv, tunedChoiceSeries, tunedCurveSeries, tunedValueScale,
+  xAxisScale, xScaleFlags,
 } from '../data.js';
 import { prunedOverlay } from '../search.js';
 import { h } from '../page.js';
@@ -277,8 +278,11 @@ export function tunableAxes(sweep, st) {
 
 // Optimal x when every x gets its own best `tune` (selected on the
 // validation split; GET .../analysis/tuned), beside the fixed
-// configurations' table above: the chosen values per x and line.
-export function tunedSection(box, tuned) {
+// configurations' table above: the chosen values per x and line, then per
+// facet two charts: the tuned curves beside each fixed configuration's, and
+// (one tuned parameter) the value chosen per x, on a log scale for a
+// log-declared or decade-spanning axis.
+export function tunedSection(box, tuned, st) {
   if (tuned.error) {
     box.appendChild(h('p', { class: 'error', id: 'tuned-error' }, `Tuned view: ${tuned.error}`));
     return;
@@ -296,5 +300,43 @@ export function tunedSection(box, tuned) {
     },
   });
   for (const n of tuned.notes) box.appendChild(h('p', { class: 'muted' }, n));
+  tunedCharts(box, tuned, st);
   window.__smoe.tuned = tuned.tuned.map((s) => ({ series: s.series_label, best: s.optimal.best }));
+}
+
+function tunedCharts(box, tuned, st) {
+  const facets = [...new Set(tuned.tuned.map((s) => s.facet_label))];
+  for (const facet of facets) {
+    const mine = tuned.tuned.filter((s) => s.facet_label === facet);
+    const xs = [...new Set(mine.flatMap((s) => s.points.map((p) => p.x)))]
+      .sort((a, b) => (typeof a === 'number' && typeof b === 'number' ? a - b : String(a).localeCompare(String(b))));
+    if (!xs.length) continue;
+    const categorical = xs.some((x) => typeof x !== 'number');
+    const tick = categorical ? xs.map(String) : null;
+    const xsPlot = categorical ? xs.map((_, i) => i) : xs;
+    const xFlags = xScaleFlags(xAxisScale(st.axes, tuned.x, categorical ? [] : xs, st.log));
+    const where = tuned.facet ? ` — ${tuned.facet}=${facet}` : '';
+    const tunedNames = tuned.tune.join(', ');
+    const curves = lineChart(box, `tuned-curves-${facet}`,
+      `${metricName(tuned.metric)} vs ${tuned.x}: ${tunedNames} tuned per ${tuned.x} vs fixed${where}`, {
+        xs: xsPlot, xTickLabels: tick, ...xFlags, series: tunedCurveSeries(tuned, facet, xs, PALETTE),
+        xLabel: tuned.x, yLabel: metricName(tuned.metric),
+      }, `solid: ${tunedNames} selected on ${tuned.select_by} per ${tuned.select_per} ` +
+      `(band: ${Math.round(tuned.ci_level * 100)}% bootstrap CI that re-selects in every resample); ` +
+      'dashed: each fixed configuration on its own');
+    st.charts.push(curves.u);
+    if (tuned.tune.length !== 1) continue;
+    const param = tuned.tune[0];
+    const choice = tunedChoiceSeries(tuned, facet, param, xs, PALETTE);
+    const values = choice.flatMap((s) => s.values).filter((v) => v !== null);
+    if (!values.length) continue;
+    const log = tunedValueScale(st.axes, param, values) === 'log10';
+    const chosen = lineChart(box, `tuned-choice-${facet}`, `${param} chosen per ${tuned.x}${where}`, {
+      xs: xsPlot, xTickLabels: tick, ...xFlags, series: choice, yLog10: log,
+      xLabel: tuned.x, yLabel: param, height: 240,
+    }, `line: the ${param} most seeds chose (selected on ${tuned.select_by})` +
+      (choice.some((s) => s.scatter) ? '; dots: every seed\'s choice where seeds differ' : '') +
+      (log ? `; log scale` : ''));
+    st.charts.push(chosen.u);
+  }
 }
