@@ -7,6 +7,9 @@
 //                    [--search-trials N] [--search-reports 40]
 //                    [--asha-trials N] [--asha-decisions N]
 //                    [--skip-search] [--skip-coordinator]
+//                    [--search-strategy asha|median] [--per-group-plans]
+//                    [--budget-gpu-hours H] [--full-plans]
+//                    [--search-extra "aggregate_seeds: true"]
 //
 // Coordinator part (a real CoordinatorServer: SQLite with its production
 // synchronous=FULL, loopback HTTP):
@@ -42,6 +45,15 @@
 // `search-reports` search-metric reports (eval/ood_acc at the first rung),
 // each timed: Scheduler::ReportMetrics plans the sweep's search on every one
 // (the first after the start from every trial, reported on its own).
+// --search-strategy median: the same with the median rule (min_steps 300,
+// the same group_by) instead of asha; --per-group-plans: the scheduler's
+// incremental_stopping off (each report plans its group whole, as before
+// the incremental asha / median), a same-binary baseline.
+// --budget-gpu-hours H: the search has budget_gpu_hours H (the fake clock
+// does not move, so it is never spent: the planning before it is);
+// --full-plans: incremental_search off (every report plans from every
+// trial, which budgeted sweeps did before). --search-extra: more keys for
+// the search block (e.g. "aggregate_seeds: true", "keep_neighbors: top_k").
 //
 // Prints markdown and one "row:" line per part for the growth table
 // (bench/results/scale-*.md). Timing is wall clock on a shared machine.
@@ -233,10 +245,18 @@ struct Options {
   int asha_trials = -1;  // default: min(trials, 100000); 0: no asha part
   int asha_decisions = 0;
   bool skip_search = false, skip_coordinator = false;
+  std::string search_strategy = "asha";
+  bool per_group_plans = false;
+  double budget_gpu_hours = 0;
+  bool full_plans = false;
+  std::string search_extra;
 };
 
 constexpr char kAshaSearch[] =
     "search: {strategy: asha, metric: ood_acc, min_steps: 300, reduction: 3, "
+    "group_by: [M, attention]}\n";
+constexpr char kMedianSearch[] =
+    "search: {strategy: median, metric: ood_acc, min_steps: 300, "
     "group_by: [M, attention]}\n";
 
 // The asha part of the coordinator bench: an adaptive sweep of `n` points
@@ -512,11 +532,23 @@ int Search(const Options& opt) {
   smoe::coordinator::SchedulerOptions so;
   so.lease_timeout = absl::Hours(1);
   so.parse.max_points = std::max<int64_t>(100000, n);
+  so.incremental_stopping = !opt.per_group_plans;
+  so.incremental_search = !opt.full_plans;
+  const bool median = opt.search_strategy == "median";
+  std::string search = median ? kMedianSearch : kAshaSearch;
+  if (opt.budget_gpu_hours > 0) {
+    search = absl::StrCat(search.substr(0, search.rfind('}')),
+                          ", budget_gpu_hours: ", opt.budget_gpu_hours, "}\n");
+  }
+  if (!opt.search_extra.empty()) {
+    search = absl::StrCat(search.substr(0, search.rfind('}')), ", ",
+                          opt.search_extra, "}\n");
+  }
   auto sched_or = smoe::coordinator::Scheduler::Create(&store, &clock, so);
   if (!sched_or.ok()) return 1;
   auto& sched = **sched_or;
   const auto t0 = Clock::now();
-  auto sub = sched.SubmitSweep(SweepYaml("asha", n, kAshaSearch), false);
+  auto sub = sched.SubmitSweep(SweepYaml("asha", n, search), false);
   if (!sub.ok()) {
     std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
     return 1;
@@ -551,9 +583,15 @@ int Search(const Options& opt) {
     }
   }
   std::printf(
-      "search planning per report (asha, %lld trials, submit %.1f s in "
+      "search planning per report (%s%s%s%s%s%s, %lld trials, submit %.1f s "
+      "in "
       "memory; the first report after the start %.1f ms): p50 %.3f p95 %.3f "
       "ms over %zu more reports\nrow-search: | %d | %.3f ms | %.3f ms |\n",
+      opt.search_strategy.c_str(),
+      opt.per_group_plans ? ", per-group plans" : "",
+      opt.budget_gpu_hours > 0 ? ", budget_gpu_hours" : "",
+      opt.full_plans ? ", plans from every trial" : "",
+      opt.search_extra.empty() ? "" : ", ", opt.search_extra.c_str(),
       static_cast<long long>(sub->sweep.counts.total()), submit_s, first_ms,
       Percentile(lat, 0.5), Percentile(lat, 0.95), lat.size(), n,
       Percentile(lat, 0.5), Percentile(lat, 0.95));
@@ -595,13 +633,29 @@ int main(int argc, char** argv) {
       opt.skip_search = true;
     } else if (a == "--skip-coordinator") {
       opt.skip_coordinator = true;
+    } else if (a == "--search-strategy") {
+      opt.search_strategy = next();
+      if (opt.search_strategy != "asha" && opt.search_strategy != "median") {
+        std::fprintf(stderr, "--search-strategy: asha or median\n");
+        return 64;
+      }
+    } else if (a == "--per-group-plans") {
+      opt.per_group_plans = true;
+    } else if (a == "--budget-gpu-hours") {
+      opt.budget_gpu_hours = std::atof(next().c_str());
+    } else if (a == "--full-plans") {
+      opt.full_plans = true;
+    } else if (a == "--search-extra") {
+      opt.search_extra = next();
     } else {
       std::fprintf(stderr,
                    "usage: %s [--trials N] [--hold N] [--live N] [--requests "
                    "N] [--seconds S] [--workers 16,64,256] [--search-trials "
                    "N] [--search-reports N] [--asha-trials N] "
                    "[--asha-decisions N] [--skip-search] "
-                   "[--skip-coordinator]\n",
+                   "[--skip-coordinator] [--search-strategy asha|median] "
+                   "[--per-group-plans] [--budget-gpu-hours H] "
+                   "[--full-plans] [--search-extra KEYS]\n",
                    argv[0]);
       return 64;
     }

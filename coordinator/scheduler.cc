@@ -1452,8 +1452,8 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   SearchInputs in;
   std::map<std::string, size_t> index;
   SearchPlan plan;
-  bool subset = s->asha != nullptr &&
-                IncrementalAshaPlanLocked(s, *batch, &in, &index, &plan);
+  bool subset = (s->asha != nullptr || s->median != nullptr) &&
+                IncrementalStoppingPlanLocked(s, *batch, &in, &index, &plan);
   if (!subset) {
     in = SearchInputs();
     index.clear();
@@ -1528,13 +1528,12 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   return absl::OkStatus();
 }
 
-bool Scheduler::IncrementalAshaPlanLocked(SweepEntry* s,
-                                          const WriteBatch& batch,
-                                          SearchInputs* in,
-                                          std::map<std::string, size_t>* index,
-                                          SearchPlan* plan) {
+bool Scheduler::IncrementalStoppingPlanLocked(
+    SweepEntry* s, const WriteBatch& batch, SearchInputs* in,
+    std::map<std::string, size_t>* index, SearchPlan* plan) {
   const std::string& sweep_id = s->record.sweep_id;
   if (!options_.incremental_search || !s->search_indexed) return false;
+  if (BudgetMaybeSpentLocked(*s, batch)) return false;
   // The trials changed since the last plan, by the batch's trial records,
   // or by its search-metric reports (mirrored in s->reports).
   std::set<std::string> changed = s->search_dirty;
@@ -1556,27 +1555,46 @@ bool Scheduler::IncrementalAshaPlanLocked(SweepEntry* s,
     return it != overlay.end() ? *it->second : trials_.at(id);
   };
   const std::vector<analysis::search::Report> none;
+  analysis::search::IncrementalAsha* asha = s->asha.get();
+  analysis::search::IncrementalMedian* median = s->median.get();
   for (const std::string& id : changed) {
     const TrialRecord& t = record(id);
     if (!ConsideredBySearch(t.state)) {
-      s->asha->Remove(id);
+      if (asha != nullptr) asha->Remove(id);
+      if (median != nullptr) median->Remove(id);
       continue;
     }
     auto r = s->reports.find(id);
-    s->asha->Set(id, s->search_info.at(id).group,
-                 r != s->reports.end() ? r->second : none);
+    const std::vector<analysis::search::Report>& rs =
+        r != s->reports.end() ? r->second : none;
+    if (asha != nullptr) {
+      const SearchTrialInfo& info = s->search_info.at(id);
+      analysis::search::Trial facts;
+      facts.config = info.config;
+      facts.has_axis = info.has_axis;
+      facts.axis = info.axis;
+      facts.rest = info.rest;
+      asha->Set(id, info.group, rs, &facts);
+    }
+    if (median != nullptr) median->Set(id, s->search_info.at(id).group, rs);
   }
   in->spec = &s->spec;
   in->max_steps = s->search_max_steps;
-  for (const std::string& id : s->asha->TakeAffected()) {
-    if (!s->asha->Has(id)) continue;
+  const std::set<std::string> affected =
+      asha != nullptr ? asha->TakeAffected() : median->TakeAffected();
+  for (const std::string& id : affected) {
+    if (asha != nullptr ? !asha->Has(id) : !median->Has(id)) continue;
     const TrialRecord& t = record(id);
     (*index)[id] = in->trials.size();
     in->trials.push_back(t);
     const bool errored = t.state == TrialState::kPending && t.error_count > 0;
     auto l = s->last.find(id);
-    AppendStoppingDecision(t, s->asha->Decide(id, errored),
-                           l == s->last.end() ? nullptr : &l->second, plan);
+    AppendStoppingDecision(
+        t,
+        asha != nullptr
+            ? asha->Decide(id, errored)
+            : median->Decide(id, errored, t.state == TrialState::kPruned),
+        l == s->last.end() ? nullptr : &l->second, plan);
   }
   return true;
 }
@@ -1602,7 +1620,9 @@ bool Scheduler::SearchInputsLocked(SweepEntry* s, const WriteBatch& batch,
     }
     for (const store::MetricRecord& m : batch.metrics) touch(m.trial_id);
     for (const WriteBatch::Result& r : batch.results) touch(r.trial_id);
-    if (known) {
+    // A spent GPU-hour budget prunes the pending trials of every group:
+    // planned from every trial.
+    if (known && !BudgetMaybeSpentLocked(*s, batch)) {
       s->search_dirty.clear();
       in->info = &s->search_info;
       in->max_steps = s->search_max_steps;
@@ -1652,10 +1672,54 @@ bool Scheduler::SearchInputsLocked(SweepEntry* s, const WriteBatch& batch,
     in->device_hours_used = DeviceHoursLocked(*s, in->trials);
   }
   if (per_group && allow_subset) {
-    IndexSearchLocked(s, in->trials);
-    in->info = &s->search_info;
+    if (BudgetSpent(*in)) {
+      // Spent for good (device-hours only grow; a spec change re-indexes):
+      // every later plan is from every trial, so no index to keep up.
+      s->search_indexed = false;
+      s->search_dirty.clear();
+      s->asha.reset();
+      s->median.reset();
+    } else {
+      IndexSearchLocked(s, in->trials);
+      in->info = &s->search_info;
+    }
   }
   return false;
+}
+
+bool Scheduler::BudgetMaybeSpentLocked(const SweepEntry& s,
+                                       const WriteBatch& batch) {
+  const double budget = s.spec.search.budget_gpu_hours;
+  if (!(budget > 0)) return false;
+  const std::string& sweep_id = s.record.sweep_id;
+  const absl::Time now = clock_->Now();
+  const int gpus = std::max(1, s.spec.resources.gpus_per_trial);
+  double hours = s.ended_device_hours;
+  auto add = [&](const TrialRecord& t) {
+    if (t.state == TrialState::kRunning && now > t.updated_at) {
+      hours += absl::ToDoubleHours(now - t.updated_at) * gpus;
+    }
+  };
+  std::set<std::string> in_batch;
+  for (const TrialRecord& t : batch.trials) {
+    if (t.sweep_id != sweep_id) continue;
+    if (in_batch.insert(t.trial_id).second) {
+      // The batch's last record of a trial is the state it leads to.
+      const TrialRecord* last = &t;
+      for (const TrialRecord& u : batch.trials) {
+        if (u.trial_id == t.trial_id) last = &u;
+      }
+      add(*last);
+    }
+  }
+  for (const std::string& id : running_) {
+    if (in_batch.count(id)) continue;
+    auto it = trials_.find(id);
+    if (it != trials_.end() && it->second.sweep_id == sweep_id) {
+      add(it->second);
+    }
+  }
+  return hours >= budget * (1 - 1e-9);
 }
 
 void Scheduler::IndexSearchLocked(SweepEntry* s,
@@ -1678,6 +1742,25 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
   s->search_max_steps = SearchMaxSteps(s->spec, trials);
   s->search_indexed = true;
   s->asha.reset();
+  s->median.reset();
+  if (!options_.incremental_stopping) return;
+  if (s->spec.search.strategy == "median") {
+    analysis::search::MedianConfig c;
+    c.mode = analysis::search::ParseMode(s->spec.search.mode);
+    c.min_steps = s->spec.search.min_steps;
+    c.max_steps = s->search_max_steps;
+    const std::vector<analysis::search::Report> none;
+    s->median = std::make_shared<analysis::search::IncrementalMedian>(c);
+    std::vector<analysis::search::IncrementalMedian::Initial> initial;
+    initial.reserve(by_ordinal.size());
+    for (const TrialRecord* t : by_ordinal) {
+      if (!ConsideredBySearch(t->state)) continue;
+      auto r = s->reports.find(t->trial_id);
+      initial.push_back({&t->trial_id, &s->search_info.at(t->trial_id).group,
+                         r != s->reports.end() ? &r->second : &none});
+    }
+    s->median->Load(initial);
+  }
   if (s->spec.search.strategy == "asha") {
     const analysis::search::AshaConfig c =
         AshaConfigOf(s->spec, s->search_max_steps);
@@ -1685,12 +1768,22 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
       const std::vector<analysis::search::Report> none;
       s->asha = std::make_shared<analysis::search::IncrementalAsha>(c);
       std::vector<analysis::search::IncrementalAsha::Initial> initial;
+      std::vector<analysis::search::Trial> facts(by_ordinal.size());
       initial.reserve(by_ordinal.size());
-      for (const TrialRecord* t : by_ordinal) {
+      for (size_t i = 0; i < by_ordinal.size(); ++i) {
+        const TrialRecord* t = by_ordinal[i];
         if (!ConsideredBySearch(t->state)) continue;
+        const SearchTrialInfo& info = s->search_info.at(t->trial_id);
+        if (c.aggregate_seeds) facts[i].config = info.config;
+        if (c.keep_neighbors) {
+          facts[i].has_axis = info.has_axis;
+          facts[i].axis = info.axis;
+          facts[i].rest = info.rest;
+        }
         auto r = s->reports.find(t->trial_id);
-        initial.push_back({&t->trial_id, &s->search_info.at(t->trial_id).group,
-                           r != s->reports.end() ? &r->second : &none});
+        initial.push_back({&t->trial_id, &info.group,
+                           r != s->reports.end() ? &r->second : &none,
+                           &facts[i]});
       }
       s->asha->Load(initial);
     }

@@ -45,6 +45,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "analysis/search/asha_incremental.h"
+#include "analysis/search/median_incremental.h"
 #include "analysis/search/types.h"
 #include "common/clock.h"
 #include "coordinator/search_driver.h"
@@ -89,12 +90,17 @@ struct SchedulerOptions {
   bool group_commit = true;
   // Issue 35 item 2: plan an asha/median sweep (search_driver.h
   // PlansPerGroup) from the search groups whose trials or reports changed
-  // since its last plan, not from every trial; plain asha (no
-  // aggregate_seeds, no keep_neighbors) from its maintained sorted rungs,
-  // deciding only the trials a change can affect
-  // (analysis/search/asha_incremental.h). false: every plan from every
-  // trial (the crash-restart path always is).
+  // since its last plan, not from every trial (a budgeted one until its
+  // budget is spent); asha and the median rule from their maintained sorted
+  // rungs / running averages, deciding only the trials a change can affect
+  // (analysis/search/asha_incremental.h, median_incremental.h). false: every
+  // plan from every trial (the crash-restart path always is).
   bool incremental_search = true;
+  // With incremental_search: asha and the median rule maintained per
+  // report (analysis/search/asha_incremental.h, median_incremental.h),
+  // deciding only the trials a change can affect. false: their changed
+  // groups are planned whole (the per-group plan; benchmarks' baseline).
+  bool incremental_stopping = true;
   // Tests: also compute every incremental plan from every trial and fail
   // the transition (Internal, naming the difference) when the two differ.
   bool verify_search_plans = false;
@@ -410,7 +416,11 @@ class Scheduler {
     // Adaptive sweeps (search_driver.h), mirrored from the store: the search
     // metric's reports per trial, refine's final values, and the last
     // logged decision per trial / group.
-    std::map<std::string, std::vector<analysis::search::Report>> reports;
+    // (Hashed: a report looks its trial up twice, and a sweep-wide ordered
+    // map of 10^6 ids costs ~20 cache-missing string compares a lookup;
+    // nothing iterates it in order: the policies sort their inputs.)
+    std::unordered_map<std::string, std::vector<analysis::search::Report>>
+        reports;
     std::map<std::string, double> finals;
     std::map<std::string, LoggedDecision> last;
     // search.budget_gpu_hours set: the device-hours of the sweep's ended
@@ -426,11 +436,15 @@ class Scheduler {
     std::map<std::string, std::vector<std::string>> search_groups;
     std::set<std::string> search_dirty;
     int64_t search_max_steps = 1;
-    // Asha without aggregate_seeds and keep_neighbors: its rungs' sorted
-    // values per group, updated from the changed trials and reports; a plan
+    // Asha (any configuration): its rungs' sorted unit values per group,
+    // updated from the changed trials and reports; a plan
     // decides only the trials whose decision may have changed (issue 35).
     // Built with the index.
     std::shared_ptr<analysis::search::IncrementalAsha> asha;
+    // The median rule: per group and report step the sorted running
+    // averages and the judged trials' bests, updated likewise
+    // (analysis/search/median_incremental.h). Built with the index.
+    std::shared_ptr<analysis::search::IncrementalMedian> median;
   };
   struct CapturedSweep {
     std::string sweep_id;
@@ -597,15 +611,17 @@ class Scheduler {
   // the groups with a trial in `batch` or changed since the last plan (the
   // changed set is then cleared). Returns whether the inputs are such a
   // subset. A plan from every trial (re)builds the index when allowed.
-  // PlanSearchLocked for a sweep with `s->asha` (indexed): updates it from
-  // the trials and reports changed since the last plan and in `batch`, and
-  // plans the trials whose decision may have changed. False (nothing done)
-  // when a changed trial is not in the index: the caller plans from every
-  // trial, which re-indexes. `in->trials` (and `index`): those trials.
-  bool IncrementalAshaPlanLocked(SweepEntry* s, const store::WriteBatch& batch,
-                                 SearchInputs* in,
-                                 std::map<std::string, size_t>* index,
-                                 SearchPlan* plan)
+  // PlanSearchLocked for a sweep with `s->asha` or `s->median` (indexed):
+  // updates it from the trials and reports changed since the last plan and
+  // in `batch`, and plans the trials whose decision may have changed. False
+  // (nothing done) when a changed trial is not in the index: the caller plans
+  // from every trial, which re-indexes. `in->trials` (and `index`): those
+  // trials.
+  bool IncrementalStoppingPlanLocked(SweepEntry* s,
+                                     const store::WriteBatch& batch,
+                                     SearchInputs* in,
+                                     std::map<std::string, size_t>* index,
+                                     SearchPlan* plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool SearchInputsLocked(SweepEntry* s, const store::WriteBatch& batch,
                           bool allow_subset, SearchInputs* in,
@@ -615,6 +631,14 @@ class Scheduler {
   // of the sweep, batch overlaid).
   void IndexSearchLocked(SweepEntry* s,
                          const std::vector<store::TrialRecord>& trials)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // search.budget_gpu_hours set and (nearly: within 1e-9 relative, so that
+  // a different summation order cannot disagree with DeviceHoursLocked) spent
+  // by the state `batch` leads to: the ended attempts' hours (mirrored) and
+  // the sweep's running trials' (running_, `batch` overlaid), O(running
+  // trials) instead of O(sweep). Incremental plans need it false.
+  bool BudgetMaybeSpentLocked(const SweepEntry& s,
+                              const store::WriteBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The device-hours `s` has used: its ended attempts' (mirrored) and each
   // running trial of `trials` from its lease until now.

@@ -426,8 +426,7 @@ SearchTrialInfo SearchInfoOf(const SweepSpec& spec, const TrialRecord& t) {
 }
 
 bool PlansPerGroup(const SweepSpec& spec) {
-  return (spec.search.strategy == "asha" || spec.search.strategy == "median") &&
-         !(spec.search.budget_gpu_hours > 0);
+  return spec.search.strategy == "asha" || spec.search.strategy == "median";
 }
 
 bool StopsEarly(const SweepSpec& spec) {

@@ -77,9 +77,11 @@ SearchTrialInfo SearchInfoOf(const sweeps::SweepSpec& spec,
                              const store::TrialRecord& t);
 
 // True when PlanSearch decides each search group from that group's trials and
-// reports alone: asha and median without search.budget_gpu_hours. The
-// scheduler then plans only the groups whose trials or reports changed
-// (issue 35 item 2); refine and budgeted sweeps are planned from every trial.
+// reports alone while search.budget_gpu_hours (if set) is not spent: asha
+// and median. The scheduler then plans only the groups whose trials or
+// reports changed (issue 35 item 2); refine, and asha and median once their
+// budget is spent (a spent budget prunes pending trials of every group), are
+// planned from every trial.
 bool PlansPerGroup(const sweeps::SweepSpec& spec);
 
 struct SearchInputs {

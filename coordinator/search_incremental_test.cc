@@ -169,6 +169,11 @@ class SearchIncrementalTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SearchIncrementalTest, EveryReplayAgreesWithThePlanFromEveryTrial) {
   int decided = 0;
+  // Budgeted sweeps: planned incrementally until the budget is spent, then
+  // from every trial; the replays cross that point.
+  const bool budgeted =
+      GetParam().find("budget_gpu_hours") != std::string::npos;
+  int budget_decisions = 0, other_decisions = 0;
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     const int slots = 2 + static_cast<int>(seed % 3) * 5;
@@ -179,8 +184,19 @@ TEST_P(SearchIncrementalTest, EveryReplayAgreesWithThePlanFromEveryTrial) {
     EXPECT_EQ(inc.reports, full.reports);
     EXPECT_GT(inc.reports, 0);
     decided += static_cast<int>(inc.decisions.size());
+    for (const std::string& d : inc.decisions) {
+      if (d.find("budget_gpu_hours") != std::string::npos) {
+        ++budget_decisions;
+      } else {
+        ++other_decisions;
+      }
+    }
   }
   EXPECT_GT(decided, 0);
+  if (budgeted) {
+    EXPECT_GT(budget_decisions, 0);
+    EXPECT_GT(other_decisions, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -195,7 +211,14 @@ INSTANTIATE_TEST_SUITE_P(
         "{strategy: asha, metric: ood_acc, min_steps: 10, reduction: 2, "
         "keep_neighbors: top_k, group_by: [M]}",
         "{strategy: asha, metric: ood_acc, min_steps: 20, reduction: 2}",
-        "{strategy: median, metric: ood_acc, min_steps: 20, group_by: [M]}"));
+        "{strategy: median, metric: ood_acc, min_steps: 20, group_by: [M]}",
+        "{strategy: median, metric: ood_acc, mode: min, min_steps: 0}",
+        "{strategy: median, metric: ood_acc, min_steps: 10, "
+        "group_by: [top_k]}",
+        "{strategy: asha, metric: ood_acc, min_steps: 10, reduction: 2, "
+        "group_by: [M], budget_gpu_hours: 0.02}",
+        "{strategy: median, metric: ood_acc, min_steps: 20, group_by: [M], "
+        "budget_gpu_hours: 0.02}"));
 
 }  // namespace
 }  // namespace smoe::coordinator

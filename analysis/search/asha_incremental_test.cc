@@ -31,6 +31,13 @@ void Replay(const AshaConfig& c, uint64_t seed) {
   for (int i = 0; i < kTrials; ++i) {
     trials[i].trial_id = absl::StrCat("t", i < 10 ? "0" : "", i);
     trials[i].group = absl::StrCat("g", i % 3);
+    // Configurations of about 3 seeds each (aggregate_seeds), on an axis
+    // line (keep_neighbors): i = 3 * (ci + 4 * seed) + group.
+    const int ci = (i / 3) % 4;
+    trials[i].config = absl::StrCat("c", ci);
+    trials[i].has_axis = true;
+    trials[i].axis = ci;
+    trials[i].rest = "r";
     // Some trials start with reports (a restart's index).
     if (i % 4 == 0) {
       reports[trials[i].trial_id] = {
@@ -39,14 +46,14 @@ void Replay(const AshaConfig& c, uint64_t seed) {
     present.insert(trials[i].trial_id);
   }
   for (int i = 0; i < kTrials; ++i) {
-    initial.push_back(
-        {&trials[i].trial_id, &trials[i].group, &reports[trials[i].trial_id]});
+    initial.push_back({&trials[i].trial_id, &trials[i].group,
+                       &reports[trials[i].trial_id], &trials[i]});
   }
   if (seed % 2 == 0) {
     inc.Load(initial);
   } else {
     for (const auto& in : initial)
-      inc.Set(*in.trial_id, *in.group, *in.reports);
+      inc.Set(*in.trial_id, *in.group, *in.reports, in.facts);
   }
   inc.TakeAffected();
   std::map<std::string, Decision> before;
@@ -88,7 +95,7 @@ void Replay(const AshaConfig& c, uint64_t seed) {
                              : static_cast<double>(rng.UniformInt(8)) / 4;
         rs.push_back(r);
       }
-      inc.Set(id, trials[i].group, rs);
+      inc.Set(id, trials[i].group, rs, &trials[i]);
       present.insert(id);
     }
     const std::set<std::string> affected = inc.TakeAffected();
@@ -126,6 +133,20 @@ TEST(IncrementalAshaTest, AgreesWithDecideAshaAfterEveryChange) {
   }
 }
 
+TEST(IncrementalAshaTest, AggregateSeedsAndKeepNeighborsAgreeWithDecideAsha) {
+  for (uint64_t seed = 11; seed <= 22; ++seed) {
+    AshaConfig c;
+    c.min_steps = 2;
+    c.reduction = 2 + static_cast<int64_t>(seed % 2);
+    c.max_steps = 40;
+    c.mode = seed % 2 ? Mode::kMax : Mode::kMin;
+    c.smooth = seed % 3 == 0 ? 2 : 1;
+    c.aggregate_seeds = seed % 3 != 1;
+    c.keep_neighbors = seed % 3 != 2;
+    Replay(c, seed);
+  }
+}
+
 TEST(IncrementalAshaTest, ErroredTrialsRetryAsDecideAsha) {
   AshaConfig c;
   c.min_steps = 1;
@@ -146,14 +167,13 @@ TEST(IncrementalAshaTest, ErroredTrialsRetryAsDecideAsha) {
   EXPECT_EQ(inc.Decide("b", true).action, Action::kRetry);
 }
 
-TEST(IncrementalAshaTest, SupportsSingleTrialUnitsOnly) {
+TEST(IncrementalAshaTest, SupportsEveryConfiguration) {
   AshaConfig c;
   EXPECT_TRUE(IncrementalAsha::Supports(c));
   c.aggregate_seeds = true;
-  EXPECT_FALSE(IncrementalAsha::Supports(c));
-  c.aggregate_seeds = false;
+  EXPECT_TRUE(IncrementalAsha::Supports(c));
   c.keep_neighbors = true;
-  EXPECT_FALSE(IncrementalAsha::Supports(c));
+  EXPECT_TRUE(IncrementalAsha::Supports(c));
 }
 
 }  // namespace

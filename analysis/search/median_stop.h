@@ -24,6 +24,7 @@
 #define SMOE_ANALYSIS_SEARCH_MEDIAN_STOP_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "analysis/search/types.h"
@@ -41,6 +42,35 @@ struct MedianConfig {
 std::vector<Decision> DecideMedian(const MedianConfig& config,
                                    const std::vector<Trial>& trials,
                                    const std::vector<Report>& reports);
+
+// One trial's curve as the rule reads it: its reports' steps ascending, the
+// best value up to each and the running average up to each.
+struct MedianCurve {
+  std::vector<int64_t> steps;
+  std::vector<double> best;
+  std::vector<double> running;
+  int64_t progress() const { return steps.empty() ? -1 : steps.back(); }
+  // The running average at step s (of the values at steps <= s); false when
+  // the trial has no value at a step <= s.
+  bool RunningAt(int64_t s, double* out) const;
+};
+
+// Appends one report (step above every step of `curve`) to `curve`.
+void ExtendMedianCurve(Mode mode, const Report& r, MedianCurve* curve);
+
+// The curve of one trial from its reports (only its own; any order,
+// duplicates resolved as Canonical does).
+MedianCurve MedianCurveOf(Mode mode, std::vector<Report> reports);
+
+// DecideMedian's decision about `trial` (curve `curve`) given, for each step
+// s of the curve with min_steps <= s < max_steps, `sorted_at(s)`: the running
+// averages at s, sorted ascending, of the trials of its group that have a
+// value at a step <= s and reported at a step >= s (its own included). The
+// building block of DecideMedian and of IncrementalMedian
+// (median_incremental.h), so both give the same decision byte for byte.
+Decision DecideMedianTrial(
+    const MedianConfig& config, const Trial& trial, const MedianCurve& curve,
+    const std::function<const std::vector<double>&(int64_t)>& sorted_at);
 
 }  // namespace smoe::analysis::search
 
