@@ -5,7 +5,8 @@
 //   smoe_bench_scale [--trials 10000] [--hold 20000] [--live 30]
 //                    [--requests 20] [--seconds 2] [--workers 16,64,256]
 //                    [--search-trials N] [--search-reports 40]
-//                    [--asha-trials N] [--skip-search] [--skip-coordinator]
+//                    [--asha-trials N] [--asha-decisions N]
+//                    [--skip-search] [--skip-coordinator]
 //                    [--search-strategy asha|median] [--per-group-plans]
 //                    [--budget-gpu-hours H] [--full-plans]
 //                    [--search-extra "aggregate_seeds: true"]
@@ -33,7 +34,12 @@
 //     (default min(trials, 100000); 0 skips it) is submitted to the same
 //     coordinator; `live` of its trials report the search metric and
 //     complete, each followed by an adaptive sweep's dashboard refresh: the
-//     three requests above and GET /api/sweeps/{sweep}/search.
+//     three requests above and GET /api/sweeps/{sweep}/search. With
+//     `asha-decisions` N, N synthetic decisions (promote, rung 0, of the
+//     sweep's trials in turn) are first committed straight to the store, as
+//     the log of a long-running asha sweep (the scheduler's planning does
+//     not see them; the search summary reads them). The first refresh and
+//     the first /search (cold: snapshot, labels) are printed on their own.
 // Search part (in process, InMemoryStore, fake clock): an asha sweep of
 // `search-trials` points (default: `trials`), 256 trials leased, then
 // `search-reports` search-metric reports (eval/ood_acc at the first rung),
@@ -237,6 +243,7 @@ struct Options {
   std::vector<int> workers = {16, 64, 256};
   int search_trials = -1, search_reports = 40;
   int asha_trials = -1;  // default: min(trials, 100000); 0: no asha part
+  int asha_decisions = 0;
   bool skip_search = false, skip_coordinator = false;
   std::string search_strategy = "asha";
   bool per_group_plans = false;
@@ -258,7 +265,9 @@ constexpr char kMedianSearch[] =
 // scheduler) and complete, each followed by the dashboard's refresh of an
 // adaptive sweep: analysis, curves, first page and the search summary
 // (GET /api/sweeps/{sweep}/search, which the page reads on every refresh).
-int AshaRefresh(smoe::coordinator::Scheduler* sched, int n, int live,
+int AshaRefresh(smoe::coordinator::Scheduler* sched,
+                smoe::store::ExperimentStore* store, int n, int live,
+                int decisions,
                 const std::function<bool(const std::string&, double*)>& get) {
   const auto t0 = Clock::now();
   auto sub = sched->SubmitSweep(
@@ -268,6 +277,32 @@ int AshaRefresh(smoe::coordinator::Scheduler* sched, int n, int live,
     return 1;
   }
   const double submit_s = Ms(Clock::now() - t0) / 1000;
+  if (decisions > 0) {
+    auto trials = sched->ListTrials("asha");
+    if (!trials.ok() || trials->empty()) return 1;
+    const auto d0 = Clock::now();
+    for (int done = 0; done < decisions;) {
+      smoe::store::WriteBatch batch;
+      for (int j = 0; j < 10000 && done < decisions; ++j, ++done) {
+        smoe::store::DecisionRecord d;
+        d.sweep_id = "asha";
+        d.trial_id =
+            (*trials)[static_cast<size_t>(done) % trials->size()].trial_id;
+        d.action = "promote";
+        d.group = "M=1 attention=softmax";
+        d.rung = 0;
+        d.step = 300;
+        d.value = 0.5;
+        d.cutoff = 0.4;
+        d.reason = "synthetic (bench)";
+        d.at = absl::Now();
+        batch.decisions.push_back(std::move(d));
+      }
+      if (!store->Commit(batch).ok()) return 1;
+    }
+    std::printf("asha decisions: %d committed in %.2f s\n", decisions,
+                Ms(Clock::now() - d0) / 1000);
+  }
   smoe::coordinator::WorkerInfo wi;
   wi.hostname = "asha";
   wi.slots = 1024;
@@ -295,6 +330,10 @@ int AshaRefresh(smoe::coordinator::Scheduler* sched, int n, int live,
       if (absl::EndsWith(path, "/search")) search_ms.push_back(ms);
     }
     per_event.push_back(Ms(Clock::now() - e0));
+  }
+  if (!per_event.empty()) {
+    std::printf("asha first refresh (cold): %.2f ms; first /search: %.2f ms\n",
+                per_event.front(), search_ms.front());
   }
   std::printf(
       "asha sweep (%lld trials, submitted in %.2f s), %zu changes (report + "
@@ -328,8 +367,10 @@ int Coordinator(const Options& opt) {
   o.listen = "127.0.0.1:0";
   o.http_listen = "127.0.0.1:0";
   o.http_required = true;
-  // A million-point grid is above the default sweep-file limit (100,000).
-  o.scheduler.parse.max_points = std::max<int64_t>(100000, opt.trials);
+  // A million-point grid is above the default sweep-file limit (100,000);
+  // so is a million-point asha sweep (--asha-trials).
+  o.scheduler.parse.max_points =
+      std::max<int64_t>({100000, opt.trials, opt.asha_trials});
   const auto t0 = Clock::now();
   auto server = CoordinatorServer::Start(o);
   const double restart_s = Ms(Clock::now() - t0) / 1000;
@@ -474,7 +515,10 @@ int Coordinator(const Options& opt) {
       db_mb);
   const int asha =
       opt.asha_trials >= 0 ? opt.asha_trials : std::min(opt.trials, 100000);
-  if (asha > 0 && AshaRefresh(sched, asha, opt.live, get) != 0) return 1;
+  if (asha > 0 && AshaRefresh(sched, (*server)->store(), asha, opt.live,
+                              opt.asha_decisions, get) != 0) {
+    return 1;
+  }
   (*server)->Shutdown();
   server->reset();
   fs::remove_all(dir);
@@ -581,6 +625,8 @@ int main(int argc, char** argv) {
       opt.search_trials = std::atoi(next().c_str());
     } else if (a == "--asha-trials") {
       opt.asha_trials = std::atoi(next().c_str());
+    } else if (a == "--asha-decisions") {
+      opt.asha_decisions = std::atoi(next().c_str());
     } else if (a == "--search-reports") {
       opt.search_reports = std::atoi(next().c_str());
     } else if (a == "--skip-search") {
@@ -606,7 +652,7 @@ int main(int argc, char** argv) {
                    "usage: %s [--trials N] [--hold N] [--live N] [--requests "
                    "N] [--seconds S] [--workers 16,64,256] [--search-trials "
                    "N] [--search-reports N] [--asha-trials N] "
-                   "[--skip-search] "
+                   "[--asha-decisions N] [--skip-search] "
                    "[--skip-coordinator] [--search-strategy asha|median] "
                    "[--per-group-plans] [--budget-gpu-hours H] "
                    "[--full-plans] [--search-extra KEYS]\n",

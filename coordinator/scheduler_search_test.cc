@@ -13,9 +13,11 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/stats.h"
 #include "common/clock.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/views/search_summary.h"
@@ -668,6 +670,158 @@ TEST_P(SchedulerSearchTest, SearchSummaryFromTheSnapshotIsTheSame) {
   EXPECT_EQ(usage->trial_steps_used, used);
   EXPECT_GT(used, 0);
   EXPECT_EQ(usage->full_grid_trial_steps, 16 * 40);
+}
+
+// The snapshot path keeps its labeler, pruned positions and pruned trials'
+// last prunes per sweep between requests (issue 35): with a read model kept
+// across changes it still equals the records path after trials are added
+// (new seeds: labels now name the seed, learned from the new rows only),
+// after more prunes among the new trials, and after the sweep is deleted
+// and one of the same name (another grid) is submitted.
+TEST_P(SchedulerSearchTest,
+       SearchSummaryFromTheSnapshotFollowsExtendsAndNewSweeps) {
+  const std::string yaml =
+      "name: sx\nkind: sraven\ngrid:\n  top_k: [1, 2, 4, 8]\n"
+      "fixed: {steps: 40, device: cpu}\nseeds: [0]\n"
+      "search: {strategy: asha, metric: ood_acc, min_steps: 10, "
+      "reduction: 2}\n";
+  ASSERT_TRUE(sched_->SubmitSweep(yaml, false).ok());
+  SweepReadModel model(sched_.get(), store_);
+  const std::string w = AddWorker(32);
+  int i = 0;
+  auto report_all = [&]() {
+    auto leases = sched_->Lease(w, 32, 0);
+    ASSERT_TRUE(leases.ok()) << leases.status();
+    for (const LeaseGrant& g : *leases) {
+      store::MetricRecord m;
+      m.name = "eval/ood_acc";
+      m.step = 10;
+      m.value = 0.1 + 0.01 * ((i++ * 7) % 16);
+      ASSERT_TRUE(sched_->ReportMetrics(w, g.trial_id, g.attempt, {m}).ok());
+      ExpectSnapshotSummarySame("sx", &model);
+    }
+  };
+  report_all();
+  const int64_t before = static_cast<int64_t>(Log("sx").size());
+  EXPECT_GT(before, 0);
+  auto labels = [&]() {
+    auto got = model.Get("sx");
+    EXPECT_TRUE(got.ok()) << got.status();
+    auto sj = views::ReadSearchJson(sched_.get(), store_, "sx", 200,
+                                    got.ok() ? got->second.get() : nullptr);
+    EXPECT_TRUE(sj.ok()) << sj.status();
+    std::set<std::string> out;
+    for (const nlohmann::json& d : (*sj)["decisions"]) {
+      out.insert(d["trial_label"].get<std::string>());
+    }
+    return out;
+  };
+  EXPECT_TRUE(labels().count("top_k=1") || labels().count("top_k=2") ||
+              labels().count("top_k=4") || labels().count("top_k=8"));
+  auto extended = sched_->ExtendSweep("sx", "seeds", {1, 2});
+  ASSERT_TRUE(extended.ok()) << extended.status();
+  EXPECT_EQ(*extended, 8);
+  ExpectSnapshotSummarySame("sx", &model);
+  // The seeds vary now: every label names one.
+  for (const std::string& l : labels()) EXPECT_THAT(l, HasSubstr("seed "));
+  report_all();
+  EXPECT_GT(static_cast<int64_t>(Log("sx").size()), before);
+  ExpectSnapshotSummarySame("sx");
+  ASSERT_TRUE(sched_->CancelSweep("sx").ok());
+  ExpectSnapshotSummarySame("sx", &model);
+  auto deleted = sched_->DeleteSweep("sx");
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(
+      sched_
+          ->SubmitSweep("name: sx\nkind: sraven\ngrid:\n  top_k: [2, 4]\n"
+                        "  M: [1, 2]\nfixed: {steps: 40, device: cpu}\n"
+                        "seeds: [0]\nsearch: {strategy: asha, metric: ood_acc, "
+                        "min_steps: 10, reduction: 2}\n",
+                        false)
+          .ok());
+  ExpectSnapshotSummarySame("sx", &model);
+  report_all();
+  ExpectSnapshotSummarySame("sx");
+  for (const std::string& l : labels()) EXPECT_THAT(l, HasSubstr("M="));
+}
+
+// The snapshot path reads the decision log backwards, a page (1,024) at a
+// time, only until every pruned trial has met its last decision. A trial
+// that shows up pruned later without a prune read since (here: its state
+// set in a snapshot refreshed by hand, its prune logged 1,100 decisions
+// before the newest) gets the prune from the log read whole; a new snapshot
+// with it pruned reads back past the first page. Either way the point shows
+// the value it was stopped at.
+TEST_P(SchedulerSearchTest, SearchSummaryFindsAPruneLoggedBeforeItsFirstRead) {
+  ASSERT_TRUE(sched_->SubmitSweep(kAsha, false).ok());
+  const std::string victim = TrialOf(2);
+  store::WriteBatch b;
+  for (int i = 0; i < 1101; ++i) {
+    store::DecisionRecord d;
+    d.sweep_id = "a";
+    d.trial_id = i == 0 ? victim : TrialOf(4);
+    d.action = i == 0 ? "prune" : "promote";
+    d.rung = 0;
+    d.step = 10 + i;
+    d.value = 0.25;
+    d.cutoff = 0.5;
+    d.final = i == 0;
+    d.reason = absl::StrCat("logged ", i);
+    d.at = clock_.Now();
+    b.decisions.push_back(d);
+  }
+  ASSERT_TRUE(store_->Commit(b).ok());
+  auto rows = store_->ListSummaries("a");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  std::vector<analysis::TrialPoint> points = analysis::FromSummaries(*rows);
+  auto first = std::make_shared<SweepSnapshot>();
+  first->version = 1;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    first->rows.push_back(MakeTrialRow((*rows)[i], points[i]));
+  }
+  first->index = std::make_shared<TrialIndex>(first->rows);
+  for (int limit : {0, 2}) {
+    auto sj =
+        views::ReadSearchJson(sched_.get(), store_, "a", limit, first.get());
+    ASSERT_TRUE(sj.ok()) << sj.status();
+    EXPECT_EQ((*sj)["decisions_total"], 1101);
+    EXPECT_EQ((*sj)["decisions"].size(), static_cast<size_t>(limit));
+    EXPECT_TRUE((*sj)["pruned"].empty());
+    EXPECT_TRUE((*sj)["pruned_points"].empty());
+  }
+  const size_t pos = *first->Find(victim);
+  store::TrialSummary pruned = (*rows)[pos];
+  pruned.state = TrialState::kPruned;
+  auto expect_victim = [&](const SweepSnapshot& snap) {
+    auto sj = views::ReadSearchJson(sched_.get(), store_, "a", 50, &snap);
+    ASSERT_TRUE(sj.ok()) << sj.status();
+    EXPECT_EQ((*sj)["pruned"], nlohmann::json::array({victim}));
+    ASSERT_EQ((*sj)["pruned_points"].size(), 1u) << (*sj)["pruned_points"];
+    EXPECT_EQ((*sj)["pruned_points"][0]["trial_id"], victim);
+    EXPECT_EQ((*sj)["pruned_points"][0]["step"], 10);
+    EXPECT_EQ((*sj)["pruned_points"][0]["value"], 0.25);
+    EXPECT_EQ((*sj)["pruned_points"][0]["final"], true);
+    EXPECT_EQ((*sj)["pruned_points"][0]["params"]["top_k"], 2);
+    // The decisions shown (the newest 50) are top_k = 4's.
+    ASSERT_EQ((*sj)["decisions"].size(), 50u);
+    EXPECT_EQ((*sj)["decisions"][0]["trial_label"], "top_k=4");
+    EXPECT_EQ((*sj)["decisions"][49]["reason"], "logged 1100");
+  };
+  auto second = std::make_shared<SweepSnapshot>(*first);
+  second->version = 2;
+  second->base_version = 1;
+  second->rows.Set(pos,
+                   MakeTrialRow(pruned, analysis::FromSummaries({pruned})[0]));
+  second->changed = {pos};
+  expect_victim(*second);
+  // A reload: a new index, the victim pruned from the start.
+  auto third = std::make_shared<SweepSnapshot>(*second);
+  third->version = 3;
+  third->base_version = -1;
+  third->changed.clear();
+  third->index = std::make_shared<TrialIndex>(third->rows);
+  expect_victim(*third);
 }
 
 // Refine with a GPU-hour budget: the budget is spent when the first

@@ -5,6 +5,7 @@
 #include "store/experiment_store.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -40,6 +41,38 @@ ExperimentStore::ListSweepAttemptsWithPrefix(
     }
   }
   return out;
+}
+
+absl::StatusOr<int64_t> ExperimentStore::CountDecisions(
+    absl::string_view sweep_id) {
+  SMOE_ASSIGN_OR_RETURN(std::vector<DecisionRecord> log,
+                        ListDecisions(sweep_id, 0, 0));
+  return static_cast<int64_t>(log.size());
+}
+
+absl::StatusOr<std::vector<DecisionRecord>> ExperimentStore::ListLastDecisions(
+    absl::string_view sweep_id, int64_t limit) {
+  if (limit <= 0) return std::vector<DecisionRecord>();
+  SMOE_ASSIGN_OR_RETURN(std::vector<DecisionRecord> log,
+                        ListDecisions(sweep_id, 0, 0));
+  if (static_cast<int64_t>(log.size()) > limit) {
+    log.erase(log.begin(), log.end() - limit);
+  }
+  return log;
+}
+
+absl::StatusOr<std::vector<DecisionRecord>>
+ExperimentStore::ListDecisionsBefore(absl::string_view sweep_id,
+                                     int64_t before_seq, int64_t limit) {
+  if (limit <= 0) return std::vector<DecisionRecord>();
+  SMOE_ASSIGN_OR_RETURN(std::vector<DecisionRecord> log,
+                        ListDecisions(sweep_id, 0, 0));
+  auto end = std::lower_bound(
+      log.begin(), log.end(), before_seq,
+      [](const DecisionRecord& d, int64_t seq) { return d.seq < seq; });
+  auto begin = end - std::min<int64_t>(limit, end - log.begin());
+  return std::vector<DecisionRecord>(std::make_move_iterator(begin),
+                                     std::make_move_iterator(end));
 }
 
 }  // namespace smoe::store

@@ -81,6 +81,24 @@ class ExperimentStore {
   // those with seq > `after_seq`, at most `limit` (0 = all).
   virtual absl::StatusOr<std::vector<DecisionRecord>> ListDecisions(
       absl::string_view sweep_id, int64_t after_seq, int64_t limit) = 0;
+  // The size of `sweep_id`'s decision log (ListDecisions(sweep_id, 0, 0)'s
+  // size; 0 for an unknown sweep). SqliteStore keeps each sweep's count,
+  // checked against the log's first and last seq (two index probes) and
+  // topped up by counting only the decisions after the last (issue 35: an
+  // asha sweep of 10^5 trials logs 10^5+ decisions; a dashboard refresh
+  // needs the count, not the log). The default reads the log.
+  virtual absl::StatusOr<int64_t> CountDecisions(absl::string_view sweep_id);
+  // The newest `limit` decisions of `sweep_id`, oldest first: the tail of
+  // ListDecisions(sweep_id, 0, 0) (none when `limit` <= 0). SqliteStore reads
+  // them backwards from the (sweep_id, seq) index: O(limit). The default
+  // reads the log.
+  virtual absl::StatusOr<std::vector<DecisionRecord>> ListLastDecisions(
+      absl::string_view sweep_id, int64_t limit);
+  // The newest `limit` decisions of `sweep_id` with seq < `before_seq`,
+  // oldest first (none when `limit` <= 0): pages of the log read backwards
+  // (SqliteStore: from the index, O(limit)). The default reads the log.
+  virtual absl::StatusOr<std::vector<DecisionRecord>> ListDecisionsBefore(
+      absl::string_view sweep_id, int64_t before_seq, int64_t limit);
 
   // Returns the summary rows of the given trials of `sweep_id` (ids of other
   // sweeps and unknown ids are skipped), by ordinal. Costs O(ids), so callers

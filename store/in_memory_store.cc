@@ -185,6 +185,33 @@ absl::StatusOr<std::vector<DecisionRecord>> InMemoryStore::ListDecisions(
   return out;
 }
 
+absl::StatusOr<int64_t> InMemoryStore::CountDecisions(
+    absl::string_view sweep_id) {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(std::count_if(
+      decisions_.begin(), decisions_.end(),
+      [&](const DecisionRecord& d) { return d.sweep_id == sweep_id; }));
+}
+
+absl::StatusOr<std::vector<DecisionRecord>> InMemoryStore::ListLastDecisions(
+    absl::string_view sweep_id, int64_t limit) {
+  return ListDecisionsBefore(sweep_id, std::numeric_limits<int64_t>::max(),
+                             limit);
+}
+
+absl::StatusOr<std::vector<DecisionRecord>> InMemoryStore::ListDecisionsBefore(
+    absl::string_view sweep_id, int64_t before_seq, int64_t limit) {
+  absl::MutexLock lock(&mu_);
+  std::vector<DecisionRecord> out;
+  for (auto it = decisions_.rbegin();
+       it != decisions_.rend() && static_cast<int64_t>(out.size()) < limit;
+       ++it) {
+    if (it->sweep_id == sweep_id && it->seq < before_seq) out.push_back(*it);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
 absl::StatusOr<SweepRecord> InMemoryStore::GetSweep(
     absl::string_view sweep_id) {
   absl::MutexLock lock(&mu_);

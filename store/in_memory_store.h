@@ -50,6 +50,11 @@ class InMemoryStore final : public ExperimentStore {
       absl::string_view sweep_id) override;
   absl::StatusOr<std::vector<DecisionRecord>> ListDecisions(
       absl::string_view sweep_id, int64_t after_seq, int64_t limit) override;
+  absl::StatusOr<int64_t> CountDecisions(absl::string_view sweep_id) override;
+  absl::StatusOr<std::vector<DecisionRecord>> ListLastDecisions(
+      absl::string_view sweep_id, int64_t limit) override;
+  absl::StatusOr<std::vector<DecisionRecord>> ListDecisionsBefore(
+      absl::string_view sweep_id, int64_t before_seq, int64_t limit) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
       absl::string_view sweep_id,
       const std::vector<std::string>& trial_ids) override;

@@ -126,6 +126,18 @@ constexpr char kListDecisions[] =
     "SELECT seq, sweep_id, trial_id, action, grp, rung, step, value, cutoff, "
     "final, reason, at_us FROM decisions WHERE sweep_id = ? AND seq > ? "
     "ORDER BY seq LIMIT ?";
+constexpr char kListDecisionsBefore[] =
+    "SELECT seq, sweep_id, trial_id, action, grp, rung, step, value, cutoff, "
+    "final, reason, at_us FROM decisions WHERE sweep_id = ? AND seq < ? "
+    "ORDER BY seq DESC LIMIT ?";
+// From the decisions_by_sweep index: one probe each (a MIN and a MAX in
+// one statement would scan the sweep's range instead).
+constexpr char kFirstDecisionSeq[] =
+    "SELECT seq FROM decisions WHERE sweep_id = ? ORDER BY seq LIMIT 1";
+constexpr char kLastDecisionSeq[] =
+    "SELECT seq FROM decisions WHERE sweep_id = ? ORDER BY seq DESC LIMIT 1";
+constexpr char kCountDecisionsAfter[] =
+    "SELECT COUNT(*) FROM decisions WHERE sweep_id = ? AND seq > ?";
 constexpr char kSetDuration[] =
     "UPDATE trials SET duration_s = ? WHERE trial_id = ?";
 
@@ -400,6 +412,24 @@ class SqliteStore::Statement {
 namespace {
 
 // Row readers; column orders follow the SMOE_*_COLUMNS lists.
+template <typename Stmt>
+DecisionRecord ReadDecision(const Stmt& s) {
+  DecisionRecord d;
+  d.seq = s.ColInt(0);
+  d.sweep_id = s.ColText(1);
+  d.trial_id = s.ColText(2);
+  d.action = s.ColText(3);
+  d.group = s.ColText(4);
+  d.rung = static_cast<int>(s.ColInt(5));
+  d.step = s.ColInt(6);
+  d.value = s.ColReal(7);
+  d.cutoff = s.ColReal(8);
+  d.final = s.ColInt(9) != 0;
+  d.reason = s.ColText(10);
+  d.at = s.ColTime(11);
+  return d;
+}
+
 template <typename Stmt>
 absl::StatusOr<SweepRecord> ReadSweep(const Stmt& s) {
   SweepRecord r;
@@ -1426,22 +1456,73 @@ absl::StatusOr<std::vector<DecisionRecord>> SqliteStore::ListDecisions(
   while (true) {
     SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) break;
-    DecisionRecord d;
-    d.seq = s.ColInt(0);
-    d.sweep_id = s.ColText(1);
-    d.trial_id = s.ColText(2);
-    d.action = s.ColText(3);
-    d.group = s.ColText(4);
-    d.rung = static_cast<int>(s.ColInt(5));
-    d.step = s.ColInt(6);
-    d.value = s.ColReal(7);
-    d.cutoff = s.ColReal(8);
-    d.final = s.ColInt(9) != 0;
-    d.reason = s.ColText(10);
-    d.at = s.ColTime(11);
-    out.push_back(std::move(d));
+    out.push_back(ReadDecision(s));
   }
   return out;
+}
+
+absl::StatusOr<std::vector<DecisionRecord>> SqliteStore::ListLastDecisions(
+    absl::string_view sweep_id, int64_t limit) {
+  return ListDecisionsBefore(sweep_id, std::numeric_limits<int64_t>::max(),
+                             limit);
+}
+
+absl::StatusOr<std::vector<DecisionRecord>> SqliteStore::ListDecisionsBefore(
+    absl::string_view sweep_id, int64_t before_seq, int64_t limit) {
+  std::vector<DecisionRecord> out;
+  if (limit <= 0) return out;
+  absl::MutexLock lock(&mu_);
+  SMOE_STATEMENT(s, kListDecisionsBefore, "list decisions before");
+  s.Text(sweep_id).Int(before_seq).Int(limit);
+  while (true) {
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(ReadDecision(s));
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<int64_t> SqliteStore::CountDecisions(
+    absl::string_view sweep_id) {
+  absl::MutexLock lock(&mu_);
+  int64_t first = 0, last = 0;
+  {
+    SMOE_STATEMENT(s, kFirstDecisionSeq, "count decisions: first seq");
+    s.Text(sweep_id);
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) {
+      decision_counts_.erase(std::string(sweep_id));
+      return 0;
+    }
+    first = s.ColInt(0);
+  }
+  {
+    SMOE_STATEMENT(s, kLastDecisionSeq, "count decisions: last seq");
+    s.Text(sweep_id);
+    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+    last = row ? s.ColInt(0) : first;
+  }
+  auto it = decision_counts_.find(std::string(sweep_id));
+  if (it != decision_counts_.end() && it->second.first_seq == first &&
+      it->second.last_seq == last) {
+    return it->second.count;
+  }
+  // Counted from the cached last seq when the log still starts where it did
+  // (only appended since), else from the start.
+  const bool top_up = it != decision_counts_.end() &&
+                      it->second.first_seq == first &&
+                      it->second.last_seq < last;
+  const int64_t after = top_up ? it->second.last_seq : 0;
+  SMOE_STATEMENT(s, kCountDecisionsAfter, "count decisions");
+  s.Text(sweep_id).Int(after);
+  SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+  const int64_t more = row ? s.ColInt(0) : 0;
+  DecisionCount& c = decision_counts_[std::string(sweep_id)];
+  c.count = (top_up ? c.count : 0) + more;
+  c.first_seq = first;
+  c.last_seq = last;
+  return c.count;
 }
 
 absl::StatusOr<std::vector<TrialSummary>> SqliteStore::ListSummariesOf(

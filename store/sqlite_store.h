@@ -135,6 +135,11 @@ class SqliteStore final : public ExperimentStore {
       absl::string_view trial_id, std::optional<std::string> name) override;
   absl::StatusOr<std::vector<DecisionRecord>> ListDecisions(
       absl::string_view sweep_id, int64_t after_seq, int64_t limit) override;
+  absl::StatusOr<int64_t> CountDecisions(absl::string_view sweep_id) override;
+  absl::StatusOr<std::vector<DecisionRecord>> ListLastDecisions(
+      absl::string_view sweep_id, int64_t limit) override;
+  absl::StatusOr<std::vector<DecisionRecord>> ListDecisionsBefore(
+      absl::string_view sweep_id, int64_t before_seq, int64_t limit) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummaries(
       absl::string_view sweep_id) override;
   absl::StatusOr<std::vector<TrialSummary>> ListSummariesOf(
@@ -226,6 +231,16 @@ class SqliteStore final : public ExperimentStore {
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<const char*, sqlite3_stmt*> statements_
+      ABSL_GUARDED_BY(mu_);
+  // CountDecisions' counts per sweep, each valid while the sweep's log has
+  // the same first seq (seq only grows, AUTOINCREMENT; a sweep's decisions
+  // are deleted only with the sweep) and topped up from its last seq.
+  struct DecisionCount {
+    int64_t first_seq = 0;
+    int64_t last_seq = 0;
+    int64_t count = 0;
+  };
+  std::unordered_map<std::string, DecisionCount> decision_counts_
       ABSL_GUARDED_BY(mu_);
 };
 

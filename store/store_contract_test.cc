@@ -4,6 +4,7 @@
 //
 // The ExperimentStore contract, run against every implementation.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "store/experiment_store.h"
@@ -621,6 +623,108 @@ TYPED_TEST(StoreContractTest, DecisionsAppendInOrderWithNanAndPrunedState) {
   EXPECT_EQ((*after)[0].seq, (*all)[1].seq);
   EXPECT_EQ(this->store_->ListDecisions("other", 0, 0)->size(), 1u);
   EXPECT_THAT(*this->store_->ListDecisions("nope", 0, 0), IsEmpty());
+}
+
+// CountDecisions and ListLastDecisions are the log's size and tail
+// (ListDecisions(sweep, 0, 0)) for every limit, ListDecisionsBefore its
+// pages before each decision, while decisions of two sweeps
+// interleave, batch after batch (SqliteStore's kept count topped up), after
+// the sweep is deleted, and after a sweep of the same name logs again.
+TYPED_TEST(StoreContractTest, DecisionCountAndTailAreTheLogs) {
+  this->SeedSweep(3);
+  this->SeedSweep(1, "other");
+  auto check = [&](const std::string& sweep) {
+    auto log = this->store_->ListDecisions(sweep, 0, 0);
+    ASSERT_TRUE(log.ok()) << log.status();
+    auto count = this->store_->CountDecisions(sweep);
+    ASSERT_TRUE(count.ok()) << count.status();
+    EXPECT_EQ(*count, static_cast<int64_t>(log->size())) << sweep;
+    // Asked twice: the kept count is the same.
+    EXPECT_EQ(*this->store_->CountDecisions(sweep), *count) << sweep;
+    for (int64_t limit = -1; limit <= static_cast<int64_t>(log->size()) + 2;
+         ++limit) {
+      // Pages read backwards: the page before each decision.
+      for (size_t end = 0; end <= log->size(); ++end) {
+        const int64_t before = end < log->size() ? (*log)[end].seq
+                               : (*log).empty()  ? 1
+                                                 : log->back().seq + 1;
+        auto page = this->store_->ListDecisionsBefore(sweep, before, limit);
+        ASSERT_TRUE(page.ok()) << page.status();
+        const size_t n = static_cast<size_t>(
+            std::clamp<int64_t>(limit, 0, static_cast<int64_t>(end)));
+        ASSERT_EQ(page->size(), n) << sweep << " before " << before;
+        for (size_t i = 0; i < n; ++i) {
+          EXPECT_EQ((*page)[i].seq, (*log)[end - n + i].seq);
+          EXPECT_EQ((*page)[i].trial_id, (*log)[end - n + i].trial_id);
+        }
+      }
+      auto tail = this->store_->ListLastDecisions(sweep, limit);
+      ASSERT_TRUE(tail.ok()) << tail.status();
+      const size_t want =
+          static_cast<size_t>(std::clamp<int64_t>(limit, 0, log->size()));
+      ASSERT_EQ(tail->size(), want) << sweep << " limit " << limit;
+      for (size_t i = 0; i < want; ++i) {
+        const DecisionRecord& a = (*tail)[i];
+        const DecisionRecord& b = (*log)[log->size() - want + i];
+        EXPECT_EQ(a.seq, b.seq);
+        EXPECT_EQ(a.sweep_id, b.sweep_id);
+        EXPECT_EQ(a.trial_id, b.trial_id);
+        EXPECT_EQ(a.action, b.action);
+        EXPECT_EQ(a.group, b.group);
+        EXPECT_EQ(a.rung, b.rung);
+        EXPECT_EQ(a.step, b.step);
+        EXPECT_EQ(a.value, b.value);
+        EXPECT_EQ(a.final, b.final);
+        EXPECT_EQ(a.reason, b.reason);
+        EXPECT_EQ(a.at, b.at);
+      }
+    }
+  };
+  check("s");
+  check("nope");
+  int step = 0;
+  auto log_some = [&](int in_s, int in_other) {
+    WriteBatch b;
+    // Interleaved: s, other, s, other, ... then the rest.
+    for (int i = 0; in_s > 0 || in_other > 0; ++i) {
+      DecisionRecord d;
+      const bool ours = in_other == 0 || (in_s > 0 && i % 2 == 0);
+      --(ours ? in_s : in_other);
+      d.sweep_id = ours ? "s" : "other";
+      d.trial_id = ours ? TrialId("s", step % 3) : TrialId("other", 0);
+      d.action = step % 2 ? "promote" : "prune";
+      d.rung = step % 3;
+      d.step = ++step;
+      d.value = 0.5;
+      d.reason = absl::StrCat("decision ", step);
+      d.at = T0() + absl::Seconds(step);
+      b.decisions.push_back(d);
+    }
+    this->MustCommit(b);
+  };
+  log_some(1, 0);
+  check("s");
+  log_some(3, 2);
+  check("s");
+  check("other");
+  log_some(0, 4);
+  check("s");
+  log_some(5, 1);
+  check("s");
+  check("other");
+  EXPECT_EQ(*this->store_->CountDecisions("s"), 9);
+  WriteBatch del;
+  del.deleted_sweeps = {"s"};
+  this->MustCommit(del);
+  check("s");
+  EXPECT_EQ(*this->store_->CountDecisions("s"), 0);
+  check("other");
+  // A new sweep of the same name: its own log only.
+  this->SeedSweep(3);
+  log_some(2, 1);
+  check("s");
+  EXPECT_EQ(*this->store_->CountDecisions("s"), 2);
+  check("other");
 }
 
 TYPED_TEST(StoreContractTest, DecisionOfUnknownSweepFailsAndWritesNothing) {

@@ -6,7 +6,9 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -26,6 +28,7 @@ using nlohmann::json;
 using sweeps::AxisNames;
 using sweeps::SearchSpec;
 using sweeps::SweepKind;
+using sweeps::SweepSpec;
 
 namespace {
 
@@ -84,69 +87,346 @@ absl::StatusOr<std::vector<FrontierRow>> ReadFrontier(
 
 namespace {
 
-// One trial as the summary reads it: from the scheduler's records (parsed
-// here) or from the read model's snapshot (parsed there).
-struct TrialFacts {
-  const std::string* trial_id;
-  const json* params;  // anything but an object: no params
-  int64_t seed;
-  store::TrialState state;
+// The last decision (other than "add") of a trial when it is a prune: the
+// value a pruned trial was stopped at (pruned_points).
+struct LastPrune {
+  int64_t step = 0;
+  double value = 0;
+  bool final = false;
 };
 
-// The labeler learned from a snapshot's trials, kept per sweep while its
-// snapshots share one trial index: a snapshot refreshed after a change
-// shares its base's index and has the same trials with the same params (a
-// trial's id is a hash of them; new trials reload the snapshot with a new
-// index), so a refresh does not relearn from every trial (issue 35).
-class LabelerCache {
+// What the snapshot path of ReadSearchSummary keeps per sweep between
+// requests (issue 35), so that a request costs O(changes since the last
+// one + pruned trials + decisions shown), not O(trials + decisions):
+//  - the labeler (which params tell the trials apart), learned from the
+//    snapshot's rows once and then only from rows added at the end (new
+//    trials get the next ordinals; the rows before keep their trials, whose
+//    ids are hashes of their params), with the two facts read from the same
+//    rows: the first trial's `steps` (SearchMaxStepsOfParams) and whether
+//    every trial id has the "<sweep>/" prefix;
+//  - the positions of the pruned trials, updated from the positions a
+//    refreshed snapshot changed (SweepSnapshot::changed) when its base is
+//    the snapshot seen last, else rescanned;
+//  - per trial whose last decision (other than "add") is a prune, that
+//    prune, updated from the decisions logged after the last seq read.
+// The labeler is dropped when the sweep's record is another one's (a sweep
+// of the same name created again); the rest is tied to the snapshots'
+// trial index (SweepSnapshot::index), which a reload (a new store, a sweep
+// created again, trials added, many changes at once) replaces.
+class SearchCache {
  public:
-  // Labels for `ids` (trial ids of the snapshot) by the labeler of the
-  // snapshot's trials, learned now if the cached one is another index's.
-  std::unordered_map<std::string, std::string> Labels(
-      const std::string& sweep_id, const SweepSnapshot& snapshot,
-      const std::vector<std::string>& axes,
-      const std::vector<std::pair<std::string, size_t>>& ids) {
+  struct Entry {
+    absl::Mutex mu;
+    absl::Time created_at ABSL_GUARDED_BY(mu) = absl::InfinitePast();
+    // Labeler and row facts: rows [0, learned) of `index`'s snapshots.
+    std::weak_ptr<const TrialIndex> index ABSL_GUARDED_BY(mu);
+    std::vector<std::string> axes ABSL_GUARDED_BY(mu);
+    std::unique_ptr<analysis::TrialLabeler> labeler ABSL_GUARDED_BY(mu);
+    size_t learned ABSL_GUARDED_BY(mu) = 0;
+    uint64_t ids_hash ABSL_GUARDED_BY(mu) = 0;  // of rows [0, learned)'s ids
+    std::optional<int64_t> first_steps ABSL_GUARDED_BY(mu);
+    bool prefixed ABSL_GUARDED_BY(mu) = true;
+    // Pruned positions as of snapshot (pruned_index, pruned_version).
+    std::weak_ptr<const TrialIndex> pruned_index ABSL_GUARDED_BY(mu);
+    int64_t pruned_version ABSL_GUARDED_BY(mu) = -1;
+    std::set<size_t> pruned ABSL_GUARDED_BY(mu);
+    // Decisions read: those with seq <= after_seq, while the snapshots
+    // share `log_index` (a new index, a reload of the snapshot: all again;
+    // that ties the log read to one store and one sweep of this name).
+    std::weak_ptr<const TrialIndex> log_index ABSL_GUARDED_BY(mu);
+    int64_t after_seq ABSL_GUARDED_BY(mu) = 0;
+    // The log was read backwards from its newest seq only until every trial
+    // pruned then met its last decision: a pruned trial without a prune here
+    // has it (or its absence) before that, and gets the log read whole once.
+    bool log_partial ABSL_GUARDED_BY(mu) = false;
+    std::unordered_map<std::string, LastPrune> prunes ABSL_GUARDED_BY(mu);
+  };
+
+  std::shared_ptr<Entry> Of(const std::string& sweep_id) {
     absl::MutexLock lock(&mu_);
-    Entry& e = entries_[sweep_id];
-    if (e.index.lock() != snapshot.index || e.axes != axes ||
-        e.labeler == nullptr) {
+    std::shared_ptr<Entry>& e = entries_[sweep_id];
+    if (e == nullptr) {
       if (entries_.size() > kMaxSweeps) {
         // Bounded: drop the others (each is rebuilt on its next request).
-        Entry keep = std::move(e);
+        std::shared_ptr<Entry> keep = std::make_shared<Entry>();
         entries_.clear();
-        entries_[sweep_id] = std::move(keep);
+        entries_[sweep_id] = keep;
+        return keep;
       }
-      Entry& fresh = entries_[sweep_id];
-      fresh.index = snapshot.index;
-      fresh.axes = axes;
-      fresh.labeler = std::make_unique<analysis::TrialLabeler>(axes);
-      for (const RowTable::Row& row : snapshot.rows) {
-        fresh.labeler->Add(row->param_values(), row->seed);
-      }
+      e = std::make_shared<Entry>();
     }
-    Entry& cur = entries_[sweep_id];
-    std::unordered_map<std::string, std::string> out;
-    for (const auto& [id, pos] : ids) {
-      const TrialRow& p = *snapshot.rows[pos];
-      out[id] = cur.labeler->Label(p.param_values(), p.seed);
-    }
-    return out;
+    return e;
   }
 
  private:
   static constexpr size_t kMaxSweeps = 32;
-  struct Entry {
-    std::weak_ptr<const TrialIndex> index;
-    std::vector<std::string> axes;
-    std::unique_ptr<analysis::TrialLabeler> labeler;
-  };
   absl::Mutex mu_;
-  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
 };
 
-LabelerCache& Labelers() {
-  static auto* cache = new LabelerCache;
+SearchCache& Caches() {
+  static auto* cache = new SearchCache;
   return *cache;
+}
+
+// Decisions per page when the log is read backwards.
+constexpr int64_t kLogPage = 1024;
+
+uint64_t HashId(uint64_t h, const std::string& id) {
+  return (h ^ std::hash<std::string>()(id)) * 0x100000001b3ULL + 0x9e3779b9ULL;
+}
+
+// Brings `e` to `snapshot` and the decision log (see SearchCache).
+absl::Status SyncEntry(SearchCache::Entry& e, const SweepView& v,
+                       const SweepSnapshot& snapshot,
+                       const std::vector<std::string>& axes, int64_t newest_seq,
+                       store::ExperimentStore* store)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu) {
+  const std::string& sweep_id = v.record.sweep_id;
+  if (e.created_at != v.record.created_at) {
+    e.created_at = v.record.created_at;
+    e.labeler = nullptr;
+  }
+  const RowTable& rows = snapshot.rows;
+  // The labeler and row facts.
+  const bool same_index = e.labeler != nullptr && e.axes == axes &&
+                          e.index.lock() == snapshot.index;
+  // New trials come at the end: learn only those when the rows learned are
+  // still the first ones (their ids hashed in order: one pass over the ids,
+  // not over every trial's params).
+  bool grown = false;
+  if (e.labeler != nullptr && e.axes == axes && !same_index &&
+      rows.size() >= e.learned) {
+    uint64_t h = 0;
+    for (size_t i = 0; i < e.learned; ++i) h = HashId(h, rows[i]->trial_id);
+    grown = h == e.ids_hash;
+  }
+  if (!same_index && !grown) {
+    e.labeler = std::make_unique<analysis::TrialLabeler>(axes);
+    e.axes = axes;
+    e.learned = 0;
+    e.ids_hash = 0;
+    e.first_steps.reset();
+    e.prefixed = true;
+  }
+  if (!same_index) {
+    const std::string prefix = absl::StrCat(sweep_id, "/");
+    for (size_t i = e.learned; i < rows.size(); ++i) {
+      const TrialRow& p = *rows[i];
+      e.labeler->Add(p.param_values(), p.seed);
+      e.ids_hash = HashId(e.ids_hash, p.trial_id);
+      if (!e.first_steps.has_value() && p.param_values().is_object()) {
+        auto it = p.param_values().find("steps");
+        if (it != p.param_values().end() && it->is_number_integer()) {
+          e.first_steps = it->get<int64_t>();
+        }
+      }
+      if (e.prefixed && !absl::StartsWith(p.trial_id, prefix)) {
+        e.prefixed = false;
+      }
+    }
+    e.learned = rows.size();
+    e.index = snapshot.index;
+  }
+  // The pruned positions.
+  const bool same_rows =
+      e.pruned_index.lock() == snapshot.index && snapshot.index != nullptr;
+  auto mark = [&](size_t pos) {
+    if (rows[pos]->state == store::TrialState::kPruned) {
+      e.pruned.insert(pos);
+    } else {
+      e.pruned.erase(pos);
+    }
+  };
+  if (same_rows && snapshot.version == e.pruned_version) {
+    // Seen already.
+  } else if (same_rows && snapshot.base_version == e.pruned_version &&
+             snapshot.base_version >= 0) {
+    for (size_t pos : snapshot.changed) {
+      if (pos < rows.size()) mark(pos);
+    }
+  } else {
+    e.pruned.clear();
+    for (size_t i = 0; i < rows.size(); ++i) mark(i);
+  }
+  e.pruned_index = snapshot.index;
+  e.pruned_version = snapshot.version;
+  // The decisions logged since the last read.
+  if (e.log_index.lock() != snapshot.index) {
+    e.log_index = snapshot.index;
+    e.prunes.clear();
+    // The log read backwards from its newest decision, a page at a time (at
+    // least one), until every pruned trial has met its last decision (other
+    // than "add"): the trials met on the way keep theirs when it is a
+    // prune. A trial pruned later is pruned by a decision read forward from
+    // the newest; one pruned without a prune met gets the log read whole
+    // (below).
+    e.log_partial = true;
+    e.after_seq = newest_seq;
+    std::unordered_set<std::string> want, met;
+    for (size_t pos : e.pruned) want.insert(rows[pos]->trial_id);
+    int64_t before = newest_seq + 1;
+    do {
+      SMOE_ASSIGN_OR_RETURN(
+          std::vector<store::DecisionRecord> page,
+          store->ListDecisionsBefore(sweep_id, before, kLogPage));
+      if (page.empty()) break;
+      before = page.front().seq;
+      for (auto it = page.rbegin(); it != page.rend(); ++it) {
+        const store::DecisionRecord& d = *it;
+        if (d.trial_id.empty() || d.action == "add") continue;
+        if (!met.insert(d.trial_id).second) continue;
+        want.erase(d.trial_id);
+        if (d.action == "prune")
+          e.prunes[d.trial_id] = {d.step, d.value, d.final};
+      }
+      if (static_cast<int64_t>(page.size()) < kLogPage) break;
+    } while (!want.empty());
+  }
+  auto read = [&]() -> absl::Status {
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
+                          store->ListDecisions(sweep_id, e.after_seq, 0));
+    for (const store::DecisionRecord& d : log) {
+      e.after_seq = std::max(e.after_seq, d.seq);
+      if (d.trial_id.empty() || d.action == "add") continue;
+      if (d.action == "prune") {
+        e.prunes[d.trial_id] = {d.step, d.value, d.final};
+      } else {
+        e.prunes.erase(d.trial_id);
+      }
+    }
+    return absl::OkStatus();
+  };
+  SMOE_RETURN_IF_ERROR(read());
+  if (e.log_partial) {
+    for (size_t pos : e.pruned) {
+      if (e.prunes.count(rows[pos]->trial_id)) continue;
+      e.log_partial = false;
+      e.prunes.clear();
+      e.after_seq = 0;
+      SMOE_RETURN_IF_ERROR(read());
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Adds the kind's defaults for params missing from `params` (the analysis,
+// and so the charts' facets and x, reads a missing param as the kind's
+// default, e.g. attention: softmax).
+json WithDefaults(const json& params, const trials::TrialKind* kind) {
+  json p = params.is_object() ? params : json::object();
+  if (kind != nullptr) {
+    for (const trials::Param& param : kind->params) {
+      if (!param.default_value.is_null() && !p.contains(param.name)) {
+        p[param.name] = param.default_value;
+      }
+    }
+  }
+  return p;
+}
+
+// Device-hours: attempts' wall time x devices, from one read.
+absl::Status AddDeviceHours(const SweepView& v, store::ExperimentStore* store,
+                            bool prefixed, SearchSummary* out) {
+  const std::string& sweep_id = v.record.sweep_id;
+  const int devices = std::max(1, v.spec.resources.gpus_per_trial);
+  const absl::Time now = absl::Now();
+  // When every trial's id starts with "<sweep>/" (the scheduler's names),
+  // the store reads the attempts from that key range: the same rows, in the
+  // same order, so the same sum.
+  const std::string prefix = absl::StrCat(sweep_id, "/");
+  SMOE_ASSIGN_OR_RETURN(
+      std::vector<store::AttemptRecord> attempts,
+      prefixed ? store->ListSweepAttemptsWithPrefix(sweep_id, prefix)
+               : store->ListSweepAttempts(sweep_id));
+  for (const store::AttemptRecord& a : attempts) {
+    const absl::Time end =
+        a.outcome == store::AttemptOutcome::kRunning ? now : a.ended_at;
+    if (end <= a.started_at) continue;
+    out->device_hours_used += absl::ToDoubleHours(end - a.started_at) * devices;
+  }
+  out->device = v.spec.resources.gpus_per_trial > 0 ? "GPU" : "slot";
+  if (out->usage.trial_steps_used > 0) {
+    out->device_hours_full_grid_estimate =
+        out->device_hours_used *
+        static_cast<double>(out->usage.full_grid_trial_steps) /
+        static_cast<double>(out->usage.trial_steps_used);
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> Rungs(const SweepSpec& spec, int64_t max_steps) {
+  const SearchSpec& ss = spec.search;
+  if ((ss.strategy == "asha" || ss.early_stop == "asha") && ss.min_steps > 0) {
+    analysis::search::AshaConfig c;
+    c.min_steps = ss.min_steps;
+    c.reduction = std::max<int64_t>(2, ss.reduction);
+    c.max_steps = max_steps;
+    return analysis::search::AshaRungs(c);
+  }
+  return {};
+}
+
+// ReadSearchSummary from the read model's snapshot (asha, median): the
+// decision count and the newest `limit` from the store's index, the rest
+// from the sweep's SearchCache entry brought up to date.
+absl::Status ReadFromSnapshot(const SweepView& v, store::ExperimentStore* store,
+                              int limit, const SweepSnapshot& snapshot,
+                              SearchSummary* out) {
+  const std::string& sweep_id = v.record.sweep_id;
+  SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> shown,
+                        store->ListLastDecisions(sweep_id, std::max(0, limit)));
+  SMOE_ASSIGN_OR_RETURN(out->decisions_total, store->CountDecisions(sweep_id));
+  // The newest decision's seq (0: none).
+  int64_t newest_seq = shown.empty() ? 0 : shown.back().seq;
+  if (limit <= 0 && out->decisions_total > 0) {
+    SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> newest,
+                          store->ListLastDecisions(sweep_id, 1));
+    if (!newest.empty()) newest_seq = newest.back().seq;
+  }
+  const std::vector<std::string> axes = AxisNames(v.spec);  // grid, sampled
+  const RowTable& rows = snapshot.rows;
+  std::shared_ptr<SearchCache::Entry> entry = Caches().Of(sweep_id);
+  bool prefixed = false;
+  {
+    absl::MutexLock lock(&entry->mu);
+    SearchCache::Entry& e = *entry;
+    SMOE_RETURN_IF_ERROR(SyncEntry(e, v, snapshot, axes, newest_seq, store));
+    // Labels only for the trials of the decisions shown.
+    std::unordered_map<std::string, std::string> labels;
+    for (const store::DecisionRecord& d : shown) {
+      if (d.trial_id.empty() || labels.count(d.trial_id)) continue;
+      std::optional<size_t> at = snapshot.Find(d.trial_id);
+      if (!at || *at >= rows.size()) continue;
+      const TrialRow& p = *rows[*at];
+      labels[d.trial_id] = e.labeler->Label(p.param_values(), p.seed);
+    }
+    for (store::DecisionRecord& d : shown) {
+      auto it = labels.find(d.trial_id);
+      std::string label = it != labels.end() ? it->second : std::string();
+      out->decisions.push_back({std::move(d), std::move(label)});
+    }
+    out->rungs =
+        Rungs(v.spec, v.spec.search.max_steps > 0 || !e.first_steps.has_value()
+                          ? SearchMaxStepsOfParams(v.spec, {})
+                          : *e.first_steps);
+    // Pruned trials by ordinal, and the value each was stopped at (their
+    // last decision, when it is a prune).
+    const trials::TrialKind* kind = SweepKind(v.spec);
+    for (size_t pos : e.pruned) {
+      const TrialRow& p = *rows[pos];
+      out->pruned.push_back(p.trial_id);
+      auto it = e.prunes.find(p.trial_id);
+      if (it == e.prunes.end()) continue;
+      const LastPrune& d = it->second;
+      out->pruned_points.push_back(
+          {p.trial_id, WithDefaults(p.param_values(), kind), p.seed, d.step,
+           std::isfinite(d.value) ? d.value : kNaN, d.final});
+    }
+    prefixed = e.prefixed;
+  }
+  return AddDeviceHours(v, store, prefixed, out);
 }
 
 }  // namespace
@@ -163,33 +443,28 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
   if (!out.adaptive) return out;
   SMOE_ASSIGN_OR_RETURN(out.usage, scheduler->GetSearchUsage(sweep_id));
   // Refine's frontier reads the trials' records: the scheduler's then.
-  const bool from_snapshot =
-      snapshot != nullptr && v.spec.search.strategy != "refine";
-  std::vector<store::TrialRecord> trials;
-  std::vector<json> parsed;
-  std::vector<TrialFacts> facts;
-  if (from_snapshot) {
-    facts.reserve(snapshot->rows.size());
-    for (const RowTable::Row& row : snapshot->rows) {
-      const TrialRow& p = *row;
-      facts.push_back({&p.trial_id, &p.param_values(), p.seed, p.state});
-    }
-  } else {
-    SMOE_ASSIGN_OR_RETURN(trials, scheduler->ListTrials(sweep_id));
-    // Each trial's params, parsed once.
-    parsed.reserve(trials.size());
-    facts.reserve(trials.size());
-    for (const store::TrialRecord& t : trials) {
-      parsed.push_back(json::parse(t.params_json, nullptr, false));
-      facts.push_back({&t.trial_id, &parsed.back(), t.seed, t.state});
-    }
+  if (snapshot != nullptr && snapshot->index != nullptr &&
+      v.spec.search.strategy != "refine") {
+    SMOE_RETURN_IF_ERROR(ReadFromSnapshot(v, store, limit, *snapshot, &out));
+    return out;
   }
+  // Without a snapshot: the scheduler's records, each trial's params parsed
+  // once, and the whole decision log (the reference the snapshot path is
+  // tested against).
+  SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialRecord> trials,
+                        scheduler->ListTrials(sweep_id));
+  std::vector<json> parsed;
+  parsed.reserve(trials.size());
   std::vector<const json*> params;
-  params.reserve(facts.size());
-  for (const TrialFacts& t : facts) {
-    params.push_back(t.params);
-    if (t.state == store::TrialState::kPruned)
-      out.pruned.push_back(*t.trial_id);
+  params.reserve(trials.size());
+  for (const store::TrialRecord& t : trials) {
+    parsed.push_back(json::parse(t.params_json, nullptr, false));
+  }
+  for (size_t i = 0; i < trials.size(); ++i) {
+    params.push_back(&parsed[i]);
+    if (trials[i].state == store::TrialState::kPruned) {
+      out.pruned.push_back(trials[i].trial_id);
+    }
   }
   SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
                         store->ListDecisions(sweep_id, 0, 0));
@@ -197,34 +472,23 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
   const size_t keep = static_cast<size_t>(std::max(0, limit));
   const size_t first_shown = log.size() > keep ? log.size() - keep : 0;
   // Decisions name their trial by the parameters that tell it apart: which
-  // those are is learned from every trial (once per snapshot's trial set
-  // with a snapshot), the labels made only for the trials of the decisions
-  // shown.
+  // those are is learned from every trial, the labels made only for the
+  // trials of the decisions shown.
   const std::vector<std::string> axes = AxisNames(v.spec);  // grid, sampled
   std::unordered_map<std::string, std::string> labels;
-  if (from_snapshot && snapshot->index != nullptr) {
-    std::vector<std::pair<std::string, size_t>> ids;
-    std::set<std::string> seen;
-    for (size_t i = first_shown; i < log.size(); ++i) {
-      const std::string& id = log[i].trial_id;
-      if (id.empty() || !seen.insert(id).second) continue;
-      std::optional<size_t> at = snapshot->Find(id);
-      if (at && *at < facts.size()) ids.emplace_back(id, *at);
-    }
-    labels = Labelers().Labels(sweep_id, *snapshot, axes, ids);
-  } else {
+  {
     analysis::TrialLabeler labeler(axes);
-    std::unordered_map<std::string, const TrialFacts*> shown;
+    std::unordered_map<std::string, size_t> shown;
     for (size_t i = first_shown; i < log.size(); ++i) {
-      if (!log[i].trial_id.empty()) shown.emplace(log[i].trial_id, nullptr);
+      if (!log[i].trial_id.empty()) shown.emplace(log[i].trial_id, SIZE_MAX);
     }
-    for (const TrialFacts& t : facts) {
-      labeler.Add(*t.params, t.seed);
-      auto it = shown.find(*t.trial_id);
-      if (it != shown.end()) it->second = &t;
+    for (size_t i = 0; i < trials.size(); ++i) {
+      labeler.Add(parsed[i], trials[i].seed);
+      auto it = shown.find(trials[i].trial_id);
+      if (it != shown.end()) it->second = i;
     }
-    for (const auto& [id, t] : shown) {
-      if (t != nullptr) labels[id] = labeler.Label(*t->params, t->seed);
+    for (const auto& [id, i] : shown) {
+      if (i != SIZE_MAX) labels[id] = labeler.Label(parsed[i], trials[i].seed);
     }
   }
   for (size_t i = first_shown; i < log.size(); ++i) {
@@ -232,15 +496,7 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
     out.decisions.push_back(
         {log[i], it != labels.end() ? it->second : std::string()});
   }
-
-  const SearchSpec& ss = v.spec.search;
-  if ((ss.strategy == "asha" || ss.early_stop == "asha") && ss.min_steps > 0) {
-    analysis::search::AshaConfig c;
-    c.min_steps = ss.min_steps;
-    c.reduction = std::max<int64_t>(2, ss.reduction);
-    c.max_steps = SearchMaxStepsOfParams(v.spec, params);
-    out.rungs = analysis::search::AshaRungs(c);
-  }
+  out.rungs = Rungs(v.spec, SearchMaxStepsOfParams(v.spec, params));
 
   // Pruned points: the value each pruned trial was stopped at, and which
   // trials are stopped for good (their last decision is a final prune).
@@ -250,60 +506,27 @@ absl::StatusOr<SearchSummary> ReadSearchSummary(Scheduler* scheduler,
   }
   std::set<std::string> stopped;
   const trials::TrialKind* kind = SweepKind(v.spec);
-  for (const TrialFacts& t : facts) {
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const store::TrialRecord& t = trials[i];
     if (t.state != store::TrialState::kPruned) continue;
-    auto it = last.find(*t.trial_id);
+    auto it = last.find(t.trial_id);
     if (it == last.end() || it->second->action != "prune") continue;
     const store::DecisionRecord& d = *it->second;
-    if (d.final) stopped.insert(*t.trial_id);
-    json p = t.params->is_object() ? *t.params : json::object();
-    // The analysis (and so the charts' facets and x) reads a missing param
-    // as the kind's default (e.g. attention: softmax): the same here.
-    if (kind != nullptr) {
-      for (const trials::Param& param : kind->params) {
-        if (!param.default_value.is_null() && !p.contains(param.name)) {
-          p[param.name] = param.default_value;
-        }
-      }
-    }
-    out.pruned_points.push_back({*t.trial_id, std::move(p), t.seed, d.step,
-                                 std::isfinite(d.value) ? d.value : kNaN,
-                                 d.final});
+    if (d.final) stopped.insert(t.trial_id);
+    out.pruned_points.push_back(
+        {t.trial_id, WithDefaults(parsed[i], kind), t.seed, d.step,
+         std::isfinite(d.value) ? d.value : kNaN, d.final});
   }
 
-  if (ss.strategy == "refine") {
+  if (v.spec.search.strategy == "refine") {
     SMOE_ASSIGN_OR_RETURN(out.frontier,
                           ReadFrontier(v, store, trials, parsed, stopped, log));
   }
-
-  // Device-hours: attempts' wall time x devices, from one read.
-  const int devices = std::max(1, v.spec.resources.gpus_per_trial);
-  const absl::Time now = absl::Now();
-  // When every trial's id starts with "<sweep>/" (the scheduler's names),
-  // the store reads the attempts from that key range: the same rows, in the
-  // same order, so the same sum.
   const std::string prefix = absl::StrCat(sweep_id, "/");
-  const bool prefixed =
-      std::all_of(facts.begin(), facts.end(), [&](const TrialFacts& t) {
-        return absl::StartsWith(*t.trial_id, prefix);
-      });
-  SMOE_ASSIGN_OR_RETURN(
-      std::vector<store::AttemptRecord> attempts,
-      prefixed ? store->ListSweepAttemptsWithPrefix(sweep_id, prefix)
-               : store->ListSweepAttempts(sweep_id));
-  for (const store::AttemptRecord& a : attempts) {
-    const absl::Time end =
-        a.outcome == store::AttemptOutcome::kRunning ? now : a.ended_at;
-    if (end <= a.started_at) continue;
-    out.device_hours_used += absl::ToDoubleHours(end - a.started_at) * devices;
-  }
-  out.device = v.spec.resources.gpus_per_trial > 0 ? "GPU" : "slot";
-  if (out.usage.trial_steps_used > 0) {
-    out.device_hours_full_grid_estimate =
-        out.device_hours_used *
-        static_cast<double>(out.usage.full_grid_trial_steps) /
-        static_cast<double>(out.usage.trial_steps_used);
-  }
+  const bool prefixed = std::all_of(
+      trials.begin(), trials.end(),
+      [&](const auto& t) { return absl::StartsWith(t.trial_id, prefix); });
+  SMOE_RETURN_IF_ERROR(AddDeviceHours(v, store, prefixed, &out));
   return out;
 }
 

@@ -10,14 +10,23 @@
 // gRPC GetSweep serves the usage and decisions part through SweepDetail
 // (sweep_detail.h).
 //
-// Cost (issue 35; bench/results/scale-2026-11-29e.md: 4-5 ms at 10^5
-// trials): with the read model's snapshot, one pass over its rows
-// (pointers), labels only for the decisions shown by a labeler kept per
-// sweep while its snapshots share one trial index; one read of the decision
-// log; the attempts from the key range of the trial ids' "<sweep>/" prefix
+// Cost (issue 35; bench/results/search-refresh-2026-11-29.md): with the
+// read model's snapshot (asha, median), O(decisions shown + pruned trials +
+// changes since the last request + the sweep's attempts), not O(trials +
+// decisions): the decision count and the newest `limit` from the store's
+// (sweep_id, seq) index (ExperimentStore::CountDecisions,
+// ListLastDecisions); per sweep a cache keeps the labeler (learned from the
+// snapshot's rows once, then from rows added at the end), the pruned
+// trials' positions (updated from the rows a refreshed snapshot changed)
+// and their last prunes (from the decisions logged since the last read; at
+// the first read, the log backwards from its newest decision only until
+// every pruned trial has met its last one); the
+// attempts from the key range of the trial ids' "<sweep>/" prefix
 // (ExperimentStore::ListSweepAttemptsWithPrefix); Scheduler::GetSearchUsage
 // in O(reported trials). Without a snapshot (gRPC, tests, refine) the
-// scheduler's records are copied and parsed, and every trial labelled.
+// scheduler's records are copied and parsed, the whole log read and every
+// trial labelled: the reference the snapshot path is tested against
+// (SchedulerSearchTest.SearchSummaryFromTheSnapshot*).
 #ifndef SMOE_COORDINATOR_VIEWS_SEARCH_SUMMARY_H_
 #define SMOE_COORDINATOR_VIEWS_SEARCH_SUMMARY_H_
 

@@ -39,14 +39,14 @@ absl::StatusOr<SweepDetail> ReadSweepDetail(Scheduler* scheduler,
     SMOE_ASSIGN_OR_RETURN(out.search_usage,
                           scheduler->GetSearchUsage(sweep_id));
     // The log is read only when asked for (watchers poll GetSweep).
+    // The newest decisions_limit and the count from the store's index, not
+    // the whole log (issue 35).
     if (options.decisions_limit > 0) {
-      SMOE_ASSIGN_OR_RETURN(std::vector<store::DecisionRecord> log,
-                            store->ListDecisions(sweep_id, 0, 0));
-      out.decisions_total = static_cast<int>(log.size());
-      const size_t limit = static_cast<size_t>(options.decisions_limit);
-      const size_t first = log.size() > limit ? log.size() - limit : 0;
-      out.decisions.assign(std::make_move_iterator(log.begin() + first),
-                           std::make_move_iterator(log.end()));
+      SMOE_ASSIGN_OR_RETURN(
+          out.decisions,
+          store->ListLastDecisions(sweep_id, options.decisions_limit));
+      SMOE_ASSIGN_OR_RETURN(int64_t total, store->CountDecisions(sweep_id));
+      out.decisions_total = static_cast<int>(total);
     }
   }
   return out;
