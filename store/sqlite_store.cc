@@ -263,7 +263,7 @@ constexpr char kListAttemptEndsInRange[] =
     "WHERE trial_id >= ?1 AND trial_id < ?2 ORDER BY trial_id, attempt";
 constexpr char kListResultsInRange[] =
     "SELECT trial_id, name, value FROM trial_results "
-    "WHERE trial_id >= ?1 AND trial_id < ?2";
+    "WHERE trial_id >= ?1 AND trial_id < ?2 ORDER BY trial_id, name";
 
 constexpr char kSchemaVersionTable[] =
     "CREATE TABLE IF NOT EXISTS schema_version ("
@@ -1396,7 +1396,6 @@ SqliteStore::ListPrefixedSummariesLocked(absl::string_view sweep_id) {
   std::string end = begin;
   end.back() = '/' + 1;
   std::vector<TrialSummary> out;
-  absl::flat_hash_map<std::string, size_t> index;
   {
     SMOE_STATEMENT(s, kListSummaryRowsOfSweep, "list summaries");
     s.Text(sweep_id);
@@ -1407,11 +1406,15 @@ SqliteStore::ListPrefixedSummariesLocked(absl::string_view sweep_id) {
         return std::optional<std::vector<TrialSummary>>();  // other names
       }
       SMOE_ASSIGN_OR_RETURN(TrialSummary t, ReadSummary(s));
-      index.emplace(t.trial_id, out.size());
       out.push_back(std::move(t));
     }
   }
   if (out.empty()) return std::optional<std::vector<TrialSummary>>(out);
+  // Views of the rows' own ids (`out` no longer grows): no second copy of
+  // 10^6 ids; dropped before the results go into the rows' maps.
+  absl::flat_hash_map<absl::string_view, size_t> index;
+  index.reserve(out.size());
+  for (size_t i = 0; i < out.size(); ++i) index.emplace(out[i].trial_id, i);
   {
     // As SMOE_SUMMARY_COLUMNS: the worker of the current attempt when the
     // trial row has none, and the exit code of the latest attempt that is
@@ -1435,14 +1438,45 @@ SqliteStore::ListPrefixedSummariesLocked(absl::string_view sweep_id) {
       }
     }
   }
-  SMOE_STATEMENT(s, kListResultsInRange, "list results");
-  s.Text(begin).Text(end);
-  while (true) {
-    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    auto it = index.find(s.ColView(0));
-    if (it == index.end()) continue;
-    out[it->second].results[s.ColText(1)] = s.ColReal(2);
+  // The results come in key order (trial_id, name), not the rows' order:
+  // gathered first (a span per row, names interned), then put in the rows'
+  // maps row by row, so that each map is allocated in the rows' order. (The
+  // read model frees each summary where it builds the next row; maps filled
+  // in key order left those rows scattered over the heap, and the first
+  // aggregator over them ran 2x slower at 10^6.)
+  std::vector<std::pair<uint32_t, uint32_t>> spans(out.size(), {0, 0});
+  std::vector<uint32_t> name_of;
+  std::vector<double> value_of;
+  std::vector<std::string> names;
+  absl::flat_hash_map<std::string, uint32_t> name_ids;
+  {
+    SMOE_STATEMENT(s, kListResultsInRange, "list results");
+    s.Text(begin).Text(end);
+    while (true) {
+      SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      auto it = index.find(s.ColView(0));
+      if (it == index.end()) continue;
+      std::pair<uint32_t, uint32_t>& span = spans[it->second];
+      // A row's results are adjacent in key order.
+      if (span.second == 0) span.first = static_cast<uint32_t>(name_of.size());
+      ++span.second;
+      const absl::string_view name = s.ColView(1);
+      auto id = name_ids.find(name);
+      if (id == name_ids.end()) {
+        id = name_ids.emplace(std::string(name), names.size()).first;
+        names.emplace_back(name);
+      }
+      name_of.push_back(id->second);
+      value_of.push_back(s.ColReal(2));
+    }
+  }
+  index = {};
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (uint32_t j = spans[i].first; j < spans[i].first + spans[i].second;
+         ++j) {
+      out[i].results[names[name_of[j]]] = value_of[j];
+    }
   }
   return std::optional<std::vector<TrialSummary>>(std::move(out));
 }
