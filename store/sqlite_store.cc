@@ -413,7 +413,7 @@ namespace {
 
 // Row readers; column orders follow the SMOE_*_COLUMNS lists.
 template <typename Stmt>
-DecisionRecord ReadDecision(const Stmt& s) {
+absl::StatusOr<DecisionRecord> ReadDecision(const Stmt& s) {
   DecisionRecord d;
   d.seq = s.ColInt(0);
   d.sweep_id = s.ColText(1);
@@ -1487,11 +1487,7 @@ absl::StatusOr<std::vector<DecisionRecord>> SqliteStore::ListDecisions(
   SMOE_STATEMENT(s, kListDecisions, "list decisions");
   s.Text(sweep_id).Int(after_seq).Int(limit > 0 ? limit : -1);
   std::vector<DecisionRecord> out;
-  while (true) {
-    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    out.push_back(ReadDecision(s));
-  }
+  SMOE_RETURN_IF_ERROR(ReadAll(s, ReadDecision<Statement>, &out));
   return out;
 }
 
@@ -1508,11 +1504,7 @@ absl::StatusOr<std::vector<DecisionRecord>> SqliteStore::ListDecisionsBefore(
   absl::MutexLock lock(&mu_);
   SMOE_STATEMENT(s, kListDecisionsBefore, "list decisions before");
   s.Text(sweep_id).Int(before_seq).Int(limit);
-  while (true) {
-    SMOE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    out.push_back(ReadDecision(s));
-  }
+  SMOE_RETURN_IF_ERROR(ReadAll(s, ReadDecision<Statement>, &out));
   std::reverse(out.begin(), out.end());
   return out;
 }
