@@ -36,6 +36,22 @@ using sweeps::ValidateTrialParams;
 
 constexpr size_t kMaxChangeLog = 200000;
 
+// True when refine would see the same points (NaN values equal).
+bool SameRefinePoints(const std::vector<analysis::search::RefinePoint>& a,
+                      const std::vector<analysis::search::RefinePoint>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const analysis::search::RefinePoint& x = a[i];
+    const analysis::search::RefinePoint& y = b[i];
+    if (x.group != y.group || x.x != y.x || x.seed != y.seed ||
+        x.done != y.done || x.pending != y.pending || x.stopped != y.stopped ||
+        !(x.value == y.value || (std::isnan(x.value) && std::isnan(y.value)))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void Count(StateCounts* c, TrialState s, int delta) {
   switch (s) {
     case TrialState::kPending:
@@ -328,6 +344,17 @@ void Scheduler::ApplyTrialLocked(TrialRecord next) {
     // A trial the index does not know (an extension, a refine point) makes
     // the next plan one from every trial, which re-indexes.
     if (sweep.search_info.count(next.trial_id)) {
+      sweep.search_dirty.insert(next.trial_id);
+    } else if (sweep.refine != nullptr &&
+               SearchMaxSteps(sweep.spec, 1, [&](size_t) { return &next; }) ==
+                   sweep.search_max_steps) {
+      // A refine point (or an extension's trial) joins the refine index:
+      // its group is re-decided by the next plan. (One whose steps could
+      // change the sweep's training length re-indexes instead.)
+      SearchTrialInfo info = SearchInfoOf(sweep.spec, next);
+      if (info.has_axis)
+        sweep.refine->groups[info.group].ids.insert(next.trial_id);
+      sweep.search_info.emplace(next.trial_id, std::move(info));
       sweep.search_dirty.insert(next.trial_id);
     } else {
       sweep.search_indexed = false;
@@ -1452,7 +1479,10 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   SearchInputs in;
   std::map<std::string, size_t> index;
   SearchPlan plan;
-  bool subset = (s->asha != nullptr || s->median != nullptr) &&
+  bool subset =
+      s->refine != nullptr
+          ? IncrementalRefinePlanLocked(s, *batch, &in, &index, &plan)
+          : (s->asha != nullptr || s->median != nullptr) &&
                 IncrementalStoppingPlanLocked(s, *batch, &in, &index, &plan);
   if (!subset) {
     in = SearchInputs();
@@ -1599,6 +1629,161 @@ bool Scheduler::IncrementalStoppingPlanLocked(
   return true;
 }
 
+bool Scheduler::IncrementalRefinePlanLocked(
+    SweepEntry* s, const WriteBatch& batch, SearchInputs* in,
+    std::map<std::string, size_t>* index, SearchPlan* plan) {
+  namespace search = analysis::search;
+  const std::string& sweep_id = s->record.sweep_id;
+  if (!options_.incremental_search || !s->search_indexed ||
+      s->refine == nullptr) {
+    return false;
+  }
+  // A spent GPU-hour budget settles every group and prunes every pending
+  // trial: planned from every trial (which drops the index once spent).
+  if (BudgetMaybeSpentLocked(*s, batch)) return false;
+  std::set<std::string> changed = s->search_dirty;
+  for (const TrialRecord& t : batch.trials) {
+    if (t.sweep_id != sweep_id) continue;
+    if (!s->search_info.count(t.trial_id)) return false;
+    changed.insert(t.trial_id);
+  }
+  for (const store::MetricRecord& m : batch.metrics) {
+    if (s->search_info.count(m.trial_id)) changed.insert(m.trial_id);
+  }
+  for (const WriteBatch::Result& r : batch.results) {
+    if (s->search_info.count(r.trial_id)) changed.insert(r.trial_id);
+  }
+  s->search_dirty.clear();
+  std::map<std::string, const TrialRecord*> overlay;
+  for (const TrialRecord& t : batch.trials) {
+    if (t.sweep_id == sweep_id) overlay[t.trial_id] = &t;
+  }
+  auto record = [&](const std::string& id) -> const TrialRecord& {
+    auto it = overlay.find(id);
+    return it != overlay.end() ? *it->second : trials_.at(id);
+  };
+  SweepEntry::RefineIndex& refine = *s->refine;
+  // The groups to re-decide: those of the changed trials, of the trials
+  // whose stopping decision may have changed, and any not decided yet.
+  std::set<std::string> groups;
+  for (const std::string& id : changed) {
+    groups.insert(s->search_info.at(id).group);
+  }
+  in->spec = &s->spec;
+  in->max_steps = s->search_max_steps;
+  search::IncrementalAsha* asha = s->asha.get();
+  const std::vector<search::Report> none;
+  auto raced = [&](const TrialRecord& t) {
+    return std::find(s->spec.seeds.begin(), s->spec.seeds.end(), t.seed) !=
+           s->spec.seeds.end();
+  };
+  if (asha != nullptr) {
+    // early_stop: asha, as IncrementalStoppingPlanLocked over the stopping
+    // groups (label and seed) of the sweep's seeds' trials.
+    for (const std::string& id : changed) {
+      const TrialRecord& t = record(id);
+      if (!raced(t)) continue;
+      if (!ConsideredBySearch(t.state)) {
+        asha->Remove(id);
+        continue;
+      }
+      auto r = s->reports.find(id);
+      asha->Set(id, RefineStopGroup(s->search_info.at(id).group, t.seed),
+                r != s->reports.end() ? r->second : none);
+    }
+    for (const std::string& id : asha->TakeAffected()) {
+      if (!asha->Has(id)) continue;
+      const TrialRecord& t = record(id);
+      (*index)[id] = in->trials.size();
+      in->trials.push_back(t);
+      groups.insert(s->search_info.at(id).group);
+      const bool errored = t.state == TrialState::kPending && t.error_count > 0;
+      auto l = s->last.find(id);
+      AppendStoppingDecision(t, asha->Decide(id, errored),
+                             l == s->last.end() ? nullptr : &l->second, plan);
+    }
+  }
+  // Refine sees the states the stopping changes lead to.
+  std::map<std::string, TrialState> next;
+  for (const TrialChange& c : plan->changes) next[c.trial_id] = c.next;
+  const search::RefineConfig config = RefineConfigOf(s->spec);
+  for (auto& [label, g] : refine.groups) {
+    if (g.planned && !groups.count(label)) continue;
+    std::vector<search::RefinePoint> points;
+    points.reserve(g.ids.size());
+    for (const std::string& id : g.ids) {
+      const TrialRecord& t = record(id);
+      auto n = next.find(id);
+      const TrialState state = n != next.end() ? n->second : t.state;
+      search::RefinePoint p;
+      p.group = label;
+      p.x = s->search_info.at(id).axis;
+      p.seed = t.seed;
+      if (state == TrialState::kPruned && asha != nullptr && asha->Has(id)) {
+        // Stopped for good: the stopping decision is a final prune.
+        const search::Decision d = asha->Decide(
+            id, t.state == TrialState::kPending && t.error_count > 0);
+        p.stopped = d.action == search::Action::kPrune && d.final;
+      }
+      p.pending = state == TrialState::kPending ||
+                  state == TrialState::kRunning ||
+                  (state == TrialState::kPruned && !p.stopped);
+      auto f = s->finals.find(id);
+      p.done = state == TrialState::kSucceeded && f != s->finals.end();
+      if (p.done) p.value = f->second;
+      points.push_back(p);
+    }
+    if (g.planned && SameRefinePoints(points, g.points)) continue;
+    refine.points -= g.planned ? g.plan.points : 0;
+    g.plan = search::DecideRefineGroup(config, label, points);
+    g.points = std::move(points);
+    g.planned = true;
+    refine.points += g.plan.points;
+    if (g.plan.wants.empty()) {
+      refine.wanting.erase(label);
+    } else {
+      refine.wanting.insert(label);
+    }
+    groups.insert(label);
+  }
+  std::vector<const std::string*> labels;
+  std::vector<const search::RefineGroupPlan*> wanting;
+  for (const std::string& label : refine.wanting) {
+    labels.push_back(&label);
+    wanting.push_back(&refine.groups.at(label).plan);
+  }
+  search::RefineGrant grant =
+      search::GrantRefine(config, wanting, refine.points);
+  for (const search::RefineProposal& p : grant.proposals) {
+    // The new point copies the params of the group's first trial by id.
+    const SweepEntry::RefineIndex::Group& g = refine.groups.at(p.group);
+    const nlohmann::json params = nlohmann::json::parse(
+        record(*g.ids.begin()).params_json, nullptr, false);
+    AppendRefineProposal(s->spec, p, params, plan);
+  }
+  // The settled states to log: of the re-decided groups and of those left
+  // with an ungranted proposal (any other group's state is what the last
+  // plan logged).
+  std::map<std::string, search::RefineGroup> budget;
+  for (auto& [i, reason] : grant.budget) {
+    search::RefineGroup g = wanting[i]->group;
+    g.state = search::RefineState::kBudget;
+    g.reason = std::move(reason);
+    groups.insert(g.group);
+    budget.emplace(*labels[i], std::move(g));
+  }
+  for (const std::string& label : groups) {
+    auto b = budget.find(label);
+    auto g = refine.groups.find(label);
+    if (b == budget.end() && g == refine.groups.end()) continue;
+    auto l = s->last.find(GroupKey(label));
+    AppendRefineGroupDecision(
+        s->spec, b != budget.end() ? b->second : g->second.plan.group,
+        l == s->last.end() ? nullptr : &l->second, plan);
+  }
+  return true;
+}
+
 bool Scheduler::SearchInputsLocked(SweepEntry* s, const WriteBatch& batch,
                                    bool allow_subset, SearchInputs* in,
                                    std::map<std::string, size_t>* index) {
@@ -1671,7 +1856,10 @@ bool Scheduler::SearchInputsLocked(SweepEntry* s, const WriteBatch& batch,
   if (s->spec.search.budget_gpu_hours > 0) {
     in->device_hours_used = DeviceHoursLocked(*s, in->trials);
   }
-  if (per_group && allow_subset) {
+  const bool indexes =
+      options_.incremental_search &&
+      (PlansPerGroup(s->spec) || s->spec.search.strategy == "refine");
+  if (indexes && allow_subset) {
     if (BudgetSpent(*in)) {
       // Spent for good (device-hours only grow; a spec change re-indexes):
       // every later plan is from every trial, so no index to keep up.
@@ -1679,6 +1867,7 @@ bool Scheduler::SearchInputsLocked(SweepEntry* s, const WriteBatch& batch,
       s->search_dirty.clear();
       s->asha.reset();
       s->median.reset();
+      s->refine.reset();
     } else {
       IndexSearchLocked(s, in->trials);
       in->info = &s->search_info;
@@ -1734,15 +1923,52 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
             [](const TrialRecord* a, const TrialRecord* b) {
               return a->ordinal < b->ordinal;
             });
+  s->asha.reset();
+  s->median.reset();
+  s->refine.reset();
+  const bool refine = s->spec.search.strategy == "refine";
+  if (refine) s->refine = std::make_shared<SweepEntry::RefineIndex>();
   for (const TrialRecord* t : by_ordinal) {
     SearchTrialInfo info = SearchInfoOf(s->spec, *t);
-    s->search_groups[info.group].push_back(t->trial_id);
+    if (!refine) {
+      s->search_groups[info.group].push_back(t->trial_id);
+    } else if (info.has_axis) {
+      // Every group is decided by the next plan (none is yet).
+      s->refine->groups[info.group].ids.insert(t->trial_id);
+    }
     s->search_info.emplace(t->trial_id, std::move(info));
   }
   s->search_max_steps = SearchMaxSteps(s->spec, trials);
   s->search_indexed = true;
-  s->asha.reset();
-  s->median.reset();
+  if (refine && s->spec.search.early_stop == "asha") {
+    // Refine's early stopping: the sweep's seeds' trials race within their
+    // stopping group (RefineStopGroup).
+    const analysis::search::AshaConfig c =
+        AshaConfigOf(s->spec, s->search_max_steps);
+    const std::vector<analysis::search::Report> none;
+    s->asha = std::make_shared<analysis::search::IncrementalAsha>(c);
+    std::vector<analysis::search::IncrementalAsha::Initial> initial;
+    std::vector<std::string> stop_groups;
+    stop_groups.reserve(by_ordinal.size());
+    for (const TrialRecord* t : by_ordinal) {
+      if (!ConsideredBySearch(t->state) ||
+          std::find(s->spec.seeds.begin(), s->spec.seeds.end(), t->seed) ==
+              s->spec.seeds.end()) {
+        continue;
+      }
+      stop_groups.push_back(
+          RefineStopGroup(s->search_info.at(t->trial_id).group, t->seed));
+      auto r = s->reports.find(t->trial_id);
+      initial.push_back({&t->trial_id, nullptr,
+                         r != s->reports.end() ? &r->second : &none, nullptr});
+    }
+    for (size_t i = 0; i < initial.size(); ++i) {
+      initial[i].group = &stop_groups[i];
+    }
+    s->asha->Load(initial);
+    return;
+  }
+  if (refine) return;
   if (!options_.incremental_stopping) return;
   if (s->spec.search.strategy == "median") {
     analysis::search::MedianConfig c;

@@ -445,6 +445,25 @@ class Scheduler {
     // averages and the judged trials' bests, updated likewise
     // (analysis/search/median_incremental.h). Built with the index.
     std::shared_ptr<analysis::search::IncrementalMedian> median;
+    // Refine (docs/adaptive-sweeps.md "Incremental refine"): per group its
+    // points' trials, the points as last decided and the group's decision
+    // before the sweep's budget; the groups that want proposals; the sweep's
+    // distinct points. A plan re-decides the groups with a changed trial,
+    // report or result (and, with early_stop: asha, a changed stopping
+    // decision), and grants over the kept decisions. Built with the index
+    // (with `asha` for early_stop: asha, over the stopping groups).
+    struct RefineIndex {
+      struct Group {
+        std::set<std::string> ids;  // trials with an integer axis value
+        std::vector<analysis::search::RefinePoint> points;  // by trial id
+        analysis::search::RefineGroupPlan plan;
+        bool planned = false;
+      };
+      std::map<std::string, Group> groups;
+      std::set<std::string> wanting;  // groups with proposals
+      int64_t points = 0;             // sum of the planned groups' points
+    };
+    std::shared_ptr<RefineIndex> refine;
   };
   struct CapturedSweep {
     std::string sweep_id;
@@ -622,6 +641,18 @@ class Scheduler {
                                      SearchInputs* in,
                                      std::map<std::string, size_t>* index,
                                      SearchPlan* plan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PlanSearchLocked for a refine sweep with `s->refine` (indexed): the
+  // early stopping (early_stop: asha) of the changed trials as above, then
+  // refine's decision re-taken for the groups whose points changed and the
+  // proposals granted over every group's kept decision. False (nothing
+  // done) when the GPU-hour budget may be spent or a trial of `batch` is
+  // not in the index: the caller plans from every trial.
+  bool IncrementalRefinePlanLocked(SweepEntry* s,
+                                   const store::WriteBatch& batch,
+                                   SearchInputs* in,
+                                   std::map<std::string, size_t>* index,
+                                   SearchPlan* plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool SearchInputsLocked(SweepEntry* s, const store::WriteBatch& batch,
                           bool allow_subset, SearchInputs* in,

@@ -139,6 +139,70 @@ void AppendStoppingDecision(const TrialRecord& t, const search::Decision& d,
 
 bool ConsideredBySearch(TrialState state) { return Considered(state); }
 
+analysis::search::RefineConfig RefineConfigOf(const SweepSpec& spec) {
+  search::RefineConfig c;
+  c.mode = search::ParseMode(spec.search.mode);
+  c.lo = spec.search.bounds_lo;
+  c.hi = spec.search.bounds_hi;
+  c.budget = spec.search.budget;
+  c.add_seeds = spec.search.add_seeds;
+  c.tolerance = spec.search.tolerance;
+  c.seeds = spec.seeds;
+  return c;
+}
+
+void AppendRefineProposal(const SweepSpec& spec,
+                          const search::RefineProposal& p,
+                          const nlohmann::json& params, SearchPlan* plan) {
+  const std::string& axis = spec.search.axis;
+  ExpandedTrial e;
+  e.params = params;
+  e.params[axis] = p.x;
+  e.seed = p.seed;
+  e.trial_id = TrialId(spec.name, spec.kind, e.params, e.seed);
+  plan->add.push_back(e);
+  store::DecisionRecord d;
+  d.trial_id = e.trial_id;
+  d.action = "add";
+  d.group = p.group;
+  d.step = p.x;
+  d.value = search::kNoValue;
+  d.cutoff = search::kNoValue;
+  d.reason = absl::StrCat(axis, "=", p.x, " seed ", p.seed, ": ", p.reason);
+  plan->decisions.push_back(std::move(d));
+}
+
+void AppendRefineGroupDecision(const SweepSpec& spec,
+                               const search::RefineGroup& g,
+                               const LoggedDecision* last, SearchPlan* plan) {
+  if (g.state != search::RefineState::kResolved &&
+      g.state != search::RefineState::kUnresolved &&
+      g.state != search::RefineState::kBudget) {
+    return;
+  }
+  const std::string action = search::RefineStateName(g.state);
+  if (last != nullptr && last->action == action &&
+      last->rung == static_cast<int>(g.best)) {
+    return;
+  }
+  const std::string& axis = spec.search.axis;
+  store::DecisionRecord d;
+  d.action = action;
+  d.group = g.group;
+  d.rung = static_cast<int>(g.best);  // refine: x* in the rung column
+  d.step = g.best;
+  d.value = g.best_mean;
+  d.cutoff = g.best_freq;  // refine: the bootstrap P(argmax = x*)
+  d.final = g.state == search::RefineState::kResolved;
+  // Resolved within the tolerance: the decision names the set, not one x*.
+  d.reason =
+      g.equivalent.empty()
+          ? absl::StrCat(axis, "*=", g.best, ": ", g.reason)
+          : absl::StrCat(axis, "* in {", absl::StrJoin(g.equivalent, ", "),
+                         "}: ", g.reason);
+  plan->decisions.push_back(std::move(d));
+}
+
 search::AshaConfig AshaConfigOf(const SweepSpec& spec, int64_t max_steps) {
   search::AshaConfig c;
   c.mode = search::ParseMode(spec.search.mode);
@@ -172,9 +236,8 @@ void PlanStopping(const SearchInputs& in, SearchPlan* plan,
       // one seed (paired, like refine's bootstrap). Seeds refine added to
       // separate a near-tie always run to the end.
       if (!base_seeds.count(t.seed)) continue;
-      const std::string group =
-          search::GroupLabel(ParamsOf(t), spec.search.group_by);
-      st.group = absl::StrCat(group, group.empty() ? "" : ",", "seed=", t.seed);
+      st.group = RefineStopGroup(
+          search::GroupLabel(ParamsOf(t), spec.search.group_by), t.seed);
     } else {
       const SearchTrialInfo* info = nullptr;
       SearchTrialInfo parsed;
@@ -275,18 +338,6 @@ void PlanBudget(const SearchInputs& in, SearchPlan* plan) {
   }
 }
 
-search::RefineConfig RefineConfigOf(const SweepSpec& spec) {
-  search::RefineConfig c;
-  c.mode = search::ParseMode(spec.search.mode);
-  c.lo = spec.search.bounds_lo;
-  c.hi = spec.search.bounds_hi;
-  c.budget = spec.search.budget;
-  c.add_seeds = spec.search.add_seeds;
-  c.tolerance = spec.search.tolerance;
-  c.seeds = spec.seeds;
-  return c;
-}
-
 // Refine's points (in trial-id order) and a template of params per group
 // (the params a new point copies).
 std::vector<search::RefinePoint> RefinePoints(
@@ -328,7 +379,6 @@ std::vector<search::RefinePoint> RefinePoints(
 void PlanRefine(const SearchInputs& in, const std::set<std::string>& stopped,
                 SearchPlan* plan) {
   const SweepSpec& spec = *in.spec;
-  const std::string& axis = spec.search.axis;
   search::RefineConfig c = RefineConfigOf(spec);
   if (BudgetSpent(in)) c.stop_adding = BudgetNote(in);
   std::map<std::string, nlohmann::json> templates;
@@ -338,49 +388,12 @@ void PlanRefine(const SearchInputs& in, const std::set<std::string>& stopped,
   for (const search::RefineProposal& p : r.proposals) {
     auto t = templates.find(p.group);
     if (t == templates.end()) continue;
-    ExpandedTrial e;
-    e.params = t->second;
-    e.params[axis] = p.x;
-    e.seed = p.seed;
-    e.trial_id = TrialId(spec.name, spec.kind, e.params, e.seed);
-    plan->add.push_back(e);
-    store::DecisionRecord d;
-    d.trial_id = e.trial_id;
-    d.action = "add";
-    d.group = p.group;
-    d.step = p.x;
-    d.value = search::kNoValue;
-    d.cutoff = search::kNoValue;
-    d.reason = absl::StrCat(axis, "=", p.x, " seed ", p.seed, ": ", p.reason);
-    plan->decisions.push_back(std::move(d));
+    AppendRefineProposal(spec, p, t->second, plan);
   }
   for (const search::RefineGroup& g : r.groups) {
-    if (g.state != search::RefineState::kResolved &&
-        g.state != search::RefineState::kUnresolved &&
-        g.state != search::RefineState::kBudget) {
-      continue;
-    }
-    const std::string action = search::RefineStateName(g.state);
     auto logged = in.last.find(GroupKey(g.group));
-    if (logged != in.last.end() && logged->second.action == action &&
-        logged->second.rung == static_cast<int>(g.best)) {
-      continue;
-    }
-    store::DecisionRecord d;
-    d.action = action;
-    d.group = g.group;
-    d.rung = static_cast<int>(g.best);  // refine: x* in the rung column
-    d.step = g.best;
-    d.value = g.best_mean;
-    d.cutoff = g.best_freq;  // refine: the bootstrap P(argmax = x*)
-    d.final = g.state == search::RefineState::kResolved;
-    // Resolved within the tolerance: the decision names the set, not one x*.
-    d.reason =
-        g.equivalent.empty()
-            ? absl::StrCat(axis, "*=", g.best, ": ", g.reason)
-            : absl::StrCat(axis, "* in {", absl::StrJoin(g.equivalent, ", "),
-                           "}: ", g.reason);
-    plan->decisions.push_back(std::move(d));
+    AppendRefineGroupDecision(
+        spec, g, logged == in.last.end() ? nullptr : &logged->second, plan);
   }
 }
 
@@ -421,8 +434,18 @@ SearchTrialInfo SearchInfoOf(const SweepSpec& spec, const TrialRecord& t) {
       params.erase(axis);
       info.rest = params.dump();
     }
+  } else if (spec.search.strategy == "refine") {
+    const std::string& axis = spec.search.axis;
+    if (params.contains(axis) && params[axis].is_number_integer()) {
+      info.has_axis = true;
+      info.axis = params[axis].get<int64_t>();
+    }
   }
   return info;
+}
+
+std::string RefineStopGroup(const std::string& label, int64_t seed) {
+  return absl::StrCat(label, label.empty() ? "" : ",", "seed=", seed);
 }
 
 bool PlansPerGroup(const SweepSpec& spec) {

@@ -66,15 +66,23 @@ struct LoggedDecision {
 struct SearchTrialInfo {
   std::string group;
   std::string config;
+  // asha: the keep_neighbors axis' value; refine: search.axis' (a trial
+  // without an integer value there is no refine point).
   bool has_axis = false;
   int64_t axis = 0;
   std::string rest;  // params without the axis (keep_neighbors)
 };
 
-// SearchTrialInfo of `t` under `spec` (asha or median; not refine, whose
-// stopping groups also carry the seed).
+// SearchTrialInfo of `t` under `spec` (asha, median, refine: its group
+// label and axis value; refine's stopping groups (early_stop: asha) are
+// the label and the seed, RefineStopGroup).
 SearchTrialInfo SearchInfoOf(const sweeps::SweepSpec& spec,
                              const store::TrialRecord& t);
+
+// The stopping group of a refine trial with early_stop: asha (group label
+// `label`, seed `seed`): the axis' values race each other within a group and
+// one seed. Only the sweep's seeds race (seeds refine added run to the end).
+std::string RefineStopGroup(const std::string& label, int64_t seed);
 
 // True when PlanSearch decides each search group from that group's trials and
 // reports alone while search.budget_gpu_hours (if set) is not spent: asha
@@ -199,6 +207,24 @@ bool ConsideredBySearch(store::TrialState state);
 void AppendStoppingDecision(const store::TrialRecord& t,
                             const analysis::search::Decision& d,
                             const LoggedDecision* last, SearchPlan* plan);
+
+// Refine's configuration for `spec` (strategy refine), without the
+// GPU-hour budget's stop_adding.
+analysis::search::RefineConfig RefineConfigOf(const sweeps::SweepSpec& spec);
+
+// What PlanSearch does with refine's granted proposal `p`: a new point
+// copying `params` (the params of the group's first trial by id) with the
+// axis at p.x and seed p.seed, and its "add" decision.
+void AppendRefineProposal(const sweeps::SweepSpec& spec,
+                          const analysis::search::RefineProposal& p,
+                          const nlohmann::json& params, SearchPlan* plan);
+
+// What PlanSearch does with refine group `g`'s state: a settled state
+// (resolved, unresolved, budget) is logged unless `last` (the group's last
+// logged decision; may be null) already says it with the same x*.
+void AppendRefineGroupDecision(const sweeps::SweepSpec& spec,
+                               const analysis::search::RefineGroup& g,
+                               const LoggedDecision* last, SearchPlan* plan);
 
 // The key of a refine group in SearchInputs::last.
 std::string GroupKey(const std::string& label);

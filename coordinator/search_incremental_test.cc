@@ -174,6 +174,7 @@ TEST_P(SearchIncrementalTest, EveryReplayAgreesWithThePlanFromEveryTrial) {
   const bool budgeted =
       GetParam().find("budget_gpu_hours") != std::string::npos;
   int budget_decisions = 0, other_decisions = 0;
+  std::map<std::string, int> actions;  // decisions by action, every seed
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     const int slots = 2 + static_cast<int>(seed % 3) * 5;
@@ -184,6 +185,9 @@ TEST_P(SearchIncrementalTest, EveryReplayAgreesWithThePlanFromEveryTrial) {
     EXPECT_EQ(inc.reports, full.reports);
     EXPECT_GT(inc.reports, 0);
     decided += static_cast<int>(inc.decisions.size());
+    for (const std::string& d : inc.decisions) {
+      ++actions[d.substr(0, d.find(' '))];
+    }
     for (const std::string& d : inc.decisions) {
       if (d.find("budget_gpu_hours") != std::string::npos) {
         ++budget_decisions;
@@ -196,6 +200,17 @@ TEST_P(SearchIncrementalTest, EveryReplayAgreesWithThePlanFromEveryTrial) {
   if (budgeted) {
     EXPECT_GT(budget_decisions, 0);
     EXPECT_GT(other_decisions, 0);
+  }
+  if (GetParam().find("refine") != std::string::npos) {
+    // The replays reach refine's proposals and settled groups (and, with
+    // early stopping, prunes), so the incremental refine plan is compared
+    // where it matters.
+    EXPECT_GT(actions["add"], 0);
+    EXPECT_GT(actions["resolved"] + actions["unresolved"] + actions["budget"],
+              0);
+    if (GetParam().find("early_stop") != std::string::npos) {
+      EXPECT_GT(actions["prune"], 0);
+    }
   }
 }
 
@@ -218,6 +233,28 @@ INSTANTIATE_TEST_SUITE_P(
         "{strategy: asha, metric: ood_acc, min_steps: 10, reduction: 2, "
         "group_by: [M], budget_gpu_hours: 0.02}",
         "{strategy: median, metric: ood_acc, min_steps: 20, group_by: [M], "
+        "budget_gpu_hours: 0.02}",
+        // Refine: a group re-decided when its points change, proposals
+        // granted over every group's kept decision (budget, add_seeds,
+        // tolerance, early_stop asha, a GPU-hour budget spent mid-replay).
+        "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
+        "group_by: [M]}",
+        "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
+        "group_by: [M], add_seeds: 2, budget: 60}",
+        "{strategy: refine, metric: ood_acc, mode: min, axis: top_k, "
+        "bounds: [1, 8], add_seeds: 1}",
+        "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
+        "group_by: [M], add_seeds: 1, tolerance: 0.01}",
+        "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
+        "group_by: [M], add_seeds: 1, early_stop: asha, min_steps: 10, "
+        "reduction: 2}",
+        "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
+        "group_by: [M], budget: 50, early_stop: asha, min_steps: 20, "
+        "reduction: 3, smooth_evals: 2}",
+        "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
+        "group_by: [M], add_seeds: 1, budget_gpu_hours: 0.1}",
+        "{strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, 8], "
+        "group_by: [M], early_stop: asha, min_steps: 10, reduction: 2, "
         "budget_gpu_hours: 0.02}"));
 
 }  // namespace

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/search/types.h"
@@ -116,6 +117,38 @@ struct RefineResult {
 
 RefineResult DecideRefine(const RefineConfig& config,
                           const std::vector<RefinePoint>& points);
+
+// DecideRefine in two steps, for a caller that keeps each group's decision
+// and redoes only the groups whose points changed (the coordinator's
+// incremental refine plan, issue 35): DecideRefine(c, points) is
+// GrantRefine over DecideRefineGroup of each group's points, by label.
+
+// One group's decision before the sweep's budget: its state and the units
+// of proposals it wants (one x with its seeds each, in the order they are
+// granted). `points`: the group's points (any order, duplicates allowed;
+// the same group label).
+struct RefineGroupPlan {
+  RefineGroup group;
+  std::vector<std::vector<RefineProposal>> wants;
+  int64_t points = 0;  // distinct (x, seed) points
+};
+RefineGroupPlan DecideRefineGroup(const RefineConfig& config,
+                                  const std::string& label,
+                                  const std::vector<RefinePoint>& points);
+
+// The granted proposals, in grant order, and the groups (indices into
+// GrantRefine's `groups`) left with an ungranted proposal, with the reason
+// that replaces their plan's (state kBudget).
+struct RefineGrant {
+  std::vector<RefineProposal> proposals;
+  std::vector<std::pair<size_t, std::string>> budget;
+};
+// Grants `groups`' wants round-robin in the given order (DecideRefine: by
+// label; only groups with wants matter), one unit at a time, while the
+// sweep's `trials` distinct points plus the granted stay within c.budget.
+RefineGrant GrantRefine(const RefineConfig& config,
+                        const std::vector<const RefineGroupPlan*>& groups,
+                        int64_t trials);
 
 }  // namespace smoe::analysis::search
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/rng.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -254,6 +255,102 @@ TEST(RefineTest, ToleranceResolvesPracticallyEquivalentValues) {
     EXPECT_EQ(again.groups[0].reason, g.reason);
     EXPECT_EQ(again.proposals, loose.proposals);
   }
+}
+
+// DecideRefine is GrantRefine over each group's DecideRefineGroup (what the
+// coordinator's incremental refine plan keeps per group): random sweeps of
+// several groups with pending, failed, stopped and duplicated points (a
+// duplicate (group, x, seed) with another value: the sort is total, so the
+// same one is kept whether the sweep or one group is sorted), shuffled,
+// with and without a budget, seeds to add and a tolerance.
+TEST(RefineTest, GroupDecisionsAndTheGrantAreDecideRefine) {
+  Rng rng(11);
+  int proposals = 0, budget = 0, settled = 0;
+  for (int round = 0; round < 120; ++round) {
+    RefineConfig c = Config();
+    c.lo = 1;
+    c.hi = 8;
+    c.budget =
+        rng.Bernoulli(0.5) ? 0 : 30 + static_cast<int64_t>(rng.UniformInt(40));
+    c.add_seeds = static_cast<int64_t>(rng.UniformInt(3));
+    c.tolerance = rng.Bernoulli(0.3) ? 0.01 : 0;
+    c.bootstrap_samples = 200;
+    if (rng.Bernoulli(0.1)) c.stop_adding = "the budget is spent";
+    std::vector<RefinePoint> pts;
+    const int groups = 1 + static_cast<int>(rng.UniformInt(5));
+    for (int g = 0; g < groups; ++g) {
+      const std::string label = "M=" + std::to_string(g);
+      const int64_t peak = 1 + static_cast<int64_t>(rng.UniformInt(8));
+      for (int64_t x : {1, 2, 4, 8}) {
+        if (rng.Bernoulli(0.15)) continue;
+        for (int64_t s = 0; s < 3 + static_cast<int64_t>(rng.UniformInt(2));
+             ++s) {
+          RefinePoint p{label, x,
+                        s,     true,
+                        false, Curve(x, peak, s, 0.01 * rng.UniformDouble())};
+          const uint64_t kind = rng.UniformInt(20);
+          if (kind == 0) p = {label, x, s, false, true};    // pending
+          if (kind == 1) p = {label, x, s, false, false};   // failed
+          if (kind == 2) p.stopped = true, p.done = false;  // stopped
+          if (kind == 3) p.value = std::nan("");            // NaN metric
+          pts.push_back(p);
+          if (rng.Bernoulli(0.05)) {  // a duplicate with another value
+            p.value += 0.01;
+            pts.push_back(p);
+          }
+        }
+      }
+    }
+    rng.Shuffle(pts);
+    const RefineResult want = DecideRefine(c, pts);
+    std::map<std::string, std::vector<RefinePoint>> by_group;
+    for (const RefinePoint& p : pts) by_group[p.group].push_back(p);
+    std::vector<RefineGroupPlan> plans;
+    int64_t trials = 0;
+    for (auto& [label, gp] : by_group) {
+      rng.Shuffle(gp);
+      plans.push_back(DecideRefineGroup(c, label, gp));
+      trials += plans.back().points;
+    }
+    EXPECT_EQ(trials, want.trials);
+    std::vector<const RefineGroupPlan*> wanting;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      if (plans[i].wants.empty()) continue;  // takes no part in the grant
+      wanting.push_back(&plans[i]);
+      index.push_back(i);
+    }
+    const RefineGrant grant = GrantRefine(c, wanting, trials);
+    EXPECT_EQ(grant.proposals, want.proposals) << "round " << round;
+    ASSERT_EQ(plans.size(), want.groups.size());
+    std::map<size_t, std::string> over;
+    for (const auto& [i, reason] : grant.budget) over[index[i]] = reason;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      const RefineGroup& w = want.groups[i];
+      const RefineGroup& g = plans[i].group;
+      SCOPED_TRACE(absl::StrCat("round ", round, " group ", w.group));
+      EXPECT_EQ(g.group, w.group);
+      EXPECT_EQ(over.count(i) ? RefineState::kBudget : g.state, w.state);
+      EXPECT_EQ(over.count(i) ? over[i] : g.reason, w.reason);
+      EXPECT_EQ(g.best, w.best);
+      EXPECT_EQ(g.best_freq, w.best_freq);
+      ASSERT_EQ(g.mean.size(), w.mean.size());
+      for (const auto& [x, m] : w.mean) {
+        ASSERT_TRUE(g.mean.count(x)) << x;
+        EXPECT_TRUE(g.mean.at(x) == m ||
+                    (std::isnan(g.mean.at(x)) && std::isnan(m)))
+            << x;
+      }
+      EXPECT_EQ(g.equivalent, w.equivalent);
+      settled += w.state == RefineState::kResolved ||
+                 w.state == RefineState::kUnresolved;
+    }
+    proposals += static_cast<int>(want.proposals.size());
+    budget += static_cast<int>(grant.budget.size());
+  }
+  EXPECT_GT(proposals, 0);
+  EXPECT_GT(budget, 0);
+  EXPECT_GT(settled, 0);
 }
 
 }  // namespace
