@@ -1696,6 +1696,8 @@ bool Scheduler::IncrementalRefinePlanLocked(
       const TrialRecord& t = record(id);
       (*index)[id] = in->trials.size();
       in->trials.push_back(t);
+      // (Stopping groups lie within refine groups, so this is a changed
+      // trial's group; a changed stopping decision re-decides it.)
       groups.insert(s->search_info.at(id).group);
       const bool errored = t.state == TrialState::kPending && t.error_count > 0;
       auto l = s->last.find(id);
@@ -1707,8 +1709,12 @@ bool Scheduler::IncrementalRefinePlanLocked(
   std::map<std::string, TrialState> next;
   for (const TrialChange& c : plan->changes) next[c.trial_id] = c.next;
   const search::RefineConfig config = RefineConfigOf(s->spec);
-  for (auto& [label, g] : refine.groups) {
-    if (g.planned && !groups.count(label)) continue;
+  groups.insert(refine.unplanned.begin(), refine.unplanned.end());
+  refine.unplanned.clear();
+  for (const std::string& label : groups) {
+    auto it = refine.groups.find(label);
+    if (it == refine.groups.end()) continue;  // no trial with an axis value
+    SweepEntry::RefineIndex::Group& g = it->second;
     std::vector<search::RefinePoint> points;
     points.reserve(g.ids.size());
     for (const std::string& id : g.ids) {
@@ -1744,7 +1750,6 @@ bool Scheduler::IncrementalRefinePlanLocked(
     } else {
       refine.wanting.insert(label);
     }
-    groups.insert(label);
   }
   std::vector<const std::string*> labels;
   std::vector<const search::RefineGroupPlan*> wanting;
@@ -1935,6 +1940,7 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
     } else if (info.has_axis) {
       // Every group is decided by the next plan (none is yet).
       s->refine->groups[info.group].ids.insert(t->trial_id);
+      s->refine->unplanned.insert(info.group);
     }
     s->search_info.emplace(t->trial_id, std::move(info));
   }

@@ -460,8 +460,9 @@ class Scheduler {
         bool planned = false;
       };
       std::map<std::string, Group> groups;
-      std::set<std::string> wanting;  // groups with proposals
-      int64_t points = 0;             // sum of the planned groups' points
+      std::set<std::string> unplanned;  // groups not decided yet
+      std::set<std::string> wanting;    // groups with proposals
+      int64_t points = 0;               // sum of the planned groups' points
     };
     std::shared_ptr<RefineIndex> refine;
   };
