@@ -1558,28 +1558,37 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   return absl::OkStatus();
 }
 
-bool Scheduler::IncrementalStoppingPlanLocked(
-    SweepEntry* s, const WriteBatch& batch, SearchInputs* in,
-    std::map<std::string, size_t>* index, SearchPlan* plan) {
+bool Scheduler::TakeSearchChangesLocked(
+    SweepEntry* s, const WriteBatch& batch, std::set<std::string>* changed,
+    std::map<std::string, const TrialRecord*>* overlay) {
   const std::string& sweep_id = s->record.sweep_id;
-  if (!options_.incremental_search || !s->search_indexed) return false;
-  if (BudgetMaybeSpentLocked(*s, batch)) return false;
   // The trials changed since the last plan, by the batch's trial records,
-  // or by its search-metric reports (mirrored in s->reports).
-  std::set<std::string> changed = s->search_dirty;
+  // search-metric reports (mirrored in s->reports) or results (s->finals).
+  *changed = s->search_dirty;
   for (const TrialRecord& t : batch.trials) {
     if (t.sweep_id != sweep_id) continue;
     if (!s->search_info.count(t.trial_id)) return false;
-    changed.insert(t.trial_id);
+    changed->insert(t.trial_id);
+    (*overlay)[t.trial_id] = &t;  // the batch's last record of it
   }
   for (const store::MetricRecord& m : batch.metrics) {
-    if (s->search_info.count(m.trial_id)) changed.insert(m.trial_id);
+    if (s->search_info.count(m.trial_id)) changed->insert(m.trial_id);
+  }
+  for (const WriteBatch::Result& r : batch.results) {
+    if (s->search_info.count(r.trial_id)) changed->insert(r.trial_id);
   }
   s->search_dirty.clear();
+  return true;
+}
+
+bool Scheduler::IncrementalStoppingPlanLocked(
+    SweepEntry* s, const WriteBatch& batch, SearchInputs* in,
+    std::map<std::string, size_t>* index, SearchPlan* plan) {
+  if (!options_.incremental_search || !s->search_indexed) return false;
+  if (BudgetMaybeSpentLocked(*s, batch)) return false;
+  std::set<std::string> changed;
   std::map<std::string, const TrialRecord*> overlay;
-  for (const TrialRecord& t : batch.trials) {
-    if (t.sweep_id == sweep_id) overlay[t.trial_id] = &t;
-  }
+  if (!TakeSearchChangesLocked(s, batch, &changed, &overlay)) return false;
   auto record = [&](const std::string& id) -> const TrialRecord& {
     auto it = overlay.find(id);
     return it != overlay.end() ? *it->second : trials_.at(id);
@@ -1633,7 +1642,6 @@ bool Scheduler::IncrementalRefinePlanLocked(
     SweepEntry* s, const WriteBatch& batch, SearchInputs* in,
     std::map<std::string, size_t>* index, SearchPlan* plan) {
   namespace search = analysis::search;
-  const std::string& sweep_id = s->record.sweep_id;
   if (!options_.incremental_search || !s->search_indexed ||
       s->refine == nullptr) {
     return false;
@@ -1641,23 +1649,9 @@ bool Scheduler::IncrementalRefinePlanLocked(
   // A spent GPU-hour budget settles every group and prunes every pending
   // trial: planned from every trial (which drops the index once spent).
   if (BudgetMaybeSpentLocked(*s, batch)) return false;
-  std::set<std::string> changed = s->search_dirty;
-  for (const TrialRecord& t : batch.trials) {
-    if (t.sweep_id != sweep_id) continue;
-    if (!s->search_info.count(t.trial_id)) return false;
-    changed.insert(t.trial_id);
-  }
-  for (const store::MetricRecord& m : batch.metrics) {
-    if (s->search_info.count(m.trial_id)) changed.insert(m.trial_id);
-  }
-  for (const WriteBatch::Result& r : batch.results) {
-    if (s->search_info.count(r.trial_id)) changed.insert(r.trial_id);
-  }
-  s->search_dirty.clear();
+  std::set<std::string> changed;
   std::map<std::string, const TrialRecord*> overlay;
-  for (const TrialRecord& t : batch.trials) {
-    if (t.sweep_id == sweep_id) overlay[t.trial_id] = &t;
-  }
+  if (!TakeSearchChangesLocked(s, batch, &changed, &overlay)) return false;
   auto record = [&](const std::string& id) -> const TrialRecord& {
     auto it = overlay.find(id);
     return it != overlay.end() ? *it->second : trials_.at(id);

@@ -637,6 +637,15 @@ class Scheduler {
   // (nothing done) when a changed trial is not in the index: the caller plans
   // from every trial, which re-indexes. `in->trials` (and `index`): those
   // trials.
+  // The incremental plans' changes: the trials of `s` changed since its
+  // last plan (s->search_dirty, cleared) or by `batch` (trial records,
+  // search-metric reports, results), and `batch`'s last record of each
+  // trial it holds. False when a trial of `batch` is not in the index.
+  bool TakeSearchChangesLocked(
+      SweepEntry* s, const store::WriteBatch& batch,
+      std::set<std::string>* changed,
+      std::map<std::string, const store::TrialRecord*>* overlay)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IncrementalStoppingPlanLocked(SweepEntry* s,
                                      const store::WriteBatch& batch,
                                      SearchInputs* in,
