@@ -341,8 +341,9 @@ void Scheduler::ApplyTrialLocked(TrialRecord next) {
   if (sweep.changes.size() > kMaxChangeLog) sweep.changes.pop_front();
   uncaptured_.insert(next.sweep_id);
   if (sweep.search_indexed) {
-    // A trial the index does not know (an extension, a refine point) makes
-    // the next plan one from every trial, which re-indexes.
+    // A trial the index does not know (an extension) makes the next plan
+    // one from every trial, which re-indexes; a refine sweep's index takes
+    // it in (refine adds points as it goes).
     if (sweep.search_info.count(next.trial_id)) {
       sweep.search_dirty.insert(next.trial_id);
     } else if (sweep.refine != nullptr &&
