@@ -7,9 +7,10 @@
 //                    [--search-trials N] [--search-reports 40]
 //                    [--asha-trials N] [--asha-decisions N]
 //                    [--skip-search] [--skip-coordinator]
-//                    [--search-strategy asha|median] [--per-group-plans]
-//                    [--budget-gpu-hours H] [--full-plans]
+//                    [--search-strategy asha|median|refine]
+//                    [--per-group-plans] [--budget-gpu-hours H] [--full-plans]
 //                    [--search-extra "aggregate_seeds: true"]
+//                    [--refine-hold N]
 //
 // Coordinator part (a real CoordinatorServer: SQLite with its production
 // synchronous=FULL, loopback HTTP):
@@ -54,9 +55,30 @@
 // --full-plans: incremental_search off (every report plans from every
 // trial, which budgeted sweeps did before). --search-extra: more keys for
 // the search block (e.g. "aggregate_seeds: true", "keep_neighbors: top_k").
+// --search-strategy refine (issue 35: refine's cost per change): a refine
+// sweep (axis top_k, bounds [1, 8], add_seeds 1) whose groups stay small
+// and whose group count grows with the size: grid batch_size (G values
+// 16, 17, ...) x attention x M x top_k {1, 2, 4, 8} x 3 seeds, G =
+// round(N / 120), group_by [M, attention, batch_size] (10 G groups of 12);
+// --search-extra is appended as above ("early_stop: asha, min_steps: 300,
+// reduction: 3" for refine + asha). All trials but the last `refine-hold`
+// by ordinal (default min(N / 10, 2000): the groups of the last batch
+// sizes) are marked succeeded straight in the store (ood_acc peaking at
+// top_k = min(8, 2 M) per group, a per-seed offset; with asha also
+// eval/ood_acc at every rung), a setup shortcut; then the scheduler is
+// re-created on that store (timed: its start-up plans from every trial,
+// which proposes the neighbours of every finished group), every pending
+// trial is leased (the neighbours first), and `search-reports` of them
+// complete, each Scheduler::Complete timed (refine plans on every trial's
+// end); with early_stop: asha each first reports eval/ood_acc at the first
+// rung (timed; the value 0.99, the best of its race, so it continues).
+// The first completion / report after the restart is printed on its own.
+// --full-plans is the same-binary baseline (incremental_search off).
 //
 // Prints markdown and one "row:" line per part for the growth table
-// (bench/results/scale-*.md). Timing is wall clock on a shared machine.
+// (bench/results/scale-*.md); the search part a "row-search:" line (refine:
+// "row-refine: | N | completion p50 | p95 | report p50 | p95 |", "-" for
+// the reports without early_stop). Timing is wall clock on a shared machine.
 #include <httplib.h>
 #include <malloc.h>
 #include <sys/wait.h>
@@ -65,6 +87,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,6 +96,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -83,6 +107,7 @@
 #include "common/clock.h"
 #include "coordinator/scheduler.h"
 #include "coordinator/server.h"
+#include "nlohmann/json.hpp"
 #include "store/in_memory_store.h"
 #include "store/sqlite_store.h"
 
@@ -250,6 +275,7 @@ struct Options {
   double budget_gpu_hours = 0;
   bool full_plans = false;
   std::string search_extra;
+  int refine_hold = -1;  // default: min(trials / 10, 2000)
 };
 
 constexpr char kAshaSearch[] =
@@ -525,7 +551,268 @@ int Coordinator(const Options& opt) {
   return 0;
 }
 
+// --search-strategy refine: a refine sweep whose group count grows with the
+// sweep and whose groups stay small (batch_size is a grid axis in group_by).
+// `groups_bs` batch_size values x attention x M x top_k x 3 seeds.
+std::string RefineYaml(int batch_sizes, const std::string& extra) {
+  std::string bs;
+  for (int b = 0; b < batch_sizes; ++b) {
+    absl::StrAppend(&bs, b ? ", " : "", 16 + b);
+  }
+  std::string search =
+      "search: {strategy: refine, metric: ood_acc, axis: top_k, bounds: [1, "
+      "8], group_by: [M, attention, batch_size], add_seeds: 1}\n";
+  if (!extra.empty()) {
+    search =
+        absl::StrCat(search.substr(0, search.rfind('}')), ", ", extra, "}\n");
+  }
+  // batch_size first: the last trials by ordinal (the ones held pending)
+  // are the groups of the last batch sizes.
+  return absl::StrCat(
+      "name: refine\nkind: sraven\ngrid:\n  batch_size: [", bs,
+      "]\n  attention: [softmax, hyla]\n  M: [1, 2, 3, 4, 5]\n"
+      "  top_k: [1, 2, 4, 8]\nfixed: {num_experts: 8, steps: 2700}\n"
+      "seeds: [0, 1, 2]\n",
+      search);
+}
+
+// A trial's final ood_acc: per group a peak at top_k = min(8, 2 M), a
+// per-(group, seed) offset (paired over top_k, as refine's bootstrap
+// assumes) and a little per-trial noise.
+double RefineValue(const std::string& params_json, int64_t seed) {
+  const nlohmann::json p = nlohmann::json::parse(params_json);
+  const int64_t m = p.value("M", 1), k = p.value("top_k", 1);
+  const int64_t bs = p.value("batch_size", 16);
+  const bool hyla = p.value("attention", "") == "hyla";
+  const double best = std::log2(std::min<double>(8, 2.0 * m));
+  const double d = std::log2(static_cast<double>(k)) - best;
+  const uint64_t h =
+      static_cast<uint64_t>(bs * 7919 + m * 131 + seed * 17 + (hyla ? 3 : 0));
+  const double seed_offset = 0.004 * (static_cast<double>(h % 7) - 3) / 3;
+  const double noise =
+      0.001 * static_cast<double>((h * 31 + static_cast<uint64_t>(k)) % 5);
+  return 0.9 - 0.05 * static_cast<double>(m) / 5 - 0.03 * d * d -
+         (hyla ? 0.01 : 0) + seed_offset + noise;
+}
+
+// Refine planning per change: a refine sweep of n points whose trials but
+// the last `hold` (by ordinal) are marked succeeded straight in the store
+// (with the search metric at every asha rung when early_stop: asha), the
+// scheduler restarted on that store (timed: its load plans from every
+// trial), 256 trials leased, then `search-reports` of them report the
+// search metric at the first rung (early_stop: asha only; timed) and
+// complete (timed).
+int Refine(const Options& opt) {
+  const int n = opt.search_trials > 0 ? opt.search_trials : opt.trials;
+  const int batch_sizes = std::max(1, (n + 60) / 120);
+  smoe::store::InMemoryStore store;
+  smoe::FakeClock clock;
+  smoe::coordinator::SchedulerOptions so;
+  so.lease_timeout = absl::Hours(1);
+  so.parse.max_points = std::max<int64_t>(100000, n);
+  so.incremental_stopping = !opt.per_group_plans;
+  so.incremental_search = !opt.full_plans;
+  auto sched_or = smoe::coordinator::Scheduler::Create(&store, &clock, so);
+  if (!sched_or.ok()) return 1;
+  const auto t0 = Clock::now();
+  auto sub = (*sched_or)->SubmitSweep(RefineYaml(batch_sizes, opt.search_extra),
+                                      false);
+  if (!sub.ok()) {
+    std::fprintf(stderr, "submit: %s\n", sub.status().ToString().c_str());
+    return 1;
+  }
+  const double submit_s = Ms(Clock::now() - t0) / 1000;
+  const smoe::sweeps::SweepSpec spec = sub->sweep.spec;
+  const std::string sweep_id = sub->sweep.record.sweep_id;
+  const bool asha = spec.search.early_stop == "asha";
+  std::vector<int64_t> rungs;
+  if (asha) {
+    const int64_t max_steps = spec.search.max_steps > 0
+                                  ? spec.search.max_steps
+                                  : spec.fixed.value("steps", int64_t{2700});
+    for (int64_t s = spec.search.min_steps; s > 0 && s <= max_steps;
+         s *= std::max<int64_t>(2, spec.search.reduction)) {
+      rungs.push_back(s);
+    }
+  }
+  // Nothing leased yet: the restart below sees the same store.
+  sched_or->reset();
+
+  auto list = store.ListTrials(sweep_id);
+  if (!list.ok()) return 1;
+  std::sort(list->begin(), list->end(),
+            [](const auto& a, const auto& b) { return a.ordinal < b.ordinal; });
+  const int64_t total = static_cast<int64_t>(list->size());
+  const int64_t hold = std::min<int64_t>(
+      total, opt.refine_hold >= 0 ? opt.refine_hold
+                                  : std::min<int64_t>(total / 10, 2000));
+  const int64_t done = total - hold;
+  const auto t1 = Clock::now();
+  const absl::Time now = clock.Now();
+  smoe::store::WriteBatch b;
+  smoe::store::WorkerRecord wr;
+  wr.worker_id = "bench-setup";
+  wr.hostname = "bench";
+  wr.registered_at = wr.last_heartbeat_at = now;
+  b.workers.push_back(wr);
+  for (int64_t i = 0; i < done; ++i) {
+    smoe::store::TrialRecord t = (*list)[static_cast<size_t>(i)];
+    const double v = RefineValue(t.params_json, t.seed);
+    t.state = smoe::store::TrialState::kSucceeded;
+    t.attempt = 1;
+    t.updated_at = now;
+    smoe::store::AttemptRecord a;
+    a.trial_id = t.trial_id;
+    a.attempt = 1;
+    a.worker_id = "bench-setup";
+    a.outcome = smoe::store::AttemptOutcome::kSucceeded;
+    a.started_at = now - absl::Seconds(12);
+    a.ended_at = now;
+    for (int64_t step : rungs) {
+      smoe::store::MetricRecord m;
+      m.trial_id = t.trial_id;
+      m.step = step;
+      m.name = "eval/ood_acc";
+      m.value = v;
+      m.attempt = 1;
+      b.metrics.push_back(std::move(m));
+    }
+    b.results.push_back({t.trial_id, 12.5, {{"ood_acc", v}}});
+    b.trials.push_back(std::move(t));
+    b.attempts.push_back(std::move(a));
+    if (b.trials.size() == 10000 || i + 1 == done) {
+      absl::Status s = store.Commit(b);
+      if (!s.ok()) {
+        std::fprintf(stderr, "setup commit: %s\n", s.ToString().c_str());
+        return 1;
+      }
+      b = smoe::store::WriteBatch();
+    }
+  }
+  const double setup_s = Ms(Clock::now() - t1) / 1000;
+
+  // The restart: the scheduler's load plans refine from every trial (new
+  // neighbours for every finished group, their group decisions).
+  const auto t2 = Clock::now();
+  sched_or = smoe::coordinator::Scheduler::Create(&store, &clock, so);
+  const double restart_s = Ms(Clock::now() - t2) / 1000;
+  if (!sched_or.ok()) {
+    std::fprintf(stderr, "restart: %s\n", sched_or.status().ToString().c_str());
+    return 1;
+  }
+  auto& sched = **sched_or;
+  auto view = sched.GetSweep(sweep_id);
+  if (!view.ok()) return 1;
+  auto decisions = store.ListDecisions(sweep_id, 0, 0);
+  const size_t logged = decisions.ok() ? decisions->size() : 0;
+  std::printf(
+      "refine sweep: %lld trials submitted (%d groups of <= 12 + refine's "
+      "points; submit %.1f s in memory), %lld marked succeeded (setup %.1f "
+      "s, not measured), %lld held; restart (load, plan from every trial) "
+      "%.2f s: %d trials, %d pending, %zu decisions logged\n",
+      static_cast<long long>(total), batch_sizes * 10, submit_s,
+      static_cast<long long>(done), setup_s, static_cast<long long>(hold),
+      restart_s, view->counts.total(), view->counts.pending, logged);
+
+  smoe::coordinator::WorkerInfo wi;
+  wi.hostname = "refine";
+  // Every pending trial leased (a worker per trial in a real sweep); the
+  // points refine added at the restart are measured first: their (group,
+  // seed) races hold the finished points' rung values, so with early_stop:
+  // asha a winning report continues and completes, where the first reports
+  // of a held group's fresh race would be paused until 3 reach the rung.
+  // (Workers of 1024 slots, the most one registers, until all are leased.)
+  wi.slots = 1024;
+  std::vector<std::pair<std::string, smoe::coordinator::LeaseGrant>> grants;
+  for (int left = view->counts.pending; left > 0; left -= wi.slots) {
+    const std::string w = sched.Register(wi)->worker_id;
+    auto got = sched.Lease(w, wi.slots, 0);
+    if (!got.ok()) return 1;
+    for (auto& g : *got) grants.emplace_back(w, std::move(g));
+  }
+  {
+    std::unordered_set<std::string> submitted;
+    for (const auto& t : *list) submitted.insert(t.trial_id);
+    std::stable_partition(grants.begin(), grants.end(), [&](const auto& g) {
+      return !submitted.count(g.second.trial_id);
+    });
+  }
+  std::vector<double> complete_ms, report_ms;
+  double first_complete = -1, first_report = -1;
+  int refused = 0, changes = 0;
+  for (const auto& [w, g] : grants) {
+    if (changes >= opt.search_reports) break;
+    const double v = RefineValue(g.params_json, g.seed);
+    if (asha) {
+      // The best value of its (group, seed) race at the first rung, so that
+      // asha promotes it and it completes (a loser would be paused and its
+      // completion refused).
+      smoe::store::MetricRecord m;
+      m.name = "eval/ood_acc";
+      m.step = rungs.front();
+      m.value = 0.99;
+      const auto s = Clock::now();
+      absl::Status st = sched.ReportMetrics(w, g.trial_id, g.attempt, {m});
+      const double ms = Ms(Clock::now() - s);
+      if (first_report < 0) {
+        first_report = ms;
+      } else {
+        report_ms.push_back(ms);
+      }
+      if (!st.ok() && !absl::IsFailedPrecondition(st)) {
+        std::fprintf(stderr, "report: %s\n", st.ToString().c_str());
+        return 1;
+      }
+    }
+    const auto s = Clock::now();
+    absl::Status st =
+        sched.Complete(w, g.trial_id, g.attempt, {{"ood_acc", v}}, 12.5);
+    const double ms = Ms(Clock::now() - s);
+    if (absl::IsFailedPrecondition(st)) {
+      ++refused;  // pruned by its report: no plan, not counted
+      continue;
+    }
+    if (!st.ok()) {
+      std::fprintf(stderr, "complete: %s\n", st.ToString().c_str());
+      return 1;
+    }
+    ++changes;
+    if (first_complete < 0) {
+      first_complete = ms;
+    } else {
+      complete_ms.push_back(ms);
+    }
+  }
+  std::printf(
+      "refine planning per change (%s%s%s%s, %lld trials, %zu leased): "
+      "completion p50 %.3f p95 %.3f ms over %zu (the first after the restart "
+      "%.1f ms; %d refused: pruned by their report)",
+      opt.full_plans ? "plans from every trial" : "incremental_search",
+      opt.per_group_plans ? ", per-group plans" : "",
+      opt.search_extra.empty() ? "" : ", ", opt.search_extra.c_str(),
+      static_cast<long long>(view->counts.total()), grants.size(),
+      Percentile(complete_ms, 0.5), Percentile(complete_ms, 0.95),
+      complete_ms.size(), first_complete, refused);
+  if (asha) {
+    std::printf(
+        "; search-metric report p50 %.3f p95 %.3f ms over %zu (the first "
+        "%.1f ms)",
+        Percentile(report_ms, 0.5), Percentile(report_ms, 0.95),
+        report_ms.size(), first_report);
+  }
+  std::printf("\nrow-refine: | %d | %.3f ms | %.3f ms | ", n,
+              Percentile(complete_ms, 0.5), Percentile(complete_ms, 0.95));
+  if (asha) {
+    std::printf("%.3f ms | %.3f ms |\n", Percentile(report_ms, 0.5),
+                Percentile(report_ms, 0.95));
+  } else {
+    std::printf("- | - |\n");
+  }
+  return complete_ms.empty() && first_complete < 0 ? 1 : 0;
+}
+
 int Search(const Options& opt) {
+  if (opt.search_strategy == "refine") return Refine(opt);
   const int n = opt.search_trials > 0 ? opt.search_trials : opt.trials;
   smoe::store::InMemoryStore store;
   smoe::FakeClock clock;
@@ -635,8 +922,9 @@ int main(int argc, char** argv) {
       opt.skip_coordinator = true;
     } else if (a == "--search-strategy") {
       opt.search_strategy = next();
-      if (opt.search_strategy != "asha" && opt.search_strategy != "median") {
-        std::fprintf(stderr, "--search-strategy: asha or median\n");
+      if (opt.search_strategy != "asha" && opt.search_strategy != "median" &&
+          opt.search_strategy != "refine") {
+        std::fprintf(stderr, "--search-strategy: asha, median or refine\n");
         return 64;
       }
     } else if (a == "--per-group-plans") {
@@ -647,16 +935,19 @@ int main(int argc, char** argv) {
       opt.full_plans = true;
     } else if (a == "--search-extra") {
       opt.search_extra = next();
+    } else if (a == "--refine-hold") {
+      opt.refine_hold = std::atoi(next().c_str());
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--trials N] [--hold N] [--live N] [--requests "
-                   "N] [--seconds S] [--workers 16,64,256] [--search-trials "
-                   "N] [--search-reports N] [--asha-trials N] "
-                   "[--asha-decisions N] [--skip-search] "
-                   "[--skip-coordinator] [--search-strategy asha|median] "
-                   "[--per-group-plans] [--budget-gpu-hours H] "
-                   "[--full-plans] [--search-extra KEYS]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--trials N] [--hold N] [--live N] [--requests "
+          "N] [--seconds S] [--workers 16,64,256] [--search-trials "
+          "N] [--search-reports N] [--asha-trials N] "
+          "[--asha-decisions N] [--skip-search] "
+          "[--skip-coordinator] [--search-strategy asha|median|refine] "
+          "[--per-group-plans] [--budget-gpu-hours H] "
+          "[--full-plans] [--search-extra KEYS] [--refine-hold N]\n",
+          argv[0]);
       return 64;
     }
   }
