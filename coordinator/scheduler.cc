@@ -1489,7 +1489,26 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
     in = SearchInputs();
     index.clear();
     subset = SearchInputsLocked(s, *batch, true, &in, &index);
-    plan = PlanSearch(in);
+    // A refine index (just built: every group undecided) starts from the
+    // group decisions of this plan; the trials this plan changes or adds
+    // are marked when applied, so their groups are decided again.
+    std::map<std::string, RefineGroupState> decided;
+    plan = PlanSearch(in, s->refine != nullptr ? &decided : nullptr);
+    if (s->refine != nullptr) {
+      SweepEntry::RefineIndex& refine = *s->refine;
+      for (auto& [label, state] : decided) {
+        auto g = refine.groups.find(label);
+        if (g == refine.groups.end() || !refine.unplanned.count(label)) {
+          continue;
+        }
+        g->second.points = std::move(state.points);
+        g->second.plan = std::move(state.plan);
+        g->second.planned = true;
+        refine.points += g->second.plan.points;
+        if (!g->second.plan.wants.empty()) refine.wanting.insert(label);
+        refine.unplanned.erase(label);
+      }
+    }
   }
   if (subset && options_.verify_search_plans) {
     // The oracle: the plan from every trial (what a restart computes).

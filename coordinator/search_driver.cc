@@ -377,14 +377,27 @@ std::vector<search::RefinePoint> RefinePoints(
 // Refine: new points for the proposals, and settled group states. `stopped`:
 // the trials early stopping pruned for good (tried, not measured).
 void PlanRefine(const SearchInputs& in, const std::set<std::string>& stopped,
-                SearchPlan* plan) {
+                SearchPlan* plan,
+                std::map<std::string, RefineGroupState>* groups) {
   const SweepSpec& spec = *in.spec;
   search::RefineConfig c = RefineConfigOf(spec);
   if (BudgetSpent(in)) c.stop_adding = BudgetNote(in);
   std::map<std::string, nlohmann::json> templates;
   const std::vector<search::RefinePoint> points = RefinePoints(
       spec, in.trials, in.finals, stopped, BudgetSpent(in), &templates);
-  const search::RefineResult r = search::DecideRefine(c, points);
+  std::vector<search::RefineGroupPlan> group_plans;
+  const bool keep = groups != nullptr && c.stop_adding.empty();
+  const search::RefineResult r =
+      search::DecideRefine(c, points, keep ? &group_plans : nullptr);
+  if (keep) {
+    // The points by group, in trial-id order (as RefinePoints lists them).
+    for (search::RefineGroupPlan& g : group_plans) {
+      (*groups)[g.group.group].plan = std::move(g);
+    }
+    for (const search::RefinePoint& p : points) {
+      (*groups)[p.group].points.push_back(p);
+    }
+  }
   for (const search::RefineProposal& p : r.proposals) {
     auto t = templates.find(p.group);
     if (t == templates.end()) continue;
@@ -545,6 +558,11 @@ std::string GroupKey(const std::string& label) {
 }
 
 SearchPlan PlanSearch(const SearchInputs& in) {
+  return PlanSearch(in, nullptr);
+}
+
+SearchPlan PlanSearch(const SearchInputs& in,
+                      std::map<std::string, RefineGroupState>* refine_groups) {
   SearchPlan plan;
   if (in.spec == nullptr || !IsAdaptive(*in.spec)) return plan;
   if (in.spec->search.strategy == "refine") {
@@ -563,7 +581,7 @@ SearchPlan PlanSearch(const SearchInputs& in) {
     }
     SearchInputs after = in;
     after.trials = std::move(next);
-    PlanRefine(after, stopped, &plan);
+    PlanRefine(after, stopped, &plan, refine_groups);
   } else {
     PlanStopping(in, &plan, nullptr);
     PlanBudget(in, &plan);

@@ -143,6 +143,20 @@ struct SearchPlan {
 // the end. Every such decision's reason names the budget and the hours used.
 SearchPlan PlanSearch(const SearchInputs& in);
 
+// Refine's decision of one group before the sweep's budget and the points
+// it was taken on (one per trial with an integer axis value, by trial id).
+struct RefineGroupState {
+  std::vector<analysis::search::RefinePoint> points;
+  analysis::search::RefineGroupPlan plan;
+};
+
+// PlanSearch, and for refine (its GPU-hour budget not spent) each group's
+// state as the plan decided it, by label, in `refine_groups` (may be null):
+// where the scheduler's incremental refine plans start after a plan from
+// every trial.
+SearchPlan PlanSearch(const SearchInputs& in,
+                      std::map<std::string, RefineGroupState>* refine_groups);
+
 // "" when `a` and `b` are the same plan (the same changes, added trial ids
 // and decisions, in order; NaN values equal); else the first difference.
 std::string PlanDifference(const SearchPlan& a, const SearchPlan& b);

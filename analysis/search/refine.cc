@@ -280,7 +280,8 @@ RefineGrant GrantRefine(const RefineConfig& c,
 }
 
 RefineResult DecideRefine(const RefineConfig& c,
-                          const std::vector<RefinePoint>& points) {
+                          const std::vector<RefinePoint>& points,
+                          std::vector<RefineGroupPlan>* group_plans) {
   const std::vector<RefinePoint> sorted = SortedUnique(points);
   std::map<std::string, std::vector<const RefinePoint*>> groups;
   for (const RefinePoint& p : sorted) groups[p.group].push_back(&p);
@@ -294,12 +295,13 @@ RefineResult DecideRefine(const RefineConfig& c,
   std::vector<const RefineGroupPlan*> order;
   for (const RefineGroupPlan& p : plans) order.push_back(&p);
   RefineGrant grant = GrantRefine(c, order, result.trials);
-  for (RefineGroupPlan& p : plans) result.groups.push_back(std::move(p.group));
+  for (const RefineGroupPlan& p : plans) result.groups.push_back(p.group);
   for (auto& [gi, reason] : grant.budget) {
     result.groups[gi].state = RefineState::kBudget;
     result.groups[gi].reason = std::move(reason);
   }
   result.proposals = std::move(grant.proposals);
+  if (group_plans != nullptr) *group_plans = std::move(plans);
   return result;
 }
 

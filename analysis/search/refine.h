@@ -115,13 +115,15 @@ struct RefineResult {
   int64_t trials = 0;                     // points before the proposals
 };
 
-RefineResult DecideRefine(const RefineConfig& config,
-                          const std::vector<RefinePoint>& points);
-
 // DecideRefine in two steps, for a caller that keeps each group's decision
 // and redoes only the groups whose points changed (the coordinator's
 // incremental refine plan, issue 35): DecideRefine(c, points) is
-// GrantRefine over DecideRefineGroup of each group's points, by label.
+// GrantRefine over DecideRefineGroup of each group's points, by label;
+// `group_plans` (may be null) receives those group decisions, by label.
+struct RefineGroupPlan;
+RefineResult DecideRefine(const RefineConfig& config,
+                          const std::vector<RefinePoint>& points,
+                          std::vector<RefineGroupPlan>* group_plans = nullptr);
 
 // One group's decision before the sweep's budget: its state and the units
 // of proposals it wants (one x with its seeds each, in the order they are
