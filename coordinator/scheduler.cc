@@ -36,20 +36,12 @@ using sweeps::ValidateTrialParams;
 
 constexpr size_t kMaxChangeLog = 200000;
 
-// True when refine would see the same points (NaN values equal).
-bool SameRefinePoints(const std::vector<analysis::search::RefinePoint>& a,
-                      const std::vector<analysis::search::RefinePoint>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const analysis::search::RefinePoint& x = a[i];
-    const analysis::search::RefinePoint& y = b[i];
-    if (x.group != y.group || x.x != y.x || x.seed != y.seed ||
-        x.done != y.done || x.pending != y.pending || x.stopped != y.stopped ||
-        !(x.value == y.value || (std::isnan(x.value) && std::isnan(y.value)))) {
-      return false;
-    }
-  }
-  return true;
+// True when refine would see the same point (NaN values equal).
+bool SameRefinePoint(const analysis::search::RefinePoint& x,
+                     const analysis::search::RefinePoint& y) {
+  return x.group == y.group && x.x == y.x && x.seed == y.seed &&
+         x.done == y.done && x.pending == y.pending && x.stopped == y.stopped &&
+         (x.value == y.value || (std::isnan(x.value) && std::isnan(y.value)));
 }
 
 void Count(StateCounts* c, TrialState s, int delta) {
@@ -353,8 +345,9 @@ void Scheduler::ApplyTrialLocked(TrialRecord next) {
       // its group is re-decided by the next plan. (One whose steps could
       // change the sweep's training length re-indexes instead.)
       SearchTrialInfo info = SearchInfoOf(sweep.spec, next);
-      if (info.has_axis)
-        sweep.refine->groups[info.group].ids.insert(next.trial_id);
+      if (info.has_axis) {
+        sweep.refine->Join(info.group, next.trial_id, info.axis, next.seed);
+      }
       sweep.search_info.emplace(next.trial_id, std::move(info));
       sweep.search_dirty.insert(next.trial_id);
     } else {
@@ -1498,7 +1491,8 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
       SweepEntry::RefineIndex& refine = *s->refine;
       for (auto& [label, state] : decided) {
         auto g = refine.groups.find(label);
-        if (g == refine.groups.end() || !refine.unplanned.count(label)) {
+        if (g == refine.groups.end() || !refine.rebuild.count(label) ||
+            g->second.ids.size() != state.points.size()) {
           continue;
         }
         g->second.points = std::move(state.points);
@@ -1506,7 +1500,7 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
         g->second.planned = true;
         refine.points += g->second.plan.points;
         if (!g->second.plan.wants.empty()) refine.wanting.insert(label);
-        refine.unplanned.erase(label);
+        refine.rebuild.erase(label);
       }
     }
   }
@@ -1677,12 +1671,9 @@ bool Scheduler::IncrementalRefinePlanLocked(
     return it != overlay.end() ? *it->second : trials_.at(id);
   };
   SweepEntry::RefineIndex& refine = *s->refine;
-  // The groups to re-decide: those of the changed trials, of the trials
-  // whose stopping decision may have changed, and any not decided yet.
-  std::set<std::string> groups;
-  for (const std::string& id : changed) {
-    groups.insert(s->search_info.at(id).group);
-  }
+  // The trials whose refine point may change: the changed ones and those
+  // whose stopping decision may have changed.
+  std::set<std::string> touched = changed;
   in->spec = &s->spec;
   in->max_steps = s->search_max_steps;
   search::IncrementalAsha* asha = s->asha.get();
@@ -1710,9 +1701,7 @@ bool Scheduler::IncrementalRefinePlanLocked(
       const TrialRecord& t = record(id);
       (*index)[id] = in->trials.size();
       in->trials.push_back(t);
-      // (Stopping groups lie within refine groups, so this is a changed
-      // trial's group; a changed stopping decision re-decides it.)
-      groups.insert(s->search_info.at(id).group);
+      touched.insert(id);
       const bool errored = t.state == TrialState::kPending && t.error_count > 0;
       auto l = s->last.find(id);
       AppendStoppingDecision(t, asha->Decide(id, errored),
@@ -1722,41 +1711,62 @@ bool Scheduler::IncrementalRefinePlanLocked(
   // Refine sees the states the stopping changes lead to.
   std::map<std::string, TrialState> next;
   for (const TrialChange& c : plan->changes) next[c.trial_id] = c.next;
-  const search::RefineConfig config = RefineConfigOf(s->spec);
-  groups.insert(refine.unplanned.begin(), refine.unplanned.end());
-  refine.unplanned.clear();
-  for (const std::string& label : groups) {
-    auto it = refine.groups.find(label);
-    if (it == refine.groups.end()) continue;  // no trial with an axis value
-    SweepEntry::RefineIndex::Group& g = it->second;
-    std::vector<search::RefinePoint> points;
-    points.reserve(g.ids.size());
-    for (const std::string& id : g.ids) {
-      const TrialRecord& t = record(id);
-      auto n = next.find(id);
-      const TrialState state = n != next.end() ? n->second : t.state;
-      search::RefinePoint p;
-      p.group = label;
-      p.x = s->search_info.at(id).axis;
-      p.seed = t.seed;
-      if (state == TrialState::kPruned && asha != nullptr && asha->Has(id)) {
-        // Stopped for good: the stopping decision is a final prune.
-        const search::Decision d = asha->Decide(
-            id, t.state == TrialState::kPending && t.error_count > 0);
-        p.stopped = d.action == search::Action::kPrune && d.final;
-      }
-      p.pending = state == TrialState::kPending ||
-                  state == TrialState::kRunning ||
-                  (state == TrialState::kPruned && !p.stopped);
-      auto f = s->finals.find(id);
-      p.done = state == TrialState::kSucceeded && f != s->finals.end();
-      if (p.done) p.value = f->second;
-      points.push_back(p);
+  auto point = [&](const std::string& label, const std::string& id, int64_t x) {
+    const TrialRecord& t = record(id);
+    auto n = next.find(id);
+    const TrialState state = n != next.end() ? n->second : t.state;
+    search::RefinePoint p;
+    p.group = label;
+    p.x = x;
+    p.seed = t.seed;
+    if (state == TrialState::kPruned && asha != nullptr && asha->Has(id)) {
+      // Stopped for good: the stopping decision is a final prune.
+      const search::Decision d = asha->Decide(
+          id, t.state == TrialState::kPending && t.error_count > 0);
+      p.stopped = d.action == search::Action::kPrune && d.final;
     }
-    if (g.planned && SameRefinePoints(points, g.points)) continue;
+    p.pending = state == TrialState::kPending ||
+                state == TrialState::kRunning ||
+                (state == TrialState::kPruned && !p.stopped);
+    auto f = s->finals.find(id);
+    p.done = state == TrialState::kSucceeded && f != s->finals.end();
+    if (p.done) p.value = f->second;
+    return p;
+  };
+  // The points of the touched trials (changed, or with a stopping decision
+  // that may have changed; the others' are as kept), and the groups where
+  // one differs; groups to rebuild get every point afresh.
+  std::set<std::string> redo;
+  for (const std::string& id : touched) {
+    const SearchTrialInfo& info = s->search_info.at(id);
+    if (!info.has_axis || refine.rebuild.count(info.group)) continue;
+    auto it = refine.groups.find(info.group);
+    if (it == refine.groups.end()) continue;
+    SweepEntry::RefineIndex::Group& g = it->second;
+    const size_t i = static_cast<size_t>(
+        std::lower_bound(g.ids.begin(), g.ids.end(), id) - g.ids.begin());
+    if (i == g.ids.size() || g.ids[i] != id) continue;  // not a point
+    search::RefinePoint p = point(info.group, id, info.axis);
+    if (!SameRefinePoint(p, g.points[i])) {
+      g.points[i] = std::move(p);
+      redo.insert(info.group);
+    }
+  }
+  for (const std::string& label : refine.rebuild) {
+    auto it = refine.groups.find(label);
+    if (it == refine.groups.end()) continue;
+    SweepEntry::RefineIndex::Group& g = it->second;
+    for (size_t i = 0; i < g.ids.size(); ++i) {
+      g.points[i] = point(label, g.ids[i], s->search_info.at(g.ids[i]).axis);
+    }
+    redo.insert(label);
+  }
+  refine.rebuild.clear();
+  const search::RefineConfig config = RefineConfigOf(s->spec);
+  for (const std::string& label : redo) {
+    SweepEntry::RefineIndex::Group& g = refine.groups.at(label);
     refine.points -= g.planned ? g.plan.points : 0;
-    g.plan = search::DecideRefineGroup(config, label, points);
-    g.points = std::move(points);
+    g.plan = search::DecideRefineGroup(config, label, g.points);
     g.planned = true;
     refine.points += g.plan.points;
     if (g.plan.wants.empty()) {
@@ -1781,17 +1791,17 @@ bool Scheduler::IncrementalRefinePlanLocked(
     AppendRefineProposal(s->spec, p, params, plan);
   }
   // The settled states to log: of the re-decided groups and of those left
-  // with an ungranted proposal (any other group's state is what the last
+  // with an ungranted proposal (any other group's state is what an earlier
   // plan logged).
   std::map<std::string, search::RefineGroup> budget;
   for (auto& [i, reason] : grant.budget) {
     search::RefineGroup g = wanting[i]->group;
     g.state = search::RefineState::kBudget;
     g.reason = std::move(reason);
-    groups.insert(g.group);
+    redo.insert(g.group);
     budget.emplace(*labels[i], std::move(g));
   }
-  for (const std::string& label : groups) {
+  for (const std::string& label : redo) {
     auto b = budget.find(label);
     auto g = refine.groups.find(label);
     if (b == budget.end() && g == refine.groups.end()) continue;
@@ -1930,6 +1940,22 @@ bool Scheduler::BudgetMaybeSpentLocked(const SweepEntry& s,
   return hours >= budget * (1 - 1e-9);
 }
 
+void Scheduler::SweepEntry::RefineIndex::Join(const std::string& label,
+                                              const std::string& id, int64_t x,
+                                              int64_t seed) {
+  Group& g = groups[label];
+  const auto at = std::lower_bound(g.ids.begin(), g.ids.end(), id);
+  if (at != g.ids.end() && *at == id) return;
+  // Its point is computed when the group is rebuilt (the next plan).
+  analysis::search::RefinePoint p;
+  p.group = label;
+  p.x = x;
+  p.seed = seed;
+  g.points.insert(g.points.begin() + (at - g.ids.begin()), std::move(p));
+  g.ids.insert(at, id);
+  rebuild.insert(label);
+}
+
 void Scheduler::IndexSearchLocked(SweepEntry* s,
                                   const std::vector<TrialRecord>& trials) {
   s->search_info.clear();
@@ -1952,14 +1978,21 @@ void Scheduler::IndexSearchLocked(SweepEntry* s,
     if (!refine) {
       s->search_groups[info.group].push_back(t->trial_id);
     } else if (info.has_axis) {
-      // Every group is decided by the next plan (none is yet).
-      s->refine->groups[info.group].ids.insert(t->trial_id);
-      s->refine->unplanned.insert(info.group);
+      s->refine->groups[info.group].ids.push_back(t->trial_id);
     }
     s->search_info.emplace(t->trial_id, std::move(info));
   }
   s->search_max_steps = SearchMaxSteps(s->spec, trials);
   s->search_indexed = true;
+  if (refine) {
+    // Every group's points are built by the next plan (unless the plan
+    // from every trial that follows hands them over).
+    for (auto& [label, g] : s->refine->groups) {
+      std::sort(g.ids.begin(), g.ids.end());
+      g.points.resize(g.ids.size());
+      s->refine->rebuild.insert(label);
+    }
+  }
   if (refine && s->spec.search.early_stop == "asha") {
     // Refine's early stopping: the sweep's seeds' trials race within their
     // stopping group (RefineStopGroup).

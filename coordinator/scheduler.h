@@ -421,8 +421,8 @@ class Scheduler {
     // nothing iterates it in order: the policies sort their inputs.)
     std::unordered_map<std::string, std::vector<analysis::search::Report>>
         reports;
-    std::map<std::string, double> finals;
-    std::map<std::string, LoggedDecision> last;
+    std::unordered_map<std::string, double> finals;
+    std::unordered_map<std::string, LoggedDecision> last;
     // search.budget_gpu_hours set: the device-hours of the sweep's ended
     // attempts (wall time x max(1, gpus_per_trial), as views/search_summary.h).
     double ended_device_hours = 0;
@@ -446,23 +446,29 @@ class Scheduler {
     // (analysis/search/median_incremental.h). Built with the index.
     std::shared_ptr<analysis::search::IncrementalMedian> median;
     // Refine (docs/adaptive-sweeps.md "Incremental refine"): per group its
-    // points' trials, the points as last decided and the group's decision
-    // before the sweep's budget; the groups that want proposals; the sweep's
-    // distinct points. A plan re-decides the groups with a changed trial,
-    // report or result (and, with early_stop: asha, a changed stopping
-    // decision), and grants over the kept decisions. Built with the index
-    // (with `asha` for early_stop: asha, over the stopping groups).
+    // points' trials (sorted ids), their points as refine last saw them and
+    // the group's decision before the sweep's budget; the groups that want
+    // proposals; the sweep's distinct points. A plan recomputes the points
+    // of the trials it touches (changed, stopping decision changed),
+    // re-decides the groups where one differs, and grants over the kept
+    // decisions. Built with the index (with `asha` for early_stop: asha,
+    // over the stopping groups); started from the plan from every trial.
     struct RefineIndex {
       struct Group {
-        std::set<std::string> ids;  // trials with an integer axis value
-        std::vector<analysis::search::RefinePoint> points;  // by trial id
+        std::vector<std::string> ids;  // trials with an integer axis value
+        std::vector<analysis::search::RefinePoint> points;  // ids' points
         analysis::search::RefineGroupPlan plan;
-        bool planned = false;
+        bool planned = false;  // `plan` taken (and counted in `points`)
       };
-      std::map<std::string, Group> groups;
-      std::set<std::string> unplanned;  // groups not decided yet
-      std::set<std::string> wanting;    // groups with proposals
-      int64_t points = 0;               // sum of the planned groups' points
+      std::unordered_map<std::string, Group> groups;
+      // Groups whose points are rebuilt whole by the next plan (a new index,
+      // a trial that joined).
+      std::set<std::string> rebuild;
+      std::set<std::string> wanting;  // groups with proposals
+      int64_t points = 0;             // sum of the planned groups' points
+      // Adds trial `id` (axis value `x`, seed) to group `label`'s trials.
+      void Join(const std::string& label, const std::string& id, int64_t x,
+                int64_t seed);
     };
     std::shared_ptr<RefineIndex> refine;
   };

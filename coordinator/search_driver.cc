@@ -342,7 +342,7 @@ void PlanBudget(const SearchInputs& in, SearchPlan* plan) {
 // (the params a new point copies).
 std::vector<search::RefinePoint> RefinePoints(
     const SweepSpec& spec, const std::vector<TrialRecord>& trials,
-    const std::map<std::string, double>& finals,
+    const std::unordered_map<std::string, double>& finals,
     const std::set<std::string>& stopped, bool budget_spent,
     std::map<std::string, nlohmann::json>* templates) {
   const std::string& axis = spec.search.axis;
@@ -482,7 +482,7 @@ bool IsSearchMetric(const std::string& metric, const std::string& name) {
 
 std::vector<analysis::search::RefineGroup> RefineFrontier(
     const SweepSpec& spec, const std::vector<store::TrialRecord>& trials,
-    const std::map<std::string, double>& finals,
+    const std::unordered_map<std::string, double>& finals,
     const std::set<std::string>& stopped) {
   if (spec.search.strategy != "refine") return {};
   return search::DecideRefine(

@@ -99,10 +99,10 @@ struct SearchInputs {
   // The search metric's reports, every trial (any order).
   std::vector<analysis::search::Report> reports;
   // Refine: the search metric's final value of each succeeded trial.
-  std::map<std::string, double> finals;
+  std::unordered_map<std::string, double> finals;
   // The last logged decision per trial id, and per refine group ("group:" +
   // label).
-  std::map<std::string, LoggedDecision> last;
+  std::unordered_map<std::string, LoggedDecision> last;
   // The device-hours the sweep has used, as the dashboard counts them
   // (views/search_summary.h: every attempt's wall time x max(1,
   // gpus_per_trial), a running attempt until now; GPU-hours, or slot-hours on
@@ -185,7 +185,7 @@ int64_t SearchMaxStepsOfParams(
 std::vector<analysis::search::RefineGroup> RefineFrontier(
     const sweeps::SweepSpec& spec,
     const std::vector<store::TrialRecord>& trials,
-    const std::map<std::string, double>& finals,
+    const std::unordered_map<std::string, double>& finals,
     const std::set<std::string>& stopped);
 
 // The params a lease carries. For a sweep with ASHA rungs (strategy asha, or

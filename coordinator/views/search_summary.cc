@@ -45,7 +45,7 @@ absl::StatusOr<std::vector<FrontierRow>> ReadFrontier(
   const SearchSpec& ss = v.spec.search;
   SMOE_ASSIGN_OR_RETURN(std::vector<store::TrialSummary> rows,
                         store->ListSummaries(v.record.sweep_id));
-  std::map<std::string, double> finals;
+  std::unordered_map<std::string, double> finals;
   for (const store::TrialSummary& r : rows) {
     for (const auto& [name, value] : r.results) {
       if (IsSearchMetric(ss.metric, name)) finals[r.trial_id] = value;
