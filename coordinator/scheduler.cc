@@ -1470,6 +1470,7 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   if (s->record.state == store::SweepState::kCancelled) {
     return absl::OkStatus();
   }
+  const auto plan_start = std::chrono::steady_clock::now();
   SearchInputs in;
   std::map<std::string, size_t> index;
   SearchPlan plan;
@@ -1504,6 +1505,9 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
       }
     }
   }
+  ++plan_timing_.plans;
+  plan_timing_.total +=
+      absl::FromChrono(std::chrono::steady_clock::now() - plan_start);
   if (subset && options_.verify_search_plans) {
     // The oracle: the plan from every trial (what a restart computes).
     SearchInputs all;
@@ -2082,6 +2086,11 @@ absl::Status Scheduler::PlanSearchForBatchLocked(WriteBatch* batch) {
     SMOE_RETURN_IF_ERROR(PlanSearchLocked(&it->second, batch));
   }
   return absl::OkStatus();
+}
+
+Scheduler::SearchPlanTiming Scheduler::GetSearchPlanTiming() {
+  absl::MutexLock lock(&mu_);
+  return plan_timing_;
 }
 
 absl::StatusOr<SearchUsage> Scheduler::GetSearchUsage(

@@ -284,6 +284,16 @@ class Scheduler {
   // Adaptive sweeps: trial-steps used against the full grid's. NotFound for
   // an unknown sweep; zeros for a grid sweep.
   absl::StatusOr<SearchUsage> GetSearchUsage(const std::string& sweep_id);
+
+  // The search plans' own cost, every adaptive sweep together: plans taken
+  // and their wall time (taking the plan: the index, the incremental or
+  // full plan; not mirroring the batch, not the verify_search_plans
+  // oracle, not applying the plan). Benchmarks read it around a call.
+  struct SearchPlanTiming {
+    int64_t plans = 0;
+    absl::Duration total;
+  };
+  SearchPlanTiming GetSearchPlanTiming();
   // Marks a worker draining: it gets `drain` in its next heartbeat reply.
   absl::Status DrainWorker(const std::string& worker_id);
   // Every registered worker (in memory: a heartbeat's time may not be durable
@@ -705,6 +715,7 @@ class Scheduler {
   const SchedulerOptions options_;
 
   absl::Mutex mu_;
+  SearchPlanTiming plan_timing_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, SweepEntry> sweeps_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<std::string, store::TrialRecord> trials_
       ABSL_GUARDED_BY(mu_);

@@ -155,11 +155,20 @@ log "drained at the time limit after $((SECONDS - step_t)) s"
 # end of that completion sets BeginTime to now + 121 s again: an update made
 # before it is lost (CI failed so once). So the update is repeated for as long
 # as the task is pending and attempt 2 has not begun.
+# Started within a second or so of its last run's end, the task is refused
+# for good ("Killing non-startable batch JobId=3: Job credential revoked":
+# slurmd rejects a launch credential that is not newer than the job's
+# revocation, which has 1 s granularity; CI failed so once, the update 0.2 s
+# after the requeue): so the update waits until the node is done with the
+# last run (no COMPLETING) and 3 s have passed since the requeue showed.
 requeued() { scontrol show job "${job}_0" | grep -q "Restarts=1"; }
 wait_for 30 "task ${job}_0 requeued (Restarts=1)" requeued
+requeued_at=$SECONDS
 resumed() {
   attempts "$trial" | grep -q "^2 slurm-$job-0 " && return 0
-  if scontrol show job "${job}_0" | grep -q "JobState=PENDING"; then
+  if ((SECONDS - requeued_at >= 3)) &&
+    ! scontrol show node | grep -q "COMPLETING" &&
+    scontrol show job "${job}_0" | grep -q "JobState=PENDING"; then
     scontrol update JobId="${job}_0" StartTime=now 2>/dev/null || true
   fi
   return 1
