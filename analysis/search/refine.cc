@@ -237,10 +237,19 @@ RefineGroupPlan DecideSortedGroup(const RefineConfig& c,
 RefineGroupPlan DecideRefineGroup(const RefineConfig& c,
                                   const std::string& label,
                                   const std::vector<RefinePoint>& points) {
-  const std::vector<RefinePoint> sorted = SortedUnique(points);
+  // Sorted and deduplicated as SortedUnique does, without copying them.
   std::vector<const RefinePoint*> pts;
-  pts.reserve(sorted.size());
-  for (const RefinePoint& p : sorted) pts.push_back(&p);
+  pts.reserve(points.size());
+  for (const RefinePoint& p : points) pts.push_back(&p);
+  std::sort(pts.begin(), pts.end(),
+            [](const RefinePoint* a, const RefinePoint* b) {
+              return PointBefore(*a, *b);
+            });
+  pts.erase(std::unique(pts.begin(), pts.end(),
+                        [](const RefinePoint* a, const RefinePoint* b) {
+                          return SamePoint(*a, *b);
+                        }),
+            pts.end());
   return DecideSortedGroup(c, label, pts);
 }
 
