@@ -1576,24 +1576,26 @@ absl::Status Scheduler::PlanSearchLocked(SweepEntry* s, WriteBatch* batch) {
   return absl::OkStatus();
 }
 
-bool Scheduler::TakeSearchChangesLocked(
-    SweepEntry* s, const WriteBatch& batch, std::set<std::string>* changed,
-    std::map<std::string, const TrialRecord*>* overlay) {
+bool Scheduler::TakeSearchChangesLocked(SweepEntry* s, const WriteBatch& batch,
+                                        SearchChanges* changes) {
+  if (!options_.incremental_search || !s->search_indexed) return false;
+  if (BudgetMaybeSpentLocked(*s, batch)) return false;
   const std::string& sweep_id = s->record.sweep_id;
+  changes->trials = &trials_;
   // The trials changed since the last plan, by the batch's trial records,
   // search-metric reports (mirrored in s->reports) or results (s->finals).
-  *changed = s->search_dirty;
+  changes->ids = s->search_dirty;
   for (const TrialRecord& t : batch.trials) {
     if (t.sweep_id != sweep_id) continue;
     if (!s->search_info.count(t.trial_id)) return false;
-    changed->insert(t.trial_id);
-    (*overlay)[t.trial_id] = &t;  // the batch's last record of it
+    changes->ids.insert(t.trial_id);
+    changes->overlay[t.trial_id] = &t;  // the batch's last record of it
   }
   for (const store::MetricRecord& m : batch.metrics) {
-    if (s->search_info.count(m.trial_id)) changed->insert(m.trial_id);
+    if (s->search_info.count(m.trial_id)) changes->ids.insert(m.trial_id);
   }
   for (const WriteBatch::Result& r : batch.results) {
-    if (s->search_info.count(r.trial_id)) changed->insert(r.trial_id);
+    if (s->search_info.count(r.trial_id)) changes->ids.insert(r.trial_id);
   }
   s->search_dirty.clear();
   return true;
@@ -1602,14 +1604,11 @@ bool Scheduler::TakeSearchChangesLocked(
 bool Scheduler::IncrementalStoppingPlanLocked(
     SweepEntry* s, const WriteBatch& batch, SearchInputs* in,
     std::map<std::string, size_t>* index, SearchPlan* plan) {
-  if (!options_.incremental_search || !s->search_indexed) return false;
-  if (BudgetMaybeSpentLocked(*s, batch)) return false;
-  std::set<std::string> changed;
-  std::map<std::string, const TrialRecord*> overlay;
-  if (!TakeSearchChangesLocked(s, batch, &changed, &overlay)) return false;
+  SearchChanges changes;
+  if (!TakeSearchChangesLocked(s, batch, &changes)) return false;
+  const std::set<std::string>& changed = changes.ids;
   auto record = [&](const std::string& id) -> const TrialRecord& {
-    auto it = overlay.find(id);
-    return it != overlay.end() ? *it->second : trials_.at(id);
+    return changes.Record(id);
   };
   const std::vector<analysis::search::Report> none;
   analysis::search::IncrementalAsha* asha = s->asha.get();
@@ -1660,19 +1659,13 @@ bool Scheduler::IncrementalRefinePlanLocked(
     SweepEntry* s, const WriteBatch& batch, SearchInputs* in,
     std::map<std::string, size_t>* index, SearchPlan* plan) {
   namespace search = analysis::search;
-  if (!options_.incremental_search || !s->search_indexed ||
-      s->refine == nullptr) {
+  SearchChanges changes;
+  if (s->refine == nullptr || !TakeSearchChangesLocked(s, batch, &changes)) {
     return false;
   }
-  // A spent GPU-hour budget settles every group and prunes every pending
-  // trial: planned from every trial (which drops the index once spent).
-  if (BudgetMaybeSpentLocked(*s, batch)) return false;
-  std::set<std::string> changed;
-  std::map<std::string, const TrialRecord*> overlay;
-  if (!TakeSearchChangesLocked(s, batch, &changed, &overlay)) return false;
+  const std::set<std::string>& changed = changes.ids;
   auto record = [&](const std::string& id) -> const TrialRecord& {
-    auto it = overlay.find(id);
-    return it != overlay.end() ? *it->second : trials_.at(id);
+    return changes.Record(id);
   };
   SweepEntry::RefineIndex& refine = *s->refine;
   // The trials whose refine point may change: the changed ones and those

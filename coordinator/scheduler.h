@@ -656,11 +656,21 @@ class Scheduler {
   // The incremental plans' changes: the trials of `s` changed since its
   // last plan (s->search_dirty, cleared) or by `batch` (trial records,
   // search-metric reports, results), and `batch`'s last record of each
-  // trial it holds. False when a trial of `batch` is not in the index.
-  bool TakeSearchChangesLocked(
-      SweepEntry* s, const store::WriteBatch& batch,
-      std::set<std::string>* changed,
-      std::map<std::string, const store::TrialRecord*>* overlay)
+  // trial it holds. Record(id): that record, else the scheduler's.
+  struct SearchChanges {
+    std::set<std::string> ids;
+    std::map<std::string, const store::TrialRecord*> overlay;
+    const std::unordered_map<std::string, store::TrialRecord>* trials = nullptr;
+    const store::TrialRecord& Record(const std::string& id) const {
+      auto it = overlay.find(id);
+      return it != overlay.end() ? *it->second : trials->at(id);
+    }
+  };
+  // False (the caller plans from every trial) when incremental planning is
+  // off or `s` is not indexed, its GPU-hour budget may be spent (a spent
+  // budget settles every group), or a trial of `batch` is not in the index.
+  bool TakeSearchChangesLocked(SweepEntry* s, const store::WriteBatch& batch,
+                               SearchChanges* changes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IncrementalStoppingPlanLocked(SweepEntry* s,
                                      const store::WriteBatch& batch,
